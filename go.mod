@@ -1,0 +1,3 @@
+module github.com/shardkeeper/shardkeeper
+
+go 1.26

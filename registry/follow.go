@@ -1,0 +1,80 @@
+package registry
+
+import (
+	"context"
+	"time"
+)
+
+// Follow keeps a consumer in step with every key under prefix until ctx
+// ends, across lost watches. fn first receives the initial snapshot as
+// EventPut events, then every change. When the backend loses the watch (or
+// Watch fails), fn receives one Event with Err set and no key, Follow waits a
+// short backoff, watches again and reconciles: keys that are new or changed
+// arrive as EventPut, keys that vanished meanwhile as synthetic EventDelete.
+// So a consumer that applies events in order always ends up with the
+// registry's state. fn runs on the calling goroutine, one event at a time.
+// Follow returns ctx.Err() when ctx ends.
+func Follow(ctx context.Context, r Repository, prefix string, fn func(Event)) error {
+	seen := map[string]Version{}
+	backoff := 50 * time.Millisecond
+	for {
+		initial, changes, err := r.Watch(ctx, prefix)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fn(Event{Err: err})
+			if !sleepCtx(ctx, backoff) {
+				return ctx.Err()
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		present := make(map[string]Version, len(initial))
+		for _, kv := range initial {
+			present[kv.Key] = kv.Version
+			if v, ok := seen[kv.Key]; !ok || v != kv.Version {
+				fn(Event{Type: EventPut, KV: kv})
+			}
+		}
+		for key := range seen {
+			if _, ok := present[key]; !ok {
+				fn(Event{Type: EventDelete, KV: KV{Key: key}})
+			}
+		}
+		seen = present
+		for ev := range changes {
+			if ev.Err != nil {
+				if ctx.Err() == nil {
+					fn(ev)
+				}
+				continue // the channel closes right after
+			}
+			switch ev.Type {
+			case EventPut:
+				seen[ev.KV.Key] = ev.KV.Version
+			case EventDelete:
+				delete(seen, ev.KV.Key)
+			}
+			fn(ev)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !sleepCtx(ctx, backoff) {
+			return ctx.Err()
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
