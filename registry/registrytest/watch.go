@@ -1,0 +1,273 @@
+package registrytest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// recv waits for the next event or fails.
+func recv(t *testing.T, ch <-chan registry.Event) registry.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("watch channel closed early")
+		}
+		return ev
+	case <-time.After(Timeout):
+		t.Fatal("no watch event")
+	}
+	panic("unreachable")
+}
+
+// until reads events until one satisfies match, ignoring others (the
+// contract allows duplicates and events for keys the test does not care
+// about, such as ZooKeeper's parent nodes).
+func until(t *testing.T, ch <-chan registry.Event, what string, match func(registry.Event) bool) registry.Event {
+	t.Helper()
+	deadline := time.After(Timeout)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch channel closed while waiting for %s", what)
+			}
+			if ev.Err != nil {
+				t.Fatalf("watch ended with %v while waiting for %s", ev.Err, what)
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func isPut(key, value string) func(registry.Event) bool {
+	return func(ev registry.Event) bool {
+		return ev.Type == registry.EventPut && ev.KV.Key == key && string(ev.KV.Value) == value
+	}
+}
+
+func isDelete(key string) func(registry.Event) bool {
+	return func(ev registry.Event) bool { return ev.Type == registry.EventDelete && ev.KV.Key == key }
+}
+
+func testWatch(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, writer := e.open(), e.open()
+	c := ctx(t)
+	mustPut(t, writer, "/w/a", "1")
+	vb := mustPut(t, writer, "/w/sub/b", "2")
+	mustPut(t, writer, "/w0/outside", "x")
+	mustPut(t, writer, "/wx", "x")
+
+	initial, ch, err := r.Watch(c, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := map[string]registry.KV{}
+	for _, kv := range initial {
+		if !registry.IsUnder(kv.Key, "/w") {
+			t.Fatalf("initial snapshot has %s, outside /w", kv.Key)
+		}
+		snap[kv.Key] = kv
+	}
+	if string(snap["/w/a"].Value) != "1" || string(snap["/w/sub/b"].Value) != "2" || snap["/w/sub/b"].Version != vb {
+		t.Fatalf("initial snapshot = %v", initial)
+	}
+
+	// Create, update, delete at several depths are seen.
+	mustPut(t, writer, "/w/c", "3")
+	until(t, ch, "put /w/c", isPut("/w/c", "3"))
+	mustPut(t, writer, "/w/sub/deeper/d", "4")
+	ev := until(t, ch, "put /w/sub/deeper/d", isPut("/w/sub/deeper/d", "4"))
+	if ev.KV.Version == 0 {
+		t.Fatal("event without version")
+	}
+	mustPut(t, writer, "/w/a", "1b")
+	until(t, ch, "update /w/a", isPut("/w/a", "1b"))
+	if err := writer.Delete(c, "/w/sub"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ch, "delete /w/sub/b", isDelete("/w/sub/b"))
+	// Writes outside the prefix, including name-prefix siblings, are not seen.
+	mustPut(t, writer, "/w0/outside", "y")
+	mustPut(t, writer, "/w/marker", "m")
+	until(t, ch, "marker", func(ev registry.Event) bool {
+		if !registry.IsUnder(ev.KV.Key, "/w") {
+			t.Fatalf("event for %s outside /w", ev.KV.Key)
+		}
+		return isPut("/w/marker", "m")(ev)
+	})
+
+	// Ephemeral keys from a session are seen, and their removal on Close.
+	s := e.session(writer, 0)
+	if err := s.PutEphemeral(c, "/w/eph", []byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ch, "ephemeral put", isPut("/w/eph", "e"))
+	if err := s.Close(c); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ch, "ephemeral delete", isDelete("/w/eph"))
+
+	// Watching a prefix that does not exist yet works.
+	initial, ch2, err := r.Watch(c, "/empty/prefix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(initial) != 0 {
+		t.Fatalf("initial of an empty prefix = %v", initial)
+	}
+	mustPut(t, writer, "/empty/prefix/x/y", "z")
+	until(t, ch2, "put under an empty prefix", isPut("/empty/prefix/x/y", "z"))
+}
+
+func testWatchOrderPerKey(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, writer := e.open(), e.open()
+	c := ctx(t)
+	_, ch, err := r.Watch(c, "/order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := 0; i < n; i++ {
+		mustPut(t, writer, "/order/k", fmt.Sprint(i))
+	}
+	// Values arrive in write order; coalescing may skip some, never reorder.
+	last := -1
+	for last != n-1 {
+		ev := until(t, ch, "ordered updates", func(ev registry.Event) bool { return ev.KV.Key == "/order/k" })
+		var v int
+		fmt.Sscan(string(ev.KV.Value), &v)
+		if v < last {
+			t.Fatalf("event %d after %d: out of order", v, last)
+		}
+		last = v
+	}
+	if err := writer.Delete(c, "/order/k"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ch, "delete after the updates", isDelete("/order/k"))
+}
+
+func testWatchCancel(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r := e.open()
+	wc, cancel := context.WithCancel(ctx(t))
+	_, ch, err := r.Watch(wc, "/cancel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.After(Timeout)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("watch channel not closed after ctx cancel")
+		}
+	}
+}
+
+func testWatchResync(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, writer := e.open(), e.open()
+	c := ctx(t)
+	mustPut(t, writer, "/rs/keep", "1")
+	mustPut(t, writer, "/rs/gone", "1")
+
+	// The raw watch ends with ErrWatchLost when the backend loses it.
+	_, raw, err := r.Watch(c, "/rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Follow reconciles across the loss.
+	state := map[string]string{}
+	events := make(chan registry.Event, 1024)
+	fc, stop := context.WithCancel(c)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- registry.Follow(fc, r, "/rs", func(ev registry.Event) { events <- ev }) }()
+	apply := func(ev registry.Event) bool {
+		switch {
+		case ev.Err != nil:
+		case ev.Type == registry.EventPut:
+			state[ev.KV.Key] = string(ev.KV.Value)
+		case ev.Type == registry.EventDelete:
+			delete(state, ev.KV.Key)
+		}
+		return true
+	}
+	waitState := func(what string, want map[string]string) {
+		t.Helper()
+		deadline := time.After(Timeout)
+		for !sameState(state, want) {
+			select {
+			case ev := <-events:
+				apply(ev)
+			case <-deadline:
+				t.Fatalf("%s: follower state %v, want %v", what, state, want)
+			}
+		}
+	}
+	waitState("initial", map[string]string{"/rs/keep": "1", "/rs/gone": "1"})
+
+	h.LoseWatches(t, r)
+	select {
+	case ev, ok := <-raw:
+		for ok && ev.Err == nil {
+			ev, ok = <-raw
+		}
+		if !ok {
+			t.Fatal("lost watch closed without a final error event")
+		}
+		wantErr(t, "final event of a lost watch", ev.Err, registry.ErrWatchLost)
+		if _, ok := <-raw; ok {
+			t.Fatal("lost watch channel not closed after its final event")
+		}
+	case <-time.After(Timeout):
+		t.Fatal("raw watch did not end after LoseWatches")
+	}
+
+	// Changes made around the loss reach the follower, deletes included.
+	if err := writer.Delete(c, "/rs/gone"); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, writer, "/rs/keep", "2")
+	mustPut(t, writer, "/rs/new", "3")
+	waitState("after loss", map[string]string{"/rs/keep": "2", "/rs/new": "3"})
+	stop()
+	select {
+	case <-done:
+	case <-time.After(Timeout):
+		t.Fatal("Follow did not return after cancel")
+	}
+}
+
+// sameState compares the follower's state with want, ignoring keys with
+// empty values that are not in want (ZooKeeper's parent nodes).
+func sameState(state, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := state[k]; !ok || got != v {
+			return false
+		}
+	}
+	for k, v := range state {
+		if _, ok := want[k]; !ok && v != "" {
+			return false
+		}
+	}
+	return true
+}
