@@ -71,7 +71,9 @@ func testSessionClose(t *testing.T, h Harness) {
 	case <-time.After(Timeout):
 		t.Fatal("Done not closed after Close")
 	}
-	wantErr(t, "Err after Close", s.Err(), registry.ErrClosed)
+	if err := s.Err(); !errors.Is(err, registry.ErrClosed) {
+		t.Fatalf("Err after Close = %v, want ErrClosed", err)
+	}
 	// Close returns once the ephemerals are gone: no polling needed.
 	for _, k := range []string{"/eph/a", "/eph/b/c", "/eph/excl"} {
 		if exists(t, r2, k) {
@@ -113,7 +115,9 @@ func testSessionExpiry(t *testing.T, h Harness) {
 	case <-time.After(Timeout):
 		t.Fatalf("Done not closed %v after the registry expired the session", Timeout)
 	}
-	wantErr(t, "Err after expiry", s.Err(), registry.ErrSessionExpired)
+	if err := s.Err(); !errors.Is(err, registry.ErrSessionExpired) {
+		t.Fatalf("Err after expiry = %v, want ErrSessionExpired", err)
+	}
 	eventually(t, "ephemerals of the expired session to vanish", func() bool {
 		return !exists(t, r2, "/nodes/compute_nodes/status/i1") && !exists(t, r2, "/reservation/worker_id/3")
 	})

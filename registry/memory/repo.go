@@ -1,0 +1,234 @@
+// Package memory is an in-process registry backend for deterministic
+// simulation tests. It is not a stand-in for etcd or ZooKeeper: the
+// conformance suite runs against those real servers, and this backend passes
+// the same suite so that simulations over it mean something.
+//
+// Semantics follow etcd: keys are flat (no implicit parent keys), versions
+// come from one global revision counter (they never repeat), and a session
+// lives until it is closed or expired with Expire. Session TTLs are not
+// enforced by a clock; a simulation decides when a session expires.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Repo is a client of an in-memory store. Clients made with Clone share the
+// store, as two processes share one registry. Safe for concurrent use.
+type Repo struct {
+	st     *store
+	closed atomic.Bool
+	mu     sync.Mutex
+	watchs map[*watcher]struct{} // this client's watches
+}
+
+var _ registry.Repository = (*Repo)(nil)
+
+type store struct {
+	mu       sync.Mutex
+	rev      int64
+	kv       map[string]*entry
+	watchers map[*watcher]struct{}
+	locks    map[string]*lockState
+	nextSess int64
+}
+
+type entry struct {
+	value   []byte
+	version int64
+	owner   *session // nil for persistent keys
+}
+
+// New returns a client of a new, empty store. It does no I/O.
+func New() *Repo {
+	return newClient(&store{
+		kv:       map[string]*entry{},
+		watchers: map[*watcher]struct{}{},
+		locks:    map[string]*lockState{},
+	})
+}
+
+func newClient(st *store) *Repo { return &Repo{st: st, watchs: map[*watcher]struct{}{}} }
+
+// Clone returns another client of the same store, closed independently.
+func (r *Repo) Clone() *Repo { return newClient(r.st) }
+
+// DropWatches ends every watch opened through this client as a lost watch:
+// each channel delivers a final event wrapping registry.ErrWatchLost.
+func (r *Repo) DropWatches() {
+	r.mu.Lock()
+	ws := make([]*watcher, 0, len(r.watchs))
+	for w := range r.watchs {
+		ws = append(ws, w)
+	}
+	r.mu.Unlock()
+	for _, w := range ws {
+		w.lose(&registry.OpError{Op: "watch", Key: w.prefix, Err: registry.ErrWatchLost})
+	}
+}
+
+// Close implements registry.Repository. It ends this client's watches.
+func (r *Repo) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	r.mu.Lock()
+	ws := make([]*watcher, 0, len(r.watchs))
+	for w := range r.watchs {
+		ws = append(ws, w)
+	}
+	r.mu.Unlock()
+	for _, w := range ws {
+		w.lose(&registry.OpError{Op: "watch", Key: w.prefix, Err: registry.ErrClosed})
+	}
+	return nil
+}
+
+// check validates key and the client's state before an operation.
+func (r *Repo) check(ctx context.Context, op, key string) error {
+	if err := registry.ValidateKey(key); err != nil {
+		return &registry.OpError{Op: op, Key: key, Err: err}
+	}
+	if r.closed.Load() {
+		return &registry.OpError{Op: op, Key: key, Err: registry.ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return &registry.OpError{Op: op, Key: key, Err: err}
+	}
+	return nil
+}
+
+// Get implements registry.Repository.
+func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
+	if err := r.check(ctx, "get", key); err != nil {
+		return registry.KV{}, err
+	}
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	e, ok := r.st.kv[key]
+	if !ok {
+		return registry.KV{}, &registry.OpError{Op: "get", Key: key, Err: registry.ErrNotFound}
+	}
+	return registry.KV{Key: key, Value: slices.Clone(e.value), Version: registry.Version(e.version)}, nil
+}
+
+// Children implements registry.Repository.
+func (r *Repo) Children(ctx context.Context, key string) ([]string, error) {
+	if err := r.check(ctx, "children", key); err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(key, "/") + "/"
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	names := map[string]struct{}{}
+	for k := range r.st.kv {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			names[name] = struct{}{}
+		}
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Put implements registry.Repository. Like etcd, a plain Put on an ephemeral
+// key makes it persistent.
+func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
+	if err := r.check(ctx, "put", key); err != nil {
+		return 0, err
+	}
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	return registry.Version(r.st.write(key, value, nil)), nil
+}
+
+// Create implements registry.Repository.
+func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
+	if err := r.check(ctx, "create", key); err != nil {
+		return 0, err
+	}
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	if _, ok := r.st.kv[key]; ok {
+		return 0, &registry.OpError{Op: "create", Key: key, Err: registry.ErrExists}
+	}
+	return registry.Version(r.st.write(key, value, nil)), nil
+}
+
+// Update implements registry.Repository.
+func (r *Repo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
+	if err := r.check(ctx, "update", key); err != nil {
+		return 0, err
+	}
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	e, ok := r.st.kv[key]
+	switch {
+	case !ok:
+		return 0, &registry.OpError{Op: "update", Key: key, Err: registry.ErrNotFound}
+	case registry.Version(e.version) != expect:
+		return 0, &registry.OpError{Op: "update", Key: key, Err: fmt.Errorf("%w: expected %d, found %d", registry.ErrBadVersion, expect, e.version)}
+	}
+	return registry.Version(r.st.write(key, value, e.owner)), nil
+}
+
+// Delete implements registry.Repository.
+func (r *Repo) Delete(ctx context.Context, key string) error {
+	if err := r.check(ctx, "delete", key); err != nil {
+		return err
+	}
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	var doomed []string
+	for k := range r.st.kv {
+		if registry.IsUnder(k, key) {
+			doomed = append(doomed, k)
+		}
+	}
+	sort.Strings(doomed)
+	for _, k := range doomed {
+		r.st.remove(k)
+	}
+	return nil
+}
+
+// write stores key under st.mu and notifies watchers; it returns the new
+// version.
+func (st *store) write(key string, value []byte, owner *session) int64 {
+	st.rev++
+	if old, ok := st.kv[key]; ok && old.owner != nil && old.owner != owner {
+		delete(old.owner.keys, key)
+	}
+	st.kv[key] = &entry{value: slices.Clone(value), version: st.rev, owner: owner}
+	if owner != nil {
+		owner.keys[key] = struct{}{}
+	}
+	st.notify(registry.Event{Type: registry.EventPut, KV: registry.KV{Key: key, Value: slices.Clone(value), Version: registry.Version(st.rev)}})
+	return st.rev
+}
+
+// remove deletes key under st.mu and notifies watchers.
+func (st *store) remove(key string) {
+	e, ok := st.kv[key]
+	if !ok {
+		return
+	}
+	st.rev++
+	if e.owner != nil {
+		delete(e.owner.keys, key)
+	}
+	delete(st.kv, key)
+	st.notify(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: key, Version: registry.Version(st.rev)}})
+}
