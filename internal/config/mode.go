@@ -1,0 +1,370 @@
+// Package config reads shardkeeper's configuration the ShardingSphere way: a
+// conf directory with global.yaml (fallback server.yaml) whose `mode:`
+// section says which registry to use. Errors name the file, line and field,
+// and validation reports every problem at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Mode types, as ShardingSphere spells them.
+const (
+	ModeStandalone = "Standalone"
+	ModeCluster    = "Cluster"
+)
+
+// Repository types. Matching is case-insensitive, as ShardingSphere's SPI
+// lookup is; these are the canonical spellings.
+const (
+	RepositoryEtcd      = "etcd"
+	RepositoryZooKeeper = "ZooKeeper"
+	RepositoryEmbedded  = "Embedded"
+)
+
+// Defaults for repository props (ShardingSphere's where it has one).
+const (
+	DefaultNamespace            = "governance_ds"
+	DefaultEtcdTTL              = 30 * time.Second
+	DefaultZooKeeperTTL         = 60 * time.Second
+	DefaultRetryInterval        = 500 * time.Millisecond
+	DefaultMaxRetries           = 3
+	DefaultOperationTimeout     = 500 * time.Millisecond
+	DefaultConnectTimeout       = 5 * time.Second
+	DefaultEmbeddedDataDir      = "shardkeeper-data"
+	DefaultEmbeddedClientURL    = "http://127.0.0.1:2379"
+	DefaultEmbeddedPeerURL      = "http://127.0.0.1:2380"
+	defaultGlobalFile           = "global.yaml"
+	deprecatedGlobalFile        = "server.yaml"
+	maxReasonableSessionSeconds = 24 * 3600
+)
+
+// Mode is the `mode:` section. With no section at all the mode is
+// Standalone on the embedded registry.
+type Mode struct {
+	Type       string     // ModeStandalone or ModeCluster
+	Repository Repository // where the cluster's state lives
+}
+
+// Repository says how to reach the registry. Props keep ShardingSphere's
+// names in YAML (`namespace`, `server-lists`, `timeToLiveSeconds`,
+// `retryIntervalMilliseconds`, `maxRetries`, `operationTimeoutMilliseconds`,
+// `digest`) plus shardkeeper's own (`username`, `password`, `caFile`,
+// `certFile`, `keyFile`, `connectTimeoutMilliseconds`, and for Embedded
+// `dataDir`, `clientUrl`, `peerUrl`).
+type Repository struct {
+	Type             string        // RepositoryEtcd, RepositoryZooKeeper or RepositoryEmbedded
+	Namespace        string        // key prefix (etcd) or root znode (ZooKeeper)
+	ServerLists      []string      // etcd URLs or ZooKeeper host:port
+	TimeToLive       time.Duration // session TTL: etcd lease, ZooKeeper session timeout
+	RetryInterval    time.Duration
+	MaxRetries       int
+	OperationTimeout time.Duration
+	ConnectTimeout   time.Duration // how long Open waits for the registry
+	Digest           string        // ZooKeeper "user:password"
+	Username         string        // etcd
+	Password         string        // etcd
+	CAFile           string        // etcd TLS
+	CertFile         string        // etcd TLS client certificate
+	KeyFile          string        // etcd TLS client key
+	DataDir          string        // Embedded: where the embedded etcd keeps its data
+	ClientURL        string        // Embedded: where it listens for clients
+	PeerURL          string        // Embedded: where it listens for peers
+}
+
+// DefaultMode is what a node runs with no configuration: Standalone on the
+// embedded registry with its data in DefaultEmbeddedDataDir.
+func DefaultMode() Mode {
+	return Mode{Type: ModeStandalone, Repository: defaultRepository(RepositoryEmbedded)}
+}
+
+func defaultRepository(typ string) Repository {
+	r := Repository{
+		Type:             typ,
+		Namespace:        DefaultNamespace,
+		TimeToLive:       DefaultEtcdTTL,
+		RetryInterval:    DefaultRetryInterval,
+		MaxRetries:       DefaultMaxRetries,
+		OperationTimeout: DefaultOperationTimeout,
+		ConnectTimeout:   DefaultConnectTimeout,
+	}
+	switch typ {
+	case RepositoryZooKeeper:
+		r.TimeToLive = DefaultZooKeeperTTL
+	case RepositoryEmbedded:
+		r.DataDir = DefaultEmbeddedDataDir
+		r.ClientURL = DefaultEmbeddedClientURL
+		r.PeerURL = DefaultEmbeddedPeerURL
+	}
+	return r
+}
+
+// FindGlobalFile returns the path of global.yaml in dir, or of the
+// deprecated server.yaml when only that exists. It returns an error naming
+// both when neither exists.
+func FindGlobalFile(dir string) (string, error) {
+	for _, name := range []string{defaultGlobalFile, deprecatedGlobalFile} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("conf dir %s has neither %s nor %s", dir, defaultGlobalFile, deprecatedGlobalFile)
+}
+
+// LoadMode reads the `mode:` section of the global file in the conf dir
+// (see FindGlobalFile). A file without the section yields DefaultMode.
+func LoadMode(dir string) (Mode, error) {
+	path, err := FindGlobalFile(dir)
+	if err != nil {
+		return Mode{}, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Mode{}, err
+	}
+	return ParseMode(path, data)
+}
+
+// ParseMode reads the `mode:` section from the YAML document data; file
+// names the source in errors. It reports every problem at once, each as
+// "file:line: field: what is wrong".
+func ParseMode(file string, data []byte) (Mode, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Mode{}, fmt.Errorf("%s: %w", file, err)
+	}
+	root := documentRoot(&doc)
+	if root == nil {
+		return DefaultMode(), nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return Mode{}, fmt.Errorf("%s:%d: the document must be a mapping", file, root.Line)
+	}
+	modeNode := mapValue(root, "mode")
+	if modeNode == nil || modeNode.Tag == "!!null" {
+		return DefaultMode(), nil
+	}
+	p := problems{file: file}
+	m := Mode{Type: ModeStandalone}
+	if modeNode.Kind != yaml.MappingNode {
+		p.add(modeNode, "mode", "must be a mapping with type and repository")
+		return Mode{}, p.err()
+	}
+	if t := mapValue(modeNode, "type"); t != nil {
+		switch t.Value {
+		case ModeStandalone, ModeCluster:
+			m.Type = t.Value
+		default:
+			p.add(t, "mode.type", fmt.Sprintf("%q is not a mode (use Standalone or Cluster)", t.Value))
+		}
+	}
+	repoNode := mapValue(modeNode, "repository")
+	if repoNode == nil {
+		if m.Type == ModeCluster {
+			p.add(modeNode, "mode.repository", "Cluster persist repository configuration is required.")
+		}
+		m.Repository = defaultRepository(RepositoryEmbedded)
+		return m, p.err()
+	}
+	m.Repository = parseRepository(&p, repoNode)
+	return m, p.err()
+}
+
+func parseRepository(p *problems, node *yaml.Node) Repository {
+	typNode := mapValue(node, "type")
+	typ := ""
+	if typNode != nil {
+		typ = canonicalRepositoryType(typNode.Value)
+		if typ == "" {
+			p.add(typNode, "mode.repository.type", fmt.Sprintf("%q is not a repository type (use etcd, ZooKeeper or Embedded)", typNode.Value))
+		}
+	} else {
+		p.add(node, "mode.repository.type", "missing (use etcd, ZooKeeper or Embedded)")
+	}
+	if typ == "" {
+		typ = RepositoryEmbedded
+	}
+	r := defaultRepository(typ)
+	props := mapValue(node, "props")
+	if props == nil {
+		if typ != RepositoryEmbedded {
+			p.add(node, "mode.repository.props", "missing: namespace and server-lists are required")
+		}
+		return r
+	}
+	if props.Kind != yaml.MappingNode {
+		p.add(props, "mode.repository.props", "must be a mapping")
+		return r
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(props.Content); i += 2 {
+		k, v := props.Content[i], props.Content[i+1]
+		field := "mode.repository.props." + k.Value
+		seen[k.Value] = true
+		switch k.Value {
+		case "namespace":
+			r.Namespace = v.Value
+			if err := validateNamespace(v.Value); err != nil {
+				p.add(v, field, err.Error())
+			}
+		case "server-lists":
+			r.ServerLists = nil
+			for _, s := range strings.Split(v.Value, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					r.ServerLists = append(r.ServerLists, s)
+				}
+			}
+		case "timeToLiveSeconds":
+			r.TimeToLive = p.seconds(v, field, 1, maxReasonableSessionSeconds)
+		case "retryIntervalMilliseconds":
+			r.RetryInterval = p.millis(v, field, 1)
+		case "maxRetries":
+			r.MaxRetries = p.integer(v, field, 0, 1000)
+		case "operationTimeoutMilliseconds":
+			r.OperationTimeout = p.millis(v, field, 1)
+		case "connectTimeoutMilliseconds":
+			r.ConnectTimeout = p.millis(v, field, 1)
+		case "connectionTimeout":
+			// etcd's prop is defined but unused upstream; accepted and ignored.
+		case "digest":
+			r.Digest = v.Value
+			if v.Value != "" && !strings.Contains(v.Value, ":") {
+				p.add(v, field, "must be user:password")
+			}
+		case "username":
+			r.Username = v.Value
+		case "password":
+			r.Password = v.Value
+		case "caFile":
+			r.CAFile = v.Value
+		case "certFile":
+			r.CertFile = v.Value
+		case "keyFile":
+			r.KeyFile = v.Value
+		case "dataDir":
+			r.DataDir = v.Value
+		case "clientUrl":
+			r.ClientURL = v.Value
+		case "peerUrl":
+			r.PeerURL = v.Value
+		default:
+			p.add(k, field, "unknown repository prop")
+		}
+	}
+	if typ != RepositoryEmbedded {
+		if !seen["namespace"] {
+			p.add(props, "mode.repository.props.namespace", "required")
+		}
+		if len(r.ServerLists) == 0 {
+			p.add(props, "mode.repository.props.server-lists", "required (etcd: http://host:2379[,...]; ZooKeeper: host:2181[,...])")
+		}
+	}
+	if typ == RepositoryEtcd {
+		for _, s := range r.ServerLists {
+			if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+				p.add(props, "mode.repository.props.server-lists", fmt.Sprintf("etcd endpoint %q must be a URL such as http://%s", s, s))
+			}
+		}
+		if (r.CertFile == "") != (r.KeyFile == "") {
+			p.add(props, "mode.repository.props.certFile", "certFile and keyFile go together")
+		}
+	}
+	if typ == RepositoryZooKeeper {
+		for _, s := range r.ServerLists {
+			if strings.Contains(s, "://") {
+				p.add(props, "mode.repository.props.server-lists", fmt.Sprintf("ZooKeeper server %q must be host:port, not a URL", s))
+			}
+		}
+	}
+	return r
+}
+
+// validateNamespace refuses namespaces that would escape or break the key
+// space: empty, containing "..", "//", whitespace or control characters.
+func validateNamespace(ns string) error {
+	switch {
+	case ns == "":
+		return errors.New("must not be empty")
+	case strings.Contains(ns, ".."):
+		return errors.New(`must not contain ".."`)
+	case strings.Contains(ns, "//"):
+		return errors.New(`must not contain "//"`)
+	case strings.HasSuffix(ns, "/"):
+		return errors.New(`must not end with "/"`)
+	}
+	for _, c := range ns {
+		if c <= ' ' || c == 0x7f {
+			return fmt.Errorf("must not contain space or control character %U", c)
+		}
+	}
+	return nil
+}
+
+// canonicalRepositoryType maps a case-insensitive type name to its
+// canonical spelling, or "" if it is unknown.
+func canonicalRepositoryType(s string) string {
+	for _, t := range []string{RepositoryEtcd, RepositoryZooKeeper, RepositoryEmbedded} {
+		if strings.EqualFold(s, t) {
+			return t
+		}
+	}
+	return ""
+}
+
+// problems collects validation errors with their positions.
+type problems struct {
+	file string
+	errs []error
+}
+
+func (p *problems) add(n *yaml.Node, field, msg string) {
+	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s: %s", p.file, n.Line, field, msg))
+}
+
+func (p *problems) err() error { return errors.Join(p.errs...) }
+
+func (p *problems) integer(n *yaml.Node, field string, lo, hi int64) int {
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil || v < lo || v > hi {
+		p.add(n, field, fmt.Sprintf("%q must be an integer in [%d, %d]", n.Value, lo, hi))
+		return int(lo)
+	}
+	return int(v)
+}
+
+func (p *problems) seconds(n *yaml.Node, field string, lo, hi int64) time.Duration {
+	return time.Duration(p.integer(n, field, lo, hi)) * time.Second
+}
+
+func (p *problems) millis(n *yaml.Node, field string, lo int64) time.Duration {
+	return time.Duration(p.integer(n, field, lo, 24*3600*1000)) * time.Millisecond
+}
+
+func documentRoot(doc *yaml.Node) *yaml.Node {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		return doc.Content[0]
+	}
+	return nil
+}
+
+// mapValue returns the value node of key in mapping m, or nil.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}

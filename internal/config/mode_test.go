@@ -1,0 +1,107 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadModeShardingSphereExample(t *testing.T) {
+	m, err := LoadMode("../../../shared/testdata/shardingsphere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Repository
+	if m.Type != ModeCluster || r.Type != RepositoryZooKeeper || r.Namespace != "governance_ds_o8" ||
+		strings.Join(r.ServerLists, ",") != "localhost:2181" || r.TimeToLive != 60*time.Second ||
+		r.RetryInterval != 500*time.Millisecond || r.MaxRetries != 3 || r.OperationTimeout != 500*time.Millisecond {
+		t.Fatalf("mode = %+v", m)
+	}
+}
+
+func TestParseModeDefaults(t *testing.T) {
+	for _, doc := range []string{"", "props:\n  sql-show: true\n", "mode:\n"} {
+		m, err := ParseMode("global.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		if !reflect.DeepEqual(m, DefaultMode()) {
+			t.Fatalf("%q: mode = %+v, want the default", doc, m)
+		}
+	}
+	m, err := ParseMode("g.yaml", []byte("mode:\n  type: Cluster\n  repository:\n    type: ETCD\n    props:\n      namespace: ns\n      server-lists: http://127.0.0.1:2379, http://127.0.0.2:2379\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Repository.Type != RepositoryEtcd || m.Repository.TimeToLive != DefaultEtcdTTL || len(m.Repository.ServerLists) != 2 {
+		t.Fatalf("etcd mode = %+v", m)
+	}
+}
+
+func TestParseModeReportsEveryProblemWithLine(t *testing.T) {
+	doc := `mode:
+  type: Clustr
+  repository:
+    type: Consul
+    props:
+      namespace: ../escape
+      timeToLiveSeconds: soon
+      maxRetries: -1
+      color: blue
+`
+	_, err := ParseMode("conf/global.yaml", []byte(doc))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"conf/global.yaml:2: mode.type: \"Clustr\" is not a mode",
+		"conf/global.yaml:4: mode.repository.type: \"Consul\" is not a repository type",
+		"conf/global.yaml:6: mode.repository.props.namespace: must not contain \"..\"",
+		"conf/global.yaml:7: mode.repository.props.timeToLiveSeconds: \"soon\" must be an integer",
+		"conf/global.yaml:8: mode.repository.props.maxRetries",
+		"conf/global.yaml:9: mode.repository.props.color: unknown repository prop",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestParseModeClusterNeedsRepository(t *testing.T) {
+	_, err := ParseMode("global.yaml", []byte("mode:\n  type: Cluster\n"))
+	if err == nil || !strings.Contains(err.Error(), "Cluster persist repository configuration is required.") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = ParseMode("global.yaml", []byte("mode:\n  type: Cluster\n  repository:\n    type: ZooKeeper\n    props:\n      namespace: ns\n"))
+	if err == nil || !strings.Contains(err.Error(), "global.yaml:6: mode.repository.props.server-lists: required") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = ParseMode("global.yaml", []byte("mode:\n  type: Cluster\n  repository:\n    type: etcd\n    props:\n      namespace: ns\n      server-lists: 127.0.0.1:2379\n"))
+	if err == nil || !strings.Contains(err.Error(), "must be a URL such as http://127.0.0.1:2379") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFindGlobalFileFallsBackToServerYAML(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := FindGlobalFile(dir); err == nil || !strings.Contains(err.Error(), "neither global.yaml nor server.yaml") {
+		t.Fatalf("empty dir: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.yaml"), []byte("mode:\n  type: Standalone\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := FindGlobalFile(dir)
+	if err != nil || filepath.Base(p) != "server.yaml" {
+		t.Fatalf("FindGlobalFile = %s, %v", p, err)
+	}
+}
+
+func TestParseModeBadYAML(t *testing.T) {
+	_, err := ParseMode("global.yaml", []byte("mode:\n  type: [unclosed\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "global.yaml: yaml: line") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Starts a real etcd 3.4 and ZooKeeper 3.8 on free loopback ports in a
+# temporary directory, for tests and benchmarks. Source it:
+#
+#   source scripts/servers.sh && start_servers
+#
+# It installs the Debian packages when they are missing, exports
+# SHARDKEEPER_ETCD_ENDPOINTS and SHARDKEEPER_ZK_SERVERS, and stops both
+# servers when the calling shell exits.
+
+install_servers() {
+	local need=()
+	command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+	command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+	[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+	command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+	if [ ${#need[@]} -gt 0 ]; then
+		echo "servers: installing ${need[*]} from Debian packages" >&2
+		local sudo=""
+		[ "$(id -u)" -eq 0 ] || sudo="sudo"
+		$sudo apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+	fi
+}
+
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+	local port
+	for _ in $(seq 1 200); do
+		port=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	echo "servers: no free port found" >&2
+	return 1
+}
+
+# wait_for runs "$@" until it succeeds, for at most 60 s.
+wait_for() {
+	local what=$1
+	shift
+	for _ in $(seq 1 300); do
+		if "$@" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "servers: $what did not become ready; its log follows" >&2
+	return 1
+}
+
+zk_ok() {
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'ruok' >&3
+	local answer
+	answer=$(timeout 2 cat <&3)
+	exec 3>&-
+	[ "$answer" = imok ]
+}
+
+stop_servers() {
+	[ -n "${SK_ETCD_PID:-}" ] && kill "$SK_ETCD_PID" 2>/dev/null
+	[ -n "${SK_ZK_PID:-}" ] && kill "$SK_ZK_PID" 2>/dev/null
+	wait 2>/dev/null
+	[ -n "${SK_SERVERS_DIR:-}" ] && rm -rf "$SK_SERVERS_DIR"
+	return 0
+}
+
+start_servers() {
+	install_servers || return 1
+	SK_SERVERS_DIR=$(mktemp -d /tmp/shardkeeper-servers.XXXXXX)
+	trap stop_servers EXIT
+
+	local ec ep zp
+	ec=$(free_port) && ep=$(free_port) && zp=$(free_port) || return 1
+	etcd --name sk --data-dir "$SK_SERVERS_DIR/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ec" --advertise-client-urls "http://127.0.0.1:$ec" \
+		--listen-peer-urls "http://127.0.0.1:$ep" --initial-advertise-peer-urls "http://127.0.0.1:$ep" \
+		--initial-cluster "sk=http://127.0.0.1:$ep" --log-level error \
+		>"$SK_SERVERS_DIR/etcd.log" 2>&1 &
+	SK_ETCD_PID=$!
+
+	mkdir -p "$SK_SERVERS_DIR/zk/data"
+	# Short ticks keep session-expiry tests fast (min session timeout 2 ticks);
+	# the max is raised so ordinary 30-60 s sessions are granted as asked.
+	cat >"$SK_SERVERS_DIR/zk/zoo.cfg" <<CFG
+tickTime=200
+minSessionTimeout=400
+maxSessionTimeout=60000
+dataDir=$SK_SERVERS_DIR/zk/data
+clientPort=$zp
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+CFG
+	java -Dzookeeper.log.dir="$SK_SERVERS_DIR/zk" -Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties \
+		-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+		org.apache.zookeeper.server.ZooKeeperServerMain "$SK_SERVERS_DIR/zk/zoo.cfg" \
+		>"$SK_SERVERS_DIR/zk.log" 2>&1 &
+	SK_ZK_PID=$!
+
+	wait_for "etcd on 127.0.0.1:$ec" etcdctl --endpoints "http://127.0.0.1:$ec" endpoint health ||
+		{ tail -20 "$SK_SERVERS_DIR/etcd.log" >&2; return 1; }
+	wait_for "ZooKeeper on 127.0.0.1:$zp" zk_ok "$zp" ||
+		{ tail -20 "$SK_SERVERS_DIR/zk.log" >&2; return 1; }
+
+	export SHARDKEEPER_ETCD_ENDPOINTS="http://127.0.0.1:$ec"
+	export SHARDKEEPER_ZK_SERVERS="127.0.0.1:$zp"
+	export SHARDKEEPER_REQUIRE_SERVERS=1
+	echo "servers: etcd $(etcd --version | head -1 | awk '{print $3}') at $SHARDKEEPER_ETCD_ENDPOINTS, ZooKeeper at $SHARDKEEPER_ZK_SERVERS" >&2
+}
