@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -175,20 +176,57 @@ func ParseMode(file string, data []byte) (Mode, error) {
 		m.Repository = defaultRepository(RepositoryEmbedded)
 		return m, p.err()
 	}
-	m.Repository = parseRepository(&p, repoNode)
+	m.Repository = parseRepository(&p, repoNode, yamlFields)
 	return m, p.err()
 }
 
-func parseRepository(p *problems, node *yaml.Node) Repository {
+// fieldNames say how errors name the repository's fields: as YAML paths
+// or as command-line flags.
+type fieldNames struct{ typ, props, prop string }
+
+var (
+	yamlFields = fieldNames{typ: "mode.repository.type", props: "mode.repository.props", prop: "mode.repository.props."}
+	flagFields = fieldNames{typ: "--repository-type", props: "flags", prop: "--"}
+)
+
+// RepositoryFromFlags builds a repository config from a type and props
+// given on the command line (props named as in YAML, such as "namespace"
+// and "server-lists"), validated like the YAML section; errors name the
+// flags (--repository-type, --server-lists, ...).
+func RepositoryFromFlags(typ string, props map[string]string) (Repository, error) {
+	node := &yaml.Node{Kind: yaml.MappingNode}
+	node.Content = append(node.Content, scalar("type"), scalar(typ))
+	pm := &yaml.Node{Kind: yaml.MappingNode}
+	for _, k := range sortedKeys(props) {
+		pm.Content = append(pm.Content, scalar(k), scalar(props[k]))
+	}
+	node.Content = append(node.Content, scalar("props"), pm)
+	p := problems{}
+	r := parseRepository(&p, node, flagFields)
+	return r, p.err()
+}
+
+func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 	typNode := mapValue(node, "type")
 	typ := ""
 	if typNode != nil {
 		typ = canonicalRepositoryType(typNode.Value)
 		if typ == "" {
-			p.add(typNode, "mode.repository.type", fmt.Sprintf("%q is not a repository type (use etcd, ZooKeeper or Embedded)", typNode.Value))
+			p.add(typNode, f.typ, fmt.Sprintf("%q is not a repository type (use etcd, ZooKeeper or Embedded)", typNode.Value))
 		}
 	} else {
-		p.add(node, "mode.repository.type", "missing (use etcd, ZooKeeper or Embedded)")
+		p.add(node, f.typ, "missing (use etcd, ZooKeeper or Embedded)")
 	}
 	if typ == "" {
 		typ = RepositoryEmbedded
@@ -197,18 +235,18 @@ func parseRepository(p *problems, node *yaml.Node) Repository {
 	props := mapValue(node, "props")
 	if props == nil {
 		if typ != RepositoryEmbedded {
-			p.add(node, "mode.repository.props", "missing: namespace and server-lists are required")
+			p.add(node, f.props, "missing: namespace and server-lists are required")
 		}
 		return r
 	}
 	if props.Kind != yaml.MappingNode {
-		p.add(props, "mode.repository.props", "must be a mapping")
+		p.add(props, f.props, "must be a mapping")
 		return r
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(props.Content); i += 2 {
 		k, v := props.Content[i], props.Content[i+1]
-		field := "mode.repository.props." + k.Value
+		field := f.prop + k.Value
 		seen[k.Value] = true
 		switch k.Value {
 		case "namespace":
@@ -262,26 +300,26 @@ func parseRepository(p *problems, node *yaml.Node) Repository {
 	}
 	if typ != RepositoryEmbedded {
 		if !seen["namespace"] {
-			p.add(props, "mode.repository.props.namespace", "required")
+			p.add(props, f.prop+"namespace", "required")
 		}
 		if len(r.ServerLists) == 0 {
-			p.add(props, "mode.repository.props.server-lists", "required (etcd: http://host:2379[,...]; ZooKeeper: host:2181[,...])")
+			p.add(props, f.prop+"server-lists", "required (etcd: http://host:2379[,...]; ZooKeeper: host:2181[,...])")
 		}
 	}
 	if typ == RepositoryEtcd {
 		for _, s := range r.ServerLists {
 			if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
-				p.add(props, "mode.repository.props.server-lists", fmt.Sprintf("etcd endpoint %q must be a URL such as http://%s", s, s))
+				p.add(props, f.prop+"server-lists", fmt.Sprintf("etcd endpoint %q must be a URL such as http://%s", s, s))
 			}
 		}
 		if (r.CertFile == "") != (r.KeyFile == "") {
-			p.add(props, "mode.repository.props.certFile", "certFile and keyFile go together")
+			p.add(props, f.prop+"certFile", "certFile and keyFile go together")
 		}
 	}
 	if typ == RepositoryZooKeeper {
 		for _, s := range r.ServerLists {
 			if strings.Contains(s, "://") {
-				p.add(props, "mode.repository.props.server-lists", fmt.Sprintf("ZooKeeper server %q must be host:port, not a URL", s))
+				p.add(props, f.prop+"server-lists", fmt.Sprintf("ZooKeeper server %q must be host:port, not a URL", s))
 			}
 		}
 	}
@@ -327,6 +365,10 @@ type problems struct {
 }
 
 func (p *problems) add(n *yaml.Node, field, msg string) {
+	if p.file == "" {
+		p.errs = append(p.errs, fmt.Errorf("%s: %s", field, msg))
+		return
+	}
 	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s: %s", p.file, n.Line, field, msg))
 }
 

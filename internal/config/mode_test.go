@@ -105,3 +105,18 @@ func TestParseModeBadYAML(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestRepositoryFromFlags(t *testing.T) {
+	r, err := RepositoryFromFlags("zookeeper", map[string]string{"namespace": "ns", "server-lists": "127.0.0.1:2181"})
+	if err != nil || r.Type != RepositoryZooKeeper || r.Namespace != "ns" || r.TimeToLive != DefaultZooKeeperTTL {
+		t.Fatalf("RepositoryFromFlags = %+v, %v", r, err)
+	}
+	_, err = RepositoryFromFlags("etcd", map[string]string{"namespace": "ns"})
+	if err == nil || !strings.Contains(err.Error(), "--server-lists: required") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = RepositoryFromFlags("mysql", map[string]string{"namespace": "ns", "server-lists": "x:1"})
+	if err == nil || !strings.Contains(err.Error(), `--repository-type: "mysql" is not a repository type`) {
+		t.Fatalf("err = %v", err)
+	}
+}
