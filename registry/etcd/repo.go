@@ -139,6 +139,7 @@ type Repo struct {
 	ns             string
 	endpoints      []string
 	requestTimeout time.Duration
+	childrenPage   int64 // keys per Children read; tests make it small
 
 	ctx    context.Context // cancelled by Close; every goroutine ends with it
 	cancel context.CancelFunc
@@ -195,6 +196,7 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		ns:             c.Namespace,
 		endpoints:      endpoints,
 		requestTimeout: c.RequestTimeout,
+		childrenPage:   childrenPage,
 		ctx:            rctx,
 		cancel:         cancel,
 		sessions:       map[*session]struct{}{},

@@ -1,0 +1,308 @@
+package etcd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/registrytest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// open opens a Repo on the real test server and closes it at cleanup.
+func open(t *testing.T, endpoints []string, ns string) *Repo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := Open(ctx, Config{Endpoints: endpoints, Namespace: ns, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// rawClient is a plain etcd client on the test server, outside any namespace.
+func rawClient(t *testing.T, endpoints []string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func uniqueNS(t *testing.T, base string) string {
+	t.Helper()
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base + "_" + hex.EncodeToString(b)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// Harness returns the conformance harness for a server at endpoints.
+func harness(endpoints []string) registrytest.Harness {
+	return registrytest.Harness{
+		New: func(t *testing.T, ns string) registry.Repository { return open(t, endpoints, ns) },
+		ExpireSession: func(t *testing.T, sess registry.Session) {
+			// A registry-side expiry: revoke the lease from another client.
+			c := rawClient(t, endpoints)
+			if _, err := c.Revoke(ctx(t), sess.(*session).cs.Lease()); err != nil {
+				t.Fatalf("revoke lease %s: %v", sess.ID(), err)
+			}
+		},
+		LoseWatches: func(t *testing.T, repo registry.Repository) { repo.(*Repo).CloseWatches() },
+	}
+}
+
+func TestConformance(t *testing.T) {
+	registrytest.Run(t, harness(testenv.EtcdEndpoints(t)))
+}
+
+func TestNamespaceIsRawPrefix(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	ns := uniqueNS(t, "governance_ds")
+	r := open(t, eps, ns)
+	if _, err := r.Put(ctx(t), "/nodes/compute_nodes/status/i1", []byte("OK")); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawClient(t, eps)
+	resp, err := raw.Get(ctx(t), ns+"/nodes/compute_nodes/status/i1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "OK" {
+		t.Fatalf("raw etcd key %s/nodes/... = %v, want OK", ns, resp.Kvs)
+	}
+	// A key written by a ShardingSphere node (jetcd, raw prefix) is read back.
+	if _, err := raw.Put(ctx(t), ns+"/states/cluster_state", "OK"); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := r.Get(ctx(t), "/states/cluster_state")
+	if err != nil || string(kv.Value) != "OK" {
+		t.Fatalf("Get of a raw-written key = %v, %v", kv, err)
+	}
+	// Nothing leaks to a namespace that merely shares the name prefix.
+	other := open(t, eps, ns+"x")
+	if kids, err := other.Children(ctx(t), "/"); err != nil || len(kids) != 0 {
+		t.Fatalf("namespace %sx sees %v, %v", ns, kids, err)
+	}
+	if err := r.Delete(ctx(t), "/"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = raw.Get(ctx(t), ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("Delete(/) left %d keys (%v)", resp.Count, err)
+	}
+}
+
+func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, uniqueNS(t, "sk_del"))
+	c := ctx(t)
+	for _, k := range []string{"/metadata/db1", "/metadata/db1/schemas/s", "/metadata/db10/x", "/metadata/db1-x", "/metadata/db1.bak"} {
+		if _, err := r.Put(c, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Delete(c, "/metadata/db1"); err != nil {
+		t.Fatal(err)
+	}
+	kids, err := r.Children(c, "/metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"db1-x", "db1.bak", "db10"}; !slices.Equal(kids, want) {
+		t.Fatalf("after Delete(/metadata/db1): Children = %v, want %v", kids, want)
+	}
+}
+
+func TestChildrenPagesAndSkipsSubtrees(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, uniqueNS(t, "sk_kids"))
+	r.childrenPage = 7
+	c := ctx(t)
+	// Names that interleave in byte order with their subtrees ("a-x" sorts
+	// between "a" and "a/..."), a big subtree, and many leaves.
+	var ops []clientv3.Op
+	want := []string{}
+	put := func(k string) { ops = append(ops, clientv3.OpPut(r.full(k), "v")) }
+	for _, n := range []string{"a", "a-x", "a.b", "b"} {
+		put("/t/" + n)
+		want = append(want, n)
+	}
+	for i := range 40 {
+		put(fmt.Sprintf("/t/a/sub%02d/leaf", i))
+		put(fmt.Sprintf("/t/a-x/sub%02d", i))
+	}
+	for i := range 30 {
+		n := fmt.Sprintf("tbl%03d", i)
+		put("/t/" + n)
+		put("/t/" + n + "/columns/id")
+		want = append(want, n)
+	}
+	put("/t0/outside")
+	for chunk := range slices.Chunk(ops, 100) {
+		if _, err := r.client.Txn(c).Then(chunk...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	got, err := r.Children(c, "/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Children(/t) = %v\nwant %v", got, want)
+	}
+	if got, _ := r.Children(c, "/"); !slices.Equal(got, []string{"t", "t0"}) {
+		t.Fatalf("Children(/) = %v", got)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	start := time.Now()
+	_, err := Open(context.Background(), Config{Endpoints: []string{"http://127.0.0.1:1"}, DialTimeout: 500 * time.Millisecond})
+	if err == nil {
+		t.Fatal("Open of an unreachable endpoint succeeded")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Open took %v with a 500ms dial timeout", d)
+	}
+	if !errors.Is(err, registry.ErrUnavailable) || !strings.Contains(err.Error(), "http://127.0.0.1:1") {
+		t.Fatalf("error %q should wrap ErrUnavailable and name the endpoint", err)
+	}
+	t.Log(err)
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		ns string
+		ok bool
+	}{
+		{"", true}, {"governance_ds", true}, {"/shardkeeper", true}, {"a/b", true},
+		{"ns/", false}, {"/", false}, {"a//b", false}, {"a/../b", false}, {"a\nb", false}, {strings.Repeat("x", 256), false},
+	} {
+		err := Config{Endpoints: []string{"http://127.0.0.1:2379"}, Namespace: tc.ns}.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("namespace %q: Validate = %v, want ok=%v", tc.ns, err, tc.ok)
+		}
+	}
+	err := Config{DialTimeout: -1, Password: "p"}.Validate()
+	for _, want := range []string{"no endpoints", "negative dial timeout", "password set without a username"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate of a bad config = %v, want it to mention %q", err, want)
+		}
+	}
+}
+
+func TestBadKeyNeverWrites(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	ns := uniqueNS(t, "sk_bad")
+	r := open(t, eps, ns)
+	for _, k := range []string{"x", "/a/../b", "/a/", "/a//b", "/a\x00b"} {
+		if _, err := r.Put(ctx(t), k, []byte("v")); !errors.Is(err, registry.ErrBadKey) {
+			t.Fatalf("Put(%q) = %v, want ErrBadKey", k, err)
+		}
+	}
+	resp, err := rawClient(t, eps).Get(ctx(t), ns, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("refused keys wrote %d keys (%v)", resp.Count, err)
+	}
+}
+
+// A watch that falls behind a compaction ends with ErrWatchLost.
+func TestWatchCompacted(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, uniqueNS(t, "sk_compact"))
+	c := ctx(t)
+	v1, err := r.Put(c, "/c/k", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := r.Put(c, "/c/k", []byte("2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client.Compact(c, int64(v2)); err != nil {
+		t.Fatal(err)
+	}
+	// The watch a Watch call would have started right before the
+	// compaction, from the revision after its snapshot.
+	start, end := r.rangeOf("/c")
+	wctx, cancel := context.WithCancel(c)
+	defer cancel()
+	wch := r.client.Watch(wctx, start, clientv3.WithRange(end), clientv3.WithRev(int64(v1)))
+	out := make(chan registry.Event, 10)
+	err = r.pump(c, "/c", wch, out)
+	if !errors.Is(err, registry.ErrWatchLost) {
+		t.Fatalf("pump after compaction = %v, want ErrWatchLost", err)
+	}
+	t.Log(err)
+}
+
+// Close does not wait for a consumer that stopped reading, and every
+// goroutine ends (TestMain checks for leaks).
+func TestCloseWithSlowConsumer(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	ctx0, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := Open(ctx0, Config{Endpoints: eps, Namespace: uniqueNS(t, "sk_slow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ch, err := r.Watch(ctx0, "/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := r.NewSession(ctx0, registry.SessionOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Lock(ctx0, "/s/lock"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 * watchBuffer {
+		if _, err := r.Put(ctx0, "/s/k", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close blocked on a watch consumer that does not read")
+	}
+	for range ch {
+	}
+	<-sess.Done()
+	if !errors.Is(sess.Err(), registry.ErrClosed) {
+		t.Fatalf("session Err after Repo.Close = %v, want ErrClosed", sess.Err())
+	}
+}

@@ -1,0 +1,153 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// watchBuffer is the capacity of a Watch channel.
+const watchBuffer = 64
+
+// Watch implements registry.Repository. It reads prefix and everything under
+// "prefix/" at one revision, then watches the same range from the next
+// revision with one gRPC watch (with require-leader, so a member that loses
+// its leader ends the watch instead of going silent).
+//
+// The channel is closed when ctx ends (no final event), and otherwise after
+// a final Event whose Err wraps registry.ErrWatchLost: compaction past the
+// watch's revision, a lost leader, CloseWatches, or any other end of the
+// stream. Close ends the watch too; the final event then wraps
+// registry.ErrClosed and is delivered only if the channel has room.
+//
+// A slow consumer holds up only its own watch: undelivered events wait in
+// the client's memory (the etcd client buffers them without bound), and
+// neither ctx cancellation nor Close wait for the consumer.
+func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
+	const op = "watch"
+	c, cancel, err := r.begin(ctx, op, prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, end := r.rangeOf(prefix)
+	resp, err := r.client.Get(c, start, clientv3.WithRange(end))
+	cancel()
+	if err != nil {
+		return nil, nil, r.convertError(ctx, op, prefix, err)
+	}
+	initial := make([]registry.KV, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		key := r.strip(kv.Key)
+		if registry.IsUnder(key, prefix) {
+			initial = append(initial, registry.KV{Key: key, Value: kv.Value, Version: registry.Version(kv.ModRevision)})
+		}
+	}
+
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, nil, &registry.OpError{Op: op, Key: prefix, Err: registry.ErrClosed}
+	}
+	if r.watcher == nil {
+		r.watcher = clientv3.NewWatcher(r.client)
+	}
+	w := r.watcher
+	r.wg.Add(1)
+	r.mu.Unlock()
+
+	wctx, wcancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.ctx, wcancel)
+	wch := w.Watch(clientv3.WithRequireLeader(wctx), start,
+		clientv3.WithRange(end), clientv3.WithRev(resp.Header.Revision+1))
+	out := make(chan registry.Event, watchBuffer)
+	go func() {
+		defer r.wg.Done()
+		defer close(out)
+		defer stop()
+		defer wcancel()
+		err := r.pump(ctx, prefix, wch, out)
+		switch {
+		case ctx.Err() != nil:
+		case r.ctx.Err() != nil:
+			select {
+			case out <- registry.Event{Err: &registry.OpError{Op: op, Key: prefix, Err: registry.ErrClosed}}:
+			default:
+			}
+		default:
+			ev := registry.Event{Err: &registry.OpError{Op: op, Key: prefix, Err: err}}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+			case <-r.ctx.Done():
+			}
+		}
+	}()
+	return initial, out, nil
+}
+
+// pump forwards the events of wch under prefix to out until the watch ends
+// and returns why it ended, as an error wrapping registry.ErrWatchLost.
+func (r *Repo) pump(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- registry.Event) error {
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			return lostError(r.convertError(ctx, "watch", prefix, err))
+		}
+		if resp.Canceled {
+			return fmt.Errorf("%w: the server cancelled the watch", registry.ErrWatchLost)
+		}
+		for _, e := range resp.Events {
+			key := r.strip(e.Kv.Key)
+			if !registry.IsUnder(key, prefix) {
+				continue // shares the name prefix only ("prefix-x")
+			}
+			ev := registry.Event{KV: registry.KV{Key: key, Version: registry.Version(e.Kv.ModRevision)}}
+			switch e.Type {
+			case clientv3.EventTypePut:
+				ev.Type = registry.EventPut
+				ev.KV.Value = e.Kv.Value
+			case clientv3.EventTypeDelete:
+				ev.Type = registry.EventDelete
+			default:
+				continue
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-r.ctx.Done():
+				return registry.ErrClosed
+			}
+		}
+	}
+	return fmt.Errorf("%w: the etcd watch stream ended (watcher closed or connection lost)", registry.ErrWatchLost)
+}
+
+// lostError makes err, already converted, wrap registry.ErrWatchLost.
+func lostError(err error) error {
+	var oe *registry.OpError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
+	if errors.Is(err, registry.ErrWatchLost) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", registry.ErrWatchLost, err)
+}
+
+// CloseWatches ends every watch open on r as a lost watch: each channel gets
+// a final Event wrapping registry.ErrWatchLost and closes. Later Watch calls
+// open a new etcd watcher. Tests use it to simulate a lost watch; operators
+// can use it to force consumers to resync.
+func (r *Repo) CloseWatches() {
+	r.mu.Lock()
+	w := r.watcher
+	r.watcher = nil
+	r.mu.Unlock()
+	if w != nil {
+		_ = w.Close()
+	}
+}
