@@ -1,0 +1,445 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Database is one logical database: a database-*.yaml file, or the
+// databaseName of an embedded (JDBC-style) file.
+type Database struct {
+	Name        string
+	File        string                // where it was read, for messages; "" when built in code
+	DataSources map[string]DataSource // storage units by name
+	Rules       []Rule                // database rules, in file order
+}
+
+// Rule returns the rule of the given type ("sharding", ...) and whether it
+// is present.
+func (d Database) Rule(typ string) (Rule, bool) {
+	for _, r := range d.Rules {
+		if r.Type == typ {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// Pool defaults, those of ShardingSphere's example configuration and
+// HikariCP.
+const (
+	DefaultConnectionTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxLifetime       = 30 * time.Minute
+	DefaultMaxPoolSize       = 50
+	DefaultMinPoolSize       = 1
+	DefaultDataSourceClass   = "com.zaxxer.hikari.HikariDataSource"
+)
+
+// DataSource is one storage unit's connection and pool properties, with
+// ShardingSphere's names (url, username, password,
+// connectionTimeoutMilliseconds, ...). HikariCP's synonyms (jdbcUrl,
+// maximumPoolSize, minimumIdle, connectionTimeout, idleTimeout, maxLifetime)
+// are accepted when reading.
+type DataSource struct {
+	URL                 string // jdbc:mysql://host:3306/db?..., jdbc:postgresql://..., jdbc:sqlite:path
+	Username            string
+	Password            string // never printed: see String
+	DataSourceClassName string
+	DriverClassName     string
+	ConnectionTimeout   time.Duration
+	IdleTimeout         time.Duration
+	MaxLifetime         time.Duration
+	MaxPoolSize         int
+	MinPoolSize         int
+	ReadOnly            bool
+	CustomPoolProps     map[string]string
+}
+
+// NewDataSource returns a DataSource for url with the default pool props.
+func NewDataSource(url, username, password string) DataSource {
+	return DataSource{
+		URL: url, Username: username, Password: password,
+		DataSourceClassName: DefaultDataSourceClass,
+		ConnectionTimeout:   DefaultConnectionTimeout,
+		IdleTimeout:         DefaultIdleTimeout,
+		MaxLifetime:         DefaultMaxLifetime,
+		MaxPoolSize:         DefaultMaxPoolSize,
+		MinPoolSize:         DefaultMinPoolSize,
+	}
+}
+
+// String describes the data source without its password.
+func (d DataSource) String() string {
+	pw := ""
+	if d.Password != "" {
+		pw = " password=******"
+	}
+	return fmt.Sprintf("url=%s username=%s%s maxPoolSize=%d", RedactURL(d.URL), d.Username, pw, d.MaxPoolSize)
+}
+
+// Equal reports whether two data sources have the same properties.
+func (d DataSource) Equal(o DataSource) bool {
+	return d.URL == o.URL && d.Username == o.Username && d.Password == o.Password &&
+		d.DataSourceClassName == o.DataSourceClassName && d.DriverClassName == o.DriverClassName &&
+		d.ConnectionTimeout == o.ConnectionTimeout && d.IdleTimeout == o.IdleTimeout &&
+		d.MaxLifetime == o.MaxLifetime && d.MaxPoolSize == o.MaxPoolSize && d.MinPoolSize == o.MinPoolSize &&
+		d.ReadOnly == o.ReadOnly && maps.Equal(d.CustomPoolProps, o.CustomPoolProps)
+}
+
+// RedactURL hides a password embedded in a URL (user:pw@host, password=...).
+func RedactURL(u string) string {
+	if at := strings.Index(u, "@"); at > 0 {
+		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
+			if colon := strings.Index(u[scheme+3:at], ":"); colon >= 0 {
+				u = u[:scheme+3+colon+1] + "******" + u[at:]
+			}
+		}
+	}
+	lower := strings.ToLower(u)
+	for _, key := range []string{"password=", "pwd="} {
+		if i := strings.Index(lower, key); i >= 0 {
+			j := i + len(key)
+			end := strings.IndexAny(u[j:], "&;")
+			if end < 0 {
+				end = len(u) - j
+			}
+			u = u[:j] + "******" + u[j+end:]
+			lower = strings.ToLower(u)
+		}
+	}
+	return u
+}
+
+// Map returns the data source as the YAML map ShardingSphere stores in a
+// unit's version node (standard property names, milliseconds).
+func (d DataSource) Map() map[string]any {
+	m := map[string]any{
+		"dataSourceClassName":           d.DataSourceClassName,
+		"url":                           d.URL,
+		"username":                      d.Username,
+		"password":                      d.Password,
+		"connectionTimeoutMilliseconds": d.ConnectionTimeout.Milliseconds(),
+		"idleTimeoutMilliseconds":       d.IdleTimeout.Milliseconds(),
+		"maxLifetimeMilliseconds":       d.MaxLifetime.Milliseconds(),
+		"maxPoolSize":                   d.MaxPoolSize,
+		"minPoolSize":                   d.MinPoolSize,
+	}
+	if d.DriverClassName != "" {
+		m["driverClassName"] = d.DriverClassName
+	}
+	if d.ReadOnly {
+		m["readOnly"] = true
+	}
+	if len(d.CustomPoolProps) > 0 {
+		m["customPoolProps"] = d.CustomPoolProps
+	}
+	return m
+}
+
+// ParseDataSource reads a unit's pool properties from YAML (a
+// database-*.yaml dataSources entry or a registry unit version); file and
+// field name the source in errors. Every problem is reported.
+func ParseDataSource(file, field string, data []byte) (DataSource, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return DataSource{}, fmt.Errorf("%s: %s: %w", file, field, err)
+	}
+	p := problems{file: file}
+	root := documentRoot(&doc)
+	if root == nil {
+		p.add(&doc, field, "empty data source")
+		return DataSource{}, p.err()
+	}
+	ds := parseDataSource(&p, field, root)
+	return ds, p.err()
+}
+
+func parseDataSource(p *problems, field string, n *yaml.Node) DataSource {
+	ds := NewDataSource("", "", "")
+	if n.Kind != yaml.MappingNode {
+		p.add(n, field, "must be a mapping of pool properties (url, username, password, ...)")
+		return ds
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f := field + "." + k.Value
+		if v.Kind != yaml.ScalarNode && k.Value != "customPoolProps" {
+			p.add(v, f, "must be a scalar value")
+			continue
+		}
+		val := v.Value
+		if v.Tag == "!!null" {
+			val = ""
+		}
+		switch k.Value {
+		case "url", "jdbcUrl":
+			ds.URL = val
+		case "username", "user":
+			ds.Username = val
+		case "password":
+			ds.Password = val
+		case "dataSourceClassName":
+			ds.DataSourceClassName = val
+		case "driverClassName":
+			ds.DriverClassName = val
+		case "connectionTimeoutMilliseconds", "connectionTimeout":
+			ds.ConnectionTimeout = p.millis(v, f, 0)
+		case "idleTimeoutMilliseconds", "idleTimeout":
+			ds.IdleTimeout = p.millis(v, f, 0)
+		case "maxLifetimeMilliseconds", "maxLifetime":
+			ds.MaxLifetime = p.millis(v, f, 0)
+		case "maxPoolSize", "maximumPoolSize":
+			ds.MaxPoolSize = p.integer(v, f, 1, 100000)
+		case "minPoolSize", "minimumIdle":
+			ds.MinPoolSize = p.integer(v, f, 0, 100000)
+		case "readOnly":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				p.add(v, f, fmt.Sprintf("%q is not a boolean", val))
+			}
+			ds.ReadOnly = b
+		case "customPoolProps":
+			if v.Kind != yaml.MappingNode {
+				p.add(v, f, "must be a mapping")
+				continue
+			}
+			ds.CustomPoolProps = map[string]string{}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				ds.CustomPoolProps[v.Content[j].Value] = v.Content[j+1].Value
+			}
+		default:
+			// Other HikariCP or driver properties are kept, as
+			// ShardingSphere passes them to the pool.
+			if ds.CustomPoolProps == nil {
+				ds.CustomPoolProps = map[string]string{}
+			}
+			ds.CustomPoolProps[k.Value] = val
+		}
+	}
+	if ds.URL == "" {
+		p.add(n, field+".url", "required (e.g. jdbc:mysql://127.0.0.1:3306/db)")
+	}
+	if ds.MinPoolSize > ds.MaxPoolSize {
+		p.add(n, field+".minPoolSize", fmt.Sprintf("%d is larger than maxPoolSize %d", ds.MinPoolSize, ds.MaxPoolSize))
+	}
+	return ds
+}
+
+// Rule is one rule configuration, kept as structured YAML: Type is the
+// registry's rule type ("sharding" for !SHARDING, "readwrite_splitting" for
+// !READWRITE_SPLITTING, ...), Content the rule's fields by their YAML
+// (lowerCamel) names, decoded into maps, lists and scalars.
+type Rule struct {
+	Type    string
+	Content map[string]any
+}
+
+// Database rule tags and the registry rule types they map to.
+var databaseRuleTags = map[string]string{
+	"!SHARDING":            "sharding",
+	"!READWRITE_SPLITTING": "readwrite_splitting",
+	"!ENCRYPT":             "encrypt",
+	"!MASK":                "mask",
+	"!SHADOW":              "shadow",
+	"!BROADCAST":           "broadcast",
+	"!SINGLE":              "single",
+}
+
+// Global rule tags (in a `rules:` list of global.yaml or an embedded file)
+// and the global.yaml keys that hold the same rules.
+var (
+	globalRuleTags = map[string]string{
+		"!AUTHORITY":      "authority",
+		"!TRANSACTION":    "transaction",
+		"!SQL_PARSER":     "sql_parser",
+		"!SQL_FEDERATION": "sql_federation",
+		"!SQL_TRANSLATOR": "sql_translator",
+		"!GLOBAL_CLOCK":   "global_clock",
+	}
+	globalRuleKeys = map[string]string{
+		"authority":     "authority",
+		"transaction":   "transaction",
+		"sqlParser":     "sql_parser",
+		"sqlFederation": "sql_federation",
+		"sqlTranslator": "sql_translator",
+		"globalClock":   "global_clock",
+	}
+)
+
+// IsGlobalRuleType reports whether typ is a global rule type (stored under
+// /rules rather than under a database).
+func IsGlobalRuleType(typ string) bool {
+	for _, t := range globalRuleTags {
+		if t == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// IsDatabaseRuleType reports whether typ is a known database rule type.
+func IsDatabaseRuleType(typ string) bool {
+	for _, t := range databaseRuleTags {
+		if t == typ {
+			return true
+		}
+	}
+	return false
+}
+
+func tagNames(m map[string]string) string {
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
+
+// parseRules reads a `rules:` list. Database rules go to the first result,
+// global rule tags (allowed when global is true) to the second.
+func parseRules(p *problems, n *yaml.Node, global bool) (db, glob []Rule) {
+	if n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.add(n, "rules", "must be a list of tagged rules (- !SHARDING ...)")
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	for _, item := range n.Content {
+		typ, isDB := databaseRuleTags[item.Tag]
+		gtyp, isGlobal := globalRuleTags[item.Tag]
+		switch {
+		case isDB:
+		case isGlobal && global:
+			typ = gtyp
+		case isGlobal:
+			p.add(item, "rules", fmt.Sprintf("%s is a global rule; put it in global.yaml", item.Tag))
+			continue
+		default:
+			p.add(item, "rules", fmt.Sprintf("unknown rule tag %q (use one of %s)", item.Tag, tagNames(databaseRuleTags)))
+			continue
+		}
+		if seen[typ] {
+			p.add(item, "rules", fmt.Sprintf("duplicate rule %s: each rule type may appear once", item.Tag))
+			continue
+		}
+		seen[typ] = true
+		r, ok := decodeRule(p, "rules."+item.Tag, typ, item)
+		if !ok {
+			continue
+		}
+		if isDB {
+			db = append(db, r)
+		} else {
+			glob = append(glob, r)
+		}
+	}
+	return db, glob
+}
+
+func decodeRule(p *problems, field, typ string, n *yaml.Node) (Rule, bool) {
+	r := Rule{Type: typ, Content: map[string]any{}}
+	if n.Kind == yaml.ScalarNode && (n.Value == "" || n.Tag == "!!null") {
+		return r, true
+	}
+	if n.Kind != yaml.MappingNode {
+		p.add(n, field, "must be a mapping of rule fields")
+		return r, false
+	}
+	// Decode a copy without the tag, so yaml.v3 does not choke on it.
+	c := *n
+	c.Tag = "!!map"
+	if err := c.Decode(&r.Content); err != nil {
+		p.add(n, field, err.Error())
+		return r, false
+	}
+	return r, true
+}
+
+// ParseDatabase reads one database-*.yaml file. The database name is
+// required and must be a usable path segment. A file whose databaseName,
+// dataSources and rules are all empty yields (nil, nil): ShardingSphere
+// ignores such files.
+func ParseDatabase(file string, data []byte) (*Database, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	root := documentRoot(&doc)
+	if root == nil || root.Tag == "!!null" {
+		return nil, nil
+	}
+	p := problems{file: file}
+	if root.Kind != yaml.MappingNode {
+		p.add(root, "document", "must be a mapping with databaseName, dataSources and rules")
+		return nil, p.err()
+	}
+	db := &Database{File: file, DataSources: map[string]DataSource{}}
+	empty := true
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if v.Tag != "!!null" {
+			empty = false
+		}
+		switch k.Value {
+		case "databaseName", "schemaName":
+			db.Name = v.Value
+		case "dataSources":
+			db.DataSources = parseDataSources(&p, v)
+		case "rules":
+			db.Rules, _ = parseRules(&p, v, false)
+		default:
+			p.add(k, k.Value, "unknown field (a database file has databaseName, dataSources and rules)")
+		}
+	}
+	if empty {
+		return nil, nil
+	}
+	checkDatabaseName(&p, root, db.Name)
+	return db, p.err()
+}
+
+func checkDatabaseName(p *problems, root *yaml.Node, name string) {
+	if name == "" {
+		p.errs = append(p.errs, fmt.Errorf("Property `databaseName` in file `%s` is required.", p.file))
+		return
+	}
+	if err := registry.ValidateName(name); err != nil {
+		n := mapValue(root, "databaseName")
+		if n == nil {
+			n = root
+		}
+		p.add(n, "databaseName", err.Error())
+	}
+}
+
+func parseDataSources(p *problems, n *yaml.Node) map[string]DataSource {
+	out := map[string]DataSource{}
+	if n.Tag == "!!null" {
+		return out
+	}
+	if n.Kind != yaml.MappingNode {
+		p.add(n, "dataSources", "must be a mapping of unit name to pool properties")
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		field := "dataSources." + k.Value
+		if err := registry.ValidateName(k.Value); err != nil {
+			p.add(k, field, err.Error())
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			p.add(k, field, "duplicate data source name")
+			continue
+		}
+		out[k.Value] = parseDataSource(p, field, v)
+	}
+	return out
+}
