@@ -27,11 +27,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
@@ -62,7 +65,9 @@ type Config struct {
 	Name string
 	// Namespace is the registry namespace Open uses (see etcd.Config).
 	Namespace string
-	// Logger receives the server's logs. Nil means errors only, to stderr.
+	// Logger receives the server's logs. Nil means errors only, as JSON to
+	// stderr. Either way the errors etcd logs about its own listeners while
+	// it stops are dropped.
 	Logger *zap.Logger
 }
 
@@ -71,13 +76,15 @@ type Server struct {
 	etcd      *embed.Etcd
 	endpoints []string
 	unlock    func()
+	closing   *atomic.Bool
+	closeOnce sync.Once
 }
 
 // Start starts the server and returns once it serves clients, or with an
 // error when ctx ends first, the client or peer port is taken, or the data
 // directory is in use by another process. Close the Server to stop it.
 func Start(ctx context.Context, c Config) (*Server, error) {
-	cfg, err := c.etcdConfig()
+	cfg, closing, err := c.etcdConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +117,7 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 		// StartEtcd cannot be interrupted: stop the server once it is up.
 		go func() {
 			if s := <-ch; s.e != nil {
+				closing.Store(true)
 				s.e.Close()
 			}
 			unlock()
@@ -119,22 +127,24 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
+		closing.Store(true)
 		e.Close()
 		unlock()
 		return nil, fmt.Errorf("embedded etcd in %s: %w", c.Dir, err)
 	case <-ctx.Done():
+		closing.Store(true)
 		e.Close()
 		unlock()
 		return nil, fmt.Errorf("embedded etcd in %s: not ready: %w", c.Dir, ctx.Err())
 	}
-	s := &Server{etcd: e, unlock: unlock}
+	s := &Server{etcd: e, unlock: unlock, closing: closing}
 	for _, l := range e.Clients {
 		s.endpoints = append(s.endpoints, "http://"+l.Addr().String())
 	}
 	return s, nil
 }
 
-func (c Config) etcdConfig() (*embed.Config, error) {
+func (c Config) etcdConfig() (*embed.Config, *atomic.Bool, error) {
 	var errs []error
 	if c.Dir == "" {
 		errs = append(errs, errors.New("embedded etcd: no data directory (Dir)"))
@@ -160,7 +170,7 @@ func (c Config) etcdConfig() (*embed.Config, error) {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name := c.Name
 	if name == "" {
@@ -177,13 +187,44 @@ func (c Config) etcdConfig() (*embed.Config, error) {
 	cfg.InitialClusterToken = "shardkeeper-" + name
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = "1h"
-	if c.Logger != nil {
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.Logger)
-	} else {
-		cfg.LogLevel = "error"
-		cfg.LogOutputs = []string{"stderr"}
+	lg := c.Logger
+	if lg == nil {
+		zc := zap.NewProductionConfig()
+		zc.Level = zap.NewAtomicLevelAt(zap.ErrorLevel)
+		zc.Sampling = nil
+		var err error
+		if lg, err = zc.Build(); err != nil {
+			return nil, nil, fmt.Errorf("embedded etcd: logger: %w", err)
+		}
 	}
-	return cfg, nil
+	closing := new(atomic.Bool)
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+		return &quietCore{Core: core, closing: closing}
+	})))
+	return cfg, closing, nil
+}
+
+// quietCore drops the errors etcd logs about its listeners while it shuts
+// down ("setting up serving from embedded etcd failed": "mux: server
+// closed", "use of closed network connection"): they are the shutdown
+// itself, not a problem.
+type quietCore struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (q *quietCore) With(fields []zapcore.Field) zapcore.Core {
+	return &quietCore{Core: q.Core.With(fields), closing: q.closing}
+}
+
+func (q *quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if q.closing.Load() && strings.HasPrefix(e.Message, "setting up serving from embedded etcd failed") {
+		return ce
+	}
+	if q.Core.Enabled(e.Level) {
+		return ce.AddCore(e, q)
+	}
+	return ce
 }
 
 // startError explains why StartEtcd failed.
@@ -218,12 +259,11 @@ func (s *Server) Etcd() *embed.Etcd { return s.etcd }
 // registry.ErrUnavailable) and releases the data directory. Data stays on
 // disk. It is safe to call more than once.
 func (s *Server) Close() error {
-	if s.etcd == nil {
-		return nil
-	}
-	s.etcd.Close()
-	s.etcd = nil
-	s.unlock()
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		s.etcd.Close()
+		s.unlock()
+	})
 	return nil
 }
 

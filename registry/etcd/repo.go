@@ -188,6 +188,9 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		DialKeepAliveTimeout: c.DialTimeout,
 	})
 	if err != nil {
+		if isAuthError(err) {
+			return nil, credentialsError(endpoints, c, err)
+		}
 		return nil, fmt.Errorf("etcd at %v: %w: %w (check the endpoints and TLS settings)", endpoints, registry.ErrUnavailable, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
@@ -212,12 +215,17 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 			return nil, &registry.OpError{Op: "open", Err: ctx.Err()}
 		}
 		if isAuthError(err) {
-			return nil, fmt.Errorf("etcd at %v rejected the credentials of user %q: %w (check username and password, and that the user may read namespace %q)", endpoints, c.Username, err, c.Namespace)
+			return nil, credentialsError(endpoints, c, err)
 		}
 		return nil, fmt.Errorf("etcd at %v did not answer within %v: %w (check that etcd runs there, the endpoints' scheme://host:port, TLS and firewalls): %v",
 			endpoints, c.DialTimeout, registry.ErrUnavailable, err)
 	}
 	return r, nil
+}
+
+func credentialsError(endpoints []string, c Config, err error) error {
+	return fmt.Errorf("etcd at %v rejected user %q: %w (check the username and password, and that the user's role may read and write namespace %q)",
+		endpoints, c.Username, err, c.Namespace)
 }
 
 // Client returns the underlying etcd client, for tools that need more than
