@@ -179,3 +179,173 @@ func checkWorkerID(id int) error {
 	}
 	return nil
 }
+
+// DatabaseRule is /metadata/{db}/rules/{ruleType} (the parent of a database
+// rule's items, e.g. ruleType "sharding").
+func DatabaseRule(db, ruleType string) (string, error) {
+	d, err := Database(db)
+	if err != nil {
+		return "", err
+	}
+	return join(d+"/rules", ruleType)
+}
+
+// RuleItem is a database rule item (versioned): the unique item
+// /metadata/{db}/rules/{ruleType}/{item} when name is "", else the named
+// item /metadata/{db}/rules/{ruleType}/{item}/{name}. Item and name may not
+// be "active_version" or "versions", which would make the key ambiguous.
+func RuleItem(db, ruleType, item, name string) (string, error) {
+	r, err := DatabaseRule(db, ruleType)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range []string{item, name} {
+		if s == ActiveVersionName || s == VersionsName {
+			return "", fmt.Errorf("%w: rule item name %q is reserved", registry.ErrBadKey, s)
+		}
+	}
+	p, err := join(r, item)
+	if err != nil || name == "" {
+		return p, err
+	}
+	return join(p, name)
+}
+
+// Kinds of keys under /metadata, /rules, /props and /states that
+// ParseKey recognises.
+const (
+	KindDatabase     = "database"      // /metadata/{db}
+	KindSchema       = "schema"        // /metadata/{db}/schemas/{schema}
+	KindTable        = "table"         // .../schemas/{schema}/tables/{table}[/...]
+	KindView         = "view"          // .../schemas/{schema}/views/{view}[/...]
+	KindUnit         = "unit"          // /metadata/{db}/data_sources/units/{unit}[/...]
+	KindRuleItem     = "rule_item"     // /metadata/{db}/rules/{type}/{item}[/{name}][/...]
+	KindRuleType     = "rule"          // /metadata/{db}/rules/{type}
+	KindGlobalRule   = "global_rule"   // /rules/{type}[/...]
+	KindProps        = "props"         // /props[/...]
+	KindClusterState = "cluster_state" // /states/cluster_state
+)
+
+// Key is a parsed metadata, rule, props or state key (see ParseKey).
+type Key struct {
+	Kind     string // one of the Kind constants
+	Database string // for keys under /metadata/{db}
+	Schema   string // tables, views and schemas
+	Name     string // table, view, unit or global rule type
+	RuleType string // database rules: "sharding", "broadcast", ...
+	RuleItem string // database rules: "tables", "default_table_strategy", ...
+	ItemName string // database rules: the named item's key ("t_order"); "" for unique items
+	// Node is the versioned node itself, e.g. /metadata/db/schemas/s/tables/t.
+	Node string
+	// Leaf is "" for the node itself, ActiveVersionName for its
+	// active_version, VersionsName for one of its versions.
+	Leaf    string
+	Version int // the N of versions/N; -1 otherwise
+}
+
+// ParseKey recognises the keys shardkeeper and ShardingSphere write under
+// /metadata, /rules, /props and /states/cluster_state. ok is false for any
+// other key (including unknown subtrees and malformed version numbers).
+func ParseKey(key string) (k Key, ok bool) {
+	k.Version = -1
+	if key == ClusterState {
+		k.Kind, k.Node = KindClusterState, key
+		return k, true
+	}
+	segs := strings.Split(strings.TrimPrefix(key, "/"), "/")
+	if len(segs) == 0 || strings.HasPrefix(key, "//") {
+		return k, false
+	}
+	// leaf splits a versioned node's suffix off segs[i:].
+	leaf := func(base int) bool {
+		rest := segs[base:]
+		k.Node = "/" + strings.Join(segs[:base], "/")
+		switch {
+		case len(rest) == 0:
+			return true
+		case len(rest) == 1 && rest[0] == ActiveVersionName:
+			k.Leaf = ActiveVersionName
+			return true
+		case len(rest) == 2 && rest[0] == VersionsName:
+			n, err := strconv.Atoi(rest[1])
+			if err != nil || n < 0 || strconv.Itoa(n) != rest[1] {
+				return false
+			}
+			k.Leaf, k.Version = VersionsName, n
+			return true
+		}
+		return false
+	}
+	switch segs[0] {
+	case "props":
+		k.Kind = KindProps
+		return k, leaf(1)
+	case "rules":
+		if len(segs) < 2 || segs[1] == "" {
+			return k, false
+		}
+		k.Kind, k.Name = KindGlobalRule, segs[1]
+		return k, leaf(2)
+	case "metadata":
+	default:
+		return k, false
+	}
+	if len(segs) < 2 || segs[1] == "" {
+		return k, false
+	}
+	k.Database = segs[1]
+	if len(segs) == 2 {
+		k.Kind, k.Node = KindDatabase, key
+		return k, true
+	}
+	switch segs[2] {
+	case "schemas":
+		if len(segs) < 4 {
+			return k, false
+		}
+		k.Schema = segs[3]
+		if len(segs) == 4 {
+			k.Kind, k.Node = KindSchema, key
+			return k, true
+		}
+		if len(segs) < 6 {
+			return k, false
+		}
+		switch segs[4] {
+		case "tables":
+			k.Kind = KindTable
+		case "views":
+			k.Kind = KindView
+		default:
+			return k, false
+		}
+		k.Name = segs[5]
+		return k, leaf(6)
+	case "data_sources":
+		if len(segs) < 5 || segs[3] != "units" {
+			return k, false
+		}
+		k.Kind, k.Name = KindUnit, segs[4]
+		return k, leaf(5)
+	case "rules":
+		if len(segs) < 4 {
+			return k, false
+		}
+		k.RuleType = segs[3]
+		if len(segs) == 4 {
+			k.Kind, k.Node = KindRuleType, key
+			return k, true
+		}
+		k.Kind, k.RuleItem = KindRuleItem, segs[4]
+		if k.RuleItem == ActiveVersionName || k.RuleItem == VersionsName {
+			return k, false
+		}
+		base := 5
+		if len(segs) > 5 && segs[5] != ActiveVersionName && segs[5] != VersionsName {
+			k.ItemName = segs[5]
+			base = 6
+		}
+		return k, leaf(base)
+	}
+	return k, false
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package embedded
+
+import "os"
+
+// flock is a no-op where flock(2) does not exist; etcd's own file locks
+// still guard the data.
+func flock(*os.File) error { return nil }

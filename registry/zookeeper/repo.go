@@ -1,0 +1,383 @@
+// Package zookeeper is the registry backend on Apache ZooKeeper (3.5+; tested
+// with 3.8), the analogue of ShardingSphere's ZookeeperRepository, on the same
+// znode layout: keys live under a namespace root znode, so namespace
+// "governance_ds" and key "/nodes/compute_nodes" give the znode
+// "/governance_ds/nodes/compute_nodes", as with Curator's namespace.
+//
+// Assumptions about the client (github.com/go-zookeeper/zk v1.0.4) and how
+// this package deals with them:
+//   - Calls take no context. Every operation checks ctx before it starts and
+//     is then bounded by the connection's own timeouts (a request fails with
+//     ErrUnavailable when the connection drops, or after a failed round of
+//     connection attempts). Waits that are ours (locks, connecting) end with
+//     ctx.
+//   - Watches are one-shot and there is no persistent recursive watch, so
+//     Watch re-arms a data and a child watch on every znode below the prefix,
+//     as Curator's TreeCache does.
+//   - After a session expiry the client silently opens a new session. That
+//     is what the Repo's own connection wants (persistent operations go on;
+//     open watches end with ErrWatchLost). A Session has its own connection,
+//     which is closed at the first expiry so it never continues under a new
+//     session: its Done is closed with ErrSessionExpired instead.
+//   - The client's event channel drops events when full; this package uses
+//     the synchronous event callback instead, so no expiry goes unseen.
+//   - Creates do not return a Stat, so Create writes with a multi (create,
+//     then set at version 0) to learn the new Mzxid atomically.
+//
+// Versions are Stat.Mzxid, the zxid of the last write: unique across the
+// ensemble, so a key deleted and created again never repeats a version.
+// Parents are created as persistent znodes with empty data; they are keys
+// like any other (Get returns their empty value, Watch reports them).
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Defaults for zero Config fields.
+const (
+	// DefaultSessionTimeout is the session timeout the Repo's own connection
+	// asks for: ShardingSphere's timeToLiveSeconds (60 s). The server clamps it
+	// to [2, 20] * tickTime.
+	DefaultSessionTimeout = 60 * time.Second
+	// DefaultConnectTimeout bounds Open and NewSession while they wait for a
+	// session.
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// Config says where the ensemble is and how to talk to it.
+type Config struct {
+	// Servers is the ensemble as host:port (port 2181 when omitted).
+	Servers []string
+	// Namespace is the root znode every key lives under, e.g.
+	// "governance_ds" (a leading "/" is allowed). Required, like
+	// ShardingSphere's namespace. It is created on the first write.
+	Namespace string
+	// SessionTimeout is the session timeout of the Repo's own connection
+	// (watches and persistent keys). Zero means DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// ConnectTimeout bounds the wait for a session in Open and NewSession.
+	// Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Digest is "user:password" for ZooKeeper digest authentication. When
+	// set, every connection authenticates with it and every znode is created
+	// with a creator-only ACL (CREATOR_ALL_ACL, as ShardingSphere does), so
+	// clients without the credentials can neither read nor write. When empty,
+	// znodes are world-readable and world-writable.
+	Digest string
+	// Logger receives the client library's log lines at debug level. Nil
+	// discards them.
+	Logger *slog.Logger
+	// Dialer replaces net.DialTimeout for every connection (proxies, tests).
+	Dialer zk.Dialer
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Servers) == 0 {
+		errs = append(errs, errors.New("zookeeper: Servers is empty (want host:port, e.g. 127.0.0.1:2181)"))
+	}
+	for i, s := range c.Servers {
+		if strings.TrimSpace(s) == "" {
+			errs = append(errs, fmt.Errorf("zookeeper: Servers[%d] is empty", i))
+		}
+	}
+	ns := strings.TrimPrefix(c.Namespace, "/")
+	if ns == "" {
+		errs = append(errs, errors.New("zookeeper: Namespace is empty (want a root znode name such as governance_ds)"))
+	} else if err := registry.ValidateKey("/" + ns); err != nil {
+		errs = append(errs, fmt.Errorf("zookeeper: Namespace %q: %w", c.Namespace, err))
+	}
+	if c.SessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("zookeeper: SessionTimeout %v is negative", c.SessionTimeout))
+	}
+	if c.ConnectTimeout < 0 {
+		errs = append(errs, fmt.Errorf("zookeeper: ConnectTimeout %v is negative", c.ConnectTimeout))
+	}
+	if c.Digest != "" && !strings.Contains(c.Digest, ":") {
+		errs = append(errs, errors.New("zookeeper: Digest must be user:password"))
+	}
+	return errors.Join(errs...)
+}
+
+// Repo is a registry.Repository on a ZooKeeper ensemble. It holds one
+// connection for persistent keys and watches; every Session opens its own.
+// It is safe for concurrent use.
+type Repo struct {
+	cfg  Config
+	root string // "/governance_ds"
+	acl  []zk.ACL
+	conn *zk.Conn
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	lost     chan struct{}         // closed (and replaced) when the connection's session expires
+	sessions map[*session]struct{} // open sessions, closed by Close
+}
+
+var _ registry.Repository = (*Repo)(nil)
+
+// Open connects to the ensemble and returns a Repo once the connection has a
+// session (within cfg.ConnectTimeout and ctx). An unreachable ensemble is an
+// error wrapping registry.ErrUnavailable that names the servers.
+func Open(ctx context.Context, cfg Config) (*Repo, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	r := &Repo{
+		cfg:      cfg,
+		root:     "/" + strings.Trim(cfg.Namespace, "/"),
+		acl:      zk.WorldACL(zk.PermAll),
+		done:     make(chan struct{}),
+		lost:     make(chan struct{}),
+		sessions: map[*session]struct{}{},
+	}
+	if cfg.Digest != "" {
+		r.acl = zk.AuthACL(zk.PermAll)
+	}
+	conn, err := r.connect(ctx, "open", cfg.SessionTimeout, cfg.Dialer, r.onEvent)
+	if err != nil {
+		return nil, err
+	}
+	r.conn = conn
+	return r, nil
+}
+
+// connect opens a connection, waits for its session and authenticates.
+func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, dial zk.Dialer, cb func(zk.Event)) (*zk.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, convertError(op, "", err)
+	}
+	ready := make(chan struct{})
+	var readyOnce sync.Once
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	conn, _, err := zk.Connect(r.cfg.Servers, timeout,
+		zk.WithDialer(dial),
+		zk.WithLogger(logger{r.cfg.Logger}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				readyOnce.Do(func() { close(ready) })
+			}
+			cb(ev)
+		}))
+	if err != nil {
+		return nil, convertError(op, "", fmt.Errorf("%w: %w", registry.ErrUnavailable, err))
+	}
+	t := time.NewTimer(r.cfg.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		conn.Close()
+		return nil, convertError(op, "", ctx.Err())
+	case <-t.C:
+		conn.Close()
+		return nil, convertError(op, "", fmt.Errorf("%w: no ZooKeeper session with any of %s within %v: "+
+			"check that the servers are running (echo ruok | nc host port), that the host:port list "+
+			"matches their clientPort, and that no firewall drops the connection",
+			registry.ErrUnavailable, strings.Join(r.cfg.Servers, ","), r.cfg.ConnectTimeout))
+	}
+	if r.cfg.Digest != "" {
+		if err := conn.AddAuth("digest", []byte(r.cfg.Digest)); err != nil {
+			conn.Close()
+			return nil, convertError(op, "", err)
+		}
+	}
+	return conn, nil
+}
+
+// onEvent runs on the client's loop for the Repo's connection; it must not
+// block or call the connection.
+func (r *Repo) onEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
+		r.mu.Lock()
+		close(r.lost)
+		r.lost = make(chan struct{})
+		r.mu.Unlock()
+	}
+}
+
+// lostChan returns a channel closed at the next session expiry of the Repo's
+// connection.
+func (r *Repo) lostChan() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}
+
+// Conn returns the Repo's own connection, for tools that need ZooKeeper
+// features beyond registry.Repository. Paths on it include the namespace
+// root. It is closed by Close.
+func (r *Repo) Conn() *zk.Conn { return r.conn }
+
+// Close implements registry.Repository. It closes every open Session of the
+// Repo (their ephemerals go) and the connection. Persistent keys stay.
+func (r *Repo) Close() error {
+	r.closeOnce.Do(func() {
+		r.closed.Store(true)
+		close(r.done)
+		r.mu.Lock()
+		sessions := make([]*session, 0, len(r.sessions))
+		for s := range r.sessions {
+			sessions = append(sessions, s)
+		}
+		r.mu.Unlock()
+		for _, s := range sessions {
+			s.end(registry.ErrClosed, true)
+		}
+		r.conn.Close()
+	})
+	return nil
+}
+
+// full maps a key onto its znode path.
+func (r *Repo) full(key string) string {
+	if key == "/" {
+		return r.root
+	}
+	return r.root + key
+}
+
+// key maps a znode path under the root back onto a key.
+func (r *Repo) key(p string) string {
+	if p == r.root {
+		return "/"
+	}
+	return strings.TrimPrefix(p, r.root)
+}
+
+// check validates key and refuses work after Close or when ctx has ended.
+func (r *Repo) check(ctx context.Context, op, key string) error {
+	if err := registry.ValidateKey(key); err != nil {
+		return &registry.OpError{Op: op, Key: key, Err: err}
+	}
+	if r.closed.Load() {
+		return &registry.OpError{Op: op, Key: key, Err: registry.ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return convertError(op, key, err)
+	}
+	return nil
+}
+
+// checkWrite is check plus refusing the namespace root itself as a key.
+func (r *Repo) checkWrite(ctx context.Context, op, key string) error {
+	if err := r.check(ctx, op, key); err != nil {
+		return err
+	}
+	if key == "/" {
+		return &registry.OpError{Op: op, Key: key, Err: fmt.Errorf("%w: / is the namespace root, not a key", registry.ErrBadKey)}
+	}
+	return nil
+}
+
+// convert is convertError for the Repo's connection: after Close every
+// failure is ErrClosed, and an expiry of the Repo's own session (which the
+// client replaces by itself) is a passing unavailability.
+func (r *Repo) convert(op, key string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case r.closed.Load():
+		return &registry.OpError{Op: op, Key: key, Err: fmt.Errorf("%w: %w", registry.ErrClosed, err)}
+	case errors.Is(err, zk.ErrSessionExpired):
+		return convertError(op, key, fmt.Errorf("%w: the connection's session expired and is being replaced: %w", registry.ErrUnavailable, err))
+	}
+	return convertError(op, key, err)
+}
+
+// logf logs at warning level, when a logger is set.
+func (c Config) logf(format string, args ...any) {
+	if c.Logger != nil {
+		c.Logger.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// logger adapts slog to the client's Printf logger.
+type logger struct{ l *slog.Logger }
+
+func (l logger) Printf(format string, args ...any) {
+	if l.l != nil {
+		l.l.Debug(fmt.Sprintf(format, args...), "component", "zookeeper")
+	}
+}
+
+// mkdirs creates p and its missing ancestors as persistent znodes with empty
+// data. Existing ones are left alone.
+func mkdirs(conn *zk.Conn, acl []zk.ACL, p string) error {
+	if p == "/" || p == "" {
+		return nil
+	}
+	_, err := conn.Create(p, nil, 0, acl)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := mkdirs(conn, acl, parent(p)); err != nil {
+			return err
+		}
+		_, err = conn.Create(p, nil, 0, acl)
+	}
+	if err == nil || errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// withParents runs write, and when it fails because a parent is missing,
+// creates the parents of p and runs it again (a concurrent Delete can remove
+// them in between, hence the loop).
+func withParents(conn *zk.Conn, acl []zk.ACL, p string, write func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := write()
+		if !errors.Is(err, zk.ErrNoNode) || attempt == 5 {
+			return err
+		}
+		if err := mkdirs(conn, acl, parent(p)); err != nil {
+			return err
+		}
+	}
+}
+
+func parent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// gatedDialer refuses to dial once refuse is set.
+func gatedDialer(base zk.Dialer, refuse *atomic.Bool) zk.Dialer {
+	if base == nil {
+		base = net.DialTimeout
+	}
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		if refuse.Load() {
+			return nil, errors.New("session ended; not reconnecting")
+		}
+		return base(network, addr, timeout)
+	}
+}

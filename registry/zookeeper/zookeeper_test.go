@@ -1,0 +1,470 @@
+package zookeeper
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/registrytest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestConformance(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	sn := newSniffer()
+	var cleaned sync.Map
+	registrytest.Run(t, registrytest.Harness{
+		New: func(t *testing.T, ns string) registry.Repository {
+			if _, seen := cleaned.LoadOrStore(ns, true); !seen {
+				// Registered first, so it runs after every client of the test closed.
+				t.Cleanup(func() { dropNamespace(t, servers, ns) })
+			}
+			return open(t, Config{Servers: servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: sn.dial})
+		},
+		ExpireSession: func(t *testing.T, sess registry.Session) {
+			sn.expire(t, servers, sess.(*session).conn.SessionID())
+		},
+		LoseWatches: func(t *testing.T, repo registry.Repository) {
+			sn.expire(t, servers, repo.(*Repo).conn.SessionID())
+		},
+	})
+}
+
+func open(t *testing.T, cfg Config) *Repo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return r
+}
+
+func randomNamespace(t *testing.T, base string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return base + "_" + hex.EncodeToString(b)
+}
+
+// dropNamespace removes a test namespace's root znode and everything below.
+func dropNamespace(t *testing.T, servers []string, ns string, digest ...string) {
+	cfg := Config{Servers: servers, Namespace: ns}
+	if len(digest) > 0 {
+		cfg.Digest = digest[0]
+	}
+	r := open(t, cfg)
+	defer r.Close()
+	if err := deleteTree(context.Background(), r.conn, r.root); err != nil {
+		t.Errorf("drop namespace %s: %v", ns, err)
+	}
+}
+
+// sniffer is a dialer that remembers the password of every session the
+// server hands out, so a test can expire a session the way ZooKeeper's FAQ
+// recommends: attach a second connection to it with the same id and
+// password and close the session from there. The server then deletes the
+// session's ephemerals and fires its watches, and the original client learns
+// of the expiry when it reconnects. (go-zookeeper does not expose the
+// password, nor connect with a given session.)
+type sniffer struct {
+	gate sync.RWMutex // held by expire: the victim must not re-attach meanwhile
+	mu   sync.Mutex
+	pass map[int64][]byte
+}
+
+func newSniffer() *sniffer { return &sniffer{pass: map[int64][]byte{}} }
+
+func (sn *sniffer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	sn.gate.RLock()
+	sn.gate.RUnlock()
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &sniffConn{Conn: c, sn: sn}, nil
+}
+
+// sniffConn parses the first packet the server sends: the connect response.
+type sniffConn struct {
+	net.Conn
+	sn   *sniffer
+	buf  []byte
+	done bool
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.done && n > 0 {
+		c.buf = append(c.buf, p[:n]...)
+		if len(c.buf) >= 4 {
+			size := int(binary.BigEndian.Uint32(c.buf))
+			if len(c.buf) >= 4+size {
+				c.done = true
+				c.sn.record(c.buf[4 : 4+size])
+			}
+		}
+	}
+	return n, err
+}
+
+// record decodes a connect response: protocolVersion int32, timeOut int32,
+// sessionId int64, passwd (int32 length + bytes).
+func (sn *sniffer) record(b []byte) {
+	if len(b) < 20 {
+		return
+	}
+	id := int64(binary.BigEndian.Uint64(b[8:]))
+	n := int(binary.BigEndian.Uint32(b[16:]))
+	if id == 0 || n < 0 || len(b) < 20+n {
+		return
+	}
+	sn.mu.Lock()
+	sn.pass[id] = append([]byte(nil), b[20:20+n]...)
+	sn.mu.Unlock()
+}
+
+// expire closes session id on the server from a second connection.
+func (sn *sniffer) expire(t *testing.T, servers []string, id int64) {
+	t.Helper()
+	sn.mu.Lock()
+	pass, ok := sn.pass[id]
+	sn.mu.Unlock()
+	if !ok {
+		t.Fatalf("no password seen for session 0x%x", id)
+	}
+	sn.gate.Lock()
+	defer sn.gate.Unlock()
+	c, err := net.DialTimeout("tcp", servers[0], 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := binary.BigEndian.AppendUint32(nil, 0)         // protocolVersion
+	req = binary.BigEndian.AppendUint64(req, 0)          // lastZxidSeen
+	req = binary.BigEndian.AppendUint32(req, 30000)      // timeOut ms
+	req = binary.BigEndian.AppendUint64(req, uint64(id)) // sessionId
+	req = binary.BigEndian.AppendUint32(req, uint32(len(pass)))
+	req = append(req, pass...)
+	if err := writePacket(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := readPacket(c)
+	if err != nil {
+		t.Fatalf("attach to session 0x%x: %v", id, err)
+	}
+	if len(resp) < 16 || int64(binary.BigEndian.Uint64(resp[8:])) != id {
+		t.Fatalf("server did not attach us to session 0x%x (already gone?)", id)
+	}
+	closeReq := binary.BigEndian.AppendUint32(nil, 1)               // xid
+	closeReq = binary.BigEndian.AppendUint32(closeReq, ^uint32(10)) // opCloseSession = -11
+	if err := writePacket(c, closeReq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPacket(c); err != nil {
+		t.Fatalf("close session 0x%x: %v", id, err)
+	}
+}
+
+func writePacket(w io.Writer, body []byte) error {
+	_, err := w.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
+	return err
+}
+
+func readPacket(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+func TestNamespaceIsRootZnode(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "governance_ds")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: "/" + ns})
+	defer r.Close()
+	ctx := context.Background()
+	if _, err := r.Put(ctx, "/nodes/compute_nodes/online/proxy/i1", []byte("attr")); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := r.Conn().Get("/" + ns + "/nodes/compute_nodes/online/proxy/i1")
+	if err != nil || string(data) != "attr" {
+		t.Fatalf("raw znode = %q, %v", data, err)
+	}
+	kids, _, err := r.Conn().Children("/" + ns)
+	if err != nil || len(kids) != 1 || kids[0] != "nodes" {
+		t.Fatalf("children of the namespace root = %v, %v", kids, err)
+	}
+	// Parents are keys with empty values.
+	kv, err := r.Get(ctx, "/nodes/compute_nodes")
+	if err != nil || len(kv.Value) != 0 {
+		t.Fatalf("parent Get = %q, %v", kv.Value, err)
+	}
+	if _, err := r.Put(ctx, "/", []byte("x")); !errors.Is(err, registry.ErrBadKey) {
+		t.Fatalf("Put(/) = %v, want ErrBadKey", err)
+	}
+}
+
+func TestVersionIsMzxid(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_versions")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: ns})
+	defer r.Close()
+	ctx := context.Background()
+	v1, err := r.Create(ctx, "/k", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stat1, _ := r.Conn().Get("/" + ns + "/k")
+	if registry.Version(stat1.Mzxid) != v1 {
+		t.Fatalf("Create returned v%d, znode Mzxid %d", v1, stat1.Mzxid)
+	}
+	if err := r.Delete(ctx, "/k"); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := r.Put(ctx, "/k", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stat2, _ := r.Conn().Get("/" + ns + "/k")
+	if stat1.Version != stat2.Version {
+		t.Logf("znode data versions %d, %d", stat1.Version, stat2.Version)
+	}
+	if v1 == v2 {
+		t.Fatalf("version v%d repeated after delete and re-create (the per-node Version would: %d, %d)", v1, stat1.Version, stat2.Version)
+	}
+	if _, err := r.Update(ctx, "/k", []byte("b"), v1); !errors.Is(err, registry.ErrBadVersion) {
+		t.Fatalf("Update with the old incarnation's version = %v, want ErrBadVersion", err)
+	}
+	if _, err := r.Update(ctx, "/k", []byte("b"), v2); err != nil {
+		t.Fatalf("Update with the current version: %v", err)
+	}
+}
+
+func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_delete")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: ns})
+	defer r.Close()
+	ctx := context.Background()
+	for _, k := range []string{"/metadata/db1/schemas/s", "/metadata/db10/schemas/s", "/metadata/db1x"} {
+		if _, err := r.Put(ctx, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Delete(ctx, "/metadata/db1"); err != nil {
+		t.Fatal(err)
+	}
+	kids, err := r.Children(ctx, "/metadata")
+	if err != nil || strings.Join(kids, ",") != "db10,db1x" {
+		t.Fatalf("Children(/metadata) = %v, %v; want [db10 db1x]", kids, err)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	start := time.Now()
+	_, err = Open(context.Background(), Config{Servers: []string{addr}, Namespace: "ns", ConnectTimeout: 1500 * time.Millisecond})
+	took := time.Since(start)
+	if !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("Open = %v, want ErrUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), addr) {
+		t.Fatalf("error does not name the server %s: %v", addr, err)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("Open took %v with a 1.5s connect timeout", took)
+	}
+	t.Log(err)
+
+	// ctx bounds it too.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Open(ctx, Config{Servers: []string{addr}, Namespace: "ns"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Open with a short ctx = %v, want DeadlineExceeded", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{Digest: "nocolon", SessionTimeout: -1}.Validate()
+	for _, want := range []string{"Servers", "Namespace", "Digest", "SessionTimeout"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Validate = %v, want a problem with %s", err, want)
+		}
+	}
+}
+
+func TestDigestACL(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_digest")
+	const digest = "shardkeeper:s3cret"
+	t.Cleanup(func() { dropNamespace(t, servers, ns, digest) })
+	owner := open(t, Config{Servers: servers, Namespace: ns, Digest: digest})
+	defer owner.Close()
+	ctx := context.Background()
+	if _, err := owner.Put(ctx, "/props", []byte("secret")); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := owner.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	if err := sess.PutEphemeral(ctx, "/nodes/i1", []byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	// The same credentials on another client can read and write.
+	friend := open(t, Config{Servers: servers, Namespace: ns, Digest: digest})
+	defer friend.Close()
+	if kv, err := friend.Get(ctx, "/props"); err != nil || string(kv.Value) != "secret" {
+		t.Fatalf("same digest Get = %q, %v", kv.Value, err)
+	}
+	for _, d := range []string{"", "shardkeeper:wrong", "other:s3cret"} {
+		stranger := open(t, Config{Servers: servers, Namespace: ns, Digest: d})
+		for _, k := range []string{"/props", "/nodes/i1"} {
+			if _, err := stranger.Get(ctx, k); err == nil || !strings.Contains(err.Error(), "permission denied") {
+				t.Fatalf("digest %q: Get(%s) = %v, want permission denied", d, k, err)
+			}
+		}
+		if _, err := stranger.Put(ctx, "/props", []byte("evil")); err == nil {
+			t.Fatalf("digest %q: Put over a protected key succeeded", d)
+		}
+		if _, err := stranger.Put(ctx, "/newkey", []byte("evil")); err == nil {
+			t.Fatalf("digest %q: Put under the protected namespace root succeeded", d)
+		}
+		stranger.Close()
+	}
+	acl, _, err := owner.Conn().GetACL("/" + ns + "/props")
+	if err != nil || len(acl) != 1 || acl[0].Scheme != "digest" || !strings.HasPrefix(acl[0].ID, "shardkeeper:") {
+		t.Fatalf("ACL = %+v, %v; want one digest ACL for shardkeeper", acl, err)
+	}
+}
+
+func TestSessionTakesOverForeignEphemeral(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_takeover")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: ns})
+	defer r.Close()
+	ctx := context.Background()
+	s1, err := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close(ctx)
+	s2, err := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.PutEphemeral(ctx, "/online/i1", []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.PutEphemeral(ctx, "/online/i1", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	_, stat, err := r.Conn().Get("/" + ns + "/online/i1")
+	if err != nil || stat.EphemeralOwner != s2.(*session).id {
+		t.Fatalf("owner = 0x%x, %v; want session 2", stat.EphemeralOwner, err)
+	}
+	if err := s2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := registry.Exists(ctx, r, "/online/i1"); ok {
+		t.Fatal("the key outlived the session that took it over")
+	}
+}
+
+func TestLockQueueCleanedOnTimeout(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_lock")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: ns})
+	defer r.Close()
+	ctx := context.Background()
+	s1, _ := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
+	defer s1.Close(ctx)
+	s2, _ := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
+	defer s2.Close(ctx)
+	l, err := s1.Lock(ctx, "/lock/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = s2.Lock(short, "/lock/x")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v", err)
+	}
+	if _, err := s2.TryLock(ctx, "/lock/x"); !errors.Is(err, registry.ErrLocked) {
+		t.Fatalf("TryLock = %v", err)
+	}
+	kids, _ := r.Children(ctx, "/lock/x")
+	if len(kids) != 1 {
+		t.Fatalf("queue = %v, want only the holder's node", kids)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, registry.ErrLockNotHeld) {
+		t.Fatalf("second Unlock = %v", err)
+	}
+}
+
+// Curator interop: a Curator-named node with a lower sequence holds the lock.
+func TestLockOrdersBySequence(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_lockseq")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: ns})
+	defer r.Close()
+	ctx := context.Background()
+	if _, err := r.Put(ctx, "/lock/y", nil); err != nil {
+		t.Fatal(err)
+	}
+	// A foreign holder, as Curator would name it.
+	foreign, err := r.Conn().Create("/"+ns+"/lock/y/_c_0000-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
+	defer s.Close(ctx)
+	if _, err := s.TryLock(ctx, "/lock/y"); !errors.Is(err, registry.ErrLocked) {
+		t.Fatalf("TryLock with a Curator holder = %v, want ErrLocked", err)
+	}
+	if err := r.Conn().Delete(foreign, -1); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.TryLock(ctx, "/lock/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Unlock(ctx)
+}
