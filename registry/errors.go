@@ -8,6 +8,7 @@ var (
 	ErrExists         = errors.New("key already exists")
 	ErrBadVersion     = errors.New("version mismatch (the key was changed by someone else)")
 	ErrBadKey         = errors.New("invalid key")
+	ErrBadTxn         = errors.New("invalid transaction")
 	ErrLocked         = errors.New("locked by another session")
 	ErrLockNotHeld    = errors.New("lock not held")
 	ErrSessionExpired = errors.New("session expired")

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -22,6 +23,11 @@ type Repository interface {
 	// children. A key with no children, or a missing key, yields an empty
 	// slice and a nil error.
 	Children(ctx context.Context, key string) ([]string, error)
+	// List returns every key strictly below prefix with its value and
+	// version, sorted by key: a bulk read of a subtree (one range read on
+	// etcd; a listing plus parallel reads on ZooKeeper, so not a consistent
+	// snapshot there). A missing prefix yields an empty slice.
+	List(ctx context.Context, prefix string) ([]KV, error)
 	// Put creates or overwrites key unconditionally and returns the new
 	// version. Missing parents are created as needed.
 	Put(ctx context.Context, key string, value []byte) (Version, error)
@@ -122,6 +128,11 @@ type Session interface {
 	// is absent. It returns ErrExists if any session (this one included)
 	// holds it. Exactly one of any number of concurrent callers succeeds.
 	CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error
+	// Commit applies txn atomically: if every condition holds, all its
+	// writes happen at once, and every key it puts gets the returned
+	// version (which may be zero when it only deletes); otherwise nothing
+	// is written (see Txn for the errors).
+	Commit(ctx context.Context, txn Txn) (Version, error)
 	// Lock blocks until it acquires the mutex at key, or ctx ends (then it
 	// returns the context's error).
 	Lock(ctx context.Context, key string) (Lock, error)
@@ -141,6 +152,71 @@ type Lock interface {
 	Key() string
 	// Unlock releases the lock. A second call returns ErrLockNotHeld.
 	Unlock(ctx context.Context) error
+}
+
+// Txn is an atomic, conditional multi-key write (an etcd Txn, a ZooKeeper
+// multi). Every key an Op writes must also have a Cond, so that each backend
+// knows whether it creates or updates it; Commit refuses a Txn that breaks
+// this rule with ErrBadTxn before any I/O.
+//
+// When a condition fails, Commit returns an *OpError whose Key is the first
+// failing condition's key and whose Err wraps ErrExists (the key should be
+// absent), ErrNotFound (the key should exist) or ErrBadVersion (its version
+// differs).
+type Txn struct {
+	Conds []Cond
+	Ops   []Op
+}
+
+// Cond is one condition of a Txn: key is absent (Version 0) or has exactly
+// Version.
+type Cond struct {
+	Key     string
+	Version Version
+}
+
+// Op is one write of a Txn: a put of Value (Ephemeral binds the key to the
+// committing session; a persistent put of an existing ephemeral key keeps
+// the backend's ownership) or, with Delete, the removal of that single key
+// (not its subtree; on ZooKeeper a key with children cannot be deleted this
+// way).
+type Op struct {
+	Key       string
+	Value     []byte
+	Ephemeral bool
+	Delete    bool
+}
+
+// Check validates every key of the Txn and the rule that each Op's key has
+// a Cond. The error wraps ErrBadKey or ErrBadTxn.
+func (t Txn) Check() error {
+	conds := make(map[string]bool, len(t.Conds))
+	for _, c := range t.Conds {
+		if err := ValidateKey(c.Key); err != nil {
+			return &OpError{Op: "commit", Key: c.Key, Err: err}
+		}
+		if conds[c.Key] {
+			return &OpError{Op: "commit", Key: c.Key, Err: fmt.Errorf("%w: two conditions on one key", ErrBadTxn)}
+		}
+		conds[c.Key] = true
+	}
+	ops := make(map[string]bool, len(t.Ops))
+	for _, o := range t.Ops {
+		if err := ValidateKey(o.Key); err != nil {
+			return &OpError{Op: "commit", Key: o.Key, Err: err}
+		}
+		if !conds[o.Key] {
+			return &OpError{Op: "commit", Key: o.Key, Err: fmt.Errorf("%w: the key is written without a condition", ErrBadTxn)}
+		}
+		if ops[o.Key] {
+			return &OpError{Op: "commit", Key: o.Key, Err: fmt.Errorf("%w: two writes of one key", ErrBadTxn)}
+		}
+		ops[o.Key] = true
+	}
+	if len(t.Ops) == 0 {
+		return &OpError{Op: "commit", Err: fmt.Errorf("%w: no writes", ErrBadTxn)}
+	}
+	return nil
 }
 
 // SessionOptions configures NewSession.

@@ -27,8 +27,8 @@ type Action struct {
 }
 
 // Plan decides the fault for an operation. op is one of "get",
-// "children", "put", "create", "update", "delete", "watch", "session",
-// "put-ephemeral", "create-ephemeral", "lock", "trylock". A zero Action
+// "children", "list", "put", "create", "update", "delete", "watch", "session",
+// "put-ephemeral", "create-ephemeral", "commit", "lock", "trylock". A zero Action
 // lets the operation through. A Plan is called concurrently.
 type Plan func(op, key string) Action
 
@@ -110,6 +110,11 @@ func (r *Repo) Children(ctx context.Context, key string) ([]string, error) {
 	return run(r, ctx, "children", key, func() ([]string, error) { return r.inner.Children(ctx, key) })
 }
 
+// List implements registry.Repository.
+func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
+	return run(r, ctx, "list", prefix, func() ([]registry.KV, error) { return r.inner.List(ctx, prefix) })
+}
+
 // Put implements registry.Repository.
 func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
 	return run(r, ctx, "put", key, func() (registry.Version, error) { return r.inner.Put(ctx, key, value) })
@@ -175,6 +180,16 @@ func (s *Session) CreateExclusiveEphemeral(ctx context.Context, key string, valu
 		return struct{}{}, s.Session.CreateExclusiveEphemeral(ctx, key, value)
 	})
 	return err
+}
+
+// Commit implements registry.Session. The plan sees op "commit" and the
+// key of the transaction's first condition.
+func (s *Session) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
+	key := "/"
+	if len(txn.Conds) > 0 {
+		key = txn.Conds[0].Key
+	}
+	return run(s.r, ctx, "commit", key, func() (registry.Version, error) { return s.Session.Commit(ctx, txn) })
 }
 
 // Lock implements registry.Session.

@@ -204,31 +204,44 @@ func (r *Repo) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// write stores key under st.mu and notifies watchers; it returns the new
-// version.
+// write stores key under st.mu at a new revision and notifies watchers; it
+// returns the new version.
 func (st *store) write(key string, value []byte, owner *session) int64 {
 	st.rev++
-	if old, ok := st.kv[key]; ok && old.owner != nil && old.owner != owner {
-		delete(old.owner.keys, key)
-	}
-	st.kv[key] = &entry{value: slices.Clone(value), version: st.rev, owner: owner}
-	if owner != nil {
-		owner.keys[key] = struct{}{}
-	}
-	st.notify(registry.Event{Type: registry.EventPut, KV: registry.KV{Key: key, Value: slices.Clone(value), Version: registry.Version(st.rev)}})
+	st.writeAt(key, value, owner, st.rev)
 	return st.rev
 }
 
-// remove deletes key under st.mu and notifies watchers.
+// writeAt stores key with version rev (a transaction writes all its keys at
+// one revision).
+func (st *store) writeAt(key string, value []byte, owner *session, rev int64) {
+	if old, ok := st.kv[key]; ok && old.owner != nil && old.owner != owner {
+		delete(old.owner.keys, key)
+	}
+	st.kv[key] = &entry{value: slices.Clone(value), version: rev, owner: owner}
+	if owner != nil {
+		owner.keys[key] = struct{}{}
+	}
+	st.notify(registry.Event{Type: registry.EventPut, KV: registry.KV{Key: key, Value: slices.Clone(value), Version: registry.Version(rev)}})
+}
+
+// remove deletes key under st.mu at a new revision and notifies watchers.
 func (st *store) remove(key string) {
+	if _, ok := st.kv[key]; !ok {
+		return
+	}
+	st.rev++
+	st.removeAt(key, st.rev)
+}
+
+func (st *store) removeAt(key string, rev int64) {
 	e, ok := st.kv[key]
 	if !ok {
 		return
 	}
-	st.rev++
 	if e.owner != nil {
 		delete(e.owner.keys, key)
 	}
 	delete(st.kv, key)
-	st.notify(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: key, Version: registry.Version(st.rev)}})
+	st.notify(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: key, Version: registry.Version(rev)}})
 }

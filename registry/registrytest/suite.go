@@ -58,6 +58,9 @@ func Run(t *testing.T, h Harness) {
 		{"WatchCancel", testWatchCancel},
 		{"WatchResync", testWatchResync},
 		{"Closed", testClosed},
+		{"List", testList},
+		{"Commit", testCommit},
+		{"CommitRace", testCommitRace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}
