@@ -154,7 +154,7 @@ func sequence(name string) string {
 
 // dequeue removes our queue node; the session's end removes it otherwise.
 func (s *session) dequeue(node string) {
-	if err := s.conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := s.conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !s.refuse.Load() {
 		s.r.cfg.logf("zookeeper: could not remove lock node %s (the session's end will): %v", node, err)
 	}
 }

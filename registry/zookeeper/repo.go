@@ -352,10 +352,10 @@ func mkdirs(conn *zk.Conn, acl []zk.ACL, p string) error {
 func withParents(conn *zk.Conn, acl []zk.ACL, p string, write func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := write()
-		if !errors.Is(err, zk.ErrNoNode) || attempt == 5 {
+		if !errors.Is(err, zk.ErrNoNode) || attempt == 20 {
 			return err
 		}
-		if err := mkdirs(conn, acl, parent(p)); err != nil {
+		if err := mkdirs(conn, acl, parent(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 	}

@@ -126,7 +126,8 @@ func (s *session) Err() error {
 }
 
 // Close implements registry.Session: it closes the ZooKeeper session, which
-// deletes its ephemerals and lock nodes before Close returns.
+// deletes its ephemerals and lock nodes before Close returns. The client
+// bounds the wait for the server's reply (about a second); ctx is not used.
 func (s *session) Close(ctx context.Context) error {
 	s.end(registry.ErrClosed, true)
 	return nil

@@ -28,8 +28,10 @@ import (
 // When the Repo's session expires (or the Repo is closed), the last event
 // has Err wrapping registry.ErrWatchLost. A disconnection that keeps the
 // session does not end the watch: the client re-registers the watches.
-// The client cannot remove a watch from the server; after ctx ends each
-// armed watch stays registered until its znode next changes.
+// Cost: two armed client watches and two parked goroutines per znode under
+// prefix, so watch the subtrees you need rather than "/". The client cannot
+// remove a watch from the server; after ctx ends each armed watch stays
+// registered until its znode next changes.
 func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
 	if err := r.check(ctx, "watch", prefix); err != nil {
 		return nil, nil, err

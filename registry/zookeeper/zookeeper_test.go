@@ -92,8 +92,8 @@ type sniffer struct {
 func newSniffer() *sniffer { return &sniffer{pass: map[int64][]byte{}} }
 
 func (sn *sniffer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	sn.gate.RLock()
-	sn.gate.RUnlock()
+	sn.gate.RLock() // wait while a session is being expired
+	defer sn.gate.RUnlock()
 	c, err := net.DialTimeout(network, addr, timeout)
 	if err != nil {
 		return nil, err
@@ -467,4 +467,80 @@ func TestLockOrdersBySequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Unlock(ctx)
+}
+
+// The TreeCache-style watch ends up with the server's tree after a burst of
+// creates, updates, subtree deletes and re-creates at several depths, from
+// two writers at once.
+func TestWatchConvergesUnderChurn(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := randomNamespace(t, "sk_churn")
+	t.Cleanup(func() { dropNamespace(t, servers, ns) })
+	r := open(t, Config{Servers: servers, Namespace: ns})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, ch, err := r.Watch(ctx, "/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		writer := open(t, Config{Servers: servers, Namespace: ns})
+		defer writer.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 150; i++ {
+				var b [3]byte
+				_, _ = rand.Read(b[:])
+				k := "/t/" + string('a'+rune(b[0]%3)) + "/" + string('a'+rune(b[1]%3)) + "/" + string('a'+rune(b[2]%2))
+				var err error
+				switch b[0] % 5 {
+				case 0:
+					err = writer.Delete(ctx, k[:len("/t/a")])
+				case 1:
+					err = writer.Delete(ctx, k[:len("/t/a/a")])
+				default:
+					_, err = writer.Put(ctx, k, []byte(hex.EncodeToString(b[:])))
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := r.Put(ctx, "/t/done", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	for state["/t/done"] != "1" {
+		ev := <-ch
+		if ev.Err != nil {
+			t.Fatal(ev.Err)
+		}
+		if ev.Type == registry.EventPut {
+			state[ev.KV.Key] = string(ev.KV.Value)
+		} else {
+			delete(state, ev.KV.Key)
+		}
+	}
+	initial, _, err := r.Watch(ctx, "/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, kv := range initial {
+		want[kv.Key] = string(kv.Value)
+	}
+	if len(want) != len(state) {
+		t.Errorf("watch state has %d keys, server %d", len(state), len(want))
+	}
+	for k, v := range want {
+		if got, ok := state[k]; !ok || got != v {
+			t.Errorf("%s: watch state %q (present %v), server %q", k, got, ok, v)
+		}
+	}
 }
