@@ -1,0 +1,20 @@
+// Command shardkeeper runs a shardkeeper node (`shardkeeper serve`) and
+// administers a cluster's registry (`shardkeeper registry ...`).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "shardkeeper:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+// run executes the CLI in-process and returns its standard output.
+func run(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := run(t, ctx, args...)
+	if err != nil {
+		t.Fatalf("shardkeeper %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// roundTrip writes, reads and lists through the CLI with the given
+// registry flags.
+func roundTrip(t *testing.T, flags ...string) {
+	t.Helper()
+	mustRun(t, append([]string{"registry", "put", "/nodes/compute_nodes/status/cli-test", "OK"}, flags...)...)
+	if got := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test"}, flags...)...); got != "OK\n" {
+		t.Fatalf("get = %q", got)
+	}
+	if got := mustRun(t, append([]string{"registry", "ls", "/nodes/compute_nodes/status"}, flags...)...); got != "cli-test\n" {
+		t.Fatalf("ls = %q", got)
+	}
+	if got := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test", "-o", "json"}, flags...)...); !strings.Contains(got, `"value":"OK"`) {
+		t.Fatalf("get -o json = %q", got)
+	}
+}
+
+func TestRegistryCLIOnEtcd(t *testing.T) {
+	endpoints := testenv.EtcdEndpoints(t)
+	ns := "sk_cli_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	flags := []string{"--repository-type", "etcd", "--server-lists", strings.Join(endpoints, ","), "--namespace", ns}
+	roundTrip(t, flags...)
+	// etcdctl sees the raw namespaced key.
+	out, err := exec.Command("etcdctl", "--endpoints", endpoints[0], "get", ns+"/nodes/compute_nodes/status/cli-test", "--print-value-only").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "OK" {
+		t.Fatalf("etcdctl get: %q, %v", out, err)
+	}
+	mustRun(t, append([]string{"registry", "rm", "/nodes"}, flags...)...)
+	if _, err := run(t, context.Background(), append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test"}, flags...)...); err == nil || !strings.Contains(err.Error(), "key not found") {
+		t.Fatalf("get after rm: %v", err)
+	}
+}
+
+func TestRegistryCLIOnZooKeeper(t *testing.T) {
+	servers := testenv.ZooKeeperServers(t)
+	ns := "sk_cli_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	flags := []string{"--repository-type", "ZooKeeper", "--server-lists", strings.Join(servers, ","), "--namespace", ns}
+	roundTrip(t, flags...)
+	// zkCli.sh sees the znode under the namespace root.
+	out, err := exec.Command("/usr/share/zookeeper/bin/zkCli.sh", "-server", servers[0], "get", "/"+ns+"/nodes/compute_nodes/status/cli-test").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^OK$`).Match(out) {
+		t.Fatalf("zkCli.sh get: %v\n%s", err, out)
+	}
+	mustRun(t, append([]string{"registry", "rm", "/nodes"}, flags...)...)
+}
+
+func TestServeEmbeddedKeepsDataAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "conf")
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + data +
+		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
+	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := func() (endpoint string, stop func() string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		cmd := newRootCommand()
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"serve", "--conf", conf})
+		done := make(chan error, 1)
+		go func() { done <- cmd.ExecuteContext(ctx) }()
+		re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if m := re.FindStringSubmatch(out.String()); m != nil {
+				endpoint = m[1]
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve did not start:\n%s", out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return endpoint, func() string {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			return out.String()
+		}
+	}
+	ep, stop := serve()
+	flags := []string{"--repository-type", "etcd", "--server-lists", ep}
+	roundTrip(t, flags...)
+	if out := stop(); !strings.Contains(out, "shardkeeper: stopped") {
+		t.Fatalf("serve output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "member")); err != nil {
+		t.Fatalf("no data under the data dir: %v", err)
+	}
+	ep, stop = serve()
+	if got := mustRun(t, "registry", "get", "/nodes/compute_nodes/status/cli-test", "--repository-type", "etcd", "--server-lists", ep); got != "OK\n" {
+		t.Fatalf("after restart get = %q", got)
+	}
+	if out := stop(); !strings.Contains(out, "reusing registry data in "+data) {
+		t.Fatalf("second start did not reuse the data:\n%s", out)
+	}
+}
+
+func TestRegistryCLIErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"registry", "get", "/x", "--repository-type", "etcd", "--server-lists", "http://127.0.0.1:1", "--timeout", "1s"}, "http://127.0.0.1:1"},
+		{[]string{"registry", "get", "/x", "--repository-type", "ZooKeeper", "--server-lists", "127.0.0.1:1", "--timeout", "1s"}, "127.0.0.1:1"},
+		{[]string{"registry", "get", "/x", "--repository-type", "consul", "--server-lists", "x:1"}, `--repository-type: "consul" is not a repository type`},
+		{[]string{"registry", "get", "/x", "--repository-type", "etcd"}, "--server-lists: required"},
+		{[]string{"registry", "get", "/x", "--repository-type", "etcd", "--server-lists", "127.0.0.1:2379"}, "must be a URL such as http://127.0.0.1:2379"},
+		{[]string{"registry", "get", "/x", "--repository-type", "etcd", "--server-lists", "http://127.0.0.1:1", "--namespace", "../up"}, `--namespace: must not contain ".."`},
+		{[]string{"registry", "get", "/x", "--conf", "/nonexistent"}, "neither global.yaml nor server.yaml"},
+	} {
+		start := time.Now()
+		_, err := run(t, ctx, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want it to mention %q", c.args, err, c.want)
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Errorf("%v: took %v, the timeout was 1s", c.args, time.Since(start))
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+func newRegistryCommand() *cobra.Command {
+	f := &registryFlags{}
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Raw access to the registry: ls, get, put, rm, watch",
+		Long: `Raw access to the registry keys, namespaced as the node sees them.
+
+Choose the registry with --conf DIR (the mode section of its global.yaml) or
+with --repository-type etcd|ZooKeeper|Embedded --server-lists ... --namespace ...
+A running "shardkeeper serve" on the embedded registry is plain etcd:
+  shardkeeper registry ls / --repository-type etcd --server-lists http://127.0.0.1:2379`,
+	}
+	f.register(cmd)
+	cmd.AddCommand(
+		&cobra.Command{
+			Use: "ls PATH", Short: "List the children of PATH", Args: cobra.ExactArgs(1),
+			RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
+				names, err := r.Children(ctx, args[0])
+				for _, n := range names {
+					fmt.Fprintln(out, n)
+				}
+				return err
+			}),
+		},
+		newGetCommand(f),
+		&cobra.Command{
+			Use: "put PATH VALUE", Short: "Write VALUE at PATH (VALUE - reads standard input)", Args: cobra.ExactArgs(2),
+			RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
+				value := []byte(args[1])
+				if args[1] == "-" {
+					var err error
+					if value, err = io.ReadAll(os.Stdin); err != nil {
+						return err
+					}
+				}
+				v, err := r.Put(ctx, args[0], value)
+				if err == nil {
+					fmt.Fprintf(out, "OK version %d\n", v)
+				}
+				return err
+			}),
+		},
+		&cobra.Command{
+			Use: "rm PATH", Short: "Delete PATH and everything under it", Args: cobra.ExactArgs(1),
+			RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
+				err := r.Delete(ctx, args[0])
+				if err == nil {
+					fmt.Fprintln(out, "OK")
+				}
+				return err
+			}),
+		},
+		&cobra.Command{
+			Use: "watch PATH", Short: "Print the keys under PATH, then every change, until Ctrl-C", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				r, err := openFromFlags(cmd.Context(), f)
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				out := cmd.OutOrStdout()
+				err = registry.Follow(cmd.Context(), r, args[0], func(ev registry.Event) {
+					switch {
+					case ev.Err != nil:
+						fmt.Fprintf(cmd.ErrOrStderr(), "watch lost (%v); resyncing\n", ev.Err)
+					case ev.Type == registry.EventDelete:
+						fmt.Fprintf(out, "DELETE %s\n", ev.KV.Key)
+					default:
+						fmt.Fprintf(out, "PUT %s %s\n", ev.KV.Key, ev.KV.Value)
+					}
+				})
+				if cmd.Context().Err() != nil {
+					return nil
+				}
+				return err
+			},
+		},
+	)
+	return cmd
+}
+
+func newGetCommand(f *registryFlags) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use: "get PATH", Short: "Print the value at PATH", Args: cobra.ExactArgs(1),
+		RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
+			kv, err := r.Get(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			switch output {
+			case "json":
+				return json.NewEncoder(out).Encode(struct {
+					Key     string `json:"key"`
+					Value   string `json:"value"`
+					Version int64  `json:"version"`
+				}{kv.Key, string(kv.Value), int64(kv.Version)})
+			case "", "value":
+				_, err = fmt.Fprintf(out, "%s\n", kv.Value)
+				return err
+			default:
+				return fmt.Errorf("-o %q: want value or json", output)
+			}
+		}),
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "value", "value or json (with the version)")
+	return cmd
+}
+
+// withRepo opens the registry from the flags for one command, bounded by
+// the timeout, and closes it afterwards.
+func withRepo(f *registryFlags, fn func(context.Context, registry.Repository, []string, io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		r, err := openFromFlags(cmd.Context(), f)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout(f))
+		defer cancel()
+		return fn(ctx, r, args, cmd.OutOrStdout())
+	}
+}
+
+func openFromFlags(ctx context.Context, f *registryFlags) (registry.Repository, error) {
+	rc, err := f.repository()
+	if err != nil {
+		return nil, err
+	}
+	return connect.Open(ctx, rc)
+}
+
+func requestTimeout(f *registryFlags) time.Duration {
+	if f.timeout > 0 {
+		return f.timeout
+	}
+	return 30 * time.Second
+}
