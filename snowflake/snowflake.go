@@ -214,6 +214,15 @@ func (g *Generator) SetWindow(floor, limit int64) {
 	g.mu.Unlock()
 }
 
+// Last returns the unix millisecond stamped into the last key issued, and
+// false before the first key. A graceful release of a fence lowers the
+// reservation to it.
+func (g *Generator) Last() (int64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last, g.started
+}
+
 // Revoke closes the window: once it returns, no key is issued and every call
 // (including those waiting) fails with [ErrNoReservation], until the next
 // SetWindow. It never waits for a clock.

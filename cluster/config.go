@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// Version is the version string a node publishes in its online node.
+const Version = "shardkeeper-0.1.0"
+
+// DefaultReservation is how far ahead a node reserves time (W).
+const DefaultReservation = 3 * time.Second
+
+// Instance types, as ShardingSphere writes them in the online path.
+const (
+	TypeProxy = "proxy"
+	TypeJDBC  = "jdbc"
+)
+
+// Config configures a node. The zero value plus a registry is a working
+// proxy-type node with a random instance id.
+type Config struct {
+	// InstanceID names the node in the registry. Empty means a random UUID
+	// (ShardingSphere's default). Set a stable one to get the same worker
+	// id back after a restart.
+	InstanceID string
+	// Type is TypeProxy (default) or TypeJDBC.
+	Type string
+	// Host and Port make the online node's attribute: "host@port" for a
+	// proxy, "host" for JDBC. Empty Host means 127.0.0.1.
+	Host string
+	Port int
+	// DatabaseName is published in the online node (JDBC nodes).
+	DatabaseName string
+	// Labels are published at /nodes/compute_nodes/labels/{id} (5.5.x).
+	Labels []string
+	// SessionTTL is the registry session's TTL; zero means the registry's
+	// default.
+	SessionTTL time.Duration
+	// Reservation (W) is how far ahead keys' time is reserved; it is renewed
+	// every W/3. Without the registry a node keeps issuing for at most W.
+	// Zero means DefaultReservation.
+	Reservation time.Duration
+	// Snowflake configures the key generator. Its WorkerID is ignored: the
+	// registry assigns it (a warning says so when it is set).
+	Snowflake snowflake.Config
+	// Logger receives the node's logs, each with the instance id. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	// unfenced disables the fence: the negative control of the simulation.
+	unfenced bool
+}
+
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	if c.InstanceID == "" {
+		c.InstanceID = newUUID()
+	}
+	if err := registry.ValidateName(c.InstanceID); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: InstanceID: %w", err))
+	}
+	switch c.Type {
+	case "":
+		c.Type = TypeProxy
+	case TypeProxy, TypeJDBC:
+	default:
+		errs = append(errs, fmt.Errorf("cluster: Type %q: want %q or %q", c.Type, TypeProxy, TypeJDBC))
+	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("cluster: Port %d outside [0, 65535]", c.Port))
+	}
+	for _, l := range c.Labels {
+		if err := registry.ValidateName(l); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: label: %w", err))
+		}
+	}
+	if c.Reservation == 0 {
+		c.Reservation = DefaultReservation
+	}
+	if c.Reservation < 30*time.Millisecond {
+		errs = append(errs, fmt.Errorf("cluster: Reservation %v is too short (at least 30ms)", c.Reservation))
+	}
+	if c.SessionTTL < 0 {
+		errs = append(errs, fmt.Errorf("cluster: SessionTTL %v is negative", c.SessionTTL))
+	}
+	sf := c.Snowflake
+	sf.WorkerID = 0
+	if err := sf.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Logger = c.Logger.With("instance", c.InstanceID)
+	return c, errors.Join(errs...)
+}
+
+func (c Config) instanceType() paths.InstanceType {
+	if c.Type == TypeJDBC {
+		return paths.JDBC
+	}
+	return paths.Proxy
+}
+
+// newUUID returns a random version 4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

@@ -1,0 +1,21 @@
+// Package cluster runs one compute node of a shardkeeper cluster: it gets a
+// Snowflake worker id from the registry, registers itself online, keeps a
+// live view of its peers, and hands out 64-bit keys that are unique across
+// the cluster, ShardingSphere-compatible in layout and registry paths.
+//
+// Open returns a node that holds a worker id and a committed time
+// reservation; Close leaves gracefully. In between the node renews its
+// reservation (the fence, see DESIGN.md) every Reservation/3, and:
+//   - a failed renewal whose outcome is unknown keeps the last committed
+//     limit: keys keep flowing until it is reached, then NextID waits;
+//   - a fence or reservation taken by someone else, or a lost session, stops
+//     issuing at once (NextID returns ErrNotIssuing), is logged at error level
+//     and counted in Stats; the node then starts a new session, re-acquires a
+//     worker id (its previous one if still free) and registers again.
+//
+// Guarantee: no two nodes ever issue the same key, given only a
+// linearizable registry that is never rolled back: the timestamps a holder
+// of a worker id may stamp are committed to the registry before they are
+// used, and a successor starts strictly above them. Paused processes, clock
+// steps, partitions and lease bugs cost availability, never uniqueness.
+package cluster

@@ -1,0 +1,363 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/workerid"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// ErrNotIssuing is returned by NextID while the node holds no worker id
+// with a valid reservation: after a lost session or fence (until it has
+// re-acquired one), or after Close.
+var ErrNotIssuing = errors.New("cluster: not issuing keys: no worker id with a valid time reservation (see the node's logs)")
+
+// ErrExhausted is returned by Open when all 1024 worker ids are taken
+// (ShardingSphere code 17001, same text).
+var ErrExhausted = workerid.ErrExhausted
+
+// Node is one running compute node. Its methods are safe for concurrent
+// use.
+type Node struct {
+	cfg     Config
+	repo    registry.Repository
+	members *members
+	stats   counters
+
+	gen     atomic.Pointer[snowflake.Generator] // nil while not issuing
+	current atomic.Pointer[holding]             // the held worker id
+
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the run loop returns
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// holding is one worker id held through one session.
+type holding struct {
+	sess registry.Session
+	h    *workerid.Holding
+	gen  *snowflake.Generator
+	lost chan struct{} // closed when the renewer gives up on it
+}
+
+// Open starts a node on repo: it opens a session, claims a worker id,
+// commits the first time reservation, registers the node online and starts
+// watching the membership. It returns a node that can issue keys at once.
+// ctx bounds only the start; the node runs until Close. Errors: ErrExhausted
+// when every worker id is taken; registry errors; config errors.
+func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, repo: repo, members: newMembers(cfg.Logger), done: make(chan struct{})}
+	hold, err := n.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Snowflake.WorkerID != 0 {
+		cfg.Logger.Warn(fmt.Sprintf("It is unnecessary to configure worker-id in cluster mode, system assigned worker-id was %d", hold.h.WorkerID))
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go n.members.run(runCtx, repo)
+	go n.run(runCtx, hold)
+	return n, nil
+}
+
+// acquire opens a session, claims a worker id, reserves time, builds the
+// generator and registers online. On error it closes what it opened.
+func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
+	sess, err := n.repo.NewSession(ctx, registry.SessionOptions{TTL: n.cfg.SessionTTL})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open session: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = sess.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	h, err := workerid.Acquire(ctx, n.repo, sess, n.cfg.InstanceID, workerid.Options{NowMillis: n.nowMillis})
+	if err != nil {
+		if errors.Is(err, workerid.ErrExhausted) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	sfc := n.cfg.Snowflake
+	sfc.WorkerID = int64(h.WorkerID)
+	sfc.Fenced = !n.cfg.unfenced
+	gen, err := snowflake.New(sfc)
+	if err != nil {
+		return nil, err
+	}
+	hold = &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{})}
+	if !n.cfg.unfenced {
+		if err := n.reserve(ctx, hold); err != nil {
+			return nil, fmt.Errorf("cluster: first time reservation for worker id %d: %w", h.WorkerID, err)
+		}
+	}
+	if err := n.register(ctx, sess); err != nil {
+		return nil, err
+	}
+	n.current.Store(hold)
+	n.gen.Store(gen)
+	n.stats.acquisitions.Add(1)
+	n.cfg.Logger.Info("holding worker id", "worker_id", h.WorkerID, "epoch", h.Epoch, "floor_ms", h.Floor,
+		"reserved_until_ms", h.ReservedUntil(), "session", sess.ID())
+	return hold, nil
+}
+
+// reserve commits now+W and opens the generator's window up to it.
+func (n *Node) reserve(ctx context.Context, hold *holding) error {
+	until := n.nowMillis() + n.cfg.Reservation.Milliseconds()
+	if err := hold.h.Reserve(ctx, until); err != nil {
+		return err
+	}
+	hold.gen.SetWindow(hold.h.Floor, hold.h.ReservedUntil())
+	n.stats.renewals.Add(1)
+	return nil
+}
+
+// register publishes the online, status and (optional) labels nodes.
+func (n *Node) register(ctx context.Context, sess registry.Session) error {
+	online, err := paths.Online(n.cfg.instanceType(), n.cfg.InstanceID)
+	if err != nil {
+		return err
+	}
+	status, _ := paths.Status(n.cfg.InstanceID)
+	if err := sess.PutEphemeral(ctx, status, []byte("OK")); err != nil {
+		return fmt.Errorf("cluster: register status: %w", err)
+	}
+	if len(n.cfg.Labels) > 0 {
+		labels, _ := paths.Labels(n.cfg.InstanceID)
+		b, _ := yaml.Marshal(n.cfg.Labels)
+		if err := sess.PutEphemeral(ctx, labels, b); err != nil {
+			return fmt.Errorf("cluster: register labels: %w", err)
+		}
+	}
+	if err := sess.PutEphemeral(ctx, online, encodeOnline(n.cfg)); err != nil {
+		return fmt.Errorf("cluster: register online: %w", err)
+	}
+	return nil
+}
+
+// run renews the current holding and, when it is lost, stops issuing and
+// acquires again, until ctx ends.
+func (n *Node) run(ctx context.Context, hold *holding) {
+	defer close(n.done)
+	for {
+		n.hold(ctx, hold)
+		if ctx.Err() != nil {
+			return
+		}
+		// Lost: stop issuing at once, then start over.
+		n.gen.Store(nil)
+		hold.gen.Revoke()
+		_ = hold.sess.Close(context.Background())
+		n.stats.losses.Add(1)
+		for attempt := 0; ; attempt++ {
+			if !sleep(ctx, backoff(attempt)) {
+				return
+			}
+			c, cancel := context.WithTimeout(ctx, max(10*time.Second, 3*n.cfg.Reservation))
+			next, err := n.acquire(c)
+			cancel()
+			if err == nil {
+				hold = next
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			n.cfg.Logger.Error("re-acquiring a worker id failed; still not issuing keys", "err", err, "attempt", attempt+1)
+		}
+	}
+}
+
+// hold renews hold's reservation every W/3 until it is lost or ctx ends.
+func (n *Node) hold(ctx context.Context, hold *holding) {
+	period := n.cfg.Reservation / 3
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hold.sess.Done():
+			hold.gen.Revoke()
+			n.cfg.Logger.Error("registry session lost: stopped issuing keys; re-acquiring a worker id",
+				"worker_id", hold.h.WorkerID, "err", hold.sess.Err())
+			return
+		case <-t.C:
+		}
+		if n.cfg.unfenced {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, period)
+		err := n.reserve(c, hold)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, workerid.ErrLost):
+			hold.gen.Revoke()
+			n.cfg.Logger.Error("worker id fence lost: stopped issuing keys; re-acquiring a worker id",
+				"worker_id", hold.h.WorkerID, "err", err)
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			n.stats.renewalFailures.Add(1)
+			n.cfg.Logger.Warn("time reservation renewal failed; issuing until the last committed limit",
+				"worker_id", hold.h.WorkerID, "reserved_until_ms", hold.h.ReservedUntil(), "err", err)
+		}
+	}
+}
+
+// NextID returns a new key. It waits while the reservation is being renewed
+// or the clock is behind the floor, bounded by ctx. Errors: ErrNotIssuing
+// while the node holds no valid reservation; snowflake errors
+// (ErrClockBackwards, ErrReservationExpired with ctx's error).
+func (n *Node) NextID(ctx context.Context) (int64, error) {
+	g := n.gen.Load()
+	if g == nil {
+		return 0, ErrNotIssuing
+	}
+	k, err := g.Next(ctx)
+	if err != nil {
+		return 0, n.keyError(err)
+	}
+	n.stats.keys.Add(1)
+	return k, nil
+}
+
+// NextIDs returns count new keys in increasing order, taking the
+// generator's lock about once per millisecond they span. On error it
+// returns the keys issued before it (valid keys) and the error.
+func (n *Node) NextIDs(ctx context.Context, count int) ([]int64, error) {
+	return n.AppendIDs(ctx, make([]int64, 0, max(count, 0)), count)
+}
+
+// AppendIDs appends count new keys to dst, allocating only when dst lacks
+// capacity. See NextIDs.
+func (n *Node) AppendIDs(ctx context.Context, dst []int64, count int) ([]int64, error) {
+	g := n.gen.Load()
+	if g == nil {
+		return dst, ErrNotIssuing
+	}
+	before := len(dst)
+	dst, err := g.Append(ctx, dst, count)
+	n.stats.keys.Add(int64(len(dst) - before))
+	if err != nil {
+		return dst, n.keyError(err)
+	}
+	return dst, nil
+}
+
+func (n *Node) keyError(err error) error {
+	if errors.Is(err, snowflake.ErrNoReservation) {
+		n.stats.refused.Add(1)
+		return fmt.Errorf("%w: %w", ErrNotIssuing, err)
+	}
+	if errors.Is(err, snowflake.ErrReservationExpired) {
+		n.stats.stalls.Add(1)
+	}
+	return err
+}
+
+// InstanceID is the node's instance id.
+func (n *Node) InstanceID() string { return n.cfg.InstanceID }
+
+// WorkerID is the worker id the node holds, or -1 while it holds none.
+func (n *Node) WorkerID() int {
+	if n.gen.Load() == nil {
+		return -1
+	}
+	if h := n.current.Load(); h != nil {
+		return h.h.WorkerID
+	}
+	return -1
+}
+
+// Instances returns the online compute nodes as the registry shows them,
+// sorted by instance id (this node included once its own registration has
+// come back through the watch).
+func (n *Node) Instances() []Instance {
+	list, _ := n.members.view()
+	return list
+}
+
+// InstancesChanged returns the current instances and a channel closed at
+// the next change, for callers that follow the membership.
+func (n *Node) InstancesChanged() ([]Instance, <-chan struct{}) { return n.members.view() }
+
+// Close leaves the cluster gracefully: it stops issuing, lowers the fence
+// to the last issued millisecond (so a successor can start at once),
+// deletes the online node and closes the session, which removes every
+// ephemeral of the node at once. ctx bounds the registry writes. Close is
+// idempotent.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeMu.Lock()
+	defer n.closeMu.Unlock()
+	if n.closed {
+		return nil
+	}
+	n.closed = true
+	n.gen.Store(nil)
+	n.cancel()
+	<-n.done
+	hold := n.current.Load()
+	hold.gen.Revoke()
+	var errs []error
+	if !n.cfg.unfenced {
+		last, ok := hold.gen.Last()
+		if !ok {
+			last = hold.h.Floor
+		}
+		if err := hold.h.Release(ctx, last); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: final fence: %w", err))
+		}
+	}
+	online, _ := paths.Online(n.cfg.instanceType(), n.cfg.InstanceID)
+	if err := n.repo.Delete(ctx, online); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: offline: %w", err))
+	}
+	if err := hold.sess.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: close session: %w", err))
+	}
+	n.cfg.Logger.Info("left the cluster", "worker_id", hold.h.WorkerID)
+	return errors.Join(errs...)
+}
+
+func (n *Node) nowMillis() int64 {
+	if c := n.cfg.Snowflake.Clock; c != nil {
+		return c.UnixNano() / int64(time.Millisecond)
+	}
+	return time.Now().UnixMilli()
+}
+
+func backoff(attempt int) time.Duration {
+	d := 50 * time.Millisecond << min(attempt, 6)
+	return min(d, 3*time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
