@@ -180,6 +180,14 @@ func TestChildrenPagesAndSkipsSubtrees(t *testing.T) {
 	if got, _ := r.Children(c, "/"); !slices.Equal(got, []string{"t", "t0"}) {
 		t.Fatalf("Children(/) = %v", got)
 	}
+	// List pages through the same subtree at one revision.
+	all, err := r.List(c, "/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(ops)-1 || !slices.IsSortedFunc(all, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) }) {
+		t.Fatalf("List(/t) returned %d keys (sorted: %v), want %d", len(all), slices.IsSortedFunc(all, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) }), len(ops)-1)
+	}
 }
 
 func TestOpenUnreachable(t *testing.T) {
@@ -304,5 +312,43 @@ func TestCloseWithSlowConsumer(t *testing.T) {
 	<-sess.Done()
 	if !errors.Is(sess.Err(), registry.ErrClosed) {
 		t.Fatalf("session Err after Repo.Close = %v, want ErrClosed", sess.Err())
+	}
+}
+
+// Keys that share the name prefix and sort inside the watched range
+// ("/db1-x" and "/db1.bak" sort between "/db1" and "/db1/") are neither in
+// the snapshot nor in the events.
+func TestWatchIgnoresNamePrefixSiblings(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, uniqueNS(t, "sk_wsib"))
+	c := ctx(t)
+	for _, k := range []string{"/m/db1", "/m/db1-x", "/m/db1.bak/y", "/m/db1/t"} {
+		if _, err := r.Put(c, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	initial, ch, err := r.Watch(c, "/m/db1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range initial {
+		keys = append(keys, kv.Key)
+	}
+	if want := []string{"/m/db1", "/m/db1/t"}; !slices.Equal(keys, want) {
+		t.Fatalf("snapshot keys %v, want %v", keys, want)
+	}
+	for _, k := range []string{"/m/db1-x", "/m/db1.bak/y", "/m/db1/t"} {
+		if _, err := r.Put(c, k, []byte("w")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case ev := <-ch:
+		if ev.Err != nil || ev.KV.Key != "/m/db1/t" {
+			t.Fatalf("first event %+v, want the put of /m/db1/t", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event")
 	}
 }

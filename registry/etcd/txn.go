@@ -26,7 +26,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	start := base
 	var rev int64
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(r.childrenPage))}
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(r.childrenPage)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
@@ -34,7 +34,12 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 		if err != nil {
 			return nil, r.convertError(ctx, "list", prefix, err)
 		}
-		rev = resp.Header.Revision
+		if rev == 0 {
+			// Later pages read at the first page's revision: one snapshot.
+			// (A header's revision is the store's current one, even for a
+			// read WithRev, so take it only once.)
+			rev = resp.Header.Revision
+		}
 		for _, kv := range resp.Kvs {
 			out = append(out, registry.KV{Key: r.strip(kv.Key), Value: kv.Value, Version: registry.Version(kv.ModRevision)})
 		}

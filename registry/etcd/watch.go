@@ -14,7 +14,7 @@ import (
 const watchBuffer = 64
 
 // Watch implements registry.Repository. It reads prefix and everything under
-// "prefix/" at one revision, then watches the same range from the next
+// "prefix/" at one revision, then watches them from the next
 // revision with one gRPC watch (with require-leader, so a member that loses
 // its leader ends the watch instead of going silent).
 //
@@ -33,19 +33,27 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 	if err != nil {
 		return nil, nil, err
 	}
-	start, end := r.rangeOf(prefix)
-	resp, err := r.client.Get(c, start, clientv3.WithRange(end))
+	// The snapshot reads exactly prefix and "prefix/..." in one Txn (one
+	// revision); the watch covers [prefix, prefix0), which also holds
+	// name-prefix siblings such as "prefix-x", dropped in pump.
+	var gets []clientv3.Op
+	if prefix == "/" {
+		gets = []clientv3.Op{clientv3.OpGet(r.full("/"), clientv3.WithPrefix())}
+	} else {
+		gets = []clientv3.Op{clientv3.OpGet(r.full(prefix)), clientv3.OpGet(r.full(prefix)+"/", clientv3.WithPrefix())}
+	}
+	resp, err := r.client.Txn(c).Then(gets...).Commit()
 	cancel()
 	if err != nil {
 		return nil, nil, r.convertError(ctx, op, prefix, err)
 	}
-	initial := make([]registry.KV, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		key := r.strip(kv.Key)
-		if registry.IsUnder(key, prefix) {
-			initial = append(initial, registry.KV{Key: key, Value: kv.Value, Version: registry.Version(kv.ModRevision)})
+	initial := []registry.KV{}
+	for _, rr := range resp.Responses {
+		for _, kv := range rr.GetResponseRange().Kvs {
+			initial = append(initial, registry.KV{Key: r.strip(kv.Key), Value: kv.Value, Version: registry.Version(kv.ModRevision)})
 		}
 	}
+	start, end := r.rangeOf(prefix)
 
 	r.mu.Lock()
 	if r.closed {

@@ -86,12 +86,12 @@ func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.V
 func (r *Repo) create(p string, value []byte) (registry.Version, error) {
 	var v registry.Version
 	err := withParents(r.conn, r.acl, p, func() error {
-		res, err := r.conn.Multi(
+		res, err := multi(r.conn,
 			&zk.CreateRequest{Path: p, Data: value, Acl: r.acl},
 			&zk.SetDataRequest{Path: p, Data: value, Version: 0},
 		)
 		if err != nil {
-			return multiError(res, err)
+			return err
 		}
 		v = registry.Version(res[1].Stat.Mzxid)
 		return nil
@@ -99,15 +99,17 @@ func (r *Repo) create(p string, value []byte) (registry.Version, error) {
 	return v, err
 }
 
-// multiError returns the error of the first failed operation of a multi,
-// which is more specific than the multi's own.
-func multiError(res []zk.MultiResponse, err error) error {
+// multi runs ops as one ZooKeeper multi. Its error is that of the first
+// failed operation, which is more specific than the multi's own, and a
+// failed operation is an error even if the multi's header says none.
+func multi(conn *zk.Conn, ops ...any) ([]zk.MultiResponse, error) {
+	res, err := conn.Multi(ops...)
 	for _, r := range res {
 		if r.Error != nil {
-			return r.Error
+			return res, r.Error
 		}
 	}
-	return err
+	return res, err
 }
 
 // Update implements registry.Repository: it compares expect with the

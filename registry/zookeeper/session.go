@@ -193,14 +193,10 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 		if stat.EphemeralOwner == s.id {
 			_, err = s.conn.Set(p, value, stat.Version)
 		} else {
-			var res []zk.MultiResponse
-			res, err = s.conn.Multi(
+			_, err = multi(s.conn,
 				&zk.DeleteRequest{Path: p, Version: stat.Version},
 				&zk.CreateRequest{Path: p, Data: value, Acl: s.r.acl, Flags: zk.FlagEphemeral},
 			)
-			if err != nil {
-				err = multiError(res, err)
-			}
 		}
 		switch {
 		case err == nil:

@@ -143,14 +143,14 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := s.conn.Multi(reqs...)
+		res, err := multi(s.conn, reqs...)
 		if err == nil {
 			if versionAt >= 0 {
 				return registry.Version(res[versionAt].Stat.Mzxid), nil
 			}
 			return 0, nil // only deletes and checks: no written key to version
 		}
-		failed := multiError(res, err)
+		failed := err
 		if errors.Is(failed, zk.ErrNoNode) && attempt < 3 && s.makeParents(creates) {
 			continue
 		}

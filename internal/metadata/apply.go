@@ -1,0 +1,408 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// applier turns registry events into snapshots. It keeps a mirror of every
+// key it has seen (value and version) and the active version it applied for
+// each versioned node. It is used by one goroutine at a time.
+type applier struct {
+	repo     registry.Repository
+	log      *slog.Logger
+	mirror   map[string]registry.KV
+	active   map[string]int // versioned node -> applied active version
+	problems func(error)
+}
+
+func newApplier(repo registry.Repository, log *slog.Logger, problems func(error)) *applier {
+	return &applier{repo: repo, log: log, mirror: map[string]registry.KV{}, active: map[string]int{}, problems: problems}
+}
+
+// draft is the next snapshot under construction: maps are copied the first
+// time a batch changes them, so a batch of n events costs O(n) plus one copy
+// of each touched map.
+type draft struct {
+	s       *Snapshot
+	dbs     map[string]bool // databases already copied in this batch
+	schemas map[string]bool // "db/schema" already copied
+	nodes   bool
+	changes []Change
+}
+
+func newDraft(base *Snapshot) *draft {
+	s := *base
+	s.Databases = maps.Clone(base.Databases)
+	return &draft{s: &s, dbs: map[string]bool{}, schemas: map[string]bool{}}
+}
+
+func (d *draft) db(name string, create bool) *Database {
+	cur := d.s.Databases[name]
+	if cur == nil {
+		if !create {
+			return nil
+		}
+		cur = &Database{Name: name, Units: map[string]config.DataSource{}, Rules: map[string]config.Rule{}, Schemas: map[string]*Schema{}}
+		d.s.Databases[name] = cur
+		d.dbs[name] = true
+		d.changes = append(d.changes, Change{Kind: paths.KindDatabase, Database: name})
+		return cur
+	}
+	if !d.dbs[name] {
+		c := *cur
+		c.Units = maps.Clone(cur.Units)
+		c.Rules = maps.Clone(cur.Rules)
+		c.Schemas = maps.Clone(cur.Schemas)
+		cur = &c
+		d.s.Databases[name] = cur
+		d.dbs[name] = true
+	}
+	return cur
+}
+
+func (d *draft) schema(db, name string, create bool) *Schema {
+	dbv := d.db(db, create)
+	if dbv == nil {
+		return nil
+	}
+	cur := dbv.Schemas[name]
+	id := db + "/" + name
+	if cur == nil {
+		if !create {
+			return nil
+		}
+		cur = &Schema{Name: name, Tables: map[string]datasource.Table{}, Views: map[string]datasource.View{}}
+		dbv.Schemas[name] = cur
+		d.schemas[id] = true
+		d.changes = append(d.changes, Change{Kind: paths.KindSchema, Database: db, Schema: name})
+		return cur
+	}
+	if !d.schemas[id] {
+		c := *cur
+		c.Tables = maps.Clone(cur.Tables)
+		c.Views = maps.Clone(cur.Views)
+		cur = &c
+		dbv.Schemas[name] = cur
+		d.schemas[id] = true
+	}
+	return cur
+}
+
+func (d *draft) node(id string) *ComputeNode {
+	if !d.nodes {
+		d.s.ComputeNodes = maps.Clone(d.s.ComputeNodes)
+		d.nodes = true
+	}
+	n := d.s.ComputeNodes[id]
+	if n == nil {
+		n = &ComputeNode{ID: id, WorkerID: -1}
+	} else {
+		c := *n
+		n = &c
+	}
+	d.s.ComputeNodes[id] = n
+	return n
+}
+
+// apply applies a batch of events in order. live says the events come from
+// a running watch (content missing from the mirror is then read from the
+// registry). ctx bounds those reads.
+func (a *applier) apply(ctx context.Context, d *draft, events []registry.Event, live bool) {
+	for _, ev := range events {
+		switch ev.Type {
+		case registry.EventPut:
+			a.mirror[ev.KV.Key] = ev.KV
+		case registry.EventDelete:
+			delete(a.mirror, ev.KV.Key)
+		}
+	}
+	for _, ev := range events {
+		if ev.Err != nil {
+			continue
+		}
+		a.route(ctx, d, ev, live)
+	}
+}
+
+func (a *applier) problem(key string, err error) {
+	err = fmt.Errorf("%s: %w (skipped)", key, err)
+	a.log.Warn("metadata: corrupt value in the registry", "key", key, "err", err)
+	if a.problems != nil {
+		a.problems(err)
+	}
+}
+
+func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live bool) {
+	key := ev.KV.Key
+	if kind, id, typ, ok := paths.InstanceIDFrom(key); ok {
+		a.computeNode(d, ev, kind, id, typ)
+		return
+	}
+	k, ok := paths.ParseKey(key)
+	if !ok {
+		return
+	}
+	del := ev.Type == registry.EventDelete
+	switch k.Kind {
+	case paths.KindClusterState:
+		state := strings.TrimSpace(string(ev.KV.Value))
+		switch state {
+		case "", "OK", "READ_ONLY", "UNAVAILABLE":
+		default:
+			a.problem(key, fmt.Errorf("unknown cluster state %q", state))
+			return
+		}
+		if state == "" || del {
+			state = "OK"
+		}
+		d.s.ClusterState = state
+		d.changes = append(d.changes, Change{Kind: k.Kind, Deleted: del})
+		return
+	case paths.KindDatabase:
+		if del {
+			if _, ok := d.s.Databases[k.Database]; ok {
+				delete(d.s.Databases, k.Database)
+				a.forget(k.Node)
+				d.changes = append(d.changes, Change{Kind: k.Kind, Database: k.Database, Deleted: true})
+			}
+			return
+		}
+		d.db(k.Database, true)
+		return
+	case paths.KindSchema:
+		if del {
+			if db := d.db(k.Database, false); db != nil && db.Schemas[k.Schema] != nil {
+				delete(db.Schemas, k.Schema)
+				a.forget(k.Node)
+				d.changes = append(d.changes, Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Deleted: true})
+			}
+			return
+		}
+		d.schema(k.Database, k.Schema, true)
+		return
+	case paths.KindRuleType:
+		if del {
+			if db := d.db(k.Database, false); db != nil {
+				if _, ok := db.Rules[k.RuleType]; ok {
+					delete(db.Rules, k.RuleType)
+					a.forget(k.Node)
+					d.changes = append(d.changes, Change{Kind: k.Kind, Database: k.Database, RuleType: k.RuleType, Deleted: true})
+				}
+			}
+		}
+		return
+	}
+	// Versioned items.
+	switch {
+	case k.Leaf == paths.VersionsName && !del:
+		// Content may arrive after its active_version (ZooKeeper re-arms
+		// watches per node): apply it if it is the active one.
+		av, ok := a.mirror[paths.ActiveVersion(k.Node)]
+		if !ok || strings.TrimSpace(string(av.Value)) != strconv.Itoa(k.Version) {
+			return
+		}
+		a.activate(ctx, d, k, av.Value, live)
+	case k.Leaf == paths.ActiveVersionName && !del:
+		if cur, ok := a.mirror[key]; !ok || string(cur.Value) != string(ev.KV.Value) {
+			a.log.Debug("metadata: invalid active version", "key", key, "value", string(ev.KV.Value))
+			return
+		}
+		a.activate(ctx, d, k, ev.KV.Value, live)
+	case del && (k.Leaf == paths.ActiveVersionName || k.Leaf == ""):
+		if _, ok := a.active[k.Node]; !ok && k.Leaf == paths.ActiveVersionName {
+			return
+		}
+		delete(a.active, k.Node)
+		a.remove(d, k)
+	}
+}
+
+// forget drops the applied versions of every node under prefix.
+func (a *applier) forget(prefix string) {
+	for node := range a.active {
+		if registry.IsUnder(node, prefix) {
+			delete(a.active, node)
+		}
+	}
+}
+
+func (a *applier) activate(ctx context.Context, d *draft, k paths.Key, value []byte, live bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(string(value)))
+	if err != nil || n < 0 {
+		a.problem(paths.ActiveVersion(k.Node), fmt.Errorf("active_version %q is not a version number", value))
+		return
+	}
+	if v, ok := a.active[k.Node]; ok && v == n {
+		return
+	}
+	vkey := paths.Version(k.Node, n)
+	content, ok := a.mirror[vkey]
+	if !ok && live {
+		kv, err := a.repo.Get(ctx, vkey)
+		if err != nil {
+			if !errors.Is(err, registry.ErrNotFound) {
+				a.log.Warn("metadata: read version", "key", vkey, "err", err)
+			}
+			return
+		}
+		content = kv
+	} else if !ok {
+		return // the version node will come (or the value is corrupt and stays unapplied)
+	}
+	a.active[k.Node] = n
+	if err := a.set(d, k, content.Value); err != nil {
+		a.problem(vkey, err)
+	}
+}
+
+func (a *applier) set(d *draft, k paths.Key, data []byte) error {
+	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem}
+	switch k.Kind {
+	case paths.KindTable:
+		t, err := decodeTable(k.Name, data)
+		if err != nil {
+			return err
+		}
+		d.schema(k.Database, k.Schema, true).Tables[k.Name] = t
+	case paths.KindView:
+		v, err := decodeView(k.Name, data)
+		if err != nil {
+			return err
+		}
+		d.schema(k.Database, k.Schema, true).Views[k.Name] = v
+	case paths.KindUnit:
+		ds, err := decodeUnit("unit "+k.Name, data)
+		if err != nil {
+			return err
+		}
+		d.db(k.Database, true).Units[k.Name] = ds
+	case paths.KindRuleItem:
+		db := d.db(k.Database, true)
+		r := db.Rules[k.RuleType]
+		content, err := applyRuleItem(k.RuleType, r.Content, k.RuleItem, k.ItemName, data, false)
+		if err != nil {
+			return err
+		}
+		db.Rules[k.RuleType] = config.Rule{Type: k.RuleType, Content: content}
+	case paths.KindGlobalRule:
+		r, err := decodeRuleContent(k.Name, data)
+		if err != nil {
+			return err
+		}
+		d.s.GlobalRules = maps.Clone(d.s.GlobalRules)
+		d.s.GlobalRules[k.Name] = r
+	case paths.KindProps:
+		p, err := decodeProps(data)
+		if err != nil {
+			return err
+		}
+		d.s.Props = p
+	default:
+		return nil
+	}
+	d.changes = append(d.changes, ch)
+	return nil
+}
+
+func (a *applier) remove(d *draft, k paths.Key) {
+	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem, Deleted: true}
+	switch k.Kind {
+	case paths.KindTable:
+		if s := d.schema(k.Database, k.Schema, false); s != nil {
+			delete(s.Tables, k.Name)
+		}
+	case paths.KindView:
+		if s := d.schema(k.Database, k.Schema, false); s != nil {
+			delete(s.Views, k.Name)
+		}
+	case paths.KindUnit:
+		if db := d.db(k.Database, false); db != nil {
+			delete(db.Units, k.Name)
+		}
+	case paths.KindRuleItem:
+		db := d.db(k.Database, false)
+		if db == nil {
+			return
+		}
+		r, ok := db.Rules[k.RuleType]
+		if !ok {
+			return
+		}
+		if k.ItemName == "" && k.Leaf == "" {
+			a.forget(k.Node) // the whole item with its named entries
+		}
+		content, _ := applyRuleItem(k.RuleType, r.Content, k.RuleItem, k.ItemName, nil, true)
+		if len(content) == 0 {
+			delete(db.Rules, k.RuleType)
+		} else {
+			db.Rules[k.RuleType] = config.Rule{Type: k.RuleType, Content: content}
+		}
+	case paths.KindGlobalRule:
+		d.s.GlobalRules = maps.Clone(d.s.GlobalRules)
+		delete(d.s.GlobalRules, k.Name)
+	case paths.KindProps:
+		d.s.Props = config.Props{}
+	default:
+		return
+	}
+	d.changes = append(d.changes, ch)
+}
+
+func (a *applier) computeNode(d *draft, ev registry.Event, kind, id string, typ paths.InstanceType) {
+	del := ev.Type == registry.EventDelete
+	if del {
+		if _, ok := d.s.ComputeNodes[id]; !ok {
+			return
+		}
+	}
+	n := d.node(id)
+	switch kind {
+	case "online":
+		n.Online = !del
+		if !del {
+			var v struct {
+				Attribute    string `yaml:"attribute"`
+				DatabaseName string `yaml:"databaseName"`
+				Version      string `yaml:"version"`
+			}
+			if err := yaml.Unmarshal(ev.KV.Value, &v); err != nil {
+				a.problem(ev.KV.Key, err)
+			}
+			n.Type, n.Attribute, n.DatabaseName, n.Version = string(typ), v.Attribute, v.DatabaseName, v.Version
+		}
+	case "status":
+		n.Status = ""
+		if !del {
+			n.Status = strings.TrimSpace(string(ev.KV.Value))
+		}
+	case "worker_id":
+		n.WorkerID = -1
+		if s := strings.TrimSpace(string(ev.KV.Value)); !del && s != "" {
+			w, err := strconv.Atoi(s)
+			if err != nil || w < 0 || w > paths.MaxWorkerID {
+				a.problem(ev.KV.Key, fmt.Errorf("worker id %q is not in [0, %d]", s, paths.MaxWorkerID))
+			} else {
+				n.WorkerID = w
+			}
+		}
+	default:
+		return
+	}
+	if !n.Online && n.Status == "" && n.WorkerID < 0 {
+		delete(d.s.ComputeNodes, id)
+	}
+	d.changes = append(d.changes, Change{Kind: "compute_node", Name: id, Deleted: del && kind == "online"})
+}

@@ -1,0 +1,115 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Introspector reads the schemas of a logical database from its data
+// sources (see datasource.Introspect). An error names the unit and host.
+type Introspector func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
+
+// BootstrapLock is the exclusive-operation lock two nodes starting on an
+// empty registry serialise on.
+const BootstrapLock = "metadata_bootstrap"
+
+// Options tune Bootstrap. The zero value is usable.
+type Options struct {
+	// Introspect reads each database's schemas on the first start; nil
+	// persists no schemas.
+	Introspect Introspector
+	// Logger receives warnings (corrupt values, lost watches); nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Bootstrap builds the node's metadata, ShardingSphere's way (reference
+// 5.4): holding the BootstrapLock through sess, if the registry already has
+// databases (children of /metadata) it loads everything from the registry,
+// props and global rules included (path B); otherwise it persists cfg's
+// global rules, props and databases, then the schemas opts.Introspect reads
+// from the real data sources (path A), and loads the result. So two nodes
+// starting together on an empty registry end with one consistent copy.
+// sess may be nil only when nothing else can write the registry
+// (standalone). The returned Store is loaded; call its Run to follow
+// changes. ctx bounds the whole bootstrap.
+func Bootstrap(ctx context.Context, repo registry.Repository, sess registry.Session, cfg *config.Config, opts Options) (*Store, error) {
+	if cfg == nil {
+		cfg = &config.Config{Props: config.Props{}}
+	}
+	if sess != nil {
+		key, err := paths.ExclusiveOperation(BootstrapLock)
+		if err != nil {
+			return nil, err
+		}
+		lock, err := sess.Lock(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("metadata bootstrap: take the lock %s: %w", key, err)
+		}
+		defer func() { _ = lock.Unlock(context.WithoutCancel(ctx)) }()
+	}
+	dbs, err := repo.Children(ctx, paths.MetadataRoot)
+	if err != nil {
+		return nil, fmt.Errorf("metadata bootstrap: list databases: %w", err)
+	}
+	if len(dbs) == 0 {
+		if err := persistLocal(ctx, repo, cfg, opts.Introspect); err != nil {
+			return nil, err
+		}
+	}
+	s := newStore(repo, opts.Logger)
+	if err := s.load(ctx); err != nil {
+		return nil, fmt.Errorf("metadata bootstrap: load: %w", err)
+	}
+	return s, nil
+}
+
+// Load returns a Store loaded from the registry, without persisting
+// anything (a reader such as the admin CLI).
+func Load(ctx context.Context, repo registry.Repository, log *slog.Logger) (*Store, error) {
+	s := newStore(repo, log)
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func persistLocal(ctx context.Context, repo registry.Repository, cfg *config.Config, introspect Introspector) error {
+	// Introspect first, so that an unreachable data source fails the start
+	// before anything is written.
+	schemas := make([][]datasource.Schema, len(cfg.Databases))
+	var errs []error
+	for i, db := range cfg.Databases {
+		if introspect == nil || len(db.DataSources) == 0 {
+			continue
+		}
+		s, err := introspect(ctx, db)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("database %s: %w", db.Name, err))
+		}
+		schemas[i] = s
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	w := newWriter(ctx, repo, true)
+	if err := persistGlobal(w, cfg.GlobalRules, cfg.Props); err != nil {
+		return err
+	}
+	for i, db := range cfg.Databases {
+		if err := persistDatabase(w, db); err != nil {
+			return err
+		}
+		if err := persistSchemas(w, db.Name, schemas[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package metadata
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+)
+
+// The encodings below are ShardingSphere's (reference 1.2-1.6): YAML maps
+// for tables, views, units, props and global rules; raw strings or YAML for
+// rule items.
+
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		// Only values built by this package are marshalled; they always encode.
+		panic(fmt.Sprintf("metadata: marshal: %v", err))
+	}
+	_ = enc.Close()
+	return buf.Bytes()
+}
+
+// ordered builds a YAML mapping node that keeps the order of its pairs
+// (column order matters; a Go map would be sorted).
+type ordered []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+func (o ordered) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for _, p := range o {
+		var v yaml.Node
+		if err := v.Encode(p.v); err != nil {
+			return nil, err
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: p.k}, &v)
+	}
+	return n, nil
+}
+
+// encodeTable is YamlShardingSphereTable: name, type, columns and indexes
+// keyed by name. typeName is shardkeeper's addition (the native type).
+func encodeTable(t datasource.Table) []byte {
+	cols := make(ordered, 0, len(t.Columns))
+	for _, c := range t.Columns {
+		cols = append(cols, kv{c.Name, ordered{
+			{"name", c.Name}, {"dataType", c.DataType}, {"typeName", c.TypeName},
+			{"primaryKey", c.PrimaryKey}, {"generated", c.Generated}, {"caseSensitive", false},
+			{"visible", true}, {"unsigned", c.Unsigned}, {"nullable", c.Nullable},
+		}})
+	}
+	doc := ordered{{"name", t.Name}, {"type", "TABLE"}}
+	if len(cols) > 0 {
+		doc = append(doc, kv{"columns", cols})
+	}
+	if len(t.Indexes) > 0 {
+		idx := make(ordered, 0, len(t.Indexes))
+		for _, i := range t.Indexes {
+			idx = append(idx, kv{i.Name, ordered{{"name", i.Name}, {"columns", i.Columns}, {"unique", i.Unique}}})
+		}
+		doc = append(doc, kv{"indexes", idx})
+	}
+	return marshal(doc)
+}
+
+func decodeTable(name string, data []byte) (datasource.Table, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return datasource.Table{}, err
+	}
+	root := docRoot(&doc)
+	if root == nil || root.Kind != yaml.MappingNode {
+		return datasource.Table{}, fmt.Errorf("table %s: not a YAML mapping", name)
+	}
+	t := datasource.Table{Name: name}
+	if n := field(root, "name"); n != nil && n.Value != "" {
+		t.Name = n.Value
+	}
+	if cols := field(root, "columns"); cols != nil && cols.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(cols.Content); i += 2 {
+			var c struct {
+				Name       string `yaml:"name"`
+				DataType   int    `yaml:"dataType"`
+				TypeName   string `yaml:"typeName"`
+				PrimaryKey bool   `yaml:"primaryKey"`
+				Nullable   bool   `yaml:"nullable"`
+				Generated  bool   `yaml:"generated"`
+				Unsigned   bool   `yaml:"unsigned"`
+			}
+			if err := cols.Content[i+1].Decode(&c); err != nil {
+				return t, fmt.Errorf("table %s: column %s: %w", name, cols.Content[i].Value, err)
+			}
+			if c.Name == "" {
+				c.Name = cols.Content[i].Value
+			}
+			t.Columns = append(t.Columns, datasource.Column(c))
+		}
+	}
+	if idx := field(root, "indexes"); idx != nil && idx.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(idx.Content); i += 2 {
+			var x struct {
+				Name    string   `yaml:"name"`
+				Columns []string `yaml:"columns"`
+				Unique  bool     `yaml:"unique"`
+			}
+			if err := idx.Content[i+1].Decode(&x); err != nil {
+				return t, fmt.Errorf("table %s: index %s: %w", name, idx.Content[i].Value, err)
+			}
+			if x.Name == "" {
+				x.Name = idx.Content[i].Value
+			}
+			t.Indexes = append(t.Indexes, datasource.Index(x))
+		}
+	}
+	return t, nil
+}
+
+// encodeView is YamlShardingSphereView: name and viewDefinition.
+func encodeView(v datasource.View) []byte {
+	return marshal(ordered{{"name", v.Name}, {"viewDefinition", v.Definition}})
+}
+
+func decodeView(name string, data []byte) (datasource.View, error) {
+	var v struct {
+		Name string `yaml:"name"`
+		Def  string `yaml:"viewDefinition"`
+	}
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return datasource.View{}, fmt.Errorf("view %s: %w", name, err)
+	}
+	if v.Name == "" {
+		v.Name = name
+	}
+	return datasource.View{Name: v.Name, Definition: v.Def}, nil
+}
+
+func encodeUnit(ds config.DataSource) []byte { return marshal(ds.Map()) }
+
+func decodeUnit(key string, data []byte) (config.DataSource, error) {
+	return config.ParseDataSource(key, "unit", data)
+}
+
+func encodeProps(p config.Props) []byte {
+	if len(p) == 0 {
+		return []byte("{}\n")
+	}
+	return marshal(p.Typed())
+}
+
+func decodeProps(data []byte) (config.Props, error) {
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("props: %w", err)
+	}
+	p := config.Props{}
+	var errs []string
+	for k, v := range raw {
+		s := fmt.Sprint(v)
+		if v == nil {
+			s = ""
+		}
+		canon, err := config.CheckProp(k, s)
+		if err != nil {
+			errs = append(errs, k+": "+err.Error())
+			continue
+		}
+		p[k] = canon
+	}
+	sort.Strings(errs)
+	if len(errs) > 0 {
+		return p, fmt.Errorf("props: %s", strings.Join(errs, "; "))
+	}
+	return p, nil
+}
+
+func encodeRuleContent(content map[string]any) []byte { return marshal(content) }
+
+func decodeRuleContent(typ string, data []byte) (config.Rule, error) {
+	r := config.Rule{Type: typ, Content: map[string]any{}}
+	if err := yaml.Unmarshal(data, &r.Content); err != nil {
+		return r, fmt.Errorf("rule %s: %w", typ, err)
+	}
+	if r.Content == nil {
+		r.Content = map[string]any{}
+	}
+	return r, nil
+}
+
+// Database rule items (reference 1.6). namedFields are the rule fields
+// whose Java type is a Map: one item node per entry. keyListFields are
+// collections stored one node per element, named by the part of the
+// element before ":" (or the whole element). Every other field is a unique
+// item; rawFields are strings stored as-is.
+var (
+	namedFields = map[string][]string{
+		"sharding":            {"tables", "autoTables", "shardingAlgorithms", "keyGenerators", "auditors", "keyGenerateStrategies"},
+		"readwrite_splitting": {"dataSourceGroups", "dataSources", "loadBalancers"},
+		"encrypt":             {"tables", "encryptors"},
+		"mask":                {"tables", "maskAlgorithms"},
+		"shadow":              {"dataSources", "tables", "shadowAlgorithms"},
+	}
+	keyListFields = map[string][]string{"sharding": {"bindingTables"}}
+	rawFields     = map[string][]string{
+		"sharding": {"defaultShardingColumn"},
+		"single":   {"defaultDataSource"},
+		"shadow":   {"defaultShadowAlgorithmName"},
+	}
+)
+
+func has(m map[string][]string, typ, f string) bool {
+	for _, x := range m[typ] {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleItem is one node of a database rule: /rules/{type}/{item}[/{name}].
+type ruleItem struct {
+	Item  string // lower_underscore field name
+	Name  string // "" for unique items
+	Value []byte
+}
+
+// ruleItems splits a database rule into its registry items.
+func ruleItems(r config.Rule) []ruleItem {
+	var items []ruleItem
+	for _, f := range sortedKeys(r.Content) {
+		v := r.Content[f]
+		item := snake(f)
+		switch {
+		case has(namedFields, r.Type, f):
+			m, ok := v.(map[string]any)
+			if !ok {
+				items = append(items, ruleItem{Item: item, Value: marshal(v)})
+				continue
+			}
+			for _, k := range sortedKeys(m) {
+				items = append(items, ruleItem{Item: item, Name: k, Value: marshal(m[k])})
+			}
+		case has(keyListFields, r.Type, f):
+			list, _ := v.([]any)
+			for _, e := range list {
+				s := fmt.Sprint(e)
+				name, _, found := strings.Cut(s, ":")
+				if !found {
+					name = s
+				}
+				items = append(items, ruleItem{Item: item, Name: name, Value: []byte(s)})
+			}
+		default:
+			if b, ok := uniqueValue(v); ok {
+				items = append(items, ruleItem{Item: item, Value: b})
+			}
+		}
+	}
+	return items
+}
+
+// uniqueValue encodes a unique item: raw strings (empty skipped), scalars
+// as text, non-empty collections and objects as YAML.
+func uniqueValue(v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case string:
+		return []byte(x), x != ""
+	case bool:
+		return []byte(strconv.FormatBool(x)), true
+	case int:
+		return []byte(strconv.Itoa(x)), true
+	case []any:
+		return marshal(x), len(x) > 0
+	case map[string]any:
+		return marshal(x), len(x) > 0
+	default:
+		return marshal(x), true
+	}
+}
+
+// applyRuleItem returns a copy of content with the item set to value, or
+// removed when del is true.
+func applyRuleItem(typ string, content map[string]any, item, name string, value []byte, del bool) (map[string]any, error) {
+	f := camel(item)
+	out := make(map[string]any, len(content)+1)
+	for k, v := range content {
+		out[k] = v
+	}
+	var decoded any
+	if !del {
+		switch {
+		case has(keyListFields, typ, f) || (name == "" && has(rawFields, typ, f)):
+			decoded = string(value)
+		default:
+			if err := yaml.Unmarshal(value, &decoded); err != nil {
+				return nil, fmt.Errorf("rule %s item %s: %w", typ, item, err)
+			}
+		}
+	}
+	switch {
+	case name == "":
+		if del {
+			delete(out, f)
+		} else {
+			out[f] = decoded
+		}
+	case has(keyListFields, typ, f):
+		old, _ := out[f].([]any)
+		var list []any
+		for _, e := range old {
+			s := fmt.Sprint(e)
+			n, _, found := strings.Cut(s, ":")
+			if !found {
+				n = s
+			}
+			if n != name {
+				list = append(list, e)
+			}
+		}
+		if !del {
+			list = append(list, decoded)
+		}
+		if len(list) == 0 {
+			delete(out, f)
+		} else {
+			out[f] = list
+		}
+	default:
+		old, _ := out[f].(map[string]any)
+		m := make(map[string]any, len(old)+1)
+		for k, v := range old {
+			m[k] = v
+		}
+		if del {
+			delete(m, name)
+		} else {
+			m[name] = decoded
+		}
+		if len(m) == 0 {
+			delete(out, f)
+		} else {
+			out[f] = m
+		}
+	}
+	return out, nil
+}
+
+// snake converts lowerCamel to lower_underscore ("defaultTableStrategy" ->
+// "default_table_strategy").
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r + ('a' - 'A'))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// camel converts lower_underscore to lowerCamel.
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func docRoot(doc *yaml.Node) *yaml.Node {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		return doc.Content[0]
+	}
+	return nil
+}
+
+func field(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}

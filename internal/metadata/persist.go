@@ -1,0 +1,262 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// persistParallelism bounds the concurrent registry writes of one persist.
+const persistParallelism = 32
+
+// putVersioned writes content as the next version of node, makes it active,
+// then deletes the older versions (reference 1.5). Versions are created
+// exclusively, so concurrent writers never overwrite each other's version;
+// the last active_version write wins.
+func putVersioned(ctx context.Context, repo registry.Repository, node string, content []byte) (int, error) {
+	children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
+	if err != nil {
+		return 0, err
+	}
+	next, old := 0, make([]int, 0, len(children))
+	for _, c := range children {
+		if n, err := strconv.Atoi(c); err == nil && n >= 0 {
+			old = append(old, n)
+			next = max(next, n+1)
+		}
+	}
+	for {
+		_, err := repo.Create(ctx, paths.Version(node, next), content)
+		if errors.Is(err, registry.ErrExists) {
+			next++
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		break
+	}
+	if _, err := repo.Put(ctx, paths.ActiveVersion(node), []byte(strconv.Itoa(next))); err != nil {
+		return 0, err
+	}
+	for _, n := range old {
+		if n < next {
+			if err := repo.Delete(ctx, paths.Version(node, n)); err != nil {
+				return next, err
+			}
+		}
+	}
+	return next, nil
+}
+
+// putFirst writes version 0 of a node known to be new (an empty registry
+// under the bootstrap lock): two writes instead of four.
+func putFirst(ctx context.Context, repo registry.Repository, node string, content []byte) error {
+	if _, err := repo.Put(ctx, paths.Version(node, 0), content); err != nil {
+		return err
+	}
+	_, err := repo.Put(ctx, paths.ActiveVersion(node), []byte("0"))
+	return err
+}
+
+// casVersioned replaces node's content with fn(old) only if nobody changed
+// its active_version meanwhile, retrying otherwise. old is nil when the node
+// has no active version.
+func casVersioned(ctx context.Context, repo registry.Repository, node string, fn func(old []byte) ([]byte, error)) error {
+	for {
+		var old []byte
+		av, err := repo.Get(ctx, paths.ActiveVersion(node))
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			kv, err := repo.Get(ctx, paths.Version(node, atoi(av.Value)))
+			if err != nil && !errors.Is(err, registry.ErrNotFound) {
+				return err
+			}
+			old = kv.Value
+		}
+		content, err := fn(old)
+		if err != nil {
+			return err
+		}
+		children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
+		if err != nil {
+			return err
+		}
+		next := 0
+		for _, c := range children {
+			if n, err := strconv.Atoi(c); err == nil {
+				next = max(next, n+1)
+			}
+		}
+		if _, err := repo.Create(ctx, paths.Version(node, next), content); errors.Is(err, registry.ErrExists) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		val := []byte(strconv.Itoa(next))
+		if av.Key == "" {
+			_, err = repo.Create(ctx, paths.ActiveVersion(node), val)
+		} else {
+			_, err = repo.Update(ctx, paths.ActiveVersion(node), val, av.Version)
+		}
+		if errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound) {
+			_ = repo.Delete(ctx, paths.Version(node, next))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, c := range children {
+			if n, err := strconv.Atoi(c); err == nil && n < next {
+				if err := repo.Delete(ctx, paths.Version(node, n)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+func atoi(b []byte) int {
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// writer runs versioned writes with bounded parallelism and collects the
+// first error.
+type writer struct {
+	ctx   context.Context
+	repo  registry.Repository
+	fresh bool // the nodes are known to be absent: putFirst
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+}
+
+func newWriter(ctx context.Context, repo registry.Repository, fresh bool) *writer {
+	return &writer{ctx: ctx, repo: repo, fresh: fresh, sem: make(chan struct{}, persistParallelism)}
+}
+
+func (w *writer) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *writer) versioned(node string, content []byte, err error) {
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	w.sem <- struct{}{}
+	w.wg.Add(1)
+	go func() {
+		defer func() { <-w.sem; w.wg.Done() }()
+		var err error
+		if w.fresh {
+			err = putFirst(w.ctx, w.repo, node, content)
+		} else {
+			_, err = putVersioned(w.ctx, w.repo, node, content)
+		}
+		if err != nil {
+			w.fail(err)
+		}
+	}()
+}
+
+func (w *writer) put(key string, err error) {
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	if _, err := w.repo.Put(w.ctx, key, nil); err != nil {
+		w.fail(err)
+	}
+}
+
+func (w *writer) wait() error {
+	w.wg.Wait()
+	return w.err
+}
+
+// PersistDatabase writes db to the registry: /metadata/{db}, then each data
+// source unit and each rule item as a new version. ctx bounds the writes.
+func PersistDatabase(ctx context.Context, repo registry.Repository, db config.Database) error {
+	return persistDatabase(newWriter(ctx, repo, false), db)
+}
+
+func persistDatabase(w *writer, db config.Database) error {
+	w.put(paths.Database(db.Name))
+	for _, name := range sortedKeys(db.DataSources) {
+		node, err := paths.Unit(db.Name, name)
+		w.versioned(node, encodeUnit(db.DataSources[name]), err)
+	}
+	for _, r := range db.Rules {
+		for _, it := range ruleItems(r) {
+			node, err := paths.RuleItem(db.Name, r.Type, it.Item, it.Name)
+			w.versioned(node, it.Value, err)
+		}
+	}
+	if err := w.wait(); err != nil {
+		return fmt.Errorf("persist database %s: %w", db.Name, err)
+	}
+	return nil
+}
+
+// PersistGlobal writes the global rules under /rules and props to /props as
+// new versions.
+func PersistGlobal(ctx context.Context, repo registry.Repository, rules []config.Rule, props config.Props) error {
+	return persistGlobal(newWriter(ctx, repo, false), rules, props)
+}
+
+func persistGlobal(w *writer, rules []config.Rule, props config.Props) error {
+	for _, r := range rules {
+		node, err := paths.GlobalRule(r.Type)
+		w.versioned(node, encodeRuleContent(r.Content), err)
+	}
+	w.versioned(paths.PropsRoot, encodeProps(props), nil)
+	if err := w.wait(); err != nil {
+		return fmt.Errorf("persist global rules and props: %w", err)
+	}
+	return nil
+}
+
+// PersistSchemas writes schemas (empty schema nodes, then every table and
+// view as a new version) under /metadata/{db}.
+func PersistSchemas(ctx context.Context, repo registry.Repository, db string, schemas []datasource.Schema) error {
+	return persistSchemas(newWriter(ctx, repo, false), db, schemas)
+}
+
+func persistSchemas(w *writer, db string, schemas []datasource.Schema) error {
+	for _, s := range schemas {
+		w.put(paths.Schema(db, s.Name))
+		for _, name := range sortedKeys(s.Tables) {
+			node, err := paths.Table(db, s.Name, name)
+			w.versioned(node, encodeTable(s.Tables[name]), err)
+		}
+		for _, name := range sortedKeys(s.Views) {
+			node, err := paths.View(db, s.Name, name)
+			w.versioned(node, encodeView(s.Views[name]), err)
+		}
+	}
+	if err := w.wait(); err != nil {
+		return fmt.Errorf("persist schemas of %s: %w", db, err)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package metadata
+
+import (
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+)
+
+// Snapshot is one immutable view of the cluster's metadata. Nothing
+// reachable from a published Snapshot is ever modified: a change produces a
+// new Snapshot that shares the unchanged parts. Safe for concurrent use.
+type Snapshot struct {
+	Seq          uint64                  // increases with every published change
+	Databases    map[string]*Database    // by name
+	GlobalRules  map[string]config.Rule  // by type: "authority", "transaction", ...
+	Props        config.Props            // as stored in /props (unset keys use defaults)
+	ClusterState string                  // OK, READ_ONLY or UNAVAILABLE
+	ComputeNodes map[string]*ComputeNode // by instance id
+}
+
+// Database is one logical database.
+type Database struct {
+	Name    string
+	Units   map[string]config.DataSource // storage units by name
+	Rules   map[string]config.Rule       // database rules by type, rebuilt from their items
+	Schemas map[string]*Schema
+}
+
+// Schema is one schema of a logical database.
+type Schema struct {
+	Name   string
+	Tables map[string]datasource.Table
+	Views  map[string]datasource.View
+}
+
+// ComputeNode is a member of the cluster as the registry shows it.
+type ComputeNode struct {
+	ID           string
+	Type         string // "proxy" or "jdbc"; "" until the online node is seen
+	Online       bool
+	Attribute    string // proxy: ip@port; jdbc: ip
+	DatabaseName string
+	Version      string
+	Status       string // OK or CIRCUIT_BREAK
+	WorkerID     int    // -1 when none is published
+}
+
+// Table returns the table db.schema.table and whether it exists.
+func (s *Snapshot) Table(db, schema, table string) (datasource.Table, bool) {
+	d := s.Databases[db]
+	if d == nil {
+		return datasource.Table{}, false
+	}
+	sc := d.Schemas[schema]
+	if sc == nil {
+		return datasource.Table{}, false
+	}
+	t, ok := sc.Tables[table]
+	return t, ok
+}
+
+// Change says what one applied event changed. Kind is one of the paths.Kind
+// constants or "compute_node"; Name is the table, view, unit, global rule
+// type or instance id; RuleType and RuleItem are set for rule items.
+type Change struct {
+	Kind     string
+	Database string
+	Schema   string
+	Name     string
+	RuleType string
+	RuleItem string
+	Deleted  bool
+}
+
+func emptySnapshot() *Snapshot {
+	return &Snapshot{
+		Databases:    map[string]*Database{},
+		GlobalRules:  map[string]config.Rule{},
+		Props:        config.Props{},
+		ClusterState: "OK",
+		ComputeNodes: map[string]*ComputeNode{},
+	}
+}

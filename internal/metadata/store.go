@@ -1,0 +1,292 @@
+package metadata
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// WatchedPrefixes are the subtrees Run follows, one watch each.
+var WatchedPrefixes = []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot, paths.StatesRoot, paths.ComputeNodes}
+
+// maxProblems bounds how many corrupt-value reports a Store keeps.
+const maxProblems = 100
+
+// Store holds a node's current metadata Snapshot and keeps it in step with
+// the registry while Run is running. Current, Subscribe, Wait and Problems
+// are safe for concurrent use; Run must be called at most once at a time.
+type Store struct {
+	repo registry.Repository
+	log  *slog.Logger
+	ap   *applier
+	cur  atomic.Pointer[Snapshot]
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every publish
+	subs     map[int]func(*Snapshot, []Change)
+	nextSub  int
+	problems []error
+	running  atomic.Bool
+}
+
+func newStore(repo registry.Repository, log *slog.Logger) *Store {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Store{repo: repo, log: log, changed: make(chan struct{}), subs: map[int]func(*Snapshot, []Change){}}
+	s.ap = newApplier(repo, log, s.addProblem)
+	s.cur.Store(emptySnapshot())
+	return s
+}
+
+// Current returns the latest snapshot. It never returns nil and never
+// blocks.
+func (s *Store) Current() *Snapshot { return s.cur.Load() }
+
+// Subscribe calls fn after every published change with the new snapshot
+// and what changed, on Run's goroutine: fn must be quick and must not call
+// Subscribe or cancel. cancel stops the calls.
+func (s *Store) Subscribe(fn func(snap *Snapshot, changes []Change)) (cancel func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextSub
+	s.nextSub++
+	s.subs[id] = fn
+	return func() {
+		s.mu.Lock()
+		delete(s.subs, id)
+		s.mu.Unlock()
+	}
+}
+
+// Wait returns the first snapshot (the current one included) for which cond
+// holds, or ctx's error when ctx ends first.
+func (s *Store) Wait(ctx context.Context, cond func(*Snapshot) bool) (*Snapshot, error) {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if snap := s.Current(); cond(snap) {
+			return snap, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// Problems returns the latest corrupt values found in the registry (at most
+// 100), each naming its key. They were skipped.
+func (s *Store) Problems() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.problems...)
+}
+
+func (s *Store) addProblem(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.problems) == maxProblems {
+		s.problems = s.problems[1:]
+	}
+	s.problems = append(s.problems, err)
+}
+
+// publish swaps in the draft if it changed anything and notifies.
+func (s *Store) publish(d *draft) {
+	if len(d.changes) == 0 {
+		return
+	}
+	d.s.Seq = s.Current().Seq + 1
+	s.cur.Store(d.s)
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	subs := make([]func(*Snapshot, []Change), 0, len(s.subs))
+	for _, fn := range s.subs {
+		subs = append(subs, fn)
+	}
+	s.mu.Unlock()
+	for _, fn := range subs {
+		fn(d.s, d.changes)
+	}
+}
+
+// load reads every watched prefix once (the watch's initial snapshot) and
+// publishes the result.
+func (s *Store) load(ctx context.Context) error {
+	var events []registry.Event
+	for _, prefix := range WatchedPrefixes {
+		kvs, err := snapshotOf(ctx, s.repo, prefix)
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
+		}
+	}
+	d := newDraft(s.Current())
+	s.ap.apply(ctx, d, events, false)
+	s.publish(d)
+	return nil
+}
+
+// snapshotOf returns every key at or under prefix with one Watch, closed at
+// once.
+func snapshotOf(ctx context.Context, repo registry.Repository, prefix string) ([]registry.KV, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kvs, ch, err := repo.Watch(wctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	cancel()
+	for range ch { // drain so the backend's goroutine ends
+	}
+	return kvs, nil
+}
+
+// Run keeps Current in step with the registry until ctx ends, with one
+// watch per prefix in WatchedPrefixes. Events are applied in batches: each
+// batch becomes one new snapshot. After a lost watch it watches again and
+// reconciles, emitting deletes for keys that vanished meanwhile. It returns
+// ctx.Err() when ctx ends.
+func (s *Store) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		panic("metadata: Store.Run called twice at once")
+	}
+	defer s.running.Store(false)
+	q := newQueue()
+	seen := make([]map[string]registry.Version, len(WatchedPrefixes))
+	for i, prefix := range WatchedPrefixes {
+		seen[i] = map[string]registry.Version{}
+		for key, kv := range s.ap.mirror {
+			if registry.IsUnder(key, prefix) {
+				seen[i][key] = kv.Version
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for i, prefix := range WatchedPrefixes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			follow(ctx, s.repo, prefix, seen[i], q.push)
+		}()
+	}
+	defer wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-q.wake:
+		}
+		batch := q.drain()
+		for _, ev := range batch {
+			if ev.Err != nil {
+				s.log.Warn("metadata: watch lost; resyncing", "err", ev.Err)
+			}
+		}
+		d := newDraft(s.Current())
+		s.ap.apply(ctx, d, batch, true)
+		s.publish(d)
+	}
+}
+
+// queue is an unbounded FIFO of events with a wake-up signal.
+type queue struct {
+	mu     sync.Mutex
+	events []registry.Event
+	wake   chan struct{}
+}
+
+func newQueue() *queue { return &queue{wake: make(chan struct{}, 1)} }
+
+func (q *queue) push(ev registry.Event) {
+	q.mu.Lock()
+	q.events = append(q.events, ev)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) drain() []registry.Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.events
+	q.events = nil
+	return out
+}
+
+// follow is registry.Follow seeded with the keys (and versions) the caller
+// already knows, so the first snapshot replays only what changed and
+// reports deletes for keys that vanished before the first watch.
+func follow(ctx context.Context, r registry.Repository, prefix string, seen map[string]registry.Version, fn func(registry.Event)) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		initial, changes, err := r.Watch(ctx, prefix)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fn(registry.Event{Err: err})
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		present := make(map[string]registry.Version, len(initial))
+		for _, kv := range initial {
+			present[kv.Key] = kv.Version
+			if v, ok := seen[kv.Key]; !ok || v != kv.Version {
+				fn(registry.Event{Type: registry.EventPut, KV: kv})
+			}
+		}
+		for key := range seen {
+			if _, ok := present[key]; !ok {
+				fn(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: key}})
+			}
+		}
+		seen = present
+		for ev := range changes {
+			if ev.Err != nil {
+				if ctx.Err() == nil {
+					fn(ev)
+				}
+				continue
+			}
+			switch ev.Type {
+			case registry.EventPut:
+				seen[ev.KV.Key] = ev.KV.Version
+			case registry.EventDelete:
+				delete(seen, ev.KV.Key)
+			}
+			fn(ev)
+		}
+		if !sleep(ctx, backoff) {
+			return
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
