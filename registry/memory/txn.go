@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -24,7 +23,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 		}
 	}
 	r.st.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 
