@@ -45,7 +45,7 @@ func roundTrip(t *testing.T, flags ...string) {
 	if got := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test"}, flags...)...); got != "OK\n" {
 		t.Fatalf("get = %q", got)
 	}
-	if got := mustRun(t, append([]string{"registry", "ls", "/nodes/compute_nodes/status"}, flags...)...); got != "cli-test\n" {
+	if got := mustRun(t, append([]string{"registry", "ls", "/nodes/compute_nodes/status"}, flags...)...); !regexp.MustCompile(`(?m)^cli-test$`).MatchString(got) {
 		t.Fatalf("ls = %q", got)
 	}
 	if got := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test", "-o", "json"}, flags...)...); !strings.Contains(got, `"value":"OK"`) {
@@ -163,5 +163,76 @@ func TestRegistryCLIErrors(t *testing.T) {
 		if time.Since(start) > 20*time.Second {
 			t.Errorf("%v: took %v, the timeout was 1s", c.args, time.Since(start))
 		}
+	}
+}
+
+// startServe runs `shardkeeper serve args...` in-process until the
+// returned stop is called (as SIGTERM would), and returns its output so far.
+func startServe(t *testing.T, args ...string) (output func() string, stop func() string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	cmd := newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append([]string{"serve"}, args...))
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "shardkeeper: running") {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out.String, func() string {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+}
+
+// TestServeClusterNode runs `serve --conf DIR` on real etcd and ZooKeeper:
+// the node registers online with a worker id, and leaves on SIGTERM.
+func TestServeClusterNode(t *testing.T) {
+	for _, reg := range []struct{ name, typ, servers string }{
+		{"etcd", "etcd", strings.Join(testenv.EtcdEndpoints(t), ",")},
+		{"ZooKeeper", "ZooKeeper", strings.Join(testenv.ZooKeeperServers(t), ",")},
+	} {
+		t.Run(reg.name, func(t *testing.T) {
+			ns := "sk_serve_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+			conf := t.TempDir()
+			global := "mode:\n  type: Cluster\n  repository:\n    type: " + reg.typ + "\n    props:\n      namespace: " + ns +
+				"\n      server-lists: " + reg.servers + "\n      timeToLiveSeconds: 15\n"
+			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			flags := []string{"--conf", conf}
+			_, stop := startServe(t, "--conf", conf, "--instance-id", "serve-test", "--port", "3399")
+			online := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/online/proxy/serve-test"}, flags...)...)
+			if !strings.Contains(online, "attribute: 127.0.0.1@3399") {
+				t.Fatalf("online node = %q", online)
+			}
+			wid := strings.TrimSpace(mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/worker_id/serve-test"}, flags...)...))
+			if holder := mustRun(t, append([]string{"registry", "get", "/reservation/worker_id/" + wid}, flags...)...); holder != "serve-test\n" {
+				t.Fatalf("reservation %s = %q", wid, holder)
+			}
+			out := stop()
+			if !strings.Contains(out, "holds worker id "+wid) || !strings.Contains(out, "shardkeeper: stopped") {
+				t.Fatalf("serve output:\n%s", out)
+			}
+			if got, _ := run(t, context.Background(), append([]string{"registry", "ls", "/nodes/compute_nodes/online/proxy"}, flags...)...); strings.Contains(got, "serve-test") {
+				t.Fatalf("still online after SIGTERM: %q", got)
+			}
+			mustRun(t, append([]string{"registry", "rm", "/nodes"}, flags...)...)
+			mustRun(t, append([]string{"registry", "rm", "/reservation"}, flags...)...)
+		})
 	}
 }

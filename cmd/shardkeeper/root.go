@@ -52,7 +52,11 @@ func (f *registryFlags) repository() (config.Repository, error) {
 		}
 		mode = m
 	}
-	r := mode.Repository
+	return f.apply(mode.Repository)
+}
+
+// apply puts the individual flags on top of r.
+func (f *registryFlags) apply(r config.Repository) (config.Repository, error) {
 	if f.repositoryType != "" {
 		props := map[string]string{"namespace": orDefault(f.namespace, config.DefaultNamespace)}
 		if f.serverLists != "" {
