@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-const shardingSphereConf = "../../../shared/testdata/shardingsphere"
+const shardingSphereConf = "../../testdata/shardingsphere"
 
 func TestLoadShardingSphereExamples(t *testing.T) {
 	// The example dir has two files for the same database (MySQL and

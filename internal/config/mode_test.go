@@ -10,7 +10,7 @@ import (
 )
 
 func TestLoadModeShardingSphereExample(t *testing.T) {
-	m, err := LoadMode("../../../shared/testdata/shardingsphere")
+	m, err := LoadMode("../../testdata/shardingsphere")
 	if err != nil {
 		t.Fatal(err)
 	}

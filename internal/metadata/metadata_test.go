@@ -19,7 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
-const exampleDir = "../../../shared/testdata/shardingsphere"
+const exampleDir = "../../testdata/shardingsphere"
 
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestSharedCopiesMatch checks the repository's copies of the shared test
+// data against the originals, when those are reachable.
+func TestSharedCopiesMatch(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(root, "..", "shared")
+	if d := os.Getenv("SHARDKEEPER_SHARED_DIR"); d != "" {
+		shared = d
+	}
+	orig := filepath.Join(shared, "testdata")
+	if _, err := os.Stat(orig); err != nil {
+		t.Skipf("the shared test data is not reachable at %s (set SHARDKEEPER_SHARED_DIR): nothing to compare", orig)
+	}
+	copies := filepath.Join(root, "testdata")
+	n := 0
+	err = filepath.WalkDir(copies, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "README.md" {
+			return err
+		}
+		rel, _ := filepath.Rel(copies, p)
+		want, err := os.ReadFile(filepath.Join(orig, rel))
+		if err != nil {
+			t.Errorf("%s has no original in %s: %v", rel, orig, err)
+			return nil
+		}
+		got, _ := os.ReadFile(p)
+		if !bytes.Equal(got, want) {
+			t.Errorf("testdata/%s differs from %s", rel, filepath.Join(orig, rel))
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no test data copies found")
+	}
+}
