@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -13,7 +14,8 @@ import (
 // arrive as EventPut, keys that vanished meanwhile as synthetic EventDelete.
 // So a consumer that applies events in order always ends up with the
 // registry's state. fn runs on the calling goroutine, one event at a time.
-// Follow returns ctx.Err() when ctx ends.
+// Follow returns ctx.Err() when ctx ends, and an error wrapping ErrClosed
+// when the repository is closed.
 func Follow(ctx context.Context, r Repository, prefix string, fn func(Event)) error {
 	seen := map[string]Version{}
 	backoff := 50 * time.Millisecond
@@ -22,6 +24,9 @@ func Follow(ctx context.Context, r Repository, prefix string, fn func(Event)) er
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(err, ErrClosed) {
+				return err
 			}
 			fn(Event{Err: err})
 			if !sleepCtx(ctx, backoff) {
@@ -44,11 +49,13 @@ func Follow(ctx context.Context, r Repository, prefix string, fn func(Event)) er
 			}
 		}
 		seen = present
+		var lost error
 		for ev := range changes {
 			if ev.Err != nil {
 				if ctx.Err() == nil {
 					fn(ev)
 				}
+				lost = ev.Err
 				continue // the channel closes right after
 			}
 			switch ev.Type {
@@ -61,6 +68,9 @@ func Follow(ctx context.Context, r Repository, prefix string, fn func(Event)) er
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(lost, ErrClosed) {
+			return lost
 		}
 		if !sleepCtx(ctx, backoff) {
 			return ctx.Err()
