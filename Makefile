@@ -21,3 +21,18 @@ bench-workerid:
 	bash -c 'set -eo pipefail; ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; \
 		source scripts/servers.sh && start_servers && \
 		go run ./internal/bench/workeridbench -baseline-max $(BASELINE_MAX) $(BENCH_ARGS)'
+
+# bench-snowflake: issue 3's generator benchmark: shardkeeper against
+# bwmarrin/snowflake and sony/sonyflake in one process, rates and CPU per key.
+# Run it on a quiet machine: the rate targets need the cores.
+.PHONY: bench-snowflake
+bench-snowflake:
+	go run ./internal/bench/snowflakebench -rounds 3
+
+# bench-metadata: issue 5's metadata benchmarks on real etcd and ZooKeeper
+# (a props change seen by 10 nodes; 10,000 tables persisted and loaded).
+.PHONY: bench-metadata
+bench-metadata:
+	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
+		go test ./internal/metadata -run "^$$" -bench "PropsPropagation" -benchtime 200x && \
+		go test ./internal/metadata -run "^$$" -bench "Tables10k" -benchtime 1x -timeout 30m'
