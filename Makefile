@@ -36,3 +36,23 @@ bench-metadata:
 	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
 		go test ./internal/metadata -run "^$$" -bench "PropsPropagation" -benchtime 200x && \
 		go test ./internal/metadata -run "^$$" -bench "Tables10k" -benchtime 1x -timeout 30m'
+
+# bench-keys: issue 6's key-service benchmark on loopback, in one run: a node's
+# single-key requests/s over RESP (redis-benchmark, the same command line as
+# against Redis) and HTTP (wrk) next to Redis INCR at 127.0.0.1:6379 and
+# PostgreSQL nextval (pgbench) at 127.0.0.1:5432 db test, batched keys/s, and
+# p99 at half the peak rate (open-loop generator). Installs wrk, redis-tools
+# and postgresql-client when missing. KEYBENCH_ARGS passes more flags
+# (see internal/bench/keybench).
+.PHONY: bench-keys
+bench-keys:
+	@missing=""; \
+	command -v wrk >/dev/null || missing="$$missing wrk"; \
+	command -v redis-benchmark >/dev/null || missing="$$missing redis-tools"; \
+	command -v pgbench >/dev/null || missing="$$missing postgresql-client postgresql-contrib"; \
+	if [ -n "$$missing" ]; then \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	go build -o bin/keybench ./internal/bench/keybench
+	./bin/keybench $(KEYBENCH_ARGS)

@@ -1,0 +1,498 @@
+// Command keybench is issue 6's key-service benchmark: in one run on
+// loopback it measures a shardkeeper node's single-key requests/s next to
+// Redis INCR (redis-benchmark) and PostgreSQL nextval (pgbench), its
+// batched keys/s, and its p99 latency at half its peak rate with an
+// open-loop, fixed-rate load generator, and prints a Markdown table with
+// every round, the medians and the ratios against Redis.
+//
+// The node runs in this process on an embedded etcd registry (or on -etcd
+// URLs) and serves keys over the Redis protocol (internal/keyserver) and
+// HTTP (GET /api/v1/keys?count=N, the API contract). Redis must listen on
+// -redis and PostgreSQL on -pg; redis-benchmark, pgbench and wrk must be on
+// PATH (`make bench-keys` installs the Debian packages when missing).
+//
+//	go run ./internal/bench/keybench [-rounds 3] [-n 200000] [-d 5s]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/embedded"
+	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+type options struct {
+	rounds    int
+	requests  int           // redis-benchmark -n for single keys
+	duration  time.Duration // pgbench -T, wrk -d, open-loop run
+	clients   int           // -c of every single-key client
+	batch     int           // keys per batched request
+	pipeline  int           // -P of the pipelined rows
+	redisAddr string
+	pgURL     string
+	etcd      string
+	borrow    time.Duration
+	skipPG    bool
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "openloop" {
+		openLoopMain(os.Args[2:])
+		return
+	}
+	var o options
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the table shows each and the median")
+	flag.IntVar(&o.requests, "n", 200000, "requests per redis-benchmark single-key run")
+	flag.DurationVar(&o.duration, "d", 5*time.Second, "duration of pgbench, wrk and the open-loop runs")
+	flag.IntVar(&o.clients, "c", 50, "concurrent connections of the single-key runs (redis-benchmark's default)")
+	flag.IntVar(&o.batch, "batch", 1000, "keys per batched request")
+	flag.IntVar(&o.pipeline, "P", 16, "pipeline depth of the pipelined rows")
+	flag.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis host:port for the INCR baseline")
+	flag.StringVar(&o.pgURL, "pg", "host=127.0.0.1 port=5432 dbname=test", "PostgreSQL for the nextval baseline (pgbench/psql conninfo)")
+	flag.StringVar(&o.etcd, "etcd", "", "run the node on these etcd endpoints (comma-separated) instead of an embedded registry")
+	flag.DurationVar(&o.borrow, "borrow", 2*time.Millisecond, "snowflake MaxBorrow of the node: how far a batch may run ahead of the clock")
+	flag.BoolVar(&o.skipPG, "skip-pg", false, "skip the PostgreSQL baseline")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "keybench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the table: a figure per round.
+type row struct {
+	name, unit string
+	values     []float64
+	note       []string // per round, e.g. latency percentiles
+}
+
+func (r *row) add(v float64, note string) {
+	r.values = append(r.values, v)
+	r.note = append(r.note, note)
+}
+
+func (r *row) median() float64 {
+	if len(r.values) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.values)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func run(o options) error {
+	for _, tool := range []string{"redis-benchmark", "wrk", "pgbench", "psql"} {
+		if _, err := exec.LookPath(tool); err != nil && !(o.skipPG && (tool == "pgbench" || tool == "psql")) {
+			return fmt.Errorf("%s not found on PATH: run `make bench-keys` (installs redis-tools, wrk, postgresql-client)", tool)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	node, registryName, closeNode, err := startNode(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer closeNode()
+
+	respLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() { _ = keyserver.Serve(ctx, respLn, node) }()
+	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: keysHandler(node)}
+	go func() { _ = hs.Serve(httpLn) }()
+	defer hs.Close()
+	resp := respLn.Addr().String()
+	httpURL := "http://" + httpLn.Addr().String()
+
+	if err := checkRedis(o.redisAddr); err != nil {
+		return err
+	}
+	if !o.skipPG {
+		if out, err := exec.Command("psql", o.pgURL, "-qc", "CREATE SEQUENCE IF NOT EXISTS keybench_seq").CombinedOutput(); err != nil {
+			return fmt.Errorf("PostgreSQL at %q: %v: %s", o.pgURL, err, out)
+		}
+	}
+	pgScript := filepath.Join(os.TempDir(), fmt.Sprintf("keybench-%d.sql", os.Getpid()))
+	if err := os.WriteFile(pgScript, []byte("SELECT nextval('keybench_seq');\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(pgScript)
+
+	c := strconv.Itoa(o.clients)
+	n := strconv.Itoa(o.requests)
+	p := strconv.Itoa(o.pipeline)
+	b := strconv.Itoa(o.batch)
+	d := fmt.Sprintf("%ds", int(o.duration.Seconds()))
+	rh, rp, _ := net.SplitHostPort(o.redisAddr)
+	sh, sp, _ := net.SplitHostPort(resp)
+	batchReqs := strconv.Itoa(max(2000, o.requests/100))
+
+	var (
+		redisIncr = &row{name: "Redis INCR: redis-benchmark -t incr -c " + c, unit: "req/s"}
+		skIncr    = &row{name: "shardkeeper RESP INCR: same command line", unit: "req/s"}
+		pgNext    = &row{name: "PostgreSQL nextval: pgbench -M prepared -c " + c + " -j 2", unit: "req/s"}
+		skHTTP    = &row{name: "shardkeeper HTTP GET /api/v1/keys: wrk -t 2 -c " + c, unit: "req/s"}
+		redisPipe = &row{name: "Redis INCR, pipelined -P " + p, unit: "req/s"}
+		skPipe    = &row{name: "shardkeeper RESP INCR, pipelined -P " + p, unit: "req/s"}
+		skBatchB  = &row{name: "batched: NEXTIDB " + b + " (packed), redis-benchmark -c 4", unit: "keys/s"}
+		skBatchA  = &row{name: "batched: NEXTID " + b + " (RESP array), redis-benchmark -c 4", unit: "keys/s"}
+		skBatchH  = &row{name: "batched: GET /api/v1/keys?count=" + b + ", wrk -t 2 -c 4", unit: "keys/s"}
+		skHalf    = &row{name: "shardkeeper RESP INCR at half its peak, open loop", unit: "p99 ms"}
+		redisHalf = &row{name: "Redis INCR at half shardkeeper's peak, open loop", unit: "p99 ms"}
+	)
+	for round := 1; round <= o.rounds; round++ {
+		fmt.Fprintf(os.Stderr, "keybench: round %d/%d\n", round, o.rounds)
+		v, note, err := redisBenchmark("-h", rh, "-p", rp, "-t", "incr", "-n", n, "-c", c)
+		if err != nil {
+			return err
+		}
+		redisIncr.add(v, note)
+		v, note, err = redisBenchmark("-h", sh, "-p", sp, "-t", "incr", "-n", n, "-c", c)
+		if err != nil {
+			return err
+		}
+		skIncr.add(v, note)
+		if !o.skipPG {
+			v, err = pgbench(o.pgURL, pgScript, c, d)
+			if err != nil {
+				return err
+			}
+			pgNext.add(v, "")
+		}
+		v, note, err = wrk(httpURL+"/api/v1/keys", "2", c, d)
+		if err != nil {
+			return err
+		}
+		skHTTP.add(v, note)
+		v, note, err = redisBenchmark("-h", rh, "-p", rp, "-t", "incr", "-n", strconv.Itoa(5*o.requests), "-c", c, "-P", p)
+		if err != nil {
+			return err
+		}
+		redisPipe.add(v, note)
+		v, note, err = redisBenchmark("-h", sh, "-p", sp, "-t", "incr", "-n", strconv.Itoa(5*o.requests), "-c", c, "-P", p)
+		if err != nil {
+			return err
+		}
+		skPipe.add(v, note)
+		v, note, err = redisBenchmark("-h", sh, "-p", sp, "-n", batchReqs, "-c", "4", "NEXTIDB", b)
+		if err != nil {
+			return err
+		}
+		skBatchB.add(v*float64(o.batch), note)
+		v, note, err = redisBenchmark("-h", sh, "-p", sp, "-n", batchReqs, "-c", "4", "NEXTID", b)
+		if err != nil {
+			return err
+		}
+		skBatchA.add(v*float64(o.batch), note)
+		v, note, err = wrk(httpURL+"/api/v1/keys?count="+b, "2", "4", d)
+		if err != nil {
+			return err
+		}
+		skBatchH.add(v*float64(o.batch), note)
+		half := skIncr.values[len(skIncr.values)-1] / 2
+		lat, err := openLoop(resp, half, o.duration)
+		if err != nil {
+			return err
+		}
+		skHalf.add(lat.P99, lat.String())
+		lat, err = openLoop(o.redisAddr, half, o.duration)
+		if err != nil {
+			return err
+		}
+		redisHalf.add(lat.P99, lat.String())
+	}
+
+	fmt.Printf("\n## keybench: %s, GOMAXPROCS %d, %d CPUs, load average %s, registry %s, %d rounds\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage(), registryName, o.rounds)
+	rows := []*row{redisIncr, skIncr, pgNext, skHTTP, redisPipe, skPipe, skBatchB, skBatchA, skBatchH, skHalf, redisHalf}
+	if o.skipPG {
+		rows = slices.DeleteFunc(rows, func(r *row) bool { return r == pgNext })
+	}
+	printTable(os.Stdout, rows, redisIncr, redisPipe)
+	fmt.Println()
+	ratio := func(a, b *row) []string {
+		out := make([]string, len(a.values))
+		for i := range a.values {
+			out[i] = fmt.Sprintf("%.2f", a.values[i]/b.values[i])
+		}
+		return out
+	}
+	fmt.Printf("single-key RESP / Redis INCR per round: %s (target >= 1)\n", strings.Join(ratio(skIncr, redisIncr), ", "))
+	fmt.Printf("pipelined RESP / Redis INCR per round: %s\n", strings.Join(ratio(skPipe, redisPipe), ", "))
+	if !o.skipPG {
+		fmt.Printf("single-key RESP / PostgreSQL nextval per round: %s\n", strings.Join(ratio(skIncr, pgNext), ", "))
+	}
+	fmt.Printf("batched keys/s, best protocol, median: %.0f (target >= 4,000,000; the layout's ceiling is 4,096,000 per worker id)\n",
+		max(skBatchB.median(), skBatchA.median(), skBatchH.median()))
+	fmt.Printf("p99 at half the peak rate, median: %.3f ms (target <= 1 ms)\n", skHalf.median())
+	for i, r := range []*row{skHalf, redisHalf} {
+		fmt.Printf("open loop %d (%s): %s\n", i+1, r.name, strings.Join(r.note, " | "))
+	}
+	st := node.Stats()
+	fmt.Printf("node: worker id %d, %d keys issued, %d stalls, %d refused, %d renewals\n", st.WorkerID, st.Keys, st.Stalls, st.Refused, st.Renewals)
+	return nil
+}
+
+func printTable(w io.Writer, rows []*row, baselines ...*row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	_ = baselines
+	n := len(rows[0].values)
+	hdr := "| measurement | unit"
+	sep := "|---|---"
+	for i := range n {
+		hdr += fmt.Sprintf(" | round %d", i+1)
+		sep += "|---:"
+	}
+	fmt.Fprintln(tw, hdr+" | median |")
+	fmt.Fprintln(tw, sep+"|---:|")
+	for _, r := range rows {
+		line := "| " + r.name + " | " + r.unit
+		for _, v := range r.values {
+			line += " | " + format(v, r.unit)
+		}
+		fmt.Fprintln(tw, line+" | "+format(r.median(), r.unit)+" |")
+	}
+	tw.Flush()
+}
+
+func format(v float64, unit string) string {
+	if strings.Contains(unit, "ms") {
+		return fmt.Sprintf("%.3f", v)
+	}
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	// thousands separators
+	var b strings.Builder
+	for i, ch := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(ch)
+	}
+	return b.String()
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:3], " ")
+}
+
+// startNode opens a cluster node on an embedded registry (or -etcd).
+func startNode(ctx context.Context, o options) (*cluster.Node, string, func(), error) {
+	var (
+		repo registry.Repository
+		name string
+		err  error
+	)
+	if o.etcd != "" {
+		repo, err = etcd.Open(ctx, etcd.Config{Endpoints: strings.Split(o.etcd, ","), Namespace: "keybench_" + strconv.Itoa(os.Getpid())})
+		name = "etcd " + o.etcd
+	} else {
+		dir, derr := os.MkdirTemp("", "keybench-registry-")
+		if derr != nil {
+			return nil, "", nil, derr
+		}
+		defer func() {
+			if err != nil {
+				os.RemoveAll(dir)
+			}
+		}()
+		var r *embedded.Repo
+		r, err = embedded.Open(ctx, embedded.Config{Dir: dir, ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0"})
+		repo, name = r, "embedded etcd"
+		if err == nil {
+			prev := repo
+			repo = closeHook{prev, func() { os.RemoveAll(dir) }}
+		}
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sf := snowflake.DefaultConfig()
+	sf.MaxBorrow = o.borrow
+	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "keybench-" + strconv.Itoa(os.Getpid()), Snowflake: sf,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		repo.Close()
+		return nil, "", nil, err
+	}
+	return node, name, func() {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = node.Close(c)
+		repo.Close()
+	}, nil
+}
+
+type closeHook struct {
+	registry.Repository
+	after func()
+}
+
+func (c closeHook) Close() error {
+	err := c.Repository.Close()
+	c.after()
+	return err
+}
+
+// keysHandler serves GET /api/v1/keys?count=N as the HTTP API contract
+// says ({"workerId":W,"keys":["123",...]}). It stands in for
+// internal/httpapi until that lands on main, with the same encoding work
+// per key.
+func keysHandler(node *cluster.Node) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/keys", func(w http.ResponseWriter, r *http.Request) {
+		count := 1
+		if s := r.URL.Query().Get("count"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > 10000 {
+				http.Error(w, `{"error":"count must be an integer in [1, 10000]","code":0}`, http.StatusBadRequest)
+				return
+			}
+			count = n
+		}
+		keys, err := node.NextIDs(r.Context(), count)
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "code": 0})
+			return
+		}
+		buf := make([]byte, 0, 32+22*len(keys))
+		buf = append(buf, `{"workerId":`...)
+		buf = strconv.AppendInt(buf, int64(node.WorkerID()), 10)
+		buf = append(buf, `,"keys":[`...)
+		for i, k := range keys {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, '"')
+			buf = strconv.AppendInt(buf, k, 10)
+			buf = append(buf, '"')
+		}
+		buf = append(buf, "]}\n"...)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(buf)
+	})
+	return mux
+}
+
+func checkRedis(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("Redis at %s: %w (start redis-server, or pass -redis)", addr, err)
+	}
+	c.Close()
+	return nil
+}
+
+// redisBenchmark runs redis-benchmark --csv and returns the requests/s and
+// its latency percentiles.
+func redisBenchmark(args ...string) (float64, string, error) {
+	out, err := exec.Command("redis-benchmark", append([]string{"--csv"}, args...)...).CombinedOutput()
+	if err != nil {
+		return 0, "", fmt.Errorf("redis-benchmark %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := strings.Split(lines[len(lines)-1], ",")
+	if len(last) < 8 || bytes.Contains(out, []byte("ERR")) {
+		return 0, "", fmt.Errorf("redis-benchmark %s: unexpected output:\n%s", strings.Join(args, " "), out)
+	}
+	f := func(i int) string { return strings.Trim(last[i], `"`) }
+	rps, err := strconv.ParseFloat(f(1), 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("redis-benchmark: %q: %v", lines[len(lines)-1], err)
+	}
+	return rps, fmt.Sprintf("p50 %s p99 %s ms", f(4), f(6)), nil
+}
+
+var (
+	pgTPS   = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	wrkRate = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrk99   = regexp.MustCompile(`\s99%\s+(\S+)`)
+)
+
+func pgbench(conninfo, script, clients, duration string) (float64, error) {
+	args := []string{"-n", "-M", "prepared", "-f", script, "-c", clients, "-j", "2", "-T", strings.TrimSuffix(duration, "s")}
+	args = append(args, strings.Fields(pgArgs(conninfo))...)
+	out, err := exec.Command("pgbench", args...).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	m := pgTPS.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench: no tps in:\n%s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// pgArgs turns "host=H port=P dbname=D" into pgbench's -h H -p P D.
+func pgArgs(conninfo string) string {
+	var host, port, db string
+	for _, kv := range strings.Fields(conninfo) {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "host":
+			host = v
+		case "port":
+			port = v
+		case "dbname":
+			db = v
+		}
+	}
+	return fmt.Sprintf("-h %s -p %s %s", host, port, db)
+}
+
+func wrk(url, threads, conns, duration string) (float64, string, error) {
+	out, err := exec.Command("wrk", "-t", threads, "-c", conns, "-d", duration, "--latency", url).CombinedOutput()
+	if err != nil {
+		return 0, "", fmt.Errorf("wrk %s: %v\n%s", url, err, out)
+	}
+	if bytes.Contains(out, []byte("Non-2xx")) {
+		return 0, "", fmt.Errorf("wrk %s: errors:\n%s", url, out)
+	}
+	m := wrkRate.FindSubmatch(out)
+	if m == nil {
+		return 0, "", fmt.Errorf("wrk: no Requests/sec in:\n%s", out)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	note := ""
+	if p := wrk99.FindSubmatch(out); p != nil {
+		note = "p99 " + string(p[1])
+	}
+	return v, note, err
+}
