@@ -60,7 +60,7 @@ func Bootstrap(ctx context.Context, repo registry.Repository, sess registry.Sess
 		return nil, fmt.Errorf("metadata bootstrap: list databases: %w", err)
 	}
 	if len(dbs) == 0 {
-		if err := persistLocal(ctx, repo, cfg, opts.Introspect); err != nil {
+		if err := persistLocal(ctx, repo, sess, cfg, opts.Introspect); err != nil {
 			return nil, err
 		}
 	}
@@ -81,7 +81,9 @@ func Load(ctx context.Context, repo registry.Repository, log *slog.Logger) (*Sto
 	return s, nil
 }
 
-func persistLocal(ctx context.Context, repo registry.Repository, cfg *config.Config, introspect Introspector) error {
+// persistLocal writes cfg and the introspected schemas to an empty registry;
+// with a session (nil is allowed) the new nodes go in batched Commits.
+func persistLocal(ctx context.Context, repo registry.Repository, sess registry.Session, cfg *config.Config, introspect Introspector) error {
 	// Introspect first, so that an unreachable data source fails the start
 	// before anything is written.
 	schemas := make([][]datasource.Schema, len(cfg.Databases))
@@ -100,6 +102,7 @@ func persistLocal(ctx context.Context, repo registry.Repository, cfg *config.Con
 		return err
 	}
 	w := newWriter(ctx, repo, true)
+	w.sess = sess
 	if err := persistGlobal(w, cfg.GlobalRules, cfg.Props); err != nil {
 		return err
 	}

@@ -135,16 +135,29 @@ func atoi(b []byte) int {
 	return n
 }
 
+// freshBatch is how many new versioned nodes one Commit writes (two keys
+// each), under etcd's default limit of 128 operations per transaction.
+const freshBatch = 60
+
 // writer runs versioned writes with bounded parallelism and collects the
-// first error.
+// first error. With a session and fresh nodes it writes them in batches, one
+// conditional Commit (every key absent) per freshBatch nodes, instead of two
+// round trips per node.
 type writer struct {
 	ctx   context.Context
 	repo  registry.Repository
-	fresh bool // the nodes are known to be absent: putFirst
+	sess  registry.Session // optional: enables batched fresh writes
+	fresh bool             // the nodes are known to be absent: putFirst
 	sem   chan struct{}
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	err   error
+	batch []versionedNode
+}
+
+type versionedNode struct {
+	node    string
+	content []byte
 }
 
 func newWriter(ctx context.Context, repo registry.Repository, fresh bool) *writer {
@@ -162,6 +175,19 @@ func (w *writer) fail(err error) {
 func (w *writer) versioned(node string, content []byte, err error) {
 	if err != nil {
 		w.fail(err)
+		return
+	}
+	if w.fresh && w.sess != nil {
+		w.mu.Lock()
+		w.batch = append(w.batch, versionedNode{node, content})
+		var full []versionedNode
+		if len(w.batch) >= freshBatch {
+			full, w.batch = w.batch, nil
+		}
+		w.mu.Unlock()
+		if full != nil {
+			w.commit(full)
+		}
 		return
 	}
 	w.sem <- struct{}{}
@@ -190,7 +216,44 @@ func (w *writer) put(key string, err error) {
 	}
 }
 
+// commit writes version 0 and active_version of every node in one Commit
+// conditioned on all of them being absent; if one exists after all, it
+// falls back to the versioned write of each node.
+func (w *writer) commit(batch []versionedNode) {
+	w.sem <- struct{}{}
+	w.wg.Add(1)
+	go func() {
+		defer func() { <-w.sem; w.wg.Done() }()
+		var txn registry.Txn
+		for _, b := range batch {
+			v, a := paths.Version(b.node, 0), paths.ActiveVersion(b.node)
+			txn.Conds = append(txn.Conds, registry.Cond{Key: v}, registry.Cond{Key: a})
+			txn.Ops = append(txn.Ops, registry.Op{Key: v, Value: b.content}, registry.Op{Key: a, Value: []byte("0")})
+		}
+		_, err := w.sess.Commit(w.ctx, txn)
+		if errors.Is(err, registry.ErrExists) {
+			for _, b := range batch {
+				if _, err := putVersioned(w.ctx, w.repo, b.node, b.content); err != nil {
+					w.fail(err)
+					return
+				}
+			}
+			return
+		}
+		if err != nil {
+			w.fail(err)
+		}
+	}()
+}
+
 func (w *writer) wait() error {
+	w.mu.Lock()
+	rest := w.batch
+	w.batch = nil
+	w.mu.Unlock()
+	if len(rest) > 0 {
+		w.commit(rest)
+	}
 	w.wg.Wait()
 	return w.err
 }
