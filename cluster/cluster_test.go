@@ -487,3 +487,37 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestConfiguredWorkerIDIsIgnoredWithWarning(t *testing.T) {
+	var logs syncBuffer
+	cfg := Config{InstanceID: "w", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	cfg.Snowflake = snowflake.DefaultConfig()
+	cfg.Snowflake.WorkerID = 5
+	r := memory.New()
+	fillExcept(t, r, 9)
+	n := openNode(t, r, cfg)
+	if n.WorkerID() != 9 {
+		t.Fatalf("worker id %d, want the assigned 9", n.WorkerID())
+	}
+	want := "It is unnecessary to configure worker-id in cluster mode, system assigned worker-id was 9"
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("logs lack %q:\n%s", want, logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -48,8 +48,10 @@ type Config struct {
 	// every W/3. Without the registry a node keeps issuing for at most W.
 	// Zero means DefaultReservation.
 	Reservation time.Duration
-	// Snowflake configures the key generator. Its WorkerID is ignored: the
-	// registry assigns it (a warning says so when it is set).
+	// Snowflake configures the key generator; the zero value means
+	// snowflake.DefaultConfig() (ShardingSphere's defaults). Its WorkerID
+	// is ignored: the registry assigns it, and Open logs ShardingSphere's
+	// warning when it is set.
 	Snowflake snowflake.Config
 	// Logger receives the node's logs, each with the instance id. Nil means
 	// slog.Default().
@@ -93,6 +95,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SessionTTL < 0 {
 		errs = append(errs, fmt.Errorf("cluster: SessionTTL %v is negative", c.SessionTTL))
+	}
+	if c.Snowflake == (snowflake.Config{}) {
+		c.Snowflake = snowflake.DefaultConfig()
 	}
 	sf := c.Snowflake
 	sf.WorkerID = 0
