@@ -15,6 +15,6 @@ func main() {
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "shardkeeper:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -28,6 +28,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newRegistryCommand())
+	addAdminCommands(root)
 	return root
 }
 

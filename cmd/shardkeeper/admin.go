@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Exit codes of the admin verbs, as kubectl and etcdctl use them.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed: unreachable node, not found, refused
+	exitUsage = 2 // the command line is wrong: nothing was attempted
+)
+
+// Environment variables the admin verbs read when the flag is not given.
+const (
+	envServer = "SHARDKEEPER_SERVER"
+	envToken  = "SHARDKEEPER_TOKEN"
+)
+
+// usageError is a mistake on the command line (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitCode maps an error from Execute to the process's exit code: 2 for
+// usage errors (ours and cobra's), 1 for everything else.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
+		"invalid argument", "accepts ", "requires at least", "requires at most", "required flag", "if any flags in the group"} {
+		if strings.HasPrefix(msg, p) {
+			return exitUsage
+		}
+	}
+	return exitError
+}
+
+// addAdminCommands adds the admin verbs (nodes, keys, props, databases)
+// to root and makes flag errors usage errors (exit code 2) that point at
+// --help.
+func addAdminCommands(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usagef("%v\nSee '%s --help'.", err, cmd.CommandPath())
+	})
+	for _, c := range []*cobra.Command{newNodesCommand(), newKeysCommand(), newPropsCommand(), newDatabasesCommand()} {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if len(a) > 0 {
+				return usagef("unknown command %q for %q\nSee '%s --help'.", a[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		root.AddCommand(c)
+	}
+}
+
+// target is where an admin verb goes: a running node's HTTP API
+// (--server) or the registry itself (--conf DIR or the registry flags).
+type target struct {
+	reg    registryFlags
+	server string
+	token  string
+	output string
+}
+
+func (t *target) register(cmd *cobra.Command) {
+	t.reg.register(cmd)
+	fl := cmd.PersistentFlags()
+	fl.StringVar(&t.server, "server", "", "a node's HTTP API, e.g. http://127.0.0.1:8080 (default $"+envServer+"); without it the registry is read directly")
+	fl.StringVar(&t.token, "token", "", "bearer token for changes through --server (default $"+envToken+")")
+	fl.StringVarP(&t.output, "output", "o", "table", "output format: table, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkPersistentFlagDirname("conf")
+}
+
+// check validates the flags shared by every verb.
+func (t *target) check() error {
+	if t.server == "" {
+		t.server = os.Getenv(envServer)
+	}
+	if t.token == "" {
+		t.token = os.Getenv(envToken)
+	}
+	switch t.output {
+	case "table", "json", "yaml":
+	default:
+		return usagef("-o %q: want table, json or yaml", t.output)
+	}
+	if t.server != "" && (t.reg.confDir != "" || t.reg.repositoryType != "" || t.reg.serverLists != "") {
+		return usagef("--server talks to a node; --conf and the registry flags read the registry: give one or the other")
+	}
+	return nil
+}
+
+func (t *target) useServer() bool { return t.server != "" }
+
+func (t *target) client() (*apiClient, error) { return newAPIClient(t.server, t.token) }
+
+// withRegistry opens the registry from the flags for one call, bounded by
+// the timeout, and closes it afterwards.
+func (t *target) withRegistry(ctx context.Context, fn func(context.Context, registry.Repository) error) error {
+	r, err := openFromFlags(ctx, &t.reg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout(&t.reg))
+	defer cancel()
+	return fn(ctx, r)
+}
+
+// modeType is the mode_type column: the conf dir's mode, else Cluster on
+// etcd and ZooKeeper, Standalone on the embedded registry.
+func (t *target) modeType() string {
+	if t.reg.confDir != "" {
+		if m, err := config.LoadMode(t.reg.confDir); err == nil {
+			return m.Type
+		}
+	}
+	if rc, err := t.reg.repository(); err == nil && rc.Type == config.RepositoryEmbedded {
+		return config.ModeStandalone
+	}
+	return config.ModeCluster
+}
+
+// args returns a cobra.PositionalArgs that reports a wrong count as a
+// usage error naming the expected arguments.
+func args(minN, maxN int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) < minN || (maxN >= 0 && len(a) > maxN) {
+			if names == "" {
+				return usagef("%s takes no arguments\nSee '%s --help'.", cmd.CommandPath(), cmd.CommandPath())
+			}
+			return usagef("usage: %s %s\nSee '%s --help'.", cmd.CommandPath(), names, cmd.CommandPath())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// ShardingSphere's codes for SET/SHOW DIST VARIABLE errors.
+const (
+	codeUnsupportedVariable = 12010
+	codeInvalidVariable     = 12011
+)
+
+// distVariable is one row of SHOW DIST VARIABLES.
+type distVariable struct {
+	Name  string `json:"variable_name"`
+	Value string `json:"variable_value"`
+}
+
+func propsTable(vars []distVariable) table {
+	t := table{header: []string{"variable_name", "variable_value"}}
+	for _, v := range vars {
+		t.rows = append(t.rows, []string{v.Name, v.Value})
+	}
+	return t
+}
+
+// propKey resolves a variable name as SET DIST VARIABLE does: the enum
+// name, case-insensitive, with _ or - ("sql_show", "SQL_SHOW", "sql-show").
+// It returns the dashed property key, or error 12010.
+func propKey(name string) (string, error) {
+	dashed := strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	if _, ok := config.LookupProp(dashed); !ok {
+		return "", fmt.Errorf("Can not support variable '%s'. (code %d; see 'shardkeeper props get' for the names)", name, codeUnsupportedVariable)
+	}
+	return dashed, nil
+}
+
+// variableName is how SHOW DIST VARIABLES names a key: the lower-case
+// enum name (sql_show).
+func variableName(key string) string { return strings.ReplaceAll(key, "-", "_") }
+
+func newPropsCommand() *cobra.Command {
+	t := &target{}
+	cmd := &cobra.Command{
+		Use:   "props",
+		Short: "Global properties: get, set (SHOW/SET DIST VARIABLE)",
+		Long: `Global properties (/props), named as SHOW DIST VARIABLES names them
+(sql_show; sql-show and SQL_SHOW are accepted too). Unset properties show
+their defaults. A set is validated against the property's type and written
+as a new /props version; every node applies it live.`,
+		Example: `  shardkeeper props get --conf ./conf
+  shardkeeper props get sql_show --server http://127.0.0.1:8080
+  shardkeeper props set sql_show true --conf ./conf`,
+	}
+	t.register(cmd)
+	completeNames := func(_ *cobra.Command, a []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(a) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []string
+		for _, k := range config.KnownProps {
+			names = append(names, variableName(k.Name)+"\t"+k.Type.String()+", default "+orDefault(k.Default, `""`))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+	cmd.AddCommand(
+		&cobra.Command{
+			Use: "get [NAME...]", Short: "Show properties (all, or the named ones)", Args: args(0, -1, "[NAME...]"),
+			ValidArgsFunction: completeNames,
+			RunE: func(cmd *cobra.Command, a []string) error {
+				if err := t.check(); err != nil {
+					return err
+				}
+				for _, n := range a {
+					if _, err := propKey(n); err != nil {
+						return err
+					}
+				}
+				vars, err := getProps(cmd.Context(), t, a)
+				if err != nil {
+					return err
+				}
+				if len(a) == 1 && len(vars) == 1 {
+					return output(cmd.OutOrStdout(), t.output, propsTable(vars), vars[0])
+				}
+				return output(cmd.OutOrStdout(), t.output, propsTable(vars), map[string]any{"props": vars})
+			},
+		},
+		&cobra.Command{
+			Use: "set NAME VALUE", Short: "Set one property (SET DIST VARIABLE NAME = VALUE)", Args: args(2, 2, "NAME VALUE"),
+			ValidArgsFunction: completeNames,
+			RunE: func(cmd *cobra.Command, a []string) error {
+				if err := t.check(); err != nil {
+					return err
+				}
+				return setProp(cmd.Context(), t, a[0], a[1], cmd.OutOrStdout())
+			},
+		},
+	)
+	return cmd
+}
+
+func getProps(ctx context.Context, t *target, names []string) ([]distVariable, error) {
+	if t.useServer() {
+		c, err := t.client()
+		if err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			var resp struct {
+				Props []distVariable `json:"props"`
+			}
+			err := c.get(ctx, "/api/v1/props", &resp)
+			return resp.Props, err
+		}
+		var out []distVariable
+		for _, n := range names {
+			key, _ := propKey(n)
+			var v distVariable
+			if err := c.get(ctx, "/api/v1/props/"+url.PathEscape(variableName(key)), &v); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	var props config.Props
+	err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
+		store, err := metadata.Load(ctx, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			return err
+		}
+		props = store.Current().Props
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return distVariables(props, names), nil
+}
+
+// distVariables lists names (all known properties plus any other set key
+// when names is empty) with their values or defaults, sorted by name.
+func distVariables(props config.Props, names []string) []distVariable {
+	var keys []string
+	if len(names) == 0 {
+		for _, k := range config.KnownProps {
+			keys = append(keys, k.Name)
+		}
+		for k := range props {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		slices.SortFunc(keys, func(a, b string) int { return strings.Compare(variableName(a), variableName(b)) })
+	} else {
+		for _, n := range names {
+			k, _ := propKey(n)
+			keys = append(keys, k)
+		}
+	}
+	out := make([]distVariable, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, distVariable{Name: variableName(k), Value: props.Value(k)})
+	}
+	return out
+}
+
+func setProp(ctx context.Context, t *target, name, value string, w io.Writer) error {
+	key, err := propKey(name)
+	if err != nil {
+		return err
+	}
+	canon, err := config.CheckProp(key, value)
+	if err != nil {
+		return fmt.Errorf("Invalid variable value '%s'. (code %d: %s %v)", value, codeInvalidVariable, variableName(key), err)
+	}
+	if t.useServer() {
+		c, err := t.client()
+		if err != nil {
+			return err
+		}
+		if err := c.put(ctx, "/api/v1/props/"+url.PathEscape(variableName(key)), map[string]string{"value": canon}, nil); err != nil {
+			return err
+		}
+	} else if err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
+		return metadata.SetProps(ctx, r, map[string]string{key: canon})
+	}); err != nil {
+		return err
+	}
+	note := ""
+	if k, _ := config.LookupProp(key); k.Reboot {
+		note = " (takes effect after the nodes restart)"
+	}
+	_, err = fmt.Fprintf(w, "%s = %s%s\n", variableName(key), canon, note)
+	return err
+}
