@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +17,13 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
+	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 )
+
+// defaultHTTPAddr is where serve's HTTP API listens unless --http says
+// otherwise; when it is busy (and --http was not given) serve takes a free
+// port and says which.
+const defaultHTTPAddr = "127.0.0.1:8080"
 
 func newServeCommand() *cobra.Command {
 	f := &registryFlags{}
@@ -22,6 +31,7 @@ func newServeCommand() *cobra.Command {
 		node      cluster.Config
 		logFormat string
 		stopAfter time.Duration
+		hf        httpFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -31,24 +41,36 @@ func newServeCommand() *cobra.Command {
 With --conf DIR the node reads DIR/global.yaml (or server.yaml) for the mode
 (etcd, ZooKeeper or Embedded, with ShardingSphere's props such as
 timeToLiveSeconds) and DIR/database-*.yaml for the logical databases. With
-no arguments it runs on the embedded registry, kept in ./` + config.DefaultEmbeddedDataDir + `.`,
+no arguments it runs on the embedded registry, kept in ./` + config.DefaultEmbeddedDataDir + `.
+
+The HTTP API, status page (/), metrics (/metrics) and probes (/livez,
+/readyz) listen on --http (default ` + defaultHTTPAddr + `; --http off disables them).
+Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			log := newLogger(cmd.ErrOrStderr(), logFormat)
+			if node.InstanceID == "" {
+				node.InstanceID = newInstanceID()
+			}
+			log := newLogger(cmd.ErrOrStderr(), logFormat, node.InstanceID)
+			httpConf, err := hf.config(cmd.Flags().Changed("http"))
+			if err != nil {
+				return err
+			}
 			var conf *config.Config
-			repo := config.DefaultMode().Repository
+			mode := config.DefaultMode()
+			repo := mode.Repository
 			if f.confDir != "" {
 				c, err := config.Load(f.confDir)
 				if err != nil {
 					return err
 				}
-				conf, repo = c, c.Mode.Repository
+				conf, repo, mode = c, c.Mode.Repository, c.Mode
 				if node.Labels == nil {
 					node.Labels = c.Labels
 				}
 			}
-			repo, err := f.apply(repo)
+			repo, err = f.apply(repo)
 			if err != nil {
 				return err
 			}
@@ -58,13 +80,24 @@ no arguments it runs on the embedded registry, kept in ./` + config.DefaultEmbed
 				}
 			}
 			node.Logger = log
-			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log})
+			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
+				ModeType: mode.Type, HTTP: httpConf})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "shardkeeper: registry ready: %s\n", connect.Describe(repo, d.Repo))
 			fmt.Fprintf(out, "shardkeeper: node %s holds worker id %d; %d logical database(s)\n",
 				d.Node.InstanceID(), d.Node.WorkerID(), len(d.Metadata.Current().Databases))
+			if d.HTTP != nil {
+				scheme := "http"
+				if httpConf.TLS != nil {
+					scheme = "https"
+				}
+				fmt.Fprintf(out, "shardkeeper: HTTP API and status page on %s://%s/\n", scheme, d.HTTPAddr)
+				if httpConf.Token == "" {
+					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
+				}
+			}
 			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
 			ctx := cmd.Context()
 			if stopAfter > 0 {
@@ -91,12 +124,104 @@ no arguments it runs on the embedded registry, kept in ./` + config.DefaultEmbed
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it)")
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
+	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
+	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
+	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
+	fl.StringVar(&hf.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; needs --tls-key)")
+	fl.StringVar(&hf.tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	return cmd
 }
 
-func newLogger(w interface{ Write([]byte) (int, error) }, format string) *slog.Logger {
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
+// httpFlags are serve's HTTP options.
+type httpFlags struct {
+	addr, tokenFile, tlsCert, tlsKey string
+	openReads                        bool
+}
+
+// config resolves the flags; nil means no HTTP server. explicit says
+// whether --http was given (only the default address falls back to a free
+// port when busy).
+func (h httpFlags) config(explicit bool) (*daemon.HTTPConfig, error) {
+	if h.addr == "" || strings.EqualFold(h.addr, "off") {
+		return nil, nil
 	}
-	return slog.New(slog.NewTextHandler(w, nil))
+	c := &daemon.HTTPConfig{Addr: h.addr, OpenReads: h.openReads}
+	if !explicit {
+		c.FallbackAddr = "127.0.0.1:0"
+	}
+	if h.tokenFile != "" {
+		b, err := os.ReadFile(h.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		c.Token = strings.TrimSpace(string(b))
+		if c.Token == "" {
+			return nil, fmt.Errorf("--token-file %s is empty", h.tokenFile)
+		}
+	} else {
+		c.Token = strings.TrimSpace(os.Getenv(httpapi.EnvToken))
+	}
+	if (h.tlsCert == "") != (h.tlsKey == "") {
+		return nil, fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	if h.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(h.tlsCert, h.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		c.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	return c, nil
+}
+
+// newLogger returns a text or JSON logger whose every line carries the
+// instance id (once, whoever adds it).
+func newLogger(w interface{ Write([]byte) (int, error) }, format, instanceID string) *slog.Logger {
+	var h slog.Handler = slog.NewTextHandler(w, nil)
+	if format == "json" {
+		h = slog.NewJSONHandler(w, nil)
+	}
+	return slog.New(instanceHandler{Handler: h, id: instanceID})
+}
+
+// instanceHandler adds instance=<id> to every record unless a With call
+// has added it already.
+type instanceHandler struct {
+	slog.Handler
+	id  string
+	has bool
+}
+
+func (h instanceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.has {
+		r = r.Clone()
+		r.AddAttrs(slog.String("instance", h.id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h instanceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	has := h.has
+	for _, a := range attrs {
+		has = has || a.Key == "instance"
+	}
+	return instanceHandler{Handler: h.Handler.WithAttrs(attrs), id: h.id, has: has}
+}
+
+func (h instanceHandler) WithGroup(name string) slog.Handler {
+	inner := h.Handler
+	if !h.has {
+		inner = inner.WithAttrs([]slog.Attr{slog.String("instance", h.id)})
+	}
+	return instanceHandler{Handler: inner.WithGroup(name), id: h.id, has: true}
+}
+
+// newInstanceID returns a random version 4 UUID, ShardingSphere's
+// instance id.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -5,15 +5,19 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -30,6 +34,26 @@ type Config struct {
 	Node cluster.Config
 	// Logger receives the daemon's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// ModeType is "Cluster" or "Standalone", shown as mode_type; empty
+	// means Cluster.
+	ModeType string
+	// HTTP, when set, serves the HTTP API, status page and metrics.
+	HTTP *HTTPConfig
+}
+
+// HTTPConfig configures the daemon's HTTP server (see internal/httpapi).
+type HTTPConfig struct {
+	// Addr is the listen address, e.g. 127.0.0.1:8080.
+	Addr string
+	// FallbackAddr, when set, is tried (with a warning) when Addr is in
+	// use; serve sets it for its default address only.
+	FallbackAddr string
+	// Token is the bearer token mutations need; empty refuses them.
+	Token string
+	// OpenReads lets GETs through without the token.
+	OpenReads bool
+	// TLS, when set, serves HTTPS.
+	TLS *tls.Config
 }
 
 // Daemon is a running node. Close it to leave the cluster.
@@ -37,10 +61,17 @@ type Daemon struct {
 	Repo     registry.Repository
 	Node     *cluster.Node
 	Metadata *metadata.Store
+	// Metrics times every registry call the node makes.
+	Metrics *httpapi.Metrics
+	// HTTP is the HTTP server (nil without Config.HTTP); HTTPAddr its
+	// bound address (host:port).
+	HTTP     *httpapi.Server
+	HTTPAddr string
 
-	log     *slog.Logger
-	cancel  context.CancelFunc
-	runDone chan struct{}
+	log      *slog.Logger
+	httpDone chan struct{}
+	cancel   context.CancelFunc
+	runDone  chan struct{}
 }
 
 // Start connects to the registry, opens the cluster node (it holds a
@@ -53,15 +84,31 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	repo, err := connect.Open(ctx, c.Repository)
+	// Bind first: a busy port fails the start before any registry write.
+	var ln net.Listener
+	if c.HTTP != nil {
+		if ln, err = listen(c.HTTP, log); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				_ = ln.Close()
+			}
+		}()
+	}
+	rawRepo, err := connect.Open(ctx, c.Repository)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			_ = repo.Close()
+			_ = rawRepo.Close()
 		}
 	}()
+	// The node and the store use the instrumented repository; d.Repo stays
+	// the backend itself (connect.Describe looks at its type).
+	metrics := httpapi.NewMetrics()
+	repo := metrics.Instrument(rawRepo)
 	nc := c.Node
 	if nc.SessionTTL == 0 {
 		nc.SessionTTL = c.Repository.TimeToLive
@@ -84,14 +131,48 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	d = &Daemon{Repo: repo, Node: node, Metadata: store, log: log, cancel: cancel, runDone: make(chan struct{})}
+	d = &Daemon{Repo: rawRepo, Node: node, Metadata: store, Metrics: metrics, log: log, cancel: cancel, runDone: make(chan struct{})}
 	go func() {
 		defer close(d.runDone)
 		if err := store.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("metadata watch stopped", "err", err)
 		}
 	}()
+	if ln != nil {
+		srv, err := httpapi.New(httpapi.Config{
+			Node: node, NodeConfig: nc, Store: store, Repo: repo, SessionTTL: c.Repository.TimeToLive,
+			ModeType: c.ModeType, Token: c.HTTP.Token, OpenReads: c.HTTP.OpenReads, TLS: c.HTTP.TLS,
+			Metrics: metrics, Logger: log, Epoch: nc.Snowflake.Epoch,
+		})
+		if err != nil {
+			cancel()
+			<-d.runDone
+			return nil, err
+		}
+		d.HTTP, d.HTTPAddr, d.httpDone = srv, ln.Addr().String(), make(chan struct{})
+		go func() {
+			defer close(d.httpDone)
+			if err := srv.Serve(ln); err != nil {
+				log.Error("http server stopped", "err", err)
+			}
+		}()
+		log.Info("http api listening", "addr", d.HTTPAddr, "tls", c.HTTP.TLS != nil, "open_reads", c.HTTP.OpenReads, "token", c.HTTP.Token != "")
+	}
 	return d, nil
+}
+
+// listen binds the HTTP address, or the fallback when the address is in
+// use and a fallback is configured.
+func listen(c *HTTPConfig, log *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil && c.FallbackAddr != "" && errors.Is(err, syscall.EADDRINUSE) {
+		log.Warn("http address in use; using another port", "addr", c.Addr, "fallback", c.FallbackAddr)
+		ln, err = net.Listen("tcp", c.FallbackAddr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("http: listen on %s: %w", c.Addr, err)
+	}
+	return ln, nil
 }
 
 // bootstrap runs the metadata bootstrap under its registry lock, held
@@ -105,10 +186,19 @@ func bootstrap(ctx context.Context, repo registry.Repository, c Config, log *slo
 	return metadata.Bootstrap(ctx, repo, sess, c.Conf, metadata.Options{Introspect: datasource.Introspect, Logger: log})
 }
 
-// Close leaves the cluster: the node stops issuing, publishes its final
+// Close leaves the cluster: the HTTP server stops (not ready at once,
+// requests in flight finish); the node stops issuing, publishes its final
 // fence and goes offline; the metadata watch stops; the registry client
 // closes. ctx bounds the registry writes.
 func (d *Daemon) Close(ctx context.Context) error {
+	if d.HTTP != nil {
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := d.HTTP.Shutdown(hctx); err != nil {
+			d.log.Warn("http server did not drain", "err", err)
+		}
+		cancel()
+		<-d.httpDone
+	}
 	nodeErr := d.Node.Close(ctx)
 	d.cancel()
 	select {

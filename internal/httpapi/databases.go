@@ -1,0 +1,304 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// dbSummary is one row of GET /api/v1/databases.
+type dbSummary struct {
+	Name    string `json:"name"`
+	Units   int    `json:"units"`
+	Tables  int    `json:"tables"`
+	Version uint64 `json:"version"` // the metadata snapshot sequence of its last change on this node
+}
+
+func (s *Server) summaries(snap *metadata.Snapshot) []dbSummary {
+	out := make([]dbSummary, 0, len(snap.Databases))
+	for _, name := range slices.Sorted(maps.Keys(snap.Databases)) {
+		db := snap.Databases[name]
+		n := 0
+		for _, sc := range db.Schemas {
+			n += len(sc.Tables)
+		}
+		var v uint64
+		if x, ok := s.dbVers.Load(name); ok {
+			v = x.(uint64)
+		}
+		out = append(out, dbSummary{Name: name, Units: len(db.Units), Tables: n, Version: v})
+	}
+	return out
+}
+
+func (s *Server) handleDatabases(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, struct {
+		Databases []dbSummary `json:"databases"`
+	}{s.summaries(s.cfg.Store.Current())})
+}
+
+type ruleJSON struct {
+	Type    string         `json:"type"`
+	Content map[string]any `json:"content"`
+}
+
+type columnJSON struct {
+	Name       string `json:"name"`
+	DataType   int    `json:"dataType"`
+	TypeName   string `json:"typeName,omitempty"`
+	PrimaryKey bool   `json:"primaryKey"`
+	Nullable   bool   `json:"nullable"`
+	Generated  bool   `json:"generated"`
+	Unsigned   bool   `json:"unsigned"`
+}
+
+type indexJSON struct {
+	Name    string   `json:"name"`
+	Columns []string `json:"columns"`
+	Unique  bool     `json:"unique"`
+}
+
+type tableJSON struct {
+	Name    string       `json:"name"`
+	Columns []columnJSON `json:"columns"`
+	Indexes []indexJSON  `json:"indexes"`
+}
+
+type viewJSON struct {
+	Name       string `json:"name"`
+	Definition string `json:"definition"`
+}
+
+type schemaJSON struct {
+	Tables []tableJSON `json:"tables"`
+	Views  []viewJSON  `json:"views"`
+}
+
+type databaseJSON struct {
+	Name    string                    `json:"name"`
+	Version uint64                    `json:"version"`
+	Units   map[string]map[string]any `json:"units"`
+	Rules   []ruleJSON                `json:"rules"`
+	Schemas map[string]schemaJSON     `json:"schemas"`
+}
+
+// maskedPassword replaces every password the API shows.
+const maskedPassword = "******"
+
+// unitJSON is a storage unit's properties with the password masked and
+// any password in the URL redacted.
+func unitJSON(ds config.DataSource) map[string]any {
+	m := ds.Map()
+	m["url"] = config.RedactURL(ds.URL)
+	if ds.Password != "" {
+		m["password"] = maskedPassword
+	}
+	for k := range ds.CustomPoolProps {
+		if strings.Contains(strings.ToLower(k), "password") {
+			props := maps.Clone(ds.CustomPoolProps)
+			for k := range props {
+				if strings.Contains(strings.ToLower(k), "password") {
+					props[k] = maskedPassword
+				}
+			}
+			m["customPoolProps"] = props
+			break
+		}
+	}
+	return m
+}
+
+func (s *Server) handleDatabase(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("db")
+	snap := s.cfg.Store.Current()
+	db := snap.Databases[name]
+	if db == nil {
+		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "Unknown database '%s'.", name))
+		return
+	}
+	out := databaseJSON{Name: db.Name, Units: map[string]map[string]any{}, Rules: []ruleJSON{}, Schemas: map[string]schemaJSON{}}
+	if x, ok := s.dbVers.Load(name); ok {
+		out.Version = x.(uint64)
+	}
+	for n, ds := range db.Units {
+		out.Units[n] = unitJSON(ds)
+	}
+	for _, typ := range slices.Sorted(maps.Keys(db.Rules)) {
+		out.Rules = append(out.Rules, ruleJSON{Type: typ, Content: jsonable(db.Rules[typ].Content)})
+	}
+	for sn, sc := range db.Schemas {
+		sj := schemaJSON{Tables: []tableJSON{}, Views: []viewJSON{}}
+		for _, tn := range slices.Sorted(maps.Keys(sc.Tables)) {
+			t := sc.Tables[tn]
+			tj := tableJSON{Name: t.Name, Columns: []columnJSON{}, Indexes: []indexJSON{}}
+			for _, c := range t.Columns {
+				tj.Columns = append(tj.Columns, columnJSON{c.Name, c.DataType, c.TypeName, c.PrimaryKey, c.Nullable, c.Generated, c.Unsigned})
+			}
+			for _, ix := range t.Indexes {
+				tj.Indexes = append(tj.Indexes, indexJSON{ix.Name, ix.Columns, ix.Unique})
+			}
+			sj.Tables = append(sj.Tables, tj)
+		}
+		for _, vn := range slices.Sorted(maps.Keys(sc.Views)) {
+			sj.Views = append(sj.Views, viewJSON{vn, sc.Views[vn].Definition})
+		}
+		out.Schemas[sn] = sj
+	}
+	s.writeJSON(w, out)
+}
+
+// jsonable turns YAML-decoded values (which may hold map[any]any) into
+// values encoding/json accepts.
+func jsonable[T any](v T) T {
+	out, _ := convert(any(v)).(T)
+	return out
+}
+
+func convert(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = convert(e)
+		}
+		return m
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[strings.TrimSpace(toString(k))] = convert(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = convert(e)
+		}
+		return l
+	}
+	return v
+}
+
+func toString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
+}
+
+// --- cluster state (LOCK / UNLOCK CLUSTER) ---
+
+func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, struct {
+		State string `json:"state"`
+	}{s.cfg.Store.Current().ClusterState})
+}
+
+// lockClusterOperation is the exclusive operation LOCK/UNLOCK CLUSTER run
+// under.
+const lockClusterOperation = "lock_cluster"
+
+func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	req, perr := parseLockBody(body)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	target := "READ_ONLY"
+	if req.Strategy == "READ_WRITE" {
+		target = "UNAVAILABLE"
+	}
+	s.changeClusterState(w, r, req.Timeout, func(cur string) (string, *Error) {
+		if cur != "OK" {
+			return "", errorf(http.StatusConflict, CodeClusterLocked, "Cluster is already locked.")
+		}
+		return target, nil
+	})
+}
+
+func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	timeout, perr := parseUnlockBody(body)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	s.changeClusterState(w, r, timeout, func(cur string) (string, *Error) {
+		if cur == "OK" {
+			return "", errorf(http.StatusConflict, CodeClusterNotLocked, "Cluster is not locked.")
+		}
+		return "OK", nil
+	})
+}
+
+// changeClusterState runs decide on the registry's cluster state under
+// the lock_cluster exclusive operation (waiting at most timeout for it)
+// and writes the state it returns.
+func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, timeout time.Duration, decide func(cur string) (string, *Error)) {
+	ctx, cancel := context.WithTimeout(r.Context(), timeout+10*time.Second)
+	defer cancel()
+	sess, err := s.session(ctx)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	lockKey, _ := paths.ExclusiveOperation(lockClusterOperation)
+	lctx, lcancel := context.WithTimeout(ctx, timeout)
+	lock, err := sess.Lock(lctx, lockKey)
+	lcancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			s.writeError(w, errorf(http.StatusConflict, CodeNone, "another node holds the %s operation; retry (waited %v)", lockClusterOperation, timeout))
+			return
+		}
+		s.writeError(w, err)
+		return
+	}
+	defer func() { _ = lock.Unlock(context.WithoutCancel(ctx)) }()
+	cur := "OK"
+	kv, err := s.cfg.Repo.Get(ctx, paths.ClusterState)
+	switch {
+	case err == nil:
+		if v := strings.TrimSpace(string(kv.Value)); v != "" {
+			cur = v
+		}
+	case errors.Is(err, registry.ErrNotFound):
+	default:
+		s.writeError(w, err)
+		return
+	}
+	next, perr := decide(cur)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	if _, err := s.cfg.Repo.Put(ctx, paths.ClusterState, []byte(next)); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.log.Info("cluster state changed", "from", cur, "to", next)
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return snap.ClusterState == next })
+	s.writeJSON(w, struct {
+		State string `json:"state"`
+	}{next})
+}

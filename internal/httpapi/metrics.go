@@ -1,0 +1,401 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Metrics collects what /metrics exposes beyond the node's own counters:
+// registry call latency and errors per operation, watch events per
+// prefix, HTTP requests per route and errors per status. Create it before
+// the node (Instrument wraps the repository the node uses). Safe for
+// concurrent use.
+type Metrics struct {
+	ops     [numOps]opStats
+	watchMu sync.Mutex
+	watch   map[string]*atomic.Int64 // by watched prefix
+	routeMu sync.Mutex
+	routes  map[string]*atomic.Int64 // requests by route pattern
+	errMu   sync.Mutex
+	errs    map[int]*atomic.Int64 // error answers by HTTP status
+	started time.Time
+}
+
+// NewMetrics returns empty metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{watch: map[string]*atomic.Int64{}, routes: map[string]*atomic.Int64{}, errs: map[int]*atomic.Int64{}, started: time.Now()}
+}
+
+// Registry operations, as reported in the op label.
+var opNames = [...]string{"get", "children", "list", "put", "create", "update", "delete", "watch", "session",
+	"put_ephemeral", "create_ephemeral", "commit", "lock", "trylock", "session_close", "unlock"}
+
+const (
+	opGet = iota
+	opChildren
+	opList
+	opPut
+	opCreate
+	opUpdate
+	opDelete
+	opWatch
+	opSession
+	opPutEphemeral
+	opCreateEphemeral
+	opCommit
+	opLock
+	opTryLock
+	opSessionClose
+	opUnlock
+	numOps
+)
+
+// latencyBuckets are the histogram's upper bounds in seconds.
+var latencyBuckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+type opStats struct {
+	buckets [len(latencyBuckets)]atomic.Int64
+	count   atomic.Int64
+	sumNs   atomic.Int64
+	errors  atomic.Int64
+}
+
+func (m *Metrics) observe(op int, start time.Time, err error) {
+	d := time.Since(start)
+	s := &m.ops[op]
+	sec := d.Seconds()
+	for i, b := range latencyBuckets {
+		if sec <= b {
+			s.buckets[i].Add(1)
+			break
+		}
+	}
+	s.count.Add(1)
+	s.sumNs.Add(int64(d))
+	if err != nil && !isCtxErr(err) {
+		s.errors.Add(1)
+	}
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func counterIn(mu *sync.Mutex, m map[string]*atomic.Int64, key string) *atomic.Int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	c := m[key]
+	if c == nil {
+		c = new(atomic.Int64)
+		m[key] = c
+	}
+	return c
+}
+
+func (m *Metrics) httpError(status int) {
+	m.errMu.Lock()
+	c := m.errs[status]
+	if c == nil {
+		c = new(atomic.Int64)
+		m.errs[status] = c
+	}
+	m.errMu.Unlock()
+	c.Add(1)
+}
+
+// Instrument returns r wrapped so that every call, and every call of the
+// sessions and locks it returns, is timed into m, and every watch event is
+// counted.
+func (m *Metrics) Instrument(r registry.Repository) registry.Repository {
+	return &timedRepo{inner: r, m: m}
+}
+
+type timedRepo struct {
+	inner registry.Repository
+	m     *Metrics
+}
+
+func (t *timedRepo) Get(ctx context.Context, key string) (registry.KV, error) {
+	start := time.Now()
+	kv, err := t.inner.Get(ctx, key)
+	t.m.observe(opGet, start, err)
+	return kv, err
+}
+
+func (t *timedRepo) Children(ctx context.Context, key string) ([]string, error) {
+	start := time.Now()
+	out, err := t.inner.Children(ctx, key)
+	t.m.observe(opChildren, start, err)
+	return out, err
+}
+
+func (t *timedRepo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
+	start := time.Now()
+	out, err := t.inner.List(ctx, prefix)
+	t.m.observe(opList, start, err)
+	return out, err
+}
+
+func (t *timedRepo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
+	start := time.Now()
+	v, err := t.inner.Put(ctx, key, value)
+	t.m.observe(opPut, start, err)
+	return v, err
+}
+
+func (t *timedRepo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
+	start := time.Now()
+	v, err := t.inner.Create(ctx, key, value)
+	t.m.observe(opCreate, start, err)
+	return v, err
+}
+
+func (t *timedRepo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
+	start := time.Now()
+	v, err := t.inner.Update(ctx, key, value, expect)
+	t.m.observe(opUpdate, start, err)
+	return v, err
+}
+
+func (t *timedRepo) Delete(ctx context.Context, key string) error {
+	start := time.Now()
+	err := t.inner.Delete(ctx, key)
+	t.m.observe(opDelete, start, err)
+	return err
+}
+
+// Watch counts the events it forwards. The forwarding goroutine drains
+// the backend's channel to its end, so the backend never blocks on it.
+func (t *timedRepo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
+	start := time.Now()
+	initial, in, err := t.inner.Watch(ctx, prefix)
+	t.m.observe(opWatch, start, err)
+	if err != nil {
+		return initial, in, err
+	}
+	n := counterIn(&t.m.watchMu, t.m.watch, prefix)
+	out := make(chan registry.Event, 16)
+	go func() {
+		defer close(out)
+		for ev := range in {
+			if ev.Err == nil {
+				n.Add(1)
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				for range in {
+				}
+				return
+			}
+		}
+	}()
+	return initial, out, nil
+}
+
+func (t *timedRepo) NewSession(ctx context.Context, opts registry.SessionOptions) (registry.Session, error) {
+	start := time.Now()
+	s, err := t.inner.NewSession(ctx, opts)
+	t.m.observe(opSession, start, err)
+	if err != nil {
+		return nil, err
+	}
+	return &timedSession{Session: s, m: t.m}, nil
+}
+
+func (t *timedRepo) Close() error { return t.inner.Close() }
+
+type timedSession struct {
+	registry.Session
+	m *Metrics
+}
+
+func (s *timedSession) PutEphemeral(ctx context.Context, key string, value []byte) error {
+	start := time.Now()
+	err := s.Session.PutEphemeral(ctx, key, value)
+	s.m.observe(opPutEphemeral, start, err)
+	return err
+}
+
+func (s *timedSession) CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error {
+	start := time.Now()
+	err := s.Session.CreateExclusiveEphemeral(ctx, key, value)
+	s.m.observe(opCreateEphemeral, start, err)
+	return err
+}
+
+func (s *timedSession) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
+	start := time.Now()
+	v, err := s.Session.Commit(ctx, txn)
+	s.m.observe(opCommit, start, err)
+	return v, err
+}
+
+func (s *timedSession) Lock(ctx context.Context, key string) (registry.Lock, error) {
+	start := time.Now()
+	l, err := s.Session.Lock(ctx, key)
+	s.m.observe(opLock, start, err)
+	if err != nil {
+		return nil, err
+	}
+	return &timedLock{Lock: l, m: s.m}, nil
+}
+
+func (s *timedSession) TryLock(ctx context.Context, key string) (registry.Lock, error) {
+	start := time.Now()
+	l, err := s.Session.TryLock(ctx, key)
+	s.m.observe(opTryLock, start, err)
+	if err != nil {
+		return nil, err
+	}
+	return &timedLock{Lock: l, m: s.m}, nil
+}
+
+func (s *timedSession) Close(ctx context.Context) error {
+	start := time.Now()
+	err := s.Session.Close(ctx)
+	s.m.observe(opSessionClose, start, err)
+	return err
+}
+
+type timedLock struct {
+	registry.Lock
+	m *Metrics
+}
+
+func (l *timedLock) Unlock(ctx context.Context) error {
+	start := time.Now()
+	err := l.Lock.Unlock(ctx)
+	l.m.observe(opUnlock, start, err)
+	return err
+}
+
+// countRoute wraps h to count its requests under pattern.
+func (m *Metrics) countRoute(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	c := counterIn(&m.routeMu, m.routes, pattern)
+	return func(w http.ResponseWriter, r *http.Request) {
+		c.Add(1)
+		h(w, r)
+	}
+}
+
+// handleMetrics writes the Prometheus text exposition format (0.0.4).
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	m := s.metrics
+	var b bytes.Buffer
+	st := s.cfg.Node.Stats()
+	snap := s.cfg.Store.Current()
+	ready, _ := s.ready()
+	gauge := func(name, help string, v float64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", name, help, name, name, fmtFloat(v))
+	}
+	counter := func(name, help string, v int64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	}
+	counter("shardkeeper_keys_issued_total", "Keys issued by this node.", st.Keys)
+	counter("shardkeeper_key_requests_refused_total", "Key requests refused while the node held no worker id with a valid reservation.", st.Refused)
+	counter("shardkeeper_fence_renewals_total", "Time reservations (fence writes) committed.", st.Renewals)
+	counter("shardkeeper_fence_renewal_failures_total", "Fence renewals whose outcome was unknown (the node kept its last committed limit).", st.RenewalFailures)
+	counter("shardkeeper_fence_stalls_total", "Key requests that ran out of reserved time.", st.Stalls)
+	counter("shardkeeper_worker_id_acquisitions_total", "Worker ids acquired (1 plus re-acquisitions).", st.Acquisitions)
+	counter("shardkeeper_worker_id_losses_total", "Worker ids lost (session or fence): issuing stopped until re-acquired.", st.Losses)
+	counter("shardkeeper_registry_corrupt_values_total", "Corrupt membership values skipped.", st.CorruptValues)
+	gauge("shardkeeper_worker_id", "The worker id this node holds, -1 while none.", float64(st.WorkerID))
+	gauge("shardkeeper_fence_reserved_until_seconds", "Unix time up to which this node may stamp keys (its last committed reservation).", float64(st.ReservedUntilMs)/1000)
+	issuing := 0.0
+	if st.Issuing {
+		issuing = 1
+	}
+	gauge("shardkeeper_issuing", "1 while the node holds a worker id with a live session and a valid reservation.", issuing)
+	fmt.Fprintf(&b, "# HELP shardkeeper_session_state The node's registry session state (1 for the current one).\n# TYPE shardkeeper_session_state gauge\n")
+	for _, state := range []string{"holding", "lost"} {
+		v := 0
+		if (state == "holding") == st.Issuing {
+			v = 1
+		}
+		fmt.Fprintf(&b, "shardkeeper_session_state{state=%q} %d\n", state, v)
+	}
+	readyV := 0.0
+	if ready {
+		readyV = 1
+	}
+	gauge("shardkeeper_ready", "1 while /readyz answers 200 (keys can be issued).", readyV)
+	gauge("shardkeeper_compute_nodes", "Online compute nodes this node sees.", float64(len(s.cfg.Node.Instances())))
+	gauge("shardkeeper_metadata_sequence", "Sequence number of the metadata snapshot this node serves.", float64(snap.Seq))
+	gauge("shardkeeper_databases", "Logical databases.", float64(len(snap.Databases)))
+	fmt.Fprintf(&b, "# HELP shardkeeper_cluster_state The cluster state (1 for the current one).\n# TYPE shardkeeper_cluster_state gauge\n")
+	for _, state := range []string{"OK", "READ_ONLY", "UNAVAILABLE"} {
+		v := 0
+		if snap.ClusterState == state {
+			v = 1
+		}
+		fmt.Fprintf(&b, "shardkeeper_cluster_state{state=%q} %d\n", state, v)
+	}
+
+	b.WriteString("# HELP shardkeeper_registry_request_duration_seconds Registry calls made by this node, by operation.\n# TYPE shardkeeper_registry_request_duration_seconds histogram\n")
+	for op := range numOps {
+		s := &m.ops[op]
+		count := s.count.Load()
+		if count == 0 {
+			continue
+		}
+		var cum int64
+		for i, ub := range latencyBuckets {
+			cum += s.buckets[i].Load()
+			fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_bucket{op=%q,le=%q} %d\n", opNames[op], fmtFloat(ub), cum)
+		}
+		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_bucket{op=%q,le=\"+Inf\"} %d\n", opNames[op], count)
+		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_sum{op=%q} %s\n", opNames[op], fmtFloat(time.Duration(s.sumNs.Load()).Seconds()))
+		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_count{op=%q} %d\n", opNames[op], count)
+	}
+	b.WriteString("# HELP shardkeeper_registry_errors_total Registry calls that failed, by operation.\n# TYPE shardkeeper_registry_errors_total counter\n")
+	for op := range numOps {
+		if n := m.ops[op].errors.Load(); n > 0 || m.ops[op].count.Load() > 0 {
+			fmt.Fprintf(&b, "shardkeeper_registry_errors_total{op=%q} %d\n", opNames[op], n)
+		}
+	}
+	b.WriteString("# HELP shardkeeper_registry_watch_events_total Watch events received, by watched prefix.\n# TYPE shardkeeper_registry_watch_events_total counter\n")
+	writeLabeled(&b, "shardkeeper_registry_watch_events_total", "prefix", &m.watchMu, m.watch)
+	b.WriteString("# HELP shardkeeper_http_requests_total HTTP requests, by route.\n# TYPE shardkeeper_http_requests_total counter\n")
+	writeLabeled(&b, "shardkeeper_http_requests_total", "route", &m.routeMu, m.routes)
+	b.WriteString("# HELP shardkeeper_http_errors_total HTTP error answers, by status.\n# TYPE shardkeeper_http_errors_total counter\n")
+	m.errMu.Lock()
+	codes := make([]int, 0, len(m.errs))
+	for c := range m.errs {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	for _, c := range codes {
+		fmt.Fprintf(&b, "shardkeeper_http_errors_total{status=\"%d\"} %d\n", c, m.errs[c].Load())
+	}
+	m.errMu.Unlock()
+	gauge("shardkeeper_uptime_seconds", "Seconds since the metrics were created.", time.Since(m.started).Seconds())
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header()["Cache-Control"] = noStore
+	_, _ = w.Write(b.Bytes())
+}
+
+func writeLabeled(b *bytes.Buffer, name, label string, mu *sync.Mutex, m map[string]*atomic.Int64) {
+	mu.Lock()
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "%s{%s=%q} %d\n", name, label, k, m[k].Load())
+	}
+	mu.Unlock()
+}
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

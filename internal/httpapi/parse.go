@@ -1,0 +1,256 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+)
+
+// MaxKeysPerRequest is the largest count GET /api/v1/keys accepts.
+const MaxKeysPerRequest = 10000
+
+// maxBody bounds request bodies.
+const maxBody = 64 << 10
+
+// parseCount reads count from a raw query string ("count=N"): 1 when
+// absent, an error unless 1 <= N <= MaxKeysPerRequest. Other parameters
+// are ignored. It does not allocate on the common paths.
+func parseCount(rawQuery string) (int, *Error) {
+	q := rawQuery
+	for q != "" {
+		var part string
+		part, q, _ = strings.Cut(q, "&")
+		name, value, _ := strings.Cut(part, "=")
+		if name != "count" {
+			continue
+		}
+		n, ok := atoiSmall(value)
+		if !ok {
+			if v, err := url.QueryUnescape(value); err == nil {
+				if n, ok = atoiSmall(v); ok {
+					return checkCount(n, v)
+				}
+				value = v
+			}
+			return 0, badRequest("count %s is not a whole number (want 1 to %d)", quote(value), MaxKeysPerRequest)
+		}
+		return checkCount(n, value)
+	}
+	return 1, nil
+}
+
+func checkCount(n int, value string) (int, *Error) {
+	if n < 1 || n > MaxKeysPerRequest {
+		return 0, badRequest("count %s is out of range: want 1 to %d", quote(value), MaxKeysPerRequest)
+	}
+	return n, nil
+}
+
+// atoiSmall parses up to 9 decimal digits (no sign).
+func atoiSmall(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// parseKey reads a key given as a decimal string (what GET /api/v1/keys
+// returns).
+func parseKey(s string) (int64, *Error) {
+	k, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || k < 0 || (len(s) > 1 && s[0] == '0') || s[0] == '+' {
+		return 0, badRequest("key %s is not a key: want a non-negative decimal 64-bit integer such as 1234567890123456789", quote(s))
+	}
+	return k, nil
+}
+
+// readBody reads a JSON request body of at most maxBody bytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return nil, badRequest("reading the request body: %v (at most %d bytes)", err, maxBody)
+	}
+	return b, nil
+}
+
+// decodeObject decodes a JSON object body into v, with a message naming
+// what was expected.
+func decodeObject(body []byte, v any, want string) *Error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("empty request body: want %s", want)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body is not %s: %v", want, err)
+	}
+	if dec.More() {
+		return badRequest("request body has data after the JSON object: want only %s", want)
+	}
+	return nil
+}
+
+// parseStateBody reads {"state":"ENABLE"|"DISABLE"} (case-insensitive).
+func parseStateBody(body []byte) (string, *Error) {
+	const want = `{"state":"ENABLE"} or {"state":"DISABLE"}`
+	var v struct {
+		State *string `json:"state"`
+	}
+	if err := decodeObject(body, &v, want); err != nil {
+		return "", err
+	}
+	if v.State == nil {
+		return "", badRequest("missing field state: want %s", want)
+	}
+	switch s := strings.ToUpper(strings.TrimSpace(*v.State)); s {
+	case "ENABLE", "DISABLE":
+		return s, nil
+	}
+	return "", badRequest("state %s: want ENABLE or DISABLE", quote(*v.State))
+}
+
+// parseValueBody reads {"value": V}. V may be a string, a number or a
+// boolean; it is returned as text.
+func parseValueBody(body []byte) (string, *Error) {
+	const want = `{"value":"..."}`
+	var v struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := decodeObject(body, &v, want); err != nil {
+		return "", err
+	}
+	if v.Value == nil || string(v.Value) == "null" {
+		return "", badRequest("missing field value: want %s", want)
+	}
+	var s string
+	if err := json.Unmarshal(v.Value, &s); err == nil {
+		return s, nil
+	}
+	switch v.Value[0] {
+	case '{', '[':
+		return "", badRequest("value must be a string, a number or a boolean, not %s", v.Value)
+	}
+	return string(v.Value), nil
+}
+
+// lockRequest is the body of PUT /api/v1/cluster/lock.
+type lockRequest struct {
+	Strategy string        // WRITE or READ_WRITE
+	Timeout  time.Duration // of the lock_cluster exclusive operation
+}
+
+// defaultLockTimeout is ShardingSphere's lock_cluster timeout.
+const defaultLockTimeout = 3000 * time.Millisecond
+
+// parseLockBody reads {"strategy":"WRITE"|"READ_WRITE","timeoutMillis":N}.
+func parseLockBody(body []byte) (lockRequest, *Error) {
+	const want = `{"strategy":"WRITE"} or {"strategy":"READ_WRITE"}`
+	var v struct {
+		Strategy      *string `json:"strategy"`
+		TimeoutMillis *int64  `json:"timeoutMillis"`
+	}
+	if err := decodeObject(body, &v, want); err != nil {
+		return lockRequest{}, err
+	}
+	if v.Strategy == nil {
+		return lockRequest{}, badRequest("missing field strategy: want %s", want)
+	}
+	req := lockRequest{Strategy: strings.ToUpper(strings.TrimSpace(*v.Strategy)), Timeout: defaultLockTimeout}
+	if req.Strategy != "WRITE" && req.Strategy != "READ_WRITE" {
+		return lockRequest{}, badRequest("strategy %s: want WRITE or READ_WRITE", quote(*v.Strategy))
+	}
+	if t, err := parseTimeout(v.TimeoutMillis); err != nil {
+		return lockRequest{}, err
+	} else if t > 0 {
+		req.Timeout = t
+	}
+	return req, nil
+}
+
+// parseUnlockBody reads an optional {"timeoutMillis":N}.
+func parseUnlockBody(body []byte) (time.Duration, *Error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return defaultLockTimeout, nil
+	}
+	var v struct {
+		TimeoutMillis *int64 `json:"timeoutMillis"`
+	}
+	if err := decodeObject(body, &v, `{} or {"timeoutMillis":3000}`); err != nil {
+		return 0, err
+	}
+	t, err := parseTimeout(v.TimeoutMillis)
+	if err != nil {
+		return 0, err
+	}
+	if t == 0 {
+		t = defaultLockTimeout
+	}
+	return t, nil
+}
+
+func parseTimeout(ms *int64) (time.Duration, *Error) {
+	if ms == nil {
+		return 0, nil
+	}
+	if *ms < 1 || *ms > 600000 {
+		return 0, badRequest("timeoutMillis %d: want 1 to 600000", *ms)
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
+// variableKey maps a DistSQL variable name (sql_show, SQL_SHOW; the dashed
+// sql-show is accepted too) to its property. ok is false for names that
+// are not a ShardingSphere property.
+func variableKey(name string) (config.PropKey, bool) {
+	dashed := strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	return config.LookupProp(dashed)
+}
+
+// variableName is the DistSQL name of a property: sql-show -> sql_show.
+func variableName(prop string) string { return strings.ReplaceAll(prop, "-", "_") }
+
+// checkVariableValue validates value for key the way SET DIST VARIABLE
+// does and returns its canonical text.
+func checkVariableValue(key config.PropKey, value string) (string, *Error) {
+	canon, err := config.CheckProp(key.Name, value)
+	if err != nil {
+		return "", invalidVariableValue(value)
+	}
+	if key.Name == "proxy-meta-data-collector-cron" {
+		if n := len(strings.Fields(canon)); n < 6 || n > 7 {
+			return "", invalidVariableValue(value)
+		}
+	}
+	if key.Type == config.PropString && len(key.Values) > 0 && canon != "" {
+		canon = strings.ToUpper(canon)
+	}
+	return canon, nil
+}
+
+// quote shows user input in a message: quoted, invalid UTF-8 escaped,
+// long input cut.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Sprintf("%+q", s)
+	}
+	return strconv.Quote(s)
+}

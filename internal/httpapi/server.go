@@ -1,0 +1,295 @@
+// Package httpapi is a node's HTTP interface: the JSON API under /api/v1
+// (keys, compute nodes, props, databases, cluster state), the status page
+// at /, Prometheus metrics at /metrics and the health probes /livez and
+// /readyz. The API is described by the OpenAPI file it serves at
+// /api/v1/openapi.yaml.
+//
+// Semantics follow ShardingSphere's DistSQL where one exists: SHOW COMPUTE
+// NODES, ENABLE/DISABLE COMPUTE NODE, SHOW/SET DIST VARIABLE, LOCK/UNLOCK
+// CLUSTER, with the same checks, messages and vendor codes. Errors are JSON
+// {"error": message, "code": vendor code or 0} with an HTTP status.
+//
+// Every mutating call needs the bearer token (compared in constant time);
+// with no token configured, mutations are refused. Reads are open unless
+// Config.OpenReads is false.
+package httpapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// Config is what a Server needs.
+type Config struct {
+	// Node issues the keys and shows the membership.
+	Node *cluster.Node
+	// NodeConfig is the node's configuration (type, host, port, database
+	// name), used for this node's row before its registration is seen.
+	NodeConfig cluster.Config
+	// Store is the node's metadata view.
+	Store *metadata.Store
+	// Repo is the registry the writers use (ENABLE/DISABLE, props, lock).
+	Repo registry.Repository
+	// SessionTTL is the TTL of the session the server opens for its
+	// conditional writes and the lock_cluster exclusive operation; zero
+	// means the registry's default.
+	SessionTTL time.Duration
+	// ModeType is "Cluster" or "Standalone" (the mode_type column).
+	ModeType string
+	// Token is the bearer token mutations need. Empty refuses every
+	// mutation with 401.
+	Token string
+	// OpenReads lets GET requests through without a token.
+	OpenReads bool
+	// TLS, when set, makes Serve speak HTTPS.
+	TLS *tls.Config
+	// Metrics receives the server's counters; nil means a new one.
+	Metrics *Metrics
+	// Logger receives the server's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Epoch is the snowflake epoch the node's keys use; the zero Time
+	// means snowflake.DefaultEpochMillis.
+	Epoch time.Time
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves one node's HTTP interface. Its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *Metrics
+	auth    auth
+	mux     *http.ServeMux
+	epochMs int64
+
+	disabled    atomic.Bool // this node's status is CIRCUIT_BREAK
+	unavailable atomic.Bool // cluster state UNAVAILABLE
+	draining    atomic.Bool // Shutdown started
+
+	history *holders
+	workers workerCache
+	dbVers  sync.Map // database name -> uint64 snapshot seq of its last change
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed and replaced when the page's data changes
+
+	sessMu sync.Mutex
+	sess   registry.Session // for conditional writes and the cluster lock
+
+	httpSrv   *http.Server
+	ctx       context.Context // ends at Shutdown or Close
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a server for cfg and starts following the node's membership
+// and metadata (no I/O beyond what the node and store already do). Close
+// (or Shutdown) stops it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Node == nil || cfg.Store == nil || cfg.Repo == nil {
+		return nil, errors.New("httpapi: Config needs Node, Store and Repo")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ModeType == "" {
+		cfg.ModeType = "Cluster"
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+		auth:    newAuth(cfg.Token, cfg.OpenReads),
+		epochMs: snowflake.DefaultEpochMillis,
+		history: newHolders(),
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	if !cfg.Epoch.IsZero() {
+		s.epochMs = cfg.Epoch.UnixMilli()
+	}
+	s.routes()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.ctx, s.cancel = ctx, cancel
+	s.follow(ctx)
+	return s, nil
+}
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve accepts connections on ln until Shutdown (HTTPS when Config.TLS is
+// set). It returns nil after Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.sessMu.Lock()
+	s.httpSrv = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	srv := s.httpSrv
+	s.sessMu.Unlock()
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown marks the node not ready, stops accepting connections, waits
+// for requests in flight (bounded by ctx; event streams are cut), then
+// Closes.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.sessMu.Lock()
+	srv := s.httpSrv
+	s.sessMu.Unlock()
+	var err error
+	if srv != nil {
+		s.cancel() // ends event streams
+		err = srv.Shutdown(ctx)
+		if err != nil {
+			_ = srv.Close()
+		}
+	}
+	s.Close()
+	return err
+}
+
+// Close stops following the membership and metadata and closes the
+// server's registry session. It does not stop Serve (see Shutdown).
+// Idempotent.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.draining.Store(true)
+		s.cancel()
+		<-s.done
+		s.sessMu.Lock()
+		sess := s.sess
+		s.sess = nil
+		s.sessMu.Unlock()
+		if sess != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = sess.Close(ctx)
+			cancel()
+		}
+	})
+}
+
+// session returns the server's registry session, opening a new one when
+// there is none or the last one ended.
+func (s *Server) session(ctx context.Context) (registry.Session, error) {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if s.sess != nil {
+		select {
+		case <-s.sess.Done():
+			s.sess = nil
+		default:
+			return s.sess, nil
+		}
+	}
+	if s.draining.Load() {
+		return nil, errors.New("the node is shutting down")
+	}
+	sess, err := s.cfg.Repo.NewSession(ctx, registry.SessionOptions{TTL: s.cfg.SessionTTL})
+	if err != nil {
+		return nil, fmt.Errorf("open a registry session: %w", err)
+	}
+	s.sess = sess
+	return sess, nil
+}
+
+// follow keeps the flags, the worker-id history and the database versions
+// in step with the membership and the metadata until ctx ends.
+func (s *Server) follow(ctx context.Context) {
+	cancelSub := s.cfg.Store.Subscribe(func(snap *metadata.Snapshot, changes []metadata.Change) {
+		s.unavailable.Store(snap.ClusterState == "UNAVAILABLE")
+		for _, c := range changes {
+			if c.Database != "" {
+				s.dbVers.Store(c.Database, snap.Seq)
+			}
+		}
+		s.notify()
+	})
+	snap := s.cfg.Store.Current()
+	s.unavailable.Store(snap.ClusterState == "UNAVAILABLE")
+	for name := range snap.Databases {
+		s.dbVers.Store(name, snap.Seq)
+	}
+	go func() {
+		defer close(s.done)
+		defer cancelSub()
+		self := s.cfg.Node.InstanceID()
+		for {
+			list, ch := s.cfg.Node.InstancesChanged()
+			disabled := false
+			for _, inst := range list {
+				if inst.ID == self && inst.Status == "CIRCUIT_BREAK" {
+					disabled = true
+				}
+			}
+			s.disabled.Store(disabled)
+			s.history.observe(list, s.cfg.Now().UnixMilli())
+			s.notify()
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+			}
+		}
+	}()
+}
+
+// notify wakes the event streams.
+func (s *Server) notify() {
+	s.changedMu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.changedMu.Unlock()
+}
+
+func (s *Server) changes() <-chan struct{} {
+	s.changedMu.Lock()
+	defer s.changedMu.Unlock()
+	return s.changed
+}
+
+// ready reports whether the node can issue keys now, and why not.
+func (s *Server) ready() (bool, string) {
+	switch {
+	case s.draining.Load():
+		return false, "the node is shutting down"
+	case s.cfg.Node.WorkerID() < 0:
+		return false, "the node holds no worker id with a valid time reservation (see its logs)"
+	case s.disabled.Load():
+		return false, "this compute node is disabled (CIRCUIT_BREAK): enable it with PUT /api/v1/nodes/" + s.cfg.Node.InstanceID() + "/state"
+	case s.unavailable.Load():
+		return false, "the cluster state is UNAVAILABLE (locked with READ_WRITE): unlock it with PUT /api/v1/cluster/unlock"
+	}
+	return true, ""
+}
