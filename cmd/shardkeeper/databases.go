@@ -247,9 +247,9 @@ func databaseSections(v databaseView) []section {
 		typ, host, port, db := "", "", "", ""
 		if u, ok := m["url"].(string); ok {
 			if tg, err := datasource.Translate(config.DataSource{URL: u}); err == nil {
-				typ, db = tg.Dialect, tg.Database
+				typ, db = databaseType(tg.Dialect), tg.Database
 				host = tg.Host
-				if h, p, ok := strings.Cut(tg.Host, ":"); ok && tg.Dialect != "SQLite" {
+				if h, p, ok := strings.Cut(tg.Host, ":"); ok && typ != "SQLite" {
 					host, port = h, p
 				}
 			}
@@ -277,6 +277,21 @@ func databaseSections(v databaseView) []section {
 		{title: "rules:", table: rules},
 		{title: "tables:", table: tables},
 	}
+}
+
+// databaseType names a dialect as SHOW STORAGE UNITS' type column does.
+func databaseType(dialect string) string {
+	switch strings.ToLower(dialect) {
+	case "postgresql":
+		return "PostgreSQL"
+	case "mysql":
+		return "MySQL"
+	case "mariadb":
+		return "MariaDB"
+	case "sqlite":
+		return "SQLite"
+	}
+	return dialect
 }
 
 func str(v any) string {
