@@ -1,0 +1,399 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+const token = "e2e-token"
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds cmd/shardkeeper once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "shardkeeper-e2e-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "shardkeeper")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/shardkeeper/shardkeeper/cmd/shardkeeper")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// syncBuffer is a bytes.Buffer safe for a child's writes and our reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is one `shardkeeper serve` child process.
+type proc struct {
+	id     string
+	url    string
+	cmd    *exec.Cmd
+	stdout syncBuffer
+	stderr syncBuffer
+	done   chan error
+
+	stopOnce sync.Once
+	exitErr  error
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startServe runs serve --conf conf with its own instance id and HTTP port,
+// and waits until /readyz answers 200.
+func startServe(t *testing.T, conf, id string, port int) *proc {
+	t.Helper()
+	httpPort := freePort(t)
+	p := &proc{id: id, url: fmt.Sprintf("http://127.0.0.1:%d", httpPort), done: make(chan error, 1)}
+	p.cmd = exec.Command(binary(t), "serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
+		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--log-format", "json", "--reservation", "1500ms")
+	p.cmd.Env = append(os.Environ(), "SHARDKEEPER_TOKEN="+token)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.stop(t) })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("%s exited at start: %v\nstdout:\n%s\nstderr:\n%s", id, err, p.stdout.String(), p.stderr.String())
+		default:
+		}
+		if r, err := http.Get(p.url + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready in 60s\nstdout:\n%s\nstderr:\n%s", id, p.stdout.String(), p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits for the exit (once); it returns the exit
+// error.
+func (p *proc) stop(t *testing.T) error {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case p.exitErr = <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			p.exitErr = <-p.done
+			t.Errorf("%s did not stop within 30s of SIGTERM", p.id)
+		}
+	})
+	return p.exitErr
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+func call(t *testing.T, method, url, body string, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method != "GET" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, url, err, b)
+		}
+	}
+	if resp.StatusCode != 200 {
+		t.Logf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+type nodeRow struct {
+	InstanceID string `json:"instance_id"`
+	Status     string `json:"status"`
+	WorkerID   int    `json:"worker_id"`
+	Port       int    `json:"port"`
+}
+
+func nodes(t *testing.T, p *proc) []nodeRow {
+	t.Helper()
+	var v struct {
+		Nodes []nodeRow `json:"nodes"`
+	}
+	call(t, "GET", p.url+"/api/v1/nodes", "", &v)
+	return v.Nodes
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// writeConf writes a conf dir whose global.yaml points at the registry.
+func writeConf(t *testing.T, typ, servers string) string {
+	t.Helper()
+	ns := "sk_e2e_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	conf := t.TempDir()
+	global := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + ns +
+		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 10\n"
+	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf
+}
+
+// TestThreeNodes runs three serve processes on one conf dir, on real etcd
+// and on real ZooKeeper, and drives them through the HTTP API.
+func TestThreeNodes(t *testing.T) {
+	for _, reg := range []struct{ name, typ string }{{"etcd", "etcd"}, {"ZooKeeper", "ZooKeeper"}} {
+		t.Run(reg.name, func(t *testing.T) {
+			var servers string
+			if reg.typ == "etcd" {
+				servers = strings.Join(testenv.EtcdEndpoints(t), ",")
+			} else {
+				servers = strings.Join(testenv.ZooKeeperServers(t), ",")
+			}
+			threeNodes(t, writeConf(t, reg.typ, servers))
+		})
+	}
+}
+
+func threeNodes(t *testing.T, conf string) {
+	start := time.Now()
+	var procs []*proc
+	for i := 1; i <= 3; i++ {
+		procs = append(procs, startServe(t, conf, fmt.Sprintf("e2e-node-%d", i), 3300+i))
+	}
+	t.Logf("3 nodes ready in %v", time.Since(start).Round(time.Millisecond))
+
+	// Membership: every node shows three rows with distinct worker ids.
+	for _, p := range procs {
+		eventually(t, p.id+" sees 3 nodes", func() bool { return len(nodes(t, p)) == 3 })
+		rows := nodes(t, p)
+		seen := map[int]bool{}
+		for i, r := range rows {
+			if r.WorkerID < 0 || seen[r.WorkerID] || r.Status != "OK" || r.InstanceID != procs[i].id || r.Port != 3301+i {
+				t.Fatalf("%s: nodes = %+v", p.id, rows)
+			}
+			seen[r.WorkerID] = true
+		}
+	}
+
+	// 10,000 keys from each node, 1,000 per request, all nodes at once.
+	type batch struct {
+		WorkerID int      `json:"workerId"`
+		Keys     []string `json:"keys"`
+	}
+	var mu sync.Mutex
+	all := make(map[string]string, 30000)
+	var wg sync.WaitGroup
+	errs := make(chan error, 30)
+	keyStart := time.Now()
+	for _, p := range procs {
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := client.Get(p.url + "/api/v1/keys?count=1000")
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				var b batch
+				if err := json.NewDecoder(resp.Body).Decode(&b); err != nil || resp.StatusCode != 200 || len(b.Keys) != 1000 {
+					errs <- fmt.Errorf("%s: status %d, %d keys, %v", p.id, resp.StatusCode, len(b.Keys), err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, k := range b.Keys {
+					if other, dup := all[k]; dup {
+						errs <- fmt.Errorf("duplicate key %s from %s and %s", k, other, p.id)
+						return
+					}
+					all[k] = p.id
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(all) != 30000 {
+		t.Fatalf("%d unique keys, want 30000", len(all))
+	}
+	t.Logf("30,000 keys, all unique, in %v", time.Since(keyStart).Round(time.Millisecond))
+
+	// A key from node 3 decodes on node 1 to node 3's worker id and instance.
+	var k3 string
+	for k, id := range all {
+		if id == procs[2].id {
+			k3 = k
+			break
+		}
+	}
+	var info struct {
+		WorkerID   int    `json:"workerId"`
+		InstanceID string `json:"instanceId"`
+	}
+	call(t, "GET", procs[0].url+"/api/v1/keys/"+k3, "", &info)
+	if info.InstanceID != procs[2].id {
+		t.Fatalf("key %s decoded on node 1: %+v", k3, info)
+	}
+
+	// Unauthenticated mutation: 401.
+	req, _ := http.NewRequest("PUT", procs[0].url+"/api/v1/nodes/"+procs[2].id+"/state", strings.NewReader(`{"state":"DISABLE"}`))
+	if resp, err := client.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("unauthenticated DISABLE: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// DISABLE node 3 through node 1: every node sees it, node 3 stops serving keys.
+	var row nodeRow
+	if code := call(t, "PUT", procs[0].url+"/api/v1/nodes/"+procs[2].id+"/state", `{"state":"DISABLE"}`, &row); code != 200 || row.Status != "CIRCUIT_BREAK" {
+		t.Fatalf("DISABLE: %d %+v", code, row)
+	}
+	for _, p := range procs {
+		eventually(t, p.id+" sees node 3 disabled", func() bool {
+			for _, r := range nodes(t, p) {
+				if r.InstanceID == procs[2].id {
+					return r.Status == "CIRCUIT_BREAK"
+				}
+			}
+			return false
+		})
+	}
+	eventually(t, "node 3 not ready", func() bool { return call(t, "GET", procs[2].url+"/readyz", "", nil) == 503 })
+	if code := call(t, "GET", procs[2].url+"/api/v1/keys", "", nil); code != 503 {
+		t.Fatalf("keys from a disabled node: %d", code)
+	}
+	if code := call(t, "PUT", procs[1].url+"/api/v1/nodes/"+procs[2].id+"/state", `{"state":"ENABLE"}`, &row); code != 200 || row.Status != "OK" {
+		t.Fatalf("ENABLE: %d %+v", code, row)
+	}
+	eventually(t, "node 3 ready again", func() bool { return call(t, "GET", procs[2].url+"/readyz", "", nil) == 200 })
+
+	// SIGTERM node 2: it leaves gracefully and the others see it go.
+	if err := procs[1].stop(t); err != nil {
+		t.Fatalf("node 2 exit: %v\n%s", err, procs[1].stderr.String())
+	}
+	if out := procs[1].stdout.String(); !strings.Contains(out, "shardkeeper: stopped") {
+		t.Fatalf("node 2 output:\n%s", out)
+	}
+	for _, p := range []*proc{procs[0], procs[2]} {
+		eventually(t, p.id+" sees node 2 leave", func() bool {
+			rows := nodes(t, p)
+			for _, r := range rows {
+				if r.InstanceID == procs[1].id {
+					return false
+				}
+			}
+			return len(rows) == 2
+		})
+	}
+
+	// Every log line is JSON and carries its node's instance id.
+	for _, p := range procs {
+		_ = p.stop(t)
+		sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		lines := 0
+		for sc.Scan() {
+			var rec map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				t.Fatalf("%s: log line is not JSON: %q", p.id, sc.Text())
+			}
+			if rec["instance"] != p.id {
+				t.Fatalf("%s: log line without its instance id: %q", p.id, sc.Text())
+			}
+			lines++
+		}
+		if lines == 0 {
+			t.Fatalf("%s logged nothing", p.id)
+		}
+	}
+}
