@@ -14,6 +14,7 @@ install_servers() {
 	command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 	[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 	command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+	command -v chromium >/dev/null 2>&1 || need+=(chromium)
 	if [ ${#need[@]} -gt 0 ]; then
 		echo "servers: installing ${need[*]} from Debian packages" >&2
 		local sudo=""
