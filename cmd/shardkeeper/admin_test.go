@@ -56,9 +56,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nodes", "list", "--server", "http://x:1", "--conf", "/tmp"}, 2, "give one or the other"},
 		{[]string{"nodes", "list", "--server", "ftp://x"}, 2, "--server \"ftp://x\": want a URL"},
 		{[]string{"props", "set", "sql_show"}, 2, "usage: shardkeeper props set NAME VALUE"},
-		{[]string{"props", "set", "no_such_prop", "1", "--server", "http://127.0.0.1:1"}, 1, "Can not support variable 'no_such_prop'. (code 12010"},
+		{[]string{"props", "set", "no_such_prop", "1", "--server", "http://127.0.0.1:1"}, 1, "Can not support variable 'NO_SUCH_PROP'. (code 12010"},
 		{[]string{"props", "set", "sql_show", "maybe", "--server", "http://127.0.0.1:1"}, 1, "Invalid variable value 'maybe'. (code 12011"},
-		{[]string{"props", "get", "worker_id", "--server", "http://127.0.0.1:1"}, 1, "Can not support variable 'worker_id'."},
+		{[]string{"props", "get", "worker_id", "--conf", "/nonexistent"}, 1, "Can not support variable 'WORKER_ID'."},
 		{[]string{"databases", "show", "a/b", "--server", "http://127.0.0.1:1"}, 2, `DATABASE "a/b"`},
 		{[]string{"nodes", "list", "--conf", "/nonexistent"}, 1, "neither global.yaml nor server.yaml"},
 	} {
@@ -153,7 +153,7 @@ func TestPropNames(t *testing.T) {
 		{"SQL_SHOW", "sql-show", ""},
 		{"sql-show", "sql-show", ""},
 		{"Proxy_Frontend_Max_Connections", "proxy-frontend-max-connections", ""},
-		{"worker_id", "", "Can not support variable 'worker_id'."},
+		{"worker_id", "", "Can not support variable 'WORKER_ID'."},
 	} {
 		key, err := propKey(c.in)
 		if key != c.key || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {

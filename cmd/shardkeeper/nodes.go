@@ -111,6 +111,17 @@ read the registry directly with --conf DIR or the registry flags.`,
 					}
 				case len(a) == 0:
 					return usagef("nodes show needs an INSTANCE_ID when it reads the registry (see 'shardkeeper nodes list')")
+				case t.useServer():
+					if err := registry.ValidateName(a[0]); err != nil {
+						return usagef("INSTANCE_ID %q: %v", a[0], err)
+					}
+					c, err := t.client()
+					if err != nil {
+						return err
+					}
+					if err := c.get(cmd.Context(), "/api/v1/nodes/"+url.PathEscape(a[0]), &n); err != nil {
+						return err
+					}
 				default:
 					nodes, err := listNodes(cmd.Context(), t)
 					if err != nil {

@@ -42,7 +42,7 @@ func propsTable(vars []distVariable) table {
 func propKey(name string) (string, error) {
 	dashed := strings.ReplaceAll(strings.ToLower(name), "_", "-")
 	if _, ok := config.LookupProp(dashed); !ok {
-		return "", fmt.Errorf("Can not support variable '%s'. (code %d; see 'shardkeeper props get' for the names)", name, codeUnsupportedVariable)
+		return "", fmt.Errorf("Can not support variable '%s'. (code %d; see 'shardkeeper props get' for the names)", strings.ToUpper(name), codeUnsupportedVariable)
 	}
 	return dashed, nil
 }
@@ -83,8 +83,9 @@ as a new /props version; every node applies it live.`,
 				if err := t.check(); err != nil {
 					return err
 				}
+				// The node checks names itself (it also knows cached_connections).
 				for _, n := range a {
-					if _, err := propKey(n); err != nil {
+					if _, err := propKey(n); err != nil && !t.useServer() {
 						return err
 					}
 				}
@@ -127,9 +128,12 @@ func getProps(ctx context.Context, t *target, names []string) ([]distVariable, e
 		}
 		var out []distVariable
 		for _, n := range names {
-			key, _ := propKey(n)
+			name := n
+			if key, err := propKey(n); err == nil {
+				name = variableName(key)
+			}
 			var v distVariable
-			if err := c.get(ctx, "/api/v1/props/"+url.PathEscape(variableName(key)), &v); err != nil {
+			if err := c.get(ctx, "/api/v1/props/"+url.PathEscape(name), &v); err != nil {
 				return nil, err
 			}
 			out = append(out, v)

@@ -61,6 +61,15 @@ func (f *fakeAPI) handler() http.Handler {
 		defer f.mu.Unlock()
 		reply(w, node("node-a"))
 	})
+	mux.HandleFunc("GET /api/v1/nodes/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.status[r.PathValue("id")]; !ok {
+			fail(w, http.StatusNotFound, "Unsupported SQL operation: `"+r.PathValue("id")+"` does not exist.", 30001)
+			return
+		}
+		reply(w, node(r.PathValue("id")))
+	})
 	mux.HandleFunc("PUT /api/v1/nodes/{id}/state", func(w http.ResponseWriter, r *http.Request) {
 		if !authorized(w, r) {
 			return
@@ -149,7 +158,7 @@ func TestServerPaths(t *testing.T) {
 		{[]string{"nodes", "list", "-o", "json"}, 0, []string{`"instance_id": "node-b"`}},
 		{[]string{"nodes", "show"}, 0, []string{"node-a"}},
 		{[]string{"nodes", "show", "node-b", "-o", "yaml"}, 0, []string{"instance_id: node-b", "worker_id: 6"}},
-		{[]string{"nodes", "show", "node-z"}, 1, []string{`compute node "node-z" is not online`}},
+		{[]string{"nodes", "show", "node-z"}, 1, []string{"Unsupported SQL operation: `node-z` does not exist. (code 30001)"}},
 		{[]string{"nodes", "disable", "node-b"}, 1, []string{"missing or wrong bearer token: pass --token or set SHARDKEEPER_TOKEN"}},
 		{[]string{"nodes", "disable", "node-b", "--token", "s3cret"}, 0, []string{"compute node node-b disabled (status CIRCUIT_BREAK)"}},
 		{[]string{"nodes", "disable", "node-b", "--token", "s3cret"}, 1, []string{"Unsupported SQL operation: `node-b` compute node has been disabled. (code 30001)"}},

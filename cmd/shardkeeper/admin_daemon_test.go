@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAdminAgainstServe drives the admin verbs through --server against a
+// real `shardkeeper serve` (embedded registry, HTTP API on a free port).
+func TestAdminAgainstServe(t *testing.T) {
+	dir := t.TempDir()
+	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
+		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
+	if err := os.WriteFile(filepath.Join(dir, "global.yaml"), []byte(global), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("e2e-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envServer, "")
+	t.Setenv(envToken, "")
+	output, stop := startServe(t, "--conf", dir, "--instance-id", "cli-e2e", "--http", "127.0.0.1:0", "--token-file", tokenFile)
+	defer stop()
+	m := regexp.MustCompile(`HTTP API and status page on (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(output())
+	if m == nil {
+		t.Fatalf("no HTTP address in the serve output:\n%s", output())
+	}
+	url := m[1]
+	cli := func(code int, want string, args ...string) string {
+		t.Helper()
+		stdout, stderr, got := runCLI(t, append(args, "--server", url)...)
+		out := stdout
+		if code != 0 {
+			out = stderr
+		}
+		if got != code || !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+			t.Fatalf("shardkeeper %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, want, stdout, stderr)
+		}
+		return stdout
+	}
+	cli(0, "cli-e2e PROXY 127.0.0.1 3307 OK Standalone", "nodes", "list")
+	cli(0, `"instance_id": "cli-e2e"`, "nodes", "show", "-o", "json")
+	cli(0, "instance_id: cli-e2e", "nodes", "show", "cli-e2e", "-o", "yaml")
+	cli(1, "`nobody` does not exist", "nodes", "show", "nobody")
+	cli(1, "pass --token or set SHARDKEEPER_TOKEN", "nodes", "disable", "cli-e2e")
+	cli(1, "`cli-e2e` is the currently in use instance and cannot be disabled", "nodes", "disable", "cli-e2e", "--token", "e2e-token")
+
+	out := cli(0, "key", "keys", "next", "-n", "5")
+	keys := strings.Fields(out)[1:]
+	if len(keys) != 5 {
+		t.Fatalf("keys next -n 5:\n%s", out)
+	}
+	cli(0, "instance_id", "keys", "decode", keys[0])
+	cli(0, "cli-e2e", "keys", "decode", keys[0])
+	offline, _, _ := runCLI(t, "keys", "decode", keys[0])
+	online, _, _ := runCLI(t, "keys", "decode", keys[0], "--server", url)
+	// Rows: key time unix_millis worker_id sequence [instance_id].
+	off, on := strings.Fields(offline)[5:], strings.Fields(online)[6:]
+	if off[0] != on[0] || off[2] != on[2] || off[3] != on[3] || off[4] != on[4] {
+		t.Fatalf("offline and online decode differ:\n%s\n%s", offline, online)
+	}
+
+	cli(0, "sql_show false", "props", "get", "sql_show")
+	cli(0, "sql_show = true", "props", "set", "sql_show", "true", "--token", "e2e-token")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stdout, _, _ := runCLI(t, "props", "get", "sql_show", "-o", "json", "--server", url)
+		if strings.Contains(stdout, `"variable_value": "true"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("props get after set: %s", stdout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cli(1, "Can not support variable 'WORKER_ID'.", "props", "get", "worker_id")
+	cli(0, "name storage_units tables", "databases", "list")
+	cli(1, "nope", "databases", "show", "nope")
+}
