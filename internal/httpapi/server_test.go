@@ -486,3 +486,50 @@ func TestWorkerMap(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeysHandler measures GET /api/v1/keys?count=N through the
+// handler alone (no network): the allocations are the recorder's and the
+// request context's, not per key.
+func BenchmarkKeysHandler(b *testing.B) {
+	for _, count := range []int{1, 100} {
+		b.Run("count="+strconv.Itoa(count), func(b *testing.B) {
+			repo := memory.New()
+			ctx := context.Background()
+			node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "bench", Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer node.Close(ctx)
+			store, err := metadata.Bootstrap(ctx, repo, nil, nil, metadata.Options{Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv, err := New(Config{Node: node, Store: store, Repo: repo, OpenReads: true, Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			h := srv.Handler()
+			req := httptest.NewRequest("GET", "/api/v1/keys?count="+strconv.Itoa(count), nil)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				w.status = 0
+				h.ServeHTTP(w, req)
+				if w.status != 0 && w.status != 200 {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+		})
+	}
+}
+
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(s int)           { d.status = s }
