@@ -31,6 +31,10 @@ type Config struct {
 	// (ShardingSphere's default). Set a stable one to get the same worker
 	// id back after a restart.
 	InstanceID string
+	// RandomInstanceID marks an InstanceID the caller made per start with
+	// NewInstanceID rather than configured: the node then records no
+	// restart hint in the registry. An empty InstanceID implies it.
+	RandomInstanceID bool
 	// Type is TypeProxy (default) or TypeJDBC.
 	Type string
 	// Host and Port make the online node's attribute: "host@port" for a
@@ -64,7 +68,7 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	if c.InstanceID == "" {
-		c.InstanceID = newUUID()
+		c.InstanceID, c.RandomInstanceID = NewInstanceID(), true
 	}
 	if err := registry.ValidateName(c.InstanceID); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: InstanceID: %w", err))
@@ -118,8 +122,9 @@ func (c Config) instanceType() paths.InstanceType {
 	return paths.Proxy
 }
 
-// newUUID returns a random version 4 UUID.
-func newUUID() string {
+// NewInstanceID returns a random version 4 UUID, ShardingSphere's default
+// instance id.
+func NewInstanceID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40

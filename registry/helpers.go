@@ -17,3 +17,17 @@ func Exists(ctx context.Context, r Repository, key string) (bool, error) {
 		return false, err
 	}
 }
+
+// RangeReader is implemented by a Repository whose List is one range read
+// on the server (etcd, memory). A ZooKeeper List walks the subtree with a
+// request per node, so an algorithm that needs a few values out of a large
+// subtree reads names and single keys there instead. Decorators forward it.
+type RangeReader interface {
+	ListIsRangeRead() bool
+}
+
+// ListIsRangeRead reports whether r's List is one range read on the server.
+func ListIsRangeRead(r Repository) bool {
+	rr, ok := r.(RangeReader)
+	return ok && rr.ListIsRangeRead()
+}

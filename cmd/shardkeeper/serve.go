@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -50,7 +49,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if node.InstanceID == "" {
-				node.InstanceID = newInstanceID()
+				node.InstanceID, node.RandomInstanceID = cluster.NewInstanceID(), true
 			}
 			log := newLogger(cmd.ErrOrStderr(), logFormat, node.InstanceID)
 			httpConf, err := hf.config(cmd.Flags().Changed("http"))
@@ -214,14 +213,4 @@ func (h instanceHandler) WithGroup(name string) slog.Handler {
 		inner = inner.WithAttrs([]slog.Attr{slog.String("instance", h.id)})
 	}
 	return instanceHandler{Handler: inner.WithGroup(name), id: h.id, has: true}
-}
-
-// newInstanceID returns a random version 4 UUID, ShardingSphere's
-// instance id.
-func newInstanceID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -34,6 +34,7 @@ const (
 	LabelsRoot        = "/nodes/compute_nodes/labels"
 	ReservationRoot   = "/reservation/worker_id"
 	FenceRoot         = "/reservation/worker_id_fence"
+	HintRoot          = "/reservation/worker_id_hint"
 	MetadataRoot      = "/metadata"
 	GlobalRulesRoot   = "/rules"
 	PropsRoot         = "/props"
@@ -82,6 +83,11 @@ func Fence(workerID int) (string, error) {
 	}
 	return FenceRoot + "/" + strconv.Itoa(workerID), nil
 }
+
+// WorkerIDHint is /reservation/worker_id_hint/{instanceId} (persistent;
+// decimal worker id): the id a node with a stable instance id held last, so
+// that it gets it back after a restart (shardkeeper's own node).
+func WorkerIDHint(instanceID string) (string, error) { return join(HintRoot, instanceID) }
 
 // ParseWorkerID parses a reservation or fence child name ("17") into a
 // worker id, refusing anything outside [0, MaxWorkerID] or not canonical

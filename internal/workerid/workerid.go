@@ -3,13 +3,20 @@
 //   - /reservation/worker_id/{id}: the holder's instance id, ephemeral,
 //     created exclusively;
 //   - /nodes/compute_nodes/worker_id/{instanceId}: the decimal id, ephemeral;
-//   - /reservation/worker_id_fence/{id}: the fence (see Fence), persistent.
+//   - /reservation/worker_id_fence/{id}: the fence (see Fence), persistent;
+//   - /reservation/worker_id_hint/{instanceId}: the id a node with a stable
+//     instance id held last, persistent (only for Options.Stable).
 //
-// Acquire takes one listing of /reservation and one atomic Commit in the
-// common case, whatever the number of nodes starting at once: it prefers
-// the id this instance held before (found through the fence's holder), then
-// a random free id whose fence is in the past, then a random free id never
-// used, then the free id with the oldest fence.
+// Acquire needs a constant number of round trips whatever the number of
+// nodes starting at once, and one atomic Commit claims the id. Where List
+// is one range read (etcd), it reads /reservation once and prefers the id
+// this instance held before (its hint, or a fence it wrote), then a random
+// free id whose fence is in the past, then a random free id never used,
+// then the free id whose fence ends first. Elsewhere (ZooKeeper) it lists
+// the reservation names, reads the hint (stable instances) and the chosen
+// candidate's fence only, and prefers the hint, then a random free id whose
+// fence is not in the future. A starter that loses a race for an id picks
+// another from what it read, and reads again after two lost races in a row.
 //
 // Guarantee: two holders of the same worker id never stamp keys with the
 // same millisecond, given only a linearizable registry that is never rolled
@@ -22,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -63,6 +71,13 @@ type Options struct {
 	MaxAttempts int
 	// Stats, when set, counts registry round trips (for benchmarks).
 	Stats *Stats
+	// Logger reports corrupt fence records (skipped); nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Stable says the instance id is configured, not random: the claim
+	// then records the id in the instance's hint, and Acquire prefers the
+	// hinted id, so a restarted node gets its old id back.
+	Stable bool
 }
 
 // Stats counts registry round trips of Acquire calls. Safe for concurrent
@@ -124,35 +139,68 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 	if err != nil {
 		return nil, err
 	}
+	hintKey, err := paths.WorkerIDHint(instanceID)
+	if err != nil {
+		return nil, err
+	}
 	var nodeVersion registry.Version // of our own worker_id node, if a previous session left it
 	var trips, conflicts int64
 	defer func() { opts.Stats.add(trips, conflicts) }()
+	rangeRead := registry.ListIsRangeRead(repo)
 
 	var view *occupancy
+	corrupt := map[int]bool{} // ids whose fence is unreadable, across reads
+	lost := 0                 // races lost in a row on the current view
 	for attempt := 0; attempt < opts.MaxAttempts; attempt++ {
 		if view == nil {
-			kvs, err := repo.List(ctx, "/reservation")
-			trips++
-			if err != nil {
-				return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
+			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable, rangeRead, &trips); err != nil {
+				return nil, err
 			}
-			view = readOccupancy(kvs)
+			view.corrupt, view.log = corrupt, logger(opts)
+			lost = 0
 		}
 		cand, ok := view.choose(instanceID, now(), rng)
 		if !ok {
-			return nil, ErrExhausted
+			if view.age == 0 {
+				return nil, ErrExhausted
+			}
+			view = nil // perhaps ids were freed since we read
+			continue
+		}
+		view.age++
+		if !cand.known {
+			// Names only (no range read): read the candidate's fence.
+			c, err := readFence(ctx, repo, cand.id, &trips)
+			if err != nil {
+				if !errors.Is(err, errCorruptFence) {
+					return nil, err
+				}
+				view.corrupt[cand.id] = true
+				logger(opts).Warn("skipping a worker id whose fence record is corrupt", "worker_id", cand.id, "err", err)
+				continue
+			}
+			if c.fence.ReservedUntil >= now() && view.freeCount() > len(view.future)+1 {
+				view.future[cand.id] = c // its last holder may still be issuing: try elsewhere first
+				continue
+			}
+			cand = c
 		}
 		res, _ := paths.Reservation(cand.id)
 		fk, _ := paths.Fence(cand.id)
 		next := Fence{Epoch: cand.fence.Epoch + 1, Holder: instanceID, ReservedUntil: cand.fence.ReservedUntil}
-		v, err := sess.Commit(ctx, registry.Txn{
+		txn := registry.Txn{
 			Conds: []registry.Cond{{Key: res}, {Key: fk, Version: cand.fenceVersion}, {Key: nodeKey, Version: nodeVersion}},
 			Ops: []registry.Op{
 				{Key: res, Value: []byte(instanceID), Ephemeral: true},
 				{Key: fk, Value: next.encode()},
 				{Key: nodeKey, Value: []byte(strconv.Itoa(cand.id)), Ephemeral: true},
 			},
-		})
+		}
+		if opts.Stable && view.hint != cand.id {
+			txn.Conds = append(txn.Conds, registry.Cond{Key: hintKey, Version: view.hintVersion})
+			txn.Ops = append(txn.Ops, registry.Op{Key: hintKey, Value: []byte(strconv.Itoa(cand.id))})
+		}
+		v, err := sess.Commit(ctx, txn)
 		trips++
 		if err == nil {
 			return &Holding{
@@ -179,13 +227,25 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 			default:
 				return nil, fmt.Errorf("acquire worker id: %w", gerr)
 			}
+		case res:
+			// Someone else won the id: pick another from what we read,
+			// unless we keep losing (then the view is too old).
+			view.reserved[cand.id] = true
+			if lost++; lost >= 2 {
+				view = nil
+			}
 		default:
-			// Someone else won the id or moved its fence: look again, since
-			// a starter that lost once is likely among many.
-			view = nil
+			view = nil // a fence or the hint moved under us: read again
 		}
 	}
 	return nil, fmt.Errorf("acquire worker id: gave up after %d conflicting attempts", opts.MaxAttempts)
+}
+
+func logger(o Options) *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
 }
 
 // ReservedUntil is the last committed reservation: keys may be stamped up
@@ -283,59 +343,183 @@ type candidate struct {
 	id           int
 	fence        Fence
 	fenceVersion registry.Version
+	known        bool // the fence was read (false: only the name is known)
 }
 
-// occupancy is what one listing of /reservation says.
+// occupancy is what Acquire read of /reservation.
 type occupancy struct {
-	reserved map[int]bool
-	fences   map[int]candidate
-	corrupt  map[int]bool // fence unreadable: never claimed (floor unknown)
+	reserved    map[int]bool
+	fences      map[int]registry.KV // raw fence records (range reads only)
+	rangeRead   bool                // fences holds every fence
+	corrupt     map[int]bool        // fence unreadable: never claimed (floor unknown)
+	future      map[int]candidate   // names only: fences found in the future
+	hint        int                 // the instance's hinted id, or -1
+	hintVersion registry.Version
+	age         int // candidates tried on this view
+	log         *slog.Logger
 }
 
-func readOccupancy(kvs []registry.KV) *occupancy {
-	o := &occupancy{reserved: map[int]bool{}, fences: map[int]candidate{}, corrupt: map[int]bool{}}
-	for _, kv := range kvs {
-		parent, name := splitLast(kv.Key)
-		id, err := paths.ParseWorkerID(name)
+var errCorruptFence = errors.New("corrupt fence")
+
+// readOccupancy reads the reservations (and, with a range read, every
+// fence and hint in the same read; otherwise the names and this
+// instance's hint).
+func readOccupancy(ctx context.Context, repo registry.Repository, instanceID string, stable, rangeRead bool, trips *int64) (*occupancy, error) {
+	o := &occupancy{reserved: map[int]bool{}, fences: map[int]registry.KV{}, rangeRead: rangeRead,
+		corrupt: map[int]bool{}, future: map[int]candidate{}, hint: -1}
+	hintKey, _ := paths.WorkerIDHint(instanceID)
+	if rangeRead {
+		kvs, err := repo.List(ctx, "/reservation")
+		*trips++
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
 		}
-		switch parent {
-		case paths.ReservationRoot:
-			o.reserved[id] = true
-		case paths.FenceRoot:
-			f, err := decodeFence(kv.Value)
-			if err != nil {
-				o.corrupt[id] = true
+		for _, kv := range kvs {
+			if kv.Key == hintKey && stable {
+				o.setHint(kv)
 				continue
 			}
-			o.fences[id] = candidate{id: id, fence: f, fenceVersion: kv.Version}
+			parent, name := splitLast(kv.Key)
+			id, err := paths.ParseWorkerID(name)
+			if err != nil {
+				continue
+			}
+			switch parent {
+			case paths.ReservationRoot:
+				o.reserved[id] = true
+			case paths.FenceRoot:
+				o.fences[id] = kv
+			}
+		}
+		return o, nil
+	}
+	names, err := repo.Children(ctx, paths.ReservationRoot)
+	*trips++
+	if err != nil {
+		return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
+	}
+	for _, name := range names {
+		if id, err := paths.ParseWorkerID(name); err == nil {
+			o.reserved[id] = true
 		}
 	}
-	return o
+	if stable {
+		kv, err := repo.Get(ctx, hintKey)
+		*trips++
+		switch {
+		case err == nil:
+			o.setHint(kv)
+		case !errors.Is(err, registry.ErrNotFound):
+			return nil, fmt.Errorf("acquire worker id: read hint: %w", err)
+		}
+	}
+	return o, nil
 }
 
-// choose picks the next candidate: the id this instance held before if it
-// is free, then a random free id whose fence is in the past, then a random
-// free id with no fence, then the free id whose fence ends first.
+func (o *occupancy) setHint(kv registry.KV) {
+	o.hintVersion = kv.Version
+	if id, err := paths.ParseWorkerID(string(kv.Value)); err == nil {
+		o.hint = id
+	}
+}
+
+// readFence reads one fence; an absent fence is a never-used id.
+func readFence(ctx context.Context, repo registry.Repository, id int, trips *int64) (candidate, error) {
+	fk, _ := paths.Fence(id)
+	kv, err := repo.Get(ctx, fk)
+	*trips++
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return candidate{id: id, known: true}, nil
+	case err != nil:
+		return candidate{}, fmt.Errorf("acquire worker id: read fence %d: %w", id, err)
+	}
+	f, err := decodeFence(kv.Value)
+	if err != nil {
+		return candidate{}, fmt.Errorf("%w %d: %v", errCorruptFence, id, err)
+	}
+	return candidate{id: id, fence: f, fenceVersion: kv.Version, known: true}, nil
+}
+
+// fence decodes id's fence from a range read; ok is false when it is
+// corrupt (and marks it so).
+func (o *occupancy) fence(id int) (candidate, bool) {
+	kv, ok := o.fences[id]
+	if !ok {
+		return candidate{id: id, known: true}, true
+	}
+	f, err := decodeFence(kv.Value)
+	if err != nil {
+		o.corrupt[id] = true
+		o.log.Warn("skipping a worker id whose fence record is corrupt", "worker_id", id, "err", err)
+		return candidate{}, false
+	}
+	return candidate{id: id, fence: f, fenceVersion: kv.Version, known: true}, true
+}
+
+func (o *occupancy) free(id int) bool { return !o.reserved[id] && !o.corrupt[id] }
+
+func (o *occupancy) freeCount() int {
+	n := 0
+	for id := 0; id < Count; id++ {
+		if o.free(id) {
+			n++
+		}
+	}
+	return n
+}
+
+// choose picks the next candidate (see the package doc for the order).
+// Only the fences of free ids are decoded.
 func (o *occupancy) choose(instanceID string, now int64, rng *rand.Rand) (candidate, bool) {
+	if o.hint >= 0 && o.free(o.hint) {
+		if !o.rangeRead {
+			return candidate{id: o.hint}, true
+		}
+		if c, ok := o.fence(o.hint); ok {
+			return c, true
+		}
+	}
+	if !o.rangeRead {
+		var free []int
+		var future *candidate
+		for id := 0; id < Count; id++ {
+			if !o.free(id) {
+				continue
+			}
+			if c, seen := o.future[id]; seen {
+				if future == nil || c.fence.ReservedUntil < future.fence.ReservedUntil {
+					future = &c
+				}
+				continue
+			}
+			free = append(free, id)
+		}
+		switch {
+		case len(free) > 0:
+			return candidate{id: free[rng.IntN(len(free))]}, true
+		case future != nil:
+			return *future, true
+		}
+		return candidate{}, false
+	}
 	var past, fresh []candidate
 	var future *candidate
 	for id := 0; id < Count; id++ {
-		if o.reserved[id] || o.corrupt[id] {
+		if !o.free(id) {
 			continue
 		}
-		c, fenced := o.fences[id]
+		c, ok := o.fence(id)
 		switch {
-		case fenced && c.fence.Holder == instanceID:
+		case !ok:
+		case c.fence.Holder == instanceID:
 			return c, true
-		case !fenced:
-			fresh = append(fresh, candidate{id: id})
+		case c.fence.Epoch == 0:
+			fresh = append(fresh, c)
 		case c.fence.ReservedUntil < now:
 			past = append(past, c)
 		case future == nil || c.fence.ReservedUntil < future.fence.ReservedUntil:
-			cc := c
-			future = &cc
+			future = &c
 		}
 	}
 	switch {

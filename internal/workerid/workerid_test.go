@@ -48,6 +48,19 @@ func session(t *testing.T, r registry.Repository) registry.Session {
 
 func TestAcquireMemory(t *testing.T) { runAcquireSuite(t, memoryBackend) }
 
+// namesOnly hides the memory backend's range reads, so Acquire takes the
+// path it takes on ZooKeeper.
+type namesOnly struct{ registry.Repository }
+
+func TestAcquireMemoryNamesOnly(t *testing.T) {
+	runAcquireSuite(t, func() backend {
+		b := memoryBackend()
+		open := b.open
+		b.open = func(t *testing.T) registry.Repository { return namesOnly{open(t)} }
+		return b
+	})
+}
+
 // runAcquireSuite runs the worker-id behaviours against a backend; the
 // real-backend tests call it too.
 func runAcquireSuite(t *testing.T, mk func() backend) {
@@ -56,6 +69,7 @@ func runAcquireSuite(t *testing.T, mk func() backend) {
 		fn   func(*testing.T, backend)
 	}{
 		{"LayoutAndFence", testLayoutAndFence},
+		{"NoHintForRandomIDs", testNoHintForRandomIDs},
 		{"ConcurrentDistinct", testConcurrentDistinct},
 		{"RestartGetsOldID", testRestartGetsOldID},
 		{"TakeoverStartsAboveFence", testTakeoverStartsAboveFence},
@@ -63,6 +77,24 @@ func runAcquireSuite(t *testing.T, mk func() backend) {
 		{"CorruptFenceSkipped", testCorruptFenceSkipped},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, mk()) })
+	}
+}
+
+func testNoHintForRandomIDs(t *testing.T, b backend) {
+	r := b.open(t)
+	ctx := testCtx(t)
+	if _, err := Acquire(ctx, r, session(t, r), "random-1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(ctx, r, session(t, r), "stable-2", Options{Stable: true}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := r.Children(ctx, paths.HintRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0] != "stable-2" {
+		t.Fatalf("hints = %v, want only the stable instance's", names)
 	}
 }
 
@@ -149,7 +181,7 @@ func testRestartGetsOldID(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	r := b.open(t)
 	s := session(t, r)
-	h, err := Acquire(ctx, r, s, "stable-1", Options{})
+	h, err := Acquire(ctx, r, s, "stable-1", Options{Stable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +195,7 @@ func testRestartGetsOldID(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	r2 := b.open(t)
-	h2, err := Acquire(ctx, r2, session(t, r2), "stable-1", Options{})
+	h2, err := Acquire(ctx, r2, session(t, r2), "stable-1", Options{Stable: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,3 +114,6 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	// Every condition holds now: it failed at the Txn's revision only.
 	return 0, &registry.OpError{Op: "commit", Key: first, Err: fmt.Errorf("%w: a condition changed during the transaction", registry.ErrBadVersion)}
 }
+
+// ListIsRangeRead implements registry.RangeReader: List is one range read.
+func (r *Repo) ListIsRangeRead() bool { return true }

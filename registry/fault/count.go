@@ -206,3 +206,6 @@ func (l *countedLock) Unlock(ctx context.Context) error {
 	l.c.inc(opUnlock)
 	return l.Lock.Unlock(ctx)
 }
+
+// ListIsRangeRead forwards registry.RangeReader.
+func (c *Counter) ListIsRangeRead() bool { return registry.ListIsRangeRead(c.inner) }

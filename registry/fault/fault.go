@@ -201,3 +201,6 @@ func (s *Session) Lock(ctx context.Context, key string) (registry.Lock, error) {
 func (s *Session) TryLock(ctx context.Context, key string) (registry.Lock, error) {
 	return run(s.r, ctx, "trylock", key, func() (registry.Lock, error) { return s.Session.TryLock(ctx, key) })
 }
+
+// ListIsRangeRead forwards registry.RangeReader.
+func (r *Repo) ListIsRangeRead() bool { return registry.ListIsRangeRead(r.inner) }

@@ -70,3 +70,6 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	}
 	return registry.Version(rev), nil
 }
+
+// ListIsRangeRead implements registry.RangeReader: List reads the store once.
+func (r *Repo) ListIsRangeRead() bool { return true }
