@@ -20,6 +20,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
 // Config is what Start needs.
@@ -110,6 +111,11 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 	metrics := httpapi.NewMetrics()
 	repo := metrics.Instrument(rawRepo)
 	nc := c.Node
+	if nc.Snowflake == (snowflake.Config{}) {
+		if nc.Snowflake, err = snowflakeConfig(c.Conf); err != nil {
+			return nil, err
+		}
+	}
 	if nc.SessionTTL == 0 {
 		nc.SessionTTL = c.Repository.TimeToLive
 	}
