@@ -125,6 +125,9 @@ type timedRepo struct {
 	m     *Metrics
 }
 
+// ListIsRangeRead forwards registry.RangeReader.
+func (t *timedRepo) ListIsRangeRead() bool { return registry.ListIsRangeRead(t.inner) }
+
 func (t *timedRepo) Get(ctx context.Context, key string) (registry.KV, error) {
 	start := time.Now()
 	kv, err := t.inner.Get(ctx, key)

@@ -533,3 +533,9 @@ type discardWriter struct {
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(s int)           { d.status = s }
+
+func TestInstrumentKeepsRangeReads(t *testing.T) {
+	if !registry.ListIsRangeRead(NewMetrics().Instrument(memory.New())) {
+		t.Fatal("the instrumented repository hides the backend's range reads")
+	}
+}
