@@ -16,21 +16,27 @@
 // NEXTID commands that arrive together are served with one batch call to
 // the generator, and all replies to one read are written with one write.
 //
+// On Linux the connections are served by a few epoll event loops on
+// locked OS threads, as Redis serves them (one read and one write per
+// batch of commands, no goroutine per request); elsewhere, and for
+// listeners that are not TCP, by one goroutine per connection. A key
+// command that has to wait (the next millisecond's sequence, a time
+// reservation) holds up its loop for that long.
+//
 // There is no authentication: bind it to loopback or a trusted network.
 package keyserver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MaxBatch is the largest n of NEXTID n and NEXTIDB n.
@@ -44,107 +50,160 @@ type Source interface {
 	WorkerID() int
 }
 
+// keyWait bounds how long one key command waits for the generator.
+const keyWait = 5 * time.Second
+
 // Serve answers RESP clients on ln with keys from src until ctx ends or
 // ln fails. It closes ln and every client connection before it returns,
 // and returns nil when ctx ended. Safe to call once per listener.
 func Serve(ctx context.Context, ln net.Listener, src Source) error {
-	s := &server{src: src, conns: map[net.Conn]struct{}{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if tl, ok := ln.(*net.TCPListener); ok && eventLoops {
+		return serveLoops(ctx, tl, src)
+	}
+	return serveGoroutines(ctx, ln, src)
+}
+
+// serveGoroutines serves each connection on its own goroutine.
+func serveGoroutines(ctx context.Context, ln net.Listener, src Source) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[net.Conn]struct{}{}
+	)
 	stopped := make(chan struct{})
 	go func() {
 		<-ctx.Done()
 		_ = ln.Close()
-		s.mu.Lock()
-		for c := range s.conns {
+		mu.Lock()
+		for c := range conns {
 			_ = c.Close()
 		}
-		s.mu.Unlock()
+		mu.Unlock()
 		close(stopped)
 	}()
 	var err error
 	for {
-		var c net.Conn
-		c, err = ln.Accept()
+		var nc net.Conn
+		nc, err = ln.Accept()
 		if err != nil {
 			break
 		}
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.handle(ctx, c)
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-			_ = c.Close()
-		}()
+		mu.Lock()
+		conns[nc] = struct{}{}
+		mu.Unlock()
+		wg.Go(func() {
+			c := newConn(src)
+			defer c.release()
+			buf := make([]byte, 0, readSize)
+			for {
+				if len(buf) == cap(buf) {
+					buf = slices.Grow(buf, len(buf))
+				}
+				n, rerr := nc.Read(buf[len(buf):cap(buf)])
+				buf = buf[:len(buf)+n]
+				used, quit := c.process(ctx, buf)
+				if len(c.out) > 0 {
+					if _, werr := nc.Write(c.out); werr != nil {
+						break
+					}
+					c.out = c.out[:0]
+				}
+				buf = buf[:copy(buf, buf[used:])]
+				if quit || rerr != nil {
+					break
+				}
+			}
+			mu.Lock()
+			delete(conns, nc)
+			mu.Unlock()
+			_ = nc.Close()
+		})
 	}
-	cancel()
 	<-stopped
-	s.wg.Wait()
-	if ctx.Err() != nil && errors.Is(err, net.ErrClosed) {
+	wg.Wait()
+	if ctx.Err() != nil {
 		return nil
 	}
 	return fmt.Errorf("keyserver: accept: %w", err)
 }
 
-type server struct {
-	src   Source
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-}
+// readSize is the read buffer of a connection.
+const readSize = 64 << 10
 
-// conn is one client connection's state; used by one goroutine.
+// maxRequest bounds the unparsed input of one connection: a longer
+// command is a protocol error.
+const maxRequest = 1 << 20
+
+// conn is one client connection's protocol state; used by one goroutine
+// (or one event loop) at a time.
 type conn struct {
 	src  Source
-	r    *bufio.Reader
-	w    io.Writer
 	out  []byte   // replies not yet written
-	args [][]byte // the current command's arguments (into argb)
-	argb []byte
+	args [][]byte // the current command's arguments (into the input)
 	keys []int64
 	// pending counts INCR / bare NEXTID commands read but not yet answered:
 	// they are answered together with one batch call.
 	pending int
+	// wait bounds key waits to about keyWait; it is renewed every second
+	// rather than per command (a timer per command costs 6% of the CPU).
+	wait       context.Context
+	waitCancel context.CancelFunc
+	waitRenew  time.Time
 }
 
-func (s *server) handle(ctx context.Context, nc net.Conn) {
-	c := &conn{src: s.src, r: bufio.NewReaderSize(nc, 64<<10), w: nc, out: make([]byte, 0, 64<<10)}
+// bounded returns a context that ends between keyWait-1s and keyWait
+// from now, or with parent.
+func (c *conn) bounded(parent context.Context) context.Context {
+	now := time.Now()
+	if c.wait == nil || now.After(c.waitRenew) {
+		c.release()
+		c.wait, c.waitCancel = context.WithDeadline(parent, now.Add(keyWait))
+		c.waitRenew = now.Add(time.Second)
+	}
+	return c.wait
+}
+
+// release stops the wait timer; call it when the connection ends.
+func (c *conn) release() {
+	if c.waitCancel != nil {
+		c.waitCancel()
+		c.wait, c.waitCancel = nil, nil
+	}
+}
+
+func newConn(src Source) *conn {
+	return &conn{src: src, out: make([]byte, 0, 16<<10), args: make([][]byte, 0, 8)}
+}
+
+// process runs every complete command in in, appends the replies to
+// c.out, and returns how many bytes it consumed and whether the
+// connection must close (QUIT, or a protocol error, which is answered).
+func (c *conn) process(ctx context.Context, in []byte) (used int, quit bool) {
 	for {
-		args, err := c.readCommand()
+		args, n, err := c.parse(in[used:])
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				var pe protocolError
-				if errors.As(err, &pe) {
-					c.flushPending(ctx)
-					c.out = append(c.out, "-ERR Protocol error: "+string(pe)+"\r\n"...)
-				}
-			}
 			c.flushPending(ctx)
-			_, _ = c.w.Write(c.out)
-			return
+			c.out = append(c.out, "-ERR Protocol error: "+err.Error()+"\r\n"...)
+			return len(in), true
 		}
-		if len(args) == 0 {
-			continue
-		}
-		quit := c.dispatch(ctx, args)
-		if quit || c.r.Buffered() == 0 || len(c.out) >= 48<<10 {
-			c.flushPending(ctx)
-			if len(c.out) > 0 {
-				if _, err := c.w.Write(c.out); err != nil {
-					return
-				}
-				c.out = c.out[:0]
+		if n == 0 {
+			if len(in)-used > maxRequest {
+				c.flushPending(ctx)
+				c.out = append(c.out, "-ERR Protocol error: too big request\r\n"...)
+				return len(in), true
 			}
+			break
 		}
-		if quit {
-			return
+		used += n
+		if len(args) > 0 && c.dispatch(ctx, args) {
+			quit = true
+			break
 		}
 	}
+	c.flushPending(ctx)
+	return used, quit
 }
 
 // dispatch runs one command, appending its reply to c.out (or counting it
@@ -223,7 +282,7 @@ func (c *conn) flushPending(ctx context.Context) {
 		return
 	}
 	c.pending = 0
-	keys, err := c.src.AppendIDs(ctx, c.keys[:0], n)
+	keys, err := c.src.AppendIDs(c.bounded(ctx), c.keys[:0], n)
 	c.keys = keys[:0]
 	for _, k := range keys {
 		c.integer(k)
@@ -234,7 +293,7 @@ func (c *conn) flushPending(ctx context.Context) {
 }
 
 func (c *conn) batch(ctx context.Context, n int, packed bool) {
-	keys, err := c.src.AppendIDs(ctx, c.keys[:0], n)
+	keys, err := c.src.AppendIDs(c.bounded(ctx), c.keys[:0], n)
 	c.keys = keys[:0]
 	if err != nil {
 		// The keys issued before the error stay unused: they are unique,
@@ -289,81 +348,66 @@ func (c *conn) bulk(b []byte) {
 
 type protocolError string
 
-func (e protocolError) Error() string { return "keyserver: protocol error: " + string(e) }
+func (e protocolError) Error() string { return string(e) }
 
-// Limits on one command, as Redis's defaults are far larger than anything
-// a key request needs.
+// Limits on one command; Redis's are far larger than a key request needs.
 const (
 	maxArgs   = 1024
 	maxArgLen = 64 << 10
 )
 
-// readCommand reads one RESP array command or one inline command. The
-// returned slices are valid until the next call.
-func (c *conn) readCommand() ([][]byte, error) {
-	line, err := c.readLine()
-	if err != nil {
-		return nil, err
+// parse reads one command from the front of in: a RESP array of bulk
+// strings or an inline command (space-separated words, as telnet sends).
+// n is 0 when in does not yet hold a whole command. The arguments point
+// into in.
+func (c *conn) parse(in []byte) (args [][]byte, n int, err error) {
+	line, rest, ok := cutLine(in)
+	if !ok {
+		return nil, 0, nil
 	}
 	c.args = c.args[:0]
-	c.argb = c.argb[:0]
 	if len(line) == 0 || line[0] != '*' {
-		// Inline command: space-separated words (telnet, nc).
 		for f := range bytes.FieldsSeq(line) {
 			c.args = append(c.args, f)
 		}
-		return c.args, nil
+		return c.args, len(in) - len(rest), nil
 	}
-	n, err := parseLen(line[1:], maxArgs)
+	count, err := parseLen(line[1:], maxArgs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	// Copy arguments into argb: the reader's buffer moves on.
-	offs := make([]int, 0, 8)
-	for range n {
-		line, err := c.readLine()
-		if err != nil {
-			return nil, err
+	for range count {
+		line, rest, ok = cutLine(rest)
+		if !ok {
+			return nil, 0, nil
 		}
 		if len(line) == 0 || line[0] != '$' {
-			return nil, protocolError(fmt.Sprintf("expected '$', got '%s'", sanitize(line)))
+			return nil, 0, protocolError(fmt.Sprintf("expected '$', got '%s'", sanitize(line)))
 		}
 		size, err := parseLen(line[1:], maxArgLen)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		start := len(c.argb)
-		c.argb = append(c.argb, make([]byte, size+2)...)
-		if _, err := io.ReadFull(c.r, c.argb[start:]); err != nil {
-			return nil, err
+		if len(rest) < size+2 {
+			return nil, 0, nil
 		}
-		c.argb = c.argb[:start+size]
-		offs = append(offs, start)
+		c.args = append(c.args, rest[:size:size])
+		rest = rest[size+2:]
 	}
-	for i, o := range offs {
-		end := len(c.argb)
-		if i+1 < len(offs) {
-			end = offs[i+1]
-		}
-		c.args = append(c.args, c.argb[o:end:end])
-	}
-	return c.args, nil
+	return c.args, len(in) - len(rest), nil
 }
 
-// readLine returns one line without its CRLF (or LF).
-func (c *conn) readLine() ([]byte, error) {
-	line, err := c.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		return nil, protocolError("too big inline request")
+// cutLine splits in after its first LF; line excludes the CRLF (or LF).
+func cutLine(in []byte) (line, rest []byte, ok bool) {
+	i := bytes.IndexByte(in, '\n')
+	if i < 0 {
+		return nil, in, false
 	}
-	if err != nil {
-		return nil, err
-	}
-	line = line[:len(line)-1]
+	line = in[:i]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
-	return line, nil
+	return line, in[i+1:], true
 }
 
 func parseLen(b []byte, limit int) (int, error) {

@@ -32,7 +32,18 @@ func (s *genSource) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64,
 
 func (s *genSource) WorkerID() int { return 7 }
 
-func start(t *testing.T, src Source) string {
+func start(t *testing.T, src Source) string { return startWith(t, src, Serve) }
+
+// modes are both ways of serving: event loops (Linux) and goroutines.
+var modes = []struct {
+	name  string
+	serve func(context.Context, net.Listener, Source) error
+}{
+	{"Serve", Serve},
+	{"goroutines", serveGoroutines},
+}
+
+func startWith(t *testing.T, src Source, serve func(context.Context, net.Listener, Source) error) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +51,7 @@ func start(t *testing.T, src Source) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, src) }()
+	go func() { done <- serve(ctx, ln, src) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -109,7 +120,12 @@ func command(args ...string) string {
 }
 
 func TestCommands(t *testing.T) {
-	addr := start(t, newSource(t))
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testCommands(t, startWith(t, newSource(t), m.serve)) })
+	}
+}
+
+func testCommands(t *testing.T, addr string) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +204,12 @@ func TestNotIssuing(t *testing.T) {
 }
 
 func TestProtocolError(t *testing.T) {
-	addr := start(t, newSource(t))
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testProtocolError(t, startWith(t, newSource(t), m.serve)) })
+	}
+}
+
+func testProtocolError(t *testing.T, addr string) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +225,12 @@ func TestProtocolError(t *testing.T) {
 // TestConcurrentClientsUnique: many connections, pipelined, all keys
 // distinct.
 func TestConcurrentClientsUnique(t *testing.T) {
-	addr := start(t, newSource(t))
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testConcurrentClientsUnique(t, startWith(t, newSource(t), m.serve)) })
+	}
+}
+
+func testConcurrentClientsUnique(t *testing.T, addr string) {
 	var mu sync.Mutex
 	seen := map[int64]bool{}
 	var wg sync.WaitGroup
@@ -277,5 +303,52 @@ func TestRedisClients(t *testing.T) {
 	out, err = exec.CommandContext(ctx, bench, "-h", host, "-p", port, "-t", "incr", "-n", "2000", "-c", "4", "--csv").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"INCR"`) || strings.Contains(string(out), "ERR") {
 		t.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+}
+
+// TestSlowReader: a client that pipelines far more output than the socket
+// holds before it reads gets every reply, in order (the event loop keeps
+// the rest for when the socket drains and holds the input meanwhile).
+func TestSlowReader(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			addr := startWith(t, newSource(t), m.serve)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var req strings.Builder
+			for range 20 {
+				req.WriteString(command("NEXTIDB", "100000"))
+			}
+			req.WriteString(command("PING") + "QUIT\r\n")
+			go func() { _, _ = io.WriteString(c, req.String()) }()
+			time.Sleep(200 * time.Millisecond)
+			r := bufio.NewReaderSize(c, 1<<20)
+			var last int64
+			for i := range 20 {
+				b := reply(t, r).(string)
+				if len(b) != 800000 {
+					t.Fatalf("reply %d: %d bytes", i, len(b))
+				}
+				for j := 0; j < len(b); j += 8 {
+					k := int64(binary.BigEndian.Uint64([]byte(b[j : j+8])))
+					if k <= last {
+						t.Fatalf("key %d after %d", k, last)
+					}
+					last = k
+				}
+			}
+			if got := reply(t, r); got != "PONG" {
+				t.Fatalf("PING = %v", got)
+			}
+			if got := reply(t, r); got != "OK" {
+				t.Fatalf("QUIT = %v", got)
+			}
+			if _, err := r.ReadByte(); err != io.EOF {
+				t.Fatalf("after QUIT: %v, want EOF", err)
+			}
+		})
 	}
 }

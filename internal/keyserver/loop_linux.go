@@ -1,0 +1,315 @@
+//go:build linux
+
+package keyserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// eventLoops says serveLoops exists on this platform.
+const eventLoops = true
+
+// loop is one epoll event loop on a locked OS thread. It owns its
+// connections: only its goroutine reads, writes or closes them, except
+// that add registers new ones and the final cleanup closes the rest.
+type loop struct {
+	epfd  int
+	src   Source
+	mu    sync.Mutex
+	added map[int]*econn // registered by add, not yet seen by run
+	conns map[int]*econn // run's own
+}
+
+// econn is a connection served by a loop.
+type econn struct {
+	fd      int
+	c       *conn
+	in      []byte
+	pending []byte // unwritten output (the socket was full)
+	quit    bool   // close once pending is written
+}
+
+// serveLoops accepts on ln with Go's poller and hands each connection's
+// socket (a duplicate descriptor, non-blocking) to one of a few epoll
+// loops, round robin.
+func serveLoops(ctx context.Context, ln *net.TCPListener, src Source) error {
+	// Half the cores: one loop serves a client on the other core with the
+	// fewest cross-core wakeups (measured on 2 cores: 2 loops cost 30%
+	// more CPU per request than 1 for the same rate).
+	n := max(1, min(runtime.GOMAXPROCS(0)/2, 4))
+	loops := make([]*loop, 0, n)
+	var wg sync.WaitGroup
+	for range n {
+		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		if err != nil {
+			for _, l := range loops {
+				_ = syscall.Close(l.epfd)
+			}
+			return fmt.Errorf("keyserver: epoll: %w", err)
+		}
+		l := &loop{epfd: epfd, src: src, added: map[int]*econn{}, conns: map[int]*econn{}}
+		loops = append(loops, l)
+		wg.Go(func() { l.run(ctx) })
+	}
+	stopped := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		_ = ln.Close()
+		close(stopped)
+	}()
+	var err error
+	for i := 0; ; i++ {
+		var tc *net.TCPConn
+		tc, err = ln.AcceptTCP()
+		if err != nil {
+			break
+		}
+		fd, derr := detach(tc)
+		if derr != nil {
+			continue
+		}
+		if aerr := loops[i%len(loops)].add(fd); aerr != nil {
+			_ = syscall.Close(fd)
+		}
+	}
+	<-stopped
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("keyserver: accept: %w", err)
+}
+
+// detach returns a non-blocking duplicate of tc's socket and closes tc.
+func detach(tc *net.TCPConn) (int, error) {
+	defer tc.Close()
+	_ = tc.SetNoDelay(true)
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = dupCloexec(int(s)) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func dupCloexec(fd int) (int, error) {
+	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(r), nil
+}
+
+func (l *loop) add(fd int) error {
+	l.mu.Lock()
+	l.added[fd] = &econn{fd: fd, c: newConn(l.src), in: make([]byte, 0, readSize)}
+	l.mu.Unlock()
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.mu.Lock()
+		delete(l.added, fd)
+		l.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// lookup finds fd's connection, taking it over from add when new.
+func (l *loop) lookup(fd int) *econn {
+	if e := l.conns[fd]; e != nil {
+		return e
+	}
+	l.mu.Lock()
+	e := l.added[fd]
+	delete(l.added, fd)
+	l.mu.Unlock()
+	if e != nil {
+		l.conns[fd] = e
+	}
+	return e
+}
+
+// run waits for readiness and serves it until ctx ends, then closes its
+// connections and its epoll descriptor.
+func (l *loop) run(ctx context.Context) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer func() {
+		l.mu.Lock()
+		for fd := range l.added {
+			_ = syscall.Close(fd)
+		}
+		l.added = map[int]*econn{}
+		l.mu.Unlock()
+		for fd, e := range l.conns {
+			e.c.release()
+			_ = syscall.Close(fd)
+		}
+		_ = syscall.Close(l.epfd)
+	}()
+	events := make([]syscall.EpollEvent, 128)
+	for ctx.Err() == nil {
+		// The timeout only bounds how late a cancelled ctx is noticed.
+		n, err := syscall.EpollWait(l.epfd, events, 100)
+		if err != nil {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			return
+		}
+		for _, ev := range events[:n] {
+			e := l.lookup(int(ev.Fd))
+			if e == nil {
+				continue
+			}
+			if ev.Events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 && ev.Events&syscall.EPOLLIN == 0 {
+				l.close(e)
+				continue
+			}
+			if ev.Events&syscall.EPOLLOUT != 0 && !l.flush(ctx, e) {
+				continue
+			}
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP) != 0 {
+				l.serve(ctx, e)
+			}
+		}
+	}
+}
+
+// serve reads what is there and handles it.
+func (l *loop) serve(ctx context.Context, e *econn) {
+	if len(e.in) == cap(e.in) {
+		grown := make([]byte, len(e.in), 2*cap(e.in))
+		copy(grown, e.in)
+		e.in = grown
+	}
+	n, err := rawRead(e.fd, e.in[len(e.in):cap(e.in)])
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+		return
+	}
+	if n <= 0 || err != nil {
+		// EOF or a read error: answer nothing more.
+		l.close(e)
+		return
+	}
+	e.in = e.in[:len(e.in)+n]
+	// With output still pending, the input waits in e.in: flush handles
+	// it once the socket drains.
+	if len(e.pending) == 0 {
+		l.handle(ctx, e)
+	}
+}
+
+// handle runs the complete commands in e.in and writes the replies.
+func (l *loop) handle(ctx context.Context, e *econn) {
+	if e.quit {
+		return
+	}
+	used, quit := e.c.process(ctx, e.in)
+	e.in = e.in[:copy(e.in, e.in[used:])]
+	e.quit = quit
+	if !l.write(e, e.c.out) {
+		return
+	}
+	e.c.out = e.c.out[:0]
+	if e.quit && len(e.pending) == 0 {
+		l.close(e)
+	}
+}
+
+// write sends out, keeping what the socket does not take for EPOLLOUT. It
+// returns false when it closed the connection.
+func (l *loop) write(e *econn, out []byte) bool {
+	for len(out) > 0 {
+		n, err := rawWrite(e.fd, out)
+		if n > 0 {
+			out = out[n:]
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if errors.Is(err, syscall.EAGAIN) {
+			e.pending = append(e.pending[:0], out...)
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP, Fd: int32(e.fd)}
+			_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, e.fd, &ev)
+			return true
+		}
+		l.close(e)
+		return false
+	}
+	return true
+}
+
+// flush writes pending output once the socket drains, then handles the
+// input that waited for it. It returns false when it closed the
+// connection.
+func (l *loop) flush(ctx context.Context, e *econn) bool {
+	out := e.pending
+	e.pending = nil
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(e.fd)}
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, e.fd, &ev)
+	if !l.write(e, out) {
+		return false
+	}
+	if len(e.pending) > 0 {
+		return true
+	}
+	if e.quit {
+		l.close(e)
+		return false
+	}
+	if len(e.in) > 0 {
+		l.handle(ctx, e)
+		return l.conns[e.fd] == e
+	}
+	return true
+}
+
+func (l *loop) close(e *econn) {
+	e.c.release()
+	delete(l.conns, e.fd)
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, e.fd, nil)
+	_ = syscall.Close(e.fd)
+}
+
+// rawRead and rawWrite skip the scheduler's syscall bookkeeping: the
+// socket is non-blocking, so the call never blocks the loop's thread.
+func rawRead(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(r), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(r), nil
+}

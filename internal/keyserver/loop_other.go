@@ -1,0 +1,16 @@
+//go:build !linux
+
+package keyserver
+
+import (
+	"context"
+	"net"
+)
+
+// eventLoops says serveLoops exists on this platform: elsewhere each
+// connection has its goroutine.
+const eventLoops = false
+
+func serveLoops(ctx context.Context, ln *net.TCPListener, src Source) error {
+	return serveGoroutines(ctx, ln, src)
+}
