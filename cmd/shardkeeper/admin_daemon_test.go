@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
 // TestAdminAgainstServe drives the admin verbs through --server against a
@@ -24,7 +29,7 @@ func TestAdminAgainstServe(t *testing.T) {
 	}
 	t.Setenv(envServer, "")
 	t.Setenv(envToken, "")
-	output, stop := startServe(t, "--conf", dir, "--instance-id", "cli-e2e", "--http", "127.0.0.1:0", "--token-file", tokenFile)
+	output, stop := startServe(t, "--conf", dir, "--instance-id", "cli-e2e", "--http", "127.0.0.1:0", "--token-file", tokenFile, "--resp", "127.0.0.1:0")
 	defer stop()
 	m := regexp.MustCompile(`HTTP API and status page on (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(output())
 	if m == nil {
@@ -79,6 +84,29 @@ func TestAdminAgainstServe(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cli(1, "Can not support variable 'WORKER_ID'.", "props", "get", "worker_id")
+
+	// serve --resp: INCR over the Redis protocol gives keys of the same worker.
+	rm := regexp.MustCompile(`Redis-protocol key service on (127\.0\.0\.1:\d+)`).FindStringSubmatch(output())
+	if rm == nil {
+		t.Fatalf("no --resp address in the serve output:\n%s", output())
+	}
+	conn, err := net.Dial("tcp", rm[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("*2\r\n$4\r\nINCR\r\n$1\r\nx\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, ":") {
+		t.Fatalf("INCR over RESP: %q, %v", line, err)
+	}
+	respKey, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
+	lastHTTP, _ := strconv.ParseInt(keys[4], 10, 64)
+	if err != nil || respKey <= lastHTTP || snowflake.Decompose(respKey).WorkerID != snowflake.Decompose(lastHTTP).WorkerID {
+		t.Fatalf("RESP key %q after HTTP keys %v: want a larger key of the same worker", line, keys)
+	}
 	cli(0, "name storage_units tables", "databases", "list")
 	cli(1, "nope", "databases", "show", "nope")
 }

@@ -30,6 +30,7 @@ func newServeCommand() *cobra.Command {
 		node      cluster.Config
 		logFormat string
 		stopAfter time.Duration
+		respAddr  string
 		hf        httpFlags
 	)
 	cmd := &cobra.Command{
@@ -97,6 +98,11 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
 				}
 			}
+			stopRESP, err := startRESP(respAddr, d.Node, out)
+			if err != nil {
+				_ = d.Close(context.Background())
+				return err
+			}
 			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
 			ctx := cmd.Context()
 			if stopAfter > 0 {
@@ -105,6 +111,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 				defer cancel()
 			}
 			<-ctx.Done()
+			stopRESP()
 			fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
 			closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
@@ -123,6 +130,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it)")
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
+	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")

@@ -5,9 +5,10 @@
 // open-loop, fixed-rate load generator, and prints a Markdown table with
 // every round, the medians and the ratios against Redis.
 //
-// The node runs in this process on an embedded etcd registry (or on -etcd
-// URLs) and serves keys over the Redis protocol (internal/keyserver) and
-// HTTP (GET /api/v1/keys?count=N, the API contract). Redis must listen on
+// The node runs in this process as serve runs it (internal/daemon, on an
+// embedded etcd registry or on -etcd URLs) and serves keys over the Redis
+// protocol (internal/keyserver) and its HTTP API (internal/httpapi,
+// GET /api/v1/keys?count=N). Redis must listen on
 // -redis and PostgreSQL on -pg; redis-benchmark, pgbench and wrk must be on
 // PATH (`make bench-keys` installs the Debian packages when missing).
 //
@@ -17,13 +18,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,10 +35,9 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
-	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/embedded"
-	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -114,26 +112,25 @@ func run(o options) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	node, registryName, closeNode, err := startNode(ctx, o)
+	d, registryName, closeNode, err := startNode(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer closeNode()
+	node := d.Node
 
 	respLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	go func() { _ = keyserver.Serve(ctx, respLn, node) }()
-	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: keysHandler(node)}
-	go func() { _ = hs.Serve(httpLn) }()
-	defer hs.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = keyserver.Serve(ctx, respLn, node)
+	}()
+	defer func() { cancel(); <-served }()
 	resp := respLn.Addr().String()
-	httpURL := "http://" + httpLn.Addr().String()
+	httpURL := "http://" + d.HTTPAddr
 
 	if err := checkRedis(o.redisAddr); err != nil {
 		return err
@@ -153,7 +150,7 @@ func run(o options) error {
 	n := strconv.Itoa(o.requests)
 	p := strconv.Itoa(o.pipeline)
 	b := strconv.Itoa(o.batch)
-	d := fmt.Sprintf("%ds", int(o.duration.Seconds()))
+	dur := fmt.Sprintf("%ds", int(o.duration.Seconds()))
 	rh, rp, _ := net.SplitHostPort(o.redisAddr)
 	sh, sp, _ := net.SplitHostPort(resp)
 	batchReqs := strconv.Itoa(max(2000, o.requests/100))
@@ -162,7 +159,7 @@ func run(o options) error {
 		redisIncr = &row{name: "Redis INCR: redis-benchmark -t incr -c " + c, unit: "req/s"}
 		skIncr    = &row{name: "shardkeeper RESP INCR: same command line", unit: "req/s"}
 		pgNext    = &row{name: "PostgreSQL nextval: pgbench -M prepared -c " + c + " -j 2", unit: "req/s"}
-		skHTTP    = &row{name: "shardkeeper HTTP GET /api/v1/keys: wrk -t 2 -c " + c, unit: "req/s"}
+		skHTTP    = &row{name: "shardkeeper HTTP GET /api/v1/keys (internal/httpapi): wrk -t 2 -c " + c, unit: "req/s"}
 		redisPipe = &row{name: "Redis INCR, pipelined -P " + p, unit: "req/s"}
 		skPipe    = &row{name: "shardkeeper RESP INCR, pipelined -P " + p, unit: "req/s"}
 		skBatchB  = &row{name: "batched: NEXTIDB " + b + " (packed), redis-benchmark -c 4", unit: "keys/s"}
@@ -184,13 +181,13 @@ func run(o options) error {
 		}
 		skIncr.add(v, note)
 		if !o.skipPG {
-			v, err = pgbench(o.pgURL, pgScript, c, d)
+			v, err = pgbench(o.pgURL, pgScript, c, dur)
 			if err != nil {
 				return err
 			}
 			pgNext.add(v, "")
 		}
-		v, note, err = wrk(httpURL+"/api/v1/keys", "2", c, d)
+		v, note, err = wrk(httpURL+"/api/v1/keys", "2", c, dur)
 		if err != nil {
 			return err
 		}
@@ -215,7 +212,7 @@ func run(o options) error {
 			return err
 		}
 		skBatchA.add(v*float64(o.batch), note)
-		v, note, err = wrk(httpURL+"/api/v1/keys?count="+b, "2", "4", d)
+		v, note, err = wrk(httpURL+"/api/v1/keys?count="+b, "2", "4", dur)
 		if err != nil {
 			return err
 		}
@@ -311,104 +308,48 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// startNode opens a cluster node on an embedded registry (or -etcd).
-func startNode(ctx context.Context, o options) (*cluster.Node, string, func(), error) {
-	var (
-		repo registry.Repository
-		name string
-		err  error
-	)
+// startNode starts a node as serve does (internal/daemon: cluster node,
+// metadata, the HTTP API on a free loopback port) on an embedded registry
+// in a temporary directory, or on -etcd.
+func startNode(ctx context.Context, o options) (d *daemon.Daemon, registryName string, stop func(), err error) {
+	repo := config.DefaultMode().Repository
+	registryName = "embedded etcd"
+	var dir string
 	if o.etcd != "" {
-		repo, err = etcd.Open(ctx, etcd.Config{Endpoints: strings.Split(o.etcd, ","), Namespace: "keybench_" + strconv.Itoa(os.Getpid())})
-		name = "etcd " + o.etcd
+		repo, err = config.RepositoryFromFlags("etcd", map[string]string{"server-lists": o.etcd, "namespace": "keybench_" + strconv.Itoa(os.Getpid())})
+		if err != nil {
+			return nil, "", nil, err
+		}
+		registryName = "etcd " + o.etcd
 	} else {
-		dir, derr := os.MkdirTemp("", "keybench-registry-")
-		if derr != nil {
-			return nil, "", nil, derr
+		if dir, err = os.MkdirTemp("", "keybench-registry-"); err != nil {
+			return nil, "", nil, err
 		}
-		defer func() {
-			if err != nil {
-				os.RemoveAll(dir)
-			}
-		}()
-		var r *embedded.Repo
-		r, err = embedded.Open(ctx, embedded.Config{Dir: dir, ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0"})
-		repo, name = r, "embedded etcd"
-		if err == nil {
-			prev := repo
-			repo = closeHook{prev, func() { os.RemoveAll(dir) }}
-		}
-	}
-	if err != nil {
-		return nil, "", nil, err
+		repo.DataDir, repo.ClientURL, repo.PeerURL = dir, "http://127.0.0.1:0", "http://127.0.0.1:0"
 	}
 	sf := snowflake.DefaultConfig()
 	sf.MaxBorrow = o.borrow
-	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "keybench-" + strconv.Itoa(os.Getpid()), Snowflake: sf,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err = daemon.Start(ctx, daemon.Config{
+		Repository: repo,
+		Node:       cluster.Config{InstanceID: "keybench-" + strconv.Itoa(os.Getpid()), Snowflake: sf, Logger: log},
+		Logger:     log,
+		HTTP:       &daemon.HTTPConfig{Addr: "127.0.0.1:0", OpenReads: true},
+	})
 	if err != nil {
-		repo.Close()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 		return nil, "", nil, err
 	}
-	return node, name, func() {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return d, registryName, func() {
+		c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		_ = node.Close(c)
-		repo.Close()
+		_ = d.Close(c)
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}, nil
-}
-
-type closeHook struct {
-	registry.Repository
-	after func()
-}
-
-func (c closeHook) Close() error {
-	err := c.Repository.Close()
-	c.after()
-	return err
-}
-
-// keysHandler serves GET /api/v1/keys?count=N as the HTTP API contract
-// says ({"workerId":W,"keys":["123",...]}). It stands in for
-// internal/httpapi until that lands on main, with the same encoding work
-// per key.
-func keysHandler(node *cluster.Node) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/keys", func(w http.ResponseWriter, r *http.Request) {
-		count := 1
-		if s := r.URL.Query().Get("count"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > 10000 {
-				http.Error(w, `{"error":"count must be an integer in [1, 10000]","code":0}`, http.StatusBadRequest)
-				return
-			}
-			count = n
-		}
-		keys, err := node.NextIDs(r.Context(), count)
-		if err != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "code": 0})
-			return
-		}
-		buf := make([]byte, 0, 32+22*len(keys))
-		buf = append(buf, `{"workerId":`...)
-		buf = strconv.AppendInt(buf, int64(node.WorkerID()), 10)
-		buf = append(buf, `,"keys":[`...)
-		for i, k := range keys {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = append(buf, '"')
-			buf = strconv.AppendInt(buf, k, 10)
-			buf = append(buf, '"')
-		}
-		buf = append(buf, "]}\n"...)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(buf)
-	})
-	return mux
 }
 
 func checkRedis(addr string) error {
