@@ -28,11 +28,15 @@ type latency struct {
 	P999     float64
 	Max      float64
 	MaxLag   float64 // ms: how late the generator sent its latest request
+	// P99Sent is the p99 measured from when each request was actually
+	// written (the server's and the network's share, without the
+	// generator's own lateness).
+	P99Sent float64
 }
 
 func (l latency) String() string {
-	return fmt.Sprintf("%.0f req/s asked, %.0f done, %d errors, p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f ms, send lag max %.3f ms",
-		l.Rate, l.Achieved, l.Errors, l.P50, l.P90, l.P99, l.P999, l.Max, l.MaxLag)
+	return fmt.Sprintf("%.0f req/s asked, %.0f done, %d errors, p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f ms, send lag max %.3f ms, p99 from the actual send %.3f ms",
+		l.Rate, l.Achieved, l.Errors, l.P50, l.P90, l.P99, l.P999, l.Max, l.MaxLag, l.P99Sent)
 }
 
 // openLoop runs the generator in a child process (so it does not share a
@@ -71,8 +75,9 @@ func openLoopMain(args []string) {
 	interval := time.Duration(float64(time.Second) * float64(*conns) / *rate)
 	start := time.Now().Add(50 * time.Millisecond)
 	end := start.Add(*warm + *d)
+	type stamp struct{ sched, sent time.Time }
 	type result struct {
-		lat          []time.Duration
+		lat, latSent []time.Duration
 		errs         int
 		maxLag       time.Duration
 		first, final time.Time
@@ -85,7 +90,7 @@ func openLoopMain(args []string) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		sched := make(chan time.Time, 1<<20)
+		sched := make(chan stamp, 1<<20)
 		offset := time.Duration(i) * interval / time.Duration(*conns)
 		wg.Add(2)
 		go func() { // sender
@@ -105,7 +110,7 @@ func openLoopMain(args []string) {
 				// Send everything that is due.
 				for !next.After(now) && next.Before(end) {
 					_, _ = w.Write(cmd)
-					sched <- next
+					sched <- stamp{next, now}
 					if lag := now.Sub(next); lag > maxLag && next.After(start.Add(*warm)) {
 						maxLag = lag
 					}
@@ -124,7 +129,8 @@ func openLoopMain(args []string) {
 			r := bufio.NewReaderSize(c, 64<<10)
 			res := &results[i]
 			res.lat = make([]time.Duration, 0, int(*rate*(*d).Seconds()) / *conns + 1024)
-			for t := range sched {
+			for st := range sched {
+				t := st.sched
 				line, err := r.ReadSlice('\n')
 				if err != nil {
 					res.errs++
@@ -142,16 +148,18 @@ func openLoopMain(args []string) {
 				}
 				res.final = now
 				res.lat = append(res.lat, now.Sub(t))
+				res.latSent = append(res.latSent, now.Sub(st.sent))
 			}
 		}()
 	}
 	wg.Wait()
-	var all []time.Duration
+	var all, allSent []time.Duration
 	var l latency
 	l.Rate = *rate
 	first, final := end, start
 	for _, r := range results {
 		all = append(all, r.lat...)
+		allSent = append(allSent, r.latSent...)
 		l.Errors += r.errs
 		l.MaxLag = max(l.MaxLag, ms(r.maxLag))
 		if !r.first.IsZero() && r.first.Before(first) {
@@ -162,11 +170,13 @@ func openLoopMain(args []string) {
 		}
 	}
 	slices.Sort(all)
+	slices.Sort(allSent)
 	l.Count = len(all)
 	if len(all) > 0 {
 		q := func(p float64) float64 { return ms(all[min(len(all)-1, int(p*float64(len(all))))]) }
 		l.P50, l.P90, l.P99, l.P999, l.Max = q(0.50), q(0.90), q(0.99), q(0.999), ms(all[len(all)-1])
 		l.Achieved = float64(len(all)) / final.Sub(first).Seconds()
+		l.P99Sent = ms(allSent[min(len(allSent)-1, int(0.99*float64(len(allSent))))])
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(l)
 }
