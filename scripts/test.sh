@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test against real servers: installs etcd and ZooKeeper from
 # Debian packages when missing, starts them on free loopback ports, runs
-# `go test -race -v ./...` with their addresses (a test that needs a server
+# `go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+go test -race -v ./...` with their addresses (a test that needs a server
 # fails, never skips, under this script), then stops them.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Conformance).
 set -euo pipefail

@@ -9,21 +9,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// recv waits for the next event or fails.
-func recv(t *testing.T, ch <-chan registry.Event) registry.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("watch channel closed early")
-		}
-		return ev
-	case <-time.After(Timeout):
-		t.Fatal("no watch event")
-	}
-	panic("unreachable")
-}
-
 // until reads events until one satisfies match, ignoring others (the
 // contract allows duplicates and events for keys the test does not care
 // about, such as ZooKeeper's parent nodes).
