@@ -119,6 +119,10 @@ func (t *target) client() (*apiClient, error) { return newAPIClient(t.server, t.
 func (t *target) withRegistry(ctx context.Context, fn func(context.Context, registry.Repository) error) error {
 	r, err := openFromFlags(ctx, &t.reg)
 	if err != nil {
+		if rc, rerr := t.reg.repository(); rerr == nil && rc.Type == config.RepositoryEmbedded && strings.Contains(err.Error(), "in use") {
+			return fmt.Errorf("%w\nA node is running on it: ask that node with --server URL (its HTTP API, default http://127.0.0.1:8080),\n"+
+				"or read its embedded etcd with --repository-type etcd --server-lists %s", err, orDefault(rc.ClientURL, config.DefaultEmbeddedClientURL))
+		}
 		return err
 	}
 	defer r.Close()
