@@ -240,7 +240,7 @@ func run(o options) error {
 	if o.skipPG {
 		rows = slices.DeleteFunc(rows, func(r *row) bool { return r == pgNext })
 	}
-	printTable(os.Stdout, rows, redisIncr, redisPipe)
+	printTable(os.Stdout, rows)
 	fmt.Println()
 	ratio := func(a, b *row) []string {
 		out := make([]string, len(a.values))
@@ -265,9 +265,8 @@ func run(o options) error {
 	return nil
 }
 
-func printTable(w io.Writer, rows []*row, baselines ...*row) {
+func printTable(w io.Writer, rows []*row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	_ = baselines
 	n := len(rows[0].values)
 	hdr := "| measurement | unit"
 	sep := "|---|---"
