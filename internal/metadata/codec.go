@@ -38,16 +38,39 @@ type kv struct {
 	v any
 }
 
-func (o ordered) MarshalYAML() (any, error) {
-	n := &yaml.Node{Kind: yaml.MappingNode}
-	for _, p := range o {
-		var v yaml.Node
-		if err := v.Encode(p.v); err != nil {
-			return nil, err
+func (o ordered) MarshalYAML() (any, error) { return toNode(o), nil }
+
+// toNode builds the YAML node of v directly for the shapes this package
+// writes (yaml.Node.Encode marshals and parses again: the 10,000-table
+// persist spent most of its time there).
+func toNode(v any) *yaml.Node {
+	scalar := func(tag, value string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value} }
+	switch x := v.(type) {
+	case ordered:
+		n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(x))}
+		for _, p := range x {
+			n.Content = append(n.Content, scalar("!!str", p.k), toNode(p.v))
 		}
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: p.k}, &v)
+		return n
+	case string:
+		return scalar("!!str", x)
+	case bool:
+		return scalar("!!bool", strconv.FormatBool(x))
+	case int:
+		return scalar("!!int", strconv.Itoa(x))
+	case []string:
+		n := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, s := range x {
+			n.Content = append(n.Content, scalar("!!str", s))
+		}
+		return n
+	default:
+		var n yaml.Node
+		if err := n.Encode(x); err != nil {
+			panic(fmt.Sprintf("metadata: marshal %T: %v", x, err))
+		}
+		return &n
 	}
-	return n, nil
 }
 
 // encodeTable is YamlShardingSphereTable: name, type, columns and indexes
