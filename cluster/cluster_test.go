@@ -521,3 +521,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestCloseAfterLosingTheWorkerID(t *testing.T) {
+	store := memory.New()
+	fillExcept(t, store, 3)
+	ra := fault.Wrap(store.Clone(), nil)
+	a := openNode(t, ra, Config{InstanceID: "loser"})
+	ra.SetPlan(func(op, key string) fault.Action {
+		return fault.Action{Err: fmt.Errorf("%w: partitioned (test)", registry.ErrUnavailable)}
+	})
+	memory.Expire(a.current.Load().sess.(*fault.Session).Unwrap())
+	waitFor(t, "the loss to be noticed", func() bool { return a.Stats().Losses >= 1 && a.WorkerID() == -1 })
+	if _, err := a.NextID(testCtx(t)); !errors.Is(err, ErrNotIssuing) {
+		t.Fatalf("NextID while not holding = %v", err)
+	}
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatalf("Close while not holding a worker id: %v", err)
+	}
+}

@@ -163,6 +163,7 @@ func (n *Node) run(ctx context.Context, hold *holding) {
 		}
 		// Lost: stop issuing at once, then start over.
 		n.gen.Store(nil)
+		n.current.Store(nil)
 		hold.gen.Revoke()
 		_ = hold.sess.Close(context.Background())
 		n.stats.losses.Add(1)
@@ -317,6 +318,12 @@ func (n *Node) Close(ctx context.Context) error {
 	n.cancel()
 	<-n.done
 	hold := n.current.Load()
+	if hold == nil {
+		// The worker id was lost and not re-acquired: its session is gone
+		// already, and with it every ephemeral of this node.
+		n.cfg.Logger.Info("left the cluster (held no worker id)")
+		return nil
+	}
 	hold.gen.Revoke()
 	var errs []error
 	if !n.cfg.unfenced {
