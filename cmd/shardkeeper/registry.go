@@ -82,7 +82,7 @@ A running "shardkeeper serve" on the embedded registry is plain etcd:
 					case ev.Type == registry.EventDelete:
 						fmt.Fprintf(out, "DELETE %s\n", ev.KV.Key)
 					default:
-						fmt.Fprintf(out, "PUT %s %s\n", ev.KV.Key, ev.KV.Value)
+						fmt.Fprintf(out, "PUT %s %s\n", ev.KV.Key, f.shown(ev.KV))
 					}
 				})
 				if cmd.Context().Err() != nil {
@@ -110,9 +110,9 @@ func newGetCommand(f *registryFlags) *cobra.Command {
 					Key     string `json:"key"`
 					Value   string `json:"value"`
 					Version int64  `json:"version"`
-				}{kv.Key, string(kv.Value), int64(kv.Version)})
+				}{kv.Key, string(f.shown(kv)), int64(kv.Version)})
 			case "", "value":
-				_, err = fmt.Fprintf(out, "%s\n", kv.Value)
+				_, err = fmt.Fprintf(out, "%s\n", f.shown(kv))
 				return err
 			default:
 				return fmt.Errorf("-o %q: want value or json", output)

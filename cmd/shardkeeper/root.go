@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // registryFlags choose the registry the ShardingSphere way: a conf dir whose
@@ -18,6 +19,16 @@ type registryFlags struct {
 	namespace      string
 	dataDir        string
 	timeout        time.Duration
+	showSecrets    bool
+}
+
+// shown is the value of kv as the CLI prints it: data source passwords
+// masked unless --show-secrets.
+func (f *registryFlags) shown(kv registry.KV) []byte {
+	if f.showSecrets {
+		return kv.Value
+	}
+	return redact(kv.Key, kv.Value)
 }
 
 func newRootCommand() *cobra.Command {
@@ -40,6 +51,7 @@ func (f *registryFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.namespace, "namespace", "", "registry namespace (default "+config.DefaultNamespace+")")
 	fl.StringVar(&f.dataDir, "data-dir", "", "Embedded: the data directory (default "+config.DefaultEmbeddedDataDir+")")
 	fl.DurationVar(&f.timeout, "timeout", 0, "how long to wait for the registry (default 5s)")
+	fl.BoolVar(&f.showSecrets, "show-secrets", false, "print data source passwords instead of ******")
 }
 
 // repository resolves the flags into a repository config: --conf first,
