@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
 )
 
 // Metrics collects what /metrics exposes beyond the node's own counters:
@@ -21,7 +23,7 @@ import (
 // the node (Instrument wraps the repository the node uses). Safe for
 // concurrent use.
 type Metrics struct {
-	ops     [numOps]opStats
+	ops     []opStats // by fault.OpIndex
 	watchMu sync.Mutex
 	watch   map[string]*atomic.Int64 // by watched prefix
 	routeMu sync.Mutex
@@ -33,32 +35,18 @@ type Metrics struct {
 
 // NewMetrics returns empty metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{watch: map[string]*atomic.Int64{}, routes: map[string]*atomic.Int64{}, errs: map[int]*atomic.Int64{}, started: time.Now()}
+	return &Metrics{ops: make([]opStats, len(fault.Ops)), watch: map[string]*atomic.Int64{}, routes: map[string]*atomic.Int64{}, errs: map[int]*atomic.Int64{}, started: time.Now()}
 }
 
-// Registry operations, as reported in the op label.
-var opNames = [...]string{"get", "children", "list", "put", "create", "update", "delete", "watch", "session",
-	"put_ephemeral", "create_ephemeral", "commit", "lock", "trylock", "session_close", "unlock"}
-
-const (
-	opGet = iota
-	opChildren
-	opList
-	opPut
-	opCreate
-	opUpdate
-	opDelete
-	opWatch
-	opSession
-	opPutEphemeral
-	opCreateEphemeral
-	opCommit
-	opLock
-	opTryLock
-	opSessionClose
-	opUnlock
-	numOps
-)
+// Registry operations, as reported in the op label: fault.Ops with
+// underscores (Prometheus label values by convention).
+var opNames = func() []string {
+	names := make([]string, len(fault.Ops))
+	for i, op := range fault.Ops {
+		names[i] = strings.ReplaceAll(op, "-", "_")
+	}
+	return names
+}()
 
 // latencyBuckets are the histogram's upper bounds in seconds.
 var latencyBuckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
@@ -117,170 +105,26 @@ func (m *Metrics) httpError(status int) {
 // sessions and locks it returns, is timed into m, and every watch event is
 // counted.
 func (m *Metrics) Instrument(r registry.Repository) registry.Repository {
-	return &timedRepo{inner: r, m: m}
+	return fault.Observe(r, m)
 }
 
-type timedRepo struct {
-	inner registry.Repository
-	m     *Metrics
-}
-
-// ListIsRangeRead forwards registry.RangeReader.
-func (t *timedRepo) ListIsRangeRead() bool { return registry.ListIsRangeRead(t.inner) }
-
-func (t *timedRepo) Get(ctx context.Context, key string) (registry.KV, error) {
-	start := time.Now()
-	kv, err := t.inner.Get(ctx, key)
-	t.m.observe(opGet, start, err)
-	return kv, err
-}
-
-func (t *timedRepo) Children(ctx context.Context, key string) ([]string, error) {
-	start := time.Now()
-	out, err := t.inner.Children(ctx, key)
-	t.m.observe(opChildren, start, err)
-	return out, err
-}
-
-func (t *timedRepo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
-	start := time.Now()
-	out, err := t.inner.List(ctx, prefix)
-	t.m.observe(opList, start, err)
-	return out, err
-}
-
-func (t *timedRepo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
-	start := time.Now()
-	v, err := t.inner.Put(ctx, key, value)
-	t.m.observe(opPut, start, err)
-	return v, err
-}
-
-func (t *timedRepo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
-	start := time.Now()
-	v, err := t.inner.Create(ctx, key, value)
-	t.m.observe(opCreate, start, err)
-	return v, err
-}
-
-func (t *timedRepo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
-	start := time.Now()
-	v, err := t.inner.Update(ctx, key, value, expect)
-	t.m.observe(opUpdate, start, err)
-	return v, err
-}
-
-func (t *timedRepo) Delete(ctx context.Context, key string) error {
-	start := time.Now()
-	err := t.inner.Delete(ctx, key)
-	t.m.observe(opDelete, start, err)
-	return err
-}
-
-// Watch counts the events it forwards. The forwarding goroutine drains
-// the backend's channel to its end, so the backend never blocks on it.
-func (t *timedRepo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
-	start := time.Now()
-	initial, in, err := t.inner.Watch(ctx, prefix)
-	t.m.observe(opWatch, start, err)
-	if err != nil {
-		return initial, in, err
+// Before implements fault.Hook: it times the call.
+func (m *Metrics) Before(_ context.Context, op, key string) (func(error) error, error) {
+	if op == "watch" {
+		counterIn(&m.watchMu, m.watch, key) // the prefix shows from its first watch, at 0
 	}
-	n := counterIn(&t.m.watchMu, t.m.watch, prefix)
-	out := make(chan registry.Event, 16)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			if ev.Err == nil {
-				n.Add(1)
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				for range in {
-				}
-				return
-			}
-		}
-	}()
-	return initial, out, nil
+	i, start := fault.OpIndex(op), time.Now()
+	return func(err error) error {
+		m.observe(i, start, err)
+		return err
+	}, nil
 }
 
-func (t *timedRepo) NewSession(ctx context.Context, opts registry.SessionOptions) (registry.Session, error) {
-	start := time.Now()
-	s, err := t.inner.NewSession(ctx, opts)
-	t.m.observe(opSession, start, err)
-	if err != nil {
-		return nil, err
+// Event implements fault.EventObserver: it counts watch events per prefix.
+func (m *Metrics) Event(prefix string, ev registry.Event) {
+	if ev.Err == nil {
+		counterIn(&m.watchMu, m.watch, prefix).Add(1)
 	}
-	return &timedSession{Session: s, m: t.m}, nil
-}
-
-func (t *timedRepo) Close() error { return t.inner.Close() }
-
-type timedSession struct {
-	registry.Session
-	m *Metrics
-}
-
-func (s *timedSession) PutEphemeral(ctx context.Context, key string, value []byte) error {
-	start := time.Now()
-	err := s.Session.PutEphemeral(ctx, key, value)
-	s.m.observe(opPutEphemeral, start, err)
-	return err
-}
-
-func (s *timedSession) CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error {
-	start := time.Now()
-	err := s.Session.CreateExclusiveEphemeral(ctx, key, value)
-	s.m.observe(opCreateEphemeral, start, err)
-	return err
-}
-
-func (s *timedSession) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
-	start := time.Now()
-	v, err := s.Session.Commit(ctx, txn)
-	s.m.observe(opCommit, start, err)
-	return v, err
-}
-
-func (s *timedSession) Lock(ctx context.Context, key string) (registry.Lock, error) {
-	start := time.Now()
-	l, err := s.Session.Lock(ctx, key)
-	s.m.observe(opLock, start, err)
-	if err != nil {
-		return nil, err
-	}
-	return &timedLock{Lock: l, m: s.m}, nil
-}
-
-func (s *timedSession) TryLock(ctx context.Context, key string) (registry.Lock, error) {
-	start := time.Now()
-	l, err := s.Session.TryLock(ctx, key)
-	s.m.observe(opTryLock, start, err)
-	if err != nil {
-		return nil, err
-	}
-	return &timedLock{Lock: l, m: s.m}, nil
-}
-
-func (s *timedSession) Close(ctx context.Context) error {
-	start := time.Now()
-	err := s.Session.Close(ctx)
-	s.m.observe(opSessionClose, start, err)
-	return err
-}
-
-type timedLock struct {
-	registry.Lock
-	m *Metrics
-}
-
-func (l *timedLock) Unlock(ctx context.Context) error {
-	start := time.Now()
-	err := l.Lock.Unlock(ctx)
-	l.m.observe(opUnlock, start, err)
-	return err
 }
 
 // countRoute wraps h to count its requests under pattern.
@@ -346,7 +190,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 
 	b.WriteString("# HELP shardkeeper_registry_request_duration_seconds Registry calls made by this node, by operation.\n# TYPE shardkeeper_registry_request_duration_seconds histogram\n")
-	for op := range numOps {
+	for op := range m.ops {
 		s := &m.ops[op]
 		count := s.count.Load()
 		if count == 0 {
@@ -362,7 +206,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_count{op=%q} %d\n", opNames[op], count)
 	}
 	b.WriteString("# HELP shardkeeper_registry_errors_total Registry calls that failed, by operation.\n# TYPE shardkeeper_registry_errors_total counter\n")
-	for op := range numOps {
+	for op := range m.ops {
 		if n := m.ops[op].errors.Load(); n > 0 || m.ops[op].count.Load() > 0 {
 			fmt.Fprintf(&b, "shardkeeper_registry_errors_total{op=%q} %d\n", opNames[op], n)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,5 +79,56 @@ func TestFaults(t *testing.T) {
 	})
 	if err := s.CreateExclusiveEphemeral(ctx, "/reservation/worker_id/1", nil); !errors.Is(err, registry.ErrUnavailable) {
 		t.Fatalf("session fault: %v", err)
+	}
+}
+
+func TestCounterCountsEveryCall(t *testing.T) {
+	ctx := context.Background()
+	c := fault.Count(memory.New())
+	if !registry.ListIsRangeRead(c) {
+		t.Fatal("the counter hides the backend's range reads")
+	}
+	c.Put(ctx, "/a", []byte("1"))
+	c.Get(ctx, "/a")
+	c.Get(ctx, "/missing")
+	s, _ := c.NewSession(ctx, registry.SessionOptions{})
+	s.PutEphemeral(ctx, "/e", nil)
+	l, _ := s.Lock(ctx, "/l")
+	l.Unlock(ctx)
+	s.Close(ctx)
+	want := map[string]int64{"put": 1, "get": 2, "session": 1, "put-ephemeral": 1, "lock": 1, "unlock": 1, "session-close": 1}
+	for op, n := range c.Counts() {
+		if n != want[op] {
+			t.Errorf("%s counted %d, want %d", op, n, want[op])
+		}
+	}
+	if c.Total() != 8 {
+		t.Errorf("total %d, want 8", c.Total())
+	}
+}
+
+type eventCounter struct {
+	fault.HookFunc
+	n atomic.Int64
+}
+
+func (e *eventCounter) Event(string, registry.Event) { e.n.Add(1) }
+
+func TestObserverSeesWatchEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inner := memory.New()
+	obs := &eventCounter{HookFunc: func(context.Context, string, string) (func(error) error, error) { return nil, nil }}
+	r := fault.Observe(inner, obs)
+	_, ch, err := r.Watch(ctx, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner.Put(ctx, "/w/x", []byte("1"))
+	if ev := <-ch; ev.KV.Key != "/w/x" {
+		t.Fatalf("event %+v", ev)
+	}
+	if obs.n.Load() != 1 {
+		t.Fatalf("observer saw %d events", obs.n.Load())
 	}
 }
