@@ -17,7 +17,19 @@ import (
 // Follow returns ctx.Err() when ctx ends, and an error wrapping ErrClosed
 // when the repository is closed.
 func Follow(ctx context.Context, r Repository, prefix string, fn func(Event)) error {
-	seen := map[string]Version{}
+	return FollowFrom(ctx, r, prefix, nil, fn)
+}
+
+// FollowFrom is Follow for a consumer that already knows some keys under
+// prefix, with their versions (a snapshot loaded before): the first
+// watch's snapshot then yields only the keys that are new or changed, and
+// synthetic deletes for known keys that are gone. FollowFrom takes
+// ownership of known.
+func FollowFrom(ctx context.Context, r Repository, prefix string, known map[string]Version, fn func(Event)) error {
+	seen := known
+	if seen == nil {
+		seen = map[string]Version{}
+	}
 	backoff := 50 * time.Millisecond
 	for {
 		initial, changes, err := r.Watch(ctx, prefix)

@@ -392,7 +392,7 @@ func TestResyncAfterLostWatch(t *testing.T) {
 		fcancel()
 	}()
 	var mu sync.Mutex
-	follow(fctx, base, "/props", seen, func(ev registry.Event) { mu.Lock(); got = append(got, ev); mu.Unlock() })
+	_ = registry.FollowFrom(fctx, base, "/props", seen, func(ev registry.Event) { mu.Lock(); got = append(got, ev); mu.Unlock() })
 	mu.Lock()
 	defer mu.Unlock()
 	var desc []string

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -178,7 +177,7 @@ func (s *Store) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			follow(ctx, s.repo, prefix, seen[i], q.push)
+			_ = registry.FollowFrom(ctx, s.repo, prefix, seen[i], q.push)
 		}()
 	}
 	defer wg.Wait()
@@ -225,68 +224,4 @@ func (q *queue) drain() []registry.Event {
 	out := q.events
 	q.events = nil
 	return out
-}
-
-// follow is registry.Follow seeded with the keys (and versions) the caller
-// already knows, so the first snapshot replays only what changed and
-// reports deletes for keys that vanished before the first watch.
-func follow(ctx context.Context, r registry.Repository, prefix string, seen map[string]registry.Version, fn func(registry.Event)) {
-	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		initial, changes, err := r.Watch(ctx, prefix)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			fn(registry.Event{Err: err})
-			if !sleep(ctx, backoff) {
-				return
-			}
-			backoff = min(backoff*2, 5*time.Second)
-			continue
-		}
-		backoff = 50 * time.Millisecond
-		present := make(map[string]registry.Version, len(initial))
-		for _, kv := range initial {
-			present[kv.Key] = kv.Version
-			if v, ok := seen[kv.Key]; !ok || v != kv.Version {
-				fn(registry.Event{Type: registry.EventPut, KV: kv})
-			}
-		}
-		for key := range seen {
-			if _, ok := present[key]; !ok {
-				fn(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: key}})
-			}
-		}
-		seen = present
-		for ev := range changes {
-			if ev.Err != nil {
-				if ctx.Err() == nil {
-					fn(ev)
-				}
-				continue
-			}
-			switch ev.Type {
-			case registry.EventPut:
-				seen[ev.KV.Key] = ev.KV.Version
-			case registry.EventDelete:
-				delete(seen, ev.KV.Key)
-			}
-			fn(ev)
-		}
-		if !sleep(ctx, backoff) {
-			return
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
