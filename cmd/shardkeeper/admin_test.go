@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
 // runCLI executes the CLI in-process with separate standard output and
@@ -92,7 +95,7 @@ func TestExitCodeMapping(t *testing.T) {
 }
 
 func TestPrinters(t *testing.T) {
-	nodes := []computeNode{
+	nodes := []cluster.Row{
 		{InstanceID: "a", InstanceType: "PROXY", Host: "10.0.0.1", Port: 3307, Status: "OK", ModeType: "Cluster", WorkerID: 7, Version: "v"},
 		{InstanceID: "b", InstanceType: "JDBC", Host: "10.0.0.2", Port: -1, Status: "CIRCUIT_BREAK", ModeType: "Cluster", WorkerID: -1, DatabaseName: "db"},
 	}
@@ -122,28 +125,34 @@ func TestPrinters(t *testing.T) {
 	}
 }
 
-func TestDecodeNodes(t *testing.T) {
-	kvs := []registry.KV{
-		{Key: "/nodes/compute_nodes/online/proxy/p1", Value: []byte("attribute: 10.0.0.1@3307\nversion: 5.5.2\n")},
-		{Key: "/nodes/compute_nodes/online/jdbc/j1", Value: []byte("attribute: 10.0.0.2\ndatabaseName: sharding_db\nversion: 5.5.2\n")},
-		{Key: "/nodes/compute_nodes/status/p1", Value: []byte("CIRCUIT_BREAK")},
-		{Key: "/nodes/compute_nodes/worker_id/p1", Value: []byte("12")},
-		{Key: "/nodes/compute_nodes/status/gone", Value: []byte("OK")}, // not online: not listed
-		{Key: "/nodes/compute_nodes/labels/p1", Value: []byte("- a\n")},
+func TestListNodesFromTheRegistry(t *testing.T) {
+	r := memory.New()
+	for key, value := range map[string]string{
+		"/nodes/compute_nodes/online/proxy/p1":  "attribute: 10.0.0.1@3307\nversion: 5.5.2\n",
+		"/nodes/compute_nodes/online/jdbc/j1":   "attribute: 10.0.0.2\ndatabaseName: sharding_db\nversion: 5.5.2\n",
+		"/nodes/compute_nodes/status/p1":        "CIRCUIT_BREAK",
+		"/nodes/compute_nodes/worker_id/p1":     "12",
+		"/nodes/compute_nodes/status/gone":      "OK", // not online: not listed
+		"/nodes/compute_nodes/online/proxy/bad": "[",  // corrupt: reported and skipped
+	} {
+		if _, err := r.Put(context.Background(), key, []byte(value)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	got, err := decodeNodes(kvs, "Cluster")
+	insts, err := cluster.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []computeNode{
+	var got []cluster.Row
+	for _, inst := range insts {
+		got = append(got, inst.Row("Cluster"))
+	}
+	want := []cluster.Row{
 		{InstanceID: "j1", InstanceType: "JDBC", Host: "10.0.0.2", Port: -1, Status: "OK", ModeType: "Cluster", WorkerID: -1, Version: "5.5.2", DatabaseName: "sharding_db"},
 		{InstanceID: "p1", InstanceType: "PROXY", Host: "10.0.0.1", Port: 3307, Status: "CIRCUIT_BREAK", ModeType: "Cluster", WorkerID: 12, Version: "5.5.2"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("decodeNodes =\n%v\nwant\n%v", got, want)
-	}
-	if _, err := decodeNodes([]registry.KV{{Key: "/nodes/compute_nodes/online/proxy/x", Value: []byte("[")}}, ""); err == nil {
-		t.Fatal("corrupt online value accepted")
+		t.Fatalf("rows =\n%v\nwant\n%v", got, want)
 	}
 }
 

@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Row is one row of ShardingSphere's SHOW COMPUTE NODES; the JSON names
+// are its column names (the HTTP API and the admin CLI print it).
+type Row struct {
+	InstanceID   string   `json:"instance_id"`
+	InstanceType string   `json:"instance_type"` // PROXY or JDBC
+	Host         string   `json:"host"`
+	Port         int      `json:"port"` // -1 for JDBC
+	Status       string   `json:"status"`
+	ModeType     string   `json:"mode_type"`
+	WorkerID     int      `json:"worker_id"` // -1 when none
+	Version      string   `json:"version"`
+	DatabaseName string   `json:"database_name"`
+	Labels       []string `json:"labels,omitempty"`
+}
+
+// Row returns inst as SHOW COMPUTE NODES shows it, for a cluster in
+// modeType ("Cluster" or "Standalone"): an instance with no status node is
+// OK (ShardingSphere's initial state).
+func (inst Instance) Row(modeType string) Row {
+	r := Row{
+		InstanceID: inst.ID, InstanceType: strings.ToUpper(inst.Type), Host: inst.Host, Port: inst.Port,
+		Status: inst.Status, ModeType: modeType, WorkerID: inst.WorkerID, Version: inst.Version,
+		DatabaseName: inst.DatabaseName, Labels: inst.Labels,
+	}
+	if r.Status == "" {
+		r.Status = "OK"
+	}
+	if inst.Type == TypeJDBC {
+		r.Port = -1
+	}
+	return r
+}
+
+// LoadInstances reads the online compute nodes from the registry with one
+// List, decoded as a Node's membership view decodes them (corrupt values
+// are logged to log, or slog.Default(), and skipped), sorted by id.
+func LoadInstances(ctx context.Context, repo registry.Repository, log *slog.Logger) ([]Instance, error) {
+	kvs, err := repo.List(ctx, paths.ComputeNodes)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	m := newMembers(log)
+	for _, kv := range kvs {
+		m.apply(registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	list, _ := m.view()
+	return list, nil
+}
+
+// StateError is a refused ENABLE / DISABLE COMPUTE NODE: Reason is
+// ShardingSphere's text (UnsupportedSQLOperationException, code 30001).
+type StateError struct {
+	Reason string
+	Kind   StateErrorKind
+}
+
+// StateErrorKind says why SetState refused.
+type StateErrorKind int
+
+// The reasons of SetState's refusals.
+const (
+	NotOnline       StateErrorKind = iota + 1 // "`id` does not exist"
+	CurrentInstance                           // "`id` is the currently in use instance and cannot be disabled"
+	AlreadyDisabled                           // "`id` compute node has been disabled"
+	NoStatus                                  // the node published no status node (yet)
+	StatusChanged                             // the status changed meanwhile; retry
+)
+
+// StateCode is ShardingSphere's vendor code for a refused state change.
+const StateCode = 30001
+
+func (e *StateError) Error() string { return "Unsupported SQL operation: " + e.Reason + "." }
+
+// SetState is ENABLE (enable true) or DISABLE COMPUTE NODE id with
+// ShardingSphere's checks: id must be online; DISABLE refuses self (the
+// caller's own instance id, "" for none) and a node already disabled. It
+// writes the status node with a compare-and-set through a short session,
+// which keeps the node's own ownership of that ephemeral key (etcd: its
+// lease; ZooKeeper: its session), so the status still vanishes with the
+// node. It returns the status written (OK or CIRCUIT_BREAK); refusals are
+// *StateError.
+func SetState(ctx context.Context, repo registry.Repository, id string, enable bool, self string) (string, error) {
+	refuse := func(kind StateErrorKind, reason string) (string, error) {
+		return "", &StateError{Kind: kind, Reason: reason}
+	}
+	if registry.ValidateName(id) != nil {
+		return refuse(NotOnline, "`"+id+"` does not exist")
+	}
+	if online, err := isOnline(ctx, repo, id); err != nil {
+		return "", err
+	} else if !online {
+		return refuse(NotOnline, "`"+id+"` does not exist")
+	}
+	statusKey, _ := paths.Status(id)
+	cur, err := repo.Get(ctx, statusKey)
+	if errors.Is(err, registry.ErrNotFound) {
+		return refuse(NoStatus, fmt.Sprintf("compute node %s has no status node yet; retry in a moment", id))
+	} else if err != nil {
+		return "", err
+	}
+	want := "OK"
+	if !enable {
+		if id == self {
+			return refuse(CurrentInstance, "`"+id+"` is the currently in use instance and cannot be disabled")
+		}
+		if string(cur.Value) == "CIRCUIT_BREAK" {
+			return refuse(AlreadyDisabled, "`"+id+"` compute node has been disabled")
+		}
+		want = "CIRCUIT_BREAK"
+	}
+	if string(cur.Value) == want {
+		return want, nil
+	}
+	sess, err := repo.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer sess.Close(context.WithoutCancel(ctx))
+	_, err = sess.Commit(ctx, registry.Txn{
+		Conds: []registry.Cond{{Key: statusKey, Version: cur.Version}},
+		Ops:   []registry.Op{{Key: statusKey, Value: []byte(want)}},
+	})
+	if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound) {
+		return refuse(StatusChanged, fmt.Sprintf("the status of compute node %s changed meanwhile (or it left); retry", id))
+	}
+	return want, err
+}
+
+// isOnline reports whether id has an online node (proxy or jdbc).
+func isOnline(ctx context.Context, repo registry.Repository, id string) (bool, error) {
+	for _, typ := range []paths.InstanceType{paths.Proxy, paths.JDBC} {
+		key, _ := paths.Online(typ, id) // id is validated
+		if ok, err := registry.Exists(ctx, repo, key); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
