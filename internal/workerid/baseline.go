@@ -35,18 +35,17 @@ import (
 // on etcd never conflicts and hands out duplicate ids); a registry error
 // other than ErrExists is returned instead of being retried forever; a
 // non-numeric worker_id value is an error, as upstream's
-// NumberFormatException. stats, when not nil, counts round trips and lost
-// reservations (conflicts).
+// NumberFormatException. stats, when not nil, counts lost reservations
+// (conflicts).
 func BaselineAcquire(ctx context.Context, repo registry.Repository, sess registry.Session, instanceID string, stats *Stats) (int, error) {
 	nodeKey, err := paths.WorkerID(instanceID)
 	if err != nil {
 		return 0, err
 	}
-	var trips, conflicts int64
-	defer func() { stats.add(trips, conflicts) }()
+	var conflicts int64
+	defer func() { stats.add(conflicts) }()
 
 	kv, err := repo.Get(ctx, nodeKey)
-	trips++
 	switch {
 	case err == nil:
 		if id, perr := strconv.Atoi(string(kv.Value)); perr == nil {
@@ -60,7 +59,6 @@ func BaselineAcquire(ctx context.Context, repo registry.Repository, sess registr
 			return 0, fmt.Errorf("baseline worker id: %w", err)
 		}
 		names, err := repo.Children(ctx, paths.WorkerIDRoot)
-		trips++
 		if err != nil {
 			return 0, fmt.Errorf("baseline worker id: children: %w", err)
 		}
@@ -68,7 +66,6 @@ func BaselineAcquire(ctx context.Context, repo registry.Repository, sess registr
 		for _, name := range names {
 			key := paths.WorkerIDRoot + "/" + name
 			kv, err := repo.Get(ctx, key)
-			trips++
 			if errors.Is(err, registry.ErrNotFound) || (err == nil && len(kv.Value) == 0) {
 				continue
 			}
@@ -96,7 +93,6 @@ func BaselineAcquire(ctx context.Context, repo registry.Repository, sess registr
 		}
 		res, _ := paths.Reservation(id)
 		err = sess.CreateExclusiveEphemeral(ctx, res, []byte(instanceID))
-		trips++
 		if errors.Is(err, registry.ErrExists) {
 			conflicts++
 			continue
@@ -105,7 +101,6 @@ func BaselineAcquire(ctx context.Context, repo registry.Repository, sess registr
 			return 0, fmt.Errorf("baseline worker id: reserve %d: %w", id, err)
 		}
 		err = sess.PutEphemeral(ctx, nodeKey, []byte(strconv.Itoa(id)))
-		trips++
 		if err != nil {
 			return 0, fmt.Errorf("baseline worker id: persist %d: %w", id, err)
 		}

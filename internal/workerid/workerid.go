@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -69,7 +70,8 @@ type Options struct {
 	Rand *rand.Rand
 	// MaxAttempts bounds the claims tried before giving up; 0 means 32.
 	MaxAttempts int
-	// Stats, when set, counts registry round trips (for benchmarks).
+	// Stats, when set, counts lost races (for benchmarks; count round
+	// trips with a fault.Counter around the repository).
 	Stats *Stats
 	// Logger reports corrupt fence records (skipped); nil means
 	// slog.Default().
@@ -80,22 +82,19 @@ type Options struct {
 	Stable bool
 }
 
-// Stats counts registry round trips of Acquire calls. Safe for concurrent
-// use.
+// Stats counts the races Acquire calls lost (a claim that found its id
+// or fence taken). Safe for concurrent use.
 type Stats struct {
-	mu         sync.Mutex
-	RoundTrips int64
-	Conflicts  int64
+	conflicts atomic.Int64
 }
 
-func (s *Stats) add(trips, conflicts int64) {
-	if s == nil {
-		return
+// Conflicts returns the number of lost races.
+func (s *Stats) Conflicts() int64 { return s.conflicts.Load() }
+
+func (s *Stats) add(conflicts int64) {
+	if s != nil {
+		s.conflicts.Add(conflicts)
 	}
-	s.mu.Lock()
-	s.RoundTrips += trips
-	s.Conflicts += conflicts
-	s.mu.Unlock()
 }
 
 // Holding is a claimed worker id. Its methods are safe for concurrent use.
@@ -144,8 +143,8 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 		return nil, err
 	}
 	var nodeVersion registry.Version // of our own worker_id node, if a previous session left it
-	var trips, conflicts int64
-	defer func() { opts.Stats.add(trips, conflicts) }()
+	var conflicts int64
+	defer func() { opts.Stats.add(conflicts) }()
 	rangeRead := registry.ListIsRangeRead(repo)
 
 	var view *occupancy
@@ -153,7 +152,7 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 	lost := 0                 // races lost in a row on the current view
 	for attempt := 0; attempt < opts.MaxAttempts; attempt++ {
 		if view == nil {
-			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable, rangeRead, &trips); err != nil {
+			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable, rangeRead); err != nil {
 				return nil, err
 			}
 			view.corrupt, view.log = corrupt, logger(opts)
@@ -170,7 +169,7 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 		view.age++
 		if !cand.known {
 			// Names only (no range read): read the candidate's fence.
-			c, err := readFence(ctx, repo, cand.id, &trips)
+			c, err := readFence(ctx, repo, cand.id)
 			if err != nil {
 				if !errors.Is(err, errCorruptFence) {
 					return nil, err
@@ -201,7 +200,6 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 			txn.Ops = append(txn.Ops, registry.Op{Key: hintKey, Value: []byte(strconv.Itoa(cand.id))})
 		}
 		v, err := sess.Commit(ctx, txn)
-		trips++
 		if err == nil {
 			return &Holding{
 				WorkerID: cand.id, InstanceID: instanceID, Epoch: next.Epoch, Floor: cand.fence.ReservedUntil,
@@ -218,7 +216,6 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 			// Our instance id's worker_id node is left from an earlier
 			// session (a restart within the TTL): overwrite it.
 			kv, gerr := repo.Get(ctx, nodeKey)
-			trips++
 			switch {
 			case gerr == nil:
 				nodeVersion = kv.Version
@@ -364,13 +361,12 @@ var errCorruptFence = errors.New("corrupt fence")
 // readOccupancy reads the reservations (and, with a range read, every
 // fence and hint in the same read; otherwise the names and this
 // instance's hint).
-func readOccupancy(ctx context.Context, repo registry.Repository, instanceID string, stable, rangeRead bool, trips *int64) (*occupancy, error) {
+func readOccupancy(ctx context.Context, repo registry.Repository, instanceID string, stable, rangeRead bool) (*occupancy, error) {
 	o := &occupancy{reserved: map[int]bool{}, fences: map[int]registry.KV{}, rangeRead: rangeRead,
 		corrupt: map[int]bool{}, future: map[int]candidate{}, hint: -1}
 	hintKey, _ := paths.WorkerIDHint(instanceID)
 	if rangeRead {
 		kvs, err := repo.List(ctx, "/reservation")
-		*trips++
 		if err != nil {
 			return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
 		}
@@ -394,7 +390,6 @@ func readOccupancy(ctx context.Context, repo registry.Repository, instanceID str
 		return o, nil
 	}
 	names, err := repo.Children(ctx, paths.ReservationRoot)
-	*trips++
 	if err != nil {
 		return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
 	}
@@ -405,7 +400,6 @@ func readOccupancy(ctx context.Context, repo registry.Repository, instanceID str
 	}
 	if stable {
 		kv, err := repo.Get(ctx, hintKey)
-		*trips++
 		switch {
 		case err == nil:
 			o.setHint(kv)
@@ -424,10 +418,9 @@ func (o *occupancy) setHint(kv registry.KV) {
 }
 
 // readFence reads one fence; an absent fence is a never-used id.
-func readFence(ctx context.Context, repo registry.Repository, id int, trips *int64) (candidate, error) {
+func readFence(ctx context.Context, repo registry.Repository, id int) (candidate, error) {
 	fk, _ := paths.Fence(id)
 	kv, err := repo.Get(ctx, fk)
-	*trips++
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		return candidate{id: id, known: true}, nil
