@@ -144,13 +144,25 @@ func testSessionExpiry(t *testing.T, h Harness) {
 
 func testExclusiveEphemeralRace(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	sessions := []registry.Session{e.session(e.open(), 0), e.session(e.open(), 0)}
 	c := ctx(t)
-	const perSession = 50
+	winner := race(t, e, 50, func(s registry.Session, me string) error {
+		return s.CreateExclusiveEphemeral(c, "/reservation/worker_id/42", []byte(me))
+	})
+	if got := mustGet(t, e.open(), "/reservation/worker_id/42"); string(got.Value) != winner {
+		t.Fatalf("stored holder %q, winner %q", got.Value, winner)
+	}
+}
+
+// race runs try from perSession goroutines on each of 2 sessions at once
+// and checks that exactly one succeeds and the others get ErrExists. It
+// returns the winner's name ("s{session}-g{goroutine}").
+func race(t *testing.T, e *env, perSession int, try func(s registry.Session, me string) error) string {
+	t.Helper()
+	sessions := []registry.Session{e.session(e.open(), 0), e.session(e.open(), 0)}
 	var wins atomic.Int32
 	var winner atomic.Value
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*perSession)
+	errs := make(chan error, len(sessions)*perSession)
 	start := make(chan struct{})
 	for i, s := range sessions {
 		for g := 0; g < perSession; g++ {
@@ -159,8 +171,7 @@ func testExclusiveEphemeralRace(t *testing.T, h Harness) {
 				defer wg.Done()
 				<-start
 				me := fmt.Sprintf("s%d-g%d", i, g)
-				err := s.CreateExclusiveEphemeral(c, "/reservation/worker_id/42", []byte(me))
-				switch {
+				switch err := try(s, me); {
 				case err == nil:
 					wins.Add(1)
 					winner.Store(me)
@@ -179,9 +190,7 @@ func testExclusiveEphemeralRace(t *testing.T, h Harness) {
 	if n := wins.Load(); n != 1 {
 		t.Fatalf("%d winners, want exactly 1", n)
 	}
-	if got := mustGet(t, e.open(), "/reservation/worker_id/42"); string(got.Value) != winner.Load().(string) {
-		t.Fatalf("stored holder %q, winner %q", got.Value, winner.Load())
-	}
+	return winner.Load().(string)
 }
 
 func isExists(err error) bool {

@@ -3,8 +3,6 @@ package registrytest
 import (
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -161,36 +159,9 @@ func testCommit(t *testing.T, h Harness) {
 
 func testCommitRace(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	sessions := []registry.Session{e.session(e.open(), 0), e.session(e.open(), 0)}
 	c := ctx(t)
-	const perSession = 20
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*perSession)
-	start := make(chan struct{})
-	for i, s := range sessions {
-		for g := 0; g < perSession; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, err := s.Commit(c, claim(5, fmt.Sprintf("s%d-g%d", i, g), 0))
-				switch {
-				case err == nil:
-					wins.Add(1)
-				case !isExists(err):
-					errs <- err
-				}
-			}()
-		}
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("unexpected error in race: %v", err)
-	}
-	if n := wins.Load(); n != 1 {
-		t.Fatalf("%d winners, want exactly 1", n)
-	}
+	race(t, e, 20, func(s registry.Session, me string) error {
+		_, err := s.Commit(c, claim(5, me, 0))
+		return err
+	})
 }
