@@ -1,0 +1,242 @@
+// Package chaos is the fault-injection harness that shows, with real
+// registry servers and real node processes, that no key is ever issued twice:
+// it starts a 3-member etcd cluster or ZooKeeper ensemble and N key-issuing
+// node processes in network namespaces, injects a seeded schedule of
+// partitions, one-way loss, pauses, crashes, registry leader failures and
+// clock steps, records every issued key and every worker-id event, and checks
+// the records offline.
+//
+// A run directory holds:
+//
+//	run.json                      the run's parameters (RunInfo)
+//	faults.jsonl                  one FaultRecord per injected fault
+//	processes.jsonl               one ProcessRecord per node process that ended
+//	nodes/<node>/<incarnation>.keys    the keys an incarnation issued, in issue order:
+//	                                   little-endian uint64s, appended before a key counts as issued
+//	nodes/<node>/<incarnation>.events  the incarnation's Events, one JSON object a line
+//
+// An incarnation is one start of a node process ("g3.7": node g3, seventh
+// start); its files are written only by that process.
+package chaos
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Event kinds written by a node process.
+const (
+	// EventStart: the process started (Offset is its clock offset, zero).
+	EventStart = "start"
+	// EventAcquired: the node claimed Worker at Epoch; it stamps keys > Floor.
+	EventAcquired = "acquired"
+	// EventReserved: a reservation up to Until (unix ms of the node's
+	// clock) for Worker at Epoch was committed.
+	EventReserved = "reserved"
+	// EventLost: the node stopped issuing on Worker at Epoch (Reason says
+	// why).
+	EventLost = "lost"
+	// EventReleased: graceful release; the fence was lowered to Until.
+	EventReleased = "released"
+	// EventStall: key requests started failing (Reason: the error class).
+	EventStall = "stall"
+	// EventResume: a key request succeeded again after a stall.
+	EventResume = "resume"
+	// EventProgress: periodic counters (Keys, Writes).
+	EventProgress = "progress"
+	// EventClock: the node's clock offset changed to Offset (ns).
+	EventClock = "clock"
+	// EventExit: the process is exiting normally (Keys is the total).
+	EventExit = "exit"
+)
+
+// Event is one line of an incarnation's events file. T is the real wall
+// time (unix ns, never the injected clock), so events of all processes and
+// the harness's faults share one time line.
+type Event struct {
+	T      int64  `json:"t"`
+	Kind   string `json:"kind"`
+	Worker int    `json:"worker,omitempty"`
+	Epoch  int64  `json:"epoch,omitempty"`
+	Floor  int64  `json:"floor,omitempty"`  // unix ms (node clock)
+	Until  int64  `json:"until,omitempty"`  // unix ms (node clock)
+	Keys   int64  `json:"keys,omitempty"`   // keys issued so far by this incarnation
+	Writes int64  `json:"writes,omitempty"` // registry writes so far by this incarnation
+	Offset int64  `json:"offset,omitempty"` // injected clock offset, ns
+	Reason string `json:"reason,omitempty"`
+}
+
+// RunInfo describes a run; it is written before the nodes start.
+type RunInfo struct {
+	Seed        int64         `json:"seed"`
+	Registry    string        `json:"registry"` // "etcd" or "zookeeper"
+	Versions    []string      `json:"versions"` // registry server, Go
+	Nodes       int           `json:"nodes"`
+	Pool        int           `json:"pool"` // free worker ids
+	SessionTTL  time.Duration `json:"sessionTtl"`
+	Reservation time.Duration `json:"reservation"` // W
+	Fenced      bool          `json:"fenced"`      // false: the negative control (lease only)
+	EpochMillis int64         `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
+	Start       int64         `json:"start"`       // unix ns
+	End         int64         `json:"end"`         // unix ns, 0 while running
+}
+
+// FaultRecord is one injected fault. End is zero for instantaneous faults
+// (a kill, a clock step).
+type FaultRecord struct {
+	Kind   string `json:"kind"`   // one of the Fault* constants
+	Target string `json:"target"` // node or registry member
+	Start  int64  `json:"start"`  // unix ns
+	End    int64  `json:"end,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Fault kinds.
+const (
+	FaultPartition       = "partition"        // node <-> every registry member, both ways
+	FaultOneWay          = "one-way-loss"     // registry replies to the node lost
+	FaultPause           = "pause"            // SIGSTOP ... SIGCONT of a node
+	FaultKill            = "kill"             // SIGKILL of a node and a quick restart
+	FaultLeaderKill      = "leader-kill"      // SIGKILL of the registry leader, restart later
+	FaultLeaderPause     = "leader-pause"     // SIGSTOP of the registry leader
+	FaultClockStep       = "clock-step"       // the node's clock jumps
+	FaultClockSkew       = "clock-skew"       // the node's clock runs fast or slow
+	FaultMemberPartition = "member-partition" // one registry member cut from the others
+)
+
+// ProcessRecord is one node process's life, as the harness saw it.
+type ProcessRecord struct {
+	Incarnation string `json:"incarnation"`
+	Node        string `json:"node"`
+	PID         int    `json:"pid"`
+	Start       int64  `json:"start"` // unix ns
+	End         int64  `json:"end"`   // unix ns
+	Exit        string `json:"exit"`  // "exit 0", "killed", ...
+}
+
+// KeyFileName and EventFileName name an incarnation's files in its node's
+// directory.
+func KeyFileName(incarnation string) string   { return incarnation + ".keys" }
+func EventFileName(incarnation string) string { return incarnation + ".events" }
+
+// Incarnation names the k-th start of node.
+func Incarnation(node string, k int) string { return fmt.Sprintf("%s.%d", node, k) }
+
+// AppendJSONLine appends v as one JSON line to the file at path, creating
+// it. Each call is one write(2) with O_APPEND, so lines of a process killed
+// with SIGKILL are whole.
+func AppendJSONLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	return errors.Join(err, f.Close())
+}
+
+// ReadJSONLines reads every line of path into a T; a truncated or corrupt
+// last line (a crash mid-write cannot produce one, but a full disk can) is
+// reported, not fatal: it returns the lines before it and the error.
+func ReadJSONLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return out, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, v)
+	}
+	return out, sc.Err()
+}
+
+// KeyWriter appends keys to an incarnation's keys file. Append writes the
+// keys with one write(2) before it returns, so a key the node hands out is
+// on record even if the process is killed the next instant.
+type KeyWriter struct {
+	f   *os.File
+	buf []byte
+}
+
+// CreateKeyWriter creates (or appends to) the keys file at path.
+func CreateKeyWriter(path string) (*KeyWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &KeyWriter{f: f}, nil
+}
+
+// Append records keys.
+func (w *KeyWriter) Append(keys []int64) error {
+	w.buf = w.buf[:0]
+	for _, k := range keys {
+		w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(k))
+	}
+	_, err := w.f.Write(w.buf)
+	return err
+}
+
+// Close closes the file.
+func (w *KeyWriter) Close() error { return w.f.Close() }
+
+// ReadKeys returns the keys in the file at path, in issue order. A trailing
+// partial record (fewer than 8 bytes) is ignored.
+func ReadKeys(path string) ([]int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]int64, len(b)/8)
+	for i := range keys {
+		keys[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return keys, nil
+}
+
+// IncarnationFiles lists the incarnations recorded under dir/nodes, sorted,
+// as node -> incarnation names.
+func IncarnationFiles(dir string) (map[string][]string, error) {
+	nodes, err := os.ReadDir(filepath.Join(dir, "nodes"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, n := range nodes {
+		if !n.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, "nodes", n.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if inc, ok := strings.CutSuffix(f.Name(), ".events"); ok {
+				out[n.Name()] = append(out[n.Name()], inc)
+			}
+		}
+		sort.Strings(out[n.Name()])
+	}
+	return out, nil
+}
