@@ -539,3 +539,60 @@ func TestCloseAfterLosingTheWorkerID(t *testing.T) {
 		t.Fatalf("Close while not holding a worker id: %v", err)
 	}
 }
+
+// TestEvents checks the OnEvent trail a harness relies on: acquired, then
+// reservations that only grow, a loss when the session expires, a new
+// acquisition with a higher epoch above the old reservation, and the
+// release at Close.
+func TestEvents(t *testing.T) {
+	store := memory.New()
+	fillExcept(t, store, 7)
+	var mu sync.Mutex
+	var events []Event
+	n := openNode(t, store, Config{InstanceID: "audited", OnEvent: func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}})
+	snapshot := func() []Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Event(nil), events...)
+	}
+	waitFor(t, "a renewal", func() bool { return len(snapshot()) >= 3 })
+	memory.Expire(n.current.Load().sess)
+	waitFor(t, "the re-acquisition", func() bool {
+		s := snapshot()
+		return s[len(s)-1].Kind == EventReserved && s[len(s)-1].Epoch > s[0].Epoch
+	})
+	if err := n.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := snapshot()
+	if got[0].Kind != EventAcquired || got[0].WorkerID != 7 || got[1].Kind != EventReserved {
+		t.Fatalf("first events = %+v, want acquired then reserved on worker 7", got[:2])
+	}
+	var lastUntil, lostUntil int64
+	lost := false
+	for i, e := range got {
+		switch e.Kind {
+		case EventReserved:
+			if e.ReservedUntilMs <= lastUntil && e.Epoch == got[0].Epoch {
+				t.Fatalf("event %d: reservation %d did not grow from %d", i, e.ReservedUntilMs, lastUntil)
+			}
+			lastUntil = e.ReservedUntilMs
+		case EventLost:
+			lost, lostUntil = true, lastUntil
+			if e.Err == nil {
+				t.Fatalf("event %d: lost without a reason", i)
+			}
+		case EventAcquired:
+			if lost && e.FloorMs < lostUntil {
+				t.Fatalf("event %d: new floor %d below the lost holder's reservation %d", i, e.FloorMs, lostUntil)
+			}
+		}
+	}
+	if !lost || got[len(got)-1].Kind != EventReleased {
+		t.Fatalf("events = %+v, want a loss and a final release", got)
+	}
+}

@@ -60,9 +60,48 @@ type Config struct {
 	// Logger receives the node's logs, each with the instance id. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// OnEvent, when set, is called with every change of the node's hold on
+	// its worker id (acquired, reservation committed, lost, released), in
+	// order, from the node's own goroutines. It must return quickly and
+	// must not call the Node. For audit trails and test harnesses.
+	OnEvent func(Event)
 
-	// unfenced disables the fence: the negative control of the simulation.
-	unfenced bool
+	// UnsafeLeaseOnly turns the fence off: the node trusts its registry
+	// session alone to own its worker id, as ShardingSphere does, and
+	// stamps keys with no time reservation. A paused or partitioned node
+	// then issues keys its successor also issues. It exists as the negative
+	// control of tests that show the fence works; never set it otherwise.
+	UnsafeLeaseOnly bool
+}
+
+// EventKind says what changed in a node's hold on its worker id.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventAcquired: the node claimed WorkerID at Epoch; it will stamp
+	// keys above FloorMs once a reservation is committed (EventReserved;
+	// at once with UnsafeLeaseOnly), or gives it up (EventLost).
+	EventAcquired EventKind = "acquired"
+	// EventReserved: a reservation up to ReservedUntilMs was committed.
+	EventReserved EventKind = "reserved"
+	// EventLost: the node stopped issuing on WorkerID (Err says why) and
+	// will acquire a worker id again.
+	EventLost EventKind = "lost"
+	// EventReleased: the node left gracefully; the fence was lowered to
+	// ReservedUntilMs (when Err is nil).
+	EventReleased EventKind = "released"
+)
+
+// Event is one change of a node's hold on its worker id. Times are unix
+// milliseconds of the node's key clock.
+type Event struct {
+	Kind            EventKind
+	WorkerID        int
+	Epoch           int64
+	FloorMs         int64
+	ReservedUntilMs int64
+	Err             error
 }
 
 func (c Config) withDefaults() (Config, error) {

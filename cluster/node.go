@@ -96,13 +96,20 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	}
 	sfc := n.cfg.Snowflake
 	sfc.WorkerID = int64(h.WorkerID)
-	sfc.Fenced = !n.cfg.unfenced
+	sfc.Fenced = !n.cfg.UnsafeLeaseOnly
 	gen, err := snowflake.New(sfc)
 	if err != nil {
 		return nil, err
 	}
-	hold = &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{})}
-	if !n.cfg.unfenced {
+	claimed := &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{})}
+	n.emit(EventAcquired, claimed, nil)
+	defer func() {
+		if err != nil {
+			n.emit(EventLost, claimed, err)
+		}
+	}()
+	hold = claimed
+	if !n.cfg.UnsafeLeaseOnly {
 		if err := n.reserve(ctx, hold); err != nil {
 			return nil, fmt.Errorf("cluster: first time reservation for worker id %d: %w", h.WorkerID, err)
 		}
@@ -126,7 +133,17 @@ func (n *Node) reserve(ctx context.Context, hold *holding) error {
 	}
 	hold.gen.SetWindow(hold.h.Floor, hold.h.ReservedUntil())
 	n.stats.renewals.Add(1)
+	n.emit(EventReserved, hold, nil)
 	return nil
+}
+
+// emit calls the OnEvent hook, if any.
+func (n *Node) emit(kind EventKind, hold *holding, err error) {
+	if n.cfg.OnEvent == nil {
+		return
+	}
+	n.cfg.OnEvent(Event{Kind: kind, WorkerID: hold.h.WorkerID, Epoch: hold.h.Epoch, FloorMs: hold.h.Floor,
+		ReservedUntilMs: hold.h.ReservedUntil(), Err: err})
 }
 
 // register publishes the online, status and (optional) labels nodes.
@@ -197,12 +214,13 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 			return
 		case <-hold.sess.Done():
 			hold.gen.Revoke()
+			n.emit(EventLost, hold, fmt.Errorf("registry session lost: %w", hold.sess.Err()))
 			n.cfg.Logger.Error("registry session lost: stopped issuing keys; re-acquiring a worker id",
 				"worker_id", hold.h.WorkerID, "err", hold.sess.Err())
 			return
 		case <-t.C:
 		}
-		if n.cfg.unfenced {
+		if n.cfg.UnsafeLeaseOnly {
 			continue
 		}
 		c, cancel := context.WithTimeout(ctx, period)
@@ -212,6 +230,7 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 		case err == nil:
 		case errors.Is(err, workerid.ErrLost):
 			hold.gen.Revoke()
+			n.emit(EventLost, hold, err)
 			n.cfg.Logger.Error("worker id fence lost: stopped issuing keys; re-acquiring a worker id",
 				"worker_id", hold.h.WorkerID, "err", err)
 			return
@@ -326,14 +345,16 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	hold.gen.Revoke()
 	var errs []error
-	if !n.cfg.unfenced {
+	if !n.cfg.UnsafeLeaseOnly {
 		last, ok := hold.gen.Last()
 		if !ok {
 			last = hold.h.Floor
 		}
-		if err := hold.h.Release(ctx, last); err != nil {
+		err := hold.h.Release(ctx, last)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster: final fence: %w", err))
 		}
+		n.emit(EventReleased, hold, err)
 	}
 	online, _ := paths.Online(n.cfg.instanceType(), n.cfg.InstanceID)
 	if err := n.repo.Delete(ctx, online); err != nil {
