@@ -1,0 +1,850 @@
+package chaos
+
+import (
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// MaxExamples is the number of examples a Violations keeps.
+const MaxExamples = 5
+
+// Report is what Check found in a run directory. Every field is filled by
+// Check; counts are zero, maps empty (never nil) and slices empty when there
+// was nothing to count.
+//
+// Times of events and faults are real wall time (unix ns); key times are the
+// issuing node's clock (unix ms). An incarnation's life runs from its
+// process record's Start (or its first event) to the record's End; without
+// a record or with End 0, to its EventExit, or else to the run's end; never
+// before its last event. The run's end is RunInfo.End, or the last recorded
+// event or fault when End is 0.
+type Report struct {
+	Dir string
+	Run RunInfo
+	// Duration is RunInfo.End - RunInfo.Start, or up to the last recorded
+	// event or fault when End is 0 (a warning says so).
+	Duration time.Duration
+	// Incarnations is the number of incarnations found under nodes/.
+	Incarnations int
+
+	Keys KeyStats
+	// Duplicates counts distinct keys recorded more than once, in any
+	// incarnations (Keys.Attempted - Keys.Distinct is the number of extra
+	// copies).
+	Duplicates Violations
+	// NonMonotonic counts keys that are not greater than the previous key of
+	// the same worker id in the same incarnation file.
+	NonMonotonic Violations
+	// Overlaps counts distinct (worker id, millisecond) pairs stamped by more
+	// than one incarnation.
+	Overlaps Violations
+	// OutsideFence counts keys outside every fence window their incarnation
+	// acquired for their worker id; always zero for a negative control
+	// (RunInfo.Fenced false), which has no fence to check.
+	OutsideFence Violations
+
+	// Acquisitions counts EventAcquired of all incarnations.
+	Acquisitions int
+	// Takeovers counts acquisitions of (w, e) whose previous epoch of w was
+	// held by another incarnation; ZombieTakeovers those of them that
+	// happened while that incarnation was alive and still held the epoch;
+	// ZombieWindow is the sum of those windows (the acquire to the old
+	// holder's lost or released event or process end).
+	Takeovers       int
+	ZombieTakeovers int
+	ZombieWindow    time.Duration
+	// Losses counts EventLost by Reason ("" is counted as "unknown").
+	Losses map[string]int
+
+	// Nodes has one entry per node directory, sorted by name.
+	Nodes []NodeStats
+	// StalledByReason sums the stall durations of all nodes by the stall
+	// event's Reason ("" is counted as "unknown").
+	StalledByReason map[string]time.Duration
+
+	// Faults has one entry per Fault* kind in declaration order, count 0
+	// included, then any other recorded kind in name order.
+	Faults []FaultStats
+	// PausesVsTTL is a histogram of pause lengths in units of the session
+	// TTL, with the bucket upper bounds in PauseBuckets; all zero when the
+	// TTL is 0.
+	PausesVsTTL [len(PauseBuckets) + 1]int
+
+	// Writes is the sum over incarnations of the last Writes counter seen
+	// in their events; WriteRate is Writes per second of Duration.
+	Writes    int64
+	WriteRate float64
+
+	// Series holds each node's keys/s over time, for the plot.
+	Series []NodeSeries
+	// FaultRecords are faults.jsonl's records, as read.
+	FaultRecords []FaultRecord
+
+	// Warnings lists problems with the records that did not stop the check
+	// (a truncated keys record, a corrupt events line, a missing file,
+	// keys on record fewer than an incarnation counted).
+	Warnings []string
+}
+
+// PauseBuckets are the upper bounds, in session TTLs, of Report.PausesVsTTL's
+// buckets; the last bucket holds the pauses of PauseBuckets[last] TTLs and
+// longer.
+var PauseBuckets = [...]float64{0.5, 1, 2, 5}
+
+// KeyStats sums up the recorded keys, Jepsen unique-ids style.
+type KeyStats struct {
+	// Attempted is the number of keys in the .keys files: a node records a
+	// key before it hands it out.
+	Attempted int64
+	// Acknowledged is the sum of the incarnations' last Keys counters
+	// (EventProgress, EventExit): keys the nodes counted as issued, a lower
+	// bound of Attempted.
+	Acknowledged int64
+	// Distinct is the number of distinct keys.
+	Distinct int64
+	// Min and Max are the smallest and largest key; both 0 without keys.
+	Min, Max int64
+}
+
+// Violations counts one kind of violation and keeps the first few examples
+// in key order (at most MaxExamples).
+type Violations struct {
+	Count    int64
+	Examples []Violation
+}
+
+// Violation is one example of a violation. Millis is the key's unix
+// millisecond on the issuing node's clock.
+type Violation struct {
+	Key          int64
+	Worker       int64
+	Millis       int64
+	Seq          int64
+	Incarnations []string
+	Detail       string
+}
+
+// NodeStats are one node's figures over all its incarnations.
+type NodeStats struct {
+	Node          string
+	Incarnations  int
+	Keys          int64   // recorded
+	KeysPerSecond float64 // Keys / Report.Duration
+	// Stalls counts EventStall..EventResume intervals; an open stall ends
+	// at its incarnation's end. P50 and P99 are nearest-rank percentiles.
+	Stalls                       int
+	StallP50, StallP99, StallMax time.Duration
+	Stalled                      time.Duration // sum
+	// Recoveries counts the faults targeting the node (the fault's End, or
+	// Start for an instantaneous one) after which the node issued a key;
+	// RecoveryP50 and RecoveryMax are the time from the fault's end to the
+	// first progress event showing a key issued after it. Progress events
+	// are periodic, so these are upper bounds by one progress interval.
+	Recoveries               int
+	RecoveryP50, RecoveryMax time.Duration
+}
+
+// FaultStats sums up the faults of one kind. Total and Max are over the
+// faults with an End; instantaneous faults count with duration 0.
+type FaultStats struct {
+	Kind       string
+	Count      int
+	Total, Max time.Duration
+}
+
+// NodeSeries is one node's keys/s over time: one segment per incarnation,
+// so the plot shows a gap while the node is dead.
+type NodeSeries struct {
+	Node     string
+	Segments [][]RatePoint
+}
+
+// RatePoint is the rate between two progress events, at the later one;
+// Seconds is since RunInfo.Start.
+type RatePoint struct {
+	Seconds       float64
+	KeysPerSecond float64
+}
+
+// FaultKinds lists the Fault* constants in declaration order.
+var FaultKinds = []string{
+	FaultPartition, FaultOneWay, FaultPause, FaultKill, FaultLeaderKill,
+	FaultLeaderPause, FaultClockStep, FaultClockSkew, FaultMemberPartition,
+}
+
+// Failures lists why the run fails; empty means it passes. A fenced run
+// fails on any duplicate, non-monotonic key, (worker id, ms) overlap or key
+// outside its fence window, and when no key was recorded at all. A negative
+// control (RunInfo.Fenced false) fails only when it found no duplicate: the
+// faults are not biting.
+func (r *Report) Failures() []string {
+	var f []string
+	if !r.Run.Fenced {
+		if r.Duplicates.Count == 0 {
+			f = append(f, fmt.Sprintf("negative control found no duplicate among %d keys: the faults are not biting", r.Keys.Attempted))
+		}
+		return f
+	}
+	if r.Keys.Attempted == 0 {
+		f = append(f, "no key recorded: nothing was checked")
+	}
+	if n := r.Duplicates.Count; n > 0 {
+		f = append(f, fmt.Sprintf("duplicated keys: %d", n))
+	}
+	if n := r.Overlaps.Count; n > 0 {
+		f = append(f, fmt.Sprintf("(worker id, ms) pairs stamped by more than one incarnation: %d", n))
+	}
+	if n := r.NonMonotonic.Count; n > 0 {
+		f = append(f, fmt.Sprintf("keys not increasing within their incarnation and worker id: %d", n))
+	}
+	if n := r.OutsideFence.Count; n > 0 {
+		f = append(f, fmt.Sprintf("keys outside their fence window: %d", n))
+	}
+	return f
+}
+
+// checkEntry is one recorded key and the index of its incarnation.
+type checkEntry struct {
+	key int64
+	inc uint32
+}
+
+// checkFence is one fence window (floor, until] of an incarnation.
+type checkFence struct {
+	epoch, floor, until int64
+}
+
+// checkInc is what Check knows of one incarnation.
+type checkInc struct {
+	name, node string
+	events     []Event
+	proc       *ProcessRecord
+	keys       int64 // recorded
+	counted    int64 // last Keys counter
+	writes     int64 // last Writes counter
+	start, end int64 // unix ns of the process life
+}
+
+// Check reads the run directory dir, which it does not modify, and checks
+// every recorded key. It returns an error only when run.json or the nodes
+// directory cannot be read;
+// a truncated keys record, a corrupt events line or a missing faults or
+// processes file is listed in Report.Warnings and the check goes on with
+// what could be read. Memory is about 16 bytes per recorded key.
+func Check(dir string) (*Report, error) {
+	r := &Report{
+		Dir:             dir,
+		Losses:          map[string]int{},
+		StalledByReason: map[string]time.Duration{},
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return nil, fmt.Errorf("chaos: check %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &r.Run); err != nil {
+		return nil, fmt.Errorf("chaos: check %s: run.json: %w", dir, err)
+	}
+	names, err := checkIncarnations(dir, r)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: check %s: %w", dir, err)
+	}
+	r.FaultRecords = checkReadLines[FaultRecord](r, filepath.Join(dir, "faults.jsonl"))
+	procs := map[string]*ProcessRecord{}
+	for _, p := range checkReadLines[ProcessRecord](r, filepath.Join(dir, "processes.jsonl")) {
+		procs[p.Incarnation] = &p
+	}
+
+	incs := make([]*checkInc, len(names))
+	var last int64 // latest event or fault, unix ns
+	for i, n := range names {
+		x := &checkInc{name: n[1], node: n[0], proc: procs[n[1]]}
+		incs[i] = x
+		path := filepath.Join(dir, "nodes", x.node, EventFileName(x.name))
+		evs, err := ReadJSONLines[Event](path)
+		if err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("events of %s: %v (checked the %d events before it)", x.name, err, len(evs)))
+		}
+		x.events = evs
+		for _, e := range evs {
+			last = max(last, e.T)
+			if e.Kind == EventProgress || e.Kind == EventExit {
+				x.counted = max(x.counted, e.Keys)
+			}
+			x.writes = max(x.writes, e.Writes)
+		}
+	}
+	for _, f := range r.FaultRecords {
+		last = max(last, f.Start, f.End)
+	}
+	end := r.Run.End
+	if end == 0 {
+		end = max(last, r.Run.Start)
+		r.Warnings = append(r.Warnings, "run.json has no end: the run did not finish; duration is up to the last record")
+	}
+	r.Duration = time.Duration(end - r.Run.Start)
+	for _, x := range incs {
+		x.start, x.end = checkLife(x, end)
+	}
+
+	checkKeys(dir, r, incs)
+	checkTakeovers(r, incs)
+	checkNodes(r, incs)
+	checkFaults(r)
+	for _, x := range incs {
+		r.Writes += x.writes
+	}
+	if s := r.Duration.Seconds(); s > 0 {
+		r.WriteRate = float64(r.Writes) / s
+	}
+	return r, nil
+}
+
+// checkIncarnations lists the incarnations under dir/nodes as (node,
+// incarnation) pairs sorted by node then incarnation: every name with an
+// .events or a .keys file.
+func checkIncarnations(dir string, r *Report) ([][2]string, error) {
+	nodes, err := os.ReadDir(filepath.Join(dir, "nodes"))
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	for _, n := range nodes {
+		if !n.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, "nodes", n.Name()))
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		var list []string
+		for _, f := range files {
+			inc, ok := strings.CutSuffix(f.Name(), ".events")
+			if !ok {
+				inc, ok = strings.CutSuffix(f.Name(), ".keys")
+			}
+			if ok && !seen[inc] {
+				seen[inc] = true
+				list = append(list, inc)
+			}
+		}
+		sort.Strings(list)
+		for _, inc := range list {
+			out = append(out, [2]string{n.Name(), inc})
+		}
+	}
+	if len(out) > math.MaxUint32 {
+		return nil, fmt.Errorf("%d incarnations: at most %d can be checked", len(out), uint32(math.MaxUint32))
+	}
+	r.Incarnations = len(out)
+	return out, nil
+}
+
+// checkReadLines reads a JSON-lines file of the run; a missing or corrupt
+// file is a warning.
+func checkReadLines[T any](r *Report, path string) []T {
+	v, err := ReadJSONLines[T](path)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %v (used the %d records before it)", filepath.Base(path), err, len(v)))
+	}
+	return v
+}
+
+// checkLife returns an incarnation's process life, unix ns: from the
+// process record's Start (or the first event) to its End; without a record
+// or with End 0, to its exit event, or else the run's end, and never before
+// its last event.
+func checkLife(x *checkInc, runEnd int64) (start, end int64) {
+	var first, last, exit int64
+	for i, e := range x.events {
+		if i == 0 || e.T < first {
+			first = e.T
+		}
+		last = max(last, e.T)
+		if e.Kind == EventExit && exit == 0 {
+			exit = e.T
+		}
+	}
+	start, end = first, runEnd
+	if exit != 0 {
+		end = exit
+	}
+	if x.proc != nil {
+		if x.proc.Start != 0 {
+			start = x.proc.Start
+		}
+		if x.proc.End != 0 {
+			end = x.proc.End
+		}
+	}
+	return start, max(end, last)
+}
+
+// checkKeys reads every keys file and runs the key checks: per-incarnation
+// monotonicity and fence windows while reading, then uniqueness and overlap
+// on one sorted slice.
+func checkKeys(dir string, r *Report, incs []*checkInc) {
+	var total int64
+	for _, x := range incs {
+		if fi, err := os.Stat(filepath.Join(dir, "nodes", x.node, KeyFileName(x.name))); err == nil {
+			total += fi.Size() / 8
+		}
+	}
+	entries := make([]checkEntry, 0, total)
+	var last [snowflake.MaxWorkerID + 1]int64
+	var seen [snowflake.MaxWorkerID + 1]bool
+	var hit [snowflake.MaxWorkerID + 1]int // index of the last matching fence window
+	var fences [snowflake.MaxWorkerID + 1][]checkFence
+	for i, x := range incs {
+		if r.Run.Fenced {
+			checkFences(x, &fences)
+		}
+		clear(seen[:])
+		clear(hit[:])
+		path := filepath.Join(dir, "nodes", x.node, KeyFileName(x.name))
+		err := checkReadKeys(path, func(k int64) {
+			p := snowflake.Decompose(k)
+			w := p.WorkerID
+			if seen[w] && k <= last[w] {
+				var detail string
+				if r.NonMonotonic.room() {
+					q := snowflake.Decompose(last[w])
+					detail = fmt.Sprintf("after %d (ms %d, seq %d)", last[w], q.Millis+r.Run.EpochMillis, q.Sequence)
+				}
+				r.NonMonotonic.add(k, r.Run.EpochMillis, []string{x.name}, detail)
+			}
+			seen[w], last[w] = true, k
+			if r.Run.Fenced {
+				ms := p.Millis + r.Run.EpochMillis
+				fs := fences[w]
+				if h := hit[w]; h >= len(fs) || ms <= fs[h].floor || ms > fs[h].until {
+					ok := false
+					for j, f := range fs {
+						if ms > f.floor && ms <= f.until {
+							hit[w], ok = j, true
+							break
+						}
+					}
+					if !ok {
+						var detail string
+						if r.OutsideFence.room() {
+							detail = checkFenceDetail(fs)
+						}
+						r.OutsideFence.add(k, r.Run.EpochMillis, []string{x.name}, detail)
+					}
+				}
+			}
+			entries = append(entries, checkEntry{k, uint32(i)})
+			x.keys++
+		})
+		missing := errors.Is(err, os.ErrNotExist)
+		if err != nil && !missing {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("keys of %s: %v (checked the %d keys before it)", x.name, err, x.keys))
+		}
+		switch {
+		case missing && x.counted > 0:
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s counted %d keys issued but has no keys file", x.name, x.counted))
+		case x.counted > x.keys:
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s counted %d keys issued but recorded only %d", x.name, x.counted, x.keys))
+		}
+		r.Keys.Acknowledged += x.counted
+	}
+	r.Keys.Attempted = int64(len(entries))
+	checkSorted(r, incs, entries)
+}
+
+// checkReadKeys calls fn for each key of the keys file at path, in file
+// order. A trailing partial record is reported as an error after every
+// whole key.
+func checkReadKeys(path string, fn func(int64)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := io.ReadFull(f, buf)
+		whole := n &^ 7
+		for i := 0; i < whole; i += 8 {
+			fn(int64(binary.LittleEndian.Uint64(buf[i:])))
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			if n > whole {
+				return fmt.Errorf("truncated last record (%d of 8 bytes)", n-whole)
+			}
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+// checkFences sets out to an incarnation's fence windows by worker id:
+// (Floor of its EventAcquired, max Until of its EventReserved] for each
+// epoch it acquired. An epoch without a reservation has an empty window;
+// events of a worker id out of range are ignored.
+func checkFences(x *checkInc, out *[snowflake.MaxWorkerID + 1][]checkFence) {
+	for w := range out {
+		out[w] = out[w][:0]
+	}
+	for _, e := range x.events {
+		if e.Kind == EventAcquired && e.Worker >= 0 && e.Worker <= snowflake.MaxWorkerID {
+			out[e.Worker] = append(out[e.Worker], checkFence{epoch: e.Epoch, floor: e.Floor, until: e.Floor})
+		}
+	}
+	for _, e := range x.events {
+		if e.Kind != EventReserved || e.Worker < 0 || e.Worker > snowflake.MaxWorkerID {
+			continue
+		}
+		fs := out[e.Worker]
+		for j := range fs {
+			if fs[j].epoch == e.Epoch {
+				fs[j].until = max(fs[j].until, e.Until)
+			}
+		}
+	}
+}
+
+func checkFenceDetail(fs []checkFence) string {
+	if len(fs) == 0 {
+		return "no epoch acquired for this worker id"
+	}
+	var b strings.Builder
+	b.WriteString("windows")
+	for i, f := range fs {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(fs)-i)
+			break
+		}
+		fmt.Fprintf(&b, " e%d (%d, %d]", f.epoch, f.floor, f.until)
+	}
+	return b.String()
+}
+
+// room reports whether add would keep another example.
+func (v *Violations) room() bool { return len(v.Examples) < MaxExamples }
+
+// add counts one violation and keeps it as an example if there is room.
+func (v *Violations) add(key, epochMillis int64, incs []string, detail string) {
+	v.Count++
+	if len(v.Examples) >= MaxExamples {
+		return
+	}
+	p := snowflake.Decompose(key)
+	v.Examples = append(v.Examples, Violation{
+		Key: key, Worker: p.WorkerID, Millis: p.Millis + epochMillis, Seq: p.Sequence,
+		Incarnations: incs, Detail: detail,
+	})
+}
+
+// checkSorted sorts the keys and counts duplicates (equal keys) and
+// overlaps ((worker, ms) pairs, key>>12, with more than one incarnation).
+func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
+	slices.SortFunc(entries, func(a, b checkEntry) int { return cmp.Compare(a.key, b.key) })
+	n := len(entries)
+	if n > 0 {
+		r.Keys.Min, r.Keys.Max = entries[0].key, entries[n-1].key
+	}
+	names := func(es []checkEntry) []string {
+		var s []string
+		for _, e := range es {
+			s = append(s, incs[e.inc].name)
+		}
+		slices.Sort(s)
+		return slices.Compact(s)
+	}
+	for i := 0; i < n; {
+		pair := entries[i].key >> snowflake.SequenceBits
+		inc0, multi := entries[i].inc, false
+		j := i
+		for ; j < n && entries[j].key>>snowflake.SequenceBits == pair; j++ {
+			if entries[j].inc != inc0 {
+				multi = true
+			}
+		}
+		for a := i; a < j; {
+			b := a + 1
+			for b < j && entries[b].key == entries[a].key {
+				b++
+			}
+			r.Keys.Distinct++
+			if b-a > 1 {
+				var in []string
+				var detail string
+				if r.Duplicates.room() {
+					in, detail = names(entries[a:b]), fmt.Sprintf("recorded %d times", b-a)
+				}
+				r.Duplicates.add(entries[a].key, r.Run.EpochMillis, in, detail)
+			}
+			a = b
+		}
+		if multi {
+			var in []string
+			var detail string
+			if r.Overlaps.room() {
+				in, detail = names(entries[i:j]), fmt.Sprintf("%d keys in this ms", j-i)
+			}
+			r.Overlaps.add(entries[i].key, r.Run.EpochMillis, in, detail)
+		}
+		i = j
+	}
+}
+
+// checkTakeovers counts acquisitions, takeovers and zombie takeovers, and
+// losses by reason.
+func checkTakeovers(r *Report, incs []*checkInc) {
+	type we struct {
+		w int
+		e int64
+	}
+	type acq struct {
+		we
+		inc int
+		t   int64
+	}
+	holder := map[we]int{}      // the earliest acquirer, or else a reservation's writer
+	holderT := map[we]int64{}   // its acquire time
+	epochs := map[int][]int64{} // every epoch seen per worker id
+	var acqs []acq
+	for i, x := range incs {
+		for _, e := range x.events {
+			k := we{e.Worker, e.Epoch}
+			switch e.Kind {
+			case EventAcquired:
+				acqs = append(acqs, acq{k, i, e.T})
+				if t, ok := holderT[k]; !ok || e.T < t {
+					holder[k], holderT[k] = i, e.T
+				}
+			case EventReserved:
+				if _, ok := holder[k]; !ok {
+					holder[k] = i
+				}
+			case EventLost:
+				reason := e.Reason
+				if reason == "" {
+					reason = "unknown"
+				}
+				r.Losses[reason]++
+				continue
+			default:
+				continue
+			}
+			epochs[e.Worker] = append(epochs[e.Worker], e.Epoch)
+		}
+	}
+	for w, es := range epochs {
+		slices.Sort(es)
+		epochs[w] = slices.Compact(es)
+	}
+	r.Acquisitions = len(acqs)
+	for _, a := range acqs {
+		es := epochs[a.w]
+		j, _ := slices.BinarySearch(es, a.e)
+		if j == 0 {
+			continue // the worker id's first epoch
+		}
+		prev := we{a.w, es[j-1]}
+		xi, ok := holder[prev]
+		if !ok || xi == a.inc {
+			continue
+		}
+		r.Takeovers++
+		x := incs[xi]
+		if a.t < x.start || a.t >= x.end {
+			continue
+		}
+		gone := int64(math.MaxInt64) // X's first lost/released of prev after a.t
+		held := true
+		for _, e := range x.events {
+			if (e.Kind == EventLost || e.Kind == EventReleased) && e.Worker == prev.w && e.Epoch == prev.e {
+				if e.T <= a.t {
+					held = false
+				} else {
+					gone = min(gone, e.T)
+				}
+			}
+		}
+		if !held {
+			continue
+		}
+		r.ZombieTakeovers++
+		r.ZombieWindow += time.Duration(min(gone, x.end) - a.t)
+	}
+}
+
+// checkNodes fills Nodes (keys, stalls, recoveries) and Series.
+func checkNodes(r *Report, incs []*checkInc) {
+	byNode := map[string][]*checkInc{}
+	var nodes []string
+	for _, x := range incs {
+		if _, ok := byNode[x.node]; !ok {
+			nodes = append(nodes, x.node)
+		}
+		byNode[x.node] = append(byNode[x.node], x)
+	}
+	sort.Strings(nodes)
+	secs := r.Duration.Seconds()
+	for _, node := range nodes {
+		ns := NodeStats{Node: node, Incarnations: len(byNode[node])}
+		series := NodeSeries{Node: node}
+		var stalls []time.Duration
+		type progress struct{ prevT, t, delta int64 }
+		var prog []progress
+		for _, x := range byNode[node] {
+			ns.Keys += x.keys
+			// Stalls.
+			var open bool
+			var from int64
+			var reason string
+			for _, e := range x.events {
+				switch {
+				case e.Kind == EventStall && !open:
+					open, from, reason = true, e.T, e.Reason
+				case e.Kind == EventResume && open:
+					open = false
+					stalls = append(stalls, checkStall(r, reason, e.T-from))
+				}
+			}
+			if open {
+				stalls = append(stalls, checkStall(r, reason, max(x.end-from, 0)))
+			}
+			// Progress: rates and key deltas.
+			var seg []RatePoint
+			prevT, prevK := x.start, int64(0)
+			for _, e := range x.events {
+				if e.Kind != EventProgress && e.Kind != EventExit {
+					continue
+				}
+				if e.T > prevT && e.Keys >= prevK {
+					seg = append(seg, RatePoint{
+						Seconds:       float64(e.T-r.Run.Start) / 1e9,
+						KeysPerSecond: float64(e.Keys-prevK) / (float64(e.T-prevT) / 1e9),
+					})
+					prog = append(prog, progress{prevT, e.T, e.Keys - prevK})
+				}
+				prevT, prevK = e.T, e.Keys
+			}
+			if len(seg) > 0 {
+				series.Segments = append(series.Segments, seg)
+			}
+		}
+		if secs > 0 {
+			ns.KeysPerSecond = float64(ns.Keys) / secs
+		}
+		ns.Stalls = len(stalls)
+		slices.Sort(stalls)
+		ns.StallP50, ns.StallP99 = checkPercentile(stalls, 0.50), checkPercentile(stalls, 0.99)
+		if len(stalls) > 0 {
+			ns.StallMax = stalls[len(stalls)-1]
+		}
+		for _, s := range stalls {
+			ns.Stalled += s
+		}
+		// Recoveries: from a fault's end to the first progress interval
+		// that starts after it and shows keys.
+		slices.SortFunc(prog, func(a, b progress) int { return cmp.Compare(a.t, b.t) })
+		var recs []time.Duration
+		for _, f := range r.FaultRecords {
+			if f.Target != node {
+				continue
+			}
+			heal := f.Start
+			if f.End != 0 {
+				heal = f.End
+			}
+			for _, p := range prog {
+				if p.prevT >= heal && p.delta > 0 {
+					recs = append(recs, time.Duration(p.t-heal))
+					break
+				}
+			}
+		}
+		slices.Sort(recs)
+		ns.Recoveries = len(recs)
+		ns.RecoveryP50 = checkPercentile(recs, 0.50)
+		if len(recs) > 0 {
+			ns.RecoveryMax = recs[len(recs)-1]
+		}
+		r.Nodes = append(r.Nodes, ns)
+		r.Series = append(r.Series, series)
+	}
+}
+
+func checkStall(r *Report, reason string, d int64) time.Duration {
+	if reason == "" {
+		reason = "unknown"
+	}
+	r.StalledByReason[reason] += time.Duration(d)
+	return time.Duration(d)
+}
+
+// checkPercentile returns the nearest-rank p-quantile of sorted: the
+// smallest value with at least p of the values at or below it; 0 when
+// empty.
+func checkPercentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// checkFaults fills Faults and PausesVsTTL.
+func checkFaults(r *Report) {
+	idx := map[string]int{}
+	for _, k := range FaultKinds {
+		idx[k] = len(r.Faults)
+		r.Faults = append(r.Faults, FaultStats{Kind: k})
+	}
+	var other []string
+	for _, f := range r.FaultRecords {
+		if _, ok := idx[f.Kind]; !ok {
+			idx[f.Kind] = -1
+			other = append(other, f.Kind)
+		}
+	}
+	sort.Strings(other)
+	for _, k := range other {
+		idx[k] = len(r.Faults)
+		r.Faults = append(r.Faults, FaultStats{Kind: k})
+	}
+	for _, f := range r.FaultRecords {
+		s := &r.Faults[idx[f.Kind]]
+		s.Count++
+		var d time.Duration
+		if f.End > f.Start {
+			d = time.Duration(f.End - f.Start)
+		}
+		s.Total += d
+		s.Max = max(s.Max, d)
+		if f.Kind == FaultPause && r.Run.SessionTTL > 0 {
+			ttls := float64(d) / float64(r.Run.SessionTTL)
+			b := len(PauseBuckets)
+			for i, ub := range PauseBuckets {
+				if ttls < ub {
+					b = i
+					break
+				}
+			}
+			r.PausesVsTTL[b]++
+		}
+	}
+}

@@ -1,0 +1,623 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+const (
+	testT0 = int64(1_700_000_000_000_000_000) // run start, unix ns
+	testM0 = int64(1_700_000_000_000)         // node clock at the start, unix ms
+)
+
+// testRun writes a synthetic run directory with the record.go helpers.
+type testRun struct {
+	t    testing.TB
+	dir  string
+	info RunInfo
+}
+
+func newTestRun(t testing.TB, fenced bool) *testRun {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "nodes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &testRun{t: t, dir: dir, info: RunInfo{
+		Seed: 7, Registry: "etcd", Versions: []string{"etcd 3.4.23", "go1.26.8"},
+		Nodes: 5, Pool: 3, SessionTTL: 2 * time.Second, Reservation: 3 * time.Second,
+		Fenced: fenced, EpochMillis: snowflake.DefaultEpochMillis,
+		Start: testT0, End: testT0 + int64(20*time.Second),
+	}}
+}
+
+// testAt returns the unix ns of sec seconds after the start.
+func testAt(sec float64) int64 { return testT0 + int64(sec*1e9) }
+
+// key composes a key stamped at unix ms ms.
+func testKey(t testing.TB, ms, worker, seq int64) int64 {
+	t.Helper()
+	k, err := snowflake.Compose(snowflake.Parts{Millis: ms - snowflake.DefaultEpochMillis, WorkerID: worker, Sequence: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func (r *testRun) nodeDir(inc string) string {
+	node, _, _ := strings.Cut(inc, ".")
+	d := filepath.Join(r.dir, "nodes", node)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	return d
+}
+
+func (r *testRun) keys(inc string, keys ...int64) {
+	r.t.Helper()
+	w, err := CreateKeyWriter(filepath.Join(r.nodeDir(inc), KeyFileName(inc)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := errors.Join(w.Append(keys), w.Close()); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// span records the keys of worker in ms from..to, seq 0 and 1.
+func (r *testRun) span(inc string, worker, from, to int64) {
+	r.t.Helper()
+	var keys []int64
+	for ms := from; ms <= to; ms++ {
+		keys = append(keys, testKey(r.t, ms, worker, 0), testKey(r.t, ms, worker, 1))
+	}
+	r.keys(inc, keys...)
+}
+
+func (r *testRun) events(inc string, evs ...Event) {
+	r.t.Helper()
+	for _, e := range evs {
+		if err := AppendJSONLine(filepath.Join(r.nodeDir(inc), EventFileName(inc)), e); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+func (r *testRun) append(name string, vs ...any) {
+	r.t.Helper()
+	for _, v := range vs {
+		if err := AppendJSONLine(filepath.Join(r.dir, name), v); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// writeInfo writes run.json.
+func (r *testRun) writeInfo() {
+	r.t.Helper()
+	b, err := json.Marshal(r.info)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "run.json"), b, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *testRun) check() *Report {
+	r.t.Helper()
+	r.writeInfo()
+	rep, err := Check(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return rep
+}
+
+// cleanRun is a fenced run without violations: g1.1 holds worker 1 (epoch
+// 1) and loses it at 2 s, g3.1 takes it over at 3 s (epoch 2); g2.1 holds
+// worker 2 throughout; a key at exactly Until is inside the window.
+func cleanRun(t testing.TB, fenced bool) *testRun {
+	r := newTestRun(t, fenced)
+	r.events("g1.1",
+		Event{T: testAt(0), Kind: EventStart},
+		Event{T: testAt(0.1), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
+		Event{T: testAt(0.2), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 500},
+		Event{T: testAt(0.9), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000},
+		Event{T: testAt(1), Kind: EventProgress, Keys: 20, Writes: 3},
+		Event{T: testAt(2), Kind: EventLost, Worker: 1, Epoch: 1, Reason: "expired"},
+		Event{T: testAt(2), Kind: EventProgress, Keys: 20, Writes: 3},
+	)
+	r.span("g1.1", 1, testM0+1, testM0+10)
+	r.events("g2.1",
+		Event{T: testAt(0), Kind: EventStart},
+		Event{T: testAt(0.1), Kind: EventAcquired, Worker: 2, Epoch: 1, Floor: testM0},
+		Event{T: testAt(0.2), Kind: EventReserved, Worker: 2, Epoch: 1, Until: testM0 + 1000},
+		Event{T: testAt(1), Kind: EventProgress, Keys: 21, Writes: 2},
+		Event{T: testAt(2), Kind: EventExit, Keys: 21, Writes: 2},
+	)
+	r.span("g2.1", 2, testM0+1, testM0+10)
+	r.keys("g2.1", testKey(t, testM0+1000, 2, 0))
+	r.events("g3.1",
+		Event{T: testAt(0), Kind: EventStart},
+		Event{T: testAt(3), Kind: EventAcquired, Worker: 1, Epoch: 2, Floor: testM0 + 1000},
+		Event{T: testAt(3), Kind: EventReserved, Worker: 1, Epoch: 2, Until: testM0 + 2000},
+		Event{T: testAt(4), Kind: EventProgress, Keys: 20, Writes: 5},
+	)
+	r.span("g3.1", 1, testM0+1001, testM0+1010)
+	r.append("processes.jsonl", ProcessRecord{Incarnation: "g2.1", Node: "g2", Start: testAt(0), End: testAt(2), Exit: "exit 0"})
+	r.append("faults.jsonl",
+		FaultRecord{Kind: FaultPause, Target: "g1", Start: testAt(1), End: testAt(5)},
+		FaultRecord{Kind: FaultLeaderKill, Target: "e1", Start: testAt(6)},
+	)
+	return r
+}
+
+func TestCheckViolations(t *testing.T) {
+	type counts struct{ dup, overlap, nonmono, fence int64 }
+	// zombie4 is a second holder of worker 1 epoch 1 (what the lease-only
+	// negative control allows), with a valid window.
+	zombie4 := func(r *testRun, keys ...int64) {
+		r.events("g4.1",
+			Event{T: testAt(0.5), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
+			Event{T: testAt(0.5), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000},
+		)
+		r.keys("g4.1", keys...)
+	}
+	tests := []struct {
+		name   string
+		fenced bool
+		modify func(t *testing.T, r *testRun)
+		want   counts
+		fail   string // a substring of a failure; "" means pass
+	}{
+		{name: "clean", fenced: true, modify: func(*testing.T, *testRun) {}},
+		{name: "duplicate", fenced: true, want: counts{dup: 1, overlap: 1}, fail: "duplicated keys: 1",
+			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 0)) }},
+		{name: "overlap", fenced: true, want: counts{overlap: 1}, fail: "more than one incarnation: 1",
+			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
+		{name: "two overlapping ms", fenced: true, want: counts{overlap: 2}, fail: "more than one incarnation: 2",
+			modify: func(t *testing.T, r *testRun) {
+				zombie4(r, testKey(t, testM0+5, 1, 7), testKey(t, testM0+5, 1, 8), testKey(t, testM0+6, 1, 7))
+			}},
+		{name: "non-monotonic", fenced: true, want: counts{nonmono: 1}, fail: "worker id: 1",
+			modify: func(t *testing.T, r *testRun) { r.keys("g2.1", testKey(t, testM0+3, 2, 5)) }},
+		{name: "above until", fenced: true, want: counts{fence: 1}, fail: "fence window: 1",
+			modify: func(t *testing.T, r *testRun) { r.keys("g2.1", testKey(t, testM0+1001, 2, 0)) }},
+		{name: "at floor", fenced: true, want: counts{fence: 1}, fail: "fence window: 1",
+			modify: func(t *testing.T, r *testRun) {
+				r.events("g5.1",
+					Event{T: testAt(0.5), Kind: EventAcquired, Worker: 3, Epoch: 1, Floor: testM0 + 100},
+					Event{T: testAt(0.5), Kind: EventReserved, Worker: 3, Epoch: 1, Until: testM0 + 1000})
+				r.keys("g5.1", testKey(t, testM0+100, 3, 0), testKey(t, testM0+101, 3, 0))
+			}},
+		{name: "no reservation", fenced: true, want: counts{fence: 2}, fail: "fence window: 2",
+			modify: func(t *testing.T, r *testRun) {
+				r.events("g5.1", Event{T: testAt(0.5), Kind: EventAcquired, Worker: 3, Epoch: 1, Floor: testM0})
+				r.keys("g5.1", testKey(t, testM0+1, 3, 0), testKey(t, testM0+1, 4, 0))
+			}},
+		{name: "control without duplicates", fenced: false, fail: "the faults are not biting",
+			modify: func(*testing.T, *testRun) {}},
+		{name: "control with duplicates", fenced: false, want: counts{dup: 2, overlap: 1},
+			modify: func(t *testing.T, r *testRun) {
+				// outside g4's window too: not checked in a control
+				zombie4(r, testKey(t, testM0+5, 1, 0), testKey(t, testM0+5, 1, 1), testKey(t, testM0+3000, 1, 1))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := cleanRun(t, tt.fenced)
+			tt.modify(t, r)
+			rep := r.check()
+			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count}
+			if got != tt.want {
+				t.Errorf("counts (dup, overlap, nonmono, fence) = %+v, want %+v", got, tt.want)
+			}
+			f := rep.Failures()
+			switch {
+			case tt.fail == "" && len(f) > 0:
+				t.Errorf("Failures() = %q, want none", f)
+			case tt.fail != "" && !slices.ContainsFunc(f, func(s string) bool { return strings.Contains(s, tt.fail) }):
+				t.Errorf("Failures() = %q, want one containing %q", f, tt.fail)
+			}
+			if len(rep.Warnings) > 0 {
+				t.Errorf("Warnings = %q", rep.Warnings)
+			}
+			for _, v := range [][]Violation{rep.Duplicates.Examples, rep.Overlaps.Examples, rep.NonMonotonic.Examples, rep.OutsideFence.Examples} {
+				for _, e := range v {
+					if len(e.Incarnations) == 0 || e.Millis < testM0 || e.Detail == "" {
+						t.Errorf("example %+v lacks incarnations, ms or detail", e)
+					}
+				}
+			}
+			var buf bytes.Buffer
+			if err := rep.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			verdict := "PASS"
+			if tt.fail != "" {
+				verdict = "FAIL"
+			}
+			if !strings.HasPrefix(buf.String(), "Chaos run: "+verdict) {
+				t.Errorf("report starts %q, want %s", strings.SplitN(buf.String(), "\n", 2)[0], verdict)
+			}
+		})
+	}
+}
+
+func TestCheckCleanRunFigures(t *testing.T) {
+	rep := cleanRun(t, true).check()
+	k := rep.Keys
+	if k.Attempted != 61 || k.Distinct != 61 || k.Acknowledged != 61 {
+		t.Errorf("Keys = %+v, want 61 attempted, distinct and acknowledged", k)
+	}
+	if k.Min != testKey(t, testM0+1, 1, 0) || k.Max != testKey(t, testM0+1010, 1, 1) {
+		t.Errorf("range = %d..%d", k.Min, k.Max)
+	}
+	if rep.Acquisitions != 3 || rep.Takeovers != 1 || rep.ZombieTakeovers != 0 {
+		t.Errorf("acquisitions, takeovers, zombies = %d, %d, %d; want 3, 1, 0", rep.Acquisitions, rep.Takeovers, rep.ZombieTakeovers)
+	}
+	if rep.Losses["expired"] != 1 {
+		t.Errorf("Losses = %v", rep.Losses)
+	}
+	if rep.Writes != 10 || rep.WriteRate != 0.5 || rep.Duration != 20*time.Second {
+		t.Errorf("Writes %d, WriteRate %v, Duration %v; want 10, 0.5, 20s", rep.Writes, rep.WriteRate, rep.Duration)
+	}
+	if len(rep.Nodes) != 3 || rep.Nodes[1].Node != "g2" || rep.Nodes[1].Keys != 21 || rep.Nodes[1].KeysPerSecond != 21.0/20 {
+		t.Errorf("Nodes = %+v", rep.Nodes)
+	}
+	// The pause of g1 ends at 5 s; g1.1 issues nothing after it.
+	if rep.Nodes[0].Recoveries != 0 {
+		t.Errorf("g1 recoveries = %d, want 0", rep.Nodes[0].Recoveries)
+	}
+	if len(rep.Faults) != len(FaultKinds) {
+		t.Errorf("%d fault kinds, want %d", len(rep.Faults), len(FaultKinds))
+	}
+	for _, f := range rep.Faults {
+		want := FaultStats{Kind: f.Kind}
+		switch f.Kind {
+		case FaultPause:
+			want = FaultStats{Kind: f.Kind, Count: 1, Total: 4 * time.Second, Max: 4 * time.Second}
+		case FaultLeaderKill:
+			want.Count = 1
+		}
+		if f != want {
+			t.Errorf("fault stats %+v, want %+v", f, want)
+		}
+	}
+	if rep.PausesVsTTL != [5]int{0, 0, 0, 1, 0} {
+		t.Errorf("PausesVsTTL = %v (a 2-TTL pause is in the 2-5 bucket)", rep.PausesVsTTL)
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range FaultKinds {
+		if !strings.Contains(buf.String(), k) {
+			t.Errorf("report lacks fault kind %q", k)
+		}
+	}
+	t.Logf("\n%s", buf.String())
+}
+
+func TestCheckZombieTakeover(t *testing.T) {
+	// g1.1 holds worker 1 epoch 1 from 0 s; g2.1 takes epoch 2 at 3 s.
+	tests := []struct {
+		name    string
+		g1      []Event
+		proc    *ProcessRecord
+		zombies int
+		window  time.Duration
+	}{
+		{name: "alive, lost later", g1: []Event{{T: testAt(4.5), Kind: EventLost, Worker: 1, Epoch: 1, Reason: "compare failed"}},
+			zombies: 1, window: 1500 * time.Millisecond},
+		{name: "alive until killed", proc: &ProcessRecord{Incarnation: "g1.1", Node: "g1", Start: testAt(0), End: testAt(7), Exit: "killed"},
+			zombies: 1, window: 4 * time.Second},
+		{name: "alive to the run's end", zombies: 1, window: 17 * time.Second},
+		{name: "killed before", proc: &ProcessRecord{Incarnation: "g1.1", Node: "g1", Start: testAt(0), End: testAt(2.5), Exit: "killed"}},
+		{name: "lost before", g1: []Event{{T: testAt(2.5), Kind: EventLost, Worker: 1, Epoch: 1, Reason: "expired"}}},
+		{name: "released at the takeover", g1: []Event{{T: testAt(3), Kind: EventReleased, Worker: 1, Epoch: 1, Until: testM0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newTestRun(t, true)
+			r.events("g1.1",
+				Event{T: testAt(0), Kind: EventStart},
+				Event{T: testAt(0.1), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
+				Event{T: testAt(0.2), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000})
+			r.events("g1.1", tt.g1...)
+			r.events("g2.1",
+				Event{T: testAt(0), Kind: EventStart},
+				Event{T: testAt(3), Kind: EventAcquired, Worker: 1, Epoch: 2, Floor: testM0 + 1000})
+			if tt.proc != nil {
+				r.append("processes.jsonl", *tt.proc)
+			}
+			rep := r.check()
+			if rep.Takeovers != 1 || rep.ZombieTakeovers != tt.zombies || rep.ZombieWindow != tt.window {
+				t.Errorf("takeovers %d, zombie takeovers %d, window %v; want 1, %d, %v",
+					rep.Takeovers, rep.ZombieTakeovers, rep.ZombieWindow, tt.zombies, tt.window)
+			}
+		})
+	}
+}
+
+func TestCheckStalls(t *testing.T) {
+	r := newTestRun(t, true)
+	// 99 stalls of 10, 20, ..., 990 ms, then one open stall of 1 s ending
+	// with the process.
+	var evs []Event
+	evs = append(evs, Event{T: testAt(0), Kind: EventStart})
+	sec := 0.5
+	for i := 1; i <= 99; i++ {
+		evs = append(evs, Event{T: testAt(sec), Kind: EventStall, Reason: "no-reservation"},
+			Event{T: testAt(sec) + int64(i)*int64(10*time.Millisecond), Kind: EventResume})
+		sec += 0.01
+	}
+	evs = append(evs, Event{T: testAt(10), Kind: EventStall, Reason: "clock-backwards"})
+	evs = append(evs, Event{T: testAt(10.5), Kind: EventStall, Reason: "ignored while stalled"})
+	r.events("g1.1", evs...)
+	r.events("g1.1", Event{T: testAt(10.5), Kind: EventResume}) // a resume ...
+	r.events("g1.1", Event{T: testAt(10.6), Kind: EventResume}) // ... and one without a stall
+	r.events("g1.2", Event{T: testAt(11), Kind: EventStart}, Event{T: testAt(11.5), Kind: EventStall, Reason: "no-reservation"})
+	r.append("processes.jsonl", ProcessRecord{Incarnation: "g1.2", Node: "g1", Start: testAt(11), End: testAt(12.5), Exit: "killed"})
+	rep := r.check()
+	n := rep.Nodes[0]
+	// 10..990 ms, 500 ms (g1.1's last), 1 s (g1.2's open stall): 101 stalls.
+	if n.Stalls != 101 || n.StallP50 != 500*time.Millisecond || n.StallP99 != 990*time.Millisecond || n.StallMax != time.Second {
+		t.Errorf("stalls %d p50 %v p99 %v max %v; want 101, 500ms, 990ms, 1s", n.Stalls, n.StallP50, n.StallP99, n.StallMax)
+	}
+	wantNR := 49500*time.Millisecond + time.Second
+	if got := rep.StalledByReason; got["no-reservation"] != wantNR || got["clock-backwards"] != 500*time.Millisecond || len(got) != 2 {
+		t.Errorf("StalledByReason = %v, want no-reservation %v, clock-backwards 500ms", got, wantNR)
+	}
+	if n.Stalled != wantNR+500*time.Millisecond {
+		t.Errorf("Stalled = %v", n.Stalled)
+	}
+}
+
+func TestCheckRecovery(t *testing.T) {
+	r := newTestRun(t, true)
+	r.events("g1.1",
+		Event{T: testAt(0), Kind: EventStart},
+		Event{T: testAt(1), Kind: EventProgress, Keys: 10},
+		Event{T: testAt(2), Kind: EventProgress, Keys: 10},
+		Event{T: testAt(3), Kind: EventProgress, Keys: 10},
+		Event{T: testAt(4), Kind: EventProgress, Keys: 30},
+		Event{T: testAt(5), Kind: EventProgress, Keys: 50})
+	r.events("g1.2", Event{T: testAt(6), Kind: EventStart}, Event{T: testAt(7.5), Kind: EventProgress, Keys: 5})
+	r.append("faults.jsonl",
+		FaultRecord{Kind: FaultPartition, Target: "g1", Start: testAt(0.5), End: testAt(2.5)}, // first key after in (3, 4]
+		FaultRecord{Kind: FaultKill, Target: "g1", Start: testAt(5.5)},                        // first key after in (6, 7.5]
+		FaultRecord{Kind: FaultPause, Target: "g2", Start: testAt(1), End: testAt(2)})
+	rep := r.check()
+	n := rep.Nodes[0]
+	if n.Recoveries != 2 || n.RecoveryP50 != 1500*time.Millisecond || n.RecoveryMax != 2*time.Second {
+		t.Errorf("recoveries %d p50 %v max %v; want 2, 1.5s, 2s", n.Recoveries, n.RecoveryP50, n.RecoveryMax)
+	}
+	s := rep.Series[0]
+	if len(s.Segments) != 2 || len(s.Segments[0]) != 5 || s.Segments[0][3].KeysPerSecond != 20 || s.Segments[1][0].KeysPerSecond != 5.0/1.5 {
+		t.Errorf("Series = %+v", s)
+	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	r := cleanRun(t, true)
+	// A truncated last keys record and a corrupt last events line.
+	f, err := os.OpenFile(filepath.Join(r.dir, "nodes", "g2", KeyFileName("g2.1")), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ev := filepath.Join(r.dir, "nodes", "g3", EventFileName("g3.1"))
+	f, err = os.OpenFile(ev, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"t":12,"kind":"resu`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rep := r.check()
+	if len(rep.Failures()) != 0 || rep.Keys.Attempted != 61 {
+		t.Errorf("Failures %q, %d keys; want a pass over the 61 whole keys", rep.Failures(), rep.Keys.Attempted)
+	}
+	joined := strings.Join(rep.Warnings, "\n")
+	if !strings.Contains(joined, "keys of g2.1: truncated last record (3 of 8 bytes)") || !strings.Contains(joined, "g3.1.events:5") {
+		t.Errorf("Warnings = %q, want the truncated record and the corrupt line", rep.Warnings)
+	}
+
+	t.Run("missing run.json", func(t *testing.T) {
+		if _, err := Check(t.TempDir()); err == nil {
+			t.Error("Check of an empty directory succeeded")
+		}
+	})
+	t.Run("garbage", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range 50 {
+			r := cleanRun(t, i%2 == 0)
+			junk := make([]byte, rng.IntN(200))
+			for j := range junk {
+				junk[j] = byte(rng.IntN(256))
+			}
+			keys := make([]int64, rng.IntN(50))
+			for j := range keys {
+				keys[j] = int64(rng.Uint64()) // negative keys too
+			}
+			r.keys("g9.1", keys...)
+			for _, name := range []string{"nodes/g1/g1.1.events", "nodes/g9/g9.1.keys", "faults.jsonl", "processes.jsonl"} {
+				if err := os.WriteFile(filepath.Join(r.dir, name), junk, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.events("g9.1", Event{T: -5, Kind: EventAcquired, Worker: -3, Epoch: -1}, Event{T: 1, Kind: EventStall})
+			rep := r.check()
+			if err := errors.Join(rep.WriteText(io.Discard), rep.WriteSVG(io.Discard)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// busyRun adds to cleanRun a minute of progress of five nodes, with one
+// restart, and faults of every kind.
+func busyRun(t testing.TB) *testRun {
+	r := cleanRun(t, true)
+	r.info.End = testAt(60)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 1; n <= 5; n++ {
+		for k, life := range [][2]int{{0, 25}, {27, 60}} {
+			if n != 4 && k == 1 {
+				continue
+			}
+			if n != 4 {
+				life[1] = 60
+			}
+			inc := Incarnation("g"+string(rune('0'+n)), 5+k)
+			keys := int64(0)
+			r.events(inc, Event{T: testAt(float64(life[0])), Kind: EventStart})
+			for sec := life[0] + 1; sec <= life[1]; sec++ {
+				keys += int64(800 + rng.IntN(400))
+				if sec%13 == n {
+					keys -= 700
+				}
+				r.events(inc, Event{T: testAt(float64(sec)), Kind: EventProgress, Keys: keys})
+			}
+		}
+	}
+	for i, kind := range FaultKinds {
+		for j := range 3 {
+			start := float64(5 + 15*j + i)
+			f := FaultRecord{Kind: kind, Target: "g" + string(rune('1'+(i+j)%5)), Start: testAt(start), End: testAt(start + 0.5 + 4*rng.Float64())}
+			switch kind {
+			case FaultKill, FaultClockStep:
+				f.End = 0
+			case FaultLeaderKill, FaultLeaderPause, FaultMemberPartition:
+				f.Target = "e" + string(rune('1'+j))
+			}
+			r.append("faults.jsonl", f)
+		}
+	}
+	return r
+}
+
+func TestPlotSVGIsXML(t *testing.T) {
+	r := busyRun(t)
+	r.append("faults.jsonl", FaultRecord{Kind: "odd <kind> & \"quotes\"", Target: "e2", Start: testAt(3), End: testAt(9), Detail: "a<b"})
+	rep := r.check()
+	var buf bytes.Buffer
+	if err := rep.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
+	var root string
+	elems := map[string]int{}
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not XML: %v\n%s", err, buf.String())
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Space + " " + se.Name.Local
+			}
+			elems[se.Name.Local]++
+		}
+	}
+	if root != "http://www.w3.org/2000/svg svg" {
+		t.Errorf("root element %q", root)
+	}
+	if elems["polyline"] < 2 || elems["rect"] < 3 || elems["title"] < 3 {
+		t.Errorf("elements %v: want node lines, fault bands and tooltips", elems)
+	}
+	if out := os.Getenv("CHAOS_PLOT_OUT"); out != "" {
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheck10MKeys checks a run of 10 million keys (5 nodes, 2
+// incarnations each) and reports the time per key, the maximum resident
+// set size, and the ratio to sorting the same keys alone (the baseline).
+func BenchmarkCheck10MKeys(b *testing.B) {
+	const incs, perInc = 10, 1_000_000
+	r := newTestRun(b, true)
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := make([]int64, 0, incs*perInc)
+	for i := range incs {
+		inc := Incarnation("g"+string(rune('1'+i/2)), 1+i%2)
+		w := int64(i)
+		floor := testM0 + int64(i%2)*1_000_000
+		r.events(inc,
+			Event{T: testAt(float64(i)), Kind: EventAcquired, Worker: int(w), Epoch: int64(1 + i%2), Floor: floor},
+			Event{T: testAt(float64(i)), Kind: EventReserved, Worker: int(w), Epoch: int64(1 + i%2), Until: floor + 1_000_000},
+			Event{T: testAt(float64(i) + 1), Kind: EventExit, Keys: perInc})
+		keys := make([]int64, 0, perInc)
+		ms, seq := floor+1, int64(0)
+		for range perInc {
+			keys = append(keys, testKey(b, ms, w, seq))
+			if seq++; seq > int64(rng.IntN(snowflake.MaxSequence)) {
+				ms, seq = ms+1, 0
+			}
+		}
+		r.keys(inc, keys...)
+		all = append(all, keys...)
+	}
+	r.writeInfo()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var rep *Report
+	var check, cpu time.Duration
+	for b.Loop() {
+		start, cpu0 := time.Now(), benchCPU(b)
+		var err error
+		if rep, err = Check(r.dir); err != nil {
+			b.Fatal(err)
+		}
+		check, cpu = time.Since(start), benchCPU(b)-cpu0
+	}
+	b.StopTimer()
+	start := time.Now()
+	slices.Sort(all)
+	sorting := time.Since(start)
+	if rep.Keys.Attempted != incs*perInc || len(rep.Failures()) != 0 {
+		b.Fatalf("%d keys, failures %q", rep.Keys.Attempted, rep.Failures())
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(check.Nanoseconds())/float64(rep.Keys.Attempted), "ns/key")
+	b.ReportMetric(float64(ru.Maxrss)/1024, "maxRSS-MiB")
+	b.ReportMetric(check.Seconds()/sorting.Seconds(), "x-sort")
+	b.Logf("checked %d keys in %v, %v CPU (sorting them alone: %v), max RSS %d MiB",
+		rep.Keys.Attempted, check.Round(time.Millisecond), cpu.Round(time.Millisecond), sorting.Round(time.Millisecond), ru.Maxrss/1024)
+}
+
+// benchCPU returns the process's user and system CPU time so far.
+func benchCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
