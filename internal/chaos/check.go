@@ -182,7 +182,7 @@ type RatePoint struct {
 // FaultKinds lists the Fault* constants in declaration order.
 var FaultKinds = []string{
 	FaultPartition, FaultOneWay, FaultPause, FaultKill, FaultLeaderKill,
-	FaultLeaderPause, FaultClockStep, FaultClockSkew, FaultMemberPartition,
+	FaultLeaderPause, FaultClockStep, FaultClockSkew,
 }
 
 // Failures lists why the run fails; empty means it passes. A fenced run
@@ -638,11 +638,7 @@ func checkTakeovers(r *Report, incs []*checkInc) {
 					holder[k] = i
 				}
 			case EventLost:
-				reason := e.Reason
-				if reason == "" {
-					reason = "unknown"
-				}
-				r.Losses[reason]++
+				r.Losses[lossClass(e.Reason)]++
 				continue
 			default:
 				continue
@@ -847,4 +843,27 @@ func checkFaults(r *Report) {
 			r.PausesVsTTL[b]++
 		}
 	}
+}
+
+// lossClass groups a loss's reason (an error text with lease ids and
+// versions in it) into a few classes for the report.
+func lossClass(reason string) string {
+	switch {
+	case reason == "":
+		return "unknown"
+	case strings.Contains(reason, "registry session lost"):
+		return "session expired"
+	case strings.Contains(reason, "worker id lost") && strings.Contains(reason, "version mismatch"):
+		return "fence taken over"
+	case strings.Contains(reason, "worker id lost") && (strings.Contains(reason, "session expired") || strings.Contains(reason, "is gone")):
+		return "session expired (seen by a renewal)"
+	case strings.Contains(reason, "worker id lost"):
+		return "fence lost"
+	case strings.Contains(reason, "first time reservation"):
+		return "first reservation failed"
+	}
+	if len(reason) > 60 {
+		reason = reason[:60] + "..."
+	}
+	return reason
 }

@@ -507,7 +507,7 @@ func busyRun(t testing.TB) *testRun {
 			switch kind {
 			case FaultKill, FaultClockStep:
 				f.End = 0
-			case FaultLeaderKill, FaultLeaderPause, FaultMemberPartition:
+			case FaultLeaderKill, FaultLeaderPause:
 				f.Target = "e" + string(rune('1'+j))
 			}
 			r.append("faults.jsonl", f)

@@ -50,12 +50,12 @@ type Network struct {
 	mu     sync.Mutex
 	next   netip.Addr
 	hosts  []*Host
-	faults map[fault]int // reference counts of installed routes and rules
+	faults map[routeFault]int // reference counts of installed routes and rules
 	closed bool
 }
 
 // fault is one installed route or rule in a host namespace.
-type fault struct {
+type routeFault struct {
 	ns   string
 	kind string // "route" (blackhole to addr) or "rule" (drop from addr)
 	addr netip.Addr
@@ -94,7 +94,7 @@ func NewNetwork(prefix string, subnet netip.Prefix) (*Network, error) {
 		bridge: prefix,
 		gw:     lastHost(subnet),
 		next:   subnet.Addr().Next(),
-		faults: make(map[fault]int),
+		faults: make(map[routeFault]int),
 	}
 	if err := run("ip", "link", "add", n.bridge, "type", "bridge"); err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (n *Network) Close() error {
 		errs = append(errs, deleteLink(h.Link))
 	}
 	errs = append(errs, deleteLink(n.bridge))
-	n.faults = map[fault]int{}
+	n.faults = map[routeFault]int{}
 	return errors.Join(errs...)
 }
 
@@ -466,7 +466,7 @@ func (h *Host) do(f func() error) error {
 // a drop that is silent for everybody. Blackholes are reference counted, so
 // overlapping faults compose; undo removes this one and is idempotent.
 func (n *Network) Blackhole(in *Host, to netip.Addr) (undo func() error, err error) {
-	return n.install(fault{ns: in.NS, kind: "route", addr: to})
+	return n.install(routeFault{ns: in.NS, kind: "route", addr: to})
 }
 
 // DropFrom adds a routing rule in in's namespace that silently drops every
@@ -475,7 +475,7 @@ func (n *Network) Blackhole(in *Host, to netip.Addr) (undo func() error, err err
 // the other side sees no answers, and in sees nothing. Rules are reference
 // counted; undo removes this one and is idempotent.
 func (n *Network) DropFrom(in *Host, from netip.Addr) (undo func() error, err error) {
-	return n.install(fault{ns: in.NS, kind: "rule", addr: from})
+	return n.install(routeFault{ns: in.NS, kind: "rule", addr: from})
 }
 
 // Partition cuts a and b apart in both directions: each drops what arrives
@@ -519,7 +519,7 @@ func (n *Network) DropReplies(servers []*Host, client *Host) (heal func() error,
 	return healAll, nil
 }
 
-func (f fault) args(op string) []string {
+func (f routeFault) args(op string) []string {
 	switch f.kind {
 	case "route":
 		return []string{"ip", "-n", f.ns, "route", op, "blackhole", netip.PrefixFrom(f.addr, 32).String()}
@@ -529,7 +529,7 @@ func (f fault) args(op string) []string {
 	}
 }
 
-func (n *Network) install(f fault) (func() error, error) {
+func (n *Network) install(f routeFault) (func() error, error) {
 	if !f.addr.Is4() {
 		return nil, fmt.Errorf("chaos: %v: want an IPv4 address", f.addr)
 	}
@@ -552,7 +552,7 @@ func (n *Network) install(f fault) (func() error, error) {
 	}, nil
 }
 
-func (n *Network) uninstall(f fault) error {
+func (n *Network) uninstall(f routeFault) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || n.faults[f] == 0 {

@@ -14,7 +14,7 @@ import (
 // Plot layout, in SVG user units (pixels).
 const (
 	plotWidth  = 1200
-	plotLeft   = 80  // y axis
+	plotLeft   = 130 // y axis and fault lane labels
 	plotRight  = 20  // right margin
 	plotTop    = 56  // top of the keys/s area
 	plotHeight = 340 // height of the keys/s area
@@ -29,15 +29,14 @@ var plotNodeColors = []string{
 
 // plotFaultColors colors the fault kinds; kinds not listed are grey.
 var plotFaultColors = map[string]string{
-	FaultPartition:       "#d62728",
-	FaultOneWay:          "#ff7f0e",
-	FaultPause:           "#9467bd",
-	FaultKill:            "#000000",
-	FaultLeaderKill:      "#8c564b",
-	FaultLeaderPause:     "#e377c2",
-	FaultClockStep:       "#17becf",
-	FaultClockSkew:       "#1f77b4",
-	FaultMemberPartition: "#bcbd22",
+	FaultPartition:   "#d62728",
+	FaultOneWay:      "#ff7f0e",
+	FaultPause:       "#9467bd",
+	FaultKill:        "#000000",
+	FaultLeaderKill:  "#8c564b",
+	FaultLeaderPause: "#e377c2",
+	FaultClockStep:   "#17becf",
+	FaultClockSkew:   "#1f77b4",
 }
 
 // WriteSVG writes a standalone SVG image, 1200 units wide: keys/s per node
@@ -153,7 +152,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	for i, s := range r.Series {
 		c := plotNodeColors[i%len(plotNodeColors)]
 		p(`<g stroke="%s" fill="none" stroke-width="1.5"><title>%s</title>`+"\n", c, plotEsc(s.Node))
-		for _, seg := range s.Segments {
+		for _, seg := range plotSplitGaps(s.Segments) {
 			if len(seg) == 1 {
 				p(`<circle cx="%.1f" cy="%.1f" r="1.5" fill="%s"/>`+"\n", x(seg[0].Seconds), y(seg[0].KeysPerSecond), c)
 				continue
@@ -247,4 +246,23 @@ func plotEsc(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// plotSplitGaps breaks segments where no progress was recorded for over a
+// second (a paused process writes none), so a line never bridges a pause.
+func plotSplitGaps(segments [][]RatePoint) [][]RatePoint {
+	var out [][]RatePoint
+	for _, seg := range segments {
+		start := 0
+		for j := 1; j < len(seg); j++ {
+			if seg[j].Seconds-seg[j-1].Seconds > 1 {
+				out = append(out, seg[start:j])
+				start = j
+			}
+		}
+		if start < len(seg) {
+			out = append(out, seg[start:])
+		}
+	}
+	return out
 }

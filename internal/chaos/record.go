@@ -101,15 +101,14 @@ type FaultRecord struct {
 
 // Fault kinds.
 const (
-	FaultPartition       = "partition"        // node <-> every registry member, both ways
-	FaultOneWay          = "one-way-loss"     // registry replies to the node lost
-	FaultPause           = "pause"            // SIGSTOP ... SIGCONT of a node
-	FaultKill            = "kill"             // SIGKILL of a node and a quick restart
-	FaultLeaderKill      = "leader-kill"      // SIGKILL of the registry leader, restart later
-	FaultLeaderPause     = "leader-pause"     // SIGSTOP of the registry leader
-	FaultClockStep       = "clock-step"       // the node's clock jumps
-	FaultClockSkew       = "clock-skew"       // the node's clock runs fast or slow
-	FaultMemberPartition = "member-partition" // one registry member cut from the others
+	FaultPartition   = "partition"    // node <-> every registry member, both ways
+	FaultOneWay      = "one-way-loss" // registry replies to the node lost
+	FaultPause       = "pause"        // SIGSTOP ... SIGCONT of a node
+	FaultKill        = "kill"         // SIGKILL of a node and a quick restart
+	FaultLeaderKill  = "leader-kill"  // SIGKILL of the registry leader, restart later
+	FaultLeaderPause = "leader-pause" // SIGSTOP of the registry leader
+	FaultClockStep   = "clock-step"   // the node's clock jumps
+	FaultClockSkew   = "clock-skew"   // the node's clock runs fast or slow
 )
 
 // ProcessRecord is one node process's life, as the harness saw it.

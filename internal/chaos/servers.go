@@ -125,11 +125,11 @@ func StartEtcd(ctx context.Context, hosts []*Host, dir string, logs io.Writer, o
 			version = "etcd " + strings.TrimSpace(v)
 		}
 	}
-	c, err := newCluster("etcd", hosts, dir, logs, buildOptions(opts))
+	c, err := newMemberSet("etcd", hosts, dir, logs, buildOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	e := &etcdEnsemble{cluster: c, version: version}
+	e := &etcdEnsemble{memberSet: c, version: version}
 	var initial []string
 	for _, h := range hosts {
 		initial = append(initial, fmt.Sprintf("%s=http://%s:2380", h.Name, h.Addr))
@@ -173,7 +173,7 @@ func StartEtcd(ctx context.Context, hosts []*Host, dir string, logs io.Writer, o
 }
 
 type etcdEnsemble struct {
-	*cluster
+	*memberSet
 	version string
 
 	idsMu sync.Mutex
@@ -340,11 +340,11 @@ func StartZooKeeper(ctx context.Context, hosts []*Host, dir string, logs io.Writ
 	if _, err := exec.LookPath("java"); err != nil {
 		return nil, fmt.Errorf("chaos: java not installed (Debian package default-jre-headless): %w", err)
 	}
-	c, err := newCluster("zookeeper", hosts, dir, logs, buildOptions(opts))
+	c, err := newMemberSet("zookeeper", hosts, dir, logs, buildOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	z := &zkEnsemble{cluster: c}
+	z := &zkEnsemble{memberSet: c}
 	// Debian's zookeeper.jar names only slf4j-api in its class path, so the
 	// servers log nothing; add the log4j binding when it is installed.
 	classpath := "/etc/zookeeper/conf:" + jar
@@ -432,7 +432,7 @@ func StartZooKeeper(ctx context.Context, hosts []*Host, dir string, logs io.Writ
 }
 
 type zkEnsemble struct {
-	*cluster
+	*memberSet
 	version string
 }
 
@@ -500,8 +500,8 @@ func (z *zkEnsemble) Leader(ctx context.Context) (int, error) {
 	return leader, nil
 }
 
-// cluster runs and watches the member processes of an ensemble.
-type cluster struct {
+// memberSet runs and watches the member processes of an ensemble.
+type memberSet struct {
 	kind    string
 	hosts   []*Host
 	dir     string
@@ -530,11 +530,11 @@ type member struct {
 	paused bool
 }
 
-func newCluster(kind string, hosts []*Host, dir string, logs io.Writer, o options) (*cluster, error) {
+func newMemberSet(kind string, hosts []*Host, dir string, logs io.Writer, o options) (*memberSet, error) {
 	if len(hosts) != 3 {
 		return nil, fmt.Errorf("chaos: %s ensemble: want 3 hosts, got %d", kind, len(hosts))
 	}
-	c := &cluster{kind: kind, hosts: hosts, dir: dir, cpus: o.cpus, logs: logs}
+	c := &memberSet{kind: kind, hosts: hosts, dir: dir, cpus: o.cpus, logs: logs}
 	if c.logs == nil {
 		c.logs = io.Discard
 	}
@@ -560,10 +560,10 @@ func newCluster(kind string, hosts []*Host, dir string, logs io.Writer, o option
 	return c, nil
 }
 
-func (c *cluster) Kind() string   { return c.kind }
-func (c *cluster) Hosts() []*Host { return slices.Clone(c.hosts) }
+func (c *memberSet) Kind() string   { return c.kind }
+func (c *memberSet) Hosts() []*Host { return slices.Clone(c.hosts) }
 
-func (c *cluster) endpoints(port int) []string {
+func (c *memberSet) endpoints(port int) []string {
 	var eps []string
 	for _, h := range c.hosts {
 		eps = append(eps, net.JoinHostPort(h.Addr.String(), strconv.Itoa(port)))
@@ -571,7 +571,7 @@ func (c *cluster) endpoints(port int) []string {
 	return eps
 }
 
-func (c *cluster) member(i int) (*member, error) {
+func (c *memberSet) member(i int) (*member, error) {
 	if i < 0 || i >= len(c.members) {
 		return nil, fmt.Errorf("chaos: %s member %d: want 0..%d", c.kind, i, len(c.members)-1)
 	}
@@ -579,14 +579,14 @@ func (c *cluster) member(i int) (*member, error) {
 }
 
 // available reports whether member i has a process that is not paused.
-func (c *cluster) available(i int) bool {
+func (c *memberSet) available(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.members[i]
 	return m.cmd != nil && !m.paused
 }
 
-func (c *cluster) Running(i int) bool {
+func (c *memberSet) Running(i int) bool {
 	m, err := c.member(i)
 	if err != nil {
 		return false
@@ -596,7 +596,7 @@ func (c *cluster) Running(i int) bool {
 	return m.cmd != nil
 }
 
-func (c *cluster) PID(i int) int {
+func (c *memberSet) PID(i int) int {
 	m, err := c.member(i)
 	if err != nil {
 		return 0
@@ -611,7 +611,7 @@ func (c *cluster) PID(i int) int {
 
 // spawn starts member i's process; the caller holds m.op. It returns the
 // channel closed when the process exits.
-func (c *cluster) spawn(i int) (chan struct{}, error) {
+func (c *memberSet) spawn(i int) (chan struct{}, error) {
 	m := c.members[i]
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -655,7 +655,7 @@ func (c *cluster) spawn(i int) (chan struct{}, error) {
 }
 
 // startAll starts every member and waits until all serve.
-func (c *cluster) startAll(ctx context.Context) error {
+func (c *memberSet) startAll(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	dones := make([]chan struct{}, len(c.members))
@@ -678,7 +678,7 @@ func (c *cluster) startAll(ctx context.Context) error {
 
 // waitReady polls member i until it answers (and serves, when serve) or
 // its process exits or ctx ends; the error holds the log tail.
-func (c *cluster) waitReady(ctx context.Context, i int, done chan struct{}, serve bool) error {
+func (c *memberSet) waitReady(ctx context.Context, i int, done chan struct{}, serve bool) error {
 	m := c.members[i]
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -704,7 +704,7 @@ func (c *cluster) waitReady(ctx context.Context, i int, done chan struct{}, serv
 	}
 }
 
-func (c *cluster) Start(i int) error {
+func (c *memberSet) Start(i int) error {
 	m, err := c.member(i)
 	if err != nil {
 		return err
@@ -728,7 +728,7 @@ func (c *cluster) Start(i int) error {
 	return c.waitReady(ctx, i, done, up > len(c.members)/2)
 }
 
-func (c *cluster) Kill(i int) error {
+func (c *memberSet) Kill(i int) error {
 	m, err := c.member(i)
 	if err != nil {
 		return err
@@ -738,7 +738,7 @@ func (c *cluster) Kill(i int) error {
 	return c.kill(m)
 }
 
-func (c *cluster) kill(m *member) error {
+func (c *memberSet) kill(m *member) error {
 	c.mu.Lock()
 	cmd, done := m.cmd, m.done
 	c.mu.Unlock()
@@ -756,10 +756,10 @@ func (c *cluster) kill(m *member) error {
 	}
 }
 
-func (c *cluster) Pause(i int) error  { return c.signal(i, syscall.SIGSTOP) }
-func (c *cluster) Resume(i int) error { return c.signal(i, syscall.SIGCONT) }
+func (c *memberSet) Pause(i int) error  { return c.signal(i, syscall.SIGSTOP) }
+func (c *memberSet) Resume(i int) error { return c.signal(i, syscall.SIGCONT) }
 
-func (c *cluster) signal(i int, sig syscall.Signal) error {
+func (c *memberSet) signal(i int, sig syscall.Signal) error {
 	m, err := c.member(i)
 	if err != nil {
 		return err
@@ -780,7 +780,7 @@ func (c *cluster) signal(i int, sig syscall.Signal) error {
 
 // probe runs f concurrently on every available member; the result of a
 // member that is down, paused or failed is nil.
-func (c *cluster) probe(ctx context.Context, f func(ctx context.Context, i int) (any, error)) []any {
+func (c *memberSet) probe(ctx context.Context, f func(ctx context.Context, i int) (any, error)) []any {
 	res := make([]any, len(c.members))
 	var wg sync.WaitGroup
 	for i := range c.members {
@@ -799,7 +799,7 @@ func (c *cluster) probe(ctx context.Context, f func(ctx context.Context, i int) 
 	return res
 }
 
-func (c *cluster) Close() error {
+func (c *memberSet) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -817,7 +817,7 @@ func (c *cluster) Close() error {
 	return errors.Join(errs...)
 }
 
-func (c *cluster) removeDirs() error {
+func (c *memberSet) removeDirs() error {
 	if c.tempDir {
 		return os.RemoveAll(c.dir)
 	}
@@ -832,7 +832,7 @@ func (c *cluster) removeDirs() error {
 // writer, prefixed, and into the member's tail.
 type lineWriter struct {
 	prefix string
-	c      *cluster
+	c      *memberSet
 	tail   *tail
 
 	mu  sync.Mutex

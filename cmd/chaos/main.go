@@ -1,0 +1,205 @@
+// Command chaos is shardkeeper's fault-injection harness: it shows, with a
+// real 3-member etcd cluster or ZooKeeper ensemble and real node processes
+// in network namespaces, that no key is issued twice through partitions,
+// one-way loss, pauses, crashes, registry leader failures and clock steps,
+// and that the same faults do produce duplicates without the fence (the
+// negative control). It needs root (namespaces and routes) and the Debian
+// packages etcd-server, etcd-client and zookeeper.
+//
+//	chaos run [flags]        runs, checks and reports (exit 1 on any failure)
+//	chaos check DIR          checks a run directory again
+//	chaos cleanup            removes the namespaces and links of a crashed run
+//	chaos node [flags]       one key-issuing node (started by run)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/chaos"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCmd(ctx, os.Args[2:])
+	case "check":
+		err = checkCmd(os.Args[2:])
+	case "cleanup":
+		err = chaos.CleanupStale(chaos.NamePrefix)
+	case "node":
+		err = nodeCmd(ctx, os.Args[2:])
+	case "-h", "--help", "help":
+		usage(os.Stdout)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "chaos: unknown command %q\n", os.Args[1])
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  chaos run [--registry etcd|zookeeper|both] [--duration 2m] [--nodes 6] [--out DIR] ...
+  chaos check DIR
+  chaos cleanup
+  chaos node ... (started by run)
+Run "chaos run -h" for the run's flags.
+`)
+}
+
+// failedRun is returned when a run's checks fail.
+var errFailed = errors.New("checks failed (see the reports above)")
+
+func runCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("chaos run", flag.ExitOnError)
+	registries := fs.String("registry", "both", "etcd, zookeeper or both")
+	out := fs.String("out", "", "directory for the runs (default: a new directory under $TMPDIR)")
+	nodes := fs.Int("nodes", 6, "node processes (at least 5)")
+	pool := fs.Int("pool", 0, "free worker ids (0: nodes-2, so standby nodes take over at once)")
+	duration := fs.Duration("duration", 2*time.Minute, "how long faults are injected, per run")
+	maxKeys := fs.Int64("max-keys", 0, "stop a run once this many keys are issued (0: no bound)")
+	rate := fs.Int("rate", 2000, "keys per second per node")
+	seed := fs.Int64("seed", time.Now().UnixNano()%1_000_000, "the fault schedule's seed")
+	ttl := fs.Duration("ttl", 2*time.Second, "registry session TTL")
+	reservation := fs.Duration("reservation", 600*time.Millisecond, "the fence's reservation W")
+	every := fs.Duration("fault-every", 1500*time.Millisecond, "mean gap between faults on each lane")
+	control := fs.Bool("negative-control", true, "also run the same schedule without the fence; it must find duplicates")
+	_ = fs.Parse(args)
+
+	if *out == "" {
+		d, err := os.MkdirTemp("", "shardkeeper-chaos-")
+		if err != nil {
+			return err
+		}
+		*out = d
+	}
+	var regs []string
+	switch *registries {
+	case "both":
+		regs = []string{"etcd", "zookeeper"}
+	case "etcd", "zookeeper":
+		regs = []string{*registries}
+	default:
+		return fmt.Errorf("--registry %q: want etcd, zookeeper or both", *registries)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	failed := false
+	for _, reg := range regs {
+		modes := []bool{false}
+		if *control {
+			modes = append(modes, true)
+		}
+		for _, leaseOnly := range modes {
+			name := "fenced"
+			if leaseOnly {
+				name = "lease-only"
+			}
+			dir := filepath.Join(*out, reg, name)
+			cfg := chaos.RunConfig{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: *duration,
+				MaxKeys: *maxKeys, Rate: *rate, Seed: *seed, SessionTTL: *ttl, Reservation: *reservation,
+				FaultEvery: *every, LeaseOnly: leaseOnly, Log: log.With("run", reg+"/"+name)}
+			log.Info("run starting", "registry", reg, "mode", name, "dir", dir, "seed", *seed)
+			if err := chaos.Run(ctx, cfg); err != nil {
+				return fmt.Errorf("%s/%s: %w", reg, name, err)
+			}
+			ok, err := report(dir, os.Stdout)
+			if err != nil {
+				return err
+			}
+			failed = failed || !ok
+		}
+	}
+	fmt.Printf("runs in %s\n", *out)
+	if failed {
+		return errFailed
+	}
+	return nil
+}
+
+func checkCmd(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: chaos check DIR")
+	}
+	ok, err := report(args[0], os.Stdout)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errFailed
+	}
+	return nil
+}
+
+// report checks the run in dir, writes report.txt and plot.svg there and
+// the report to w; it says whether the run passed.
+func report(dir string, w io.Writer) (bool, error) {
+	r, err := chaos.Check(dir)
+	if err != nil {
+		return false, err
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(text.String()), 0o644); err != nil {
+		return false, err
+	}
+	plot, err := os.Create(filepath.Join(dir, "plot.svg"))
+	if err != nil {
+		return false, err
+	}
+	err = errors.Join(r.WriteSVG(plot), plot.Close())
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "== %s\n%s\n", dir, text.String())
+	return len(r.Failures()) == 0, nil
+}
+
+func nodeCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("chaos node", flag.ExitOnError)
+	var cfg chaos.NodeConfig
+	var endpoints string
+	fs.StringVar(&cfg.Dir, "dir", "", "run directory")
+	fs.StringVar(&cfg.Node, "node", "", "node name")
+	fs.StringVar(&cfg.Incarnation, "incarnation", "", "incarnation name (also the instance id)")
+	fs.StringVar(&cfg.Registry, "registry", "etcd", "etcd or zookeeper")
+	fs.StringVar(&endpoints, "endpoints", "", "comma-separated registry endpoints")
+	fs.StringVar(&cfg.Namespace, "namespace", "chaos", "registry namespace")
+	fs.DurationVar(&cfg.SessionTTL, "ttl", 2*time.Second, "session TTL")
+	fs.DurationVar(&cfg.Reservation, "reservation", 600*time.Millisecond, "reservation W")
+	fs.BoolVar(&cfg.LeaseOnly, "lease-only", false, "negative control: no fence")
+	fs.IntVar(&cfg.Rate, "rate", 2000, "keys per second")
+	fs.IntVar(&cfg.Batch, "batch", 16, "keys per request")
+	fs.Int64Var(&cfg.MaxKeys, "max-keys", 0, "stop after this many keys")
+	_ = fs.Parse(args)
+	cfg.Endpoints = strings.Split(endpoints, ",")
+	if cfg.Dir == "" || cfg.Node == "" || cfg.Incarnation == "" || endpoints == "" {
+		return errors.New("node: --dir, --node, --incarnation and --endpoints are required")
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("incarnation", cfg.Incarnation)
+	return chaos.RunNode(ctx, cfg, os.Stdin)
+}

@@ -1,0 +1,245 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The nemesis injects faults on lanes: one lane per node (partitions,
+// one-way loss, pauses, kills, clock steps and skews of that node, one at
+// a time) and one lane for the registry (its leader killed or paused, one
+// at a time). Each lane draws its schedule from its own generator seeded
+// from the run's seed, so a negative-control run with the same seed gets
+// the same schedule.
+
+// nodeFaultKinds are drawn in shuffled rounds, so every kind comes up
+// equally often on every lane.
+var nodeFaultKinds = []string{FaultPartition, FaultOneWay, FaultPause, FaultKill, FaultClockStep, FaultClockSkew}
+
+// registryFaultKinds alternate on the registry lane.
+var registryFaultKinds = []string{FaultLeaderKill, FaultLeaderPause}
+
+// ttlMultiples sweep pauses and partitions around the session TTL.
+var ttlMultiples = []float64{0.5, 0.9, 1.0, 1.1, 2, 5}
+
+// leaderHolds sweep registry leader faults around the election timeout
+// (etcd: 1 s; ZooKeeper: a few ticks of 200 ms).
+var leaderHolds = []time.Duration{500 * time.Millisecond, 900 * time.Millisecond, 1100 * time.Millisecond,
+	2 * time.Second, 3 * time.Second}
+
+// clockSteps are the magnitudes of clock steps, both signs.
+var clockSteps = []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond,
+	time.Second, 10 * time.Second, 30 * time.Second, time.Hour}
+
+// clockRates are the rate errors of skews, in ppm, both signs (500 ppm is a
+// bad crystal; 8% is the most chrony slews by default).
+var clockRates = []float64{500, 80000}
+
+// nemesis runs the lanes of one run.
+type nemesis struct {
+	r        *runner
+	seed     int64
+	every    time.Duration // mean gap between a lane's faults
+	ttl      time.Duration
+	mu       sync.Mutex
+	bigSteps int // forward steps of an hour left (each burns a worker id for an hour)
+}
+
+// run runs every lane until ctx ends; each lane heals its fault in progress
+// before it returns.
+func (m *nemesis) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, p := range m.r.procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.nodeLane(ctx, rand.New(rand.NewPCG(uint64(m.seed), uint64(i+1))), p)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.registryLane(ctx, rand.New(rand.NewPCG(uint64(m.seed), 0)))
+	}()
+	wg.Wait()
+}
+
+// gap waits a lane's random pause between faults; false when ctx ended.
+func (m *nemesis) gap(ctx context.Context, rng *rand.Rand) bool {
+	d := time.Duration(float64(m.every) * (0.5 + rng.Float64()))
+	return sleepCtx(ctx, d)
+}
+
+func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
+	var round []string
+	for m.gap(ctx, rng) {
+		if len(round) == 0 {
+			round = append([]string(nil), nodeFaultKinds...)
+			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		kind := round[0]
+		round = round[1:]
+		rec := FaultRecord{Kind: kind, Target: p.name, Start: time.Now().UnixNano()}
+		var err error
+		switch kind {
+		case FaultPartition, FaultOneWay:
+			err = m.cut(ctx, rng, p, kind, &rec)
+		case FaultPause:
+			hold := m.aroundTTL(rng)
+			rec.Detail = fmt.Sprintf("%v (%.1fx TTL)", hold.Round(time.Millisecond), float64(hold)/float64(m.ttl))
+			p.signal(syscall.SIGSTOP)
+			sleepCtx(ctx, hold)
+			p.signal(syscall.SIGCONT)
+		case FaultKill:
+			rest := time.Duration(rng.IntN(100)) * time.Millisecond
+			rec.Detail = fmt.Sprintf("restart after %v", rest)
+			err = p.kill()
+			if err == nil {
+				sleepCtx(ctx, rest)
+				err = p.start()
+			}
+		case FaultClockStep:
+			err = m.step(ctx, rng, p, &rec)
+		case FaultClockSkew:
+			ppm := clockRates[rng.IntN(len(clockRates))]
+			if rng.IntN(2) == 0 {
+				ppm = -ppm
+			}
+			hold := time.Duration(2+rng.IntN(4)) * time.Second
+			rec.Detail = fmt.Sprintf("%+g ppm for %v", ppm, hold)
+			err = p.command(fmt.Sprintf("%s %g", CmdRate, ppm))
+			sleepCtx(ctx, hold)
+			// Back to the right rate, and undo the drift.
+			err = firstErr(err, p.command(CmdRate+" 0"))
+			drift := time.Duration(float64(hold) * ppm / 1e6)
+			err = firstErr(err, p.command(fmt.Sprintf("%s %v", CmdStep, -drift)))
+		}
+		rec.End = time.Now().UnixNano()
+		if err != nil {
+			rec.Detail += "; error: " + err.Error()
+			m.r.log.Warn("fault failed", "kind", kind, "node", p.name, "err", err)
+		}
+		m.r.recordFault(rec)
+	}
+}
+
+// cut partitions node p from every registry member (both ways) or drops
+// the members' replies to it, for a time around the TTL.
+func (m *nemesis) cut(ctx context.Context, rng *rand.Rand, p *nodeProc, kind string, rec *FaultRecord) error {
+	hold := m.aroundTTL(rng)
+	rec.Detail = fmt.Sprintf("%v (%.1fx TTL)", hold.Round(time.Millisecond), float64(hold)/float64(m.ttl))
+	var heals []func() error
+	servers := m.r.ensemble.Hosts()
+	if kind == FaultOneWay {
+		heal, err := m.r.net.DropReplies(servers, p.host)
+		if err != nil {
+			return err
+		}
+		heals = append(heals, heal)
+	} else {
+		for _, s := range servers {
+			heal, err := m.r.net.Partition(p.host, s)
+			if err != nil {
+				return firstErr(err, healAll(heals))
+			}
+			heals = append(heals, heal)
+		}
+	}
+	sleepCtx(ctx, hold)
+	return healAll(heals)
+}
+
+// step steps node p's clock and later undoes it. Steps of an hour forward
+// burn the worker id for an hour (its fence is an hour ahead): the node is
+// restarted instead of stepped back, and at most Pool-2 of them happen in
+// a run, so the pool keeps ids to take over.
+func (m *nemesis) step(ctx context.Context, rng *rand.Rand, p *nodeProc, rec *FaultRecord) error {
+	d := clockSteps[rng.IntN(len(clockSteps))]
+	if rng.IntN(2) == 0 {
+		d = -d
+	}
+	if d == time.Hour {
+		m.mu.Lock()
+		if m.bigSteps > 0 {
+			m.bigSteps--
+		} else {
+			d = -d
+		}
+		m.mu.Unlock()
+	}
+	hold := time.Duration(1+rng.IntN(3)) * time.Second
+	rec.Detail = fmt.Sprintf("%+v for %v", d, hold)
+	if err := p.command(fmt.Sprintf("%s %v", CmdStep, d)); err != nil {
+		return err
+	}
+	sleepCtx(ctx, hold)
+	if d == time.Hour {
+		rec.Detail += ", then kill -9 and restart"
+		if err := p.kill(); err != nil {
+			return err
+		}
+		return p.start()
+	}
+	return p.command(fmt.Sprintf("%s %v", CmdStep, -d))
+}
+
+func (m *nemesis) aroundTTL(rng *rand.Rand) time.Duration {
+	f := ttlMultiples[rng.IntN(len(ttlMultiples))]
+	return time.Duration(f * float64(m.ttl))
+}
+
+// registryLane kills or pauses the registry's leader, one at a time.
+func (m *nemesis) registryLane(ctx context.Context, rng *rand.Rand) {
+	e := m.r.ensemble
+	for i := 0; m.gap(ctx, rng); i++ {
+		kind := registryFaultKinds[i%len(registryFaultKinds)]
+		rec := FaultRecord{Kind: kind, Start: time.Now().UnixNano()}
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		leader, err := e.Leader(c)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.r.log.Warn("no registry leader to fault", "err", err)
+			continue
+		}
+		rec.Target = fmt.Sprintf("%s member %d (leader)", e.Kind(), leader+1)
+		hold := leaderHolds[rng.IntN(len(leaderHolds))]
+		rec.Detail = fmt.Sprintf("%v", hold)
+		if kind == FaultLeaderKill {
+			err = e.Kill(leader)
+			sleepCtx(ctx, hold)
+			err = firstErr(err, e.Start(leader))
+		} else {
+			err = e.Pause(leader)
+			sleepCtx(ctx, hold)
+			err = firstErr(err, e.Resume(leader))
+		}
+		rec.End = time.Now().UnixNano()
+		if err != nil {
+			rec.Detail += "; error: " + err.Error()
+			m.r.log.Warn("fault failed", "kind", kind, "err", err)
+		}
+		m.r.recordFault(rec)
+	}
+}
+
+func healAll(heals []func() error) error {
+	var err error
+	for _, h := range heals {
+		err = firstErr(err, h())
+	}
+	return err
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,347 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// NodeConfig configures one node process of a run (see RunNode).
+type NodeConfig struct {
+	Dir         string // the run directory
+	Node        string // e.g. "g3"
+	Incarnation string // e.g. "g3.7"; also the node's instance id
+	Registry    string // "etcd" or "zookeeper"
+	Endpoints   []string
+	Namespace   string
+	SessionTTL  time.Duration
+	Reservation time.Duration // W
+	LeaseOnly   bool          // the negative control: cluster.Config.UnsafeLeaseOnly
+	Rate        int           // keys per second to issue; 0 means as fast as it can
+	Batch       int           // keys per request; 0 means 16
+	MaxKeys     int64         // stop after this many keys; 0 means no bound
+	Logger      *slog.Logger  // nil means a text logger on stderr
+}
+
+// Node control commands, one a line on the control stream.
+const (
+	// CmdStep steps the node's clock: "step -1h", "step 5ms".
+	CmdStep = "step"
+	// CmdRate sets the clock's rate error in ppm: "rate 500", "rate -80000".
+	CmdRate = "rate"
+	// CmdStop leaves the cluster gracefully and exits.
+	CmdStop = "stop"
+)
+
+// RunNode is the key-issuing node of a run: it opens the registry, waits
+// for a worker id (retrying while the pool is exhausted or the registry is
+// unreachable), issues keys at cfg.Rate and appends each batch to its keys
+// file before it counts as issued, and records its events (EventStart, the
+// cluster's OnEvent trail, stalls, progress every 250 ms). It obeys the
+// commands on control and leaves gracefully on CmdStop, at the end of
+// control, when ctx ends, or after cfg.MaxKeys keys.
+func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
+	if cfg.Batch <= 0 {
+		cfg.Batch = 16
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	dir := filepath.Join(cfg.Dir, "nodes", cfg.Node)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rec := &eventLog{path: filepath.Join(dir, EventFileName(cfg.Incarnation))}
+	keys, err := CreateKeyWriter(filepath.Join(dir, KeyFileName(cfg.Incarnation)))
+	if err != nil {
+		return err
+	}
+	defer keys.Close()
+	clock := NewClock(nil)
+	rec.add(Event{Kind: EventStart})
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go obey(ctx, control, clock, rec, stop, cfg.Logger)
+
+	repo, err := openRegistry(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	counter := fault.Count(repo)
+	defer repo.Close()
+
+	ncfg := cluster.Config{
+		InstanceID:       cfg.Incarnation,
+		RandomInstanceID: true,
+		SessionTTL:       cfg.SessionTTL,
+		Reservation:      cfg.Reservation,
+		Snowflake:        snowflake.Config{Clock: clock},
+		Logger:           cfg.Logger,
+		UnsafeLeaseOnly:  cfg.LeaseOnly,
+		OnEvent:          rec.clusterEvent,
+	}
+	rec.add(Event{Kind: EventStall, Reason: "no worker id"})
+	node, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	is := issuer{cfg: cfg, node: node, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock, stalled: true}
+	err = is.run(ctx)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = errors.Join(err, node.Close(closeCtx))
+	rec.add(Event{Kind: EventExit, Keys: is.issued, Writes: writes(counter)})
+	return err
+}
+
+// openRegistry connects to the run's registry, retrying until ctx ends: a
+// node may start while it is partitioned from the registry.
+func openRegistry(ctx context.Context, cfg NodeConfig) (registry.Repository, error) {
+	for {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var repo registry.Repository
+		var err error
+		switch cfg.Registry {
+		case "etcd":
+			repo, err = etcd.Open(c, etcd.Config{Endpoints: cfg.Endpoints, Namespace: cfg.Namespace, DialTimeout: 2 * time.Second})
+		case "zookeeper":
+			repo, err = zookeeper.Open(c, zookeeper.Config{Servers: cfg.Endpoints, Namespace: cfg.Namespace,
+				SessionTimeout: cfg.SessionTTL, ConnectTimeout: 2 * time.Second})
+		default:
+			cancel()
+			return nil, fmt.Errorf("chaos node: unknown registry %q (want etcd or zookeeper)", cfg.Registry)
+		}
+		cancel()
+		if err == nil {
+			return repo, nil
+		}
+		cfg.Logger.Warn("registry not reachable yet; retrying", "err", err)
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// openNode starts the cluster node, waiting while every worker id of the
+// pool is taken (a standby node) or the registry does not answer.
+func openNode(ctx context.Context, repo registry.Repository, cfg cluster.Config, log *slog.Logger) (*cluster.Node, error) {
+	for {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		node, err := cluster.Open(c, repo, cfg)
+		cancel()
+		if err == nil {
+			return node, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, cluster.ErrExhausted) {
+			log.Warn("open failed; retrying", "err", err)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func writes(c *fault.Counter) int64 {
+	var n int64
+	for op, v := range c.Counts() {
+		switch op {
+		case "put", "create", "update", "delete", "put-ephemeral", "create-ephemeral", "commit", "session", "session-close":
+			n += v
+		}
+	}
+	return n
+}
+
+// issuer is the node's key loop.
+type issuer struct {
+	cfg     NodeConfig
+	node    *cluster.Node
+	keys    *KeyWriter
+	rec     *eventLog
+	clock   *Clock
+	writes  func() int64
+	issued  int64
+	stalled bool
+}
+
+func (is *issuer) run(ctx context.Context) error {
+	buf := make([]int64, 0, is.cfg.Batch)
+	paceStart, paceKeys := time.Now(), int64(0)
+	nextProgress := time.Now()
+	for ctx.Err() == nil && (is.cfg.MaxKeys == 0 || is.issued < is.cfg.MaxKeys) {
+		if now := time.Now(); !now.Before(nextProgress) {
+			is.rec.add(Event{Kind: EventProgress, Keys: is.issued, Writes: is.writes(), Offset: is.clock.Offset()})
+			nextProgress = now.Add(250 * time.Millisecond)
+		}
+		n := is.cfg.Batch
+		if is.cfg.MaxKeys > 0 {
+			n = int(min(int64(n), is.cfg.MaxKeys-is.issued))
+		}
+		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		var err error
+		if n == 1 {
+			var k int64
+			if k, err = is.node.NextID(c); err == nil {
+				buf = append(buf[:0], k)
+			} else {
+				buf = buf[:0]
+			}
+		} else {
+			buf, err = is.node.AppendIDs(c, buf[:0], n)
+		}
+		cancel()
+		if len(buf) > 0 {
+			// On record before it counts as issued.
+			if werr := is.keys.Append(buf); werr != nil {
+				return fmt.Errorf("chaos node: record keys: %w", werr)
+			}
+			is.issued += int64(len(buf))
+			paceKeys += int64(len(buf))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if !is.stalled {
+				is.stalled = true
+				is.rec.add(Event{Kind: EventStall, Reason: stallReason(err)})
+			}
+			sleepCtx(ctx, 2*time.Millisecond)
+			paceStart, paceKeys = time.Now(), 0
+			continue
+		}
+		if is.stalled {
+			is.stalled = false
+			is.rec.add(Event{Kind: EventResume, Keys: is.issued})
+		}
+		if is.cfg.Rate > 0 {
+			due := paceStart.Add(time.Duration(paceKeys) * time.Second / time.Duration(is.cfg.Rate))
+			if wait := time.Until(due); wait > 0 {
+				sleepCtx(ctx, wait)
+			}
+		}
+	}
+	is.rec.add(Event{Kind: EventProgress, Keys: is.issued, Writes: is.writes(), Offset: is.clock.Offset()})
+	return nil
+}
+
+// stallReason classifies a key error for the report.
+func stallReason(err error) string {
+	switch {
+	case errors.Is(err, cluster.ErrNotIssuing):
+		return "no worker id"
+	case errors.Is(err, snowflake.ErrClockBackwards):
+		return "clock backwards"
+	case errors.Is(err, snowflake.ErrReservationExpired):
+		return "reservation"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return err.Error()
+}
+
+// obey applies the commands read from control until it ends or ctx ends;
+// then it calls stop.
+func obey(ctx context.Context, control io.Reader, clock *Clock, rec *eventLog, stop func(), log *slog.Logger) {
+	defer stop()
+	sc := bufio.NewScanner(control)
+	for sc.Scan() {
+		if ctx.Err() != nil {
+			return
+		}
+		cmd, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		switch cmd {
+		case CmdStep:
+			d, err := time.ParseDuration(arg)
+			if err != nil {
+				log.Error("bad control command", "line", sc.Text(), "err", err)
+				continue
+			}
+			clock.Step(d)
+			rec.add(Event{Kind: EventClock, Offset: clock.Offset(), Reason: "step " + arg})
+		case CmdRate:
+			ppm, err := strconv.ParseFloat(arg, 64)
+			if err != nil {
+				log.Error("bad control command", "line", sc.Text(), "err", err)
+				continue
+			}
+			clock.SetRate(ppm)
+			rec.add(Event{Kind: EventClock, Offset: clock.Offset(), Reason: "rate " + arg + "ppm"})
+		case CmdStop:
+			return
+		case "":
+		default:
+			log.Error("unknown control command", "line", sc.Text())
+		}
+	}
+}
+
+// eventLog appends an incarnation's events; safe for concurrent use.
+type eventLog struct {
+	path   string
+	mu     sync.Mutex
+	failed atomic.Bool
+}
+
+func (l *eventLog) add(e Event) {
+	if e.T == 0 {
+		e.T = time.Now().UnixNano()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := AppendJSONLine(l.path, e); err != nil && !l.failed.Swap(true) {
+		fmt.Fprintf(os.Stderr, "chaos node: recording events: %v\n", err)
+	}
+}
+
+func (l *eventLog) clusterEvent(e cluster.Event) {
+	ev := Event{Worker: e.WorkerID, Epoch: e.Epoch, Floor: e.FloorMs, Until: e.ReservedUntilMs}
+	switch e.Kind {
+	case cluster.EventAcquired:
+		ev.Kind = EventAcquired
+	case cluster.EventReserved:
+		ev.Kind = EventReserved
+	case cluster.EventLost:
+		ev.Kind = EventLost
+	case cluster.EventReleased:
+		ev.Kind = EventReleased
+	default:
+		return
+	}
+	if e.Err != nil {
+		ev.Reason = e.Err.Error()
+	}
+	l.add(ev)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,423 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// NamePrefix starts the name of every network namespace and link a run
+// creates; CleanupStale(NamePrefix) removes a crashed run's leftovers. One
+// run at a time per machine.
+const NamePrefix = "skc"
+
+// DefaultSubnet is the test network's address range; it exists only inside
+// the run's namespaces and its bridge.
+var DefaultSubnet = netip.MustParsePrefix("10.213.0.0/24")
+
+// registryNamespace is where the run's keys live in the registry.
+const registryNamespace = "chaos"
+
+// RunConfig configures a run.
+type RunConfig struct {
+	Dir         string        // the run directory; created, must not hold a run already
+	Registry    string        // "etcd" or "zookeeper"
+	Nodes       int           // node processes; at least 5
+	Pool        int           // free worker ids; 0 means Nodes-2
+	Duration    time.Duration // how long faults are injected
+	MaxKeys     int64         // stop once the nodes issued this many keys in all; 0: no bound
+	Rate        int           // keys per second per node; 0 means 2000
+	Seed        int64         // the fault schedule's seed
+	SessionTTL  time.Duration // 0 means 2 s
+	Reservation time.Duration // W; 0 means 600 ms
+	FaultEvery  time.Duration // mean gap between the faults of a lane; 0 means 1.5 s
+	LeaseOnly   bool          // the negative control: nodes run without the fence
+	Binary      string        // the program with the "node" subcommand; "" means this one
+	Log         *slog.Logger  // nil means slog.Default()
+}
+
+func (c *RunConfig) defaults() error {
+	if c.Pool == 0 {
+		c.Pool = c.Nodes - 2
+	}
+	if c.Rate == 0 {
+		c.Rate = 2000
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 2 * time.Second
+	}
+	if c.Reservation == 0 {
+		c.Reservation = 600 * time.Millisecond
+	}
+	if c.FaultEvery == 0 {
+		c.FaultEvery = 1500 * time.Millisecond
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.Binary = exe
+	}
+	var errs []error
+	if c.Registry != "etcd" && c.Registry != "zookeeper" {
+		errs = append(errs, fmt.Errorf("registry %q: want etcd or zookeeper", c.Registry))
+	}
+	if c.Nodes < 5 || c.Nodes > 64 {
+		errs = append(errs, fmt.Errorf("nodes %d: want 5 to 64", c.Nodes))
+	}
+	if c.Pool < 1 || c.Pool >= c.Nodes {
+		errs = append(errs, fmt.Errorf("pool %d: want 1 to nodes-1 (%d), so that standby nodes take over at once", c.Pool, c.Nodes-1))
+	}
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration %v: want > 0", c.Duration))
+	}
+	if os.Geteuid() != 0 {
+		errs = append(errs, errors.New("the harness needs root (network namespaces, routes)"))
+	}
+	return errors.Join(errs...)
+}
+
+// runner is one run in progress.
+type runner struct {
+	cfg      RunConfig
+	log      *slog.Logger
+	net      *Network
+	ensemble Ensemble
+	procs    []*nodeProc
+	faultsMu sync.Mutex
+}
+
+// Run performs one run: it builds the network and the registry ensemble,
+// leaves cfg.Pool worker ids free (the others are taken by permanent
+// fillers), starts the nodes, injects faults for cfg.Duration (or until
+// cfg.MaxKeys keys), lets the nodes leave, and tears everything down. The
+// run directory keeps the records for Check. Everything it created outside
+// the run directory (namespaces, links, processes, server data) is removed
+// when it returns, also when ctx is cancelled (an interrupt).
+func Run(ctx context.Context, cfg RunConfig) (err error) {
+	if err := cfg.defaults(); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "run.json")); err == nil {
+		return fmt.Errorf("chaos: %s already holds a run; choose a new directory", cfg.Dir)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nodes"), 0o755); err != nil {
+		return err
+	}
+	if err := CleanupStale(NamePrefix); err != nil {
+		return fmt.Errorf("chaos: removing an earlier run's leftovers: %w", err)
+	}
+	r := &runner{cfg: cfg, log: cfg.Log}
+	r.net, err = NewNetwork(NamePrefix, DefaultSubnet)
+	if err != nil {
+		return fmt.Errorf("chaos: network: %w", err)
+	}
+	defer func() { err = errors.Join(err, r.net.Close()) }()
+
+	var serverHosts []*Host
+	letter := map[string]string{"etcd": "e", "zookeeper": "z"}[cfg.Registry]
+	for i := 1; i <= 3; i++ {
+		h, err := r.net.AddHost(fmt.Sprintf("%s%d", letter, i))
+		if err != nil {
+			return err
+		}
+		serverHosts = append(serverHosts, h)
+	}
+	for i := 1; i <= cfg.Nodes; i++ {
+		h, err := r.net.AddHost(fmt.Sprintf("g%d", i))
+		if err != nil {
+			return err
+		}
+		r.procs = append(r.procs, &nodeProc{r: r, name: h.Name, host: h})
+	}
+	serverLog, err := os.Create(filepath.Join(cfg.Dir, "servers.log"))
+	if err != nil {
+		return err
+	}
+	defer serverLog.Close()
+	serverDir, err := os.MkdirTemp("", "shardkeeper-chaos-servers-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(serverDir)
+	opts := []Option{}
+	if runtime.NumCPU() >= 2 {
+		opts = append(opts, WithCPUs("0"))
+	}
+	start := StartEtcd
+	if cfg.Registry == "zookeeper" {
+		start = StartZooKeeper
+	}
+	r.ensemble, err = start(ctx, serverHosts, serverDir, serverLog, opts...)
+	if err != nil {
+		return fmt.Errorf("chaos: %s ensemble: %w", cfg.Registry, err)
+	}
+	defer func() { err = errors.Join(err, r.ensemble.Close()) }()
+
+	if err := r.fillPool(ctx); err != nil {
+		return fmt.Errorf("chaos: leaving %d worker ids free: %w", cfg.Pool, err)
+	}
+	info := RunInfo{Seed: cfg.Seed, Registry: cfg.Registry, Versions: []string{r.ensemble.Version(), runtime.Version()},
+		Nodes: cfg.Nodes, Pool: cfg.Pool, SessionTTL: cfg.SessionTTL, Reservation: cfg.Reservation,
+		Fenced: !cfg.LeaseOnly, EpochMillis: snowflake.DefaultEpochMillis, Start: time.Now().UnixNano()}
+	if err := writeJSON(filepath.Join(cfg.Dir, "run.json"), info); err != nil {
+		return err
+	}
+	defer r.stopAll()
+	for _, p := range r.procs {
+		if err := p.start(); err != nil {
+			return err
+		}
+	}
+	r.log.Info("nodes started; injecting faults", "registry", cfg.Registry, "nodes", cfg.Nodes, "pool", cfg.Pool,
+		"duration", cfg.Duration, "fenced", !cfg.LeaseOnly, "seed", cfg.Seed)
+
+	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
+	defer stopFaults()
+	go r.watchKeys(faultCtx, stopFaults)
+	m := &nemesis{r: r, seed: cfg.Seed, every: cfg.FaultEvery, ttl: cfg.SessionTTL, bigSteps: max(0, cfg.Pool-2)}
+	m.run(faultCtx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.log.Info("faults stopped; nodes leaving")
+	r.stopAll()
+	info.End = time.Now().UnixNano()
+	return writeJSON(filepath.Join(cfg.Dir, "run.json"), info)
+}
+
+// fillPool reserves every worker id but the first cfg.Pool with a
+// permanent (non-ephemeral) filler, so the nodes compete for a small pool.
+func (r *runner) fillPool(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	repo, err := r.openRegistry(c)
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	for lo := r.cfg.Pool; lo <= paths.MaxWorkerID; lo += 50 {
+		var txn registry.Txn
+		for id := lo; id < min(lo+50, paths.MaxWorkerID+1); id++ {
+			key, _ := paths.Reservation(id)
+			txn.Conds = append(txn.Conds, registry.Cond{Key: key})
+			txn.Ops = append(txn.Ops, registry.Op{Key: key, Value: []byte("chaos-filler")})
+		}
+		sess, err := repo.NewSession(c, registry.SessionOptions{})
+		if err != nil {
+			return err
+		}
+		_, err = sess.Commit(c, txn)
+		_ = sess.Close(c)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openRegistry connects the harness (root namespace) to the ensemble.
+func (r *runner) openRegistry(ctx context.Context) (registry.Repository, error) {
+	if r.cfg.Registry == "zookeeper" {
+		return zookeeper.Open(ctx, zookeeper.Config{Servers: r.ensemble.Endpoints(), Namespace: registryNamespace})
+	}
+	return etcd.Open(ctx, etcd.Config{Endpoints: r.ensemble.Endpoints(), Namespace: registryNamespace})
+}
+
+// watchKeys calls stop once the nodes have recorded cfg.MaxKeys keys.
+func (r *runner) watchKeys(ctx context.Context, stop func()) {
+	if r.cfg.MaxKeys <= 0 {
+		return
+	}
+	for sleepCtx(ctx, time.Second) {
+		var total int64
+		_ = filepath.WalkDir(filepath.Join(r.cfg.Dir, "nodes"), func(path string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(path, ".keys") {
+				if fi, err := d.Info(); err == nil {
+					total += fi.Size() / 8
+				}
+			}
+			return nil
+		})
+		if total >= r.cfg.MaxKeys {
+			r.log.Info("key budget reached", "keys", total)
+			stop()
+			return
+		}
+	}
+}
+
+func (r *runner) recordFault(f FaultRecord) {
+	r.faultsMu.Lock()
+	defer r.faultsMu.Unlock()
+	if err := AppendJSONLine(filepath.Join(r.cfg.Dir, "faults.jsonl"), f); err != nil {
+		r.log.Error("recording a fault", "err", err)
+	}
+}
+
+// stopAll asks every node to leave, and kills those still there after 10 s.
+func (r *runner) stopAll() {
+	var wg sync.WaitGroup
+	for _, p := range r.procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.stop(10 * time.Second)
+		}()
+	}
+	wg.Wait()
+}
+
+// nodeProc is one node's process, restarted as new incarnations.
+type nodeProc struct {
+	r    *runner
+	name string
+	host *Host
+
+	mu    sync.Mutex
+	k     int // incarnations started
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{} // closed when the current process has exited
+}
+
+// start starts the next incarnation.
+func (p *nodeProc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.k++
+	inc := Incarnation(p.name, p.k)
+	cfg := p.r.cfg
+	dir := filepath.Join(cfg.Dir, "nodes", p.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(dir, inc+".log"))
+	if err != nil {
+		return err
+	}
+	args := []string{"node", "--dir", cfg.Dir, "--node", p.name, "--incarnation", inc,
+		"--registry", cfg.Registry, "--endpoints", strings.Join(p.r.ensemble.Endpoints(), ","),
+		"--namespace", registryNamespace, "--ttl", cfg.SessionTTL.String(), "--reservation", cfg.Reservation.String(),
+		"--rate", strconv.Itoa(cfg.Rate)}
+	if cfg.LeaseOnly {
+		args = append(args, "--lease-only")
+	}
+	cmd := p.host.Command(context.Background(), cfg.Binary, args...)
+	if runtime.NumCPU() >= 2 {
+		cmd = p.host.Command(context.Background(), "taskset", append([]string{"-c", "1", cfg.Binary}, args...)...)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		logFile.Close()
+		return err
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("chaos: start node %s: %w", inc, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.stdin, p.done = cmd, stdin, done
+	go func() {
+		werr := cmd.Wait()
+		logFile.Close()
+		exit := "exit 0"
+		if werr != nil {
+			exit = werr.Error()
+		}
+		p.r.faultsMu.Lock()
+		_ = AppendJSONLine(filepath.Join(cfg.Dir, "processes.jsonl"), ProcessRecord{Incarnation: inc, Node: p.name,
+			PID: cmd.Process.Pid, Start: started.UnixNano(), End: time.Now().UnixNano(), Exit: exit})
+		p.r.faultsMu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// signal sends sig to the current process's group.
+func (p *nodeProc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *nodeProc) kill() error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("node %s did not die after SIGKILL", p.name)
+	}
+}
+
+// command sends one control line to the current process.
+func (p *nodeProc) command(line string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stdin == nil {
+		return errors.New("no process")
+	}
+	_, err := io.WriteString(p.stdin, line+"\n")
+	return err
+}
+
+// stop resumes the process (it may be paused), asks it to leave and kills
+// it after grace.
+func (p *nodeProc) stop(grace time.Duration) {
+	p.signal(syscall.SIGCONT)
+	_ = p.command(CmdStop)
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = p.kill()
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
