@@ -34,14 +34,17 @@ func (s *genSource) WorkerID() int { return 7 }
 
 func start(t *testing.T, src Source) string { return startWith(t, src, Serve) }
 
-// modes are both ways of serving: event loops (Linux) and goroutines.
-var modes = []struct {
+type serveMode struct {
 	name  string
 	serve func(context.Context, net.Listener, Source) error
-}{
+}
+
+// modes are the ways of serving: the default (epoll loops on Linux),
+// goroutines, and io_uring loops where the kernel allows them.
+var modes = append([]serveMode{
 	{"Serve", Serve},
 	{"goroutines", serveGoroutines},
-}
+}, uringModes()...)
 
 func startWith(t *testing.T, src Source, serve func(context.Context, net.Listener, Source) error) string {
 	t.Helper()

@@ -11,6 +11,6 @@ import (
 // connection has its goroutine.
 const eventLoops = false
 
-func serveLoops(ctx context.Context, ln *net.TCPListener, src Source) error {
+func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, _ IO) error {
 	return serveGoroutines(ctx, ln, src)
 }

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package keyserver
+
+func uringModes() []serveMode { return nil }
