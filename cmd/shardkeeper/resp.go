@@ -12,10 +12,15 @@ import (
 )
 
 // startRESP serves node's keys over the Redis protocol on addr (serve
-// --resp; "" or "off" serves nothing) until the returned stop is called.
-func startRESP(addr string, node *cluster.Node, out io.Writer) (stop func(), err error) {
+// --resp; "" or "off" serves nothing) with the I/O mode ioMode (serve
+// --resp-io) until the returned stop is called.
+func startRESP(addr, ioMode string, node *cluster.Node, out io.Writer) (stop func(), err error) {
 	if addr == "" || strings.EqualFold(addr, "off") {
 		return func() {}, nil
+	}
+	mode, err := keyserver.ParseIO(ioMode)
+	if err != nil {
+		return nil, fmt.Errorf("--resp-io: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -25,8 +30,32 @@ func startRESP(addr string, node *cluster.Node, out io.Writer) (stop func(), err
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = keyserver.Serve(ctx, ln, node)
+		if err := keyserver.ServeIO(ctx, ln, node, mode); err != nil {
+			fmt.Fprintf(out, "shardkeeper: Redis-protocol key service stopped: %v\n", err)
+		}
 	}()
 	fmt.Fprintf(out, "shardkeeper: Redis-protocol key service on %s (INCR any, NEXTID [n], NEXTIDB n; no authentication)\n", ln.Addr())
+	return func() { cancel(); <-done }, nil
+}
+
+// startUDP serves node's keys over the datagram protocol on addr (serve
+// --udp; "" or "off" serves nothing) until the returned stop is called.
+func startUDP(addr string, node *cluster.Node, out io.Writer) (stop func(), err error) {
+	if addr == "" || strings.EqualFold(addr, "off") {
+		return func() {}, nil
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--udp %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := keyserver.ServeUDP(ctx, pc, node); err != nil {
+			fmt.Fprintf(out, "shardkeeper: datagram key service stopped: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(out, "shardkeeper: datagram key service on udp %s (one request, one reply per datagram; no authentication)\n", pc.LocalAddr())
 	return func() { cancel(); <-done }, nil
 }

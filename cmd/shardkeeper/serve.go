@@ -31,6 +31,8 @@ func newServeCommand() *cobra.Command {
 		logFormat string
 		stopAfter time.Duration
 		respAddr  string
+		respIO    string
+		udpAddr   string
 		hf        httpFlags
 	)
 	cmd := &cobra.Command{
@@ -98,8 +100,14 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
 				}
 			}
-			stopRESP, err := startRESP(respAddr, d.Node, out)
+			stopRESP, err := startRESP(respAddr, respIO, d.Node, out)
 			if err != nil {
+				_ = d.Close(context.Background())
+				return err
+			}
+			stopUDP, err := startUDP(udpAddr, d.Node, out)
+			if err != nil {
+				stopRESP()
 				_ = d.Close(context.Background())
 				return err
 			}
@@ -112,6 +120,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 			}
 			<-ctx.Done()
 			stopRESP()
+			stopUDP()
 			fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
 			closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
@@ -131,6 +140,8 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
+	fl.StringVar(&respIO, "resp-io", "auto", "how --resp handles connections: auto (epoll on Linux), epoll, io_uring (batched submissions, Linux 5.11+) or goroutines")
+	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")

@@ -1,0 +1,277 @@
+package keyserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// The datagram protocol (serve --udp ADDR): one request per UDP datagram,
+// one reply datagram per request.
+//
+//	request  "SKK1" | id (8 bytes) | count (uint32)          16 bytes
+//	reply    "SKK1" | id (8 bytes) | count (uint32) | count keys (int64 each)
+//	error    "SKK1" | id (8 bytes) | 0 (uint32)     | message (UTF-8)
+//
+// Integers are big-endian. The id is the client's, echoed so that it can
+// match a reply to its request; count is 1..MaxUDPCount. The server keeps
+// no state per client: a request that is sent again (the client saw no
+// reply in time: UDP may drop datagrams) is a new request and gets new
+// keys, and keys of a lost reply are never used, which is safe because
+// every key is issued once. Datagrams that are not requests are dropped.
+//
+// There is no authentication, and a reply is larger than its request: bind
+// it to loopback or a trusted network.
+const (
+	udpMagic       = "SKK1"
+	udpRequestSize = 16
+	udpHeaderSize  = 16
+	// MaxUDPCount is the most keys one datagram request may ask for (the
+	// reply is 16 + 8*count bytes: 8,016 at most, a single datagram on
+	// loopback; keep count at 180 or less across a 1500-byte MTU).
+	MaxUDPCount = 1000
+)
+
+// appendUDPRequest appends a request datagram.
+func appendUDPRequest(dst []byte, id uint64, count int) []byte {
+	dst = append(dst, udpMagic...)
+	dst = binary.BigEndian.AppendUint64(dst, id)
+	return binary.BigEndian.AppendUint32(dst, uint32(count))
+}
+
+// parseUDPRequest returns the id and count of a request datagram; ok is
+// false when b is not one (drop it). A count out of range is returned as
+// is: the reply is an error.
+func parseUDPRequest(b []byte) (id uint64, count int, ok bool) {
+	if len(b) != udpRequestSize || string(b[:4]) != udpMagic {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(b[4:12]), int(binary.BigEndian.Uint32(b[12:16])), true
+}
+
+func appendUDPKeys(dst []byte, id uint64, keys []int64) []byte {
+	dst = append(dst, udpMagic...)
+	dst = binary.BigEndian.AppendUint64(dst, id)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keys)))
+	for _, k := range keys {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(k))
+	}
+	return dst
+}
+
+func appendUDPError(dst []byte, id uint64, msg string) []byte {
+	dst = append(dst, udpMagic...)
+	dst = binary.BigEndian.AppendUint64(dst, id)
+	dst = binary.BigEndian.AppendUint32(dst, 0)
+	return append(dst, msg...)
+}
+
+// udpBatch answers the requests of one receive: it asks src for all their
+// keys with one call and appends each reply to out[i] (nil for a datagram
+// that is not a request, which gets no reply).
+type udpBatch struct {
+	src  Source
+	c    *conn // for its bounded key wait
+	keys []int64
+}
+
+func newUDPBatch(src Source) *udpBatch { return &udpBatch{src: src, c: newConn(src)} }
+
+func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
+	total := 0
+	for _, d := range in {
+		if _, n, ok := parseUDPRequest(d); ok && n >= 1 && n <= MaxUDPCount {
+			total += n
+		}
+	}
+	var err error
+	b.keys = b.keys[:0]
+	if total > 0 {
+		b.keys, err = b.src.AppendIDs(b.c.bounded(ctx), b.keys, total)
+	}
+	keys := b.keys
+	for i, d := range in {
+		id, n, ok := parseUDPRequest(d)
+		switch {
+		case !ok:
+			out[i] = nil
+		case n < 1 || n > MaxUDPCount:
+			out[i] = appendUDPError(out[i][:0], id, fmt.Sprintf("ERR count must be an integer in [1, %d]", MaxUDPCount))
+		case len(keys) >= n:
+			out[i] = appendUDPKeys(out[i][:0], id, keys[:n])
+			keys = keys[n:]
+		default:
+			// Keys issued before the error stay unused: they are unique,
+			// so dropping them is safe.
+			msg := "NOTISSUING not issuing keys"
+			if err != nil {
+				msg = "NOTISSUING " + err.Error()
+			}
+			out[i] = appendUDPError(out[i][:0], id, msg)
+			keys = nil
+		}
+	}
+}
+
+// ServeUDP answers datagram requests (see the protocol above) on pc with
+// keys from src until ctx ends or pc fails. It closes pc before it
+// returns, and returns nil when ctx ended. On Linux (amd64, arm64) one
+// locked thread receives up to 64 datagrams with one recvmmsg, issues
+// their keys with one call to src and sends the replies with one
+// sendmmsg; elsewhere a goroutine reads and answers one datagram at a
+// time.
+func ServeUDP(ctx context.Context, pc net.PacketConn, src Source) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if uc, ok := pc.(*net.UDPConn); ok && mmsgLoop {
+		return serveUDPMmsg(ctx, uc, src)
+	}
+	return serveUDPSimple(ctx, pc, src)
+}
+
+func serveUDPSimple(ctx context.Context, pc net.PacketConn, src Source) error {
+	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
+	defer stop()
+	b := newUDPBatch(src)
+	buf := make([]byte, 2048)
+	in, out := make([][]byte, 1), make([][]byte, 1)
+	for {
+		n, addr, err := pc.ReadFrom(buf)
+		if err != nil {
+			_ = pc.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("keyserver: udp: %w", err)
+		}
+		in[0] = buf[:n]
+		b.answer(ctx, in, out)
+		if out[0] != nil {
+			_, _ = pc.WriteTo(out[0], addr)
+		}
+	}
+}
+
+// ErrNotIssuing is returned by UDPClient when the node answered that it is
+// not issuing keys; the error wraps it with the node's reason.
+var ErrNotIssuing = errors.New("node is not issuing keys")
+
+// UDPClient fetches keys from a node's datagram port (serve --udp). It has
+// one request in flight at a time; it is safe for concurrent use (calls
+// take turns). Open one per goroutine for more requests in flight.
+type UDPClient struct {
+	// Timeout is how long a request waits for its reply before it is
+	// sent again; each retry waits twice as long. Default 20 ms.
+	Timeout time.Duration
+	// Retries is how often a request is sent again (default 5); past it
+	// the call fails with an error wrapping os.ErrDeadlineExceeded.
+	Retries int
+
+	mu   sync.Mutex
+	conn *net.UDPConn
+	id   uint64
+	req  []byte
+	buf  []byte
+}
+
+// DialUDP returns a client of the node's datagram port at addr
+// (host:port). It does no I/O.
+func DialUDP(addr string) (*UDPClient, error) {
+	ra, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialUDP("udp", nil, ra)
+	if err != nil {
+		return nil, err
+	}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	return &UDPClient{conn: c, id: binary.BigEndian.Uint64(seed[:]), buf: make([]byte, udpHeaderSize+8*MaxUDPCount+512)}, nil
+}
+
+// Close closes the client's socket.
+func (c *UDPClient) Close() error { return c.conn.Close() }
+
+// NextID returns one new key.
+func (c *UDPClient) NextID(ctx context.Context) (int64, error) {
+	keys, err := c.AppendIDs(ctx, nil, 1)
+	if err != nil {
+		return 0, err
+	}
+	return keys[0], nil
+}
+
+// AppendIDs appends n new keys (1..MaxUDPCount) to dst with one request,
+// sent again when no reply comes in time. ctx bounds the whole call. A
+// node that is not issuing answers an error wrapping ErrNotIssuing.
+func (c *UDPClient) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64, error) {
+	if n < 1 || n > MaxUDPCount {
+		return dst, fmt.Errorf("keyserver: count %d out of [1, %d]", n, MaxUDPCount)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	timeout, retries := c.Timeout, c.Retries
+	if timeout <= 0 {
+		timeout = 20 * time.Millisecond
+	}
+	if retries <= 0 {
+		retries = 5
+	}
+	c.id++
+	c.req = appendUDPRequest(c.req[:0], c.id, n)
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetReadDeadline(time.Now()) })
+	defer stop()
+	for try := 0; try <= retries; try++ {
+		if err := ctx.Err(); err != nil {
+			return dst, err
+		}
+		if _, err := c.conn.Write(c.req); err != nil {
+			return dst, fmt.Errorf("keyserver: udp send: %w", err)
+		}
+		deadline := time.Now().Add(timeout << try)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		_ = c.conn.SetReadDeadline(deadline)
+		for {
+			m, err := c.conn.Read(c.buf)
+			if err != nil {
+				if ctx.Err() != nil {
+					return dst, ctx.Err()
+				}
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					break // send again
+				}
+				return dst, fmt.Errorf("keyserver: udp receive: %w", err)
+			}
+			b := c.buf[:m]
+			if m < udpHeaderSize || string(b[:4]) != udpMagic || binary.BigEndian.Uint64(b[4:12]) != c.id {
+				continue // a late reply to an earlier try or request
+			}
+			count := int(binary.BigEndian.Uint32(b[12:16]))
+			if count == 0 {
+				msg := string(b[udpHeaderSize:])
+				if len(msg) >= 11 && msg[:11] == "NOTISSUING " {
+					return dst, fmt.Errorf("%w: %s", ErrNotIssuing, msg[11:])
+				}
+				return dst, fmt.Errorf("keyserver: %s", msg)
+			}
+			if count != n || m != udpHeaderSize+8*n {
+				return dst, fmt.Errorf("keyserver: malformed reply (%d keys, %d bytes)", count, m)
+			}
+			for i := range n {
+				dst = append(dst, int64(binary.BigEndian.Uint64(b[udpHeaderSize+8*i:])))
+			}
+			return dst, nil
+		}
+	}
+	return dst, fmt.Errorf("keyserver: no reply from %s after %d tries: %w", c.conn.RemoteAddr(), retries+1, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,184 @@
+package keyserver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+func startUDP(t *testing.T, src Source, serve func(context.Context, net.PacketConn, Source) error) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, pc, src) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeUDP: %v", err)
+		}
+	})
+	return pc.LocalAddr().String()
+}
+
+var udpModes = []struct {
+	name  string
+	serve func(context.Context, net.PacketConn, Source) error
+}{
+	{"ServeUDP", ServeUDP},
+	{"simple", serveUDPSimple},
+}
+
+func TestUDPKeysUnique(t *testing.T) {
+	for _, m := range udpModes {
+		t.Run(m.name, func(t *testing.T) {
+			addr := startUDP(t, newSource(t), m.serve)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var (
+				mu   sync.Mutex
+				seen = map[int64]bool{}
+				wg   sync.WaitGroup
+			)
+			for range 8 {
+				c, err := DialUDP(addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				wg.Go(func() {
+					var last int64
+					for i := range 500 {
+						n := 1 + i%3*50 // 1, 51, 101 keys
+						keys, err := c.AppendIDs(ctx, nil, n)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if len(keys) != n {
+							t.Errorf("%d keys, want %d", len(keys), n)
+							return
+						}
+						mu.Lock()
+						for _, k := range keys {
+							if seen[k] || k <= last || snowflake.Decompose(k).WorkerID != 7 {
+								t.Errorf("key %d: duplicate, not increasing or not worker 7", k)
+							}
+							seen[k] = true
+							last = k
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if len(seen) != 8*(167*1+167*51+166*101) {
+				t.Fatalf("%d keys", len(seen))
+			}
+		})
+	}
+}
+
+func TestUDPNotIssuingAndBadRequests(t *testing.T) {
+	addr := startUDP(t, &genSource{err: errors.New("cluster: not issuing keys")}, ServeUDP)
+	c, err := DialUDP(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.NextID(ctx); !errors.Is(err, ErrNotIssuing) || err.Error() != "node is not issuing keys: cluster: not issuing keys" {
+		t.Fatalf("NextID = %v, want ErrNotIssuing with the node's reason", err)
+	}
+	if _, err := c.AppendIDs(ctx, nil, MaxUDPCount+1); err == nil {
+		t.Fatal("count past MaxUDPCount accepted by the client")
+	}
+
+	// The server answers an out-of-range count with an error, and drops
+	// what is not a request.
+	ok := startUDP(t, newSource(t), ServeUDP)
+	raw, err := net.Dial("udp", ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_, _ = raw.Write([]byte("garbage"))
+	_, _ = raw.Write(appendUDPRequest(nil, 42, 0))
+	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1024)
+	n, err := raw.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := string(appendUDPError(nil, 42, "ERR count must be an integer in [1, 1000]")); string(buf[:n]) != want {
+		t.Fatalf("reply %q, want %q", buf[:n], want)
+	}
+}
+
+// TestUDPRetry drops the first datagram of every request (a lossy
+// network): the client sends it again and gets its keys.
+func TestUDPRetry(t *testing.T) {
+	addr := startUDP(t, newSource(t), ServeUDP)
+	proxy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	srv, _ := net.ResolveUDPAddr("udp", addr)
+	go func() {
+		var client net.Addr
+		seen := map[string]bool{}
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := proxy.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if from.String() == addr {
+				_, _ = proxy.WriteTo(buf[:n], client)
+				continue
+			}
+			client = from
+			if !seen[string(buf[:n])] { // drop the first try
+				seen[string(buf[:n])] = true
+				continue
+			}
+			_, _ = proxy.WriteTo(buf[:n], srv)
+		}
+	}()
+	c, err := DialUDP(proxy.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Timeout = 5 * time.Millisecond
+	var last int64
+	for range 20 {
+		k, err := c.NextID(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k <= last {
+			t.Fatalf("key %d after %d", k, last)
+		}
+		last = k
+	}
+	// No reply at all: the call fails after its retries.
+	c2, err := DialUDP("127.0.0.1:9") // discard: nothing answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.Timeout, c2.Retries = time.Millisecond, 2
+	if _, err := c2.NextID(context.Background()); err == nil {
+		t.Fatal("NextID without a server succeeded")
+	}
+}
