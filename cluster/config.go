@@ -66,11 +66,12 @@ type Config struct {
 	// must not call the Node. For audit trails and test harnesses.
 	OnEvent func(Event)
 
-	// UnsafeLeaseOnly turns the fence off: the node trusts its registry
-	// session alone to own its worker id, as ShardingSphere does, and
-	// stamps keys with no time reservation. A paused or partitioned node
-	// then issues keys its successor also issues. It exists as the negative
-	// control of tests that show the fence works; never set it otherwise.
+	// UnsafeLeaseOnly turns the fence off and behaves as ShardingSphere
+	// does: the node stamps keys with no time reservation and, when its
+	// session is lost, keeps issuing on its old worker id until it has
+	// acquired a new one. A paused or partitioned node then issues keys its
+	// successor also issues. It exists as the negative control of tests
+	// that show the fence works; never set it otherwise.
 	UnsafeLeaseOnly bool
 }
 

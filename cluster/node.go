@@ -178,10 +178,14 @@ func (n *Node) run(ctx context.Context, hold *holding) {
 		if ctx.Err() != nil {
 			return
 		}
-		// Lost: stop issuing at once, then start over.
-		n.gen.Store(nil)
+		// Lost: stop issuing at once, then start over. (Lease-only, as
+		// ShardingSphere, keeps issuing on the old id until it has a new
+		// one.)
+		if !n.cfg.UnsafeLeaseOnly {
+			n.gen.Store(nil)
+			hold.gen.Revoke()
+		}
 		n.current.Store(nil)
-		hold.gen.Revoke()
 		_ = hold.sess.Close(context.Background())
 		n.stats.losses.Add(1)
 		for attempt := 0; ; attempt++ {
@@ -213,7 +217,9 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 		case <-ctx.Done():
 			return
 		case <-hold.sess.Done():
-			hold.gen.Revoke()
+			if !n.cfg.UnsafeLeaseOnly {
+				hold.gen.Revoke()
+			}
 			n.emit(EventLost, hold, fmt.Errorf("registry session lost: %w", hold.sess.Err()))
 			n.cfg.Logger.Error("registry session lost: stopped issuing keys; re-acquiring a worker id",
 				"worker_id", hold.h.WorkerID, "err", hold.sess.Err())

@@ -3,7 +3,8 @@
 # Chromium from Debian packages when missing, starts etcd and ZooKeeper on
 # free loopback ports, runs go vet, a gofmt check, staticcheck and
 # `go test -race -v ./...` with their addresses (a test that needs a server
-# fails, never skips, under this script), then stops them.
+# fails, never skips, under this script), then a short chaos run (issue 7),
+# then stops them.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Conformance).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,3 +18,14 @@ if [ -n "$unformatted" ]; then
 fi
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go test -race -count=1 -v -timeout 40m "$@" ./...
+
+# Issue 7's short chaos run (needs root): real 3-member etcd and ZooKeeper
+# ensembles and 6 node processes in network namespaces under a seeded fault
+# schedule, then the same schedule without the fence. It fails on any
+# duplicate key, (worker id, ms) overlap or fence violation, and when the
+# negative control finds no duplicate (the faults would not be biting).
+if [ $# -eq 0 ]; then
+	go build -o bin/chaos ./cmd/chaos
+	bin/chaos run --registry both --duration 45s --rate 10000 --seed 1 \
+		--out "$(mktemp -d /tmp/shardkeeper-chaos-ci.XXXXXX)"
+fi

@@ -53,6 +53,11 @@ type RunConfig struct {
 	LeaseOnly   bool          // the negative control: nodes run without the fence
 	Binary      string        // the program with the "node" subcommand; "" means this one
 	Log         *slog.Logger  // nil means slog.Default()
+	// Prefix names the run's namespaces and links; "" means NamePrefix.
+	// Leftovers with this prefix are removed before the run starts.
+	Prefix string
+	// Subnet is the test network; the zero value means DefaultSubnet.
+	Subnet netip.Prefix
 }
 
 func (c *RunConfig) defaults() error {
@@ -73,6 +78,12 @@ func (c *RunConfig) defaults() error {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Prefix == "" {
+		c.Prefix = NamePrefix
+	}
+	if !c.Subnet.IsValid() {
+		c.Subnet = DefaultSubnet
 	}
 	if c.Binary == "" {
 		exe, err := os.Executable()
@@ -127,11 +138,11 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nodes"), 0o755); err != nil {
 		return err
 	}
-	if err := CleanupStale(NamePrefix); err != nil {
+	if err := CleanupStale(cfg.Prefix); err != nil {
 		return fmt.Errorf("chaos: removing an earlier run's leftovers: %w", err)
 	}
 	r := &runner{cfg: cfg, log: cfg.Log}
-	r.net, err = NewNetwork(NamePrefix, DefaultSubnet)
+	r.net, err = NewNetwork(cfg.Prefix, cfg.Subnet)
 	if err != nil {
 		return fmt.Errorf("chaos: network: %w", err)
 	}

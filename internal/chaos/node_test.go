@@ -1,0 +1,102 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+func TestNodeEtcd(t *testing.T) { testNode(t, "etcd", testenv.EtcdEndpoints(t)) }
+func TestNodeZooKeeper(t *testing.T) {
+	testNode(t, "zookeeper", testenv.ZooKeeperServers(t))
+}
+
+// testNode runs the node program on a real registry: it waits for keys,
+// steps its clock back a second (the node must stall, not issue), stops it
+// and checks the records with the checker.
+func testNode(t *testing.T, registryKind string, endpoints []string) {
+	dir := t.TempDir()
+	ns := make([]byte, 4)
+	_, _ = rand.Read(ns)
+	info := RunInfo{Registry: registryKind, Nodes: 1, Pool: 1024, Fenced: true, EpochMillis: snowflake.DefaultEpochMillis,
+		Start: time.Now().UnixNano()}
+	if err := writeJSON(filepath.Join(dir, "run.json"), info); err != nil {
+		t.Fatal(err)
+	}
+	control, commands := io.Pipe()
+	cfg := NodeConfig{Dir: dir, Node: "g1", Incarnation: "g1.1", Registry: registryKind, Endpoints: endpoints,
+		Namespace: "chaos_test_" + hex.EncodeToString(ns), SessionTTL: 2 * time.Second, Reservation: 600 * time.Millisecond,
+		Rate: 5000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- RunNode(ctx, cfg, control) }()
+
+	keysFile := filepath.Join(dir, "nodes", "g1", KeyFileName("g1.1"))
+	waitKeys := func(n int64) {
+		t.Helper()
+		for ctx.Err() == nil {
+			if fi, err := os.Stat(keysFile); err == nil && fi.Size()/8 >= n {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("fewer than %d keys recorded", n)
+	}
+	waitKeys(2000)
+	if _, err := io.WriteString(commands, "step -1s\n"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(keysFile)
+	waitKeys(before.Size()/8 + 2000)
+	if _, err := io.WriteString(commands, "stop\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("RunNode: %v", err)
+	}
+	info.End = time.Now().UnixNano()
+	if err := writeJSON(filepath.Join(dir, "run.json"), info); err != nil {
+		t.Fatal(err)
+	}
+
+	events, err := ReadJSONLines[Event](filepath.Join(dir, "nodes", "g1", EventFileName("g1.1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	var stalls []string
+	for _, e := range events {
+		if e.Kind != EventProgress && e.Kind != EventReserved {
+			kinds = append(kinds, e.Kind)
+		}
+		if e.Kind == EventStall {
+			stalls = append(stalls, e.Reason)
+		}
+	}
+	want := []string{EventStart, EventStall, EventAcquired, EventResume, EventClock, EventStall, EventResume, EventReleased, EventExit}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("events = %v, want %v", kinds, want)
+	}
+	if !slices.Equal(stalls, []string{"no worker id", "clock backwards"}) {
+		t.Fatalf("stall reasons = %v", stalls)
+	}
+	r, err := Check(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Failures(); len(f) > 0 || r.Keys.Attempted < 4000 {
+		t.Fatalf("check: %v (%d keys)", f, r.Keys.Attempted)
+	}
+	t.Logf("%s: %d keys checked", registryKind, r.Keys.Attempted)
+}
