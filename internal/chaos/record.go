@@ -26,8 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -199,43 +197,3 @@ func (w *KeyWriter) Append(keys []int64) error {
 
 // Close closes the file.
 func (w *KeyWriter) Close() error { return w.f.Close() }
-
-// ReadKeys returns the keys in the file at path, in issue order. A trailing
-// partial record (fewer than 8 bytes) is ignored.
-func ReadKeys(path string) ([]int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]int64, len(b)/8)
-	for i := range keys {
-		keys[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return keys, nil
-}
-
-// IncarnationFiles lists the incarnations recorded under dir/nodes, sorted,
-// as node -> incarnation names.
-func IncarnationFiles(dir string) (map[string][]string, error) {
-	nodes, err := os.ReadDir(filepath.Join(dir, "nodes"))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]string{}
-	for _, n := range nodes {
-		if !n.IsDir() {
-			continue
-		}
-		files, err := os.ReadDir(filepath.Join(dir, "nodes", n.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			if inc, ok := strings.CutSuffix(f.Name(), ".events"); ok {
-				out[n.Name()] = append(out[n.Name()], inc)
-			}
-		}
-		sort.Strings(out[n.Name()])
-	}
-	return out, nil
-}
