@@ -7,8 +7,12 @@
 //
 // The node runs in this process as serve runs it (internal/daemon, on an
 // embedded etcd registry or on -etcd URLs) and serves keys over the Redis
-// protocol (internal/keyserver) and its HTTP API (internal/httpapi,
-// GET /api/v1/keys?count=N). Redis must listen on
+// protocol and UDP datagrams (internal/keyserver, as serve --resp and
+// --udp) and its HTTP API (internal/httpapi, GET /api/v1/keys?count=N).
+// Single keys are measured with redis-benchmark (Redis and RESP) and with
+// this command's own closed-loop generator (`keybench load`, load.go: one
+// thread, one request in flight per socket) against Redis, RESP and UDP
+// alike. Redis must listen on
 // -redis and PostgreSQL on -pg; redis-benchmark, pgbench and wrk must be on
 // PATH (`make bench-keys` installs the Debian packages when missing).
 //
@@ -58,6 +62,10 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "openloop" {
 		openLoopMain(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "load" {
+		loadMain(os.Args[2:])
 		return
 	}
 	var o options
@@ -130,6 +138,17 @@ func run(o options) error {
 	}()
 	defer func() { cancel(); <-served }()
 	resp := respLn.Addr().String()
+	udpConn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	udpServed := make(chan struct{})
+	go func() {
+		defer close(udpServed)
+		_ = keyserver.ServeUDP(ctx, udpConn, node)
+	}()
+	defer func() { cancel(); <-udpServed }()
+	udpAddr := udpConn.LocalAddr().String()
 	httpURL := "http://" + d.HTTPAddr
 
 	if err := checkRedis(o.redisAddr); err != nil {
@@ -158,6 +177,9 @@ func run(o options) error {
 	var (
 		redisIncr  = &row{name: "Redis INCR: redis-benchmark -t incr -c " + c, unit: "req/s"}
 		skIncr     = &row{name: "shardkeeper RESP INCR: same command line", unit: "req/s"}
+		redisGen   = &row{name: "Redis INCR: keybench load -proto resp -c " + c, unit: "req/s"}
+		skGen      = &row{name: "shardkeeper RESP INCR: keybench load -proto resp -c " + c, unit: "req/s"}
+		skUDP      = &row{name: "shardkeeper UDP, 1 key per datagram: keybench load -proto udp -c " + c, unit: "req/s"}
 		pgNext     = &row{name: "PostgreSQL nextval: pgbench -M prepared -c " + c + " -j 2", unit: "req/s"}
 		skHTTP     = &row{name: "shardkeeper HTTP GET /api/v1/keys (internal/httpapi): wrk -t 2 -c " + c, unit: "req/s"}
 		redisPipe  = &row{name: "Redis INCR, pipelined -P " + p, unit: "req/s"}
@@ -182,6 +204,16 @@ func run(o options) error {
 			return err
 		}
 		skIncr.add(v, note)
+		for _, g := range []struct {
+			r           *row
+			proto, addr string
+		}{{redisGen, "resp", o.redisAddr}, {skGen, "resp", resp}, {skUDP, "udp", udpAddr}} {
+			l, err := load(g.proto, g.addr, o.clients, o.duration)
+			if err != nil {
+				return err
+			}
+			g.r.add(l.Rate, fmt.Sprintf("%d retries", l.Retries))
+		}
 		if !o.skipPG {
 			v, err = pgbench(o.pgURL, pgScript, c, dur)
 			if err != nil {
@@ -236,7 +268,7 @@ func run(o options) error {
 
 	fmt.Printf("\n## keybench: %s, GOMAXPROCS %d, %d CPUs, load average %s, registry %s, %d rounds\n\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage(), registryName, o.rounds)
-	rows := []*row{redisIncr, skIncr, pgNext, skHTTP, redisPipe, skPipe, skBatchB, skBatchA, skBatchH, skHalf, skHalfS, redisHalf, redisHalfS}
+	rows := []*row{redisIncr, skIncr, redisGen, skGen, skUDP, pgNext, skHTTP, redisPipe, skPipe, skBatchB, skBatchA, skBatchH, skHalf, skHalfS, redisHalf, redisHalfS}
 	if o.skipPG {
 		rows = slices.DeleteFunc(rows, func(r *row) bool { return r == pgNext })
 	}
@@ -249,10 +281,14 @@ func run(o options) error {
 		}
 		return out
 	}
-	fmt.Printf("single-key RESP / Redis INCR per round: %s (target >= 1)\n", strings.Join(ratio(skIncr, redisIncr), ", "))
+	fmt.Printf("single-key UDP / Redis INCR (redis-benchmark) per round: %s (target >= 1)\n", strings.Join(ratio(skUDP, redisIncr), ", "))
+	fmt.Printf("single-key UDP / Redis INCR (same generator) per round: %s (target >= 1)\n", strings.Join(ratio(skUDP, redisGen), ", "))
+	fmt.Printf("single-key RESP / Redis INCR, redis-benchmark per round: %s\n", strings.Join(ratio(skIncr, redisIncr), ", "))
+	fmt.Printf("single-key RESP / Redis INCR, same generator per round: %s\n", strings.Join(ratio(skGen, redisGen), ", "))
+	fmt.Printf("UDP retries per round (a request unanswered for 20 ms, sent again): %s\n", strings.Join(skUDP.note, ", "))
 	fmt.Printf("pipelined RESP / Redis INCR per round: %s\n", strings.Join(ratio(skPipe, redisPipe), ", "))
 	if !o.skipPG {
-		fmt.Printf("single-key RESP / PostgreSQL nextval per round: %s\n", strings.Join(ratio(skIncr, pgNext), ", "))
+		fmt.Printf("single-key UDP / PostgreSQL nextval per round: %s\n", strings.Join(ratio(skUDP, pgNext), ", "))
 	}
 	fmt.Printf("batched keys/s, best protocol, median: %.0f (target >= 4,000,000; the layout's ceiling is 4,096,000 per worker id)\n",
 		max(skBatchB.median(), skBatchA.median(), skBatchH.median()))
