@@ -39,7 +39,8 @@ bench-metadata:
 
 # bench-keys: issue 6's key-service benchmark on loopback, in one run: a node's
 # single-key requests/s over RESP (redis-benchmark, the same command line as
-# against Redis) and HTTP (wrk) next to Redis INCR at 127.0.0.1:6379 and
+# against Redis), over UDP and RESP with keybench's own generator (the same
+# one against Redis) and HTTP (wrk) next to Redis INCR at 127.0.0.1:6379 and
 # PostgreSQL nextval (pgbench) at 127.0.0.1:5432 db test, batched keys/s, and
 # p99 at half the peak rate (open-loop generator). Installs wrk, redis-tools
 # and postgresql-client when missing. KEYBENCH_ARGS passes more flags
