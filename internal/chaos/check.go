@@ -861,6 +861,8 @@ func lossClass(reason string) string {
 		return "fence lost"
 	case strings.Contains(reason, "first time reservation"):
 		return "first reservation failed"
+	case strings.Contains(reason, "cluster: register"):
+		return "registration failed"
 	}
 	if len(reason) > 60 {
 		reason = reason[:60] + "..."

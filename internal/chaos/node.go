@@ -237,8 +237,12 @@ func (is *issuer) run(ctx context.Context) error {
 		}
 		if is.cfg.Rate > 0 {
 			due := paceStart.Add(time.Duration(paceKeys) * time.Second / time.Duration(is.cfg.Rate))
-			if wait := time.Until(due); wait > 0 {
+			switch wait := time.Until(due); {
+			case wait > 0:
 				sleepCtx(ctx, wait)
+			case wait < -100*time.Millisecond:
+				// Far behind (the process was paused): no burst to catch up.
+				paceStart, paceKeys = time.Now(), 0
 			}
 		}
 	}
