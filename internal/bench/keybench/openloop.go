@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,12 +13,17 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // latency is the result of one open-loop run.
 type latency struct {
+	Proto    string  // resp or udp
 	Rate     float64 // requests/s asked for
 	Achieved float64 // responses/s received
 	Count    int
@@ -30,23 +36,38 @@ type latency struct {
 	MaxLag   float64 // ms: how late the generator sent its latest request
 	// P99Sent is the p99 measured from when each request was actually
 	// written (the server's and the network's share, without the
-	// generator's own lateness).
+	// generator's own lateness); for a retried UDP request, from its
+	// first send.
 	P99Sent float64
+	// Retries counts UDP datagrams sent again because their request had
+	// no reply within the retry timeout. A retried request counts once,
+	// with its latency from its scheduled time to the first reply to any
+	// of its tries.
+	Retries int
+	// Lost counts UDP requests still unanswered when the generator gave
+	// up (the drain time after the last scheduled send); each counts in
+	// the percentiles with the time it waited, a lower bound.
+	Lost int
 }
 
 func (l latency) String() string {
-	return fmt.Sprintf("%.0f req/s asked, %.0f done, %d errors, p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f ms, send lag max %.3f ms, p99 from the actual send %.3f ms",
+	s := fmt.Sprintf("%.0f req/s asked, %.0f done, %d errors, p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f ms, send lag max %.3f ms, p99 from the actual send %.3f ms",
 		l.Rate, l.Achieved, l.Errors, l.P50, l.P90, l.P99, l.P999, l.Max, l.MaxLag, l.P99Sent)
+	if l.Proto == "udp" {
+		s += fmt.Sprintf(", %d retries, %d lost", l.Retries, l.Lost)
+	}
+	return s
 }
 
 // openLoop runs the generator in a child process (so it does not share a
-// Go runtime with the node under test) against addr's INCR.
-func openLoop(addr string, rate float64, d time.Duration) (latency, error) {
+// Go runtime with the node under test) against addr: INCR over RESP, or
+// one-key datagram requests over UDP (proto "udp").
+func openLoop(proto, addr string, rate float64, d time.Duration) (latency, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return latency{}, err
 	}
-	cmd := exec.Command(exe, "openloop", "-addr", addr, "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String())
+	cmd := exec.Command(exe, "openloop", "-proto", proto, "-addr", addr, "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String())
 	// Enough Ps that a sender returning from nanosleep never waits for a
 	// reader to be preempted (Go preempts every 10 ms): the OS scheduler
 	// alone arbitrates the generator's threads. Measured: with
@@ -55,7 +76,7 @@ func openLoop(addr string, rate float64, d time.Duration) (latency, error) {
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=8")
 	out, err := cmd.Output()
 	if err != nil {
-		return latency{}, fmt.Errorf("open-loop generator against %s: %v\n%s", addr, err, out)
+		return latency{}, fmt.Errorf("open-loop generator against %s %s: %v\n%s", proto, addr, err, out)
 	}
 	var l latency
 	if err := json.Unmarshal(out, &l); err != nil {
@@ -64,113 +85,152 @@ func openLoop(addr string, rate float64, d time.Duration) (latency, error) {
 	return l, nil
 }
 
-// openLoopMain sends INCR at a fixed rate over a few connections, each
+// openLoopConfig is one open-loop run.
+type openLoopConfig struct {
+	proto string // resp (TCP) or udp
+	addr  string
+	rate  float64 // requests per second, over all connections
+	d     time.Duration
+	conns int
+	tick  time.Duration
+	warm  time.Duration
+	// retryAfter is how long a UDP request waits for its reply before it
+	// is sent again with the same id (the same 20 ms as keybench load and
+	// keyserver.UDPClient), and again after each further retryAfter.
+	retryAfter time.Duration
+	// drain is how long after the last scheduled send unanswered UDP
+	// requests are still retried before they count as lost.
+	drain time.Duration
+}
+
+// openLoopMain sends requests at a fixed rate over a few connections, each
 // request at its scheduled time whatever the replies do (open loop: a slow
 // reply does not delay the next request), and measures every latency from
 // the scheduled time, so queueing is counted (no coordinated omission).
 // Senders sleep with nanosleep on their own OS threads: the Go timer would
 // round sub-millisecond waits up to a millisecond.
+//
+//	-proto resp  TCP, "INCR counter" in RESP, pipelined on each connection
+//	-proto udp   UDP, one 16-byte request datagram per key and one reply
+//	             each (internal/keyserver); many requests in flight per
+//	             socket, matched by id; a request unanswered for 20 ms is
+//	             sent again with the same id (counted as a retry) and
+//	             counts with its full latency
 func openLoopMain(args []string) {
 	fs := flag.NewFlagSet("openloop", flag.ExitOnError)
-	addr := fs.String("addr", "127.0.0.1:6379", "RESP server")
-	rate := fs.Float64("rate", 10000, "requests per second")
-	d := fs.Duration("d", 5*time.Second, "how long to send")
-	conns := fs.Int("conns", 2, "connections (one sender thread and one reader each)")
-	tick := fs.Duration("tick", 200*time.Microsecond, "a sender wakes at most this often and sends everything due (its lateness counts in the latency)")
-	warm := fs.Duration("warmup", 500*time.Millisecond, "excluded from the figures")
+	var cfg openLoopConfig
+	fs.StringVar(&cfg.proto, "proto", "resp", "resp (TCP, INCR) or udp (one key per datagram)")
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:6379", "server host:port")
+	fs.Float64Var(&cfg.rate, "rate", 10000, "requests per second")
+	fs.DurationVar(&cfg.d, "d", 5*time.Second, "how long to send")
+	fs.IntVar(&cfg.conns, "conns", 2, "connections or sockets (one sender thread and one reader each)")
+	fs.DurationVar(&cfg.tick, "tick", 200*time.Microsecond, "a sender wakes at most this often and sends everything due (its lateness counts in the latency)")
+	fs.DurationVar(&cfg.warm, "warmup", 500*time.Millisecond, "excluded from the figures")
+	fs.DurationVar(&cfg.retryAfter, "retry", 20*time.Millisecond, "udp: send a request again after this long without a reply")
+	fs.DurationVar(&cfg.drain, "drain", time.Second, "udp: keep retrying unanswered requests this long after the last scheduled send")
 	_ = fs.Parse(args)
-
-	interval := time.Duration(float64(time.Second) * float64(*conns) / *rate)
-	start := time.Now().Add(50 * time.Millisecond)
-	end := start.Add(*warm + *d)
-	type stamp struct{ sched, sent time.Time }
-	type result struct {
-		lat, latSent []time.Duration
-		errs         int
-		maxLag       time.Duration
-		first, final time.Time
+	l, err := runOpenLoop(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "openloop:", err)
+		os.Exit(1)
 	}
-	results := make([]result, *conns)
-	var wg sync.WaitGroup
-	for i := range *conns {
-		c, err := net.Dial("tcp", *addr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	_ = json.NewEncoder(os.Stdout).Encode(l)
+}
+
+// connResult is what one connection of an open-loop run measured.
+type connResult struct {
+	lat, latSent []time.Duration
+	errs         int
+	retries      int
+	lost         int
+	maxLag       time.Duration
+	first, final time.Time
+}
+
+// schedule is the fixed send schedule of one connection: requests at
+// first, first+interval, ... before end.
+type schedule struct {
+	start, end, warmEnd time.Time
+	first               time.Time
+	interval            time.Duration
+	tick                time.Duration
+}
+
+// count is how many requests the schedule sends.
+func (s schedule) count() int {
+	if !s.first.Before(s.end) {
+		return 0
+	}
+	return int((s.end.Sub(s.first) + s.interval - 1) / s.interval)
+}
+
+// wait sleeps until next is due, but not sooner than tick after lastWake,
+// and returns the time it woke.
+func (s schedule) wait(next, lastWake time.Time) time.Time {
+	now := time.Now()
+	if w := max(next.Sub(now), s.tick-now.Sub(lastWake)); w > 0 {
+		ts := syscall.NsecToTimespec(int64(w))
+		_ = syscall.Nanosleep(&ts, nil)
+		now = time.Now()
+	}
+	return now
+}
+
+func runOpenLoop(cfg openLoopConfig) (latency, error) {
+	if cfg.proto != "resp" && cfg.proto != "udp" {
+		return latency{}, fmt.Errorf("unknown -proto %q (resp or udp)", cfg.proto)
+	}
+	if cfg.rate <= 0 || cfg.conns < 1 {
+		return latency{}, fmt.Errorf("-rate %v and -conns %d must be positive", cfg.rate, cfg.conns)
+	}
+	if cfg.retryAfter <= 0 {
+		cfg.retryAfter = 20 * time.Millisecond
+	}
+	interval := time.Duration(float64(time.Second) * float64(cfg.conns) / cfg.rate)
+	start := time.Now().Add(50 * time.Millisecond)
+	end := start.Add(cfg.warm + cfg.d)
+	results := make([]connResult, cfg.conns)
+	conns := make([]net.Conn, 0, cfg.conns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
 		}
-		sched := make(chan stamp, 1<<20)
-		offset := time.Duration(i) * interval / time.Duration(*conns)
-		wg.Add(2)
-		go func() { // sender
-			defer wg.Done()
-			runtime.LockOSThread()
-			w := bufio.NewWriterSize(c, 64<<10)
-			cmd := []byte("*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n")
-			next := start.Add(offset)
-			var maxLag time.Duration
-			var lastWake time.Time
-			for next.Before(end) {
-				now := time.Now()
-				if wait := max(next.Sub(now), *tick-now.Sub(lastWake)); wait > 0 {
-					ts := syscall.NsecToTimespec(int64(wait))
-					_ = syscall.Nanosleep(&ts, nil)
-					now = time.Now()
-				}
-				lastWake = now
-				// Send everything that is due.
-				for !next.After(now) && next.Before(end) {
-					_, _ = w.Write(cmd)
-					sched <- stamp{next, now}
-					if lag := now.Sub(next); lag > maxLag && next.After(start.Add(*warm)) {
-						maxLag = lag
-					}
-					next = next.Add(interval)
-				}
-				if err := w.Flush(); err != nil {
-					break
-				}
+	}()
+	for range cfg.conns {
+		network := "tcp"
+		if cfg.proto == "udp" {
+			network = "udp"
+		}
+		c, err := net.Dial(network, cfg.addr)
+		if err != nil {
+			return latency{}, err
+		}
+		conns = append(conns, c)
+	}
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		s := schedule{start: start, end: end, warmEnd: start.Add(cfg.warm), interval: interval, tick: cfg.tick,
+			first: start.Add(time.Duration(i) * interval / time.Duration(cfg.conns))}
+		if cfg.proto == "udp" {
+			if err := openLoopUDP(&wg, c, uint64(i), s, cfg, &results[i]); err != nil {
+				wg.Wait()
+				return latency{}, err
 			}
-			results[i].maxLag = maxLag
-			close(sched)
-		}()
-		go func() { // receiver
-			defer wg.Done()
-			defer c.Close()
-			r := bufio.NewReaderSize(c, 64<<10)
-			res := &results[i]
-			res.lat = make([]time.Duration, 0, int(*rate*(*d).Seconds()) / *conns + 1024)
-			for st := range sched {
-				t := st.sched
-				line, err := r.ReadSlice('\n')
-				if err != nil {
-					res.errs++
-					break
-				}
-				now := time.Now()
-				if line[0] != ':' {
-					res.errs++
-				}
-				if t.Before(start.Add(*warm)) {
-					continue
-				}
-				if res.first.IsZero() {
-					res.first = t
-				}
-				res.final = now
-				res.lat = append(res.lat, now.Sub(t))
-				res.latSent = append(res.latSent, now.Sub(st.sent))
-			}
-		}()
+		} else {
+			openLoopRESP(&wg, c, s, &results[i])
+		}
 	}
 	wg.Wait()
+
 	var all, allSent []time.Duration
-	var l latency
-	l.Rate = *rate
+	l := latency{Proto: cfg.proto, Rate: cfg.rate}
 	first, final := end, start
 	for _, r := range results {
 		all = append(all, r.lat...)
 		allSent = append(allSent, r.latSent...)
 		l.Errors += r.errs
+		l.Retries += r.retries
+		l.Lost += r.lost
 		l.MaxLag = max(l.MaxLag, ms(r.maxLag))
 		if !r.first.IsZero() && r.first.Before(first) {
 			first = r.first
@@ -185,10 +245,321 @@ func openLoopMain(args []string) {
 	if len(all) > 0 {
 		q := func(p float64) float64 { return ms(all[min(len(all)-1, int(p*float64(len(all))))]) }
 		l.P50, l.P90, l.P99, l.P999, l.Max = q(0.50), q(0.90), q(0.99), q(0.999), ms(all[len(all)-1])
-		l.Achieved = float64(len(all)) / final.Sub(first).Seconds()
+		l.Achieved = float64(len(all)-l.Lost) / final.Sub(first).Seconds()
 		l.P99Sent = ms(allSent[min(len(allSent)-1, int(0.99*float64(len(allSent))))])
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(l)
+	return l, nil
+}
+
+// openLoopRESP pipelines INCR on c on schedule s: a sender thread writes
+// each request when due, a reader takes the replies in order.
+func openLoopRESP(wg *sync.WaitGroup, c net.Conn, s schedule, res *connResult) {
+	type stamp struct{ sched, sent time.Time }
+	sched := make(chan stamp, 1<<20)
+	wg.Add(2)
+	go func() { // sender
+		defer wg.Done()
+		runtime.LockOSThread()
+		w := bufio.NewWriterSize(c, 64<<10)
+		cmd := []byte("*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n")
+		next := s.first
+		var maxLag time.Duration
+		var lastWake time.Time
+		for next.Before(s.end) {
+			now := s.wait(next, lastWake)
+			lastWake = now
+			// Send everything that is due.
+			for !next.After(now) && next.Before(s.end) {
+				_, _ = w.Write(cmd)
+				sched <- stamp{next, now}
+				if lag := now.Sub(next); lag > maxLag && next.After(s.warmEnd) {
+					maxLag = lag
+				}
+				next = next.Add(s.interval)
+			}
+			if err := w.Flush(); err != nil {
+				break
+			}
+		}
+		res.maxLag = maxLag
+		close(sched)
+	}()
+	go func() { // receiver
+		defer wg.Done()
+		r := bufio.NewReaderSize(c, 64<<10)
+		res.lat = make([]time.Duration, 0, s.count()+1024)
+		res.latSent = make([]time.Duration, 0, s.count()+1024)
+		for st := range sched {
+			t := st.sched
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				res.errs++
+				break
+			}
+			now := time.Now()
+			if line[0] != ':' {
+				res.errs++
+			}
+			if t.Before(s.warmEnd) {
+				continue
+			}
+			if res.first.IsZero() {
+				res.first = t
+			}
+			res.final = now
+			res.lat = append(res.lat, now.Sub(t))
+			res.latSent = append(res.latSent, now.Sub(st.sent))
+		}
+	}()
+}
+
+// udpSlot is one scheduled UDP request: the sender fills in its times
+// before it sends the datagram, the reader marks it answered.
+type udpSlot struct {
+	sched, sent atomic.Int64 // ns since the schedule's start
+	done        atomic.Bool
+}
+
+// udpMaxBackoff caps the doubling of the retry timeout: a request is sent
+// again after 20, 40, 80, ..., 640, 640, ... ms (keyserver.UDPClient
+// doubles the same way), so that a stall of the server does not turn
+// every request in flight into a flood of retries every 20 ms.
+const udpMaxBackoff = 5
+
+// mmsgBatch is the most datagrams one sendmmsg or recvmmsg moves.
+const mmsgBatch = 64
+
+// udpSender sends request datagrams, each for one key, collecting the
+// ones due at one wake into sendmmsg calls of up to mmsgBatch datagrams
+// (as the RESP sender writes what is due with one write).
+type udpSender struct {
+	fd   int
+	n    int
+	hdrs [mmsgBatch]unix.Mmsghdr
+	iov  [mmsgBatch]unix.Iovec
+	bufs [mmsgBatch][16]byte
+	errs int
+}
+
+func (u *udpSender) add(id uint64) {
+	if u.n == mmsgBatch {
+		u.flush()
+	}
+	b := u.bufs[u.n][:]
+	copy(b, "SKK1")
+	binary.BigEndian.PutUint64(b[4:12], id)
+	binary.BigEndian.PutUint32(b[12:16], 1)
+	u.n++
+}
+
+func (u *udpSender) flush() {
+	for i := range u.n {
+		u.iov[i].Base = &u.bufs[i][0]
+		u.iov[i].SetLen(16)
+		u.hdrs[i] = unix.Mmsghdr{}
+		u.hdrs[i].Hdr.Iov = &u.iov[i]
+		u.hdrs[i].Hdr.SetIovlen(1)
+	}
+	for sent := 0; sent < u.n; {
+		r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(u.fd), uintptr(unsafe.Pointer(&u.hdrs[sent])), uintptr(u.n-sent), 0, 0, 0)
+		switch errno {
+		case 0:
+			sent += int(r)
+		case unix.EINTR:
+		default:
+			// This datagram is not sent (e.g. ECONNREFUSED reported
+			// from an earlier one): the retry covers it.
+			u.errs++
+			sent++
+		}
+	}
+	u.n = 0
+}
+
+// openLoopUDP sends one 16-byte request for one key per datagram on c on
+// schedule s, conn's index in the high bits of each id and the request's
+// number in the low 40. A sender thread sends each request when due and
+// sends again, with the same id, every request that has had no reply for
+// cfg.retryAfter (doubling per retry up to udpMaxBackoff); a reader
+// thread takes the replies with recvmmsg and matches them to requests by
+// id. A request counts once, timed from its schedule to the first reply
+// to any of its tries; after the last scheduled send the sender keeps
+// retrying for up to cfg.drain, and what is still unanswered counts as
+// lost, with the time it waited.
+func openLoopUDP(wg *sync.WaitGroup, c net.Conn, conn uint64, s schedule, cfg openLoopConfig, res *connResult) error {
+	fd, err := rawSocket(c)
+	if err != nil {
+		return err
+	}
+	// Blocking, with a receive timeout so that the reader notices the end.
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	tv := unix.NsecToTimeval(int64(10 * time.Millisecond))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+
+	slots := make([]udpSlot, s.count())
+	var answered atomic.Int64
+	var stop atomic.Bool
+	since := func(t time.Time) int64 { return int64(t.Sub(s.start)) }
+	at := func(ns int64) time.Time { return s.start.Add(time.Duration(ns)) }
+	var (
+		local   sync.WaitGroup
+		stopped time.Time // when the sender gave up
+		sent    int       // requests sent
+		out     = &udpSender{fd: fd}
+	)
+	local.Add(2)
+	go func() { // sender
+		defer local.Done()
+		runtime.LockOSThread()
+		// Requests in flight by retry level, oldest first, each with the
+		// time it is to be sent again: every entry of a level waited the
+		// same timeout, so each queue stays in deadline order.
+		type pending struct {
+			seq      int
+			deadline time.Time
+		}
+		var queues [udpMaxBackoff + 1][]pending
+		retry := func(now time.Time) {
+			for level := range queues {
+				q := queues[level]
+				k := 0
+				for ; k < len(q) && !q[k].deadline.After(now); k++ {
+					p := q[k]
+					if slots[p.seq].done.Load() {
+						continue
+					}
+					out.add(conn<<40 | uint64(p.seq))
+					res.retries++
+					up := min(level+1, udpMaxBackoff)
+					queues[up] = append(queues[up], pending{p.seq, now.Add(cfg.retryAfter << up)})
+				}
+				queues[level] = queues[level][k:]
+			}
+		}
+		next, seq := s.first, 0
+		var lastWake time.Time
+		for next.Before(s.end) {
+			now := s.wait(next, lastWake)
+			lastWake = now
+			for !next.After(now) && next.Before(s.end) {
+				slots[seq].sched.Store(since(next))
+				slots[seq].sent.Store(since(now))
+				out.add(conn<<40 | uint64(seq))
+				queues[0] = append(queues[0], pending{seq, now.Add(cfg.retryAfter)})
+				if lag := now.Sub(next); lag > res.maxLag && next.After(s.warmEnd) {
+					res.maxLag = lag
+				}
+				next = next.Add(s.interval)
+				seq++
+			}
+			retry(now)
+			out.flush()
+		}
+		giveUp := s.end.Add(cfg.drain)
+		for answered.Load() < int64(seq) {
+			now := s.wait(time.Time{}, lastWake)
+			lastWake = now
+			if now.After(giveUp) {
+				break
+			}
+			retry(now)
+			out.flush()
+		}
+		stopped, sent = time.Now(), seq
+		// Replies still to come are late replies to retried requests or
+		// to requests given up on: stop the reader.
+		stop.Store(true)
+	}()
+	go func() { // receiver
+		defer local.Done()
+		runtime.LockOSThread()
+		const slot = 64 // a one-key reply is 24 bytes
+		var (
+			hdrs [mmsgBatch]unix.Mmsghdr
+			iov  [mmsgBatch]unix.Iovec
+			buf  = make([]byte, mmsgBatch*slot)
+		)
+		res.lat = make([]time.Duration, 0, len(slots))
+		res.latSent = make([]time.Duration, 0, len(slots))
+		for !stop.Load() {
+			for i := range hdrs {
+				iov[i].Base = &buf[i*slot]
+				iov[i].SetLen(slot)
+				hdrs[i] = unix.Mmsghdr{}
+				hdrs[i].Hdr.Iov = &iov[i]
+				hdrs[i].Hdr.SetIovlen(1)
+			}
+			r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), mmsgBatch, unix.MSG_WAITFORONE, 0, 0)
+			switch errno {
+			case 0:
+			case unix.EAGAIN, unix.EINTR:
+				continue // the receive timeout: look at stop
+			case unix.ECONNREFUSED:
+				res.errs++ // nothing listened for a moment: the retries cover it
+				continue
+			default:
+				res.errs++
+				return
+			}
+			// Every datagram of the batch had arrived by now: their
+			// latencies are measured up to the end of the receive.
+			now := time.Now()
+			for i := range int(r) {
+				m := int(hdrs[i].Len)
+				b := buf[i*slot : i*slot+min(m, slot)]
+				if m < 16 || string(b[:4]) != "SKK1" {
+					res.errs++
+					continue
+				}
+				id := binary.BigEndian.Uint64(b[4:12])
+				seq := int(id & (1<<40 - 1))
+				if id>>40 != conn || seq >= len(slots) {
+					res.errs++
+					continue
+				}
+				if binary.BigEndian.Uint32(b[12:16]) != 1 || m != 24 {
+					res.errs++ // an error reply: the node did not issue the key
+				}
+				if !slots[seq].done.CompareAndSwap(false, true) {
+					continue // a second reply to a retried request
+				}
+				answered.Add(1)
+				t := at(slots[seq].sched.Load())
+				if t.Before(s.warmEnd) {
+					continue
+				}
+				if res.first.IsZero() || t.Before(res.first) {
+					res.first = t
+				}
+				res.final = now
+				res.lat = append(res.lat, now.Sub(t))
+				res.latSent = append(res.latSent, now.Sub(at(slots[seq].sent.Load())))
+			}
+		}
+	}()
+	// Once both are done, the requests never answered count as lost.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		local.Wait()
+		syscall.Close(fd)
+		res.errs += out.errs
+		for i := range slots[:sent] {
+			if t := at(slots[i].sched.Load()); !slots[i].done.Load() && !t.Before(s.warmEnd) {
+				res.lost++
+				res.lat = append(res.lat, stopped.Sub(t))
+				res.latSent = append(res.latSent, stopped.Sub(at(slots[i].sent.Load())))
+			}
+		}
+	}()
+	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
