@@ -15,7 +15,7 @@ import (
 // The datagram protocol (serve --udp ADDR): one request per UDP datagram,
 // one reply datagram per request.
 //
-//	request  "SKK1" | id (8 bytes) | count (uint32)          16 bytes
+//	request  "SKK1" | id (8 bytes) | count (uint32) | zero padding   udpRequestLen(count) bytes or more
 //	reply    "SKK1" | id (8 bytes) | count (uint32) | count keys (int64 each)
 //	error    "SKK1" | id (8 bytes) | 0 (uint32)     | message (UTF-8)
 //
@@ -26,8 +26,11 @@ import (
 // keys, and keys of a lost reply are never used, which is safe because
 // every key is issued once. Datagrams that are not requests are dropped.
 //
-// There is no authentication, and a reply is larger than its request: bind
-// it to loopback or a trusted network.
+// A request is padded to 8*count+8 bytes (16 at least: a one-key request
+// is 16 bytes, its reply 24), so a reply is never more than 1.5 times its
+// request, and an error reply never more than 3 times: the port cannot
+// amplify a flood sent with a forged source address. There is no
+// authentication: bind it to loopback or a trusted network.
 const (
 	udpMagic       = "SKK1"
 	udpRequestSize = 16
@@ -38,21 +41,33 @@ const (
 	MaxUDPCount = 1000
 )
 
-// appendUDPRequest appends a request datagram.
+// udpRequestLen is the size a request for count keys is padded to.
+func udpRequestLen(count int) int { return max(udpRequestSize, 8*count+8) }
+
+// appendUDPRequest appends a request datagram, padded.
 func appendUDPRequest(dst []byte, id uint64, count int) []byte {
 	dst = append(dst, udpMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
-	return binary.BigEndian.AppendUint32(dst, uint32(count))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(count))
+	for range udpRequestLen(count) - udpRequestSize {
+		dst = append(dst, 0)
+	}
+	return dst
 }
 
 // parseUDPRequest returns the id and count of a request datagram; ok is
-// false when b is not one (drop it). A count out of range is returned as
-// is: the reply is an error.
+// false when b is not one (drop it). A count out of range or a request
+// not padded for its count is returned as is: the reply is an error.
 func parseUDPRequest(b []byte) (id uint64, count int, ok bool) {
-	if len(b) != udpRequestSize || string(b[:4]) != udpMagic {
+	if len(b) < udpRequestSize || string(b[:4]) != udpMagic {
 		return 0, 0, false
 	}
 	return binary.BigEndian.Uint64(b[4:12]), int(binary.BigEndian.Uint32(b[12:16])), true
+}
+
+// validUDPRequest says whether a parsed request may be answered with keys.
+func validUDPRequest(d []byte, count int) bool {
+	return count >= 1 && count <= MaxUDPCount && len(d) >= udpRequestLen(count)
 }
 
 func appendUDPKeys(dst []byte, id uint64, keys []int64) []byte {
@@ -65,7 +80,12 @@ func appendUDPKeys(dst []byte, id uint64, keys []int64) []byte {
 	return dst
 }
 
-func appendUDPError(dst []byte, id uint64, msg string) []byte {
+// appendUDPError appends an error reply to a request of reqLen bytes; the
+// message is cut so that the reply is at most three times the request.
+func appendUDPError(dst []byte, id uint64, msg string, reqLen int) []byte {
+	if room := 3*reqLen - udpHeaderSize; len(msg) > room {
+		msg = msg[:max(room, 0)]
+	}
 	dst = append(dst, udpMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint32(dst, 0)
@@ -86,7 +106,7 @@ func newUDPBatch(src Source) *udpBatch { return &udpBatch{src: src, c: newConn(s
 func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 	total := 0
 	for _, d := range in {
-		if _, n, ok := parseUDPRequest(d); ok && n >= 1 && n <= MaxUDPCount {
+		if _, n, ok := parseUDPRequest(d); ok && validUDPRequest(d, n) {
 			total += n
 		}
 	}
@@ -102,7 +122,9 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 		case !ok:
 			out[i] = nil
 		case n < 1 || n > MaxUDPCount:
-			out[i] = appendUDPError(out[i][:0], id, fmt.Sprintf("ERR count must be an integer in [1, %d]", MaxUDPCount))
+			out[i] = appendUDPError(out[i][:0], id, fmt.Sprintf("ERR count must be an integer in [1, %d]", MaxUDPCount), len(d))
+		case !validUDPRequest(d, n):
+			out[i] = appendUDPError(out[i][:0], id, fmt.Sprintf("ERR pad to %d bytes", udpRequestLen(n)), len(d))
 		case len(keys) >= n:
 			out[i] = appendUDPKeys(out[i][:0], id, keys[:n])
 			keys = keys[n:]
@@ -113,7 +135,7 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 			if err != nil {
 				msg = "NOTISSUING " + err.Error()
 			}
-			out[i] = appendUDPError(out[i][:0], id, msg)
+			out[i] = appendUDPError(out[i][:0], id, msg, len(d))
 			keys = nil
 		}
 	}
@@ -139,7 +161,7 @@ func serveUDPSimple(ctx context.Context, pc net.PacketConn, src Source) error {
 	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
 	defer stop()
 	b := newUDPBatch(src)
-	buf := make([]byte, 2048)
+	buf := make([]byte, udpRequestLen(MaxUDPCount)+1)
 	in, out := make([][]byte, 1), make([][]byte, 1)
 	for {
 		n, addr, err := pc.ReadFrom(buf)

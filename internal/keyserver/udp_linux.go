@@ -24,6 +24,10 @@ type mmsghdr struct {
 // udpBatchSize is the most datagrams one recvmmsg takes.
 const udpBatchSize = 64
 
+// udpSlot holds the largest request (padded for MaxUDPCount keys); longer
+// datagrams are truncated and dropped: not requests.
+const udpSlot = 8*MaxUDPCount + 8
+
 // serveUDPMmsg serves uc from one locked thread: a blocking recvmmsg that
 // returns what has arrived once the first datagram is there, one call to
 // the key source for the whole batch, one sendmmsg for the replies.
@@ -49,15 +53,14 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 		riov  [udpBatchSize]syscall.Iovec
 		siov  [udpBatchSize]syscall.Iovec
 		addrs [udpBatchSize]syscall.RawSockaddrAny
-		bufs  = make([]byte, udpBatchSize*udpRequestSize*4)
+		bufs  = make([]byte, udpBatchSize*udpSlot)
 		in    = make([][]byte, udpBatchSize)
 		out   = make([][]byte, udpBatchSize)
 		b     = newUDPBatch(src)
 	)
-	const slot = udpRequestSize * 4 // longer datagrams are truncated: not requests
 	for i := range rh {
-		riov[i].Base = &bufs[i*slot]
-		riov[i].SetLen(slot)
+		riov[i].Base = &bufs[i*udpSlot]
+		riov[i].SetLen(udpSlot)
 		out[i] = make([]byte, 0, udpHeaderSize+8*MaxUDPCount)
 	}
 	for ctx.Err() == nil {
@@ -81,7 +84,7 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 				in[i] = nil
 				continue
 			}
-			in[i] = bufs[i*slot : i*slot+int(rh[i].len)]
+			in[i] = bufs[i*udpSlot : i*udpSlot+int(rh[i].len)]
 		}
 		b.answer(ctx, in[:n], out[:n])
 		m := 0

@@ -95,8 +95,10 @@ func TestUDPNotIssuingAndBadRequests(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	if _, err := c.NextID(ctx); !errors.Is(err, ErrNotIssuing) || err.Error() != "node is not issuing keys: cluster: not issuing keys" {
-		t.Fatalf("NextID = %v, want ErrNotIssuing with the node's reason", err)
+	// The reason is cut so that the error reply stays within three times
+	// the 16-byte request.
+	if _, err := c.NextID(ctx); !errors.Is(err, ErrNotIssuing) || err.Error() != "node is not issuing keys: cluster: not issuing " {
+		t.Fatalf("NextID = %v, want ErrNotIssuing with the start of the node's reason", err)
 	}
 	if _, err := c.AppendIDs(ctx, nil, MaxUDPCount+1); err == nil {
 		t.Fatal("count past MaxUDPCount accepted by the client")
@@ -118,7 +120,7 @@ func TestUDPNotIssuingAndBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := string(appendUDPError(nil, 42, "ERR count must be an integer in [1, 1000]")); string(buf[:n]) != want {
+	if want := string(appendUDPError(nil, 42, "ERR count must be an integer in [1, 1000]", udpRequestSize)); string(buf[:n]) != want {
 		t.Fatalf("reply %q, want %q", buf[:n], want)
 	}
 }
@@ -180,5 +182,46 @@ func TestUDPRetry(t *testing.T) {
 	c2.Timeout, c2.Retries = time.Millisecond, 2
 	if _, err := c2.NextID(context.Background()); err == nil {
 		t.Fatal("NextID without a server succeeded")
+	}
+}
+
+// TestUDPNoAmplification checks that a forged-source flood gets no
+// amplification: a request not padded for its count gets a short error and
+// no keys; replies are at most 1.5 times a request, errors 3 times.
+func TestUDPNoAmplification(t *testing.T) {
+	for _, m := range udpModes {
+		t.Run(m.name, func(t *testing.T) {
+			addr := startUDP(t, newSource(t), m.serve)
+			raw, err := net.Dial("udp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			buf := make([]byte, 65536)
+			ask := func(req []byte) []byte {
+				t.Helper()
+				if _, err := raw.Write(req); err != nil {
+					t.Fatal(err)
+				}
+				_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, err := raw.Read(buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return buf[:n]
+			}
+			for _, count := range []int{1, 2, 180, MaxUDPCount} {
+				unpadded := appendUDPRequest(nil, 1, count)[:udpRequestSize]
+				reply := ask(unpadded)
+				if count > 1 && (len(reply) > 3*len(unpadded) || string(reply[12:16]) != "\x00\x00\x00\x00") {
+					t.Fatalf("unpadded request for %d keys: %d-byte reply %q, want a short error", count, len(reply), reply)
+				}
+				padded := appendUDPRequest(nil, 2, count)
+				reply = ask(padded)
+				if len(reply) != udpHeaderSize+8*count || 2*len(reply) > 3*len(padded) {
+					t.Fatalf("padded %d-byte request for %d keys: %d-byte reply", len(padded), count, len(reply))
+				}
+			}
+		})
 	}
 }
