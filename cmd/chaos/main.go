@@ -70,7 +70,7 @@ Run "chaos run -h" for the run's flags.
 `)
 }
 
-// failedRun is returned when a run's checks fail.
+// errFailed is returned when a run's checks fail.
 var errFailed = errors.New("checks failed (see the reports above)")
 
 func runCmd(ctx context.Context, args []string) error {
