@@ -117,6 +117,9 @@ func TestOpenLoopUDP(t *testing.T) {
 	if !(l.P50 > 0 && l.P50 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
 		t.Fatalf("percentiles out of order: %s", l)
 	}
+	if l.P99Lag < 0 || l.P99Lag > l.Max {
+		t.Fatalf("send lag p99 %.3f ms out of [0, max %.3f]: %s", l.P99Lag, l.Max, l)
+	}
 }
 
 // lossyServer answers one-key datagram requests like keyserver.ServeUDP

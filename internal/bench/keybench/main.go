@@ -198,6 +198,8 @@ func run(o options) error {
 		udpHalf999 = &row{name: "  same, p99.9", unit: "ms"}
 		udpHalfMax = &row{name: "  same, max", unit: "ms"}
 		udpHalfAch = &row{name: "  same, achieved rate", unit: "req/s"}
+		udpHalfLag = &row{name: "  same, p99 of the generator's send lag (how late it sent)", unit: "ms"}
+		udpHalfCPU = &row{name: "  same, machine CPU busy during the run (all processes)", unit: "%"}
 	)
 	for round := 1; round <= o.rounds; round++ {
 		fmt.Fprintf(os.Stderr, "keybench: round %d/%d\n", round, o.rounds)
@@ -286,11 +288,13 @@ func run(o options) error {
 		udpHalf999.add(lat.P999, "")
 		udpHalfMax.add(lat.Max, "")
 		udpHalfAch.add(lat.Achieved, fmt.Sprintf("%d retries, %d lost", lat.Retries, lat.Lost))
+		udpHalfLag.add(lat.P99Lag, "")
+		udpHalfCPU.add(lat.Busy, "")
 	}
 
 	fmt.Printf("\n## keybench: %s, GOMAXPROCS %d, %d CPUs, load average %s, registry %s, %d rounds\n\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.NumCPU(), loadAverage(), registryName, o.rounds)
-	rows := []*row{redisIncr, skIncr, redisGen, skGen, skUDP, pgNext, skHTTP, redisPipe, skPipe, skBatchB, skBatchA, skBatchH, skHalf, skHalfS, redisHalf, redisHalfS, udpHalf, udpHalfS, udpHalf999, udpHalfMax, udpHalfAch}
+	rows := []*row{redisIncr, skIncr, redisGen, skGen, skUDP, pgNext, skHTTP, redisPipe, skPipe, skBatchB, skBatchA, skBatchH, skHalf, skHalfS, redisHalf, redisHalfS, udpHalf, udpHalfS, udpHalf999, udpHalfMax, udpHalfAch, udpHalfLag, udpHalfCPU}
 	if o.skipPG {
 		rows = slices.DeleteFunc(rows, func(r *row) bool { return r == pgNext })
 	}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -39,6 +40,12 @@ type latency struct {
 	// generator's own lateness); for a retried UDP request, from its
 	// first send.
 	P99Sent float64
+	// P99Lag is the 99th percentile of how late the generator sent a
+	// request after its scheduled time (ms): the generator's own share.
+	P99Lag float64
+	// Busy is the share of the machine's CPU time (all CPUs, every
+	// process) that was busy during the run, in percent.
+	Busy float64
 	// Retries counts UDP datagrams sent again because their request had
 	// no reply within the retry timeout. A retried request counts once,
 	// with its latency from its scheduled time to the first reply to any
@@ -51,8 +58,8 @@ type latency struct {
 }
 
 func (l latency) String() string {
-	s := fmt.Sprintf("%.0f req/s asked, %.0f done, %d errors, p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f ms, send lag max %.3f ms, p99 from the actual send %.3f ms",
-		l.Rate, l.Achieved, l.Errors, l.P50, l.P90, l.P99, l.P999, l.Max, l.MaxLag, l.P99Sent)
+	s := fmt.Sprintf("%.0f req/s asked, %.0f done, %d errors, p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f ms, send lag p99 %.3f max %.3f ms, p99 from the actual send %.3f ms, machine CPU %.0f%% busy",
+		l.Rate, l.Achieved, l.Errors, l.P50, l.P90, l.P99, l.P999, l.Max, l.P99Lag, l.MaxLag, l.P99Sent, l.Busy)
 	if l.Proto == "udp" {
 		s += fmt.Sprintf(", %d retries, %d lost", l.Retries, l.Lost)
 	}
@@ -74,15 +81,42 @@ func openLoop(proto, addr string, rate float64, d time.Duration) (latency, error
 	// GOMAXPROCS=2 the generator itself added ~10 ms to the p99 of Redis
 	// and of the node alike.
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=8")
+	busy0, total0 := cpuTimes()
 	out, err := cmd.Output()
 	if err != nil {
 		return latency{}, fmt.Errorf("open-loop generator against %s %s: %v\n%s", proto, addr, err, out)
 	}
+	busy1, total1 := cpuTimes()
 	var l latency
 	if err := json.Unmarshal(out, &l); err != nil {
 		return latency{}, fmt.Errorf("open-loop generator: %v: %s", err, out)
 	}
+	if total1 > total0 {
+		l.Busy = 100 * float64(busy1-busy0) / float64(total1-total0)
+	}
 	return l, nil
+}
+
+// cpuTimes returns the busy and total CPU time of the machine (all CPUs)
+// from /proc/stat, in clock ticks; zeros where it cannot be read.
+func cpuTimes() (busy, total uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
 }
 
 // openLoopConfig is one open-loop run.
@@ -222,12 +256,15 @@ func runOpenLoop(cfg openLoopConfig) (latency, error) {
 	}
 	wg.Wait()
 
-	var all, allSent []time.Duration
+	var all, allSent, allLag []time.Duration
 	l := latency{Proto: cfg.proto, Rate: cfg.rate}
 	first, final := end, start
 	for _, r := range results {
 		all = append(all, r.lat...)
 		allSent = append(allSent, r.latSent...)
+		for i := range min(len(r.lat), len(r.latSent)) {
+			allLag = append(allLag, r.lat[i]-r.latSent[i]) // sent - scheduled
+		}
 		l.Errors += r.errs
 		l.Retries += r.retries
 		l.Lost += r.lost
@@ -241,12 +278,16 @@ func runOpenLoop(cfg openLoopConfig) (latency, error) {
 	}
 	slices.Sort(all)
 	slices.Sort(allSent)
+	slices.Sort(allLag)
 	l.Count = len(all)
 	if len(all) > 0 {
 		q := func(p float64) float64 { return ms(all[min(len(all)-1, int(p*float64(len(all))))]) }
 		l.P50, l.P90, l.P99, l.P999, l.Max = q(0.50), q(0.90), q(0.99), q(0.999), ms(all[len(all)-1])
 		l.Achieved = float64(len(all)-l.Lost) / final.Sub(first).Seconds()
 		l.P99Sent = ms(allSent[min(len(allSent)-1, int(0.99*float64(len(allSent))))])
+		if len(allLag) > 0 {
+			l.P99Lag = ms(allLag[min(len(allLag)-1, int(0.99*float64(len(allLag))))])
+		}
 	}
 	return l, nil
 }
