@@ -337,10 +337,12 @@ func (p *nodeProc) start() error {
 	if cfg.LeaseOnly {
 		args = append(args, "--lease-only")
 	}
-	cmd := p.host.Command(context.Background(), cfg.Binary, args...)
+	prog := cfg.Binary
 	if runtime.NumCPU() >= 2 {
-		cmd = p.host.Command(context.Background(), "taskset", append([]string{"-c", "1", cfg.Binary}, args...)...)
+		// The servers run on CPU 0 (WithCPUs), the nodes on CPU 1.
+		prog, args = "taskset", append([]string{"-c", "1", cfg.Binary}, args...)
 	}
+	cmd := p.host.Command(context.Background(), prog, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
