@@ -117,7 +117,13 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO) err
 func detach(tc *net.TCPConn, nonblocking bool) (int, error) {
 	defer tc.Close()
 	_ = tc.SetNoDelay(true)
-	rc, err := tc.SyscallConn()
+	return dupSocket(tc, nonblocking)
+}
+
+// dupSocket returns a duplicate of c's socket (close-on-exec), non-blocking
+// or not; c stays open.
+func dupSocket(c syscall.Conn, nonblocking bool) (int, error) {
+	rc, err := c.SyscallConn()
 	if err != nil {
 		return -1, err
 	}

@@ -32,7 +32,7 @@ const udpSlot = 8*MaxUDPCount + 8
 // returns what has arrived once the first datagram is there, one call to
 // the key source for the whole batch, one sendmmsg for the replies.
 func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
-	fd, err := dupSocket(uc)
+	fd, err := dupSocket(uc, false)
 	_ = uc.Close()
 	if err != nil {
 		return fmt.Errorf("keyserver: udp: %w", err)
@@ -114,25 +114,4 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 		runtime.KeepAlive(bufs)
 	}
 	return nil
-}
-
-// dupSocket returns a blocking duplicate of c's socket.
-func dupSocket(c syscall.Conn) (int, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	var derr error
-	if err := rc.Control(func(s uintptr) { fd, derr = dupCloexec(int(s)) }); err != nil {
-		return -1, err
-	}
-	if derr != nil {
-		return -1, derr
-	}
-	if err := syscall.SetNonblock(fd, false); err != nil {
-		_ = syscall.Close(fd)
-		return -1, err
-	}
-	return fd, nil
 }
