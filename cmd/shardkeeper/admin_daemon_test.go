@@ -17,12 +17,7 @@ import (
 // TestAdminAgainstServe drives the admin verbs through --server against a
 // real `shardkeeper serve` (embedded registry, HTTP API on a free port).
 func TestAdminAgainstServe(t *testing.T) {
-	dir := t.TempDir()
-	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
-		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
-	if err := os.WriteFile(filepath.Join(dir, "global.yaml"), []byte(global), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := embeddedConfDir(t)
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte("e2e-token\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,4 +104,17 @@ func TestAdminAgainstServe(t *testing.T) {
 	}
 	cli(0, "name storage_units tables", "databases", "list")
 	cli(1, "nope", "databases", "show", "nope")
+}
+
+// embeddedConfDir returns a conf dir whose global.yaml runs a standalone
+// node on an embedded registry in the same dir, on free ports.
+func embeddedConfDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
+		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
+	if err := os.WriteFile(filepath.Join(dir, "global.yaml"), []byte(global), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

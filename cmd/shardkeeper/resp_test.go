@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,12 +18,7 @@ import (
 // where the kernel has no io_uring) and fetches keys over both ports: they
 // come from the node's one worker id and increase.
 func TestServeUDPAndRESPIO(t *testing.T) {
-	dir := t.TempDir()
-	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
-		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
-	if err := os.WriteFile(filepath.Join(dir, "global.yaml"), []byte(global), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := embeddedConfDir(t)
 	respIO := "io_uring"
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		ctx, cancel := context.WithCancel(context.Background())
