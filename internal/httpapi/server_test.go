@@ -373,7 +373,11 @@ func TestDatabases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "database listed", func() bool { return strings.Contains(string(get(t, n, "/api/v1/databases").body), "sharding_db") })
+	// CreateDatabase writes units and rules as separate keys: wait until
+	// the node has seen both.
+	waitFor(t, "database and its rule seen", func() bool {
+		return strings.Contains(string(get(t, n, "/api/v1/databases/sharding_db").body), "broadcast")
+	})
 	var list struct {
 		Databases []dbSummary `json:"databases"`
 	}
