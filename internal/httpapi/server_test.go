@@ -376,7 +376,8 @@ func TestDatabases(t *testing.T) {
 	// CreateDatabase writes units and rules as separate keys: wait until
 	// the node has seen both.
 	waitFor(t, "database and its rule seen", func() bool {
-		return strings.Contains(string(get(t, n, "/api/v1/databases/sharding_db").body), "broadcast")
+		body := string(get(t, n, "/api/v1/databases/sharding_db").body)
+		return strings.Contains(body, "broadcast") && strings.Contains(body, `"ds_0"`)
 	})
 	var list struct {
 		Databases []dbSummary `json:"databases"`
