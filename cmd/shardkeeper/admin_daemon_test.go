@@ -85,22 +85,10 @@ func TestAdminAgainstServe(t *testing.T) {
 	if rm == nil {
 		t.Fatalf("no --resp address in the serve output:\n%s", output())
 	}
-	conn, err := net.Dial("tcp", rm[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("*2\r\n$4\r\nINCR\r\n$1\r\nx\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, ":") {
-		t.Fatalf("INCR over RESP: %q, %v", line, err)
-	}
-	respKey, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
+	respKey := respIncr(t, rm[1])
 	lastHTTP, _ := strconv.ParseInt(keys[4], 10, 64)
-	if err != nil || respKey <= lastHTTP || snowflake.Decompose(respKey).WorkerID != snowflake.Decompose(lastHTTP).WorkerID {
-		t.Fatalf("RESP key %q after HTTP keys %v: want a larger key of the same worker", line, keys)
+	if respKey <= lastHTTP || snowflake.Decompose(respKey).WorkerID != snowflake.Decompose(lastHTTP).WorkerID {
+		t.Fatalf("RESP key %d after HTTP keys %v: want a larger key of the same worker", respKey, keys)
 	}
 	cli(0, "name storage_units tables", "databases", "list")
 	cli(1, "nope", "databases", "show", "nope")
@@ -117,4 +105,26 @@ func embeddedConfDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// respIncr sends INCR to the Redis-protocol port at addr and returns the key.
+func respIncr(t *testing.T, addr string) int64 {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("*2\r\n$4\r\nINCR\r\n$1\r\nx\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, ":") {
+		t.Fatalf("INCR over RESP: %q, %v", line, err)
+	}
+	key, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
+	if err != nil {
+		t.Fatalf("INCR over RESP: %q: %v", line, err)
+	}
+	return key
 }

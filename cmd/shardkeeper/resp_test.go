@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,21 +51,9 @@ func TestServeUDPAndRESPIO(t *testing.T) {
 	if err != nil || len(batch) != 100 || batch[0] <= first {
 		t.Fatalf("AppendIDs(100) = %d keys from %v, %v", len(batch), batch[:min(1, len(batch))], err)
 	}
-	conn, err := net.Dial("tcp", rm[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("*2\r\n$4\r\nINCR\r\n$1\r\nx\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, ":") {
-		t.Fatalf("INCR over RESP: %q, %v", line, err)
-	}
-	respKey, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
-	if err != nil || respKey <= batch[99] || snowflake.Decompose(respKey).WorkerID != snowflake.Decompose(first).WorkerID {
-		t.Fatalf("RESP key %q after UDP key %d: want a larger key of the same worker", line, batch[99])
+	respKey := respIncr(t, rm[1])
+	if respKey <= batch[99] || snowflake.Decompose(respKey).WorkerID != snowflake.Decompose(first).WorkerID {
+		t.Fatalf("RESP key %d after UDP key %d: want a larger key of the same worker", respKey, batch[99])
 	}
 }
 
