@@ -146,8 +146,10 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 // returns, and returns nil when ctx ended. On Linux (amd64, arm64) one
 // locked thread receives up to 64 datagrams with one recvmmsg, issues
 // their keys with one call to src and sends the replies with one
-// sendmmsg; elsewhere a goroutine reads and answers one datagram at a
-// time.
+// sendmmsg; a run of datagrams that a client sent at once (UDP_SEGMENT)
+// is received whole and its replies go back as a run, each request still
+// answered by its own datagram. Elsewhere a goroutine reads and answers
+// one datagram at a time.
 func ServeUDP(ctx context.Context, pc net.PacketConn, src Source) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -4,11 +4,14 @@ package keyserver
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"runtime"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // mmsgLoop says serveUDPMmsg exists on this platform.
@@ -21,16 +24,45 @@ type mmsghdr struct {
 	_   [4]byte
 }
 
-// udpBatchSize is the most datagrams one recvmmsg takes.
+// udpBatchSize is the most datagrams (or coalesced runs of datagrams) one
+// recvmmsg takes.
 const udpBatchSize = 64
 
-// udpSlot holds the largest request (padded for MaxUDPCount keys); longer
-// datagrams are truncated and dropped: not requests.
-const udpSlot = 8*MaxUDPCount + 8
+// udpSlot holds the largest receive: a run of datagrams from one sender
+// that the kernel coalesced (UDP_GRO) is at most 64 KiB. A longer
+// datagram is truncated and dropped: it is not a request.
+const udpSlot = 64 << 10
+
+// Replies go back as one run (UDP_SEGMENT) only when they fit these
+// bounds: at most udpMaxSegments replies (the kernel's UDP_MAX_SEGMENTS is
+// 64 or more), each at most udpMaxSegment bytes (a run's datagrams must
+// each fit the path's MTU), udpMaxRun bytes in all. A run the kernel
+// refuses anyway (a device without checksum offload) is sent again one
+// datagram at a time.
+const (
+	udpMaxSegments = 64
+	udpMaxSegment  = 1200
+	udpMaxRun      = 60000
+)
+
+// cmsgSegmentSpace is the control buffer of one UDP_GRO or UDP_SEGMENT
+// value.
+var (
+	cmsgSegmentSpace = unix.CmsgSpace(4)
+	zeroControl      = make([]byte, cmsgSegmentSpace)
+)
 
 // serveUDPMmsg serves uc from one locked thread: a blocking recvmmsg that
 // returns what has arrived once the first datagram is there, one call to
 // the key source for the whole batch, one sendmmsg for the replies.
+//
+// Where the kernel supports it (UDP_GRO, Linux 5.0+), datagrams that one
+// sender sent as a run (UDP_SEGMENT, or coalesced on the way) arrive as
+// one receive and are split back into their requests; the replies to such
+// a run, when they are of one size, go back as one run (UDP_SEGMENT),
+// which the kernel delivers as separate datagrams. Every request still
+// gets its own reply datagram; a run only saves the kernel the work per
+// datagram.
 func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 	fd, err := dupSocket(uc, false)
 	_ = uc.Close()
@@ -44,30 +76,14 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 		return fmt.Errorf("keyserver: udp: %w", err)
 	}
 	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<20)
+	// Without UDP_GRO the kernel splits runs before they reach the socket.
+	_ = syscall.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1)
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var (
-		rh    [udpBatchSize]mmsghdr
-		sh    [udpBatchSize]mmsghdr
-		riov  [udpBatchSize]syscall.Iovec
-		siov  [udpBatchSize]syscall.Iovec
-		addrs [udpBatchSize]syscall.RawSockaddrAny
-		bufs  = make([]byte, udpBatchSize*udpSlot)
-		in    = make([][]byte, udpBatchSize)
-		out   = make([][]byte, udpBatchSize)
-		b     = newUDPBatch(src)
-	)
-	for i := range rh {
-		riov[i].Base = &bufs[i*udpSlot]
-		riov[i].SetLen(udpSlot)
-		out[i] = make([]byte, 0, udpHeaderSize+8*MaxUDPCount)
-	}
+	l := newUDPLoop(fd, src)
 	for ctx.Err() == nil {
-		for i := range rh {
-			rh[i].hdr = syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&addrs[i])), Namelen: syscall.SizeofSockaddrAny, Iov: &riov[i], Iovlen: 1}
-		}
-		r, _, errno := syscall.Syscall6(sysRecvmmsg, uintptr(fd), uintptr(unsafe.Pointer(&rh[0])), udpBatchSize, msgWaitForOne, 0, 0)
+		n, errno := l.receive()
 		switch errno {
 		case 0:
 		case syscall.EAGAIN, syscall.EINTR:
@@ -78,40 +94,203 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 			}
 			return fmt.Errorf("keyserver: udp: recvmmsg: %w", errno)
 		}
-		n := int(r)
-		for i := range n {
-			if rh[i].hdr.Flags&syscall.MSG_TRUNC != 0 {
-				in[i] = nil
-				continue
-			}
-			in[i] = bufs[i*udpSlot : i*udpSlot+int(rh[i].len)]
-		}
-		b.answer(ctx, in[:n], out[:n])
-		m := 0
-		for i := range n {
-			if out[i] == nil {
-				out[i] = make([]byte, 0, udpHeaderSize+8*MaxUDPCount)
-				continue
-			}
-			siov[m].Base = unsafe.SliceData(out[i])
-			siov[m].SetLen(len(out[i]))
-			sh[m].hdr = syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&addrs[i])), Namelen: rh[i].hdr.Namelen, Iov: &siov[m], Iovlen: 1}
-			m++
-		}
-		for sent := 0; sent < m; {
-			r, _, errno := syscall.Syscall6(sysSendmmsg, uintptr(fd), uintptr(unsafe.Pointer(&sh[sent])), uintptr(m-sent), 0, 0, 0)
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno != 0 {
-				// A reply that cannot be sent (e.g. the client's port
-				// is gone): drop it, as the network might have.
-				sent++
-				continue
-			}
-			sent += int(r)
-		}
-		runtime.KeepAlive(bufs)
+		l.answer(ctx, n)
+		l.send()
 	}
 	return nil
+}
+
+// udpLoop holds the buffers of serveUDPMmsg, reused from one batch to the
+// next: nothing is allocated per batch once they have grown.
+type udpLoop struct {
+	fd    int
+	batch *udpBatch
+
+	// The receive side: one slot per datagram or run.
+	rh    [udpBatchSize]mmsghdr
+	riov  [udpBatchSize]syscall.Iovec
+	addrs [udpBatchSize]syscall.RawSockaddrAny
+	rctl  []byte // a control buffer per slot
+	bufs  []byte
+
+	// The requests of a batch, a run split into its datagrams, and the
+	// reply to each (nil: none); from[i] is the slot requests[i] came in.
+	requests [][]byte
+	replies  [][]byte
+	from     []int
+
+	// The send side: one message per reply or run of replies.
+	sh   []mmsghdr
+	siov []syscall.Iovec
+	sctl []byte   // a UDP_SEGMENT control buffer per message
+	runs [][]byte // a run's replies, copied end to end
+}
+
+func newUDPLoop(fd int, src Source) *udpLoop {
+	l := &udpLoop{fd: fd, batch: newUDPBatch(src), bufs: make([]byte, udpBatchSize*udpSlot),
+		rctl: make([]byte, udpBatchSize*cmsgSegmentSpace)}
+	for i := range l.riov {
+		l.riov[i].Base = &l.bufs[i*udpSlot]
+		l.riov[i].SetLen(udpSlot)
+	}
+	return l
+}
+
+// receive waits for the first datagram and takes up to udpBatchSize with
+// one recvmmsg, then splits runs into their requests. It returns how many
+// requests there are.
+func (l *udpLoop) receive() (int, syscall.Errno) {
+	for i := range l.rh {
+		l.rh[i].hdr = syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&l.addrs[i])), Namelen: syscall.SizeofSockaddrAny,
+			Iov: &l.riov[i], Iovlen: 1, Control: &l.rctl[i*cmsgSegmentSpace]}
+		l.rh[i].hdr.SetControllen(cmsgSegmentSpace)
+	}
+	r, _, errno := syscall.Syscall6(sysRecvmmsg, uintptr(l.fd), uintptr(unsafe.Pointer(&l.rh[0])), udpBatchSize, msgWaitForOne, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	l.requests, l.from = l.requests[:0], l.from[:0]
+	for i := range int(r) {
+		if l.rh[i].hdr.Flags&syscall.MSG_TRUNC != 0 {
+			continue
+		}
+		d := l.bufs[i*udpSlot : i*udpSlot+int(l.rh[i].len)]
+		seg := segmentSize(l.rctl[i*cmsgSegmentSpace:][:l.rh[i].hdr.Controllen])
+		if seg <= 0 {
+			seg = len(d)
+		}
+		for len(d) > 0 {
+			k := min(seg, len(d))
+			l.requests = append(l.requests, d[:k])
+			l.from = append(l.from, i)
+			d = d[k:]
+		}
+	}
+	return len(l.requests), 0
+}
+
+// segmentSize returns the UDP_GRO segment size in a receive's control
+// data, or 0 when the datagram was not a run. The kernel puts at most
+// this one message there (the socket asks for no other).
+func segmentSize(ctl []byte) int {
+	if len(ctl) < unix.CmsgLen(4) {
+		return 0
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+	if h.Level != unix.SOL_UDP || h.Type != unix.UDP_GRO || h.Len < uint64(unix.CmsgLen(4)) {
+		return 0
+	}
+	return int(binary.NativeEndian.Uint32(ctl[unix.CmsgLen(0):]))
+}
+
+// answer issues the keys of the n requests received and builds their
+// replies.
+func (l *udpLoop) answer(ctx context.Context, n int) {
+	for len(l.replies) < n {
+		l.replies = append(l.replies, make([]byte, 0, udpHeaderSize+8))
+	}
+	l.batch.answer(ctx, l.requests[:n], l.replies[:n])
+}
+
+// send sends the replies with sendmmsg: the replies to one run, when they
+// are all of one size, as one run with UDP_SEGMENT; every other reply as
+// its own datagram. A reply that cannot be sent (the client's port is
+// gone, say) is dropped, as the network might have.
+func (l *udpLoop) send() {
+	l.sh, l.siov, l.sctl = l.sh[:0], l.siov[:0], l.sctl[:0]
+	nrun := 0
+	for i := 0; i < len(l.requests); {
+		// The requests of slot from[i] are i..j-1.
+		j := i + 1
+		for j < len(l.requests) && l.from[j] == l.from[i] {
+			j++
+		}
+		for i < j {
+			k := i + 1
+			if size := len(l.replies[i]); size > 0 && size <= udpMaxSegment {
+				for k < j && k-i < udpMaxSegments && (k-i+1)*size <= udpMaxRun && len(l.replies[k]) == size {
+					k++
+				}
+			}
+			switch {
+			case l.replies[i] == nil:
+				// Not a request: no reply.
+			case k-i == 1:
+				l.queue(l.from[i], l.replies[i], 0)
+			default:
+				if nrun == len(l.runs) {
+					l.runs = append(l.runs, nil)
+				}
+				run := l.runs[nrun][:0]
+				for _, r := range l.replies[i:k] {
+					run = append(run, r...)
+				}
+				l.runs[nrun] = run
+				nrun++
+				l.queue(l.from[i], run, len(l.replies[i]))
+			}
+			i = k
+		}
+	}
+	// The headers point into siov and sctl, which are complete now.
+	ctl := 0
+	for m := range l.sh {
+		l.sh[m].hdr.Iov = &l.siov[m]
+		if l.sh[m].hdr.Controllen > 0 {
+			l.sh[m].hdr.Control = &l.sctl[ctl]
+			ctl += cmsgSegmentSpace
+		}
+	}
+	for sent := 0; sent < len(l.sh); {
+		r, _, errno := syscall.Syscall6(sysSendmmsg, uintptr(l.fd), uintptr(unsafe.Pointer(&l.sh[sent])), uintptr(min(len(l.sh)-sent, udpBatchSize)), 0, 0, 0)
+		switch errno {
+		case 0:
+			sent += int(r)
+		case syscall.EINTR:
+		default:
+			l.sendSegments(&l.sh[sent])
+			sent++
+		}
+	}
+	runtime.KeepAlive(l) // the headers point into its buffers
+}
+
+// queue adds a message to the sender at slot's address: one datagram, or
+// a run of datagrams of segment bytes each when segment > 0.
+func (l *udpLoop) queue(slot int, b []byte, segment int) {
+	var iov syscall.Iovec
+	iov.Base = unsafe.SliceData(b)
+	iov.SetLen(len(b))
+	l.siov = append(l.siov, iov)
+	h := mmsghdr{hdr: syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&l.addrs[slot])), Namelen: l.rh[slot].hdr.Namelen, Iovlen: 1}}
+	if segment > 0 {
+		start := len(l.sctl)
+		l.sctl = append(l.sctl, zeroControl...)
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&l.sctl[start]))
+		c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+		c.SetLen(unix.CmsgLen(2))
+		binary.NativeEndian.PutUint16(l.sctl[start+unix.CmsgLen(0):], uint16(segment))
+		h.hdr.SetControllen(cmsgSegmentSpace)
+	}
+	l.sh = append(l.sh, h)
+}
+
+// sendSegments sends a run that sendmmsg refused one datagram at a time;
+// a message that is not a run was refused for its own reasons and is
+// dropped.
+func (l *udpLoop) sendSegments(m *mmsghdr) {
+	if m.hdr.Controllen == 0 {
+		return
+	}
+	c := (*unix.Cmsghdr)(unsafe.Pointer(m.hdr.Control))
+	segment := int(binary.NativeEndian.Uint16(unsafe.Slice((*byte)(unsafe.Pointer(c)), cmsgSegmentSpace)[unix.CmsgLen(0):]))
+	run := unsafe.Slice(m.hdr.Iov.Base, m.hdr.Iov.Len)
+	for len(run) > 0 {
+		d := run[:min(segment, len(run))]
+		run = run[len(d):]
+		iov := syscall.Iovec{Base: unsafe.SliceData(d)}
+		iov.SetLen(len(d))
+		h := syscall.Msghdr{Name: m.hdr.Name, Namelen: m.hdr.Namelen, Iov: &iov, Iovlen: 1}
+		_, _, _ = syscall.Syscall(syscall.SYS_SENDMSG, uintptr(l.fd), uintptr(unsafe.Pointer(&h)), 0)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -68,13 +69,15 @@ func (l latency) String() string {
 
 // openLoop runs the generator in a child process (so it does not share a
 // Go runtime with the node under test) against addr: INCR over RESP, or
-// one-key datagram requests over UDP (proto "udp").
-func openLoop(proto, addr string, rate float64, d time.Duration) (latency, error) {
+// one-key datagram requests over UDP (proto "udp"). flags go to the
+// generator as they are (-runs).
+func openLoop(proto, addr string, rate float64, d time.Duration, flags ...string) (latency, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return latency{}, err
 	}
-	cmd := exec.Command(exe, "openloop", "-proto", proto, "-addr", addr, "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String())
+	args := append([]string{"openloop", "-proto", proto, "-addr", addr, "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String()}, flags...)
+	cmd := exec.Command(exe, args...)
 	// Enough Ps that a sender returning from nanosleep never waits for a
 	// reader to be preempted (Go preempts every 10 ms): the OS scheduler
 	// alone arbitrates the generator's threads. Measured: with
@@ -135,6 +138,9 @@ type openLoopConfig struct {
 	// drain is how long after the last scheduled send unanswered UDP
 	// requests are still retried before they count as lost.
 	drain time.Duration
+	// runs sends the UDP requests due at one time as one run
+	// (UDP_SEGMENT) and takes runs of replies (UDP_GRO) apart.
+	runs bool
 }
 
 // openLoopMain sends requests at a fixed rate over a few connections, each
@@ -162,6 +168,7 @@ func openLoopMain(args []string) {
 	fs.DurationVar(&cfg.warm, "warmup", 500*time.Millisecond, "excluded from the figures")
 	fs.DurationVar(&cfg.retryAfter, "retry", 20*time.Millisecond, "udp: send a request again after this long without a reply")
 	fs.DurationVar(&cfg.drain, "drain", time.Second, "udp: keep retrying unanswered requests this long after the last scheduled send")
+	fs.BoolVar(&cfg.runs, "runs", false, "udp: send the requests due at one time as one run of datagrams (UDP_SEGMENT) and receive runs of replies (UDP_GRO)")
 	_ = fs.Parse(args)
 	l, err := runOpenLoop(cfg)
 	if err != nil {
@@ -245,13 +252,13 @@ func runOpenLoop(cfg openLoopConfig) (latency, error) {
 	for i, c := range conns {
 		s := schedule{start: start, end: end, warmEnd: start.Add(cfg.warm), interval: interval, tick: cfg.tick,
 			first: start.Add(time.Duration(i) * interval / time.Duration(cfg.conns))}
-		if cfg.proto == "udp" {
-			if err := openLoopUDP(&wg, c, uint64(i), s, cfg, &results[i]); err != nil {
-				wg.Wait()
-				return latency{}, err
-			}
-		} else {
+		if cfg.proto != "udp" {
 			openLoopRESP(&wg, c, s, &results[i])
+			continue
+		}
+		if err := openLoopUDP(&wg, c, uint64(i), s, cfg, &results[i]); err != nil {
+			wg.Wait()
+			return latency{}, err
 		}
 	}
 	wg.Wait()
@@ -380,6 +387,10 @@ type udpSender struct {
 	iov  [mmsgBatch]unix.Iovec
 	bufs [mmsgBatch][16]byte
 	errs int
+	// gso sends the datagrams of one flush with one sendmsg and
+	// UDP_SEGMENT: the kernel splits them into 16-byte datagrams.
+	gso bool
+	oob []byte
 }
 
 func (u *udpSender) add(id uint64) {
@@ -394,6 +405,28 @@ func (u *udpSender) add(id uint64) {
 }
 
 func (u *udpSender) flush() {
+	if u.gso && u.n > 1 {
+		if u.oob == nil {
+			u.oob = make([]byte, unix.CmsgSpace(2))
+			h := (*unix.Cmsghdr)(unsafe.Pointer(&u.oob[0]))
+			h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+			h.SetLen(unix.CmsgLen(2))
+			binary.NativeEndian.PutUint16(u.oob[unix.CmsgLen(0):], 16)
+		}
+		b := unsafe.Slice(&u.bufs[0][0], 16*u.n)
+		for {
+			_, err := unix.SendmsgN(u.fd, b, u.oob, nil, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				u.errs++
+			}
+			break
+		}
+		u.n = 0
+		return
+	}
 	for i := range u.n {
 		u.iov[i].Base = &u.bufs[i][0]
 		u.iov[i].SetLen(16)
@@ -417,189 +450,282 @@ func (u *udpSender) flush() {
 	u.n = 0
 }
 
-// openLoopUDP sends one 16-byte request for one key per datagram on c on
-// schedule s, conn's index in the high bits of each id and the request's
-// number in the low 40. A sender thread sends each request when due and
-// sends again, with the same id, every request that has had no reply for
-// cfg.retryAfter (doubling per retry up to udpMaxBackoff); a reader
-// thread takes the replies with recvmmsg and matches them to requests by
-// id. A request counts once, timed from its schedule to the first reply
-// to any of its tries; after the last scheduled send the sender keeps
-// retrying for up to cfg.drain, and what is still unanswered counts as
-// lost, with the time it waited.
-func openLoopUDP(wg *sync.WaitGroup, c net.Conn, conn uint64, s schedule, cfg openLoopConfig, res *connResult) error {
+// udpFlow is one socket's share of a UDP open-loop run: one 16-byte
+// request for one key per datagram on schedule s, conn's index in the high
+// bits of each id and the request's number in the low 40. Requests due
+// are sent with sendmmsg (with cfg.runs: as one run, UDP_SEGMENT); a request without a reply for cfg.retryAfter is
+// sent again with the same id (the timeout doubling per retry up to
+// udpMaxBackoff); replies are taken with recvmmsg and matched by id. A
+// request counts once, timed from its schedule to the first reply to any
+// of its tries; after the last scheduled send the flow keeps retrying for
+// up to cfg.drain, and what is still unanswered counts as lost, with the
+// time it waited.
+//
+// send runs on one thread and receive on another: the slots they share
+// are atomics.
+type udpFlow struct {
+	fd   int
+	conn uint64
+	s    schedule
+	cfg  openLoopConfig
+	res  *connResult
+
+	slots    []udpSlot
+	answered atomic.Int64
+
+	// The sender's side.
+	out    udpSender
+	next   time.Time // the next scheduled request
+	seq    int       // requests sent
+	queues [udpMaxBackoff + 1][]udpPending
+
+	// The receiver's side.
+	hdrs [mmsgBatch]unix.Mmsghdr
+	iov  [mmsgBatch]unix.Iovec
+	buf  []byte // mmsgBatch slots
+	ctl  []byte // with runs: a UDP_GRO control buffer per slot
+}
+
+// udpPending is a request in flight and when it is to be sent again.
+// Requests in flight are queued by retry level, oldest first: every entry
+// of a level waited the same timeout, so each queue stays in deadline
+// order.
+type udpPending struct {
+	seq      int
+	deadline time.Time
+}
+
+// udpReplySlot is the receive buffer of one reply (a one-key reply is 24
+// bytes).
+const udpReplySlot = 64
+
+func newUDPFlow(c net.Conn, conn uint64, s schedule, cfg openLoopConfig, res *connResult) (*udpFlow, error) {
 	fd, err := rawSocket(c)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	f := &udpFlow{fd: fd, conn: conn, s: s, cfg: cfg, res: res, slots: make([]udpSlot, s.count()),
+		out: udpSender{fd: fd, gso: cfg.runs}, next: s.first, buf: make([]byte, mmsgBatch*udpReplySlot)}
+	if cfg.runs {
+		// Replies that the server sent as a run arrive as one receive
+		// of up to 64 KiB.
+		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+			syscall.Close(fd)
+			return nil, fmt.Errorf("UDP_GRO: %w", err)
+		}
+		f.buf = make([]byte, mmsgBatch*(64<<10))
+		f.ctl = make([]byte, mmsgBatch*udpControlSpace)
+	}
+	res.lat = make([]time.Duration, 0, len(f.slots))
+	res.latSent = make([]time.Duration, 0, len(f.slots))
+	return f, nil
+}
+
+// scheduled reports whether requests are still to be sent on schedule.
+func (f *udpFlow) scheduled() bool { return f.next.Before(f.s.end) }
+
+// settled reports whether every request sent so far has its reply.
+func (f *udpFlow) settled() bool { return f.answered.Load() >= int64(f.seq) }
+
+// send sends, at now, every scheduled request that is due and every retry
+// whose timeout has passed.
+func (f *udpFlow) send(now time.Time) {
+	for !f.next.After(now) && f.next.Before(f.s.end) {
+		f.slots[f.seq].sched.Store(f.since(f.next))
+		f.slots[f.seq].sent.Store(f.since(now))
+		f.out.add(f.conn<<40 | uint64(f.seq))
+		f.queues[0] = append(f.queues[0], udpPending{f.seq, now.Add(f.cfg.retryAfter)})
+		if lag := now.Sub(f.next); lag > f.res.maxLag && f.next.After(f.s.warmEnd) {
+			f.res.maxLag = lag
+		}
+		f.next = f.next.Add(f.s.interval)
+		f.seq++
+	}
+	for level := range f.queues {
+		q := f.queues[level]
+		k := 0
+		for ; k < len(q) && !q[k].deadline.After(now); k++ {
+			p := q[k]
+			if f.slots[p.seq].done.Load() {
+				continue
+			}
+			f.out.add(f.conn<<40 | uint64(p.seq))
+			f.res.retries++
+			up := min(level+1, udpMaxBackoff)
+			f.queues[up] = append(f.queues[up], udpPending{p.seq, now.Add(f.cfg.retryAfter << up)})
+		}
+		f.queues[level] = q[k:]
+	}
+	f.out.flush()
+}
+
+// receive waits for the first reply and takes those that have arrived
+// with one recvmmsg (runs of replies split into their datagrams), and
+// records them. It returns false on an error that ends the flow's
+// receiving.
+func (f *udpFlow) receive() bool {
+	slot := len(f.buf) / mmsgBatch
+	for i := range f.hdrs {
+		f.iov[i].Base = &f.buf[i*slot]
+		f.iov[i].SetLen(slot)
+		f.hdrs[i] = unix.Mmsghdr{}
+		f.hdrs[i].Hdr.Iov = &f.iov[i]
+		f.hdrs[i].Hdr.SetIovlen(1)
+		if f.ctl != nil {
+			f.hdrs[i].Hdr.Control = &f.ctl[i*udpControlSpace]
+			f.hdrs[i].Hdr.SetControllen(udpControlSpace)
+		}
+	}
+	r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(f.fd), uintptr(unsafe.Pointer(&f.hdrs[0])), mmsgBatch, unix.MSG_WAITFORONE, 0, 0)
+	switch errno {
+	case 0:
+	case unix.EAGAIN, unix.EINTR:
+		return true // nothing yet, or the receive timeout
+	case unix.ECONNREFUSED:
+		f.res.errs++ // nothing listened for a moment: the retries cover it
+		return true
+	default:
+		f.res.errs++
+		return false
+	}
+	// Every datagram of the batch had arrived by now: their latencies are
+	// measured up to the end of the receive.
+	now := time.Now()
+	for i := range int(r) {
+		d := f.buf[i*slot : i*slot+min(int(f.hdrs[i].Len), slot)]
+		seg := len(d)
+		if f.ctl != nil {
+			if g := groSegment(f.ctl[i*udpControlSpace:][:f.hdrs[i].Hdr.Controllen]); g > 0 {
+				seg = g
+			}
+		}
+		for len(d) > 0 {
+			k := min(seg, len(d))
+			f.record(d[:k], now)
+			d = d[k:]
+		}
+	}
+	return true
+}
+
+// record checks one reply datagram b received at now and records its
+// request's latency.
+func (f *udpFlow) record(b []byte, now time.Time) {
+	res := f.res
+	if len(b) < 16 || string(b[:4]) != "SKK1" {
+		res.errs++
+		return
+	}
+	id := binary.BigEndian.Uint64(b[4:12])
+	seq := int(id & (1<<40 - 1))
+	if id>>40 != f.conn || seq >= len(f.slots) {
+		res.errs++
+		return
+	}
+	if binary.BigEndian.Uint32(b[12:16]) != 1 || len(b) != 24 {
+		res.errs++ // an error reply: the node did not issue the key
+	}
+	if !f.slots[seq].done.CompareAndSwap(false, true) {
+		return // a second reply to a retried request
+	}
+	f.answered.Add(1)
+	t := f.at(f.slots[seq].sched.Load())
+	if t.Before(f.s.warmEnd) {
+		return
+	}
+	if res.first.IsZero() || t.Before(res.first) {
+		res.first = t
+	}
+	res.final = now
+	res.lat = append(res.lat, now.Sub(t))
+	res.latSent = append(res.latSent, now.Sub(f.at(f.slots[seq].sent.Load())))
+}
+
+// udpControlSpace is the control buffer of one UDP_GRO value.
+var udpControlSpace = unix.CmsgSpace(4)
+
+// groSegment returns the UDP_GRO segment size in a receive's control data,
+// or 0 when the datagram was not a coalesced run.
+func groSegment(ctl []byte) int {
+	if len(ctl) < unix.CmsgLen(4) {
+		return 0
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+	if h.Level != unix.SOL_UDP || h.Type != unix.UDP_GRO || h.Len < uint64(unix.CmsgLen(4)) {
+		return 0
+	}
+	return int(binary.NativeEndian.Uint32(ctl[unix.CmsgLen(0):]))
+}
+
+// finish closes the socket and counts the requests never answered as
+// lost, each with the time it waited until stopped.
+func (f *udpFlow) finish(stopped time.Time) {
+	syscall.Close(f.fd)
+	f.res.errs += f.out.errs
+	for i := range f.slots[:f.seq] {
+		if t := f.at(f.slots[i].sched.Load()); !f.slots[i].done.Load() && !t.Before(f.s.warmEnd) {
+			f.res.lost++
+			f.res.lat = append(f.res.lat, stopped.Sub(t))
+			f.res.latSent = append(f.res.latSent, stopped.Sub(f.at(f.slots[i].sent.Load())))
+		}
+	}
+}
+
+func (f *udpFlow) since(t time.Time) int64 { return int64(t.Sub(f.s.start)) }
+func (f *udpFlow) at(ns int64) time.Time   { return f.s.start.Add(time.Duration(ns)) }
+
+// openLoopUDP runs a udpFlow on c with two threads: a sender that wakes
+// at most every cfg.tick (nanosleep) and sends what is due, and a reader
+// blocked in recvmmsg.
+func openLoopUDP(wg *sync.WaitGroup, c net.Conn, conn uint64, s schedule, cfg openLoopConfig, res *connResult) error {
+	f, err := newUDPFlow(c, conn, s, cfg, res)
 	if err != nil {
 		return err
 	}
 	// Blocking, with a receive timeout so that the reader notices the end.
-	if err := syscall.SetNonblock(fd, false); err != nil {
-		syscall.Close(fd)
-		return err
-	}
 	tv := unix.NsecToTimeval(int64(10 * time.Millisecond))
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		syscall.Close(fd)
+	if err := errors.Join(syscall.SetNonblock(f.fd, false), unix.SetsockoptTimeval(f.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)); err != nil {
+		syscall.Close(f.fd)
 		return err
 	}
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-
-	slots := make([]udpSlot, s.count())
-	var answered atomic.Int64
-	var stop atomic.Bool
-	since := func(t time.Time) int64 { return int64(t.Sub(s.start)) }
-	at := func(ns int64) time.Time { return s.start.Add(time.Duration(ns)) }
 	var (
 		local   sync.WaitGroup
+		stop    atomic.Bool
 		stopped time.Time // when the sender gave up
-		sent    int       // requests sent
-		out     = &udpSender{fd: fd}
 	)
-	local.Add(2)
-	go func() { // sender
-		defer local.Done()
+	local.Go(func() { // sender
 		runtime.LockOSThread()
-		// Requests in flight by retry level, oldest first, each with the
-		// time it is to be sent again: every entry of a level waited the
-		// same timeout, so each queue stays in deadline order.
-		type pending struct {
-			seq      int
-			deadline time.Time
-		}
-		var queues [udpMaxBackoff + 1][]pending
-		retry := func(now time.Time) {
-			for level := range queues {
-				q := queues[level]
-				k := 0
-				for ; k < len(q) && !q[k].deadline.After(now); k++ {
-					p := q[k]
-					if slots[p.seq].done.Load() {
-						continue
-					}
-					out.add(conn<<40 | uint64(p.seq))
-					res.retries++
-					up := min(level+1, udpMaxBackoff)
-					queues[up] = append(queues[up], pending{p.seq, now.Add(cfg.retryAfter << up)})
-				}
-				queues[level] = queues[level][k:]
-			}
-		}
-		next, seq := s.first, 0
 		var lastWake time.Time
-		for next.Before(s.end) {
-			now := s.wait(next, lastWake)
+		for f.scheduled() {
+			now := f.s.wait(f.next, lastWake)
 			lastWake = now
-			for !next.After(now) && next.Before(s.end) {
-				slots[seq].sched.Store(since(next))
-				slots[seq].sent.Store(since(now))
-				out.add(conn<<40 | uint64(seq))
-				queues[0] = append(queues[0], pending{seq, now.Add(cfg.retryAfter)})
-				if lag := now.Sub(next); lag > res.maxLag && next.After(s.warmEnd) {
-					res.maxLag = lag
-				}
-				next = next.Add(s.interval)
-				seq++
-			}
-			retry(now)
-			out.flush()
+			f.send(now)
 		}
-		giveUp := s.end.Add(cfg.drain)
-		for answered.Load() < int64(seq) {
-			now := s.wait(time.Time{}, lastWake)
+		giveUp := f.s.end.Add(f.cfg.drain)
+		for !f.settled() {
+			now := f.s.wait(time.Time{}, lastWake)
 			lastWake = now
 			if now.After(giveUp) {
 				break
 			}
-			retry(now)
-			out.flush()
+			f.send(now)
 		}
-		stopped, sent = time.Now(), seq
+		stopped = time.Now()
 		// Replies still to come are late replies to retried requests or
 		// to requests given up on: stop the reader.
 		stop.Store(true)
-	}()
-	go func() { // receiver
-		defer local.Done()
+	})
+	local.Go(func() { // receiver
 		runtime.LockOSThread()
-		const slot = 64 // a one-key reply is 24 bytes
-		var (
-			hdrs [mmsgBatch]unix.Mmsghdr
-			iov  [mmsgBatch]unix.Iovec
-			buf  = make([]byte, mmsgBatch*slot)
-		)
-		res.lat = make([]time.Duration, 0, len(slots))
-		res.latSent = make([]time.Duration, 0, len(slots))
-		for !stop.Load() {
-			for i := range hdrs {
-				iov[i].Base = &buf[i*slot]
-				iov[i].SetLen(slot)
-				hdrs[i] = unix.Mmsghdr{}
-				hdrs[i].Hdr.Iov = &iov[i]
-				hdrs[i].Hdr.SetIovlen(1)
-			}
-			r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), mmsgBatch, unix.MSG_WAITFORONE, 0, 0)
-			switch errno {
-			case 0:
-			case unix.EAGAIN, unix.EINTR:
-				continue // the receive timeout: look at stop
-			case unix.ECONNREFUSED:
-				res.errs++ // nothing listened for a moment: the retries cover it
-				continue
-			default:
-				res.errs++
-				return
-			}
-			// Every datagram of the batch had arrived by now: their
-			// latencies are measured up to the end of the receive.
-			now := time.Now()
-			for i := range int(r) {
-				m := int(hdrs[i].Len)
-				b := buf[i*slot : i*slot+min(m, slot)]
-				if m < 16 || string(b[:4]) != "SKK1" {
-					res.errs++
-					continue
-				}
-				id := binary.BigEndian.Uint64(b[4:12])
-				seq := int(id & (1<<40 - 1))
-				if id>>40 != conn || seq >= len(slots) {
-					res.errs++
-					continue
-				}
-				if binary.BigEndian.Uint32(b[12:16]) != 1 || m != 24 {
-					res.errs++ // an error reply: the node did not issue the key
-				}
-				if !slots[seq].done.CompareAndSwap(false, true) {
-					continue // a second reply to a retried request
-				}
-				answered.Add(1)
-				t := at(slots[seq].sched.Load())
-				if t.Before(s.warmEnd) {
-					continue
-				}
-				if res.first.IsZero() || t.Before(res.first) {
-					res.first = t
-				}
-				res.final = now
-				res.lat = append(res.lat, now.Sub(t))
-				res.latSent = append(res.latSent, now.Sub(at(slots[seq].sent.Load())))
-			}
+		for !stop.Load() && f.receive() {
 		}
-	}()
+	})
 	// Once both are done, the requests never answered count as lost.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		local.Wait()
-		syscall.Close(fd)
-		res.errs += out.errs
-		for i := range slots[:sent] {
-			if t := at(slots[i].sched.Load()); !slots[i].done.Load() && !t.Before(s.warmEnd) {
-				res.lost++
-				res.lat = append(res.lat, stopped.Sub(t))
-				res.latSent = append(res.latSent, stopped.Sub(at(slots[i].sent.Load())))
-			}
-		}
-	}()
+		f.finish(stopped)
+	})
 	return nil
 }
 
