@@ -489,7 +489,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestConfiguredWorkerIDIsIgnoredWithWarning(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	cfg := Config{InstanceID: "w", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	cfg.Snowflake = snowflake.DefaultConfig()
 	cfg.Snowflake.WorkerID = 5
@@ -503,23 +503,6 @@ func TestConfiguredWorkerIDIsIgnoredWithWarning(t *testing.T) {
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("logs lack %q:\n%s", want, logs.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestCloseAfterLosingTheWorkerID(t *testing.T) {

@@ -96,7 +96,7 @@ func TestServeEmbeddedKeepsDataAcrossRestarts(t *testing.T) {
 	}
 	serve := func() (endpoint string, stop func() string) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out syncBuffer
+		var out testenv.SyncBuffer
 		cmd := newRootCommand()
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
@@ -171,7 +171,7 @@ func TestRegistryCLIErrors(t *testing.T) {
 func startServe(t *testing.T, args ...string) (output func() string, stop func() string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	cmd := newRootCommand()
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)

@@ -1,14 +1,12 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // kv writes through some members and reads through one, with a fresh
@@ -107,28 +107,6 @@ func (z zkKV) get(ctx context.Context, server, key string) (string, error) {
 	return string(data), err
 }
 
-// syncBuffer collects the servers' output for failure reports.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lastLines(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(b.buf.String()), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 type startFunc func(ctx context.Context, hosts []*Host, dir string, logs io.Writer, opts ...Option) (Ensemble, error)
 
 func TestEnsembleEtcd(t *testing.T) {
@@ -143,7 +121,7 @@ func TestEnsembleZooKeeper(t *testing.T) {
 
 func testEnsemble(t *testing.T, kind string, names []string, start startFunc, store kv) {
 	_, hosts := newTestNetwork(t, names...)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	var out io.Writer = logs
 	if path := os.Getenv("CHAOS_SERVER_LOGS"); path != "" { // keep the servers' output for a look
 		f, err := os.Create(path)
@@ -155,7 +133,7 @@ func testEnsemble(t *testing.T, kind string, names []string, start startFunc, st
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("last server output:\n%s", logs.lastLines(80))
+			t.Logf("last server output:\n%s", logs.LastLines(80))
 		}
 	})
 	dir := t.TempDir()

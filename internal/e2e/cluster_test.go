@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,31 +57,13 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-// syncBuffer is a bytes.Buffer safe for a child's writes and our reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is one `shardkeeper serve` child process.
 type proc struct {
 	id     string
 	url    string
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout testenv.SyncBuffer
+	stderr testenv.SyncBuffer
 	done   chan error
 
 	stopOnce sync.Once
