@@ -45,13 +45,6 @@ const (
 	udpMaxRun      = 60000
 )
 
-// cmsgSegmentSpace is the control buffer of one UDP_GRO or UDP_SEGMENT
-// value.
-var (
-	cmsgSegmentSpace = unix.CmsgSpace(4)
-	zeroControl      = make([]byte, cmsgSegmentSpace)
-)
-
 // serveUDPMmsg serves uc from one locked thread: a blocking recvmmsg that
 // returns what has arrived once the first datagram is there, one call to
 // the key source for the whole batch, one sendmmsg for the replies.
@@ -120,15 +113,16 @@ type udpLoop struct {
 	from     []int
 
 	// The send side: one message per reply or run of replies.
-	sh   []mmsghdr
-	siov []syscall.Iovec
-	sctl []byte   // a UDP_SEGMENT control buffer per message
-	runs [][]byte // a run's replies, copied end to end
+	sh    []mmsghdr
+	siov  []syscall.Iovec
+	sctl  []byte   // the UDP_SEGMENT control data of the runs
+	ctlAt []int    // where each message's control data starts in sctl (-1: none)
+	runs  [][]byte // a run's replies, copied end to end
 }
 
 func newUDPLoop(fd int, src Source) *udpLoop {
 	l := &udpLoop{fd: fd, batch: newUDPBatch(src), bufs: make([]byte, udpBatchSize*udpSlot),
-		rctl: make([]byte, udpBatchSize*cmsgSegmentSpace)}
+		rctl: make([]byte, udpBatchSize*segmentControlSpace)}
 	for i := range l.riov {
 		l.riov[i].Base = &l.bufs[i*udpSlot]
 		l.riov[i].SetLen(udpSlot)
@@ -142,8 +136,8 @@ func newUDPLoop(fd int, src Source) *udpLoop {
 func (l *udpLoop) receive() (int, syscall.Errno) {
 	for i := range l.rh {
 		l.rh[i].hdr = syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&l.addrs[i])), Namelen: syscall.SizeofSockaddrAny,
-			Iov: &l.riov[i], Iovlen: 1, Control: &l.rctl[i*cmsgSegmentSpace]}
-		l.rh[i].hdr.SetControllen(cmsgSegmentSpace)
+			Iov: &l.riov[i], Iovlen: 1, Control: &l.rctl[i*segmentControlSpace]}
+		l.rh[i].hdr.SetControllen(segmentControlSpace)
 	}
 	r, _, errno := syscall.Syscall6(sysRecvmmsg, uintptr(l.fd), uintptr(unsafe.Pointer(&l.rh[0])), udpBatchSize, msgWaitForOne, 0, 0)
 	if errno != 0 {
@@ -155,7 +149,7 @@ func (l *udpLoop) receive() (int, syscall.Errno) {
 			continue
 		}
 		d := l.bufs[i*udpSlot : i*udpSlot+int(l.rh[i].len)]
-		seg := segmentSize(l.rctl[i*cmsgSegmentSpace:][:l.rh[i].hdr.Controllen])
+		seg := SegmentSize(l.rctl[i*segmentControlSpace:][:l.rh[i].hdr.Controllen])
 		if seg <= 0 {
 			seg = len(d)
 		}
@@ -167,20 +161,6 @@ func (l *udpLoop) receive() (int, syscall.Errno) {
 		}
 	}
 	return len(l.requests), 0
-}
-
-// segmentSize returns the UDP_GRO segment size in a receive's control
-// data, or 0 when the datagram was not a run. The kernel puts at most
-// this one message there (the socket asks for no other).
-func segmentSize(ctl []byte) int {
-	if len(ctl) < unix.CmsgLen(4) {
-		return 0
-	}
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
-	if h.Level != unix.SOL_UDP || h.Type != unix.UDP_GRO || h.Len < uint64(unix.CmsgLen(4)) {
-		return 0
-	}
-	return int(binary.NativeEndian.Uint32(ctl[unix.CmsgLen(0):]))
 }
 
 // answer issues the keys of the n requests received and builds their
@@ -197,7 +177,7 @@ func (l *udpLoop) answer(ctx context.Context, n int) {
 // its own datagram. A reply that cannot be sent (the client's port is
 // gone, say) is dropped, as the network might have.
 func (l *udpLoop) send() {
-	l.sh, l.siov, l.sctl = l.sh[:0], l.siov[:0], l.sctl[:0]
+	l.sh, l.siov, l.sctl, l.ctlAt = l.sh[:0], l.siov[:0], l.sctl[:0], l.ctlAt[:0]
 	nrun := 0
 	for i := 0; i < len(l.requests); {
 		// The requests of slot from[i] are i..j-1.
@@ -233,12 +213,10 @@ func (l *udpLoop) send() {
 		}
 	}
 	// The headers point into siov and sctl, which are complete now.
-	ctl := 0
 	for m := range l.sh {
 		l.sh[m].hdr.Iov = &l.siov[m]
-		if l.sh[m].hdr.Controllen > 0 {
-			l.sh[m].hdr.Control = &l.sctl[ctl]
-			ctl += cmsgSegmentSpace
+		if at := l.ctlAt[m]; at >= 0 {
+			l.sh[m].hdr.Control = &l.sctl[at]
 		}
 	}
 	for sent := 0; sent < len(l.sh); {
@@ -263,16 +241,14 @@ func (l *udpLoop) queue(slot int, b []byte, segment int) {
 	iov.SetLen(len(b))
 	l.siov = append(l.siov, iov)
 	h := mmsghdr{hdr: syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&l.addrs[slot])), Namelen: l.rh[slot].hdr.Namelen, Iovlen: 1}}
+	at := -1
 	if segment > 0 {
-		start := len(l.sctl)
-		l.sctl = append(l.sctl, zeroControl...)
-		c := (*unix.Cmsghdr)(unsafe.Pointer(&l.sctl[start]))
-		c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
-		c.SetLen(unix.CmsgLen(2))
-		binary.NativeEndian.PutUint16(l.sctl[start+unix.CmsgLen(0):], uint16(segment))
-		h.hdr.SetControllen(cmsgSegmentSpace)
+		at = len(l.sctl)
+		l.sctl = AppendSegmentControl(l.sctl, segment)
+		h.hdr.SetControllen(len(l.sctl) - at)
 	}
 	l.sh = append(l.sh, h)
+	l.ctlAt = append(l.ctlAt, at)
 }
 
 // sendSegments sends a run that sendmmsg refused one datagram at a time;
@@ -282,8 +258,8 @@ func (l *udpLoop) sendSegments(m *mmsghdr) {
 	if m.hdr.Controllen == 0 {
 		return
 	}
-	c := (*unix.Cmsghdr)(unsafe.Pointer(m.hdr.Control))
-	segment := int(binary.NativeEndian.Uint16(unsafe.Slice((*byte)(unsafe.Pointer(c)), cmsgSegmentSpace)[unix.CmsgLen(0):]))
+	ctl := unsafe.Slice(m.hdr.Control, m.hdr.Controllen)
+	segment := int(binary.NativeEndian.Uint16(ctl[unix.CmsgLen(0):]))
 	run := unsafe.Slice(m.hdr.Iov.Base, m.hdr.Iov.Len)
 	for len(run) > 0 {
 		d := run[:min(segment, len(run))]
@@ -291,6 +267,11 @@ func (l *udpLoop) sendSegments(m *mmsghdr) {
 		iov := syscall.Iovec{Base: unsafe.SliceData(d)}
 		iov.SetLen(len(d))
 		h := syscall.Msghdr{Name: m.hdr.Name, Namelen: m.hdr.Namelen, Iov: &iov, Iovlen: 1}
-		_, _, _ = syscall.Syscall(syscall.SYS_SENDMSG, uintptr(l.fd), uintptr(unsafe.Pointer(&h)), 0)
+		for {
+			_, _, errno := syscall.Syscall(syscall.SYS_SENDMSG, uintptr(l.fd), uintptr(unsafe.Pointer(&h)), 0)
+			if errno != syscall.EINTR {
+				break
+			}
+		}
 	}
 }

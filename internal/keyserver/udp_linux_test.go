@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,13 +52,18 @@ func (c *runClient) send(segment int, datagrams ...[]byte) {
 	for _, d := range datagrams {
 		run = append(run, d...)
 	}
-	oob := make([]byte, unix.CmsgSpace(2))
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
-	h.SetLen(unix.CmsgLen(2))
-	binary.NativeEndian.PutUint16(oob[unix.CmsgLen(0):], uint16(segment))
-	if _, err := unix.SendmsgN(c.fd, run, oob, nil, 0); err != nil {
-		c.t.Skipf("UDP_SEGMENT: %v (Linux 4.18+)", err)
+	for {
+		_, err := unix.SendmsgN(c.fd, run, AppendSegmentControl(nil, segment), nil, 0)
+		switch err {
+		case nil:
+			return
+		case unix.EINTR:
+			continue
+		case unix.EINVAL, unix.ENOPROTOOPT, unix.EIO:
+			c.t.Skipf("UDP_SEGMENT: %v (Linux 4.18+, a device with checksum offload)", err)
+		default:
+			c.t.Fatal(err)
+		}
 	}
 }
 
@@ -71,12 +75,15 @@ func (c *runClient) receive(n int) (replies [][]byte, inRuns int) {
 	ctl := make([]byte, unix.CmsgSpace(4))
 	for len(replies) < n {
 		m, ctln, _, _, err := unix.Recvmsg(c.fd, buf, ctl, 0)
+		if err == unix.EINTR {
+			continue // the Go runtime's preemption signal
+		}
 		if err != nil {
 			c.t.Fatalf("after %d of %d replies: %v", len(replies), n, err)
 		}
 		d := buf[:m]
 		seg := m
-		if g := segmentSize(ctl[:ctln]); g > 0 {
+		if g := SegmentSize(ctl[:ctln]); g > 0 {
 			seg = g
 		}
 		for len(d) > 0 {

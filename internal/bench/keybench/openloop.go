@@ -21,6 +21,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 )
 
 // latency is the result of one open-loop run.
@@ -407,11 +409,7 @@ func (u *udpSender) add(id uint64) {
 func (u *udpSender) flush() {
 	if u.gso && u.n > 1 {
 		if u.oob == nil {
-			u.oob = make([]byte, unix.CmsgSpace(2))
-			h := (*unix.Cmsghdr)(unsafe.Pointer(&u.oob[0]))
-			h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
-			h.SetLen(unix.CmsgLen(2))
-			binary.NativeEndian.PutUint16(u.oob[unix.CmsgLen(0):], 16)
+			u.oob = keyserver.AppendSegmentControl(nil, 16)
 		}
 		b := unsafe.Slice(&u.bufs[0][0], 16*u.n)
 		for {
@@ -596,7 +594,7 @@ func (f *udpFlow) receive() bool {
 		d := f.buf[i*slot : i*slot+min(int(f.hdrs[i].Len), slot)]
 		seg := len(d)
 		if f.ctl != nil {
-			if g := groSegment(f.ctl[i*udpControlSpace:][:f.hdrs[i].Hdr.Controllen]); g > 0 {
+			if g := keyserver.SegmentSize(f.ctl[i*udpControlSpace:][:f.hdrs[i].Hdr.Controllen]); g > 0 {
 				seg = g
 			}
 		}
@@ -644,19 +642,6 @@ func (f *udpFlow) record(b []byte, now time.Time) {
 
 // udpControlSpace is the control buffer of one UDP_GRO value.
 var udpControlSpace = unix.CmsgSpace(4)
-
-// groSegment returns the UDP_GRO segment size in a receive's control data,
-// or 0 when the datagram was not a coalesced run.
-func groSegment(ctl []byte) int {
-	if len(ctl) < unix.CmsgLen(4) {
-		return 0
-	}
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
-	if h.Level != unix.SOL_UDP || h.Type != unix.UDP_GRO || h.Len < uint64(unix.CmsgLen(4)) {
-		return 0
-	}
-	return int(binary.NativeEndian.Uint32(ctl[unix.CmsgLen(0):]))
-}
 
 // finish closes the socket and counts the requests never answered as
 // lost, each with the time it waited until stopped.
