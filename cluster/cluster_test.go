@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
@@ -577,5 +579,54 @@ func TestEvents(t *testing.T) {
 	}
 	if !lost || got[len(got)-1].Kind != EventReleased {
 		t.Fatalf("events = %+v, want a loss and a final release", got)
+	}
+}
+
+// TestUnsafeIgnoreFloor shows what the floor prevents. The previous holder
+// of the only free worker id reserved time up to ten minutes ahead of this
+// node's clock (its clock ran ahead, or this one is behind). A node stamps
+// no key at or below that floor: it waits for its clock to pass it. A node
+// with UnsafeIgnoreFloor stamps keys from its own clock, at or below the
+// floor, where the previous holder may have stamped the same keys.
+func TestUnsafeIgnoreFloor(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("UnsafeIgnoreFloor=%v", ignore), func(t *testing.T) {
+			store := memory.New()
+			fillExcept(t, store, 5)
+			floor := time.Now().Add(10 * time.Minute).UnixMilli()
+			fk, _ := paths.Fence(5)
+			prev, err := json.Marshal(workerid.Fence{Epoch: 4, Holder: "previous", ReservedUntil: floor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Put(testCtx(t), fk, prev); err != nil {
+				t.Fatal(err)
+			}
+			n := openNode(t, store, Config{InstanceID: "next", UnsafeIgnoreFloor: ignore})
+			if h := n.current.Load().h; h.WorkerID != 5 || h.Epoch != 5 || h.Floor != floor {
+				t.Fatalf("holds worker %d epoch %d floor %d; want 5, 5, %d (the previous holder's reservation)",
+					h.WorkerID, h.Epoch, h.Floor, floor)
+			}
+			c, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+			keys, err := n.NextIDs(c, 100)
+			cancel()
+			atOrBelow := 0
+			for _, k := range keys {
+				if snowflake.Decompose(k).Millis+snowflake.DefaultEpochMillis <= floor {
+					atOrBelow++
+				}
+			}
+			if !ignore {
+				if len(keys) != 0 || !errors.Is(err, snowflake.ErrReservationExpired) {
+					t.Fatalf("issued %d keys (%d at or below the floor), err %v; want none and ErrReservationExpired (waiting for the clock to pass the floor)",
+						len(keys), atOrBelow, err)
+				}
+				return
+			}
+			if err != nil || len(keys) != 100 || atOrBelow != 100 {
+				t.Fatalf("issued %d keys, %d of them at or below the floor, err %v; want 100, all at or below the floor",
+					len(keys), atOrBelow, err)
+			}
+		})
 	}
 }

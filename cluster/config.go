@@ -73,6 +73,15 @@ type Config struct {
 	// successor also issues. It exists as the negative control of tests
 	// that show the fence works; never set it otherwise.
 	UnsafeLeaseOnly bool
+	// UnsafeIgnoreFloor keeps the fence and the time reservations but
+	// ignores the floor, the previous holder's reservation: after acquiring
+	// a worker id the node stamps keys from its own clock even when that is
+	// at or below the floor, so a node whose clock is behind its
+	// predecessor's reservation issues keys the predecessor may have issued.
+	// It has no effect with UnsafeLeaseOnly. It exists as the negative
+	// control of tests that show the floor is needed; never set it
+	// otherwise.
+	UnsafeIgnoreFloor bool
 }
 
 // EventKind says what changed in a node's hold on its worker id.

@@ -125,13 +125,18 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	return hold, nil
 }
 
-// reserve commits now+W and opens the generator's window up to it.
+// reserve commits now+W and opens the generator's window up to it, from
+// the floor (from 0 with UnsafeIgnoreFloor).
 func (n *Node) reserve(ctx context.Context, hold *holding) error {
 	until := n.nowMillis() + n.cfg.Reservation.Milliseconds()
 	if err := hold.h.Reserve(ctx, until); err != nil {
 		return err
 	}
-	hold.gen.SetWindow(hold.h.Floor, hold.h.ReservedUntil())
+	floor := hold.h.Floor
+	if n.cfg.UnsafeIgnoreFloor {
+		floor = 0
+	}
+	hold.gen.SetWindow(floor, hold.h.ReservedUntil())
 	n.stats.renewals.Add(1)
 	n.emit(EventReserved, hold, nil)
 	return nil
