@@ -2,9 +2,10 @@
 // real 3-member etcd cluster or ZooKeeper ensemble and real node processes
 // in network namespaces, that no key is issued twice through partitions,
 // one-way loss, pauses, crashes, registry leader failures and clock steps,
-// and that the same faults do produce duplicates without the fence (the
-// negative control). It needs root (namespaces and routes) and the Debian
-// packages etcd-server, etcd-client and zookeeper.
+// and that the same faults do produce duplicates or overlaps without the
+// fence and with the fence but without its floor (the negative controls).
+// It needs root (namespaces and routes) and the Debian packages
+// etcd-server, etcd-client and zookeeper.
 //
 //	chaos run [flags]        runs, checks and reports (exit 1 on any failure)
 //	chaos check DIR          checks a run directory again
@@ -22,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -86,8 +88,14 @@ func runCmd(ctx context.Context, args []string) error {
 	ttl := fs.Duration("ttl", 2*time.Second, "registry session TTL")
 	reservation := fs.Duration("reservation", 600*time.Millisecond, "the fence's reservation W")
 	every := fs.Duration("fault-every", 1500*time.Millisecond, "mean gap between faults on each lane")
-	control := fs.Bool("negative-control", true, "also run the same schedule without the fence; it must find duplicates")
+	controls := fs.String("negative-control", "lease,floor", "negative controls run after the fenced run with the same schedule:\n"+
+		"lease (no fence, lease only; must find duplicates), floor (fence on, the previous holder's\n"+
+		"reservation ignored; must find duplicates or (worker id, ms) overlaps), lease,floor or none")
 	_ = fs.Parse(args)
+	variants, err := parseControls(*controls)
+	if err != nil {
+		return err
+	}
 
 	if *out == "" {
 		d, err := os.MkdirTemp("", "shardkeeper-chaos-")
@@ -108,20 +116,13 @@ func runCmd(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	failed := false
 	for _, reg := range regs {
-		modes := []bool{false}
-		if *control {
-			modes = append(modes, true)
-		}
-		for _, leaseOnly := range modes {
-			name := "fenced"
-			if leaseOnly {
-				name = "lease-only"
-			}
+		for _, v := range variants {
+			name := string(v)
 			dir := filepath.Join(*out, reg, name)
 			cfg := chaos.RunConfig{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: *duration,
 				MaxKeys: *maxKeys, Rate: *rate, Seed: *seed, SessionTTL: *ttl, Reservation: *reservation,
-				FaultEvery: *every, LeaseOnly: leaseOnly, Log: log.With("run", reg+"/"+name)}
-			log.Info("run starting", "registry", reg, "mode", name, "dir", dir, "seed", *seed)
+				FaultEvery: *every, Variant: v, Log: log.With("run", reg+"/"+name)}
+			log.Info("run starting", "registry", reg, "variant", name, "dir", dir, "seed", *seed)
 			if err := chaos.Run(ctx, cfg); err != nil {
 				return fmt.Errorf("%s/%s: %w", reg, name, err)
 			}
@@ -137,6 +138,26 @@ func runCmd(ctx context.Context, args []string) error {
 		return errFailed
 	}
 	return nil
+}
+
+// parseControls returns the fenced variant followed by the negative
+// controls named in s (see the --negative-control flag).
+func parseControls(s string) ([]chaos.Variant, error) {
+	variants := []chaos.Variant{chaos.VariantFenced}
+	if s == "none" {
+		return variants, nil
+	}
+	names := map[string]chaos.Variant{"lease": chaos.VariantLeaseOnly, "floor": chaos.VariantIgnoreFloor}
+	for _, name := range strings.Split(s, ",") {
+		v, ok := names[strings.TrimSpace(name)]
+		if !ok {
+			return nil, fmt.Errorf("--negative-control %q: want lease, floor, lease,floor or none", s)
+		}
+		if !slices.Contains(variants, v) {
+			variants = append(variants, v)
+		}
+	}
+	return variants, nil
 }
 
 func checkCmd(args []string) error {
@@ -191,7 +212,12 @@ func nodeCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Namespace, "namespace", "chaos", "registry namespace")
 	fs.DurationVar(&cfg.SessionTTL, "ttl", 2*time.Second, "session TTL")
 	fs.DurationVar(&cfg.Reservation, "reservation", 600*time.Millisecond, "reservation W")
-	fs.BoolVar(&cfg.LeaseOnly, "lease-only", false, "negative control: no fence")
+	fs.Func("variant", "fenced (default), lease-only (negative control: no fence) or ignore-floor (negative control:\n"+
+		"fence on, the previous holder's reservation ignored)", func(s string) (err error) {
+		cfg.Variant, err = chaos.ParseVariant(s)
+		return err
+	})
+	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "the key clock's offset at start (negative: behind)")
 	fs.IntVar(&cfg.Rate, "rate", 2000, "keys per second")
 	fs.IntVar(&cfg.Batch, "batch", 16, "keys per request")
 	fs.Int64Var(&cfg.MaxKeys, "max-keys", 0, "stop after this many keys")

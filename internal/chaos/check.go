@@ -52,8 +52,10 @@ type Report struct {
 	// than one incarnation.
 	Overlaps Violations
 	// OutsideFence counts keys outside every fence window their incarnation
-	// acquired for their worker id; always zero for a negative control
-	// (RunInfo.Fenced false), which has no fence to check.
+	// acquired for their worker id. It is always zero for the lease-only
+	// control (RunInfo.Fenced false), which has no fence to check, and
+	// expected for the floor control (RunInfo.IgnoreFloor), whose nodes
+	// stamp keys at or below the floor.
 	OutsideFence Violations
 
 	// Acquisitions counts EventAcquired of all incarnations.
@@ -188,13 +190,23 @@ var FaultKinds = []string{
 // Failures lists why the run fails; empty means it passes. A fenced run
 // fails on any duplicate, non-monotonic key, (worker id, ms) overlap or key
 // outside its fence window, and when no key was recorded at all. A negative
-// control (RunInfo.Fenced false) fails only when it found no duplicate: the
-// faults are not biting.
+// control fails only when the faults are not biting: the lease-only control
+// when it found no duplicate, the floor control when it found neither a
+// duplicate nor a (worker id, ms) overlap (its keys outside the fence are
+// expected).
 func (r *Report) Failures() []string {
 	var f []string
-	if !r.Run.Fenced {
+	switch v := r.Run.Variant(); v {
+	case VariantLeaseOnly:
 		if r.Duplicates.Count == 0 {
-			f = append(f, fmt.Sprintf("negative control found no duplicate among %d keys: the faults are not biting", r.Keys.Attempted))
+			f = append(f, fmt.Sprintf("%s found no duplicate among %d keys: the faults are not biting",
+				v.Label(), r.Keys.Attempted))
+		}
+		return f
+	case VariantIgnoreFloor:
+		if r.Duplicates.Count == 0 && r.Overlaps.Count == 0 {
+			f = append(f, fmt.Sprintf("%s found no duplicate and no (worker id, ms) overlap among %d keys: the faults are not biting",
+				v.Label(), r.Keys.Attempted))
 		}
 		return f
 	}

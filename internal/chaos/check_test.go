@@ -30,18 +30,19 @@ type testRun struct {
 	info RunInfo
 }
 
-func newTestRun(t testing.TB, fenced bool) *testRun {
+func newTestRun(t testing.TB, v Variant) *testRun {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "nodes"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &testRun{t: t, dir: dir, info: RunInfo{
+	r := &testRun{t: t, dir: dir, info: RunInfo{
 		Seed: 7, Registry: "etcd", Versions: []string{"etcd 3.4.23", "go1.26.8"},
 		Nodes: 5, Pool: 3, SessionTTL: 2 * time.Second, Reservation: 3 * time.Second,
-		Fenced: fenced, EpochMillis: snowflake.DefaultEpochMillis,
-		Start: testT0, End: testT0 + int64(20*time.Second),
+		EpochMillis: snowflake.DefaultEpochMillis, Start: testT0, End: testT0 + int64(20*time.Second),
 	}}
+	r.info.setVariant(v)
+	return r
 }
 
 // testAt returns the unix ns of sec seconds after the start.
@@ -127,11 +128,11 @@ func (r *testRun) check() *Report {
 	return rep
 }
 
-// cleanRun is a fenced run without violations: g1.1 holds worker 1 (epoch
-// 1) and loses it at 2 s, g3.1 takes it over at 3 s (epoch 2); g2.1 holds
-// worker 2 throughout; a key at exactly Until is inside the window.
-func cleanRun(t testing.TB, fenced bool) *testRun {
-	r := newTestRun(t, fenced)
+// cleanRun is a run of variant v without violations: g1.1 holds worker 1
+// (epoch 1) and loses it at 2 s, g3.1 takes it over at 3 s (epoch 2); g2.1
+// holds worker 2 throughout; a key at exactly Until is inside the window.
+func cleanRun(t testing.TB, v Variant) *testRun {
+	r := newTestRun(t, v)
 	r.events("g1.1",
 		Event{T: testAt(0), Kind: EventStart},
 		Event{T: testAt(0.1), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
@@ -177,49 +178,70 @@ func TestCheckViolations(t *testing.T) {
 		)
 		r.keys("g4.1", keys...)
 	}
+	// successor4 takes worker 1 over at epoch 3, above g3.1's reservation,
+	// and stamps keys at or below that floor (what the floor control
+	// allows when its clock is behind).
+	successor4 := func(r *testRun, keys ...int64) {
+		r.events("g4.1",
+			Event{T: testAt(5), Kind: EventAcquired, Worker: 1, Epoch: 3, Floor: testM0 + 2000},
+			Event{T: testAt(5), Kind: EventReserved, Worker: 1, Epoch: 3, Until: testM0 + 2000})
+		r.keys("g4.1", keys...)
+	}
 	tests := []struct {
-		name   string
-		fenced bool
-		modify func(t *testing.T, r *testRun)
-		want   counts
-		fail   string // a substring of a failure; "" means pass
+		name    string
+		variant Variant
+		modify  func(t *testing.T, r *testRun)
+		want    counts
+		fail    string // a substring of a failure; "" means pass
 	}{
-		{name: "clean", fenced: true, modify: func(*testing.T, *testRun) {}},
-		{name: "duplicate", fenced: true, want: counts{dup: 1, overlap: 1}, fail: "duplicated keys: 1",
+		{name: "clean", variant: VariantFenced, modify: func(*testing.T, *testRun) {}},
+		{name: "duplicate", variant: VariantFenced, want: counts{dup: 1, overlap: 1}, fail: "duplicated keys: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 0)) }},
-		{name: "overlap", fenced: true, want: counts{overlap: 1}, fail: "more than one incarnation: 1",
+		{name: "overlap", variant: VariantFenced, want: counts{overlap: 1}, fail: "more than one incarnation: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
-		{name: "two overlapping ms", fenced: true, want: counts{overlap: 2}, fail: "more than one incarnation: 2",
+		{name: "two overlapping ms", variant: VariantFenced, want: counts{overlap: 2}, fail: "more than one incarnation: 2",
 			modify: func(t *testing.T, r *testRun) {
 				zombie4(r, testKey(t, testM0+5, 1, 7), testKey(t, testM0+5, 1, 8), testKey(t, testM0+6, 1, 7))
 			}},
-		{name: "non-monotonic", fenced: true, want: counts{nonmono: 1}, fail: "worker id: 1",
+		{name: "non-monotonic", variant: VariantFenced, want: counts{nonmono: 1}, fail: "worker id: 1",
 			modify: func(t *testing.T, r *testRun) { r.keys("g2.1", testKey(t, testM0+3, 2, 5)) }},
-		{name: "above until", fenced: true, want: counts{fence: 1}, fail: "fence window: 1",
+		{name: "above until", variant: VariantFenced, want: counts{fence: 1}, fail: "fence window: 1",
 			modify: func(t *testing.T, r *testRun) { r.keys("g2.1", testKey(t, testM0+1001, 2, 0)) }},
-		{name: "at floor", fenced: true, want: counts{fence: 1}, fail: "fence window: 1",
+		{name: "at floor", variant: VariantFenced, want: counts{fence: 1}, fail: "fence window: 1",
 			modify: func(t *testing.T, r *testRun) {
 				r.events("g5.1",
 					Event{T: testAt(0.5), Kind: EventAcquired, Worker: 3, Epoch: 1, Floor: testM0 + 100},
 					Event{T: testAt(0.5), Kind: EventReserved, Worker: 3, Epoch: 1, Until: testM0 + 1000})
 				r.keys("g5.1", testKey(t, testM0+100, 3, 0), testKey(t, testM0+101, 3, 0))
 			}},
-		{name: "no reservation", fenced: true, want: counts{fence: 2}, fail: "fence window: 2",
+		{name: "no reservation", variant: VariantFenced, want: counts{fence: 2}, fail: "fence window: 2",
 			modify: func(t *testing.T, r *testRun) {
 				r.events("g5.1", Event{T: testAt(0.5), Kind: EventAcquired, Worker: 3, Epoch: 1, Floor: testM0})
 				r.keys("g5.1", testKey(t, testM0+1, 3, 0), testKey(t, testM0+1, 4, 0))
 			}},
-		{name: "control without duplicates", fenced: false, fail: "the faults are not biting",
+		{name: "control without duplicates", variant: VariantLeaseOnly, fail: "(lease only, no fence) found no duplicate",
 			modify: func(*testing.T, *testRun) {}},
-		{name: "control with duplicates", fenced: false, want: counts{dup: 2, overlap: 1},
+		{name: "control with an overlap only", variant: VariantLeaseOnly, want: counts{overlap: 1}, fail: "the faults are not biting",
+			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
+		{name: "control with duplicates", variant: VariantLeaseOnly, want: counts{dup: 2, overlap: 1},
 			modify: func(t *testing.T, r *testRun) {
 				// outside g4's window too: not checked in a control
 				zombie4(r, testKey(t, testM0+5, 1, 0), testKey(t, testM0+5, 1, 1), testKey(t, testM0+3000, 1, 1))
 			}},
+		{name: "floor control without duplicates or overlaps", variant: VariantIgnoreFloor,
+			fail:   "(fence on, floor ignored) found no duplicate and no (worker id, ms) overlap among 61 keys: the faults are not biting",
+			modify: func(*testing.T, *testRun) {}},
+		{name: "floor control with keys below the floor only", variant: VariantIgnoreFloor, want: counts{fence: 1},
+			fail:   "the faults are not biting",
+			modify: func(t *testing.T, r *testRun) { successor4(r, testKey(t, testM0+500, 1, 0)) }},
+		{name: "floor control with an overlap", variant: VariantIgnoreFloor, want: counts{overlap: 1, fence: 1},
+			modify: func(t *testing.T, r *testRun) { successor4(r, testKey(t, testM0+5, 1, 7)) }},
+		{name: "floor control with a duplicate", variant: VariantIgnoreFloor, want: counts{dup: 1, overlap: 1, fence: 1},
+			modify: func(t *testing.T, r *testRun) { successor4(r, testKey(t, testM0+1005, 1, 0)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := cleanRun(t, tt.fenced)
+			r := cleanRun(t, tt.variant)
 			tt.modify(t, r)
 			rep := r.check()
 			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count}
@@ -251,15 +273,43 @@ func TestCheckViolations(t *testing.T) {
 			if tt.fail != "" {
 				verdict = "FAIL"
 			}
-			if !strings.HasPrefix(buf.String(), "Chaos run: "+verdict) {
-				t.Errorf("report starts %q, want %s", strings.SplitN(buf.String(), "\n", 2)[0], verdict)
+			if head := "Chaos run: " + verdict + " (" + tt.variant.Label() + ")\n"; !strings.HasPrefix(buf.String(), head) {
+				t.Errorf("report starts %q, want %q", strings.SplitN(buf.String(), "\n", 2)[0], head)
 			}
 		})
 	}
 }
 
+// TestRunInfoVariant reads the variant back from run.json as Run writes it,
+// and from run.json files written before the floor control existed.
+func TestRunInfoVariant(t *testing.T) {
+	for _, v := range Variants {
+		var info, back RunInfo
+		info.setVariant(v)
+		b, err := json.Marshal(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Variant() != v {
+			t.Errorf("%s: run.json %s reads as %s", v, b, back.Variant())
+		}
+	}
+	for old, want := range map[string]Variant{`{"fenced":true}`: VariantFenced, `{"fenced":false}`: VariantLeaseOnly} {
+		var info RunInfo
+		if err := json.Unmarshal([]byte(old), &info); err != nil {
+			t.Fatal(err)
+		}
+		if info.Variant() != want {
+			t.Errorf("old run.json %s reads as %s, want %s", old, info.Variant(), want)
+		}
+	}
+}
+
 func TestCheckCleanRunFigures(t *testing.T) {
-	rep := cleanRun(t, true).check()
+	rep := cleanRun(t, VariantFenced).check()
 	k := rep.Keys
 	if k.Attempted != 61 || k.Distinct != 61 || k.Acknowledged != 61 {
 		t.Errorf("Keys = %+v, want 61 attempted, distinct and acknowledged", k)
@@ -333,7 +383,7 @@ func TestCheckZombieTakeover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTestRun(t, true)
+			r := newTestRun(t, VariantFenced)
 			r.events("g1.1",
 				Event{T: testAt(0), Kind: EventStart},
 				Event{T: testAt(0.1), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
@@ -355,7 +405,7 @@ func TestCheckZombieTakeover(t *testing.T) {
 }
 
 func TestCheckStalls(t *testing.T) {
-	r := newTestRun(t, true)
+	r := newTestRun(t, VariantFenced)
 	// 99 stalls of 10, 20, ..., 990 ms, then one open stall of 1 s ending
 	// with the process.
 	var evs []Event
@@ -389,7 +439,7 @@ func TestCheckStalls(t *testing.T) {
 }
 
 func TestCheckRecovery(t *testing.T) {
-	r := newTestRun(t, true)
+	r := newTestRun(t, VariantFenced)
 	r.events("g1.1",
 		Event{T: testAt(0), Kind: EventStart},
 		Event{T: testAt(1), Kind: EventProgress, Keys: 10},
@@ -414,7 +464,7 @@ func TestCheckRecovery(t *testing.T) {
 }
 
 func TestCheckBadInput(t *testing.T) {
-	r := cleanRun(t, true)
+	r := cleanRun(t, VariantFenced)
 	// A truncated last keys record and a corrupt last events line.
 	f, err := os.OpenFile(filepath.Join(r.dir, "nodes", "g2", KeyFileName("g2.1")), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -450,7 +500,7 @@ func TestCheckBadInput(t *testing.T) {
 	t.Run("garbage", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for i := range 50 {
-			r := cleanRun(t, i%2 == 0)
+			r := cleanRun(t, Variants[i%len(Variants)])
 			junk := make([]byte, rng.IntN(200))
 			for j := range junk {
 				junk[j] = byte(rng.IntN(256))
@@ -477,7 +527,7 @@ func TestCheckBadInput(t *testing.T) {
 // busyRun adds to cleanRun a minute of progress of five nodes, with one
 // restart, and faults of every kind.
 func busyRun(t testing.TB) *testRun {
-	r := cleanRun(t, true)
+	r := cleanRun(t, VariantFenced)
 	r.info.End = testAt(60)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for n := 1; n <= 5; n++ {
@@ -560,7 +610,7 @@ func TestPlotSVGIsXML(t *testing.T) {
 // set size, and the ratio to sorting the same keys alone (the baseline).
 func BenchmarkCheck10MKeys(b *testing.B) {
 	const incs, perInc = 10, 1_000_000
-	r := newTestRun(b, true)
+	r := newTestRun(b, VariantFenced)
 	rng := rand.New(rand.NewPCG(3, 4))
 	all := make([]int64, 0, incs*perInc)
 	for i := range incs {

@@ -10,11 +10,11 @@ import (
 )
 
 // The nemesis injects faults on lanes: one lane per node (partitions,
-// one-way loss, pauses, kills, clock steps and skews of that node, one at
-// a time) and one lane for the registry (its leader killed or paused, one
-// at a time). Each lane draws its schedule from its own generator seeded
-// from the run's seed, so a negative-control run with the same seed gets
-// the same schedule.
+// one-way loss, pauses, kills and restarts with the clock behind, clock
+// steps and skews of that node, one at a time) and one lane for the
+// registry (its leader killed or paused, one at a time). Each lane
+// draws its schedule from its own generator seeded from the run's seed, so
+// a negative-control run with the same seed gets the same schedule.
 
 // nodeFaultKinds are drawn in shuffled rounds, so every kind comes up
 // equally often on every lane.
@@ -34,6 +34,20 @@ var leaderHolds = []time.Duration{500 * time.Millisecond, 900 * time.Millisecond
 // clockSteps are the magnitudes of clock steps, both signs.
 var clockSteps = []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond,
 	time.Second, 10 * time.Second, 30 * time.Second, time.Hour}
+
+// restartBehind are how much further behind a killed node's clock is when
+// it restarts than the clock of the incarnation it replaces, for the new
+// incarnation's life (a machine that boots with its clock wrong and no time
+// sync), up to maxRestartBehind and then from the start again. A node that
+// acquires a worker id with its clock behind the keys the previous holders
+// issued must wait for the floor; the floor control (VariantIgnoreFloor)
+// does not, and issues their keys again. Since every restart is further
+// behind than the incarnation it replaces, this holds also when the
+// restarted node takes the worker id the killed incarnation held.
+var restartBehind = []time.Duration{5 * time.Second, 10 * time.Second}
+
+// maxRestartBehind bounds how far behind a restarted node's clock is.
+const maxRestartBehind = time.Minute
 
 // clockRates are the rate errors of skews, in ppm, both signs (500 ppm is a
 // bad crystal; 8% is the most chrony slews by default).
@@ -96,11 +110,15 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
 			p.signal(syscall.SIGCONT)
 		case FaultKill:
 			rest := time.Duration(rng.IntN(100)) * time.Millisecond
-			rec.Detail = fmt.Sprintf("restart after %v", rest)
+			behind := p.startedBehind() + restartBehind[rng.IntN(len(restartBehind))]
+			if behind > maxRestartBehind {
+				behind -= maxRestartBehind
+			}
+			rec.Detail = fmt.Sprintf("restart after %v, clock %v behind", rest, behind)
 			err = p.kill()
 			if err == nil {
 				sleepCtx(ctx, rest)
-				err = p.start()
+				err = p.start(behind)
 			}
 		case FaultClockStep:
 			err = m.step(ctx, rng, p, &rec)
@@ -182,7 +200,7 @@ func (m *nemesis) step(ctx context.Context, rng *rand.Rand, p *nodeProc, rec *Fa
 		if err := p.kill(); err != nil {
 			return err
 		}
-		return p.start()
+		return p.start(0)
 	}
 	return p.command(fmt.Sprintf("%s %v", CmdStep, -d))
 }

@@ -33,7 +33,8 @@ type NodeConfig struct {
 	Namespace   string
 	SessionTTL  time.Duration
 	Reservation time.Duration // W
-	LeaseOnly   bool          // the negative control: cluster.Config.UnsafeLeaseOnly
+	Variant     Variant       // "" means VariantFenced
+	ClockOffset time.Duration // the key clock's offset at start (negative: behind)
 	Rate        int           // keys per second to issue; 0 means as fast as it can
 	Batch       int           // keys per request; 0 means 16
 	MaxKeys     int64         // stop after this many keys; 0 means no bound
@@ -61,6 +62,12 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 16
 	}
+	if cfg.Variant == "" {
+		cfg.Variant = VariantFenced
+	}
+	if _, err := ParseVariant(string(cfg.Variant)); err != nil {
+		return fmt.Errorf("chaos node: %w", err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -75,7 +82,8 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	}
 	defer keys.Close()
 	clock := NewClock(nil)
-	rec.add(Event{Kind: EventStart})
+	clock.Step(cfg.ClockOffset)
+	rec.add(Event{Kind: EventStart, Offset: clock.Offset()})
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -89,14 +97,15 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	defer repo.Close()
 
 	ncfg := cluster.Config{
-		InstanceID:       cfg.Incarnation,
-		RandomInstanceID: true,
-		SessionTTL:       cfg.SessionTTL,
-		Reservation:      cfg.Reservation,
-		Snowflake:        snowflake.Config{Clock: clock},
-		Logger:           cfg.Logger,
-		UnsafeLeaseOnly:  cfg.LeaseOnly,
-		OnEvent:          rec.clusterEvent,
+		InstanceID:        cfg.Incarnation,
+		RandomInstanceID:  true,
+		SessionTTL:        cfg.SessionTTL,
+		Reservation:       cfg.Reservation,
+		Snowflake:         snowflake.Config{Clock: clock},
+		Logger:            cfg.Logger,
+		UnsafeLeaseOnly:   cfg.Variant == VariantLeaseOnly,
+		UnsafeIgnoreFloor: cfg.Variant == VariantIgnoreFloor,
+		OnEvent:           rec.clusterEvent,
 	}
 	rec.add(Event{Kind: EventStall, Reason: "no worker id"})
 	node, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)

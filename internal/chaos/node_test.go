@@ -21,9 +21,10 @@ func TestNodeZooKeeper(t *testing.T) {
 	testNode(t, "zookeeper", testenv.ZooKeeperServers(t))
 }
 
-// testNode runs the node program on a real registry: it waits for keys,
-// steps its clock back a second (the node must stall, not issue), stops it
-// and checks the records with the checker.
+// testNode runs the node program on a real registry with its clock started
+// ten seconds behind: it waits for keys (stamped on that clock), steps the
+// clock back a second (the node must stall, not issue), stops it and checks
+// the records with the checker.
 func testNode(t *testing.T, registryKind string, endpoints []string) {
 	dir := t.TempDir()
 	ns := make([]byte, 4)
@@ -36,7 +37,7 @@ func testNode(t *testing.T, registryKind string, endpoints []string) {
 	control, commands := io.Pipe()
 	cfg := NodeConfig{Dir: dir, Node: "g1", Incarnation: "g1.1", Registry: registryKind, Endpoints: endpoints,
 		Namespace: "chaos_test_" + hex.EncodeToString(ns), SessionTTL: 2 * time.Second, Reservation: 600 * time.Millisecond,
-		Rate: 5000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Rate: 5000, ClockOffset: -10 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
@@ -97,6 +98,14 @@ func testNode(t *testing.T, registryKind string, endpoints []string) {
 	}
 	if f := r.Failures(); len(f) > 0 || r.Keys.Attempted < 4000 {
 		t.Fatalf("check: %v (%d keys)", f, r.Keys.Attempted)
+	}
+	// The first key is stamped on the clock ten seconds behind.
+	first := snowflake.Decompose(r.Keys.Min).Millis + snowflake.DefaultEpochMillis
+	if lag := time.Duration(info.Start/1e6-first) * time.Millisecond; lag < 5*time.Second || lag > 10*time.Second {
+		t.Fatalf("first key stamped %v before the start, want about 10s (the clock offset)", lag)
+	}
+	if events[0].Offset != int64(-10*time.Second) {
+		t.Fatalf("start event offset %v, want -10s", time.Duration(events[0].Offset))
 	}
 	t.Logf("%s: %d keys checked", registryKind, r.Keys.Attempted)
 }

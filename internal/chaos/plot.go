@@ -105,13 +105,9 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
 		plotWidth, height, plotWidth, height)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	fenced := "fenced"
-	if !r.Run.Fenced {
-		fenced = "negative control"
-	}
 	p(`<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`+"\n", plotLeft,
 		plotEsc(fmt.Sprintf("keys/s per node: %s, seed %d, %d nodes, pool %d, TTL %s, W %s, %s",
-			reportUnknown(r.Run.Registry), r.Run.Seed, r.Run.Nodes, r.Run.Pool, r.Run.SessionTTL, r.Run.Reservation, fenced)))
+			reportUnknown(r.Run.Registry), r.Run.Seed, r.Run.Nodes, r.Run.Pool, r.Run.SessionTTL, r.Run.Reservation, r.Run.Variant().Label())))
 
 	// Node legend.
 	lx := float64(plotLeft)

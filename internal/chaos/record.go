@@ -32,7 +32,8 @@ import (
 
 // Event kinds written by a node process.
 const (
-	// EventStart: the process started (Offset is its clock offset, zero).
+	// EventStart: the process started (Offset is its clock offset:
+	// NodeConfig.ClockOffset).
 	EventStart = "start"
 	// EventAcquired: the node claimed Worker at Epoch; it stamps keys > Floor.
 	EventAcquired = "acquired"
@@ -81,10 +82,75 @@ type RunInfo struct {
 	Pool        int           `json:"pool"` // free worker ids
 	SessionTTL  time.Duration `json:"sessionTtl"`
 	Reservation time.Duration `json:"reservation"` // W
-	Fenced      bool          `json:"fenced"`      // false: the negative control (lease only)
+	Fenced      bool          `json:"fenced"`      // false: negative control (i), lease only
+	IgnoreFloor bool          `json:"ignoreFloor"` // true: negative control (ii), fence on, floor ignored
 	EpochMillis int64         `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
 	Start       int64         `json:"start"`       // unix ns
 	End         int64         `json:"end"`         // unix ns, 0 while running
+}
+
+// Variant is the run's variant, from Fenced and IgnoreFloor (a run.json
+// written before IgnoreFloor existed reads as fenced or lease only).
+func (i RunInfo) Variant() Variant {
+	switch {
+	case !i.Fenced:
+		return VariantLeaseOnly
+	case i.IgnoreFloor:
+		return VariantIgnoreFloor
+	}
+	return VariantFenced
+}
+
+// setVariant sets Fenced and IgnoreFloor for v.
+func (i *RunInfo) setVariant(v Variant) {
+	i.Fenced, i.IgnoreFloor = v != VariantLeaseOnly, v == VariantIgnoreFloor
+}
+
+// Variant says how a run's nodes keep their worker ids: with the fence, or
+// as one of the two negative controls, which run the same fault schedule
+// with a safety measure taken out and must find duplicates or overlaps
+// (otherwise the faults are not biting).
+type Variant string
+
+// Variants.
+const (
+	// VariantFenced: the fence and the floor, as shipped.
+	VariantFenced Variant = "fenced"
+	// VariantLeaseOnly: negative control (i), no fence at all
+	// (cluster.Config.UnsafeLeaseOnly).
+	VariantLeaseOnly Variant = "lease-only"
+	// VariantIgnoreFloor: negative control (ii), the fence and reservations
+	// on but the previous holder's reservation, the floor, ignored
+	// (cluster.Config.UnsafeIgnoreFloor).
+	VariantIgnoreFloor Variant = "ignore-floor"
+)
+
+// Variants lists the variants: the fenced run, then the controls.
+var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor}
+
+// Control reports whether v is a negative control.
+func (v Variant) Control() bool { return v != VariantFenced }
+
+// Label describes v for reports: "fenced", "negative control (lease only,
+// no fence)" or "negative control (fence on, floor ignored)".
+func (v Variant) Label() string {
+	switch v {
+	case VariantLeaseOnly:
+		return "negative control (lease only, no fence)"
+	case VariantIgnoreFloor:
+		return "negative control (fence on, floor ignored)"
+	}
+	return string(v)
+}
+
+// ParseVariant returns the variant named s (see Variants).
+func ParseVariant(s string) (Variant, error) {
+	for _, v := range Variants {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("variant %q: want %s, %s or %s", s, VariantFenced, VariantLeaseOnly, VariantIgnoreFloor)
 }
 
 // FaultRecord is one injected fault. End is zero for instantaneous faults

@@ -26,11 +26,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(failures) > 0 {
 		verdict = "FAIL"
 	}
-	kind := "fenced"
-	if !r.Run.Fenced {
-		kind = "negative control (lease only, no fence)"
-	}
-	ew.printf("Chaos run: %s (%s)\n", verdict, kind)
+	ew.printf("Chaos run: %s (%s)\n", verdict, r.Run.Variant().Label())
 	for _, f := range failures {
 		ew.printf("  - %s\n", f)
 	}
@@ -67,8 +63,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("  range %d .. %d (%s .. %s UTC)\n", k.Min, k.Max, stamp(k.Min), stamp(k.Max))
 	}
 	fence := reportInt(r.OutsideFence.Count)
-	if !run.Fenced {
+	switch run.Variant() {
+	case VariantLeaseOnly:
 		fence = "not checked"
+	case VariantIgnoreFloor:
+		fence += " (expected: floor ignored)"
 	}
 	ew.printf("  overlapping (worker, ms) %s   non-monotonic %s   outside fence %s\n",
 		reportInt(r.Overlaps.Count), reportInt(r.NonMonotonic.Count), fence)

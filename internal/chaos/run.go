@@ -50,7 +50,7 @@ type RunConfig struct {
 	SessionTTL  time.Duration // 0 means 2 s
 	Reservation time.Duration // W; 0 means 600 ms
 	FaultEvery  time.Duration // mean gap between the faults of a lane; 0 means 1.5 s
-	LeaseOnly   bool          // the negative control: nodes run without the fence
+	Variant     Variant       // the fenced run or a negative control; "" means VariantFenced
 	Binary      string        // the program with the "node" subcommand; "" means this one
 	Log         *slog.Logger  // nil means slog.Default()
 	// Prefix names the run's namespaces and links; "" means NamePrefix.
@@ -82,6 +82,9 @@ func (c *RunConfig) defaults() error {
 	if c.Prefix == "" {
 		c.Prefix = NamePrefix
 	}
+	if c.Variant == "" {
+		c.Variant = VariantFenced
+	}
 	if !c.Subnet.IsValid() {
 		c.Subnet = DefaultSubnet
 	}
@@ -95,6 +98,9 @@ func (c *RunConfig) defaults() error {
 	var errs []error
 	if c.Registry != "etcd" && c.Registry != "zookeeper" {
 		errs = append(errs, fmt.Errorf("registry %q: want etcd or zookeeper", c.Registry))
+	}
+	if _, err := ParseVariant(string(c.Variant)); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Nodes < 5 || c.Nodes > 64 {
 		errs = append(errs, fmt.Errorf("nodes %d: want 5 to 64", c.Nodes))
@@ -193,18 +199,19 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 	}
 	info := RunInfo{Seed: cfg.Seed, Registry: cfg.Registry, Versions: []string{r.ensemble.Version(), runtime.Version()},
 		Nodes: cfg.Nodes, Pool: cfg.Pool, SessionTTL: cfg.SessionTTL, Reservation: cfg.Reservation,
-		Fenced: !cfg.LeaseOnly, EpochMillis: snowflake.DefaultEpochMillis, Start: time.Now().UnixNano()}
+		EpochMillis: snowflake.DefaultEpochMillis, Start: time.Now().UnixNano()}
+	info.setVariant(cfg.Variant)
 	if err := writeJSON(filepath.Join(cfg.Dir, "run.json"), info); err != nil {
 		return err
 	}
 	defer r.stopAll()
 	for _, p := range r.procs {
-		if err := p.start(); err != nil {
+		if err := p.start(0); err != nil {
 			return err
 		}
 	}
 	r.log.Info("nodes started; injecting faults", "registry", cfg.Registry, "nodes", cfg.Nodes, "pool", cfg.Pool,
-		"duration", cfg.Duration, "fenced", !cfg.LeaseOnly, "seed", cfg.Seed)
+		"duration", cfg.Duration, "variant", cfg.Variant, "seed", cfg.Seed)
 
 	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	defer stopFaults()
@@ -308,18 +315,20 @@ type nodeProc struct {
 	name string
 	host *Host
 
-	mu    sync.Mutex
-	k     int // incarnations started
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan struct{} // closed when the current process has exited
+	mu     sync.Mutex
+	k      int           // incarnations started
+	behind time.Duration // how far behind the current incarnation's clock started
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	done   chan struct{} // closed when the current process has exited
 }
 
-// start starts the next incarnation.
-func (p *nodeProc) start() error {
+// start starts the next incarnation with its clock behind by behind.
+func (p *nodeProc) start(behind time.Duration) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.k++
+	p.behind = behind
 	inc := Incarnation(p.name, p.k)
 	cfg := p.r.cfg
 	dir := filepath.Join(cfg.Dir, "nodes", p.name)
@@ -333,10 +342,7 @@ func (p *nodeProc) start() error {
 	args := []string{"node", "--dir", cfg.Dir, "--node", p.name, "--incarnation", inc,
 		"--registry", cfg.Registry, "--endpoints", strings.Join(p.r.ensemble.Endpoints(), ","),
 		"--namespace", registryNamespace, "--ttl", cfg.SessionTTL.String(), "--reservation", cfg.Reservation.String(),
-		"--rate", strconv.Itoa(cfg.Rate)}
-	if cfg.LeaseOnly {
-		args = append(args, "--lease-only")
-	}
+		"--rate", strconv.Itoa(cfg.Rate), "--variant", string(cfg.Variant), "--clock-offset", (-behind).String()}
 	prog := cfg.Binary
 	if runtime.NumCPU() >= 2 {
 		// The servers run on CPU 0 (WithCPUs), the nodes on CPU 1.
@@ -370,6 +376,13 @@ func (p *nodeProc) start() error {
 		close(done)
 	}()
 	return nil
+}
+
+// startedBehind is how far behind the current incarnation's clock started.
+func (p *nodeProc) startedBehind() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.behind
 }
 
 // signal sends sig to the current process's group.
