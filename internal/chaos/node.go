@@ -291,16 +291,20 @@ func obey(ctx context.Context, control io.Reader, clock *Clock, rec *eventLog, s
 				log.Error("bad control command", "line", sc.Text(), "err", err)
 				continue
 			}
-			clock.Step(d)
-			rec.add(Event{Kind: EventClock, Offset: clock.Offset(), Reason: "step " + arg})
+			rec.addAfter(func() Event {
+				clock.Step(d)
+				return Event{Kind: EventClock, Offset: clock.Offset(), Reason: "step " + arg}
+			})
 		case CmdRate:
 			ppm, err := strconv.ParseFloat(arg, 64)
 			if err != nil {
 				log.Error("bad control command", "line", sc.Text(), "err", err)
 				continue
 			}
-			clock.SetRate(ppm)
-			rec.add(Event{Kind: EventClock, Offset: clock.Offset(), Reason: "rate " + arg + "ppm"})
+			rec.addAfter(func() Event {
+				clock.SetRate(ppm)
+				return Event{Kind: EventClock, Offset: clock.Offset(), Reason: "rate " + arg + "ppm"}
+			})
 		case CmdStop:
 			return
 		case "":
@@ -318,11 +322,25 @@ type eventLog struct {
 }
 
 func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.write(e)
+}
+
+// addAfter applies change and records the event it returns without letting
+// another event in between, so events the change causes (a stall on a
+// stepped-back clock) are recorded after it.
+func (l *eventLog) addAfter(change func() Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.write(change())
+}
+
+// write appends e, stamped now if it has no time; l.mu must be held.
+func (l *eventLog) write(e Event) {
 	if e.T == 0 {
 		e.T = time.Now().UnixNano()
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := AppendJSONLine(l.path, e); err != nil && !l.failed.Swap(true) {
 		fmt.Fprintf(os.Stderr, "chaos node: recording events: %v\n", err)
 	}
