@@ -49,7 +49,16 @@ type Report struct {
 	// the same worker id in the same incarnation file.
 	NonMonotonic Violations
 	// Overlaps counts distinct (worker id, millisecond) pairs stamped by more
-	// than one incarnation.
+	// than one holder. A holder is an incarnation in the negative controls
+	// and, in a fenced run, an (incarnation, epoch): each key belongs to the
+	// epochs whose fence windows of its incarnation hold its millisecond (to
+	// its incarnation alone when none does; OutsideFence counts it), and a
+	// pair counts when its keys are of more than one incarnation, or are two
+	// or more keys of one incarnation in the windows of more than one epoch.
+	// Keys do not record their epoch: while an incarnation's windows of one
+	// worker id are disjoint, as FenceWindowOverlaps checks, each millisecond
+	// is in at most one of them, so two epochs of one incarnation stamping
+	// the same millisecond show here only when their windows intersect.
 	Overlaps Violations
 	// OutsideFence counts keys outside every fence window their incarnation
 	// acquired for their worker id. It is always zero for the lease-only
@@ -57,6 +66,20 @@ type Report struct {
 	// expected for the floor control (RunInfo.IgnoreFloor), whose nodes
 	// stamp keys at or below the floor.
 	OutsideFence Violations
+	// FenceWindows is the number of fence windows of a fenced run, one per
+	// EventAcquired, empty ones included; 0 in the negative controls.
+	FenceWindows int
+	// FenceWindowOverlaps counts, in a fenced run, the pairs of fence
+	// windows of one worker id, of different epochs or incarnations, that
+	// share a millisecond: each epoch's floor must be at or above every
+	// earlier epoch's reservation, so that no millisecond can be stamped in
+	// two epochs and each key is in the window of one epoch at most. A
+	// window here is (floor, until] with until lowered to the fence a
+	// successful EventReleased left; an epoch without a reservation has an
+	// empty window, which meets none. The examples have no key: Millis is
+	// the first millisecond the two windows share, Key the first key of it.
+	// Always zero in the negative controls, which are not checked.
+	FenceWindowOverlaps Violations
 
 	// Acquisitions counts EventAcquired of all incarnations.
 	Acquisitions int
@@ -188,12 +211,12 @@ var FaultKinds = []string{
 }
 
 // Failures lists why the run fails; empty means it passes. A fenced run
-// fails on any duplicate, non-monotonic key, (worker id, ms) overlap or key
-// outside its fence window, and when no key was recorded at all. A negative
-// control fails only when the faults are not biting: the lease-only control
-// when it found no duplicate, the floor control when it found neither a
-// duplicate nor a (worker id, ms) overlap (its keys outside the fence are
-// expected).
+// fails on any duplicate, non-monotonic key, (worker id, ms) overlap, key
+// outside its fence window or pair of intersecting fence windows, and when
+// no key was recorded at all. A negative control fails only when the
+// faults are not biting: the lease-only control when it found no
+// duplicate, the floor control when it found neither a duplicate nor a
+// (worker id, ms) overlap (its keys outside the fence are expected).
 func (r *Report) Failures() []string {
 	var f []string
 	switch v := r.Run.Variant(); v {
@@ -217,7 +240,7 @@ func (r *Report) Failures() []string {
 		f = append(f, fmt.Sprintf("duplicated keys: %d", n))
 	}
 	if n := r.Overlaps.Count; n > 0 {
-		f = append(f, fmt.Sprintf("(worker id, ms) pairs stamped by more than one incarnation: %d", n))
+		f = append(f, fmt.Sprintf("(worker id, ms) pairs stamped by more than one incarnation or epoch: %d", n))
 	}
 	if n := r.NonMonotonic.Count; n > 0 {
 		f = append(f, fmt.Sprintf("keys not increasing within their incarnation and worker id: %d", n))
@@ -225,19 +248,39 @@ func (r *Report) Failures() []string {
 	if n := r.OutsideFence.Count; n > 0 {
 		f = append(f, fmt.Sprintf("keys outside their fence window: %d", n))
 	}
+	if n := r.FenceWindowOverlaps.Count; n > 0 {
+		f = append(f, fmt.Sprintf("pairs of fence windows of one worker id that intersect: %d", n))
+	}
 	return f
 }
 
-// checkEntry is one recorded key and the index of its incarnation.
+// checkEntry is one recorded key and the index of its incarnation; epochs
+// is set in a fenced run when the key's millisecond is in the fence windows
+// of more than one epoch of that incarnation (for its worker id).
 type checkEntry struct {
-	key int64
-	inc uint32
+	key    int64
+	inc    uint32
+	epochs bool
 }
 
-// checkFence is one fence window (floor, until] of an incarnation.
+// checkFence is one fence window (floor, until] of an incarnation; end is
+// until lowered by a successful release (the last millisecond the epoch
+// stamped, or its floor).
 type checkFence struct {
-	epoch, floor, until int64
+	epoch, floor, until, end int64
 }
+
+// has reports whether the window holds the millisecond ms.
+func (f checkFence) has(ms int64) bool { return ms > f.floor && ms <= f.until }
+
+// checkWindow is a fence window and the index of its incarnation.
+type checkWindow struct {
+	checkFence
+	inc int
+}
+
+// checkWindows holds the fence windows of every incarnation by worker id.
+type checkWindows [snowflake.MaxWorkerID + 1][]checkWindow
 
 // checkInc is what Check knows of one incarnation.
 type checkInc struct {
@@ -407,7 +450,7 @@ func checkLife(x *checkInc, runEnd int64) (start, end int64) {
 
 // checkKeys reads every keys file and runs the key checks: per-incarnation
 // monotonicity and fence windows while reading, then uniqueness and overlap
-// on one sorted slice.
+// on one sorted slice; in a fenced run also the fence windows' disjointness.
 func checkKeys(dir string, r *Report, incs []*checkInc) {
 	var total int64
 	for _, x := range incs {
@@ -420,9 +463,29 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 	var seen [snowflake.MaxWorkerID + 1]bool
 	var hit [snowflake.MaxWorkerID + 1]int // index of the last matching fence window
 	var fences [snowflake.MaxWorkerID + 1][]checkFence
+	// split: the incarnation's windows of the worker id of two epochs
+	// intersect, so a key may be of either (only in a fenced run).
+	var split [snowflake.MaxWorkerID + 1]bool
+	var windows *checkWindows // all incarnations' (only in a fenced run)
+	if r.Run.Variant() == VariantFenced {
+		windows = new(checkWindows)
+	}
 	for i, x := range incs {
 		if r.Run.Fenced {
 			checkFences(x, &fences)
+		}
+		clear(split[:])
+		if windows != nil {
+			for w, fs := range fences {
+				for a, f := range fs {
+					windows[w] = append(windows[w], checkWindow{f, i})
+					for _, g := range fs[a+1:] {
+						if f.epoch != g.epoch && max(f.floor, g.floor) < min(f.until, g.until) {
+							split[w] = true
+						}
+					}
+				}
+			}
 		}
 		clear(seen[:])
 		clear(hit[:])
@@ -439,27 +502,42 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 				r.NonMonotonic.add(k, r.Run.EpochMillis, []string{x.name}, detail)
 			}
 			seen[w], last[w] = true, k
+			e := checkEntry{key: k, inc: uint32(i)}
 			if r.Run.Fenced {
 				ms := p.Millis + r.Run.EpochMillis
 				fs := fences[w]
-				if h := hit[w]; h >= len(fs) || ms <= fs[h].floor || ms > fs[h].until {
-					ok := false
+				var in bool
+				switch h := hit[w]; {
+				case split[w]:
+					// Every window: the key is of each epoch that holds ms.
 					for j, f := range fs {
-						if ms > f.floor && ms <= f.until {
-							hit[w], ok = j, true
+						switch {
+						case !f.has(ms):
+						case !in:
+							hit[w], in = j, true
+						case f.epoch != fs[hit[w]].epoch:
+							e.epochs = true
+						}
+					}
+				case h < len(fs) && fs[h].has(ms):
+					in = true
+				default:
+					for j, f := range fs {
+						if f.has(ms) {
+							hit[w], in = j, true
 							break
 						}
 					}
-					if !ok {
-						var detail string
-						if r.OutsideFence.room() {
-							detail = checkFenceDetail(fs)
-						}
-						r.OutsideFence.add(k, r.Run.EpochMillis, []string{x.name}, detail)
+				}
+				if !in {
+					var detail string
+					if r.OutsideFence.room() {
+						detail = checkFenceDetail(fs)
 					}
+					r.OutsideFence.add(k, r.Run.EpochMillis, []string{x.name}, detail)
 				}
 			}
-			entries = append(entries, checkEntry{k, uint32(i)})
+			entries = append(entries, e)
 			x.keys++
 		})
 		missing := errors.Is(err, os.ErrNotExist)
@@ -475,7 +553,10 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 		r.Keys.Acknowledged += x.counted
 	}
 	r.Keys.Attempted = int64(len(entries))
-	checkSorted(r, incs, entries)
+	checkSorted(r, incs, entries, windows)
+	if windows != nil {
+		checkDisjoint(r, incs, windows)
+	}
 }
 
 // checkReadKeys calls fn for each key of the keys file at path, in file
@@ -511,8 +592,11 @@ func checkReadKeys(path string, fn func(int64)) error {
 
 // checkFences sets out to an incarnation's fence windows by worker id:
 // (Floor of its EventAcquired, max Until of its EventReserved] for each
-// epoch it acquired. An epoch without a reservation has an empty window;
-// events of a worker id out of range are ignored.
+// epoch it acquired, in event order. An epoch without a reservation has an
+// empty window; events of a worker id out of range are ignored. The end of
+// a window is its until, lowered to the Until of a successful
+// EventReleased of the epoch (a release lowers the fence to the last
+// millisecond stamped; one that failed may or may not have).
 func checkFences(x *checkInc, out *[snowflake.MaxWorkerID + 1][]checkFence) {
 	for w := range out {
 		out[w] = out[w][:0]
@@ -530,6 +614,22 @@ func checkFences(x *checkInc, out *[snowflake.MaxWorkerID + 1][]checkFence) {
 		for j := range fs {
 			if fs[j].epoch == e.Epoch {
 				fs[j].until = max(fs[j].until, e.Until)
+			}
+		}
+	}
+	for _, fs := range out {
+		for j := range fs {
+			fs[j].end = fs[j].until
+		}
+	}
+	for _, e := range x.events {
+		if e.Kind != EventReleased || e.Reason != "" || e.Worker < 0 || e.Worker > snowflake.MaxWorkerID {
+			continue
+		}
+		fs := out[e.Worker]
+		for j := range fs {
+			if fs[j].epoch == e.Epoch {
+				fs[j].end = min(fs[j].end, e.Until)
 			}
 		}
 	}
@@ -568,8 +668,11 @@ func (v *Violations) add(key, epochMillis int64, incs []string, detail string) {
 }
 
 // checkSorted sorts the keys and counts duplicates (equal keys) and
-// overlaps ((worker, ms) pairs, key>>12, with more than one incarnation).
-func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
+// overlaps ((worker, ms) pairs, key>>12, with keys of more than one
+// incarnation, or two or more keys of one incarnation that may be of two
+// epochs; see Report.Overlaps). windows, nil outside a fenced run, names
+// the epochs in the examples.
+func checkSorted(r *Report, incs []*checkInc, entries []checkEntry, windows *checkWindows) {
 	slices.SortFunc(entries, func(a, b checkEntry) int { return cmp.Compare(a.key, b.key) })
 	n := len(entries)
 	if n > 0 {
@@ -585,13 +688,15 @@ func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
 	}
 	for i := 0; i < n; {
 		pair := entries[i].key >> snowflake.SequenceBits
-		inc0, multi := entries[i].inc, false
+		inc0, multi, epochs := entries[i].inc, false, false
 		j := i
 		for ; j < n && entries[j].key>>snowflake.SequenceBits == pair; j++ {
 			if entries[j].inc != inc0 {
 				multi = true
 			}
+			epochs = epochs || entries[j].epochs
 		}
+		epochs = epochs && !multi && j-i > 1
 		for a := i; a < j; {
 			b := a + 1
 			for b < j && entries[b].key == entries[a].key {
@@ -608,15 +713,75 @@ func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
 			}
 			a = b
 		}
-		if multi {
+		if multi || epochs {
 			var in []string
 			var detail string
 			if r.Overlaps.room() {
 				in, detail = names(entries[i:j]), fmt.Sprintf("%d keys in this ms", j-i)
+				if epochs {
+					detail += ", in the windows of " + checkEpochNames(r, incs, windows, entries[i])
+				}
 			}
 			r.Overlaps.add(entries[i].key, r.Run.EpochMillis, in, detail)
 		}
 		i = j
+	}
+}
+
+// checkEpochNames names the epochs whose windows of e's incarnation hold
+// e's worker id and millisecond: "g1.1 e3 and g1.1 e5".
+func checkEpochNames(r *Report, incs []*checkInc, windows *checkWindows, e checkEntry) string {
+	p := snowflake.Decompose(e.key)
+	ms := p.Millis + r.Run.EpochMillis
+	var s []string
+	for _, f := range windows[p.WorkerID] {
+		if f.inc == int(e.inc) && f.has(ms) {
+			s = append(s, fmt.Sprintf("%s e%d", incs[f.inc].name, f.epoch))
+		}
+	}
+	return strings.Join(slices.Compact(s), " and ")
+}
+
+// checkDisjoint counts in FenceWindows the windows and in
+// FenceWindowOverlaps the pairs of windows of one worker id, of different
+// epochs or incarnations, whose (floor, end] intersect.
+func checkDisjoint(r *Report, incs []*checkInc, windows *checkWindows) {
+	for w, ws := range windows {
+		r.FenceWindows += len(ws)
+		var full []checkWindow
+		for _, f := range ws {
+			if f.end > f.floor {
+				full = append(full, f)
+			}
+		}
+		// By floor: the windows after a that meet it are the ones with a
+		// floor below a's end.
+		slices.SortStableFunc(full, func(a, b checkWindow) int { return cmp.Compare(a.floor, b.floor) })
+		for i, a := range full {
+			for _, b := range full[i+1:] {
+				if b.floor >= a.end {
+					break
+				}
+				if a.inc == b.inc && a.epoch == b.epoch {
+					continue // one epoch acquired twice by one incarnation
+				}
+				v := &r.FenceWindowOverlaps
+				v.Count++
+				if !v.room() {
+					continue
+				}
+				ms := b.floor + 1
+				k, err := snowflake.Compose(snowflake.Parts{Millis: ms - r.Run.EpochMillis, WorkerID: int64(w)})
+				if err != nil {
+					k = 0
+				}
+				x, y := incs[a.inc].name, incs[b.inc].name
+				v.Examples = append(v.Examples, Violation{Key: k, Worker: int64(w), Millis: ms,
+					Incarnations: slices.Compact([]string{x, y}),
+					Detail: fmt.Sprintf("windows %s e%d (%d, %d] and %s e%d (%d, %d]",
+						x, a.epoch, a.floor, a.end, y, b.epoch, b.floor, b.end)})
+			}
+		}
 	}
 }
 

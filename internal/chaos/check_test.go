@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -168,7 +169,7 @@ func cleanRun(t testing.TB, v Variant) *testRun {
 }
 
 func TestCheckViolations(t *testing.T) {
-	type counts struct{ dup, overlap, nonmono, fence int64 }
+	type counts struct{ dup, overlap, nonmono, fence, windows int64 }
 	// zombie4 is a second holder of worker 1 epoch 1 (what the lease-only
 	// negative control allows), with a valid window.
 	zombie4 := func(r *testRun, keys ...int64) {
@@ -195,11 +196,12 @@ func TestCheckViolations(t *testing.T) {
 		fail    string // a substring of a failure; "" means pass
 	}{
 		{name: "clean", variant: VariantFenced, modify: func(*testing.T, *testRun) {}},
-		{name: "duplicate", variant: VariantFenced, want: counts{dup: 1, overlap: 1}, fail: "duplicated keys: 1",
+		// zombie4's window of worker 1 epoch 1 is g1.1's too.
+		{name: "duplicate", variant: VariantFenced, want: counts{dup: 1, overlap: 1, windows: 1}, fail: "duplicated keys: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 0)) }},
-		{name: "overlap", variant: VariantFenced, want: counts{overlap: 1}, fail: "more than one incarnation: 1",
+		{name: "overlap", variant: VariantFenced, want: counts{overlap: 1, windows: 1}, fail: "more than one incarnation or epoch: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
-		{name: "two overlapping ms", variant: VariantFenced, want: counts{overlap: 2}, fail: "more than one incarnation: 2",
+		{name: "two overlapping ms", variant: VariantFenced, want: counts{overlap: 2, windows: 1}, fail: "more than one incarnation or epoch: 2",
 			modify: func(t *testing.T, r *testRun) {
 				zombie4(r, testKey(t, testM0+5, 1, 7), testKey(t, testM0+5, 1, 8), testKey(t, testM0+6, 1, 7))
 			}},
@@ -244,9 +246,10 @@ func TestCheckViolations(t *testing.T) {
 			r := cleanRun(t, tt.variant)
 			tt.modify(t, r)
 			rep := r.check()
-			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count}
+			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count,
+				rep.FenceWindowOverlaps.Count}
 			if got != tt.want {
-				t.Errorf("counts (dup, overlap, nonmono, fence) = %+v, want %+v", got, tt.want)
+				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, want %+v", got, tt.want)
 			}
 			f := rep.Failures()
 			switch {
@@ -258,7 +261,8 @@ func TestCheckViolations(t *testing.T) {
 			if len(rep.Warnings) > 0 {
 				t.Errorf("Warnings = %q", rep.Warnings)
 			}
-			for _, v := range [][]Violation{rep.Duplicates.Examples, rep.Overlaps.Examples, rep.NonMonotonic.Examples, rep.OutsideFence.Examples} {
+			for _, v := range [][]Violation{rep.Duplicates.Examples, rep.Overlaps.Examples, rep.NonMonotonic.Examples,
+				rep.OutsideFence.Examples, rep.FenceWindowOverlaps.Examples} {
 				for _, e := range v {
 					if len(e.Incarnations) == 0 || e.Millis < testM0 || e.Detail == "" {
 						t.Errorf("example %+v lacks incarnations, ms or detail", e)
@@ -275,6 +279,162 @@ func TestCheckViolations(t *testing.T) {
 			}
 			if head := "Chaos run: " + verdict + " (" + tt.variant.Label() + ")\n"; !strings.HasPrefix(buf.String(), head) {
 				t.Errorf("report starts %q, want %q", strings.SplitN(buf.String(), "\n", 2)[0], head)
+			}
+		})
+	}
+}
+
+// TestCheckEpochs checks the cross-epoch checks of a fenced run: the
+// (worker id, ms) overlap between two epochs of one incarnation and the
+// disjointness of the fence windows of one worker id.
+func TestCheckEpochs(t *testing.T) {
+	type counts struct{ dup, overlap, nonmono, fence, windows int64 }
+	// epochs makes g1.1 hold worker 5 at epoch 1 with the window (M0,
+	// M0+100], lose it, and hold it again at epoch 2 from floor2, reserved
+	// up to M0+200.
+	epochs := func(r *testRun, floor2 int64) {
+		r.events("g1.1",
+			Event{T: testAt(0), Kind: EventStart},
+			Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+			Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+			Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "expired"},
+			Event{T: testAt(2), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: floor2},
+			Event{T: testAt(2), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
+	}
+	// sameMs are keys of epoch 1 up to M0+60 and of epoch 2 from M0+60 on,
+	// increasing: neither duplicated nor non-monotonic.
+	sameMs := func(t *testing.T) []int64 {
+		return []int64{testKey(t, testM0+10, 5, 0), testKey(t, testM0+60, 5, 0), // epoch 1
+			testKey(t, testM0+60, 5, 1), testKey(t, testM0+150, 5, 0)} // epoch 2
+	}
+	tests := []struct {
+		name    string
+		variant Variant
+		build   func(t *testing.T, r *testRun)
+		want    counts
+		windows int      // FenceWindows
+		fail    []string // substrings of failures; nil means pass
+		details []string // substrings of the examples' details
+	}{
+		{name: "two epochs of one incarnation in one ms", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				epochs(r, testM0+50) // below epoch 1's reservation
+				r.keys("g1.1", sameMs(t)...)
+			},
+			want: counts{overlap: 1, windows: 1}, windows: 2,
+			fail: []string{"more than one incarnation or epoch: 1", "fence windows of one worker id that intersect: 1"},
+			details: []string{"2 keys in this ms, in the windows of g1.1 e1 and g1.1 e2",
+				"windows g1.1 e1 (1700000000000, 1700000000100] and g1.1 e2 (1700000000050, 1700000000200]"}},
+		{name: "disjoint windows, keys in their own", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				epochs(r, testM0+100) // at epoch 1's reservation: (M0+100, ...] is open there
+				r.keys("g1.1", testKey(t, testM0+10, 5, 0), testKey(t, testM0+100, 5, 0),
+					testKey(t, testM0+101, 5, 0), testKey(t, testM0+150, 5, 0))
+			},
+			windows: 2},
+		{
+			// Keys carry no epoch: with disjoint windows, both keys of
+			// M0+60 are in epoch 1's window and count as its keys. (Epoch 2
+			// stamping at or below its floor is what the floor and the
+			// fence prevent; that it did is not visible in these records.)
+			name: "disjoint windows, keys of both epochs in one ms", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				epochs(r, testM0+100)
+				r.keys("g1.1", sameMs(t)...)
+			},
+			windows: 2},
+		{name: "released, successor below the reservation", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				r.events("g1.1",
+					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					Event{T: testAt(1), Kind: EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 10})
+				r.keys("g1.1", testKey(t, testM0+10, 5, 0))
+				r.events("g2.1",
+					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
+					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
+				r.keys("g2.1", testKey(t, testM0+11, 5, 0))
+			},
+			windows: 2},
+		{name: "release failed, successor below the reservation", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				r.events("g1.1",
+					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					Event{T: testAt(1), Kind: EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 100, Reason: "timeout"})
+				r.events("g2.1",
+					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
+					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
+				r.keys("g2.1", testKey(t, testM0+11, 5, 0))
+			},
+			want: counts{windows: 1}, windows: 2,
+			fail:    []string{"fence windows of one worker id that intersect: 1"},
+			details: []string{"windows g1.1 e1 (1700000000000, 1700000000100] and g2.1 e2 (1700000000010, 1700000000200]"}},
+		{name: "an empty window inside another", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				r.events("g1.1",
+					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100})
+				r.keys("g1.1", testKey(t, testM0+50, 5, 0))
+				// Acquired, never reserved: (M0+50, M0+50] holds no ms.
+				r.events("g2.1", Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 50})
+			},
+			windows: 2},
+		{name: "floor control: per incarnation, windows not checked", variant: VariantIgnoreFloor,
+			build: func(t *testing.T, r *testRun) {
+				epochs(r, testM0+50)
+				r.keys("g1.1", sameMs(t)...)
+			},
+			fail: []string{"the faults are not biting"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newTestRun(t, tt.variant)
+			tt.build(t, r)
+			rep := r.check()
+			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count,
+				rep.FenceWindowOverlaps.Count}
+			if got != tt.want || rep.FenceWindows != tt.windows {
+				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, %d windows; want %+v, %d",
+					got, rep.FenceWindows, tt.want, tt.windows)
+			}
+			f := rep.Failures()
+			for _, want := range tt.fail {
+				if !slices.ContainsFunc(f, func(s string) bool { return strings.Contains(s, want) }) {
+					t.Errorf("Failures() = %q, want one containing %q", f, want)
+				}
+			}
+			if tt.fail == nil && len(f) > 0 {
+				t.Errorf("Failures() = %q, want none", f)
+			}
+			var all []Violation
+			for _, v := range [][]Violation{rep.Overlaps.Examples, rep.FenceWindowOverlaps.Examples} {
+				for _, e := range v {
+					if !slices.Equal(e.Incarnations, []string{"g1.1"}) && !slices.Equal(e.Incarnations, []string{"g1.1", "g2.1"}) ||
+						e.Worker != 5 || e.Millis <= testM0 {
+						t.Errorf("example %+v: want worker 5, g1.1 (and g2.1), a ms after the start", e)
+					}
+				}
+				all = append(all, v...)
+			}
+			for _, want := range tt.details {
+				if !slices.ContainsFunc(all, func(e Violation) bool { return strings.Contains(e.Detail, want) }) {
+					t.Errorf("examples %+v: want a detail containing %q", all, want)
+				}
+			}
+			var buf bytes.Buffer
+			if err := rep.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			line := fmt.Sprintf("  fence windows %d   pairs intersecting %d\n", tt.windows, tt.want.windows)
+			if tt.variant != VariantFenced {
+				line = "  fence windows not checked\n"
+			}
+			if !strings.Contains(buf.String(), line) {
+				t.Errorf("report lacks %q:\n%s", line, buf.String())
+			}
+			if tt.want.windows > 0 && !strings.Contains(buf.String(), "  fence windows: worker 5 from ms ") {
+				t.Errorf("report lacks the fence windows example:\n%s", buf.String())
 			}
 		})
 	}
@@ -316,6 +476,9 @@ func TestCheckCleanRunFigures(t *testing.T) {
 	}
 	if k.Min != testKey(t, testM0+1, 1, 0) || k.Max != testKey(t, testM0+1010, 1, 1) {
 		t.Errorf("range = %d..%d", k.Min, k.Max)
+	}
+	if rep.FenceWindows != 3 || rep.FenceWindowOverlaps.Count != 0 {
+		t.Errorf("%d fence windows, %d intersecting; want 3, 0", rep.FenceWindows, rep.FenceWindowOverlaps.Count)
 	}
 	if rep.Acquisitions != 3 || rep.Takeovers != 1 || rep.ZombieTakeovers != 0 {
 		t.Errorf("acquisitions, takeovers, zombies = %d, %d, %d; want 3, 1, 0", rep.Acquisitions, rep.Takeovers, rep.ZombieTakeovers)

@@ -16,9 +16,10 @@ import (
 
 // WriteText writes the report as plain text of about one screen (80
 // columns): a PASS or FAIL line with the failures, the run's parameters,
-// the key checks Jepsen unique-ids style, takeovers and zombie exposure,
-// faults by kind, stalls and throughput per node, examples of each
-// violation and the first warnings. It returns the first write error.
+// the key checks Jepsen unique-ids style and the fence windows' check,
+// takeovers and zombie exposure, faults by kind, stalls and throughput per
+// node, examples of each violation and the first warnings. It returns the
+// first write error.
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &reportWriter{w: w}
 	failures := r.Failures()
@@ -71,6 +72,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.printf("  overlapping (worker, ms) %s   non-monotonic %s   outside fence %s\n",
 		reportInt(r.Overlaps.Count), reportInt(r.NonMonotonic.Count), fence)
+	if run.Variant() == VariantFenced {
+		ew.printf("  fence windows %s   pairs intersecting %s\n",
+			reportInt(int64(r.FenceWindows)), reportInt(r.FenceWindowOverlaps.Count))
+	} else {
+		ew.printf("  fence windows not checked\n")
+	}
 
 	ew.printf("\nHolders\n")
 	ew.printf("  acquisitions %d   takeovers %d   while the old holder was alive %d (zombie window %s)\n",
@@ -137,6 +144,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		{"overlap", r.Overlaps},
 		{"non-monotonic", r.NonMonotonic},
 		{"outside fence", r.OutsideFence},
+		{"fence windows", r.FenceWindowOverlaps},
 	}
 	header := false
 	for _, e := range examples {
@@ -145,9 +153,15 @@ func (r *Report) WriteText(w io.Writer) error {
 				ew.printf("\nExamples\n")
 				header = true
 			}
+			at := time.UnixMilli(v.Millis).UTC().Format("15:04:05.000")
+			if e.name == "fence windows" {
+				// No key: the first millisecond both windows hold.
+				ew.printf("  %s: worker %d from ms %d = %s in %s: %s\n", e.name, v.Worker, v.Millis, at,
+					strings.Join(v.Incarnations, ", "), v.Detail)
+				continue
+			}
 			ew.printf("  %s: key %d (worker %d, ms %d = %s, seq %d) in %s: %s\n", e.name, v.Key, v.Worker,
-				v.Millis, time.UnixMilli(v.Millis).UTC().Format("15:04:05.000"), v.Seq,
-				strings.Join(v.Incarnations, ", "), v.Detail)
+				v.Millis, at, v.Seq, strings.Join(v.Incarnations, ", "), v.Detail)
 		}
 	}
 	if len(r.Warnings) > 0 {
