@@ -64,6 +64,8 @@ type Config struct {
 	// its worker id (acquired, reservation committed, lost, released), in
 	// order, from the node's own goroutines. It must return quickly and
 	// must not call the Node. For audit trails and test harnesses.
+	// EventAcquired returns before any key of its epoch is issued, and
+	// (unless UnsafeLeaseOnly) after the last key of the epoch before.
 	OnEvent func(Event)
 
 	// UnsafeLeaseOnly turns the fence off and behaves as ShardingSphere

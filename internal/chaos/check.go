@@ -49,17 +49,14 @@ type Report struct {
 	// the same worker id in the same incarnation file.
 	NonMonotonic Violations
 	// Overlaps counts distinct (worker id, millisecond) pairs stamped by more
-	// than one incarnation. Two epochs of one incarnation are told apart in
-	// a fenced run by the fence windows instead: every key must be inside a
-	// window of its incarnation (OutsideFence) and the windows of a worker
-	// id must be disjoint (FenceWindowOverlaps), so no millisecond is in two
-	// epochs' windows. Keys do not record their epoch, so one blind spot is
-	// left: a later epoch stamping inside an earlier epoch's window of the
-	// same incarnation, in the earlier epoch's last millisecond with a higher
-	// sequence (anything lower shows as NonMonotonic).
+	// than one holder: an incarnation in the negative controls, an
+	// (incarnation, epoch) in a fenced run. A key's epoch is the one its
+	// keys file marks it with or, for the keys of EpochUnknown, the epoch
+	// whose fence window of its incarnation holds it.
 	Overlaps Violations
-	// OutsideFence counts keys outside every fence window their incarnation
-	// acquired for their worker id. It is always zero for the lease-only
+	// OutsideFence counts keys outside the fence window of their epoch
+	// (of any epoch their incarnation acquired for their worker id when the
+	// epoch is unknown). It is always zero for the lease-only
 	// control (RunInfo.Fenced false), which has no fence to check, and
 	// expected for the floor control (RunInfo.IgnoreFloor), whose nodes
 	// stamp keys at or below the floor.
@@ -78,6 +75,11 @@ type Report struct {
 	// the first millisecond the two windows share, Key the first key of it.
 	// Always zero in the negative controls, which are not checked.
 	FenceWindowOverlaps Violations
+	// KeysOfUnknownEpoch counts, in a fenced run, the keys whose keys file
+	// does not say their epoch (a batch issued across a re-acquisition, or
+	// a file written before the markers existed); the fence windows place
+	// them.
+	KeysOfUnknownEpoch int64
 
 	// Acquisitions counts EventAcquired of all incarnations.
 	Acquisitions int
@@ -238,7 +240,7 @@ func (r *Report) Failures() []string {
 		f = append(f, fmt.Sprintf("duplicated keys: %d", n))
 	}
 	if n := r.Overlaps.Count; n > 0 {
-		f = append(f, fmt.Sprintf("(worker id, ms) pairs stamped by more than one incarnation: %d", n))
+		f = append(f, fmt.Sprintf("(worker id, ms) pairs stamped by more than one incarnation or epoch: %d", n))
 	}
 	if n := r.NonMonotonic.Count; n > 0 {
 		f = append(f, fmt.Sprintf("keys not increasing within their incarnation and worker id: %d", n))
@@ -252,10 +254,18 @@ func (r *Report) Failures() []string {
 	return f
 }
 
-// checkEntry is one recorded key and the index of its incarnation.
+// checkEntry is one recorded key and the index of its holder.
 type checkEntry struct {
-	key int64
-	inc uint32
+	key    int64
+	holder uint32
+}
+
+// checkHolder is what issued a key: an incarnation and, in a fenced run,
+// the epoch the key was issued in (EpochUnknown otherwise, and when neither
+// the keys file nor the fence windows tell).
+type checkHolder struct {
+	inc   int
+	epoch int64
 }
 
 // checkFence is one fence window (floor, until] of an incarnation; end is
@@ -458,6 +468,8 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 	var seen [snowflake.MaxWorkerID + 1]bool
 	var hit [snowflake.MaxWorkerID + 1]int // index of the last matching fence window
 	var fences [snowflake.MaxWorkerID + 1][]checkFence
+	var holders []checkHolder // (incarnation, epoch) pairs that issued keys
+	holderIndex := map[checkHolder]uint32{}
 	var windows *checkWindows // all incarnations' (only in a fenced run)
 	if r.Run.Variant() == VariantFenced {
 		windows = new(checkWindows)
@@ -475,8 +487,13 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 		}
 		clear(seen[:])
 		clear(hit[:])
+		epoch := EpochUnknown // of the keys read next, from the last marker
 		path := filepath.Join(dir, "nodes", x.node, KeyFileName(x.name))
 		err := checkReadKeys(path, func(k int64) {
+			if k < 0 {
+				epoch = markerEpoch(k)
+				return
+			}
 			p := snowflake.Decompose(k)
 			w := p.WorkerID
 			if seen[w] && k <= last[w] {
@@ -488,12 +505,16 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 				r.NonMonotonic.add(k, r.Run.EpochMillis, []string{x.name}, detail)
 			}
 			seen[w], last[w] = true, k
+			holder := checkHolder{inc: i, epoch: EpochUnknown}
 			if r.Run.Fenced {
+				// The window of the key's epoch, or of any epoch when its
+				// epoch is unknown.
 				ms := p.Millis + r.Run.EpochMillis
 				fs := fences[w]
-				in := hit[w] < len(fs) && fs[hit[w]].has(ms)
+				ok := func(f checkFence) bool { return f.has(ms) && (epoch == EpochUnknown || f.epoch == epoch) }
+				in := hit[w] < len(fs) && ok(fs[hit[w]])
 				for j := 0; !in && j < len(fs); j++ {
-					if fs[j].has(ms) {
+					if ok(fs[j]) {
 						hit[w], in = j, true
 					}
 				}
@@ -501,11 +522,30 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 					var detail string
 					if r.OutsideFence.room() {
 						detail = checkFenceDetail(fs)
+						if epoch != EpochUnknown {
+							detail = fmt.Sprintf("issued in epoch %d; %s", epoch, detail)
+						}
 					}
 					r.OutsideFence.add(k, r.Run.EpochMillis, []string{x.name}, detail)
 				}
+				switch {
+				case windows == nil:
+				case epoch != EpochUnknown:
+					holder.epoch = epoch
+				default:
+					r.KeysOfUnknownEpoch++
+					if in {
+						holder.epoch = fs[hit[w]].epoch
+					}
+				}
 			}
-			entries = append(entries, checkEntry{k, uint32(i)})
+			h, ok := holderIndex[holder]
+			if !ok {
+				h = uint32(len(holders))
+				holders = append(holders, holder)
+				holderIndex[holder] = h
+			}
+			entries = append(entries, checkEntry{k, h})
 			x.keys++
 		})
 		missing := errors.Is(err, os.ErrNotExist)
@@ -521,7 +561,7 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 		r.Keys.Acknowledged += x.counted
 	}
 	r.Keys.Attempted = int64(len(entries))
-	checkSorted(r, incs, entries)
+	checkSorted(r, incs, holders, entries)
 	if windows != nil {
 		checkDisjoint(r, incs, windows)
 	}
@@ -636,8 +676,8 @@ func (v *Violations) add(key, epochMillis int64, incs []string, detail string) {
 }
 
 // checkSorted sorts the keys and counts duplicates (equal keys) and
-// overlaps ((worker, ms) pairs, key>>12, with more than one incarnation).
-func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
+// overlaps ((worker, ms) pairs, key>>12, with more than one holder).
+func checkSorted(r *Report, incs []*checkInc, holders []checkHolder, entries []checkEntry) {
 	slices.SortFunc(entries, func(a, b checkEntry) int { return cmp.Compare(a.key, b.key) })
 	n := len(entries)
 	if n > 0 {
@@ -646,17 +686,31 @@ func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
 	names := func(es []checkEntry) []string {
 		var s []string
 		for _, e := range es {
-			s = append(s, incs[e.inc].name)
+			s = append(s, incs[holders[e.holder].inc].name)
 		}
 		slices.Sort(s)
 		return slices.Compact(s)
 	}
+	// holderNames names the holders of es: "g1.1 e3, g1.1 e5".
+	holderNames := func(es []checkEntry) string {
+		var s []string
+		for _, e := range es {
+			h := holders[e.holder]
+			name := incs[h.inc].name
+			if h.epoch != EpochUnknown {
+				name += fmt.Sprintf(" e%d", h.epoch)
+			}
+			s = append(s, name)
+		}
+		slices.Sort(s)
+		return strings.Join(slices.Compact(s), ", ")
+	}
 	for i := 0; i < n; {
 		pair := entries[i].key >> snowflake.SequenceBits
-		inc0, multi := entries[i].inc, false
+		holder0, multi := entries[i].holder, false
 		j := i
 		for ; j < n && entries[j].key>>snowflake.SequenceBits == pair; j++ {
-			if entries[j].inc != inc0 {
+			if entries[j].holder != holder0 {
 				multi = true
 			}
 		}
@@ -680,7 +734,7 @@ func checkSorted(r *Report, incs []*checkInc, entries []checkEntry) {
 			var in []string
 			var detail string
 			if r.Overlaps.room() {
-				in, detail = names(entries[i:j]), fmt.Sprintf("%d keys in this ms", j-i)
+				in, detail = names(entries[i:j]), fmt.Sprintf("%d keys in this ms, of %s", j-i, holderNames(entries[i:j]))
 			}
 			r.Overlaps.add(entries[i].key, r.Run.EpochMillis, in, detail)
 		}

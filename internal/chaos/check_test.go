@@ -68,13 +68,21 @@ func (r *testRun) nodeDir(inc string) string {
 	return d
 }
 
+// keys records keys of an unknown epoch, as a batch issued across a
+// re-acquisition is recorded.
 func (r *testRun) keys(inc string, keys ...int64) {
+	r.t.Helper()
+	r.keysIn(inc, EpochUnknown, keys...)
+}
+
+// keysIn records keys issued in epoch.
+func (r *testRun) keysIn(inc string, epoch int64, keys ...int64) {
 	r.t.Helper()
 	w, err := CreateKeyWriter(filepath.Join(r.nodeDir(inc), KeyFileName(inc)))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := errors.Join(w.Append(keys), w.Close()); err != nil {
+	if err := errors.Join(w.Append(epoch, keys), w.Close()); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -199,9 +207,9 @@ func TestCheckViolations(t *testing.T) {
 		// zombie4's window of worker 1 epoch 1 is g1.1's too.
 		{name: "duplicate", variant: VariantFenced, want: counts{dup: 1, overlap: 1, windows: 1}, fail: "duplicated keys: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 0)) }},
-		{name: "overlap", variant: VariantFenced, want: counts{overlap: 1, windows: 1}, fail: "more than one incarnation: 1",
+		{name: "overlap", variant: VariantFenced, want: counts{overlap: 1, windows: 1}, fail: "more than one incarnation or epoch: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
-		{name: "two overlapping ms", variant: VariantFenced, want: counts{overlap: 2, windows: 1}, fail: "more than one incarnation: 2",
+		{name: "two overlapping ms", variant: VariantFenced, want: counts{overlap: 2, windows: 1}, fail: "more than one incarnation or epoch: 2",
 			modify: func(t *testing.T, r *testRun) {
 				zombie4(r, testKey(t, testM0+5, 1, 7), testKey(t, testM0+5, 1, 8), testKey(t, testM0+6, 1, 7))
 			}},
@@ -314,6 +322,7 @@ func TestCheckEpochs(t *testing.T) {
 		build   func(t *testing.T, r *testRun)
 		want    counts
 		windows int      // FenceWindows
+		unknown int64    // KeysOfUnknownEpoch
 		fail    []string // substrings of failures; nil means pass
 		details []string // substrings of the examples' details
 	}{
@@ -322,38 +331,60 @@ func TestCheckEpochs(t *testing.T) {
 				epochs(r, testM0+50) // below epoch 1's reservation
 				r.keys("g1.1", sameMs(t)...)
 			},
-			want: counts{windows: 1}, windows: 2,
+			want: counts{windows: 1}, windows: 2, unknown: 4,
 			fail:    []string{"fence windows of one worker id that intersect: 1"},
 			details: []string{"windows g1.1 e1 (1700000000000, 1700000000100] and g1.1 e2 (1700000000050, 1700000000200]"}},
+		{name: "two epochs of one incarnation in one ms, marked", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				epochs(r, testM0+50)
+				k := sameMs(t)
+				r.keysIn("g1.1", 1, k[:2]...)
+				r.keysIn("g1.1", 2, k[2:]...)
+			},
+			want: counts{overlap: 1, windows: 1}, windows: 2,
+			fail:    []string{"more than one incarnation or epoch: 1", "fence windows of one worker id that intersect: 1"},
+			details: []string{"2 keys in this ms, of g1.1 e1, g1.1 e2"}},
 		{name: "disjoint windows, keys in their own", variant: VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+100) // at epoch 1's reservation: (M0+100, ...] is open there
-				r.keys("g1.1", testKey(t, testM0+10, 5, 0), testKey(t, testM0+100, 5, 0),
-					testKey(t, testM0+101, 5, 0), testKey(t, testM0+150, 5, 0))
+				r.keysIn("g1.1", 1, testKey(t, testM0+10, 5, 0), testKey(t, testM0+100, 5, 0))
+				r.keysIn("g1.1", 2, testKey(t, testM0+101, 5, 0), testKey(t, testM0+150, 5, 0))
 			},
 			windows: 2},
 		{
-			// Keys carry no epoch: with disjoint windows, both keys of
-			// M0+60 are in epoch 1's window and count as its keys. (Epoch 2
-			// stamping at or below its floor is what the floor and the
-			// fence prevent; that it did is not visible in these records.)
-			name: "disjoint windows, keys of both epochs in one ms", variant: VariantFenced,
+			// Epoch 2 stamps in epoch 1's last ms, below its own floor,
+			// with a higher sequence: neither duplicate nor non-monotonic.
+			name: "disjoint windows, keys of both epochs in one ms, marked", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				epochs(r, testM0+100)
+				k := sameMs(t)
+				r.keysIn("g1.1", 1, k[:2]...)
+				r.keysIn("g1.1", 2, k[2:]...)
+			},
+			want: counts{overlap: 1, fence: 1}, windows: 2,
+			fail:    []string{"more than one incarnation or epoch: 1", "fence window: 1"},
+			details: []string{"2 keys in this ms, of g1.1 e1, g1.1 e2", "issued in epoch 2; windows e1 (1700000000000, 1700000000100]"}},
+		{
+			// The same keys without their epoch: with disjoint windows both
+			// keys of M0+60 are in epoch 1's window and count as its keys;
+			// what the markers are for.
+			name: "disjoint windows, keys of both epochs in one ms, epoch unknown", variant: VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+100)
 				r.keys("g1.1", sameMs(t)...)
 			},
-			windows: 2},
+			windows: 2, unknown: 4},
 		{name: "released, successor below the reservation", variant: VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				r.events("g1.1",
 					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
 					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
 					Event{T: testAt(1), Kind: EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 10})
-				r.keys("g1.1", testKey(t, testM0+10, 5, 0))
+				r.keysIn("g1.1", 1, testKey(t, testM0+10, 5, 0))
 				r.events("g2.1",
 					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
 					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
-				r.keys("g2.1", testKey(t, testM0+11, 5, 0))
+				r.keysIn("g2.1", 2, testKey(t, testM0+11, 5, 0))
 			},
 			windows: 2},
 		{name: "release failed, successor below the reservation", variant: VariantFenced,
@@ -367,7 +398,7 @@ func TestCheckEpochs(t *testing.T) {
 					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
 				r.keys("g2.1", testKey(t, testM0+11, 5, 0))
 			},
-			want: counts{windows: 1}, windows: 2,
+			want: counts{windows: 1}, windows: 2, unknown: 1,
 			fail:    []string{"fence windows of one worker id that intersect: 1"},
 			details: []string{"windows g1.1 e1 (1700000000000, 1700000000100] and g2.1 e2 (1700000000010, 1700000000200]"}},
 		{name: "an empty window inside another", variant: VariantFenced,
@@ -379,7 +410,7 @@ func TestCheckEpochs(t *testing.T) {
 				// Acquired, never reserved: (M0+50, M0+50] holds no ms.
 				r.events("g2.1", Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 50})
 			},
-			windows: 2},
+			windows: 2, unknown: 1},
 		{name: "floor control: per incarnation, windows not checked", variant: VariantIgnoreFloor,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+50)
@@ -394,9 +425,9 @@ func TestCheckEpochs(t *testing.T) {
 			rep := r.check()
 			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count,
 				rep.FenceWindowOverlaps.Count}
-			if got != tt.want || rep.FenceWindows != tt.windows {
-				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, %d windows; want %+v, %d",
-					got, rep.FenceWindows, tt.want, tt.windows)
+			if got != tt.want || rep.FenceWindows != tt.windows || rep.KeysOfUnknownEpoch != tt.unknown {
+				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, %d windows, %d keys of an unknown epoch; want %+v, %d, %d",
+					got, rep.FenceWindows, rep.KeysOfUnknownEpoch, tt.want, tt.windows, tt.unknown)
 			}
 			f := rep.Failures()
 			for _, want := range tt.fail {
@@ -408,7 +439,7 @@ func TestCheckEpochs(t *testing.T) {
 				t.Errorf("Failures() = %q, want none", f)
 			}
 			var all []Violation
-			for _, v := range [][]Violation{rep.Overlaps.Examples, rep.FenceWindowOverlaps.Examples} {
+			for _, v := range [][]Violation{rep.Overlaps.Examples, rep.OutsideFence.Examples, rep.FenceWindowOverlaps.Examples} {
 				for _, e := range v {
 					if !slices.Equal(e.Incarnations, []string{"g1.1"}) && !slices.Equal(e.Incarnations, []string{"g1.1", "g2.1"}) ||
 						e.Worker != 5 || e.Millis <= testM0 {
@@ -426,7 +457,8 @@ func TestCheckEpochs(t *testing.T) {
 			if err := rep.WriteText(&buf); err != nil {
 				t.Fatal(err)
 			}
-			line := fmt.Sprintf("  fence windows %d   pairs intersecting %d\n", tt.windows, tt.want.windows)
+			line := fmt.Sprintf("  fence windows %d   pairs intersecting %d   keys of an unknown epoch %d\n",
+				tt.windows, tt.want.windows, tt.unknown)
 			if tt.variant != VariantFenced {
 				line = "  fence windows not checked\n"
 			}

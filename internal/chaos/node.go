@@ -105,14 +105,25 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 		Logger:            cfg.Logger,
 		UnsafeLeaseOnly:   cfg.Variant == VariantLeaseOnly,
 		UnsafeIgnoreFloor: cfg.Variant == VariantIgnoreFloor,
-		OnEvent:           rec.clusterEvent,
+	}
+	// The epoch of the last acquisition, to mark the keys with: the node
+	// calls OnEvent with EventAcquired before it issues any key of the new
+	// epoch, and it stops issuing on the old one first (but with
+	// UnsafeLeaseOnly, whose keys are checked per incarnation only).
+	var acquired atomic.Pointer[cluster.Event]
+	ncfg.OnEvent = func(e cluster.Event) {
+		if e.Kind == cluster.EventAcquired {
+			acquired.Store(&e)
+		}
+		rec.clusterEvent(e)
 	}
 	rec.add(Event{Kind: EventStall, Reason: "no worker id"})
 	node, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)
 	if err != nil {
 		return err
 	}
-	is := issuer{cfg: cfg, node: node, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock, stalled: true}
+	is := issuer{cfg: cfg, node: node, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock,
+		acquired: &acquired, stalled: true}
 	err = is.run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -184,14 +195,17 @@ func writes(c *fault.Counter) int64 {
 
 // issuer is the node's key loop.
 type issuer struct {
-	cfg     NodeConfig
-	node    *cluster.Node
-	keys    *KeyWriter
-	rec     *eventLog
-	clock   *Clock
-	writes  func() int64
-	issued  int64
-	stalled bool
+	cfg    NodeConfig
+	node   *cluster.Node
+	keys   *KeyWriter
+	rec    *eventLog
+	clock  *Clock
+	writes func() int64
+	// acquired is the last EventAcquired; a batch that saw the same one
+	// before and after it was issued is of that epoch.
+	acquired *atomic.Pointer[cluster.Event]
+	issued   int64
+	stalled  bool
 }
 
 func (is *issuer) run(ctx context.Context) error {
@@ -209,6 +223,7 @@ func (is *issuer) run(ctx context.Context) error {
 		}
 		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		var err error
+		before := is.acquired.Load()
 		if n == 1 {
 			var k int64
 			if k, err = is.node.NextID(c); err == nil {
@@ -220,9 +235,13 @@ func (is *issuer) run(ctx context.Context) error {
 			buf, err = is.node.AppendIDs(c, buf[:0], n)
 		}
 		cancel()
+		epoch := EpochUnknown
+		if a := is.acquired.Load(); a != nil && a == before {
+			epoch = a.Epoch
+		}
 		if len(buf) > 0 {
 			// On record before it counts as issued.
-			if werr := is.keys.Append(buf); werr != nil {
+			if werr := is.keys.Append(epoch, buf); werr != nil {
 				return fmt.Errorf("chaos node: record keys: %w", werr)
 			}
 			is.issued += int64(len(buf))

@@ -99,6 +99,10 @@ func testNode(t *testing.T, registryKind string, endpoints []string) {
 	if f := r.Failures(); len(f) > 0 || r.Keys.Attempted < 4000 {
 		t.Fatalf("check: %v (%d keys)", f, r.Keys.Attempted)
 	}
+	// One acquisition, before the first key: every key is marked with its epoch.
+	if r.KeysOfUnknownEpoch != 0 || r.FenceWindows != 1 {
+		t.Fatalf("%d keys of an unknown epoch, %d fence windows; want 0 and 1", r.KeysOfUnknownEpoch, r.FenceWindows)
+	}
 	// The first key is stamped on the clock ten seconds behind.
 	first := snowflake.Decompose(r.Keys.Min).Millis + snowflake.DefaultEpochMillis
 	if lag := time.Duration(info.Start/1e6-first) * time.Millisecond; lag < 5*time.Second || lag > 10*time.Second {

@@ -12,7 +12,8 @@
 //	faults.jsonl                  one FaultRecord per injected fault
 //	processes.jsonl               one ProcessRecord per node process that ended
 //	nodes/<node>/<incarnation>.keys    the keys an incarnation issued, in issue order:
-//	                                   little-endian uint64s, appended before a key counts as issued
+//	                                   little-endian uint64s, appended before a key counts as issued,
+//	                                   each run of keys of one epoch after an epoch marker
 //	nodes/<node>/<incarnation>.events  the incarnation's Events, one JSON object a line
 //
 // An incarnation is one start of a node process ("g3.7": node g3, seventh
@@ -25,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -234,12 +236,31 @@ func ReadJSONLines[T any](path string) ([]T, error) {
 	return out, sc.Err()
 }
 
+// EpochUnknown is the epoch of keys that may be of either of two epochs: a
+// batch issued while the node acquired its worker id again.
+const EpochUnknown int64 = math.MaxInt64
+
+// An epoch marker is a record of a keys file that is not a key (keys are
+// never negative): the top bit set and the epoch of the keys after it in
+// the other 63 bits. Keys before the first marker are of EpochUnknown.
+func epochMarker(epoch int64) int64 {
+	if epoch < 0 {
+		epoch = EpochUnknown
+	}
+	return math.MinInt64 | epoch
+}
+
+// markerEpoch returns the epoch of a marker record (record < 0).
+func markerEpoch(record int64) int64 { return record & math.MaxInt64 }
+
 // KeyWriter appends keys to an incarnation's keys file. Append writes the
 // keys with one write(2) before it returns, so a key the node hands out is
 // on record even if the process is killed the next instant.
 type KeyWriter struct {
-	f   *os.File
-	buf []byte
+	f      *os.File
+	buf    []byte
+	epoch  int64 // of the last marker written
+	marked bool
 }
 
 // CreateKeyWriter creates (or appends to) the keys file at path.
@@ -251,9 +272,18 @@ func CreateKeyWriter(path string) (*KeyWriter, error) {
 	return &KeyWriter{f: f}, nil
 }
 
-// Append records keys.
-func (w *KeyWriter) Append(keys []int64) error {
+// Append records keys issued in epoch (EpochUnknown when they may be of
+// two), after an epoch marker, in the same write, when the keys before
+// them were of another epoch.
+func (w *KeyWriter) Append(epoch int64, keys []int64) error {
+	if len(keys) == 0 {
+		return nil
+	}
 	w.buf = w.buf[:0]
+	if !w.marked || epoch != w.epoch {
+		w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(epochMarker(epoch)))
+		w.epoch, w.marked = epoch, true
+	}
 	for _, k := range keys {
 		w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(k))
 	}

@@ -73,8 +73,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("  overlapping (worker, ms) %s   non-monotonic %s   outside fence %s\n",
 		reportInt(r.Overlaps.Count), reportInt(r.NonMonotonic.Count), fence)
 	if run.Variant() == VariantFenced {
-		ew.printf("  fence windows %s   pairs intersecting %s\n",
-			reportInt(int64(r.FenceWindows)), reportInt(r.FenceWindowOverlaps.Count))
+		ew.printf("  fence windows %s   pairs intersecting %s   keys of an unknown epoch %s\n",
+			reportInt(int64(r.FenceWindows)), reportInt(r.FenceWindowOverlaps.Count), reportInt(r.KeysOfUnknownEpoch))
 	} else {
 		ew.printf("  fence windows not checked\n")
 	}
