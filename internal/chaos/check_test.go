@@ -59,6 +59,15 @@ func testKey(t testing.TB, ms, worker, seq int64) int64 {
 	return k
 }
 
+// counts are a report's violation counts: duplicates, overlaps,
+// non-monotonic keys, keys outside the fence, intersecting fence windows.
+type counts struct{ dup, overlap, nonmono, fence, windows int64 }
+
+func countsOf(r *Report) counts {
+	return counts{r.Duplicates.Count, r.Overlaps.Count, r.NonMonotonic.Count, r.OutsideFence.Count,
+		r.FenceWindowOverlaps.Count}
+}
+
 func (r *testRun) nodeDir(inc string) string {
 	node, _, _ := strings.Cut(inc, ".")
 	d := filepath.Join(r.dir, "nodes", node)
@@ -177,7 +186,6 @@ func cleanRun(t testing.TB, v Variant) *testRun {
 }
 
 func TestCheckViolations(t *testing.T) {
-	type counts struct{ dup, overlap, nonmono, fence, windows int64 }
 	// zombie4 is a second holder of worker 1 epoch 1 (what the lease-only
 	// negative control allows), with a valid window.
 	zombie4 := func(r *testRun, keys ...int64) {
@@ -254,8 +262,7 @@ func TestCheckViolations(t *testing.T) {
 			r := cleanRun(t, tt.variant)
 			tt.modify(t, r)
 			rep := r.check()
-			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count,
-				rep.FenceWindowOverlaps.Count}
+			got := countsOf(rep)
 			if got != tt.want {
 				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, want %+v", got, tt.want)
 			}
@@ -297,7 +304,6 @@ func TestCheckViolations(t *testing.T) {
 // incarnation and across incarnations, with a successful release lowering
 // its window to the last millisecond stamped.
 func TestCheckEpochs(t *testing.T) {
-	type counts struct{ dup, overlap, nonmono, fence, windows int64 }
 	// epochs makes g1.1 hold worker 5 at epoch 1 with the window (M0,
 	// M0+100], lose it, and hold it again at epoch 2 from floor2, reserved
 	// up to M0+200.
@@ -315,6 +321,12 @@ func TestCheckEpochs(t *testing.T) {
 	sameMs := func(t *testing.T) []int64 {
 		return []int64{testKey(t, testM0+10, 5, 0), testKey(t, testM0+60, 5, 0), // epoch 1
 			testKey(t, testM0+60, 5, 1), testKey(t, testM0+150, 5, 0)} // epoch 2
+	}
+	// sameMsMarked records sameMs with their epochs marked.
+	sameMsMarked := func(t *testing.T, r *testRun) {
+		k := sameMs(t)
+		r.keysIn("g1.1", 1, k[:2]...)
+		r.keysIn("g1.1", 2, k[2:]...)
 	}
 	tests := []struct {
 		name    string
@@ -337,9 +349,7 @@ func TestCheckEpochs(t *testing.T) {
 		{name: "two epochs of one incarnation in one ms, marked", variant: VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+50)
-				k := sameMs(t)
-				r.keysIn("g1.1", 1, k[:2]...)
-				r.keysIn("g1.1", 2, k[2:]...)
+				sameMsMarked(t, r)
 			},
 			want: counts{overlap: 1, windows: 1}, windows: 2,
 			fail:    []string{"more than one incarnation or epoch: 1", "fence windows of one worker id that intersect: 1"},
@@ -357,9 +367,7 @@ func TestCheckEpochs(t *testing.T) {
 			name: "disjoint windows, keys of both epochs in one ms, marked", variant: VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+100)
-				k := sameMs(t)
-				r.keysIn("g1.1", 1, k[:2]...)
-				r.keysIn("g1.1", 2, k[2:]...)
+				sameMsMarked(t, r)
 			},
 			want: counts{overlap: 1, fence: 1}, windows: 2,
 			fail:    []string{"more than one incarnation or epoch: 1", "fence window: 1"},
@@ -423,8 +431,7 @@ func TestCheckEpochs(t *testing.T) {
 			r := newTestRun(t, tt.variant)
 			tt.build(t, r)
 			rep := r.check()
-			got := counts{rep.Duplicates.Count, rep.Overlaps.Count, rep.NonMonotonic.Count, rep.OutsideFence.Count,
-				rep.FenceWindowOverlaps.Count}
+			got := countsOf(rep)
 			if got != tt.want || rep.FenceWindows != tt.windows || rep.KeysOfUnknownEpoch != tt.unknown {
 				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, %d windows, %d keys of an unknown epoch; want %+v, %d, %d",
 					got, rep.FenceWindows, rep.KeysOfUnknownEpoch, tt.want, tt.windows, tt.unknown)
