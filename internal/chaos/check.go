@@ -470,6 +470,7 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 	var fences [snowflake.MaxWorkerID + 1][]checkFence
 	var holders []checkHolder // (incarnation, epoch) pairs that issued keys
 	holderIndex := map[checkHolder]uint32{}
+	var lastHolder uint32     // index of the last key's holder
 	var windows *checkWindows // all incarnations' (only in a fenced run)
 	if r.Run.Variant() == VariantFenced {
 		windows = new(checkWindows)
@@ -539,13 +540,16 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 					}
 				}
 			}
-			h, ok := holderIndex[holder]
-			if !ok {
-				h = uint32(len(holders))
-				holders = append(holders, holder)
-				holderIndex[holder] = h
+			if len(holders) == 0 || holders[lastHolder] != holder { // keys come in runs of one holder
+				h, ok := holderIndex[holder]
+				if !ok {
+					h = uint32(len(holders))
+					holders = append(holders, holder)
+					holderIndex[holder] = h
+				}
+				lastHolder = h
 			}
-			entries = append(entries, checkEntry{k, h})
+			entries = append(entries, checkEntry{k, lastHolder})
 			x.keys++
 		})
 		missing := errors.Is(err, os.ErrNotExist)
