@@ -71,8 +71,8 @@ type Report struct {
 	// two epochs and each key is in the window of one epoch at most. A
 	// window here is (floor, until] with until lowered to the fence a
 	// successful EventReleased left; an epoch without a reservation has an
-	// empty window, which meets none. The examples have no key: Millis is
-	// the first millisecond the two windows share, Key the first key of it.
+	// empty window, which meets none. The examples have no key (Key 0):
+	// Millis is the first millisecond the two windows share.
 	// Always zero in the negative controls, which are not checked.
 	FenceWindowOverlaps Violations
 	// KeysOfUnknownEpoch counts, in a fenced run, the keys whose keys file
@@ -774,13 +774,8 @@ func checkDisjoint(r *Report, incs []*checkInc, windows *checkWindows) {
 				if !v.room() {
 					continue
 				}
-				ms := b.floor + 1
-				k, err := snowflake.Compose(snowflake.Parts{Millis: ms - r.Run.EpochMillis, WorkerID: int64(w)})
-				if err != nil {
-					k = 0
-				}
 				x, y := incs[a.inc].name, incs[b.inc].name
-				v.Examples = append(v.Examples, Violation{Key: k, Worker: int64(w), Millis: ms,
+				v.Examples = append(v.Examples, Violation{Worker: int64(w), Millis: b.floor + 1,
 					Incarnations: slices.Compact([]string{x, y}),
 					Detail: fmt.Sprintf("windows %s e%d (%d, %d] and %s e%d (%d, %d]",
 						x, a.epoch, a.floor, a.end, y, b.epoch, b.floor, b.end)})

@@ -137,14 +137,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("  stalled node-seconds by reason: %s\n", strings.Join(byReason, ", "))
 
 	examples := []struct {
-		name string
-		v    Violations
+		name  string
+		v     Violations
+		noKey bool // a pair of fence windows: Millis is the first both hold
 	}{
-		{"duplicated", r.Duplicates},
-		{"overlap", r.Overlaps},
-		{"non-monotonic", r.NonMonotonic},
-		{"outside fence", r.OutsideFence},
-		{"fence windows", r.FenceWindowOverlaps},
+		{"duplicated", r.Duplicates, false},
+		{"overlap", r.Overlaps, false},
+		{"non-monotonic", r.NonMonotonic, false},
+		{"outside fence", r.OutsideFence, false},
+		{"fence windows", r.FenceWindowOverlaps, true},
 	}
 	header := false
 	for _, e := range examples {
@@ -154,14 +155,13 @@ func (r *Report) WriteText(w io.Writer) error {
 				header = true
 			}
 			at := time.UnixMilli(v.Millis).UTC().Format("15:04:05.000")
-			if e.name == "fence windows" {
-				// No key: the first millisecond both windows hold.
-				ew.printf("  %s: worker %d from ms %d = %s in %s: %s\n", e.name, v.Worker, v.Millis, at,
-					strings.Join(v.Incarnations, ", "), v.Detail)
+			in := strings.Join(v.Incarnations, ", ")
+			if e.noKey {
+				ew.printf("  %s: worker %d from ms %d = %s in %s: %s\n", e.name, v.Worker, v.Millis, at, in, v.Detail)
 				continue
 			}
 			ew.printf("  %s: key %d (worker %d, ms %d = %s, seq %d) in %s: %s\n", e.name, v.Key, v.Worker,
-				v.Millis, at, v.Seq, strings.Join(v.Incarnations, ", "), v.Detail)
+				v.Millis, at, v.Seq, in, v.Detail)
 		}
 	}
 	if len(r.Warnings) > 0 {
