@@ -84,6 +84,15 @@ type Config struct {
 	// control of tests that show the floor is needed; never set it
 	// otherwise.
 	UnsafeIgnoreFloor bool
+	// UnsafeTrustAbsentFence reads a worker id's absent fence as "never
+	// used, floor 0", even on a cluster whose fences were all created when
+	// it was first used: a fence deleted by an operator then lets the next
+	// holder stamp keys its predecessor may have stamped. Without it an
+	// absent or corrupt fence on such a cluster is unknown, and its floor
+	// is the longest reservation any holder may have made plus the clock
+	// skew bound. It exists as the negative control of tests and chaos
+	// runs that delete fences; never set it otherwise.
+	UnsafeTrustAbsentFence bool
 }
 
 // EventKind says what changed in a node's hold on its worker id.

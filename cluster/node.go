@@ -87,7 +87,8 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 			_ = sess.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	h, err := workerid.Acquire(ctx, n.repo, sess, n.cfg.InstanceID, workerid.Options{NowMillis: n.nowMillis, Stable: !n.cfg.RandomInstanceID, Logger: n.cfg.Logger})
+	h, err := workerid.Acquire(ctx, n.repo, sess, n.cfg.InstanceID, workerid.Options{NowMillis: n.nowMillis, Stable: !n.cfg.RandomInstanceID, Logger: n.cfg.Logger,
+		UnsafeTrustAbsentFence: n.cfg.UnsafeTrustAbsentFence})
 	if err != nil {
 		if errors.Is(err, workerid.ErrExhausted) {
 			return nil, err

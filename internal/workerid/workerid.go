@@ -80,6 +80,10 @@ type Options struct {
 	// then records the id in the instance's hint, and Acquire prefers the
 	// hinted id, so a restarted node gets its old id back.
 	Stable bool
+	// UnsafeTrustAbsentFence reads an absent fence as a never-used id
+	// (floor 0) even on a ledgered cluster, where it means the fence was
+	// deleted. For negative controls only.
+	UnsafeTrustAbsentFence bool
 }
 
 // Stats counts the races Acquire calls lost (a claim that found its id
