@@ -165,11 +165,11 @@ func TestYAML(t *testing.T) {
 
 func TestValue(t *testing.T) {
 	in := map[string]any{
-		"url":      "jdbc:mysql://h/db?sslpassword=SecA&password=SecB",
-		"password": "rootpw",
-		"empty":    map[string]any{"password": ""},
-		"users":    []any{"root@%:rootpw", map[string]any{"user": "sharding", "password": "shardpw"}},
-		"encryptors": map[any]any{"aes": map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": 123456}}},
+		"url":         "jdbc:mysql://h/db?sslpassword=SecA&password=SecB",
+		"password":    "rootpw",
+		"empty":       map[string]any{"password": ""},
+		"users":       []any{"root@%:rootpw", map[string]any{"user": "sharding", "password": "shardpw"}},
+		"encryptors":  map[any]any{"aes": map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": 123456}}},
 		"credentials": map[string]any{"user": "u", "token": "tok3n"},
 		"maxPoolSize": 5,
 	}
