@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -28,7 +29,8 @@ type databaseSummary struct {
 }
 
 // databaseView is databases show (the API's GET /api/v1/databases/{db}):
-// units with masked passwords, rules, and the schemas' tables and views.
+// units and rules with their secrets masked, and the schemas' tables and
+// views.
 type databaseView struct {
 	Name    string                    `json:"name"`
 	Units   map[string]map[string]any `json:"units"`
@@ -69,8 +71,6 @@ func (l *nameList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-const maskedPassword = "******"
-
 func newDatabasesCommand() *cobra.Command {
 	t := &target{}
 	cmd := &cobra.Command{
@@ -81,6 +81,7 @@ func newDatabasesCommand() *cobra.Command {
   shardkeeper databases show sharding_db --server http://127.0.0.1:8080 -o yaml`,
 	}
 	t.register(cmd)
+	cmd.PersistentFlags().BoolVar(&t.reg.showSecrets, "show-secrets", false, showSecretsUsage)
 	cmd.AddCommand(
 		&cobra.Command{
 			Use: "list", Aliases: []string{"ls"}, Short: "List the logical databases", Args: args(0, 0, ""),
@@ -100,7 +101,7 @@ func newDatabasesCommand() *cobra.Command {
 			},
 		},
 		&cobra.Command{
-			Use: "show DATABASE", Short: "Show one logical database: storage units (passwords masked), rules, tables",
+			Use: "show DATABASE", Short: "Show one logical database: storage units, rules, tables (secrets masked)",
 			Args: args(1, 1, "DATABASE"),
 			ValidArgsFunction: func(cmd *cobra.Command, a []string, _ string) ([]string, cobra.ShellCompDirective) {
 				if len(a) > 0 {
@@ -196,6 +197,9 @@ func showDatabase(ctx context.Context, t *target, name string) (databaseView, er
 		return databaseView{}, usagef("DATABASE %q: %v", name, err)
 	}
 	if t.useServer() {
+		if t.reg.showSecrets {
+			return databaseView{}, usagef("--show-secrets reads the registry directly (--conf or the registry flags): the HTTP API never returns secrets")
+		}
 		c, err := t.client()
 		if err != nil {
 			return databaseView{}, err
@@ -212,24 +216,26 @@ func showDatabase(ctx context.Context, t *target, name string) (databaseView, er
 	if d == nil {
 		return databaseView{}, fmt.Errorf("Unknown database '%s'. (see 'shardkeeper databases list')", name)
 	}
-	return viewOf(d), nil
+	return viewOf(d, t.reg.showSecrets), nil
 }
 
-// viewOf builds the show view of d, passwords masked.
-func viewOf(d *metadata.Database) databaseView {
+// viewOf builds the show view of d, its secrets masked (see package
+// redact) unless showSecrets.
+func viewOf(d *metadata.Database, showSecrets bool) databaseView {
+	mask := redact.Map
+	if showSecrets {
+		mask = func(m map[string]any) map[string]any { return m }
+	}
 	v := databaseView{Name: d.Name, Units: map[string]map[string]any{}, Rules: []any{}, Schemas: map[string]schemaView{}}
 	for name, ds := range d.Units {
 		m := ds.Map()
-		if ds.Password != "" {
-			m["password"] = maskedPassword
-		} else {
+		if ds.Password == "" {
 			delete(m, "password")
 		}
-		m["url"] = config.RedactURL(ds.URL)
-		v.Units[name] = m
+		v.Units[name] = mask(m)
 	}
 	for _, typ := range sortedKeys(d.Rules) {
-		v.Rules = append(v.Rules, map[string]any{"type": typ, "content": d.Rules[typ].Content})
+		v.Rules = append(v.Rules, map[string]any{"type": typ, "content": mask(d.Rules[typ].Content)})
 	}
 	for name, s := range d.Schemas {
 		sv := schemaView{Tables: sortedKeys(s.Tables), Views: sortedKeys(s.Views)}

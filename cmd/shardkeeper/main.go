@@ -8,13 +8,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "shardkeeper:", err)
+		fmt.Fprintln(os.Stderr, "shardkeeper:", redact.Text(err.Error()))
 		os.Exit(exitCode(err))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -27,6 +28,7 @@ A running "shardkeeper serve" on the embedded registry is plain etcd:
   shardkeeper registry ls / --repository-type etcd --server-lists http://127.0.0.1:2379`,
 	}
 	f.register(cmd)
+	cmd.PersistentFlags().BoolVar(&f.showSecrets, "show-secrets", false, showSecretsUsage)
 	cmd.AddCommand(
 		&cobra.Command{
 			Use: "ls PATH", Short: "List the children of PATH", Args: cobra.ExactArgs(1),
@@ -41,6 +43,11 @@ A running "shardkeeper serve" on the embedded registry is plain etcd:
 		newGetCommand(f),
 		&cobra.Command{
 			Use: "put PATH VALUE", Short: "Write VALUE at PATH (VALUE - reads standard input)", Args: cobra.ExactArgs(2),
+			Long: `Write VALUE at PATH (VALUE - reads standard input).
+
+A value holding ` + redact.Mask + `, the mask printed in place of secrets, is refused:
+it would replace the real secrets. Read the value with --show-secrets, edit
+it, and put that.`,
 			RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
 				value := []byte(args[1])
 				if args[1] == "-" {
@@ -48,6 +55,10 @@ A running "shardkeeper serve" on the embedded registry is plain etcd:
 					if value, err = io.ReadAll(os.Stdin); err != nil {
 						return err
 					}
+				}
+				if redact.ContainsMask(value) {
+					return fmt.Errorf("refusing to put %s: the value holds %s, the mask printed in place of a secret, and would replace the real secret with it; "+
+						"read the value with 'shardkeeper registry get %s --show-secrets', edit that, and put it", args[0], redact.Mask, args[0])
 				}
 				v, err := r.Put(ctx, args[0], value)
 				if err == nil {

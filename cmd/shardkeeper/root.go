@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -22,14 +23,18 @@ type registryFlags struct {
 	showSecrets    bool
 }
 
-// shown is the value of kv as the CLI prints it: data source passwords
-// masked unless --show-secrets.
+// shown is the value of kv as the CLI prints it: every secret masked
+// (see package redact) unless --show-secrets.
 func (f *registryFlags) shown(kv registry.KV) []byte {
 	if f.showSecrets {
 		return kv.Value
 	}
-	return redact(kv.Key, kv.Value)
+	return redact.YAML(kv.Value)
 }
+
+// showSecretsUsage is the help of --show-secrets.
+const showSecretsUsage = "print secrets (passwords, keys, tokens) instead of " + redact.Mask +
+	"; only when reading the registry directly, which needs its own credentials"
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -51,7 +56,6 @@ func (f *registryFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.namespace, "namespace", "", "registry namespace (default "+config.DefaultNamespace+")")
 	fl.StringVar(&f.dataDir, "data-dir", "", "Embedded: the data directory (default "+config.DefaultEmbeddedDataDir+")")
 	fl.DurationVar(&f.timeout, "timeout", 0, "how long to wait for the registry (default 5s)")
-	fl.BoolVar(&f.showSecrets, "show-secrets", false, "print data source passwords instead of ******")
 }
 
 // repository resolves the flags into a repository config: --conf first,

@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // defaultHTTPAddr is where serve's HTTP API listens unless --http says
@@ -193,13 +194,14 @@ func (h httpFlags) config(explicit bool) (*daemon.HTTPConfig, error) {
 }
 
 // newLogger returns a text or JSON logger whose every line carries the
-// instance id (once, whoever adds it).
+// instance id (once, whoever adds it) and has its secrets masked
+// (redact.Handler).
 func newLogger(w interface{ Write([]byte) (int, error) }, format, instanceID string) *slog.Logger {
 	var h slog.Handler = slog.NewTextHandler(w, nil)
 	if format == "json" {
 		h = slog.NewJSONHandler(w, nil)
 	}
-	return slog.New(instanceHandler{Handler: h, id: instanceID})
+	return slog.New(instanceHandler{Handler: redact.Handler(h), id: instanceID})
 }
 
 // instanceHandler adds instance=<id> to every record unless a With call

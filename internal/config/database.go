@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -77,14 +78,27 @@ func NewDataSource(url, username, password string) DataSource {
 	}
 }
 
-// String describes the data source without its password.
+// String describes the data source with its secrets masked (see package
+// redact): the password, the secrets of its URL and of its custom pool
+// props are never shown.
 func (d DataSource) String() string {
 	pw := ""
 	if d.Password != "" {
-		pw = " password=******"
+		pw = " password=" + redact.Mask
 	}
-	return fmt.Sprintf("url=%s username=%s%s maxPoolSize=%d", RedactURL(d.URL), d.Username, pw, d.MaxPoolSize)
+	s := fmt.Sprintf("url=%s username=%s%s maxPoolSize=%d", redact.URL(d.URL), d.Username, pw, d.MaxPoolSize)
+	for _, k := range slices.Sorted(maps.Keys(d.CustomPoolProps)) {
+		v := d.CustomPoolProps[k]
+		if redact.SecretName(k) && v != "" {
+			v = redact.Mask
+		}
+		s += " " + k + "=" + redact.URL(v)
+	}
+	return s
 }
+
+// GoString is String, so that %#v masks the secrets too.
+func (d DataSource) GoString() string { return "config.DataSource{" + d.String() + "}" }
 
 // Equal reports whether two data sources have the same properties.
 func (d DataSource) Equal(o DataSource) bool {
@@ -93,30 +107,6 @@ func (d DataSource) Equal(o DataSource) bool {
 		d.ConnectionTimeout == o.ConnectionTimeout && d.IdleTimeout == o.IdleTimeout &&
 		d.MaxLifetime == o.MaxLifetime && d.MaxPoolSize == o.MaxPoolSize && d.MinPoolSize == o.MinPoolSize &&
 		d.ReadOnly == o.ReadOnly && maps.Equal(d.CustomPoolProps, o.CustomPoolProps)
-}
-
-// RedactURL hides a password embedded in a URL (user:pw@host, password=...).
-func RedactURL(u string) string {
-	if at := strings.Index(u, "@"); at > 0 {
-		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
-			if colon := strings.Index(u[scheme+3:at], ":"); colon >= 0 {
-				u = u[:scheme+3+colon+1] + "******" + u[at:]
-			}
-		}
-	}
-	lower := strings.ToLower(u)
-	for _, key := range []string{"password=", "pwd="} {
-		if i := strings.Index(lower, key); i >= 0 {
-			j := i + len(key)
-			end := strings.IndexAny(u[j:], "&;")
-			if end < 0 {
-				end = len(u) - j
-			}
-			u = u[:j] + "******" + u[j+end:]
-			lower = strings.ToLower(u)
-		}
-	}
-	return u
 }
 
 // Map returns the data source as the YAML map ShardingSphere stores in a

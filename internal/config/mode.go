@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // Mode types, as ShardingSphere spells them.
@@ -309,7 +311,7 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 	if typ == RepositoryEtcd {
 		for _, s := range r.ServerLists {
 			if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
-				p.add(props, f.prop+"server-lists", fmt.Sprintf("etcd endpoint %q must be a URL such as http://%s", s, s))
+				p.add(props, f.prop+"server-lists", fmt.Sprintf("etcd endpoint %q must be a URL such as http://%s", redact.URL(s), redact.URL(s)))
 			}
 		}
 		if (r.CertFile == "") != (r.KeyFile == "") {
@@ -319,7 +321,7 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 	if typ == RepositoryZooKeeper {
 		for _, s := range r.ServerLists {
 			if strings.Contains(s, "://") {
-				p.add(props, f.prop+"server-lists", fmt.Sprintf("ZooKeeper server %q must be host:port, not a URL", s))
+				p.add(props, f.prop+"server-lists", fmt.Sprintf("ZooKeeper server %q must be host:port, not a URL", redact.URL(s)))
 			}
 		}
 	}

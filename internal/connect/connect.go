@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/embedded"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
@@ -73,7 +74,7 @@ func Describe(c config.Repository, r registry.Repository) string {
 		}
 		return fmt.Sprintf("embedded etcd listening on %s, data in %s, namespace %q", strings.Join(listen, ","), dir, c.Namespace)
 	default:
-		return fmt.Sprintf("%s at %v, namespace %q", c.Type, c.ServerLists, c.Namespace)
+		return redact.Text(fmt.Sprintf("%s at %v, namespace %q", c.Type, c.ServerLists, c.Namespace))
 	}
 }
 

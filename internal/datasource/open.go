@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	_ "modernc.org/sqlite"             // driver "sqlite"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // DB is an open storage unit: a connection pool sized by the unit's pool
@@ -72,12 +74,40 @@ func Ping(ctx context.Context, unit string, ds config.DataSource) error {
 	return db.Close()
 }
 
+// unitError describes a driver error of unit with its secrets masked: the
+// password given as a field or in the URL never appears, wherever the
+// driver put it (when three bytes or longer), nor does any secret
+// redact.Text recognises.
 func unitError(unit string, t Target, ds config.DataSource, err error) error {
 	msg := err.Error()
-	if len(ds.Password) >= 3 {
-		msg = strings.ReplaceAll(msg, ds.Password, "******")
+	for _, pw := range passwords(ds) {
+		msg = strings.ReplaceAll(msg, pw, redact.Mask)
 	}
-	return fmt.Errorf("data source unit %s (%s at %s, database %q, user %q): %s", unit, t.Dialect, t.Host, t.Database, ds.Username, msg)
+	return fmt.Errorf("data source unit %s (%s at %s, database %q, user %q): %s", unit, t.Dialect, t.Host, t.Database, ds.Username, redact.Text(msg))
+}
+
+// passwords returns the passwords of ds of three bytes or more, as a field
+// and in its URL (user information and secret parameters), longest first.
+func passwords(ds config.DataSource) []string {
+	pws := []string{ds.Password}
+	if u, err := url.Parse(strings.TrimPrefix(ds.URL, "jdbc:")); err == nil {
+		if p, ok := u.User.Password(); ok {
+			pws = append(pws, p)
+		}
+		for k, vs := range u.Query() {
+			if redact.SecretName(k) {
+				pws = append(pws, vs...)
+			}
+		}
+	}
+	out := pws[:0]
+	for _, p := range pws {
+		if len(p) >= 3 { // shorter ones would garble the message; redact.Text still masks them as parameters
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // Introspect opens every storage unit of db, reads its catalog and closes it

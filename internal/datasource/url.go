@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // Dialects.
@@ -50,7 +51,7 @@ func Translate(ds config.DataSource) (Target, error) {
 	case strings.HasPrefix(raw, "jdbc:sqlite:"):
 		path := strings.TrimPrefix(raw, "jdbc:sqlite:")
 		if path == "" {
-			return Target{}, fmt.Errorf("url %s: no database file after jdbc:sqlite:", config.RedactURL(raw))
+			return Target{}, fmt.Errorf("url %s: no database file after jdbc:sqlite:", redact.URL(raw))
 		}
 		dsn := path
 		if path != ":memory:" && !strings.HasPrefix(path, "file:") {
@@ -64,13 +65,13 @@ func Translate(ds config.DataSource) (Target, error) {
 		dsn += sep + "_pragma=busy_timeout(" + strconv.FormatInt(ms, 10) + ")"
 		return Target{Dialect: SQLite, Driver: "sqlite", DSN: dsn, Host: path, Database: path}, nil
 	}
-	return Target{}, fmt.Errorf("url %s: unsupported (use jdbc:postgresql://, jdbc:mysql://, jdbc:mariadb:// or jdbc:sqlite:)", config.RedactURL(raw))
+	return Target{}, fmt.Errorf("url %s: unsupported (use jdbc:postgresql://, jdbc:mysql://, jdbc:mariadb:// or jdbc:sqlite:)", redact.URL(raw))
 }
 
 func translateHost(ds config.DataSource, dialect, rest, defaultPort string) (Target, error) {
 	u, err := url.Parse(rest)
 	if err != nil || u.Host == "" {
-		return Target{}, fmt.Errorf("url %s: want jdbc:%s://host[:port]/database", config.RedactURL(ds.URL), u.Scheme)
+		return Target{}, fmt.Errorf("url %s: want jdbc:%s://host[:port]/database", redact.URL(ds.URL), u.Scheme)
 	}
 	host := strings.Split(u.Host, ",")[0] // failover lists: the first host
 	if _, _, err := net.SplitHostPort(host); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -92,30 +93,10 @@ type databaseJSON struct {
 	Schemas map[string]schemaJSON     `json:"schemas"`
 }
 
-// maskedPassword replaces every password the API shows.
-const maskedPassword = "******"
-
-// unitJSON is a storage unit's properties with the password masked and
-// any password in the URL redacted.
+// unitJSON is a storage unit's properties with its secrets masked: the
+// password, the secrets of its URL and of its custom pool props.
 func unitJSON(ds config.DataSource) map[string]any {
-	m := ds.Map()
-	m["url"] = config.RedactURL(ds.URL)
-	if ds.Password != "" {
-		m["password"] = maskedPassword
-	}
-	for k := range ds.CustomPoolProps {
-		if strings.Contains(strings.ToLower(k), "password") {
-			props := maps.Clone(ds.CustomPoolProps)
-			for k := range props {
-				if strings.Contains(strings.ToLower(k), "password") {
-					props[k] = maskedPassword
-				}
-			}
-			m["customPoolProps"] = props
-			break
-		}
-	}
-	return m
+	return redact.Map(ds.Map())
 }
 
 func (s *Server) handleDatabase(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +115,7 @@ func (s *Server) handleDatabase(w http.ResponseWriter, r *http.Request) {
 		out.Units[n] = unitJSON(ds)
 	}
 	for _, typ := range slices.Sorted(maps.Keys(db.Rules)) {
-		out.Rules = append(out.Rules, ruleJSON{Type: typ, Content: jsonable(db.Rules[typ].Content)})
+		out.Rules = append(out.Rules, ruleJSON{Type: typ, Content: redact.Map(jsonable(db.Rules[typ].Content))})
 	}
 	for sn, sc := range db.Schemas {
 		sj := schemaJSON{Tables: []tableJSON{}, Views: []viewJSON{}}

@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -395,7 +396,7 @@ func TestDatabases(t *testing.T) {
 		Rules []ruleJSON                `json:"rules"`
 	}
 	r.json(t, &db)
-	if db.Units["ds_0"]["password"] != maskedPassword || db.Units["ds_0"]["username"] != "root" || len(db.Rules) != 1 || db.Rules[0].Type != "broadcast" {
+	if db.Units["ds_0"]["password"] != redact.Mask || db.Units["ds_0"]["username"] != "root" || len(db.Rules) != 1 || db.Rules[0].Type != "broadcast" {
 		t.Fatalf("database = %s", r.body)
 	}
 }

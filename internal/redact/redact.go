@@ -257,10 +257,22 @@ func Value(v any) any {
 			m[k] = entry(fmt.Sprint(k), e)
 		}
 		return m
+	case map[string]string:
+		m := make(map[string]string, len(x))
+		for k, e := range x {
+			m[k] = entry(k, e).(string)
+		}
+		return m
 	case []any:
 		l := make([]any, len(x))
 		for i, e := range x {
 			l[i] = Value(e)
+		}
+		return l
+	case []string:
+		l := make([]string, len(x))
+		for i, e := range x {
+			l[i] = URL(e)
 		}
 		return l
 	case string:

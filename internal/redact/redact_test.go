@@ -165,13 +165,14 @@ func TestYAML(t *testing.T) {
 
 func TestValue(t *testing.T) {
 	in := map[string]any{
-		"url":         "jdbc:mysql://h/db?sslpassword=SecA&password=SecB",
-		"password":    "rootpw",
-		"empty":       map[string]any{"password": ""},
-		"users":       []any{"root@%:rootpw", map[string]any{"user": "sharding", "password": "shardpw"}},
-		"encryptors":  map[any]any{"aes": map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": 123456}}},
-		"credentials": map[string]any{"user": "u", "token": "tok3n"},
-		"maxPoolSize": 5,
+		"url":             "jdbc:mysql://h/db?sslpassword=SecA&password=SecB",
+		"password":        "rootpw",
+		"empty":           map[string]any{"password": ""},
+		"users":           []any{"root@%:rootpw", map[string]any{"user": "sharding", "password": "shardpw"}},
+		"encryptors":      map[any]any{"aes": map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": 123456}}},
+		"credentials":     map[string]any{"user": "u", "token": "tok3n"},
+		"maxPoolSize":     5,
+		"customPoolProps": map[string]string{"dataSource.password": "shardpw", "cachePrepStmts": "true"},
 	}
 	got := Value(in).(map[string]any)
 	s := strings.ReplaceAll(strings.ReplaceAll(toYAML(t, got), "\n", " "), "  ", " ")
@@ -180,7 +181,7 @@ func TestValue(t *testing.T) {
 			t.Fatalf("%q shown: %s", w, s)
 		}
 	}
-	if got["maxPoolSize"] != 5 || got["users"].([]any)[0] != "root@%:"+Mask || got["empty"].(map[string]any)["password"] != "" {
+	if got["maxPoolSize"] != 5 || got["customPoolProps"].(map[string]string)["cachePrepStmts"] != "true" || got["users"].([]any)[0] != "root@%:"+Mask || got["empty"].(map[string]any)["password"] != "" {
 		t.Fatalf("Value = %s", s)
 	}
 	if in["password"] != "rootpw" {
