@@ -69,9 +69,10 @@ func Translate(ds config.DataSource) (Target, error) {
 }
 
 func translateHost(ds config.DataSource, dialect, rest, defaultPort string) (Target, error) {
+	scheme, _, _ := strings.Cut(rest, ":")
 	u, err := url.Parse(rest)
 	if err != nil || u.Host == "" {
-		return Target{}, fmt.Errorf("url %s: want jdbc:%s://host[:port]/database", redact.URL(ds.URL), u.Scheme)
+		return Target{}, fmt.Errorf("url %s: want jdbc:%s://host[:port]/database", redact.URL(ds.URL), scheme)
 	}
 	host := strings.Split(u.Host, ",")[0] // failover lists: the first host
 	if _, _, err := net.SplitHostPort(host); err != nil {

@@ -240,9 +240,10 @@ func isNameByte(c byte) bool {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // Value returns a copy of v, a value decoded from YAML or JSON (maps,
-// lists, scalars), with its secrets masked: the values of secret keys
-// (whole, when they are maps or lists), URLs and parameters inside strings,
-// and the passwords of authority users. v itself is not changed.
+// lists, scalars), with its secrets masked: the scalar values of secret
+// keys (a map or list under a secret key is walked: an encrypt rule's
+// column may be named password), URLs and parameters inside strings, and
+// the passwords of authority users. v itself is not changed.
 func Value(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -290,7 +291,7 @@ func Map(m map[string]any) map[string]any {
 }
 
 func entry(key string, e any) any {
-	if SecretName(key) {
+	if SecretName(key) && scalar(e) {
 		if empty(e) {
 			return e
 		}
@@ -310,6 +311,17 @@ func entry(key string, e any) any {
 		}
 	}
 	return Value(e)
+}
+
+// scalar reports whether v is neither a map nor a list: under a secret key
+// a map or a list is walked, not masked whole (the encrypt rule's columns
+// are often named password).
+func scalar(v any) bool {
+	switch v.(type) {
+	case map[string]any, map[any]any, map[string]string, []any, []string:
+		return false
+	}
+	return true
 }
 
 func empty(v any) bool {
@@ -376,7 +388,7 @@ func node(n *yaml.Node) bool {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			switch {
-			case SecretName(k.Value):
+			case SecretName(k.Value) && (v.Kind == yaml.ScalarNode || v.Kind == yaml.AliasNode):
 				if v.Kind == yaml.ScalarNode && (v.Value == "" || v.Tag == "!!null") {
 					continue
 				}

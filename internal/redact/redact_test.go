@@ -115,6 +115,7 @@ customPoolProps:
   dataSource.password: shardpw
   sslKeyPassword: tok3n
 `},
+	{"encrypt-columns", "tables:\n  t_user:\n    columns:\n      password:\n        cipher:\n          name: password_cipher\n          encryptorName: aes\n    token: tok3n\n"},
 	{"private-key", "privateKey: |\n  -----BEGIN PRIVATE KEY-----\n  abc\n  -----END PRIVATE KEY-----\n"},
 	{"json", `{"url":"jdbc:postgresql://h/db?password=SecB","token":"tok3n"}`},
 	{"not-yaml", "password: zkpw\n\tdigest: zkpw\nurl: jdbc:mysql://u:p@ss@h/db [\n"},
@@ -152,6 +153,9 @@ func TestYAML(t *testing.T) {
 		back.Privilege["type"] != "ALL_PERMITTED" {
 		t.Fatalf("masked authority = %+v\n%s", back, out)
 	}
+	if got := string(YAML([]byte(ruleYAML[4].in))); !strings.Contains(got, "name: password_cipher") || !strings.Contains(got, "encryptorName: aes") {
+		t.Fatalf("a column named password was masked whole:\n%s", got)
+	}
 	if got := string(YAML([]byte(ruleYAML[2].in))); !strings.Contains(got, "digest-algorithm-name: SHA-1") || !strings.Contains(got, "sm4-mode: CBC") {
 		t.Fatalf("non-secret props lost:\n%s", got)
 	}
@@ -181,7 +185,7 @@ func TestValue(t *testing.T) {
 			t.Fatalf("%q shown: %s", w, s)
 		}
 	}
-	if got["maxPoolSize"] != 5 || got["customPoolProps"].(map[string]string)["cachePrepStmts"] != "true" || got["users"].([]any)[0] != "root@%:"+Mask || got["empty"].(map[string]any)["password"] != "" {
+	if got["credentials"].(map[string]any)["user"] != "u" || got["maxPoolSize"] != 5 || got["customPoolProps"].(map[string]string)["cachePrepStmts"] != "true" || got["users"].([]any)[0] != "root@%:"+Mask || got["empty"].(map[string]any)["password"] != "" {
 		t.Fatalf("Value = %s", s)
 	}
 	if in["password"] != "rootpw" {

@@ -1,0 +1,57 @@
+package datasource
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+)
+
+// TestHostileDataSourceStringHidesSecrets prints data sources and their
+// errors every way a log line or a message can (String, %v, %+v, %#v,
+// Translate and Open errors) with passwords hidden in every form a JDBC URL
+// allows: a password parameter after another one ending in "password",
+// MySQL's multi-factor password1..3, a user-information password holding
+// an @, secret custom pool props.
+func TestHostileDataSourceStringHidesSecrets(t *testing.T) {
+	secrets := []string{"SecA", "SecB", "mfa1", "mfa2", "mfa3", "p@ss", "ss@", "fieldpw", "poolpw"}
+	ds := config.NewDataSource("jdbc:mysql://user:p@ss@127.0.0.1:3306/db?sslpassword=SecA&password=SecB&password1=mfa1&password2=mfa2&password3=mfa3",
+		"user", "fieldpw")
+	ds.CustomPoolProps = map[string]string{"dataSource.password": "poolpw", "cachePrepStmts": "true"}
+	shown := map[string]string{
+		"String": ds.String(),
+		"%v":     fmt.Sprintf("%v", ds),
+		"%+v":    fmt.Sprintf("%+v", ds),
+		"%#v":    fmt.Sprintf("%#v", ds),
+		"%s":     fmt.Sprintf("%s", ds),
+	}
+	for _, raw := range []string{
+		"jdbc:postgresql://user:p@ss@[::1/db?password=SecB",                  // url.Parse fails
+		"jdbc:oracle:thin:@h:1521/db?password=SecA&user=u&password2=SecB",   // unsupported
+		"jdbc:mysql:///db?sslpassword=SecA&password=SecB&password1=mfa1",    // no host
+		"jdbc:postgresql://user:p@ss@127.0.0.1:1/db?password=SecB&mfa1=mfa2", // unreachable (Open)
+	} {
+		bad := config.NewDataSource(raw, "user", "")
+		_, err := Translate(bad)
+		if err != nil {
+			shown["Translate "+raw] = err.Error()
+			continue
+		}
+		_, err = Open(ctx(t), "ds_bad", bad)
+		if err == nil {
+			t.Fatalf("Open(%s) succeeded", raw)
+		}
+		shown["Open "+raw] = err.Error()
+	}
+	for how, s := range shown {
+		for _, w := range secrets {
+			if strings.Contains(s, w) {
+				t.Errorf("%s shows %q: %s", how, w, s)
+			}
+		}
+	}
+	if s := ds.String(); !strings.Contains(s, "127.0.0.1:3306/db") || !strings.Contains(s, "username=user") || !strings.Contains(s, "cachePrepStmts=true") {
+		t.Fatalf("String lost what is not secret: %s", s)
+	}
+}
