@@ -28,8 +28,8 @@ func TestHostileDataSourceStringHidesSecrets(t *testing.T) {
 	}
 	for _, raw := range []string{
 		"jdbc:postgresql://user:p@ss@[::1/db?password=SecB",                  // url.Parse fails
-		"jdbc:oracle:thin:@h:1521/db?password=SecA&user=u&password2=SecB",   // unsupported
-		"jdbc:mysql:///db?sslpassword=SecA&password=SecB&password1=mfa1",    // no host
+		"jdbc:oracle:thin:@h:1521/db?password=SecA&user=u&password2=SecB",    // unsupported
+		"jdbc:mysql:///db?sslpassword=SecA&password=SecB&password1=mfa1",     // no host
 		"jdbc:postgresql://user:p@ss@127.0.0.1:1/db?password=SecB&mfa1=mfa2", // unreachable (Open)
 	} {
 		bad := config.NewDataSource(raw, "user", "")
