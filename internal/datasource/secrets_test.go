@@ -19,12 +19,17 @@ func TestHostileDataSourceStringHidesSecrets(t *testing.T) {
 	ds := config.NewDataSource("jdbc:mysql://user:p@ss@127.0.0.1:3306/db?sslpassword=SecA&password=SecB&password1=mfa1&password2=mfa2&password3=mfa3",
 		"user", "fieldpw")
 	ds.CustomPoolProps = map[string]string{"dataSource.password": "poolpw", "cachePrepStmts": "true"}
-	shown := map[string]string{
-		"String": ds.String(),
-		"%v":     fmt.Sprintf("%v", ds),
-		"%+v":    fmt.Sprintf("%+v", ds),
-		"%#v":    fmt.Sprintf("%#v", ds),
-		"%s":     fmt.Sprintf("%s", ds),
+	check := func(how, s string) {
+		t.Helper()
+		for _, w := range secrets {
+			if strings.Contains(s, w) {
+				t.Errorf("%s shows %q: %s", how, w, s)
+			}
+		}
+	}
+	check("String", ds.String())
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		check(verb, fmt.Sprintf(verb, ds))
 	}
 	for _, raw := range []string{
 		"jdbc:postgresql://user:p@ss@[::1/db?password=SecB",                  // url.Parse fails
@@ -35,21 +40,14 @@ func TestHostileDataSourceStringHidesSecrets(t *testing.T) {
 		bad := config.NewDataSource(raw, "user", "")
 		_, err := Translate(bad)
 		if err != nil {
-			shown["Translate "+raw] = err.Error()
+			check("Translate "+raw, err.Error())
 			continue
 		}
 		_, err = Open(ctx(t), "ds_bad", bad)
 		if err == nil {
 			t.Fatalf("Open(%s) succeeded", raw)
 		}
-		shown["Open "+raw] = err.Error()
-	}
-	for how, s := range shown {
-		for _, w := range secrets {
-			if strings.Contains(s, w) {
-				t.Errorf("%s shows %q: %s", how, w, s)
-			}
-		}
+		check("Open "+raw, err.Error())
 	}
 	if s := ds.String(); !strings.Contains(s, "127.0.0.1:3306/db") || !strings.Contains(s, "username=user") || !strings.Contains(s, "cachePrepStmts=true") {
 		t.Fatalf("String lost what is not secret: %s", s)
