@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // ShardingSphere vendor codes the API returns.
@@ -58,11 +60,11 @@ var (
 )
 
 // writeError writes err as the API's JSON error. Errors that are not an
-// *Error become 500 with their text.
+// *Error become 500 with their text, its secrets masked (redact.Text).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e, ok := err.(*Error)
 	if !ok {
-		e = &Error{Status: http.StatusInternalServerError, Message: err.Error()}
+		e = &Error{Status: http.StatusInternalServerError, Message: redact.Text(err.Error())}
 		s.log.Warn("http: internal error", "err", err)
 	}
 	s.metrics.httpError(e.Status)

@@ -8,8 +8,8 @@ import (
 // Handler returns a slog.Handler that masks secrets in every record before
 // next handles it: the message, string attributes and error attributes
 // through Text, and the string value of any attribute whose key is secret
-// (SecretName). Other kinds of values (numbers, booleans, times) pass
-// unchanged. It is safe for concurrent use when next is.
+// (SecretName); maps and lists as Value masks them. Other kinds of values
+// (numbers, booleans, times) pass unchanged. It is safe for concurrent use when next is.
 func Handler(next slog.Handler) slog.Handler { return handler{next} }
 
 type handler struct{ next slog.Handler }
@@ -56,6 +56,10 @@ func attr(a slog.Attr) slog.Attr {
 		}
 		if s, ok := v.Any().(interface{ String() string }); ok {
 			return slog.String(a.Key, Text(s.String()))
+		}
+		switch x := v.Any().(type) {
+		case map[string]any, map[any]any, map[string]string, []any, []string:
+			return slog.Any(a.Key, Value(x))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

@@ -211,7 +211,7 @@ func TestHandler(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(Handler(slog.NewTextHandler(&buf, nil))).With("password", "rootpw")
 	log.Info("open jdbc:mysql://u:p@ss@h/db", "err", errors.New("dial postgres://u:tiger@h/db?password=SecB"),
-		"token", true, "secret", "tok3n", slog.Group("ds", "url", "jdbc:mysql://h/db?password=SecA"))
+		"token", true, "secret", "tok3n", "props", map[string]any{"aes-key-value": "aeskey123"}, slog.Group("ds", "url", "jdbc:mysql://h/db?password=SecA"))
 	_ = log.Handler().Handle(context.Background(), slog.Record{})
 	out := buf.String()
 	for _, w := range secretWords {
