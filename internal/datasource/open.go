@@ -74,20 +74,16 @@ func Ping(ctx context.Context, unit string, ds config.DataSource) error {
 	return db.Close()
 }
 
-// unitError describes a driver error of unit with its secrets masked: the
-// password given as a field or in the URL never appears, wherever the
-// driver put it (when three bytes or longer), nor does any secret
-// redact.Text recognises.
+// unitError describes a driver error of unit with its secrets masked
+// (redact.Known): the password given as a field or in the URL never
+// appears, wherever the driver put it.
 func unitError(unit string, t Target, ds config.DataSource, err error) error {
-	msg := err.Error()
-	for _, pw := range passwords(ds) {
-		msg = strings.ReplaceAll(msg, pw, redact.Mask)
-	}
-	return fmt.Errorf("data source unit %s (%s at %s, database %q, user %q): %s", unit, t.Dialect, t.Host, t.Database, ds.Username, redact.Text(msg))
+	return fmt.Errorf("data source unit %s (%s at %s, database %q, user %q): %s", unit, t.Dialect, t.Host, t.Database, ds.Username,
+		redact.Known(err.Error(), passwords(ds)...))
 }
 
-// passwords returns the passwords of ds of three bytes or more, as a field
-// and in its URL (user information and secret parameters), longest first.
+// passwords returns the passwords of ds, as a field and in its URL (user
+// information and secret parameters).
 func passwords(ds config.DataSource) []string {
 	pws := []string{ds.Password}
 	if u, err := url.Parse(strings.TrimPrefix(ds.URL, "jdbc:")); err == nil {
@@ -100,14 +96,7 @@ func passwords(ds config.DataSource) []string {
 			}
 		}
 	}
-	out := pws[:0]
-	for _, p := range pws {
-		if len(p) >= 3 { // shorter ones would garble the message; redact.Text still masks them as parameters
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
+	return pws
 }
 
 // Introspect opens every storage unit of db, reads its catalog and closes it

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -117,6 +118,25 @@ func Text(s string) string {
 		i = k
 	}
 	return params(b.String())
+}
+
+// minKnown is the shortest known secret Known replaces: shorter ones would
+// garble the text they happen to occur in.
+const minKnown = 3
+
+// Known masks the given secrets wherever they occur in s (those of
+// minKnown bytes or more, longest first), then what Text masks: for a
+// message whose author may have echoed a password without its key, such as
+// a database driver's error.
+func Known(s string, secrets ...string) string {
+	sorted := slices.Clone(secrets)
+	slices.SortFunc(sorted, func(a, b string) int { return len(b) - len(a) })
+	for _, k := range sorted {
+		if len(k) >= minKnown {
+			s = strings.ReplaceAll(s, k, Mask)
+		}
+	}
+	return Text(s)
 }
 
 // User masks the password of an authority user written as

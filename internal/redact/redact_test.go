@@ -201,6 +201,13 @@ func toYAML(t *testing.T, v any) string {
 	return string(b)
 }
 
+func TestKnown(t *testing.T) {
+	got := Known("auth failed for tiger (tiger-long) x password=SecB", "tiger", "tiger-long", "x", "")
+	if want := "auth failed for ****** (******) x password=******"; got != want {
+		t.Fatalf("Known = %q, want %q", got, want)
+	}
+}
+
 func TestContainsMask(t *testing.T) {
 	if !ContainsMask(YAML([]byte(ruleYAML[3].in))) || ContainsMask([]byte("password: ***")) {
 		t.Fatal("ContainsMask")
