@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -48,11 +49,11 @@ func start(t *testing.T, c Config) *Server {
 }
 
 func TestConformance(t *testing.T) {
-	s := start(t, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0"})
+	s := start(t, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	eps := s.Endpoints()
 	registrytest.Run(t, registrytest.Harness{
 		New: func(t *testing.T, ns string) registry.Repository {
-			r, err := etcd.Open(ctx(t), etcd.Config{Endpoints: eps, Namespace: ns})
+			r, err := etcd.Open(ctx(t), etcd.Config{Endpoints: eps, Namespace: ns, Username: RootUser, Password: s.Credentials().Password})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,11 +67,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("session ID %q: %v", sess.ID(), err)
 			}
-			c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := rootClient(t, s)
 			if _, err := c.Revoke(ctx(t), clientv3.LeaseID(id)); err != nil {
 				t.Fatalf("revoke lease %s: %v", sess.ID(), err)
 			}
@@ -92,7 +89,11 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 	// A second plain etcd client, as another node would use it, reads the
 	// write under the raw namespace prefix.
-	other, err := etcd.Open(ctx(t), etcd.Config{Endpoints: r.Server().Endpoints(), Namespace: "governance_ds"})
+	creds, err := LoadCredentials(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := etcd.Open(ctx(t), etcd.Config{Endpoints: r.Server().Endpoints(), Namespace: "governance_ds", Username: creds.Username, Password: creds.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 
 	// The directory is locked while the server runs.
-	if _, err := Start(ctx(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := Start(ctx(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}); !errors.Is(err, ErrDirInUse) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second Start on a directory in use = %v, want an error saying so", err)
 	}
 	if err := r.Close(); err != nil {
@@ -135,7 +136,7 @@ func TestPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = Start(ctx(t), Config{Dir: t.TempDir(), ClientURL: "http://" + l.Addr().String(), PeerURL: "http://127.0.0.1:0"})
+	_, err = Start(ctx(t), Config{Dir: t.TempDir(), ClientURL: "http://" + l.Addr().String()})
 	if err == nil || !strings.Contains(err.Error(), "port is taken") {
 		t.Fatalf("Start on a taken port = %v, want an error saying so", err)
 	}
@@ -153,19 +154,13 @@ func TestConfigErrors(t *testing.T) {
 
 // Username and password reach the server; wrong ones fail Open with a clear
 // error. (The shared etcd 3.4 test server runs without auth, so this uses an
-// embedded server of its own. Its bcrypt checks are slow under -race: hence
-// the long dial timeouts.)
+// embedded server of its own, which has auth on with its root user. Its
+// bcrypt checks are slow under -race: hence the long dial timeouts.)
 func TestAuth(t *testing.T) {
-	s := start(t, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0"})
-	admin, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	s := start(t, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	admin := rootClient(t, s)
 	c := ctx(t)
 	for _, step := range []func() error{
-		func() error { _, err := admin.UserAdd(c, "root", "rootpw"); return err },
-		func() error { _, err := admin.UserGrantRole(c, "root", "root"); return err },
 		func() error { _, err := admin.UserAdd(c, "sk", "skpw"); return err },
 		func() error { _, err := admin.RoleAdd(c, "sk"); return err },
 		func() error {
@@ -173,7 +168,6 @@ func TestAuth(t *testing.T) {
 			return err
 		},
 		func() error { _, err := admin.UserGrantRole(c, "sk", "sk"); return err },
-		func() error { _, err := admin.AuthEnable(c); return err },
 	} {
 		if err := step(); err != nil {
 			t.Fatalf("auth setup: %v", err)

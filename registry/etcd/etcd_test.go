@@ -264,7 +264,8 @@ func TestWatchCompacted(t *testing.T) {
 	defer cancel()
 	wch := r.client.Watch(wctx, start, clientv3.WithRange(end), clientv3.WithRev(int64(v1)))
 	out := make(chan registry.Event, 10)
-	err = r.pump(c, "/c", wch, out)
+	next := int64(v1)
+	err = r.pump(c, "/c", wch, out, &next)
 	if !errors.Is(err, registry.ErrWatchLost) {
 		t.Fatalf("pump after compaction = %v, want ErrWatchLost", err)
 	}

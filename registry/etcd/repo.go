@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -144,6 +145,8 @@ type Repo struct {
 	ctx    context.Context // cancelled by Close; every goroutine ends with it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // watch goroutines
+
+	streamGen atomic.Int64 // watch stream generation; see streamContext
 
 	mu       sync.Mutex
 	closed   bool

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -69,15 +73,27 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 
 	wctx, wcancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(r.ctx, wcancel)
-	wch := w.Watch(clientv3.WithRequireLeader(wctx), start,
-		clientv3.WithRange(end), clientv3.WithRev(resp.Header.Revision+1))
 	out := make(chan registry.Event, watchBuffer)
 	go func() {
 		defer r.wg.Done()
 		defer close(out)
 		defer stop()
 		defer wcancel()
-		err := r.pump(ctx, prefix, wch, out)
+		next := resp.Header.Revision + 1
+		var err error
+		for renewals := 0; ; renewals++ {
+			gen := r.streamGen.Load()
+			wch := w.Watch(clientv3.WithRequireLeader(streamContext(wctx, gen)), start,
+				clientv3.WithRange(end), clientv3.WithRev(next))
+			err = r.pump(ctx, prefix, wch, out, &next)
+			if !isStaleToken(err) || renewals == maxTokenRenewals || wctx.Err() != nil {
+				break
+			}
+			// The gRPC stream still carries the token it was opened with;
+			// move new watches to a fresh stream, which fetches a new token,
+			// and resume from the first revision not delivered.
+			r.streamGen.CompareAndSwap(gen, gen+1)
+		}
 		switch {
 		case ctx.Err() != nil:
 		case r.ctx.Err() != nil:
@@ -97,9 +113,36 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 	return initial, out, nil
 }
 
+// maxTokenRenewals bounds how often one Watch moves to a fresh stream
+// because its auth token expired before it ends as lost.
+const maxTokenRenewals = 3
+
+// streamContext tags ctx with the stream generation: the etcd client
+// shares one gRPC watch stream among watches whose contexts carry the same
+// metadata, so a new generation opens a new stream.
+func streamContext(ctx context.Context, gen int64) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "shardkeeper-watch-stream", strconv.FormatInt(gen, 10))
+}
+
+// isStaleToken reports whether err says that the auth token of the request
+// expired or predates a change of users or roles. etcd's simple tokens
+// expire after --auth-token-ttl without use; a watch stream presents the
+// token it was opened with for every new watch on it.
+func isStaleToken(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrAuthOldRevision) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, rpctypes.ErrInvalidAuthToken.Error()) || strings.Contains(msg, rpctypes.ErrAuthOldRevision.Error())
+}
+
 // pump forwards the events of wch under prefix to out until the watch ends
 // and returns why it ended, as an error wrapping registry.ErrWatchLost.
-func (r *Repo) pump(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- registry.Event) error {
+// After each response it sets *next to the revision after its last event.
+func (r *Repo) pump(ctx context.Context, prefix string, wch clientv3.WatchChan, out chan<- registry.Event, next *int64) error {
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			return lostError(r.convertError(ctx, "watch", prefix, err))
@@ -129,6 +172,9 @@ func (r *Repo) pump(ctx context.Context, prefix string, wch clientv3.WatchChan, 
 			case <-r.ctx.Done():
 				return registry.ErrClosed
 			}
+		}
+		if n := len(resp.Events); n > 0 {
+			*next = resp.Events[n-1].Kv.ModRevision + 1
 		}
 	}
 	return fmt.Errorf("%w: the etcd watch stream ended (watcher closed or connection lost)", registry.ErrWatchLost)
