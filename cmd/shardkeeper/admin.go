@@ -121,7 +121,7 @@ func (t *target) withRegistry(ctx context.Context, fn func(context.Context, regi
 	if err != nil {
 		if rc, rerr := t.reg.repository(); rerr == nil && rc.Type == config.RepositoryEmbedded && strings.Contains(err.Error(), "in use") {
 			return fmt.Errorf("%w\nA node is running on it: ask that node with --server URL (its HTTP API, default http://127.0.0.1:8080),\n"+
-				"or read its embedded etcd with --repository-type etcd --server-lists %s", err, orDefault(rc.ClientURL, config.DefaultEmbeddedClientURL))
+				"or read its embedded etcd with --repository-type etcd --server-lists URL --data-dir %s", err, rc.DataDir)
 		}
 		return err
 	}

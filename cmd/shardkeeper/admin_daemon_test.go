@@ -100,7 +100,7 @@ func embeddedConfDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
-		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
+		"\n      clientUrl: http://127.0.0.1:0\n"
 	if err := os.WriteFile(filepath.Join(dir, "global.yaml"), []byte(global), 0o644); err != nil {
 		t.Fatal(err)
 	}

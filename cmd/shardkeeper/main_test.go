@@ -90,7 +90,7 @@ func TestServeEmbeddedKeepsDataAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + data +
-		"\n      clientUrl: http://127.0.0.1:0\n      peerUrl: http://127.0.0.1:0\n"
+		"\n      clientUrl: http://127.0.0.1:0\n"
 	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestServeEmbeddedKeepsDataAcrossRestarts(t *testing.T) {
 		}
 	}
 	ep, stop := serve()
-	flags := []string{"--repository-type", "etcd", "--server-lists", ep}
+	flags := []string{"--repository-type", "etcd", "--server-lists", ep, "--data-dir", data}
 	roundTrip(t, flags...)
 	if out := stop(); !strings.Contains(out, "shardkeeper: stopped") {
 		t.Fatalf("serve output:\n%s", out)
@@ -133,7 +133,7 @@ func TestServeEmbeddedKeepsDataAcrossRestarts(t *testing.T) {
 		t.Fatalf("no data under the data dir: %v", err)
 	}
 	ep, stop = serve()
-	if got := mustRun(t, "registry", "get", "/nodes/compute_nodes/status/cli-test", "--repository-type", "etcd", "--server-lists", ep); got != "OK\n" {
+	if got := mustRun(t, "registry", "get", "/nodes/compute_nodes/status/cli-test", "--repository-type", "etcd", "--server-lists", ep, "--data-dir", data); got != "OK\n" {
 		t.Fatalf("after restart get = %q", got)
 	}
 	if out := stop(); !strings.Contains(out, "reusing registry data in "+data) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -24,8 +25,14 @@ func newRegistryCommand() *cobra.Command {
 
 Choose the registry with --conf DIR (the mode section of its global.yaml) or
 with --repository-type etcd|ZooKeeper|Embedded --server-lists ... --namespace ...
-A running "shardkeeper serve" on the embedded registry is plain etcd:
-  shardkeeper registry ls / --repository-type etcd --server-lists http://127.0.0.1:2379`,
+
+The embedded registry (the default) is opened from --data-dir DIR (default
+` + config.DefaultEmbeddedDataDir + `). While a node runs on DIR, the command
+reaches that node's etcd at its client URL (default ` + config.DefaultEmbeddedClientURL + `)
+with the root credentials in DIR/credentials.json, readable only by the
+user the node runs as:
+  shardkeeper registry ls / --data-dir ` + config.DefaultEmbeddedDataDir + `
+  shardkeeper registry ls / --repository-type etcd --server-lists http://127.0.0.1:2379 --data-dir ` + config.DefaultEmbeddedDataDir,
 	}
 	f.register(cmd)
 	cmd.PersistentFlags().BoolVar(&f.showSecrets, "show-secrets", false, showSecretsUsage)
@@ -154,7 +161,7 @@ func openFromFlags(ctx context.Context, f *registryFlags) (registry.Repository, 
 	if err != nil {
 		return nil, err
 	}
-	return connect.Open(ctx, rc)
+	return connect.OpenAdmin(ctx, rc)
 }
 
 func requestTimeout(f *registryFlags) time.Duration {

@@ -54,7 +54,7 @@ func (f *registryFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.repositoryType, "repository-type", "", "etcd, ZooKeeper or Embedded (overrides --conf)")
 	fl.StringVar(&f.serverLists, "server-lists", "", "etcd URLs or ZooKeeper host:port, comma-separated")
 	fl.StringVar(&f.namespace, "namespace", "", "registry namespace (default "+config.DefaultNamespace+")")
-	fl.StringVar(&f.dataDir, "data-dir", "", "Embedded: the data directory (default "+config.DefaultEmbeddedDataDir+")")
+	fl.StringVar(&f.dataDir, "data-dir", "", "Embedded: the data directory (default "+config.DefaultEmbeddedDataDir+"); etcd: read the embedded registry's credentials there")
 	fl.DurationVar(&f.timeout, "timeout", 0, "how long to wait for the registry (default 5s)")
 }
 

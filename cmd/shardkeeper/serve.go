@@ -45,6 +45,10 @@ With --conf DIR the node reads DIR/global.yaml (or server.yaml) for the mode
 (etcd, ZooKeeper or Embedded, with ShardingSphere's props such as
 timeToLiveSeconds) and DIR/database-*.yaml for the logical databases. With
 no arguments it runs on the embedded registry, kept in ./` + config.DefaultEmbeddedDataDir + `.
+The embedded etcd requires etcd authentication: its root password is
+generated into DATADIR/credentials.json (mode 0600), which the registry
+commands read with --data-dir DATADIR. It opens no etcd peer port unless the
+peerUrl prop asks for one.
 
 The HTTP API, status page (/), metrics (/metrics) and probes (/livez,
 /readyz) listen on --http (default ` + defaultHTTPAddr + `; --http off disables them).

@@ -44,7 +44,6 @@ const (
 	DefaultConnectTimeout       = 5 * time.Second
 	DefaultEmbeddedDataDir      = "shardkeeper-data"
 	DefaultEmbeddedClientURL    = "http://127.0.0.1:2379"
-	DefaultEmbeddedPeerURL      = "http://127.0.0.1:2380"
 	defaultGlobalFile           = "global.yaml"
 	deprecatedGlobalFile        = "server.yaml"
 	maxReasonableSessionSeconds = 24 * 3600
@@ -78,9 +77,9 @@ type Repository struct {
 	CAFile           string        // etcd TLS
 	CertFile         string        // etcd TLS client certificate
 	KeyFile          string        // etcd TLS client key
-	DataDir          string        // Embedded: where the embedded etcd keeps its data
+	DataDir          string        // Embedded: where the embedded etcd keeps its data and credentials; etcd: read the credentials there
 	ClientURL        string        // Embedded: where it listens for clients
-	PeerURL          string        // Embedded: where it listens for peers
+	PeerURL          string        // Embedded: where it listens for etcd peers; empty (the default) opens no peer port
 }
 
 // DefaultMode is what a node runs with no configuration: Standalone on the
@@ -105,7 +104,6 @@ func defaultRepository(typ string) Repository {
 	case RepositoryEmbedded:
 		r.DataDir = DefaultEmbeddedDataDir
 		r.ClientURL = DefaultEmbeddedClientURL
-		r.PeerURL = DefaultEmbeddedPeerURL
 	}
 	return r
 }

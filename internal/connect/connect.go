@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,9 @@ import (
 // Open connects to the registry c describes and returns a ready
 // repository. ctx bounds the connection attempt, together with
 // c.ConnectTimeout. For Embedded it starts the in-process etcd server on
-// c.DataDir first; closing the repository stops it.
+// c.DataDir first; closing the repository stops it. For etcd without a
+// username but with c.DataDir, it uses the credentials of the embedded
+// registry kept in that directory (see embedded.LoadCredentials).
 func Open(ctx context.Context, c config.Repository) (registry.Repository, error) {
 	switch c.Type {
 	case config.RepositoryEtcd:
@@ -30,11 +33,19 @@ func Open(ctx context.Context, c config.Repository) (registry.Repository, error)
 		if err != nil {
 			return nil, err
 		}
+		user, password := c.Username, c.Password
+		if user == "" && c.DataDir != "" {
+			creds, err := embedded.LoadCredentials(c.DataDir)
+			if err != nil {
+				return nil, fmt.Errorf("etcd: the data dir %s should hold the embedded registry's credentials: %w", c.DataDir, err)
+			}
+			user, password = creds.Username, creds.Password
+		}
 		return etcd.Open(ctx, etcd.Config{
 			Endpoints:   c.ServerLists,
 			Namespace:   c.Namespace,
-			Username:    c.Username,
-			Password:    c.Password,
+			Username:    user,
+			Password:    password,
 			TLS:         tlsConfig,
 			DialTimeout: c.ConnectTimeout,
 		})
@@ -62,6 +73,33 @@ func Open(ctx context.Context, c config.Repository) (registry.Repository, error)
 	}
 }
 
+// OpenAdmin is Open for admin tools. When c is Embedded and another
+// process (a running node) holds c.DataDir, it reaches that process's
+// embedded etcd as a client instead: at the client URLs the node listed in
+// c.DataDir (else c.ClientURL), with the credentials in c.DataDir.
+func OpenAdmin(ctx context.Context, c config.Repository) (registry.Repository, error) {
+	r, err := Open(ctx, c)
+	if err == nil || c.Type != config.RepositoryEmbedded || !errors.Is(err, embedded.ErrDirInUse) {
+		return r, err
+	}
+	urls, uerr := embedded.RunningClientURLs(c.DataDir)
+	if uerr != nil {
+		urls = []string{c.ClientURL}
+		if c.ClientURL == "" {
+			urls = []string{embedded.DefaultClientURL}
+		}
+	}
+	ec := c
+	ec.Type = config.RepositoryEtcd
+	ec.ServerLists = urls
+	ec.Username, ec.Password = "", ""
+	r, cerr := Open(ctx, ec)
+	if cerr != nil {
+		return nil, fmt.Errorf("%w\nreaching the embedded etcd of the node on it at %v: %w", err, urls, cerr)
+	}
+	return r, nil
+}
+
 // Describe says in one line which registry c names, for logs; given the
 // repository Open returned, it names the embedded server's real endpoints.
 func Describe(c config.Repository, r registry.Repository) string {
@@ -72,7 +110,8 @@ func Describe(c config.Repository, r registry.Repository) string {
 		if e, ok := r.(*embedded.Repo); ok {
 			listen = e.Server().Endpoints()
 		}
-		return fmt.Sprintf("embedded etcd listening on %s, data in %s, namespace %q", strings.Join(listen, ","), dir, c.Namespace)
+		return fmt.Sprintf("embedded etcd listening on %s, data in %s, namespace %q, clients need the credentials in %s",
+			strings.Join(listen, ","), dir, c.Namespace, embedded.CredentialsPath(dir))
 	default:
 		return redact.Text(fmt.Sprintf("%s at %v, namespace %q", c.Type, c.ServerLists, c.Namespace))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CredentialsFile is the name of the file, in the data directory, that holds
@@ -92,21 +93,51 @@ func serverCredentials(dir string) (Credentials, error) {
 	return c, nil
 }
 
-// writeCredentials replaces the credentials file atomically: a temporary
-// file with mode 0600, synced, renamed over it, and the directory synced.
+// ClientURLsFile is the name of the file, in the data directory, where a
+// running server lists the client URLs it listens on, one a line, with the
+// real ports. It is rewritten at every start and may be stale when no
+// server runs.
+const ClientURLsFile = "client-urls"
+
+// RunningClientURLs returns the client URLs the server on dir listed when
+// it started (see ClientURLsFile), or an error wrapping os.ErrNotExist.
+func RunningClientURLs(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ClientURLsFile))
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd client URLs: %w", err)
+	}
+	var urls []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			urls = append(urls, line)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("embedded etcd client URLs: %s is empty", filepath.Join(dir, ClientURLsFile))
+	}
+	return urls, nil
+}
+
+// writeCredentials replaces the credentials file with c.
 func writeCredentials(dir string, c Credentials) error {
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, CredentialsFile+".*")
+	return writeFileAtomic(dir, CredentialsFile, append(data, '\n'))
+}
+
+// writeFileAtomic replaces dir/name atomically: a temporary file with mode
+// 0600, synced, renamed over it, and the directory synced.
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, name+".*")
 	if err != nil {
-		return fmt.Errorf("embedded etcd credentials: %w", err)
+		return fmt.Errorf("embedded etcd: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	err = tmp.Chmod(0o600)
 	if err == nil {
-		_, err = tmp.Write(append(data, '\n'))
+		_, err = tmp.Write(data)
 	}
 	if err == nil {
 		err = tmp.Sync()
@@ -115,10 +146,10 @@ func writeCredentials(dir string, c Credentials) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), CredentialsPath(dir))
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
 	}
 	if err != nil {
-		return fmt.Errorf("embedded etcd credentials: %w", err)
+		return fmt.Errorf("embedded etcd: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()

@@ -157,6 +157,13 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	for _, l := range e.Clients {
 		s.endpoints = append(s.endpoints, "http://"+l.Addr().String())
 	}
+	if err := writeFileAtomic(c.Dir, ClientURLsFile, []byte(strings.Join(s.endpoints, "\n")+"\n")); err != nil {
+		stop()
+		closing.Store(true)
+		e.Close()
+		unlock()
+		return nil, err
+	}
 	s.watchdog.Add(1)
 	go s.keepAuthOn(wctx)
 	return s, nil

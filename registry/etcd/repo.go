@@ -227,6 +227,10 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 }
 
 func credentialsError(endpoints []string, c Config, err error) error {
+	if c.Username == "" {
+		return fmt.Errorf("etcd at %v requires a username and password: %w (for the embedded registry of shardkeeper serve, they are in DATADIR/credentials.json: pass --data-dir DATADIR)",
+			endpoints, err)
+	}
 	return fmt.Errorf("etcd at %v rejected user %q: %w (check the username and password, and that the user's role may read and write namespace %q)",
 		endpoints, c.Username, err, c.Namespace)
 }
