@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -326,5 +327,19 @@ func TestWatchAcrossTokenRenewal(t *testing.T) {
 	}
 	if kv, err := r.Get(c, "/nodes/x"); err != nil || string(kv.Value) != "1" {
 		t.Fatalf("ephemeral key after two token expiries: %v, %v", kv, err)
+	}
+}
+
+// The running server lists its real client URLs in the data directory,
+// for tools that reach it while it runs.
+func TestClientURLsFile(t *testing.T) {
+	dir := t.TempDir()
+	s := startDir(t, dir)
+	got, err := RunningClientURLs(dir)
+	if err != nil || strings.Join(got, ",") != strings.Join(s.Endpoints(), ",") || strings.HasSuffix(got[0], ":0") {
+		t.Fatalf("RunningClientURLs = %v, %v; want %v", got, err, s.Endpoints())
+	}
+	if _, err := RunningClientURLs(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("RunningClientURLs of an empty dir = %v, want os.ErrNotExist", err)
 	}
 }
