@@ -153,25 +153,25 @@ func User(s string) string {
 	return s[:from+c+1] + Mask
 }
 
-// userinfo masks the password of scheme://user:password@host (the last @
-// before the query) or of a MySQL DSN user:password@tcp(host)/db.
+// userinfo masks the password of scheme://user:password@host or of a
+// MySQL DSN user:password@tcp(host)/db. The user information ends at the
+// last @ before the path or the last @ before the query, whichever comes
+// later, so a password holding @, /, ? or # (one of the last two at a
+// time) is masked whole.
 func userinfo(s string) string {
 	start, scheme := 0, false
 	if i := strings.Index(s, "://"); i >= 0 {
 		start, scheme = i+3, true
 	}
-	end := len(s)
-	if j := strings.IndexAny(s[start:], "?#"); j >= 0 {
-		end = start + j
+	rest := s[start:]
+	beforePath, beforeQuery := rest, rest
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		beforePath = rest[:j]
 	}
-	at := strings.LastIndexByte(s[start:end], '@')
-	if at < 0 && scheme {
-		// A password holding ? or #: the @ comes after it.
-		at = strings.IndexByte(s[start:], '@')
-		if at >= 0 && strings.ContainsAny(s[start:start+at], "/") {
-			at = -1
-		}
+	if j := strings.IndexAny(rest, "?#"); j >= 0 {
+		beforeQuery = rest[:j]
 	}
+	at := max(strings.LastIndexByte(beforePath, '@'), strings.LastIndexByte(beforeQuery, '@'))
 	if at < 0 {
 		return s
 	}

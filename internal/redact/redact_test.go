@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -25,6 +26,9 @@ func TestURL(t *testing.T) {
 		{"jdbc:mysql://user:p@ss@host:3306/db", "jdbc:mysql://user:******@host:3306/db"},
 		{"jdbc:postgresql://user:p@ss@host/db?password=SecB&sslmode=disable", "jdbc:postgresql://user:******@host/db?password=******&sslmode=disable"},
 		{"postgres://u:q?w#e@host/db", "postgres://u:******@host/db"},
+		{"postgres://u:p@s?s@host/db", "postgres://u:******@host/db"},
+		{"postgres://u:tiger/x@host/db", "postgres://u:******@host/db"},
+		{"jdbc:postgresql://h:5432/db?user=a@b.org", "jdbc:postgresql://h:5432/db?user=a@b.org"},
 		{"jdbc:postgresql://u@host/db", "jdbc:postgresql://u@host/db"},
 		{"jdbc:postgresql://u:@host/db", "jdbc:postgresql://u:@host/db"},
 		{"jdbc:mysql://address=(host=h)(port=3306)(user=u)(password=tiger)/db", "jdbc:mysql://address=(host=h)(port=3306)(user=u)(password=******)/db"},
@@ -229,4 +233,21 @@ func TestHandler(t *testing.T) {
 	if !strings.Contains(out, "token=true") || !strings.Contains(out, "password=******") {
 		t.Fatalf("log = %s", out)
 	}
+}
+
+// FuzzRedact feeds arbitrary text to every masking function: none may
+// panic, and a URL's parsed password never survives URL.
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"jdbc:mysql://u:p@ss@h/db?password=x", "root:pw@tcp(h)/db", "users:\n- a@b:c\n", "password='x", "a=b,c=d", "://@:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u := URL(s)
+		_, _, _ = Text(s), YAML([]byte(s)), User(s)
+		if pu, err := url.Parse(s); err == nil && strings.Contains(s, "://") {
+			if pw, ok := pu.User.Password(); ok && len(pw) >= 3 && !strings.Contains(Mask, pw) && strings.Contains(u, "@") && strings.Contains(u, ":"+pw+"@") {
+				t.Fatalf("URL(%q) = %q keeps the password %q", s, u, pw)
+			}
+		}
+	})
 }
