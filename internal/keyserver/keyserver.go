@@ -32,7 +32,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,22 +149,40 @@ func serveGoroutines(ctx context.Context, ln net.Listener, src Source) error {
 			c := newConn(src)
 			defer c.release()
 			buf := make([]byte, 0, readSize)
+		serve:
 			for {
 				if len(buf) == cap(buf) {
-					buf = slices.Grow(buf, len(buf))
+					if cap(buf) >= inputLimit {
+						break // process refuses a command this long first
+					}
+					buf = growInput(buf)
 				}
 				n, rerr := nc.Read(buf[len(buf):cap(buf)])
 				buf = buf[:len(buf)+n]
-				used, quit := c.process(ctx, buf)
-				if len(c.out) > 0 {
-					if _, werr := nc.Write(c.out); werr != nil {
+				// The write blocks until the client takes the replies:
+				// the commands after them wait in buf meanwhile.
+				for {
+					used, quit := c.process(ctx, buf)
+					buf = buf[:copy(buf, buf[used:])]
+					if len(c.out) > 0 {
+						if _, werr := nc.Write(c.out); werr != nil {
+							break serve
+						}
+						c.out = c.out[:0]
+					}
+					c.trim()
+					if quit {
+						break serve
+					}
+					if !c.more {
 						break
 					}
-					c.out = c.out[:0]
 				}
-				buf = buf[:copy(buf, buf[used:])]
-				if quit || rerr != nil {
+				if rerr != nil {
 					break
+				}
+				if len(buf) == 0 && cap(buf) > readSize {
+					buf = make([]byte, 0, readSize)
 				}
 			}
 			mu.Lock()
@@ -189,6 +206,31 @@ const readSize = 64 << 10
 // command is a protocol error.
 const maxRequest = 1 << 20
 
+// inputLimit bounds a connection's input buffer: an incomplete command of
+// up to maxRequest bytes and one read.
+const inputLimit = maxRequest + readSize
+
+// growInput returns in, copied into twice its capacity, at most
+// inputLimit.
+func growInput(in []byte) []byte {
+	grown := make([]byte, len(in), min(2*cap(in), inputLimit))
+	copy(grown, in)
+	return grown
+}
+
+// outputLimit bounds the replies a connection has pending, as Redis's
+// client output buffer limit does: once that much waits for the client
+// to read it, the connection's next commands are not run, and its input
+// is not read, until the client has taken the replies. Other connections
+// are served meanwhile. The limit is checked between commands, so one
+// reply may go past it (NEXTID 100000 is about 2.1 MB): a connection holds
+// at most outputLimit plus one reply.
+const outputLimit = 256 << 10
+
+// maxKeyReply is the size of a key's integer reply, at most (":" and 19
+// digits and CRLF), rounded up.
+const maxKeyReply = 24
+
 // conn is one client connection's protocol state; used by one goroutine
 // (or one event loop) at a time.
 type conn struct {
@@ -199,6 +241,11 @@ type conn struct {
 	// pending counts INCR / bare NEXTID commands read but not yet answered:
 	// they are answered together with one batch call.
 	pending int
+	// more says process stopped at outputLimit with commands left: call it
+	// again with the rest of the input once out is written.
+	more bool
+	// inline says the command parse returned came as an inline command.
+	inline bool
 	// wait bounds key waits to about keyWait; it is renewed every second
 	// rather than per command (a timer per command costs 6% of the CPU).
 	wait       context.Context
@@ -226,15 +273,32 @@ func (c *conn) release() {
 	}
 }
 
+// outSize is the output buffer a connection starts with and returns to.
+const outSize = 16 << 10
+
 func newConn(src Source) *conn {
-	return &conn{src: src, out: make([]byte, 0, 16<<10), args: make([][]byte, 0, 8)}
+	return &conn{src: src, out: make([]byte, 0, outSize), args: make([][]byte, 0, 8)}
 }
 
-// process runs every complete command in in, appends the replies to
-// c.out, and returns how many bytes it consumed and whether the
-// connection must close (QUIT, or a protocol error, which is answered).
+// trim lets an empty output buffer that grew for a large reply go.
+func (c *conn) trim() {
+	if len(c.out) == 0 && cap(c.out) > outputLimit {
+		c.out = make([]byte, 0, outSize)
+	}
+}
+
+// process runs the complete commands in in, appends the replies to c.out,
+// and returns how many bytes it consumed and whether the connection must
+// close (QUIT, a request that looks like HTTP, or a protocol error, which
+// is answered). It stops early, with c.more set, once c.out holds
+// outputLimit bytes: the rest of in waits until c.out is written.
 func (c *conn) process(ctx context.Context, in []byte) (used int, quit bool) {
+	c.more = false
 	for {
+		if len(c.out)+c.pending*maxKeyReply >= outputLimit {
+			c.more = used < len(in)
+			break
+		}
 		args, n, err := c.parse(in[used:])
 		if err != nil {
 			c.flushPending(ctx)
@@ -250,13 +314,34 @@ func (c *conn) process(ctx context.Context, in []byte) (used int, quit bool) {
 			break
 		}
 		used += n
-		if len(args) > 0 && c.dispatch(ctx, args) {
+		if len(args) == 0 {
+			continue
+		}
+		if c.looksLikeHTTP(args) {
+			// A browser's request (a cross-protocol attack, or a
+			// mistake): close at its first line, as Redis does, so that
+			// no header or body line runs as a command.
+			c.flushPending(ctx)
+			return len(in), true
+		}
+		if c.dispatch(ctx, args) {
 			quit = true
 			break
 		}
 	}
 	c.flushPending(ctx)
 	return used, quit
+}
+
+// looksLikeHTTP says whether the command is an HTTP request line or
+// header: POST or Host: as the command name (Redis closes on those two),
+// or an inline line that ends in an HTTP version ("GET / HTTP/1.1").
+func (c *conn) looksLikeHTTP(args [][]byte) bool {
+	if eq(args[0], "POST") || eq(args[0], "Host:") {
+		return true
+	}
+	last := args[len(args)-1]
+	return c.inline && len(args) == 3 && len(last) >= 5 && eq(last[:5], "HTTP/")
 }
 
 // dispatch runs one command, appending its reply to c.out (or counting it
@@ -419,7 +504,8 @@ func (c *conn) parse(in []byte) (args [][]byte, n int, err error) {
 		return nil, 0, nil
 	}
 	c.args = c.args[:0]
-	if len(line) == 0 || line[0] != '*' {
+	c.inline = len(line) == 0 || line[0] != '*'
+	if c.inline {
 		for f := range bytes.FieldsSeq(line) {
 			c.args = append(c.args, f)
 		}
@@ -443,6 +529,9 @@ func (c *conn) parse(in []byte) (args [][]byte, n int, err error) {
 		}
 		if len(rest) < size+2 {
 			return nil, 0, nil
+		}
+		if rest[size] != '\r' || rest[size+1] != '\n' {
+			return nil, 0, protocolError("expected CRLF after bulk data")
 		}
 		c.args = append(c.args, rest[:size:size])
 		rest = rest[size+2:]

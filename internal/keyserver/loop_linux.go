@@ -32,7 +32,7 @@ type econn struct {
 	fd      int
 	c       *conn
 	in      []byte
-	pending []byte // unwritten output (the socket was full)
+	pending []byte // unwritten output (the socket was full); not read meanwhile
 	quit    bool   // close once pending is written
 }
 
@@ -226,12 +226,20 @@ func (l *loop) run(ctx context.Context) {
 	}
 }
 
-// serve reads what is there and handles it.
+// serve reads what is there and handles it. A connection with output
+// pending is not read (its EPOLLIN is off): its input waits in the
+// socket, and the client's writes block, until it takes its replies.
 func (l *loop) serve(ctx context.Context, e *econn) {
+	if len(e.pending) > 0 || e.quit {
+		return
+	}
 	if len(e.in) == cap(e.in) {
-		grown := make([]byte, len(e.in), 2*cap(e.in))
-		copy(grown, e.in)
-		e.in = grown
+		if cap(e.in) >= inputLimit {
+			// process refuses a command this long before it gets here.
+			l.close(e)
+			return
+		}
+		e.in = growInput(e.in)
 	}
 	n, err := rawRead(e.fd, e.in[len(e.in):cap(e.in)])
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
@@ -243,32 +251,43 @@ func (l *loop) serve(ctx context.Context, e *econn) {
 		return
 	}
 	e.in = e.in[:len(e.in)+n]
-	// With output still pending, the input waits in e.in: flush handles
-	// it once the socket drains.
-	if len(e.pending) == 0 {
-		l.handle(ctx, e)
-	}
+	l.handle(ctx, e)
 }
 
-// handle runs the complete commands in e.in and writes the replies.
+// handle runs the complete commands in e.in and writes the replies, a
+// reply buffer (outputLimit) at a time, until the input has no complete
+// command left or the socket is full.
 func (l *loop) handle(ctx context.Context, e *econn) {
+	for !e.quit {
+		used, quit := e.c.process(ctx, e.in)
+		e.in = e.in[:copy(e.in, e.in[used:])]
+		e.quit = quit
+		if !l.write(e, e.c.out) {
+			return
+		}
+		e.c.out = e.c.out[:0]
+		if len(e.pending) > 0 {
+			// e.pending is the unwritten end of e.c.out's array:
+			// nothing is appended to e.c.out until it is written.
+			return
+		}
+		e.c.trim()
+		if !e.c.more {
+			break
+		}
+	}
 	if e.quit {
-		return
-	}
-	used, quit := e.c.process(ctx, e.in)
-	e.in = e.in[:copy(e.in, e.in[used:])]
-	e.quit = quit
-	if !l.write(e, e.c.out) {
-		return
-	}
-	e.c.out = e.c.out[:0]
-	if e.quit && len(e.pending) == 0 {
 		l.close(e)
+		return
+	}
+	if len(e.in) == 0 && cap(e.in) > readSize {
+		e.in = make([]byte, 0, readSize)
 	}
 }
 
-// write sends out, keeping what the socket does not take for EPOLLOUT. It
-// returns false when it closed the connection.
+// write sends out; what the socket does not take becomes e.pending, and
+// the connection waits for EPOLLOUT instead of EPOLLIN. It returns false
+// when it closed the connection.
 func (l *loop) write(e *econn, out []byte) bool {
 	for len(out) > 0 {
 		n, err := rawWrite(e.fd, out)
@@ -282,8 +301,8 @@ func (l *loop) write(e *econn, out []byte) bool {
 			continue
 		}
 		if errors.Is(err, syscall.EAGAIN) {
-			e.pending = append(e.pending[:0], out...)
-			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP, Fd: int32(e.fd)}
+			e.pending = out
+			ev := syscall.EpollEvent{Events: syscall.EPOLLOUT, Fd: int32(e.fd)}
 			_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, e.fd, &ev)
 			return true
 		}
@@ -293,24 +312,25 @@ func (l *loop) write(e *econn, out []byte) bool {
 	return true
 }
 
-// flush writes pending output once the socket drains, then handles the
-// input that waited for it. It returns false when it closed the
-// connection.
+// flush writes pending output once the socket drains; when it is all
+// written, the connection is read again and the input that waited is
+// handled. It returns false when it closed the connection.
 func (l *loop) flush(ctx context.Context, e *econn) bool {
 	out := e.pending
 	e.pending = nil
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(e.fd)}
-	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, e.fd, &ev)
 	if !l.write(e, out) {
 		return false
 	}
 	if len(e.pending) > 0 {
 		return true
 	}
+	e.c.trim()
 	if e.quit {
 		l.close(e)
 		return false
 	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(e.fd)}
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, e.fd, &ev)
 	if len(e.in) > 0 {
 		l.handle(ctx, e)
 		return l.conns[e.fd] == e

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,8 +18,8 @@ import (
 // one reply datagram per request.
 //
 //	request  "SKK1" | id (8 bytes) | count (uint32) | zero padding   udpRequestLen(count) bytes or more
-//	reply    "SKK1" | id (8 bytes) | count (uint32) | count keys (int64 each)
-//	error    "SKK1" | id (8 bytes) | 0 (uint32)     | message (UTF-8)
+//	reply    "SKR1" | id (8 bytes) | count (uint32) | count keys (int64 each)
+//	error    "SKR1" | id (8 bytes) | 0 (uint32)     | message (UTF-8)
 //
 // Integers are big-endian. The id is the client's, echoed so that it can
 // match a reply to its request; count is 1..MaxUDPCount. The server keeps
@@ -26,13 +28,23 @@ import (
 // keys, and keys of a lost reply are never used, which is safe because
 // every key is issued once. Datagrams that are not requests are dropped.
 //
+// A reply starts with its own magic, so a reply is never a request: a
+// datagram whose source address is forged to be another key port (of
+// this node or another) gets one reply, which that port drops. A
+// datagram whose source is the server's own port on a local address
+// (forged: the server never sends to itself) is dropped unanswered.
+//
 // A request is padded to 8*count+8 bytes (16 at least: a one-key request
 // is 16 bytes, its reply 24), so a reply is never more than 1.5 times its
-// request, and an error reply never more than 3 times: the port cannot
-// amplify a flood sent with a forged source address. There is no
-// authentication: bind it to loopback or a trusted network.
+// request, and an error reply never more than 3 times: a flood sent with
+// a forged source address reaches its victim at most that much larger,
+// one reply per datagram sent. There is no authentication: bind it to
+// loopback or a trusted network.
 const (
-	udpMagic       = "SKK1"
+	// UDPRequestMagic starts every request datagram.
+	UDPRequestMagic = "SKK1"
+	// UDPReplyMagic starts every reply datagram, keys or error.
+	UDPReplyMagic  = "SKR1"
 	udpRequestSize = 16
 	udpHeaderSize  = 16
 	// MaxUDPCount is the most keys one datagram request may ask for (the
@@ -46,7 +58,7 @@ func udpRequestLen(count int) int { return max(udpRequestSize, 8*count+8) }
 
 // appendUDPRequest appends a request datagram, padded.
 func appendUDPRequest(dst []byte, id uint64, count int) []byte {
-	dst = append(dst, udpMagic...)
+	dst = append(dst, UDPRequestMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(count))
 	for range udpRequestLen(count) - udpRequestSize {
@@ -59,7 +71,7 @@ func appendUDPRequest(dst []byte, id uint64, count int) []byte {
 // false when b is not one (drop it). A count out of range or a request
 // not padded for its count is returned as is: the reply is an error.
 func parseUDPRequest(b []byte) (id uint64, count int, ok bool) {
-	if len(b) < udpRequestSize || string(b[:4]) != udpMagic {
+	if len(b) < udpRequestSize || string(b[:4]) != UDPRequestMagic {
 		return 0, 0, false
 	}
 	return binary.BigEndian.Uint64(b[4:12]), int(binary.BigEndian.Uint32(b[12:16])), true
@@ -71,7 +83,7 @@ func validUDPRequest(d []byte, count int) bool {
 }
 
 func appendUDPKeys(dst []byte, id uint64, keys []int64) []byte {
-	dst = append(dst, udpMagic...)
+	dst = append(dst, UDPReplyMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keys)))
 	for _, k := range keys {
@@ -86,10 +98,54 @@ func appendUDPError(dst []byte, id uint64, msg string, reqLen int) []byte {
 	if room := 3*reqLen - udpHeaderSize; len(msg) > room {
 		msg = msg[:max(room, 0)]
 	}
-	dst = append(dst, udpMagic...)
+	dst = append(dst, UDPReplyMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint32(dst, 0)
 	return append(dst, msg...)
+}
+
+// ownAddress recognises the server's own address as a datagram's source:
+// the server's port on a loopback, unspecified or local interface address.
+// Such a datagram is forged (the server never sends to itself), and an
+// answer would reach the server again. The interface addresses are read
+// when a datagram from the server's port arrives, at most once a second.
+// Used by one goroutine at a time.
+type ownAddress struct {
+	port   uint16
+	local  []netip.Addr
+	readAt time.Time
+}
+
+func newOwnAddress(local net.Addr) *ownAddress {
+	o := &ownAddress{}
+	if ua, ok := local.(*net.UDPAddr); ok {
+		o.port = uint16(ua.Port)
+	}
+	return o
+}
+
+// is reports whether addr:port is the server's own address.
+func (o *ownAddress) is(addr netip.Addr, port uint16) bool {
+	if port != o.port || o.port == 0 {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	if addr.IsLoopback() || addr.IsUnspecified() {
+		return true
+	}
+	if now := time.Now(); now.Sub(o.readAt) >= time.Second {
+		o.readAt = now
+		o.local = o.local[:0]
+		ifaddrs, _ := net.InterfaceAddrs()
+		for _, ia := range ifaddrs {
+			if ipn, ok := ia.(*net.IPNet); ok {
+				if a, ok := netip.AddrFromSlice(ipn.IP); ok {
+					o.local = append(o.local, a.Unmap())
+				}
+			}
+		}
+	}
+	return slices.Contains(o.local, addr)
 }
 
 // udpBatch answers the requests of one receive: it asks src for all their
@@ -163,6 +219,7 @@ func serveUDPSimple(ctx context.Context, pc net.PacketConn, src Source) error {
 	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
 	defer stop()
 	b := newUDPBatch(src)
+	own := newOwnAddress(pc.LocalAddr())
 	buf := make([]byte, udpRequestLen(MaxUDPCount)+1)
 	in, out := make([][]byte, 1), make([][]byte, 1)
 	for {
@@ -173,6 +230,11 @@ func serveUDPSimple(ctx context.Context, pc net.PacketConn, src Source) error {
 				return nil
 			}
 			return fmt.Errorf("keyserver: udp: %w", err)
+		}
+		if ua, ok := addr.(*net.UDPAddr); ok {
+			if ap := ua.AddrPort(); own.is(ap.Addr(), ap.Port()) {
+				continue
+			}
 		}
 		in[0] = buf[:n]
 		b.answer(ctx, in, out)
@@ -277,7 +339,7 @@ func (c *UDPClient) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64,
 				return dst, fmt.Errorf("keyserver: udp receive: %w", err)
 			}
 			b := c.buf[:m]
-			if m < udpHeaderSize || string(b[:4]) != udpMagic || binary.BigEndian.Uint64(b[4:12]) != c.id {
+			if m < udpHeaderSize || string(b[:4]) != UDPReplyMagic || binary.BigEndian.Uint64(b[4:12]) != c.id {
 				continue // a late reply to an earlier try or request
 			}
 			count := int(binary.BigEndian.Uint32(b[12:16]))

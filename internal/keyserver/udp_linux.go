@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -57,6 +58,7 @@ const (
 // gets its own reply datagram; a run only saves the kernel the work per
 // datagram.
 func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
+	own := newOwnAddress(uc.LocalAddr())
 	fd, err := dupSocket(uc, false)
 	_ = uc.Close()
 	if err != nil {
@@ -74,7 +76,7 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	l := newUDPLoop(fd, src)
+	l := newUDPLoop(fd, src, own)
 	for ctx.Err() == nil {
 		n, errno := l.receive()
 		switch errno {
@@ -98,6 +100,7 @@ func serveUDPMmsg(ctx context.Context, uc *net.UDPConn, src Source) error {
 type udpLoop struct {
 	fd    int
 	batch *udpBatch
+	own   *ownAddress
 
 	// The receive side: one slot per datagram or run.
 	rh    [udpBatchSize]mmsghdr
@@ -120,8 +123,8 @@ type udpLoop struct {
 	runs  [][]byte // a run's replies, copied end to end
 }
 
-func newUDPLoop(fd int, src Source) *udpLoop {
-	l := &udpLoop{fd: fd, batch: newUDPBatch(src), bufs: make([]byte, udpBatchSize*udpSlot),
+func newUDPLoop(fd int, src Source, own *ownAddress) *udpLoop {
+	l := &udpLoop{fd: fd, batch: newUDPBatch(src), own: own, bufs: make([]byte, udpBatchSize*udpSlot),
 		rctl: make([]byte, udpBatchSize*segmentControlSpace)}
 	for i := range l.riov {
 		l.riov[i].Base = &l.bufs[i*udpSlot]
@@ -132,7 +135,7 @@ func newUDPLoop(fd int, src Source) *udpLoop {
 
 // receive waits for the first datagram and takes up to udpBatchSize with
 // one recvmmsg, then splits runs into their requests. It returns how many
-// requests there are.
+// requests there are. Datagrams from the server's own address are dropped.
 func (l *udpLoop) receive() (int, syscall.Errno) {
 	for i := range l.rh {
 		l.rh[i].hdr = syscall.Msghdr{Name: (*byte)(unsafe.Pointer(&l.addrs[i])), Namelen: syscall.SizeofSockaddrAny,
@@ -145,7 +148,7 @@ func (l *udpLoop) receive() (int, syscall.Errno) {
 	}
 	l.requests, l.from = l.requests[:0], l.from[:0]
 	for i := range int(r) {
-		if l.rh[i].hdr.Flags&syscall.MSG_TRUNC != 0 {
+		if l.rh[i].hdr.Flags&syscall.MSG_TRUNC != 0 || l.fromOwnAddress(i) {
 			continue
 		}
 		d := l.bufs[i*udpSlot : i*udpSlot+int(l.rh[i].len)]
@@ -161,6 +164,23 @@ func (l *udpLoop) receive() (int, syscall.Errno) {
 		}
 	}
 	return len(l.requests), 0
+}
+
+// fromOwnAddress reports whether slot's datagram came from the server's
+// own address.
+func (l *udpLoop) fromOwnAddress(slot int) bool {
+	sa := &l.addrs[slot]
+	switch sa.Addr.Family {
+	case syscall.AF_INET:
+		in4 := (*syscall.RawSockaddrInet4)(unsafe.Pointer(sa))
+		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&in4.Port))[:])
+		return port == l.own.port && l.own.is(netip.AddrFrom4(in4.Addr), port)
+	case syscall.AF_INET6:
+		in6 := (*syscall.RawSockaddrInet6)(unsafe.Pointer(sa))
+		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&in6.Port))[:])
+		return port == l.own.port && l.own.is(netip.AddrFrom16(in6.Addr), port)
+	}
+	return false
 }
 
 // answer issues the keys of the n requests received and builds their

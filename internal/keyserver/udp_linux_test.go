@@ -117,7 +117,7 @@ func TestUDPRuns(t *testing.T) {
 			check := func(replies [][]byte, want map[uint64]int) {
 				t.Helper()
 				for _, r := range replies {
-					if len(r) < udpHeaderSize || string(r[:4]) != udpMagic {
+					if len(r) < udpHeaderSize || string(r[:4]) != UDPReplyMagic {
 						t.Fatalf("reply %x: not a reply", r)
 					}
 					id := binary.BigEndian.Uint64(r[4:12])

@@ -57,11 +57,6 @@ const (
 	tagBits = 2
 )
 
-// maxQueued bounds the replies waiting behind a send in flight: past it
-// the connection is not read until the send completes (a client that
-// pipelines without reading its replies).
-const maxQueued = 256 << 10
-
 // startUloop sets up a uloop on its own locked thread (the ring's only
 // issuer) and returns it once it runs, or the setup error.
 func startUloop(ctx context.Context, src Source, wg *sync.WaitGroup) (*uloop, error) {
@@ -223,11 +218,7 @@ func (l *uloop) complete(ctx context.Context, ud uint64, res int32) {
 			break
 		}
 		u.in = u.in[:len(u.in)+int(res)]
-		if !u.quit {
-			used, quit := u.c.process(ctx, u.in)
-			u.in = u.in[:copy(u.in, u.in[used:])]
-			u.quit = quit
-		}
+		l.process(ctx, u)
 		l.send(u)
 		l.recv(u)
 	case tagSend:
@@ -242,28 +233,47 @@ func (l *uloop) complete(ctx context.Context, ud uint64, res int32) {
 			return
 		}
 		u.sending, u.sent = u.sending[:0], 0
+		if u.c.more {
+			l.process(ctx, u)
+		}
 		l.send(u)
 		l.recv(u)
 	}
 	l.settle(u)
 }
 
+// process runs the complete commands in u.in, up to outputLimit of
+// replies (u.c.more: commands are left for when the replies are sent).
+// A receive in flight owns u.in[len:cap]: then nothing is run (it is
+// never the case, since no receive is queued while u.c.more).
+func (l *uloop) process(ctx context.Context, u *uconn) {
+	if u.quit || u.done || u.recvIn {
+		return
+	}
+	used, quit := u.c.process(ctx, u.in)
+	u.in = u.in[:copy(u.in, u.in[used:])]
+	u.quit = quit
+	if len(u.in) == 0 && cap(u.in) > readSize {
+		u.in = make([]byte, 0, readSize)
+	}
+}
+
 // recv queues a receive unless one is in flight or the connection should
-// not read now.
+// not read now: it quit, failed, or has commands left that wait for its
+// replies to be sent (the client does not read them), so that its input
+// stays in the socket and the client's writes block.
 func (l *uloop) recv(u *uconn) {
-	if u.recvIn || u.quit || u.done || len(u.c.out) > maxQueued {
+	if u.recvIn || u.quit || u.done || u.c.more {
 		return
 	}
 	if len(u.in) == cap(u.in) {
-		if len(u.in) >= maxRequest+readSize {
+		if cap(u.in) >= inputLimit {
 			// process answers an oversized request with an error
 			// and quits, so this is not reached; stop reading anyway.
 			u.done = true
 			return
 		}
-		grown := make([]byte, len(u.in), 2*cap(u.in))
-		copy(grown, u.in)
-		u.in = grown
+		u.in = growInput(u.in)
 	}
 	e := l.submit()
 	e.opcode, e.fd = opRecv, int32(u.fd)
@@ -281,6 +291,7 @@ func (l *uloop) send(u *uconn) {
 	// Swap buffers: the kernel reads sending while replies accumulate in
 	// c.out.
 	u.sending, u.c.out = u.c.out, u.sending[:0]
+	u.c.trim()
 	u.sent = 0
 	l.sendRest(u)
 }

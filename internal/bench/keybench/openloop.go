@@ -400,7 +400,7 @@ func (u *udpSender) add(id uint64) {
 		u.flush()
 	}
 	b := u.bufs[u.n][:]
-	copy(b, "SKK1")
+	copy(b, keyserver.UDPRequestMagic)
 	binary.BigEndian.PutUint64(b[4:12], id)
 	binary.BigEndian.PutUint32(b[12:16], 1)
 	u.n++
@@ -611,7 +611,7 @@ func (f *udpFlow) receive() bool {
 // request's latency.
 func (f *udpFlow) record(b []byte, now time.Time) {
 	res := f.res
-	if len(b) < 16 || string(b[:4]) != "SKK1" {
+	if len(b) < 16 || string(b[:4]) != keyserver.UDPReplyMagic {
 		res.errs++
 		return
 	}
