@@ -23,6 +23,15 @@
 // command that has to wait (the next millisecond's sequence, a time
 // reservation) holds up its loop for that long.
 //
+// Every I/O mode bounds what one connection holds: its unparsed input at
+// inputLimit (a longer command is a protocol error), its pending replies
+// at outputLimit plus one reply. A client that does not read its replies
+// gets no more commands run and is not read until it does (its writes
+// block); other connections are served meanwhile. A connection whose
+// command is an HTTP request line or a Host: header is closed without
+// running it, as Redis does, so that a web page cannot post commands to
+// the port.
+//
 // There is no authentication: bind it to loopback or a trusted network.
 package keyserver
 
