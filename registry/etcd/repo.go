@@ -64,6 +64,9 @@ type Config struct {
 	// control characters; at most 255 bytes.
 	Namespace string
 	// Username and Password enable etcd authentication when Username is set.
+	// The token they get is renewed whenever the server refuses it (it
+	// expired after etcd's --auth-token-ttl unused, or the server
+	// restarted), etcd 3.4 included.
 	Username, Password string
 	// TLS, when not nil, is used for the connection (use https:// endpoints).
 	TLS *tls.Config
@@ -178,18 +181,25 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 	for i, e := range c.Endpoints {
 		endpoints[i] = strings.TrimSpace(e)
 	}
-	client, err := clientv3.New(clientv3.Config{
+	cc := clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: c.DialTimeout,
-		Username:    c.Username,
-		Password:    c.Password,
 		TLS:         c.TLS,
 		Logger:      lg,
 		// Keep the connection checked while idle, so a dead member is
 		// noticed before the next request.
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: c.DialTimeout,
-	})
+	}
+	var auth *tokenAuth
+	if c.Username != "" {
+		auth = &tokenAuth{user: c.Username, password: c.Password}
+		cc.DialOptions = auth.dialOptions()
+	}
+	client, err := clientv3.New(cc)
+	if err == nil && auth != nil {
+		auth.setClient(client)
+	}
 	if err != nil {
 		if isAuthError(err) {
 			return nil, credentialsError(endpoints, c, err)
