@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,51 @@ func TestUDPNoAmplification(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOwnAddress: the server's port on a loopback, unspecified or local
+// interface address is its own; another port, or a remote address, is not.
+func TestOwnAddress(t *testing.T) {
+	o := newOwnAddress(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7001})
+	cases := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:7001", true},
+		{"127.0.0.53:7001", true},
+		{"[::1]:7001", true},
+		{"[::ffff:127.0.0.1]:7001", true},
+		{"0.0.0.0:7001", true},
+		{"127.0.0.1:7002", false},
+	}
+	local := map[string]bool{}
+	ifaddrs, _ := net.InterfaceAddrs()
+	for _, ia := range ifaddrs {
+		if ipn, ok := ia.(*net.IPNet); ok && !ipn.IP.IsLoopback() {
+			local[ipn.IP.String()] = true
+			cases = append(cases, struct {
+				addr string
+				want bool
+			}{net.JoinHostPort(ipn.IP.String(), "7001"), true})
+		}
+	}
+	// Documentation addresses that are not this host's.
+	for _, remote := range []string{"203.0.113.7", "198.51.100.7", "2001:db8::7"} {
+		if !local[remote] {
+			cases = append(cases, struct {
+				addr string
+				want bool
+			}{net.JoinHostPort(remote, "7001"), false})
+		}
+	}
+	for _, c := range cases {
+		ap := netip.MustParseAddrPort(c.addr)
+		if got := o.is(ap.Addr(), ap.Port()); got != c.want {
+			t.Errorf("%s: own address %v, want %v", c.addr, got, c.want)
+		}
+	}
+	if newOwnAddress(nil).is(netip.MustParseAddr("127.0.0.1"), 0) {
+		t.Error("port 0 taken for the server's own")
 	}
 }
