@@ -343,3 +343,34 @@ func TestClientURLsFile(t *testing.T) {
 		t.Fatalf("RunningClientURLs of an empty dir = %v, want os.ErrNotExist", err)
 	}
 }
+
+// A data directory or credentials file of another user is not trusted:
+// its owner could read or have chosen the password. (Changing owners needs
+// root.)
+func TestDataDirOwnedByAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	const nobody = 65534
+	dir := t.TempDir()
+	if err := os.Chown(dir, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(ctx(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Fatalf("Start on a directory of another user = %v, want an error saying so", err)
+	}
+
+	dir = t.TempDir()
+	if err := os.WriteFile(CredentialsPath(dir), []byte(`{"username":"root","password":"planted"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(CredentialsPath(dir), nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	s := startDir(t, dir)
+	if _, pw := fileCredentials(t, dir); pw == "planted" {
+		t.Fatal("a credentials file of another user was kept")
+	}
+	refused(t, s.Endpoints())
+	ownerClient(t, dir, s.Endpoints())
+}

@@ -70,14 +70,17 @@ func LoadCredentials(dir string) (Credentials, error) {
 
 // serverCredentials returns the credentials the server on dir is to be
 // protected with: the ones in the file when it is present, valid, for
-// RootUser and readable by its owner only; otherwise new ones (a random
-// 256-bit password) written to the file with mode 0600 first. Replacing the
-// file changes the root password at the next start.
+// RootUser, owned by this process's user and readable by it only;
+// otherwise new ones (a random 256-bit password) written to the file with
+// mode 0600 first. Replacing the file changes the root password at the
+// next start.
 func serverCredentials(dir string) (Credentials, error) {
 	path := CredentialsPath(dir)
 	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o077 == 0 {
-		if c, err := LoadCredentials(dir); err == nil && c.Username == RootUser {
-			return c, nil
+		if _, other := ownedByOther(st); !other {
+			if c, err := LoadCredentials(dir); err == nil && c.Username == RootUser {
+				return c, nil
+			}
 		}
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return Credentials{}, fmt.Errorf("embedded etcd credentials: %w", err)

@@ -128,6 +128,12 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: data dir: %w", err)
 	}
+	if fi, err := os.Stat(c.Dir); err != nil {
+		return nil, fmt.Errorf("embedded etcd: data dir: %w", err)
+	} else if uid, other := ownedByOther(fi); other {
+		return nil, fmt.Errorf("embedded etcd: data dir %s belongs to uid %d, not to the user this process runs as (uid %d): its owner could read the registry's credentials; use a directory of your own",
+			c.Dir, uid, os.Getuid())
+	}
 	if err := os.Chmod(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: data dir: %w", err)
 	}
