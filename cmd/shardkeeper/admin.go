@@ -76,16 +76,18 @@ func addAdminCommands(root *cobra.Command) {
 // (--server) or the registry itself (--conf DIR or the registry flags).
 type target struct {
 	reg    registryFlags
-	server string
-	token  string
-	output string
+	server    string
+	token     string
+	tokenFile string
+	output    string
 }
 
 func (t *target) register(cmd *cobra.Command) {
 	t.reg.register(cmd)
 	fl := cmd.PersistentFlags()
 	fl.StringVar(&t.server, "server", "", "a node's HTTP API, e.g. http://127.0.0.1:8080 (default $"+envServer+"); without it the registry is read directly")
-	fl.StringVar(&t.token, "token", "", "bearer token for changes through --server (default $"+envToken+")")
+	fl.StringVar(&t.token, "token", "", "bearer token for changes through --server; other local users see it in ps and it stays in shell history: prefer --token-file or $"+envToken)
+	fl.StringVar(&t.tokenFile, "token-file", "", "file holding the bearer token for changes through --server (default $"+envToken+")")
 	fl.StringVarP(&t.output, "output", "o", "table", "output format: table, json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkPersistentFlagDirname("conf")
@@ -96,8 +98,17 @@ func (t *target) check() error {
 	if t.server == "" {
 		t.server = os.Getenv(envServer)
 	}
-	if t.token == "" {
-		t.token = os.Getenv(envToken)
+	switch {
+	case t.token != "" && t.tokenFile != "":
+		return usagef("--token and --token-file both give the token: give one")
+	case t.tokenFile != "":
+		token, err := readTokenFile(context.Background(), "--token-file", t.tokenFile)
+		if err != nil {
+			return err
+		}
+		t.token = token
+	case t.token == "":
+		t.token = strings.TrimSpace(os.Getenv(envToken))
 	}
 	switch t.output {
 	case "table", "json", "yaml":
@@ -119,7 +130,7 @@ func (t *target) client() (*apiClient, error) { return newAPIClient(t.server, t.
 func (t *target) withRegistry(ctx context.Context, fn func(context.Context, registry.Repository) error) error {
 	r, err := openFromFlags(ctx, &t.reg)
 	if err != nil {
-		if rc, rerr := t.reg.repository(); rerr == nil && rc.Type == config.RepositoryEmbedded && strings.Contains(err.Error(), "in use") {
+		if rc, rerr := t.reg.repository(ctx); rerr == nil && rc.Type == config.RepositoryEmbedded && strings.Contains(err.Error(), "in use") {
 			return fmt.Errorf("%w\nA node is running on it: ask that node with --server URL (its HTTP API, default http://127.0.0.1:8080),\n"+
 				"or read its embedded etcd with --repository-type etcd --server-lists URL --data-dir %s", err, rc.DataDir)
 		}
@@ -133,13 +144,13 @@ func (t *target) withRegistry(ctx context.Context, fn func(context.Context, regi
 
 // modeType is the mode_type column: the conf dir's mode, else Cluster on
 // etcd and ZooKeeper, Standalone on the embedded registry.
-func (t *target) modeType() string {
+func (t *target) modeType(ctx context.Context) string {
 	if t.reg.confDir != "" {
-		if m, err := config.LoadMode(t.reg.confDir); err == nil {
+		if m, err := config.LoadMode(ctx, t.reg.confDir); err == nil {
 			return m.Type
 		}
 	}
-	if rc, err := t.reg.repository(); err == nil && rc.Type == config.RepositoryEmbedded {
+	if rc, err := t.reg.repository(ctx); err == nil && rc.Type == config.RepositoryEmbedded {
 		return config.ModeStandalone
 	}
 	return config.ModeCluster

@@ -47,7 +47,7 @@ func TestAdminAgainstServe(t *testing.T) {
 	cli(0, `"instance_id": "cli-e2e"`, "nodes", "show", "-o", "json")
 	cli(0, "instance_id: cli-e2e", "nodes", "show", "cli-e2e", "-o", "yaml")
 	cli(1, `compute node "nobody" is not online`, "nodes", "show", "nobody")
-	cli(1, "pass --token or set SHARDKEEPER_TOKEN", "nodes", "disable", "cli-e2e")
+	cli(1, "pass --token-file or set SHARDKEEPER_TOKEN", "nodes", "disable", "cli-e2e")
 	cli(1, "`cli-e2e` is the currently in use instance and cannot be disabled", "nodes", "disable", "cli-e2e", "--token", "e2e-token")
 
 	out := cli(0, "key", "keys", "next", "-n", "5")

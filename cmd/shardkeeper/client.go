@@ -35,7 +35,7 @@ func (e *apiError) Error() string {
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
-		return msg + ": pass --token or set " + envToken + " to the node's API token"
+		return msg + ": pass --token-file or set " + envToken + " to the node's API token"
 	case http.StatusForbidden:
 		return msg + ": the token is not allowed to change the cluster"
 	case http.StatusServiceUnavailable:

@@ -180,7 +180,7 @@ func listNodes(ctx context.Context, t *target) ([]cluster.Row, error) {
 		return resp.Nodes, nil
 	}
 	var nodes []cluster.Row
-	mode := t.modeType()
+	mode := t.modeType(ctx)
 	err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
 		insts, err := cluster.LoadInstances(ctx, r, nil)
 		for _, inst := range insts {

@@ -157,7 +157,7 @@ func withRepo(f *registryFlags, fn func(context.Context, registry.Repository, []
 }
 
 func openFromFlags(ctx context.Context, f *registryFlags) (registry.Repository, error) {
-	rc, err := f.repository()
+	rc, err := f.repository(ctx)
 	if err != nil {
 		return nil, err
 	}

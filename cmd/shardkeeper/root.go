@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -59,11 +60,12 @@ func (f *registryFlags) register(cmd *cobra.Command) {
 }
 
 // repository resolves the flags into a repository config: --conf first,
-// then individual flags on top; with neither, the embedded default.
-func (f *registryFlags) repository() (config.Repository, error) {
+// then individual flags on top; with neither, the embedded default. ctx
+// bounds reading the conf dir.
+func (f *registryFlags) repository(ctx context.Context) (config.Repository, error) {
 	mode := config.DefaultMode()
 	if f.confDir != "" {
-		m, err := config.LoadMode(f.confDir)
+		m, err := config.LoadMode(ctx, f.confDir)
 		if err != nil {
 			return config.Repository{}, err
 		}

@@ -60,7 +60,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 				node.InstanceID, node.RandomInstanceID = cluster.NewInstanceID(), true
 			}
 			log := newLogger(cmd.ErrOrStderr(), logFormat, node.InstanceID)
-			httpConf, err := hf.config(cmd.Flags().Changed("http"))
+			httpConf, err := hf.config(cmd.Context(), cmd.Flags().Changed("http"))
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 			mode := config.DefaultMode()
 			repo := mode.Repository
 			if f.confDir != "" {
-				c, err := config.Load(f.confDir)
+				c, err := config.Load(cmd.Context(), f.confDir)
 				if err != nil {
 					return err
 				}
@@ -163,8 +163,8 @@ type httpFlags struct {
 
 // config resolves the flags; nil means no HTTP server. explicit says
 // whether --http was given (only the default address falls back to a free
-// port when busy).
-func (h httpFlags) config(explicit bool) (*daemon.HTTPConfig, error) {
+// port when busy). ctx bounds reading the token, certificate and key files.
+func (h httpFlags) config(ctx context.Context, explicit bool) (*daemon.HTTPConfig, error) {
 	if h.addr == "" || strings.EqualFold(h.addr, "off") {
 		return nil, nil
 	}
@@ -173,14 +173,11 @@ func (h httpFlags) config(explicit bool) (*daemon.HTTPConfig, error) {
 		c.FallbackAddr = "127.0.0.1:0"
 	}
 	if h.tokenFile != "" {
-		b, err := os.ReadFile(h.tokenFile)
+		token, err := readTokenFile(ctx, "--token-file", h.tokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("--token-file: %w", err)
+			return nil, err
 		}
-		c.Token = strings.TrimSpace(string(b))
-		if c.Token == "" {
-			return nil, fmt.Errorf("--token-file %s is empty", h.tokenFile)
-		}
+		c.Token = token
 	} else {
 		c.Token = strings.TrimSpace(os.Getenv(httpapi.EnvToken))
 	}
@@ -188,7 +185,15 @@ func (h httpFlags) config(explicit bool) (*daemon.HTTPConfig, error) {
 		return nil, fmt.Errorf("--tls-cert and --tls-key go together")
 	}
 	if h.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(h.tlsCert, h.tlsKey)
+		certPEM, err := config.ReadFile(ctx, h.tlsCert, config.MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert: %w", err)
+		}
+		keyPEM, err := config.ReadFile(ctx, h.tlsKey, config.MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-key: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}

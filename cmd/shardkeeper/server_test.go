@@ -159,7 +159,7 @@ func TestServerPaths(t *testing.T) {
 		{[]string{"nodes", "show"}, 0, []string{"node-a"}},
 		{[]string{"nodes", "show", "node-b", "-o", "yaml"}, 0, []string{"instance_id: node-b", "worker_id: 6"}},
 		{[]string{"nodes", "show", "node-z"}, 1, []string{"Unsupported SQL operation: `node-z` does not exist. (code 30001)"}},
-		{[]string{"nodes", "disable", "node-b"}, 1, []string{"missing or wrong bearer token: pass --token or set SHARDKEEPER_TOKEN"}},
+		{[]string{"nodes", "disable", "node-b"}, 1, []string{"missing or wrong bearer token: pass --token-file or set SHARDKEEPER_TOKEN"}},
 		{[]string{"nodes", "disable", "node-b", "--token", "s3cret"}, 0, []string{"compute node node-b disabled (status CIRCUIT_BREAK)"}},
 		{[]string{"nodes", "disable", "node-b", "--token", "s3cret"}, 1, []string{"Unsupported SQL operation: `node-b` compute node has been disabled. (code 30001)"}},
 		{[]string{"nodes", "enable", "node-b", "--token", "s3cret"}, 0, []string{"compute node node-b enabled (status OK)"}},

@@ -14,7 +14,7 @@ func TestLoadShardingSphereExamples(t *testing.T) {
 	// The example dir has two files for the same database (MySQL and
 	// PostgreSQL flavours): loading it whole must report the duplicate with
 	// ShardingSphere's message.
-	_, err := Load(shardingSphereConf)
+	_, err := Load(t.Context(), shardingSphereConf)
 	if err == nil || !strings.Contains(err.Error(), "Database name `sharding_db` must unique at all database configurations.") {
 		t.Fatalf("Load(examples) = %v, want the duplicate-name error", err)
 	}
@@ -22,7 +22,7 @@ func TestLoadShardingSphereExamples(t *testing.T) {
 		dir := t.TempDir()
 		copyFile(t, filepath.Join(shardingSphereConf, "global.yaml"), filepath.Join(dir, "global.yaml"))
 		copyFile(t, filepath.Join(shardingSphereConf, "database-sharding-"+flavour+".yaml"), filepath.Join(dir, "database-sharding-"+flavour+".yaml"))
-		cfg, err := Load(dir)
+		cfg, err := Load(t.Context(), dir)
 		if err != nil {
 			t.Fatalf("%s: %v", flavour, err)
 		}
@@ -71,7 +71,7 @@ func TestLoadFallbacksAndEmptyFiles(t *testing.T) {
 	write(t, dir, "server.yaml", "props:\n  sql-show: true\n")
 	write(t, dir, "config-a.yaml", "databaseName: a\ndataSources:\n  ds:\n    url: jdbc:sqlite:/tmp/a.db\n")
 	write(t, dir, "config-empty.yaml", "databaseName:\ndataSources:\nrules:\n")
-	cfg, err := Load(dir)
+	cfg, err := Load(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestLoadFallbacksAndEmptyFiles(t *testing.T) {
 	}
 	// database-*.yaml wins over config-*.yaml.
 	write(t, dir, "database-b.yaml", "databaseName: b\n")
-	cfg, err = Load(dir)
+	cfg, err = Load(t.Context(), dir)
 	if err != nil || len(cfg.Databases) != 1 || cfg.Databases[0].Name != "b" {
 		t.Fatalf("cfg = %+v, %v", cfg, err)
 	}
@@ -112,7 +112,7 @@ rules:
   x: 1
 `)
 	write(t, dir, "database-y.yaml", "databaseName: y\nextra: 1\n")
-	_, err := Load(dir)
+	_, err := Load(t.Context(), dir)
 	if err == nil {
 		t.Fatal("no error")
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -54,13 +55,14 @@ var (
 // database-*.yaml (fallback config-*.yaml when there is none) for the
 // logical databases. Every problem in every file is reported at once, each
 // as "file:line: field: what is wrong"; duplicate and missing database
-// names use ShardingSphere's messages.
-func Load(dir string) (*Config, error) {
+// names use ShardingSphere's messages. Each file is read as ReadFile does
+// (a regular file of at most MaxFileSize bytes); ctx bounds the whole load.
+func Load(ctx context.Context, dir string) (*Config, error) {
 	globalPath, err := FindGlobalFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(globalPath)
+	data, err := ReadFile(ctx, globalPath, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,10 @@ func Load(dir string) (*Config, error) {
 	}
 	var dbs []Database
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := ReadFile(ctx, f, MaxFileSize)
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -272,9 +277,10 @@ func parseLabels(p *problems, n *yaml.Node) []string {
 // LoadFile reads one embedded-library (ShardingSphere-JDBC style) YAML
 // file: databaseName (required), dataSources, rules (database and global
 // rule tags), mode, props and the global rule keys. The result has exactly
-// one database.
-func LoadFile(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+// one database. The file is read as ReadFile does (a regular file of at
+// most MaxFileSize bytes); ctx bounds the read.
+func LoadFile(ctx context.Context, path string) (*Config, error) {
+	data, err := ReadFile(ctx, path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -5,13 +5,16 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -110,25 +113,38 @@ func defaultRepository(typ string) Repository {
 
 // FindGlobalFile returns the path of global.yaml in dir, or of the
 // deprecated server.yaml when only that exists. It returns an error naming
-// both when neither exists.
+// both when neither exists, and one naming the file when it exists but
+// cannot be used: a symbolic link loop, a link to nothing, no permission.
 func FindGlobalFile(dir string) (string, error) {
 	for _, name := range []string{defaultGlobalFile, deprecatedGlobalFile} {
 		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
+		_, err := os.Stat(p)
+		if err == nil {
 			return p, nil
+		}
+		if errors.Is(err, syscall.ELOOP) {
+			return "", fmt.Errorf("%s is a symbolic link loop (it resolves to itself): point it at a regular file", p)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if target, lerr := os.Readlink(p); lerr == nil {
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist", p, target)
 		}
 	}
 	return "", fmt.Errorf("conf dir %s has neither %s nor %s", dir, defaultGlobalFile, deprecatedGlobalFile)
 }
 
 // LoadMode reads the `mode:` section of the global file in the conf dir
-// (see FindGlobalFile). A file without the section yields DefaultMode.
-func LoadMode(dir string) (Mode, error) {
+// (see FindGlobalFile). A file without the section yields DefaultMode. The
+// file is read as ReadFile does (a regular file of at most MaxFileSize
+// bytes); ctx bounds the read.
+func LoadMode(ctx context.Context, dir string) (Mode, error) {
 	path, err := FindGlobalFile(dir)
 	if err != nil {
 		return Mode{}, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(ctx, path, MaxFileSize)
 	if err != nil {
 		return Mode{}, err
 	}

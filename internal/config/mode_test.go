@@ -10,7 +10,7 @@ import (
 )
 
 func TestLoadModeShardingSphereExample(t *testing.T) {
-	m, err := LoadMode("../../testdata/shardingsphere")
+	m, err := LoadMode(t.Context(), "../../testdata/shardingsphere")
 	if err != nil {
 		t.Fatal(err)
 	}
