@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -260,6 +263,7 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 		return r
 	}
 	seen := map[string]bool{}
+	var serversNode *yaml.Node
 	for i := 0; i+1 < len(props.Content); i += 2 {
 		k, v := props.Content[i], props.Content[i+1]
 		field := f.prop + k.Value
@@ -271,6 +275,7 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 				p.add(v, field, err.Error())
 			}
 		case "server-lists":
+			serversNode = v
 			r.ServerLists = nil
 			for _, s := range strings.Split(v.Value, ",") {
 				if s = strings.TrimSpace(s); s != "" {
@@ -322,24 +327,121 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 			p.add(props, f.prop+"server-lists", "required (etcd: http://host:2379[,...]; ZooKeeper: host:2181[,...])")
 		}
 	}
-	if typ == RepositoryEtcd {
-		for _, s := range r.ServerLists {
-			if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
-				p.add(props, f.prop+"server-lists", fmt.Sprintf("etcd endpoint %q must be a URL such as http://%s", redact.URL(s), redact.URL(s)))
-			}
+	for _, s := range r.ServerLists {
+		var err error
+		switch typ {
+		case RepositoryEtcd:
+			err = checkEtcdEndpoint(s)
+		case RepositoryZooKeeper:
+			err = checkZooKeeperServer(s)
 		}
+		if err != nil {
+			p.add(serversNode, f.prop+"server-lists", err.Error())
+		}
+	}
+	if typ == RepositoryEtcd {
 		if (r.CertFile == "") != (r.KeyFile == "") {
 			p.add(props, f.prop+"certFile", "certFile and keyFile go together")
 		}
 	}
-	if typ == RepositoryZooKeeper {
-		for _, s := range r.ServerLists {
-			if strings.Contains(s, "://") {
-				p.add(props, f.prop+"server-lists", fmt.Sprintf("ZooKeeper server %q must be host:port, not a URL", redact.URL(s)))
+	return r
+}
+
+// checkEtcdEndpoint checks that raw is an etcd client URL,
+// http[s]://host:port with nothing after the port. It only parses: it never
+// resolves the host.
+func checkEtcdEndpoint(raw string) error {
+	s := redact.URL(raw)
+	if !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") {
+		return fmt.Errorf("etcd endpoint %q must be a URL such as http://%s", s, s)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("etcd endpoint %q is not a valid URL (%v): want http[s]://host:port", s, err)
+	}
+	switch {
+	case u.User != nil:
+		return fmt.Errorf("etcd endpoint %q must not hold credentials: use the username and password props", s)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("etcd endpoint %q must end at the port (http[s]://host:port)", s)
+	case u.Port() == "":
+		return fmt.Errorf("etcd endpoint %q has no port: want http[s]://host:port, such as %s:2379", s, strings.TrimSuffix(s, "/"))
+	}
+	return checkHostPort(s, u.Hostname(), u.Port())
+}
+
+// checkZooKeeperServer checks that raw is host[:port] (port 2181 when
+// omitted; an IPv6 address in brackets). It only parses: it never resolves
+// the host.
+func checkZooKeeperServer(raw string) error {
+	s := redact.URL(raw)
+	if strings.Contains(raw, "://") {
+		return fmt.Errorf("ZooKeeper server %q must be host:port, not a URL", s)
+	}
+	host, port := raw, ""
+	if strings.HasPrefix(raw, "[") || strings.Count(raw, ":") == 1 {
+		var err error
+		if host, port, err = net.SplitHostPort(raw); err != nil {
+			var ae *net.AddrError
+			if errors.As(err, &ae) {
+				err = errors.New(ae.Err)
+			}
+			return fmt.Errorf("ZooKeeper server %q is not host:port (%v)", s, err)
+		}
+		if port == "" {
+			return fmt.Errorf("ZooKeeper server %q has an empty port: want host:port, such as %s2181", s, s)
+		}
+	} else if strings.Contains(raw, ":") {
+		return fmt.Errorf("ZooKeeper server %q is not host:port: write an IPv6 address in brackets, such as [::1]:2181", s)
+	}
+	return checkHostPort(s, host, port)
+}
+
+// checkHostPort checks the host (an IP address or a DNS name) and the port
+// (empty, or a number in [1, 65535]) of server s.
+func checkHostPort(s, host, port string) error {
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %q must be a number in [1, 65535]", s, port)
+		}
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", s)
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if !validHostName(host) {
+		return fmt.Errorf("%q: host %q is neither an IP address nor a valid host name", s, host)
+	}
+	return nil
+}
+
+// validHostName reports whether h is a DNS host name: dot-separated labels
+// of letters, digits, '-' and '_', each 1 to 63 characters, not starting or
+// ending with '-', 253 characters at most.
+func validHostName(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+			if !ok {
+				return false
 			}
 		}
 	}
-	return r
+	return true
 }
 
 // validateNamespace refuses namespaces that would escape or break the key
