@@ -75,7 +75,7 @@ func addAdminCommands(root *cobra.Command) {
 // target is where an admin verb goes: a running node's HTTP API
 // (--server) or the registry itself (--conf DIR or the registry flags).
 type target struct {
-	reg    registryFlags
+	reg       registryFlags
 	server    string
 	token     string
 	tokenFile string
