@@ -150,6 +150,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
+	fl.StringSliceVar(&hf.allowedHosts, "allowed-hosts", nil, "host names the HTTP API answers to besides localhost, IP addresses and the --http host (others get 421, against DNS rebinding); *.example.com for a domain, * for any")
 	fl.StringVar(&hf.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; needs --tls-key)")
 	fl.StringVar(&hf.tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	return cmd
@@ -159,6 +160,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 type httpFlags struct {
 	addr, tokenFile, tlsCert, tlsKey string
 	openReads                        bool
+	allowedHosts                     []string
 }
 
 // config resolves the flags; nil means no HTTP server. explicit says
@@ -168,7 +170,10 @@ func (h httpFlags) config(ctx context.Context, explicit bool) (*daemon.HTTPConfi
 	if h.addr == "" || strings.EqualFold(h.addr, "off") {
 		return nil, nil
 	}
-	c := &daemon.HTTPConfig{Addr: h.addr, OpenReads: h.openReads}
+	if err := httpapi.CheckAllowedHosts(h.allowedHosts); err != nil {
+		return nil, fmt.Errorf("--allowed-hosts: %w", err)
+	}
+	c := &daemon.HTTPConfig{Addr: h.addr, OpenReads: h.openReads, AllowedHosts: h.allowedHosts}
 	if !explicit {
 		c.FallbackAddr = "127.0.0.1:0"
 	}

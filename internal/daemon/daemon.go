@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 
@@ -53,6 +55,10 @@ type HTTPConfig struct {
 	Token string
 	// OpenReads lets GETs through without the token.
 	OpenReads bool
+	// AllowedHosts are the host names the API answers to besides
+	// localhost and IP addresses (see httpapi.Config.AllowedHosts); the
+	// host of Addr, when it is a name, is added.
+	AllowedHosts []string
 	// TLS, when set, serves HTTPS.
 	TLS *tls.Config
 }
@@ -88,6 +94,9 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 	// Bind first: a busy port fails the start before any registry write.
 	var ln net.Listener
 	if c.HTTP != nil {
+		if err := httpapi.CheckAllowedHosts(c.HTTP.AllowedHosts); err != nil {
+			return nil, err
+		}
 		if ln, err = listen(c.HTTP, log); err != nil {
 			return nil, err
 		}
@@ -148,7 +157,8 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 		srv, err := httpapi.New(httpapi.Config{
 			Node: node, NodeConfig: nc, Store: store, Repo: repo, SessionTTL: c.Repository.TimeToLive,
 			ModeType: c.ModeType, Token: c.HTTP.Token, OpenReads: c.HTTP.OpenReads, TLS: c.HTTP.TLS,
-			Metrics: metrics, Logger: log, Epoch: nc.Snowflake.Epoch,
+			AllowedHosts: allowedHosts(c.HTTP),
+			Metrics:      metrics, Logger: log, Epoch: nc.Snowflake.Epoch,
 		})
 		if err != nil {
 			cancel()
@@ -165,6 +175,18 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 		log.Info("http api listening", "addr", d.HTTPAddr, "tls", c.HTTP.TLS != nil, "open_reads", c.HTTP.OpenReads, "token", c.HTTP.Token != "")
 	}
 	return d, nil
+}
+
+// allowedHosts is c.AllowedHosts plus the host of c.Addr when it is a
+// name (such as node1.example.com:8080).
+func allowedHosts(c *HTTPConfig) []string {
+	hosts := slices.Clone(c.AllowedHosts)
+	if host, _, err := net.SplitHostPort(c.Addr); err == nil && host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			hosts = append(hosts, host)
+		}
+	}
+	return hosts
 }
 
 // listen binds the HTTP address, or the fallback when the address is in

@@ -31,7 +31,8 @@ const noTokenMessage = "this node has no API token, so it refuses every change: 
 	EnvToken + ", then send Authorization: Bearer <token>"
 
 // check returns nil when r may proceed: reads when they are open or carry
-// the token, mutations only with the token.
+// the token, mutations only with the token. The scheme name "Bearer" is
+// matched case-insensitively (RFC 9110 section 11.1).
 func (a auth) check(r *http.Request, mutating bool) *Error {
 	header := r.Header.Get("Authorization")
 	if !mutating && a.openReads {
@@ -49,8 +50,8 @@ func (a auth) check(r *http.Request, mutating bool) *Error {
 		}
 		return errorf(http.StatusForbidden, CodeNone, "reads are closed on this node (--open-reads=false): send Authorization: Bearer <token>")
 	}
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return errorf(http.StatusUnauthorized, CodeNone, "the Authorization header must be \"Bearer <token>\"")
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))

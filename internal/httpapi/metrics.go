@@ -31,6 +31,8 @@ type Metrics struct {
 	errMu   sync.Mutex
 	errs    map[int]*atomic.Int64 // error answers by HTTP status
 	started time.Time
+
+	tlsHandshakeErrors atomic.Int64
 }
 
 // NewMetrics returns empty metrics.
@@ -226,6 +228,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "shardkeeper_http_errors_total{status=\"%d\"} %d\n", c, m.errs[c].Load())
 	}
 	m.errMu.Unlock()
+	counter("shardkeeper_http_tls_handshake_errors_total", "TLS handshakes that failed on the HTTPS port (logged at most once a minute).", m.tlsHandshakeErrors.Load())
 	gauge("shardkeeper_uptime_seconds", "Seconds since the metrics were created.", time.Since(m.started).Seconds())
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header()["Cache-Control"] = noStore

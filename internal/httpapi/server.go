@@ -19,6 +19,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +55,13 @@ type Config struct {
 	Token string
 	// OpenReads lets GET requests through without a token.
 	OpenReads bool
+	// AllowedHosts are the host names the server answers to in the Host
+	// header besides localhost, names under .localhost and IP addresses,
+	// which it always answers: "api.example.com", "*.example.com" for the
+	// names under example.com, "*" for any name. Other names get 421
+	// Misdirected Request, so that a web page cannot read or change the
+	// API through DNS rebinding.
+	AllowedHosts []string
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
 	// Metrics receives the server's counters; nil means a new one.
@@ -74,6 +82,8 @@ type Server struct {
 	log     *slog.Logger
 	metrics *Metrics
 	auth    auth
+	hosts   hostPolicy
+	errLog  *serverLog
 	mux     *http.ServeMux
 	epochMs int64
 
@@ -100,7 +110,8 @@ type Server struct {
 
 // New returns a server for cfg and starts following the node's membership
 // and metadata (no I/O beyond what the node and store already do). Close
-// (or Shutdown) stops it.
+// (or Shutdown) stops it. A malformed Config.AllowedHosts entry is an
+// error.
 func New(cfg Config) (*Server, error) {
 	if cfg.Node == nil || cfg.Store == nil || cfg.Repo == nil {
 		return nil, errors.New("httpapi: Config needs Node, Store and Repo")
@@ -117,9 +128,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ModeType == "" {
 		cfg.ModeType = "Cluster"
 	}
+	hosts, err := newHostPolicy(cfg.AllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
 		auth:    newAuth(cfg.Token, cfg.OpenReads),
+		hosts:   hosts,
+		errLog:  &serverLog{log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now},
 		epochMs: snowflake.DefaultEpochMillis,
 		history: newHolders(),
 		changed: make(chan struct{}),
@@ -135,18 +152,19 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the server's routes.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the server's routes behind the Host check (see
+// Config.AllowedHosts).
+func (s *Server) Handler() http.Handler { return s.checkHost(s.mux) }
 
 // Serve accepts connections on ln until Shutdown (HTTPS when Config.TLS is
 // set). It returns nil after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.sessMu.Lock()
 	s.httpSrv = &http.Server{
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          log.New(s.errLog, "", 0),
 	}
 	srv := s.httpSrv
 	s.sessMu.Unlock()
@@ -188,6 +206,7 @@ func (s *Server) Close() {
 		s.draining.Store(true)
 		s.cancel()
 		<-s.done
+		s.errLog.flush()
 		s.sessMu.Lock()
 		sess := s.sess
 		s.sess = nil

@@ -517,6 +517,7 @@ func BenchmarkKeysHandler(b *testing.B) {
 			defer srv.Close()
 			h := srv.Handler()
 			req := httptest.NewRequest("GET", "/api/v1/keys?count="+strconv.Itoa(count), nil)
+			req.Host = "127.0.0.1"
 			w := &discardWriter{h: http.Header{}}
 			b.ReportAllocs()
 			b.ResetTimer()
