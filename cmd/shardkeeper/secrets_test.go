@@ -181,7 +181,7 @@ rules:
 	// The registry is filled from the conf dir as a first node would, but
 	// without connecting to the unit (nobody listens on its port): serve
 	// then loads it from the registry.
-	cfg, err := config.Load(conf)
+	cfg, err := config.Load(t.Context(), conf)
 	if err != nil {
 		t.Fatal(err)
 	}
