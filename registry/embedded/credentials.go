@@ -39,6 +39,12 @@ func CredentialsPath(dir string) string { return filepath.Join(dir, CredentialsF
 // Reading it needs the permissions of the user the server runs as.
 func LoadCredentials(dir string) (Credentials, error) {
 	path := CredentialsPath(dir)
+	// Check the type before opening: opening a FIFO would wait for a writer.
+	if st, err := os.Lstat(path); err != nil {
+		return Credentials{}, fmt.Errorf("embedded etcd credentials: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return Credentials{}, fmt.Errorf("embedded etcd credentials %s: not a regular file (%v)", path, st.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Credentials{}, fmt.Errorf("embedded etcd credentials: %w", err)

@@ -81,6 +81,8 @@ type Config struct {
 	// as "http://127.0.0.1:2380" (port 0 picks a free port). Empty, the
 	// default, opens no peer port: etcd's peer protocol has no
 	// authentication, so anyone who reaches that port can act as a member.
+	// The server is meant to be a single member: Start runs it alone first
+	// (see Start), which a member of a larger cluster cannot do.
 	PeerURL string
 	// Name is the etcd member name (default "shardkeeper").
 	Name string
@@ -115,12 +117,13 @@ type Server struct {
 // The server is protected by etcd authentication before any client port
 // opens: Start first runs it with no listener at all, makes sure the root
 // user has the password in Dir's credentials file (writing new credentials,
-// a random 256-bit password, when the file is missing, unreadable or
-// readable by others) and that authentication is on, and only then starts
-// it again with its listeners. A data directory written without
-// authentication is converted this way, and authentication switched off
-// by a client is switched back on, at start and within a second while the
-// server runs.
+// a random 256-bit password, when the file is missing, unreadable, owned by
+// another user or readable by others) and that authentication is on, and
+// only then starts it again with its listeners. A data directory written
+// without authentication is converted this way, and authentication
+// switched off by a client is switched back on, at start and within a
+// second while the server runs. A data directory owned by another user is
+// refused.
 func Start(ctx context.Context, c Config) (*Server, error) {
 	if _, _, err := c.etcdConfig(false); err != nil {
 		return nil, err
