@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -29,7 +28,7 @@ import (
 func Open(ctx context.Context, c config.Repository) (registry.Repository, error) {
 	switch c.Type {
 	case config.RepositoryEtcd:
-		tlsConfig, err := loadTLS(c)
+		tlsConfig, err := loadTLS(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -117,13 +116,16 @@ func Describe(c config.Repository, r registry.Repository) string {
 	}
 }
 
-func loadTLS(c config.Repository) (*tls.Config, error) {
+// loadTLS reads the etcd TLS files c names, each as config.ReadFile does
+// (a regular file of at most config.MaxFileSize bytes); ctx bounds the
+// reads. It returns nil when c names none.
+func loadTLS(ctx context.Context, c config.Repository) (*tls.Config, error) {
 	if c.CAFile == "" && c.CertFile == "" {
 		return nil, nil
 	}
 	t := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
+		pem, err := config.ReadFile(ctx, c.CAFile, config.MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("caFile: %w", err)
 		}
@@ -133,7 +135,15 @@ func loadTLS(c config.Repository) (*tls.Config, error) {
 		}
 	}
 	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		certPEM, err := config.ReadFile(ctx, c.CertFile, config.MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("certFile: %w", err)
+		}
+		keyPEM, err := config.ReadFile(ctx, c.KeyFile, config.MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("keyFile: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("certFile/keyFile: %w", err)
 		}
