@@ -32,7 +32,7 @@ func newNodesCommand() *cobra.Command {
 		Short: "Compute nodes: list, show, enable, disable (SHOW COMPUTE NODES, ENABLE/DISABLE COMPUTE NODE)",
 		Long: `Compute nodes as the registry shows them, with SHOW COMPUTE NODES' columns.
 
-Talk to a running node with --server URL (and --token for enable/disable), or
+Talk to a running node with --server URL (and --token-file or $SHARDKEEPER_TOKEN for enable/disable), or
 read the registry directly with --conf DIR or the registry flags.`,
 		Example: `  shardkeeper nodes list --conf ./conf
   shardkeeper nodes list --server http://127.0.0.1:8080 -o json
