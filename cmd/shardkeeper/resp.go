@@ -13,14 +13,18 @@ import (
 
 // startRESP serves node's keys over the Redis protocol on addr (serve
 // --resp; "" or "off" serves nothing) with the I/O mode ioMode (serve
-// --resp-io) until the returned stop is called.
-func startRESP(addr, ioMode string, node *cluster.Node, out io.Writer) (stop func(), err error) {
+// --resp-io) and at most maxClients connections (serve --resp-max-clients)
+// until the returned stop is called.
+func startRESP(addr, ioMode string, maxClients int, node *cluster.Node, out io.Writer) (stop func(), err error) {
 	if addr == "" || strings.EqualFold(addr, "off") {
 		return func() {}, nil
 	}
 	mode, err := keyserver.ParseIO(ioMode)
 	if err != nil {
 		return nil, fmt.Errorf("--resp-io: %w", err)
+	}
+	if maxClients < 1 {
+		return nil, fmt.Errorf("--resp-max-clients %d: want 1 or more (default %d)", maxClients, keyserver.DefaultMaxClients)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -30,7 +34,7 @@ func startRESP(addr, ioMode string, node *cluster.Node, out io.Writer) (stop fun
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := keyserver.ServeIO(ctx, ln, node, mode); err != nil {
+		if err := keyserver.ServeConfig(ctx, ln, node, keyserver.Config{IO: mode, MaxClients: maxClients}); err != nil {
 			fmt.Fprintf(out, "shardkeeper: Redis-protocol key service stopped: %v\n", err)
 		}
 	}()

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"regexp"
 	"strings"
@@ -21,7 +23,7 @@ func TestServeUDPAndRESPIO(t *testing.T) {
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
-		go func() { errc <- keyserver.ServeIO(ctx, ln, nil, keyserver.IOUring) }()
+		go func() { errc <- keyserver.ServeConfig(ctx, ln, nil, keyserver.Config{IO: keyserver.IOUring}) }()
 		time.Sleep(50 * time.Millisecond)
 		cancel()
 		if err := <-errc; err != nil {
@@ -57,9 +59,49 @@ func TestServeUDPAndRESPIO(t *testing.T) {
 	}
 }
 
-// TestServeBadRESPIO: an unknown --resp-io is refused before serving.
+// TestServeBadRESPIO: an unknown --resp-io, or a --resp-max-clients
+// below 1, is refused before serving.
 func TestServeBadRESPIO(t *testing.T) {
-	if _, err := startRESP("127.0.0.1:0", "kqueue", nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-io") {
+	if _, err := startRESP("127.0.0.1:0", "kqueue", 10, nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-io") {
 		t.Fatalf("startRESP with --resp-io kqueue: %v", err)
+	}
+	for _, n := range []int{0, -1} {
+		if _, err := startRESP("127.0.0.1:0", "auto", n, nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-max-clients") {
+			t.Fatalf("startRESP with --resp-max-clients %d: %v", n, err)
+		}
+	}
+}
+
+// TestServeRESPMaxClients: serve --resp-max-clients 1 serves one
+// connection and refuses a second one while the first is open.
+func TestServeRESPMaxClients(t *testing.T) {
+	dir := embeddedConfDir(t)
+	output, stop := startServe(t, "--conf", dir, "--http", "off", "--resp", "127.0.0.1:0", "--resp-max-clients", "1")
+	defer stop()
+	rm := regexp.MustCompile(`Redis-protocol key service on (127\.0\.0\.1:\d+)`).FindStringSubmatch(output())
+	if rm == nil {
+		t.Fatalf("no --resp address in the serve output:\n%s", output())
+	}
+	first, err := net.Dial("tcp", rm[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	_ = first.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(first)
+	if _, err := io.WriteString(first, "PING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := r.ReadString('\n'); line != "+PONG\r\n" {
+		t.Fatalf("first connection: PING = %q, %v", line, err)
+	}
+	second, err := net.Dial("tcp", rm[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	_ = second.SetDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(second); string(got) != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("second connection: %q, %v; want the max clients error and the connection closed", got, err)
 	}
 }

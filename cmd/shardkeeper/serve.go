@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
+	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
@@ -33,6 +34,7 @@ func newServeCommand() *cobra.Command {
 		stopAfter time.Duration
 		respAddr  string
 		respIO    string
+		respMax   int
 		udpAddr   string
 		hf        httpFlags
 	)
@@ -105,7 +107,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
 				}
 			}
-			stopRESP, err := startRESP(respAddr, respIO, d.Node, out)
+			stopRESP, err := startRESP(respAddr, respIO, respMax, d.Node, out)
 			if err != nil {
 				_ = d.Close(context.Background())
 				return err
@@ -145,6 +147,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
+	fl.IntVar(&respMax, "resp-max-clients", keyserver.DefaultMaxClients, "most --resp connections open at once, as Redis's maxclients: one more is answered \"-ERR max number of clients reached\" and closed (each connection buffers up to about 3.6 MB)")
 	fl.StringVar(&respIO, "resp-io", "auto", "how --resp handles connections: auto (epoll on Linux), epoll, io_uring (batched submissions, Linux 5.11+) or goroutines")
 	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -305,5 +308,109 @@ func TestHostileUDPReplyIsNotARequest(t *testing.T) {
 	}
 	if n := src.issued.Load(); n != 6 {
 		t.Fatalf("%d keys issued, want 6: replies were answered", n)
+	}
+}
+
+// dialServed opens a connection and checks that it is served: PING
+// answered +PONG. It returns the connection, or nil and the reply or error
+// it got instead.
+func dialServed(t *testing.T, addr string) (net.Conn, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		c.Close()
+		return nil, err.Error()
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if line != "+PONG\r\n" {
+		c.Close()
+		return nil, fmt.Sprintf("%q, %v", line, err)
+	}
+	return c, ""
+}
+
+// TestHostileRESPMaxClients: with MaxClients 3, three connections are
+// served; one more is answered "-ERR max number of clients reached" and
+// closed without running what it sent; once a served connection closes,
+// a new one takes its slot, and the next is refused again.
+func TestHostileRESPMaxClients(t *testing.T) {
+	const maxClients = 3
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			src := &countingSource{}
+			addr := startWith(t, src, func(ctx context.Context, ln net.Listener, src Source) error {
+				return ServeConfig(ctx, ln, src, Config{IO: m.io, MaxClients: maxClients})
+			})
+			var served []net.Conn
+			defer func() {
+				for _, c := range served {
+					c.Close()
+				}
+			}()
+			for i := range maxClients {
+				c, got := dialServed(t, addr)
+				if c == nil {
+					t.Fatalf("connection %d of %d: PING got %s, want +PONG", i+1, maxClients, got)
+				}
+				served = append(served, c)
+			}
+			refused := func(send string) {
+				t.Helper()
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				if send != "" {
+					_, _ = io.WriteString(c, send)
+				}
+				got, err := io.ReadAll(c)
+				if send != "" && errors.Is(err, syscall.ECONNRESET) {
+					// Closing a socket with unread input resets it,
+					// after the reply.
+					err = nil
+				}
+				if string(got) != maxClientsReply || err != nil {
+					t.Errorf("connection over the cap (sent %q): got %q, %v; want %q and the connection closed", send, got, err, maxClientsReply)
+				}
+			}
+			refused("")
+			refused("INCR a\r\nNEXTID 5\r\n")
+			for i, c := range served {
+				if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+					t.Fatal(err)
+				}
+				if line, err := bufio.NewReader(c).ReadString('\n'); line != "+PONG\r\n" {
+					t.Errorf("served connection %d after the refusals: PING got %q, %v", i+1, line, err)
+				}
+			}
+
+			// Closing a served connection frees its slot once the server
+			// sees the close.
+			served[0].Close()
+			served = served[1:]
+			var again net.Conn
+			for start := time.Now(); again == nil; {
+				c, got := dialServed(t, addr)
+				if c != nil {
+					again = c
+					break
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("10 s after a served connection closed, a new one still gets %s", got)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			served = append(served, again)
+			refused("")
+			if n := src.issued.Load(); n != 0 {
+				t.Errorf("%d keys issued: the connections over the cap ran commands", n)
+			}
+		})
 	}
 }

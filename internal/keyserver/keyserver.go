@@ -30,13 +30,15 @@
 // block); other connections are served meanwhile. A connection whose
 // command is an HTTP request line or a Host: header is closed without
 // running it, as Redis does, so that a web page cannot post commands to
-// the port.
+// the port. The number of connections is capped (Config.MaxClients): one
+// over the cap is answered with an error and closed, as Redis does.
 //
 // There is no authentication: bind it to loopback or a trusted network.
 package keyserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -44,6 +46,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,24 +101,89 @@ func ParseIO(s string) (IO, error) {
 	return "", fmt.Errorf("unknown I/O mode %q: want auto, io_uring, epoll or goroutines", s)
 }
 
-// Serve answers RESP clients on ln with keys from src until ctx ends or
-// ln fails, with IOAuto. See ServeIO.
-func Serve(ctx context.Context, ln net.Listener, src Source) error {
-	return ServeIO(ctx, ln, src, IOAuto)
+// DefaultMaxClients is the connection cap when Config.MaxClients is 0,
+// Redis's default maxclients.
+const DefaultMaxClients = 10_000
+
+// Config says how ServeConfig serves connections. The zero Config is
+// IOAuto with DefaultMaxClients.
+type Config struct {
+	// IO is how connections' input and output are handled ("" is IOAuto).
+	IO IO
+	// MaxClients caps the connections served at once (0 is
+	// DefaultMaxClients; negative is an error). A connection accepted
+	// while MaxClients are open is answered "-ERR max number of clients
+	// reached" and closed without being read, as Redis does; a slot frees
+	// when a served connection closes. Each connection holds at most
+	// inputLimit plus outputLimit plus one reply (about 3.6 MB; twice the
+	// reply buffers with IOUring), so all of them hold at most MaxClients
+	// times that.
+	MaxClients int
 }
 
-// ServeIO answers RESP clients on ln with keys from src until ctx ends or
-// ln fails, handling connections as io says. It closes ln and every client
-// connection before it returns, and returns nil when ctx ended. IOUring
-// and IOEpoll fail at once where they are not available (IOUring: an error
-// wrapping the reason). Safe to call once per listener.
-func ServeIO(ctx context.Context, ln net.Listener, src Source, io IO) error {
+// maxClientsReply answers a connection over Config.MaxClients.
+const maxClientsReply = "-ERR max number of clients reached\r\n"
+
+// clients counts a server's open connections against its cap. Only the
+// accept loop calls admit; leave is safe for concurrent use.
+type clients struct {
+	max  int64
+	open atomic.Int64
+}
+
+// admit takes a slot for a new connection, or reports false when all
+// are taken.
+func (c *clients) admit() bool {
+	if c.open.Add(1) > c.max {
+		c.open.Add(-1)
+		return false
+	}
+	return true
+}
+
+// leave frees the slot of a connection that admit took, once it is
+// closed.
+func (c *clients) leave() { c.open.Add(-1) }
+
+// refuseWait bounds the write of maxClientsReply; a new connection's
+// empty socket buffer takes it at once.
+const refuseWait = 100 * time.Millisecond
+
+// refuse answers nc, a connection over the cap, and closes it without
+// reading it.
+func refuse(nc net.Conn) {
+	_ = nc.SetWriteDeadline(time.Now().Add(refuseWait))
+	_, _ = nc.Write([]byte(maxClientsReply))
+	_ = nc.Close()
+}
+
+// Serve answers RESP clients on ln with keys from src until ctx ends or
+// ln fails, with the zero Config. See ServeConfig.
+func Serve(ctx context.Context, ln net.Listener, src Source) error {
+	return ServeConfig(ctx, ln, src, Config{})
+}
+
+// ServeConfig answers RESP clients on ln with keys from src until ctx
+// ends or ln fails, handling connections as cfg says. It closes ln and
+// every client connection before it returns, and returns nil when ctx
+// ended. IOUring and IOEpoll fail at once where they are not available
+// (IOUring: an error wrapping the reason). Safe to call once per listener.
+func ServeConfig(ctx context.Context, ln net.Listener, src Source, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	io := cfg.IO
+	if io == "" {
+		io = IOAuto
+	}
+	if cfg.MaxClients < 0 {
+		_ = ln.Close()
+		return fmt.Errorf("keyserver: MaxClients %d: want 0 (the default, %d) or more", cfg.MaxClients, DefaultMaxClients)
+	}
+	cl := &clients{max: int64(cmp.Or(cfg.MaxClients, DefaultMaxClients))}
 	tl, tcp := ln.(*net.TCPListener)
 	switch {
 	case io == IOGoroutines || (io == IOAuto && (!tcp || !eventLoops)):
-		return serveGoroutines(ctx, ln, src)
+		return serveGoroutines(ctx, ln, src, cl)
 	case !tcp || !eventLoops:
 		_ = ln.Close()
 		return fmt.Errorf("keyserver: %s needs a TCP listener on Linux", io)
@@ -123,11 +191,12 @@ func ServeIO(ctx context.Context, ln net.Listener, src Source, io IO) error {
 		_ = ln.Close()
 		return fmt.Errorf("keyserver: unknown I/O mode %q", io)
 	}
-	return serveLoops(ctx, tl, src, io)
+	return serveLoops(ctx, tl, src, io, cl)
 }
 
-// serveGoroutines serves each connection on its own goroutine.
-func serveGoroutines(ctx context.Context, ln net.Listener, src Source) error {
+// serveGoroutines serves each connection on its own goroutine, at most
+// cl.max at once.
+func serveGoroutines(ctx context.Context, ln net.Listener, src Source, cl *clients) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -150,6 +219,10 @@ func serveGoroutines(ctx context.Context, ln net.Listener, src Source) error {
 		nc, err = ln.Accept()
 		if err != nil {
 			break
+		}
+		if !cl.admit() {
+			refuse(nc)
+			continue
 		}
 		mu.Lock()
 		conns[nc] = struct{}{}
@@ -198,6 +271,7 @@ func serveGoroutines(ctx context.Context, ln net.Listener, src Source) error {
 			delete(conns, nc)
 			mu.Unlock()
 			_ = nc.Close()
+			cl.leave()
 		})
 	}
 	<-stopped

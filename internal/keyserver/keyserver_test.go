@@ -36,14 +36,17 @@ func start(t *testing.T, src Source) string { return startWith(t, src, Serve) }
 
 type serveMode struct {
 	name  string
+	io    IO
 	serve func(context.Context, net.Listener, Source) error
 }
 
 // modes are the ways of serving: the default (epoll loops on Linux),
 // goroutines, and io_uring loops where the kernel allows them.
 var modes = append([]serveMode{
-	{"Serve", Serve},
-	{"goroutines", serveGoroutines},
+	{"Serve", IOAuto, Serve},
+	{"goroutines", IOGoroutines, func(ctx context.Context, ln net.Listener, src Source) error {
+		return ServeConfig(ctx, ln, src, Config{IO: IOGoroutines})
+	}},
 }, uringModes()...)
 
 func startWith(t *testing.T, src Source, serve func(context.Context, net.Listener, Source) error) string {

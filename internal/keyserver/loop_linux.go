@@ -20,11 +20,12 @@ const eventLoops = true
 // connections: only its goroutine reads, writes or closes them, except
 // that add registers new ones and the final cleanup closes the rest.
 type loop struct {
-	epfd  int
-	src   Source
-	mu    sync.Mutex
-	added map[int]*econn // registered by add, not yet seen by run
-	conns map[int]*econn // run's own
+	epfd    int
+	src     Source
+	clients *clients // left when a connection closes
+	mu      sync.Mutex
+	added   map[int]*econn // registered by add, not yet seen by run
+	conns   map[int]*econn // run's own
 }
 
 // econn is a connection served by a loop.
@@ -38,8 +39,9 @@ type econn struct {
 
 // serveLoops accepts on ln with Go's poller and hands each connection's
 // socket (a duplicate descriptor) to one of a few event loops, round
-// robin: io_uring loops when io is IOUring, epoll loops otherwise.
-func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO) error {
+// robin: io_uring loops when io is IOUring, epoll loops otherwise. A
+// connection over cl's cap is refused before it reaches a loop.
+func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl *clients) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Half the cores: one loop serves a client on the other core with the
@@ -54,7 +56,7 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO) err
 	blocking := false
 	if io == IOUring {
 		for range n {
-			l, err := startUloop(ctx, src, &wg)
+			l, err := startUloop(ctx, src, cl, &wg)
 			if err != nil {
 				_ = ln.Close()
 				cancel()
@@ -75,7 +77,7 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO) err
 			return fmt.Errorf("keyserver: epoll: %w", err)
 		}
 		epfds = append(epfds, epfd)
-		l := &loop{epfd: epfd, src: src, added: map[int]*econn{}, conns: map[int]*econn{}}
+		l := &loop{epfd: epfd, src: src, clients: cl, added: map[int]*econn{}, conns: map[int]*econn{}}
 		loops = append(loops, l)
 	}
 	for _, l := range loops {
@@ -96,12 +98,18 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO) err
 		if err != nil {
 			break
 		}
+		if !cl.admit() {
+			refuse(tc)
+			continue
+		}
 		fd, derr := detach(tc, !blocking)
 		if derr != nil {
+			cl.leave()
 			continue
 		}
 		if aerr := loops[i%len(loops)].add(fd); aerr != nil {
 			_ = syscall.Close(fd)
+			cl.leave()
 		}
 	}
 	<-stopped
@@ -188,12 +196,14 @@ func (l *loop) run(ctx context.Context) {
 		l.mu.Lock()
 		for fd := range l.added {
 			_ = syscall.Close(fd)
+			l.clients.leave()
 		}
 		l.added = map[int]*econn{}
 		l.mu.Unlock()
 		for fd, e := range l.conns {
 			e.c.release()
 			_ = syscall.Close(fd)
+			l.clients.leave()
 		}
 		_ = syscall.Close(l.epfd)
 	}()
@@ -343,6 +353,7 @@ func (l *loop) close(e *econn) {
 	delete(l.conns, e.fd)
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, e.fd, nil)
 	_ = syscall.Close(e.fd)
+	l.clients.leave()
 }
 
 // rawRead and rawWrite skip the scheduler's syscall bookkeeping: the

@@ -20,11 +20,12 @@ import (
 // Every buffer handed to the kernel stays referenced by its uconn until
 // the operation's completion is reaped, and is not touched meanwhile.
 type uloop struct {
-	src    Source
-	r      *ring
-	efd    int     // eventfd: add and stop wake the loop through it
-	efdBuf [8]byte // target of the eventfd read in flight
-	efdIn  bool
+	src     Source
+	clients *clients // left when a connection closes
+	r       *ring
+	efd     int     // eventfd: add and stop wake the loop through it
+	efdBuf  [8]byte // target of the eventfd read in flight
+	efdIn   bool
 
 	mu      sync.Mutex
 	added   []int // sockets registered by add, not yet seen by run
@@ -59,9 +60,9 @@ const (
 
 // startUloop sets up a uloop on its own locked thread (the ring's only
 // issuer) and returns it once it runs, or the setup error.
-func startUloop(ctx context.Context, src Source, wg *sync.WaitGroup) (*uloop, error) {
+func startUloop(ctx context.Context, src Source, cl *clients, wg *sync.WaitGroup) (*uloop, error) {
 	ready := make(chan error, 1)
-	l := &uloop{src: src, conns: map[uint64]*uconn{}, efd: -1}
+	l := &uloop{src: src, clients: cl, conns: map[uint64]*uconn{}, efd: -1}
 	wg.Go(func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -122,6 +123,7 @@ func (l *uloop) run(ctx context.Context) {
 		l.mu.Lock()
 		for _, fd := range l.added {
 			_ = syscall.Close(fd)
+			l.clients.leave()
 		}
 		l.added = nil
 		l.mu.Unlock()
@@ -323,4 +325,5 @@ func (l *uloop) settle(u *uconn) {
 	u.c.release()
 	delete(l.conns, u.id)
 	_ = syscall.Close(u.fd)
+	l.clients.leave()
 }

@@ -23,7 +23,7 @@ func uringModes() []serveMode {
 	if !<-ok {
 		return nil
 	}
-	return []serveMode{{"io_uring", func(ctx context.Context, ln net.Listener, src Source) error {
-		return ServeIO(ctx, ln, src, IOUring)
+	return []serveMode{{"io_uring", IOUring, func(ctx context.Context, ln net.Listener, src Source) error {
+		return ServeConfig(ctx, ln, src, Config{IO: IOUring})
 	}}}
 }
