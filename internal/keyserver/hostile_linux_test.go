@@ -3,11 +3,15 @@
 package keyserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -117,4 +121,84 @@ func waitIssued(t *testing.T, src *countingSource, n int64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestHostileRESPOutOfFiles: connections that arrive while the process
+// has no file descriptor left (Accept fails with EMFILE) do not stop the
+// RESP server: once descriptors are free again, new connections are
+// served. The connections come from another process (this test binary,
+// running TestDialerProcess), since this one can open none.
+func TestHostileRESPOutOfFiles(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			addr := startWith(t, &countingSource{}, m.serve)
+			dialer := exec.Command(os.Args[0], "-test.run=^TestDialerProcess$")
+			dialer.Env = append(os.Environ(), dialerEnv+"="+addr)
+			stdin, err := dialer.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := dialer.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dialer.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = dialer.Wait() }()
+			defer stdin.Close()
+
+			var limit syscall.Rlimit
+			if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+				t.Fatal(err)
+			}
+			none := limit
+			none.Cur = 0
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &none); err != nil {
+				t.Fatal(err)
+			}
+			_, werr := io.WriteString(stdin, "dial\n")
+			line, rerr := bufio.NewReader(stdout).ReadString('\n')
+			// The server's Accept fails meanwhile.
+			time.Sleep(200 * time.Millisecond)
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+				t.Fatal(err)
+			}
+			if werr != nil || line != "dialed\n" {
+				t.Fatalf("dialer process: %q, %v, %v", line, werr, rerr)
+			}
+			stdin.Close()
+			if err := dialer.Wait(); err != nil {
+				t.Fatalf("dialer process: %v", err)
+			}
+			pingWithin(t, addr, 10*time.Second)
+		})
+	}
+}
+
+// dialerEnv names the address TestDialerProcess dials.
+const dialerEnv = "KEYSERVER_TEST_DIALER_ADDR"
+
+// TestDialerProcess is TestHostileRESPOutOfFiles's other process: on a
+// line from stdin it opens 4 connections to $KEYSERVER_TEST_DIALER_ADDR,
+// says "dialed", and holds them until stdin closes. Without the variable
+// it does nothing.
+func TestDialerProcess(t *testing.T) {
+	addr := os.Getenv(dialerEnv)
+	if addr == "" {
+		return
+	}
+	r := bufio.NewReader(os.Stdin)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	fmt.Println("dialed")
+	_, _ = io.Copy(io.Discard, r)
 }

@@ -91,13 +91,20 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl 
 		_ = ln.Close()
 		close(stopped)
 	}()
-	var err error
+	var (
+		err     error
+		backoff acceptBackoff
+	)
 	for i := 0; ; i++ {
 		var tc *net.TCPConn
 		tc, err = ln.AcceptTCP()
 		if err != nil {
+			if backoff.retry(ctx, err) {
+				continue
+			}
 			break
 		}
+		backoff.accepted()
 		if !cl.admit() {
 			refuse(tc)
 			continue
