@@ -147,7 +147,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
-	fl.IntVar(&respMax, "resp-max-clients", keyserver.DefaultMaxClients, "most --resp connections open at once, as Redis's maxclients: one more is answered \"-ERR max number of clients reached\" and closed (each connection buffers up to about 3.6 MB)")
+	fl.IntVar(&respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
 	fl.StringVar(&respIO, "resp-io", "auto", "how --resp handles connections: auto (epoll on Linux), epoll, io_uring (batched submissions, Linux 5.11+) or goroutines")
 	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
