@@ -132,6 +132,8 @@ func TestHostileRESPOutOfFiles(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			addr := startWith(t, &countingSource{}, m.serve)
+			// Served: the event loops are set up (they open descriptors).
+			pingWithin(t, addr, 10*time.Second)
 			dialer := exec.Command(os.Args[0], "-test.run=^TestDialerProcess$")
 			dialer.Env = append(os.Environ(), dialerEnv+"="+addr)
 			stdin, err := dialer.StdinPipe()
