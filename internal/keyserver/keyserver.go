@@ -103,9 +103,11 @@ func ParseIO(s string) (IO, error) {
 	return "", fmt.Errorf("unknown I/O mode %q: want auto, io_uring, epoll or goroutines", s)
 }
 
-// DefaultMaxClients is the connection cap when Config.MaxClients is 0,
-// Redis's default maxclients.
-const DefaultMaxClients = 10_000
+// DefaultMaxClients is the connection cap when Config.MaxClients is 0: a
+// tenth of Redis's default maxclients, so that the port's worst-case
+// buffers (DefaultMaxClients times the per-connection bound, about 3.6 GB)
+// fit a small host.
+const DefaultMaxClients = 1_000
 
 // Config says how ServeConfig serves connections. The zero Config is
 // IOAuto with DefaultMaxClients.
