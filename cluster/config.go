@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -17,6 +18,15 @@ const Version = "shardkeeper-0.1.0"
 
 // DefaultReservation is how far ahead a node reserves time (W).
 const DefaultReservation = 3 * time.Second
+
+// MaxReservation is the longest Reservation allowed (1 minute).
+const MaxReservation = workerid.MaxReservation
+
+// MaxClockSkew is the bound on the difference between two nodes' clocks
+// that the fence assumes when a worker id's fence is missing or corrupt
+// (5 seconds): such an id is claimed with the floor now + MaxReservation +
+// MaxClockSkew.
+const MaxClockSkew = workerid.MaxClockSkew
 
 // Instance types, as ShardingSphere writes them in the online path.
 const (
@@ -50,7 +60,7 @@ type Config struct {
 	SessionTTL time.Duration
 	// Reservation (W) is how far ahead keys' time is reserved; it is renewed
 	// every W/3. Without the registry a node keeps issuing for at most W.
-	// Zero means DefaultReservation.
+	// Zero means DefaultReservation; at most MaxReservation.
 	Reservation time.Duration
 	// Snowflake configures the key generator; the zero value means
 	// snowflake.DefaultConfig() (ShardingSphere's defaults). Its WorkerID
@@ -156,6 +166,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Reservation < 30*time.Millisecond {
 		errs = append(errs, fmt.Errorf("cluster: Reservation %v is too short (at least 30ms)", c.Reservation))
+	}
+	if c.Reservation > MaxReservation {
+		errs = append(errs, fmt.Errorf("cluster: Reservation %v is too long (at most %v: a node that finds a worker id's fence missing waits this long, plus the clock skew bound, before issuing on it)", c.Reservation, MaxReservation))
 	}
 	if c.SessionTTL < 0 {
 		errs = append(errs, fmt.Errorf("cluster: SessionTTL %v is negative", c.SessionTTL))

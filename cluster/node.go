@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ type Node struct {
 	gen     atomic.Pointer[snowflake.Generator] // nil while not issuing
 	current atomic.Pointer[holding]             // the held worker id
 
+	used    atomic.Bool // this node held a worker id, or saw the ledger
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the run loop returns
 	closeMu sync.Mutex
@@ -48,6 +50,8 @@ type holding struct {
 	h    *workerid.Holding
 	gen  *snowflake.Generator
 	lost chan struct{} // closed when the renewer gives up on it
+	// usedBefore: the node had held a worker id before this one.
+	usedBefore bool
 }
 
 // Open starts a node on repo: it opens a session, claims a worker id,
@@ -87,8 +91,9 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 			_ = sess.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	usedBefore := n.used.Load()
 	h, err := workerid.Acquire(ctx, n.repo, sess, n.cfg.InstanceID, workerid.Options{NowMillis: n.nowMillis, Stable: !n.cfg.RandomInstanceID, Logger: n.cfg.Logger,
-		UnsafeTrustAbsentFence: n.cfg.UnsafeTrustAbsentFence})
+		UnsafeTrustAbsentFence: n.cfg.UnsafeTrustAbsentFence, ClusterUsed: usedBefore})
 	if err != nil {
 		if errors.Is(err, workerid.ErrExhausted) {
 			return nil, err
@@ -102,7 +107,7 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	if err != nil {
 		return nil, err
 	}
-	claimed := &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{})}
+	claimed := &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{}), usedBefore: usedBefore}
 	n.emit(EventAcquired, claimed, nil)
 	defer func() {
 		if err != nil {
@@ -120,6 +125,7 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	}
 	n.current.Store(hold)
 	n.gen.Store(gen)
+	n.used.Store(true)
 	n.stats.acquisitions.Add(1)
 	n.cfg.Logger.Info("holding worker id", "worker_id", h.WorkerID, "epoch", h.Epoch, "floor_ms", h.Floor,
 		"reserved_until_ms", h.ReservedUntil(), "session", sess.ID())
@@ -214,13 +220,30 @@ func (n *Node) run(ctx context.Context, hold *holding) {
 }
 
 // hold renews hold's reservation every W/3 until it is lost or ctx ends.
+// Meanwhile it watches the fence and the reservation: a change by anyone
+// else stops issuing at once. On a cluster without a ledger it creates
+// one (see workerid.EnsureLedger) in the background.
 func (n *Node) hold(ctx context.Context, hold *holding) {
 	period := n.cfg.Reservation / 3
 	t := time.NewTicker(period)
 	defer t.Stop()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	foreign := make(chan error, 1)
+	if !n.cfg.UnsafeLeaseOnly {
+		go n.watch(watchCtx, hold, foreign)
+	}
+	if !hold.h.Ledgered {
+		go n.ensureLedger(watchCtx, hold)
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case err := <-foreign:
+			n.emit(EventLost, hold, err)
+			n.cfg.Logger.Error("worker id fence or reservation changed by someone else: stopped issuing keys; re-acquiring a worker id",
+				"worker_id", hold.h.WorkerID, "err", err)
 			return
 		case <-hold.sess.Done():
 			if !n.cfg.UnsafeLeaseOnly {
@@ -254,6 +277,49 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 				"worker_id", hold.h.WorkerID, "reserved_until_ms", hold.h.ReservedUntil(), "err", err)
 		}
 	}
+}
+
+// watch revokes hold's generator and reports on foreign as soon as its
+// fence or reservation is changed by anyone else or disappears. A watch
+// that fails for another reason is started again after a pause (the
+// renewals' compare-and-set still guards the holding meanwhile).
+func (n *Node) watch(ctx context.Context, hold *holding, foreign chan<- error) {
+	for attempt := 0; ; attempt++ {
+		err := hold.h.Watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, workerid.ErrLost) {
+			hold.gen.Revoke()
+			foreign <- err
+			return
+		}
+		n.cfg.Logger.Warn("watching the worker id's fence failed; retrying", "worker_id", hold.h.WorkerID, "err", err)
+		if !sleep(ctx, backoff(attempt)) {
+			return
+		}
+	}
+}
+
+// ensureLedger creates the cluster's ledger unless it exists or another
+// node is creating it, after a random pause of up to a second that lets
+// nodes starting together find it made.
+func (n *Node) ensureLedger(ctx context.Context, hold *holding) {
+	if !sleep(ctx, rand.N(time.Second)) {
+		return
+	}
+	opts := workerid.Options{NowMillis: n.nowMillis, Logger: n.cfg.Logger, ClusterUsed: hold.usedBefore}
+	if err := workerid.EnsureLedger(ctx, n.repo, hold.sess, n.cfg.InstanceID, opts); err != nil && ctx.Err() == nil {
+		n.cfg.Logger.Warn("creating the worker id ledger failed; a later acquisition tries again", "err", err)
+	}
+}
+
+// Ready reports whether a key request would succeed now: the node holds a
+// worker id with a committed reservation that covers the current time, its
+// clock is past the floor, and it is not waiting for the clock.
+func (n *Node) Ready() bool {
+	g := n.gen.Load()
+	return g != nil && g.Ready()
 }
 
 // NextID returns a new key. It waits while the reservation is being renewed

@@ -233,6 +233,17 @@ func (g *Generator) Revoke() {
 	g.mu.Unlock()
 }
 
+// Ready reports whether a key could be issued now without waiting for
+// the clock (beyond the borrow) or for a reservation: the window is open,
+// the clock is past the floor and the last key, and below the limit.
+func (g *Generator) Ready() bool {
+	now := floorDiv(g.clock.UnixNano(), 1e6)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, do, err := g.plan(now)
+	return err == nil && do == doIssue
+}
+
 func (g *Generator) notify() {
 	if g.changed != nil {
 		close(g.changed)

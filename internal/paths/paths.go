@@ -27,14 +27,25 @@ const (
 
 // Parents that are listed or watched.
 const (
-	ComputeNodes      = "/nodes/compute_nodes"
-	OnlineRoot        = "/nodes/compute_nodes/online"
-	StatusRoot        = "/nodes/compute_nodes/status"
-	WorkerIDRoot      = "/nodes/compute_nodes/worker_id"
-	LabelsRoot        = "/nodes/compute_nodes/labels"
-	ReservationRoot   = "/reservation/worker_id"
-	FenceRoot         = "/reservation/worker_id_fence"
-	HintRoot          = "/reservation/worker_id_hint"
+	ComputeNodes    = "/nodes/compute_nodes"
+	OnlineRoot      = "/nodes/compute_nodes/online"
+	StatusRoot      = "/nodes/compute_nodes/status"
+	WorkerIDRoot    = "/nodes/compute_nodes/worker_id"
+	LabelsRoot      = "/nodes/compute_nodes/labels"
+	ReservationRoot = "/reservation/worker_id"
+	FenceRoot       = "/reservation/worker_id_fence"
+	HintRoot        = "/reservation/worker_id_hint"
+	// ReservationTop is the parent of every reservation, fence, hint and
+	// the ledger.
+	ReservationTop = "/reservation"
+	// Ledger is written once, when the cluster's 1024 fences have all been
+	// created: from then on a missing fence was deleted, not never used.
+	Ledger = "/reservation/worker_id_ledger"
+	// LedgerLock is held (ephemeral) by the one node creating the fences
+	// and the ledger.
+	LedgerLock = "/reservation/worker_id_ledger_lock"
+	// NodesTop is the parent of every compute node's registration.
+	NodesTop          = "/nodes"
 	MetadataRoot      = "/metadata"
 	GlobalRulesRoot   = "/rules"
 	PropsRoot         = "/props"

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -84,6 +85,10 @@ type Options struct {
 	// (floor 0) even on a ledgered cluster, where it means the fence was
 	// deleted. For negative controls only.
 	UnsafeTrustAbsentFence bool
+	// ClusterUsed says the caller knows keys were issued on this cluster
+	// before (it held a worker id, or saw the ledger): a missing fence is
+	// then never read as a never-used id, even before the ledger exists.
+	ClusterUsed bool
 }
 
 // Stats counts the races Acquire calls lost (a claim that found its id
@@ -109,6 +114,9 @@ type Holding struct {
 	Epoch int64
 	// Floor is the previous holder's reservation: never stamp a key <= Floor.
 	Floor int64
+	// Ledgered says the claim saw the cluster's ledger (see EnsureLedger).
+	// False means it did not look or there was none.
+	Ledgered bool
 
 	repo          registry.Repository
 	sess          registry.Session
@@ -123,6 +131,12 @@ type Holding struct {
 // epoch is advanced in the same atomic Commit. No key may be issued before
 // the first successful Reserve. ctx bounds the whole call. Errors:
 // ErrExhausted when all 1024 ids are reserved; registry errors otherwise.
+//
+// The floor of the claimed id is its fence's reservation. A fence that is
+// missing on a ledgered cluster (see EnsureLedger), or missing while
+// Options.ClusterUsed, or corrupt, is unknown: its floor is now +
+// MaxReservation + MaxClockSkew, and an id with a known floor is preferred
+// to it.
 func Acquire(ctx context.Context, repo registry.Repository, sess registry.Session, instanceID string, opts Options) (*Holding, error) {
 	if err := registry.ValidateName(instanceID); err != nil {
 		return nil, fmt.Errorf("acquire worker id: instance id: %w", err)
@@ -152,14 +166,13 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 	rangeRead := registry.ListIsRangeRead(repo)
 
 	var view *occupancy
-	corrupt := map[int]bool{} // ids whose fence is unreadable, across reads
-	lost := 0                 // races lost in a row on the current view
+	lost := 0 // races lost in a row on the current view
 	for attempt := 0; attempt < opts.MaxAttempts; attempt++ {
 		if view == nil {
 			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable, rangeRead); err != nil {
 				return nil, err
 			}
-			view.corrupt, view.log = corrupt, logger(opts)
+			view.log, view.used, view.trustAbsent = logger(opts), opts.ClusterUsed, opts.UnsafeTrustAbsentFence
 			lost = 0
 		}
 		cand, ok := view.choose(instanceID, now(), rng)
@@ -173,16 +186,15 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 		view.age++
 		if !cand.known {
 			// Names only (no range read): read the candidate's fence.
-			c, err := readFence(ctx, repo, cand.id)
+			c, err := view.readCandidate(ctx, repo, cand.id, now())
 			if err != nil {
-				if !errors.Is(err, errCorruptFence) {
-					return nil, err
-				}
-				view.corrupt[cand.id] = true
-				logger(opts).Warn("skipping a worker id whose fence record is corrupt", "worker_id", cand.id, "err", err)
-				continue
+				return nil, err
 			}
-			if c.fence.ReservedUntil >= now() && view.freeCount() > len(view.future)+1 {
+			ahead := now()
+			if cand.id == view.hint {
+				ahead += farAhead.Milliseconds()
+			}
+			if c.fence.ReservedUntil >= ahead && view.freeCount() > len(view.future)+1 {
 				view.future[cand.id] = c // its last holder may still be issuing: try elsewhere first
 				continue
 			}
@@ -191,6 +203,9 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 		res, _ := paths.Reservation(cand.id)
 		fk, _ := paths.Fence(cand.id)
 		next := Fence{Epoch: cand.fence.Epoch + 1, Holder: instanceID, ReservedUntil: cand.fence.ReservedUntil}
+		if cand.unknown {
+			next.Epoch = max(now(), cand.fence.Epoch+1, 1)
+		}
 		txn := registry.Txn{
 			Conds: []registry.Cond{{Key: res}, {Key: fk, Version: cand.fenceVersion}, {Key: nodeKey, Version: nodeVersion}},
 			Ops: []registry.Op{
@@ -199,15 +214,23 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 				{Key: nodeKey, Value: []byte(strconv.Itoa(cand.id)), Ephemeral: true},
 			},
 		}
+		if cand.unused && !view.trustAbsent {
+			// A missing fence read as never used: only while no ledger exists.
+			txn.Conds = append(txn.Conds, registry.Cond{Key: paths.Ledger})
+		}
 		if opts.Stable && view.hint != cand.id {
 			txn.Conds = append(txn.Conds, registry.Cond{Key: hintKey, Version: view.hintVersion})
 			txn.Ops = append(txn.Ops, registry.Op{Key: hintKey, Value: []byte(strconv.Itoa(cand.id))})
 		}
 		v, err := sess.Commit(ctx, txn)
 		if err == nil {
+			if cand.unknown {
+				logger(opts).Warn("claimed a worker id whose fence was missing or corrupt: its floor is unknown, keys start after the longest reservation a previous holder may have made",
+					"worker_id", cand.id, "floor_ms", next.ReservedUntil)
+			}
 			return &Holding{
-				WorkerID: cand.id, InstanceID: instanceID, Epoch: next.Epoch, Floor: cand.fence.ReservedUntil,
-				repo: repo, sess: sess, resVersion: v, fenceVersion: v, reservedUntil: cand.fence.ReservedUntil,
+				WorkerID: cand.id, InstanceID: instanceID, Epoch: next.Epoch, Floor: next.ReservedUntil,
+				Ledgered: view.ledgered, repo: repo, sess: sess, resVersion: v, fenceVersion: v, reservedUntil: next.ReservedUntil,
 			}, nil
 		}
 		var op *registry.OpError
@@ -236,7 +259,7 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 				view = nil
 			}
 		default:
-			view = nil // a fence or the hint moved under us: read again
+			view = nil // a fence, the ledger or the hint moved under us: read again
 		}
 	}
 	return nil, fmt.Errorf("acquire worker id: gave up after %d conflicting attempts", opts.MaxAttempts)
@@ -339,20 +362,29 @@ func (h *Holding) adopt(ctx context.Context, fk, res string) bool {
 	return true
 }
 
+// farAhead: the hinted id is not preferred when its floor is further ahead
+// than this and other ids are free (its keys would wait that long).
+const farAhead = time.Second
+
 // candidate is a free worker id with its fence (zero if it has none).
 type candidate struct {
 	id           int
 	fence        Fence
 	fenceVersion registry.Version
 	known        bool // the fence was read (false: only the name is known)
+	unused       bool // no fence, read as never used (floor 0)
+	unknown      bool // fence missing or corrupt: floor set to now + unknownFloorAhead
 }
 
 // occupancy is what Acquire read of /reservation.
 type occupancy struct {
 	reserved    map[int]bool
 	fences      map[int]registry.KV // raw fence records (range reads only)
-	rangeRead   bool                // fences holds every fence
-	corrupt     map[int]bool        // fence unreadable: never claimed (floor unknown)
+	rangeRead   bool                // fences holds every fence, and ledgered is known
+	ledgered    bool                // the ledger exists
+	ledgerRead  bool                // ledgered is known
+	used        bool                // Options.ClusterUsed, or the read shows earlier use
+	trustAbsent bool                // Options.UnsafeTrustAbsentFence
 	future      map[int]candidate   // names only: fences found in the future
 	hint        int                 // the instance's hinted id, or -1
 	hintVersion registry.Version
@@ -360,23 +392,26 @@ type occupancy struct {
 	log         *slog.Logger
 }
 
-var errCorruptFence = errors.New("corrupt fence")
-
 // readOccupancy reads the reservations (and, with a range read, every
-// fence and hint in the same read; otherwise the names and this
+// fence, hint and the ledger in the same read; otherwise the names and this
 // instance's hint).
 func readOccupancy(ctx context.Context, repo registry.Repository, instanceID string, stable, rangeRead bool) (*occupancy, error) {
 	o := &occupancy{reserved: map[int]bool{}, fences: map[int]registry.KV{}, rangeRead: rangeRead,
-		corrupt: map[int]bool{}, future: map[int]candidate{}, hint: -1}
+		future: map[int]candidate{}, hint: -1}
 	hintKey, _ := paths.WorkerIDHint(instanceID)
 	if rangeRead {
-		kvs, err := repo.List(ctx, "/reservation")
+		kvs, err := repo.List(ctx, paths.ReservationTop)
 		if err != nil {
 			return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
 		}
+		o.ledgerRead = true
 		for _, kv := range kvs {
 			if kv.Key == hintKey && stable {
 				o.setHint(kv)
+				continue
+			}
+			if kv.Key == paths.Ledger {
+				o.ledgered = true
 				continue
 			}
 			parent, name := splitLast(kv.Key)
@@ -389,6 +424,14 @@ func readOccupancy(ctx context.Context, repo registry.Repository, instanceID str
 				o.reserved[id] = true
 			case paths.FenceRoot:
 				o.fences[id] = kv
+			}
+		}
+		// A claimed fence whose id is not reserved: a holder left or
+		// expired, so this cluster issued keys before.
+		for id, kv := range o.fences {
+			if f, err := decodeFence(kv.Value); err == nil && f.Epoch > 0 && !o.reserved[id] {
+				o.used = true
+				break
 			}
 		}
 		return o, nil
@@ -421,40 +464,69 @@ func (o *occupancy) setHint(kv registry.KV) {
 	}
 }
 
-// readFence reads one fence; an absent fence is a never-used id.
-func readFence(ctx context.Context, repo registry.Repository, id int) (candidate, error) {
+// readCandidate reads one fence (and, the first time a fence is missing,
+// whether the ledger exists) and resolves it.
+func (o *occupancy) readCandidate(ctx context.Context, repo registry.Repository, id int, now int64) (candidate, error) {
 	fk, _ := paths.Fence(id)
 	kv, err := repo.Get(ctx, fk)
+	present := err == nil
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		return candidate{id: id, known: true}, nil
+		if !o.ledgerRead {
+			_, lerr := repo.Get(ctx, paths.Ledger)
+			switch {
+			case lerr == nil:
+				o.ledgered = true
+			case !errors.Is(lerr, registry.ErrNotFound):
+				return candidate{}, fmt.Errorf("acquire worker id: read ledger: %w", lerr)
+			}
+			o.ledgerRead = true
+		}
 	case err != nil:
 		return candidate{}, fmt.Errorf("acquire worker id: read fence %d: %w", id, err)
 	}
-	f, err := decodeFence(kv.Value)
-	if err != nil {
-		return candidate{}, fmt.Errorf("%w %d: %v", errCorruptFence, id, err)
-	}
-	return candidate{id: id, fence: f, fenceVersion: kv.Version, known: true}, nil
+	return o.resolve(id, kv, present, now), nil
 }
 
-// fence decodes id's fence from a range read; ok is false when it is
-// corrupt (and marks it so).
-func (o *occupancy) fence(id int) (candidate, bool) {
+// resolve turns id's fence record (present false: none) into a candidate:
+// a valid record gives its floor; a missing one is a never-used id (floor
+// 0) only before the ledger exists, on a cluster not known to be used (or
+// with trustAbsent); otherwise, and for a corrupt record, the floor is
+// unknown: now + unknownFloorAhead.
+func (o *occupancy) resolve(id int, kv registry.KV, present bool, now int64) candidate {
+	c := candidate{id: id, known: true}
+	if !present {
+		if o.trustAbsent || (!o.ledgered && !o.used) {
+			c.unused = true
+			return c
+		}
+	} else {
+		c.fenceVersion = kv.Version
+		f, err := decodeFence(kv.Value)
+		if err == nil && f.ReservedUntil > now+maxFenceAhead.Milliseconds() {
+			err = fmt.Errorf("corrupt fence record %q: reserved more than %v ahead of this clock", kv.Value, maxFenceAhead)
+		}
+		if err == nil {
+			c.fence = f
+			return c
+		}
+		o.log.Warn("a worker id's fence record is corrupt: its floor is unknown", "worker_id", id, "err", err)
+		if f, derr := decodeFence(kv.Value); derr == nil {
+			c.fence.Epoch = f.Epoch
+		}
+	}
+	c.unknown = true
+	c.fence.ReservedUntil = now + unknownFloorAhead.Milliseconds()
+	return c
+}
+
+// fence resolves id's fence from a range read.
+func (o *occupancy) fence(id int, now int64) candidate {
 	kv, ok := o.fences[id]
-	if !ok {
-		return candidate{id: id, known: true}, true
-	}
-	f, err := decodeFence(kv.Value)
-	if err != nil {
-		o.corrupt[id] = true
-		o.log.Warn("skipping a worker id whose fence record is corrupt", "worker_id", id, "err", err)
-		return candidate{}, false
-	}
-	return candidate{id: id, fence: f, fenceVersion: kv.Version, known: true}, true
+	return o.resolve(id, kv, ok, now)
 }
 
-func (o *occupancy) free(id int) bool { return !o.reserved[id] && !o.corrupt[id] }
+func (o *occupancy) free(id int) bool { return !o.reserved[id] }
 
 func (o *occupancy) freeCount() int {
 	n := 0
@@ -467,13 +539,17 @@ func (o *occupancy) freeCount() int {
 }
 
 // choose picks the next candidate (see the package doc for the order).
-// Only the fences of free ids are decoded.
+// Only the fences of free ids are decoded. The hinted id, and an id whose
+// fence this instance wrote, are preferred only when their floor is at
+// most farAhead ahead of now.
 func (o *occupancy) choose(instanceID string, now int64, rng *rand.Rand) (candidate, bool) {
+	soon := now + farAhead.Milliseconds()
 	if o.hint >= 0 && o.free(o.hint) {
 		if !o.rangeRead {
-			return candidate{id: o.hint}, true
-		}
-		if c, ok := o.fence(o.hint); ok {
+			if _, seen := o.future[o.hint]; !seen {
+				return candidate{id: o.hint}, true
+			}
+		} else if c := o.fence(o.hint, now); c.fence.ReservedUntil <= soon {
 			return c, true
 		}
 	}
@@ -506,12 +582,11 @@ func (o *occupancy) choose(instanceID string, now int64, rng *rand.Rand) (candid
 		if !o.free(id) {
 			continue
 		}
-		c, ok := o.fence(id)
+		c := o.fence(id, now)
 		switch {
-		case !ok:
-		case c.fence.Holder == instanceID:
+		case c.fence.Holder == instanceID && !c.unknown && c.fence.ReservedUntil <= soon:
 			return c, true
-		case c.fence.Epoch == 0:
+		case c.fence.ReservedUntil < now && (c.fence.Epoch == 0 || c.unused):
 			fresh = append(fresh, c)
 		case c.fence.ReservedUntil < now:
 			past = append(past, c)

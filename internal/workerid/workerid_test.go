@@ -74,7 +74,11 @@ func runAcquireSuite(t *testing.T, mk func() backend) {
 		{"RestartGetsOldID", testRestartGetsOldID},
 		{"TakeoverStartsAboveFence", testTakeoverStartsAboveFence},
 		{"Exhausted", testExhausted},
-		{"CorruptFenceSkipped", testCorruptFenceSkipped},
+		{"CorruptFenceIsUnknown", testCorruptFenceIsUnknown},
+		{"LedgerMakesMissingFenceUnknown", testLedgerMakesMissingFenceUnknown},
+		{"LedgerCreatedOnce", testLedgerCreatedOnce},
+		{"HintNotPreferredFarAhead", testHintNotPreferredFarAhead},
+		{"WatchSeesForeignChange", testWatchSeesForeignChange},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, mk()) })
 	}
@@ -278,7 +282,7 @@ func testExhausted(t *testing.T, b backend) {
 	}
 }
 
-func testCorruptFenceSkipped(t *testing.T, b backend) {
+func testCorruptFenceIsUnknown(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	r := b.open(t)
 	fill(t, r, 5)
@@ -286,9 +290,13 @@ func testCorruptFenceSkipped(t *testing.T, b backend) {
 	if _, err := r.Put(ctx, fk, []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Acquire(ctx, r, session(t, r), "x", Options{})
-	if !errors.Is(err, ErrExhausted) {
-		t.Fatalf("an id with a corrupt fence was claimed (err %v)", err)
+	before := time.Now().UnixMilli()
+	h, err := Acquire(ctx, r, session(t, r), "x", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.WorkerID != 5 || h.Floor < before+unknownFloorAhead.Milliseconds() || h.Epoch < before {
+		t.Fatalf("holding = %+v, want id 5 with an unknown floor (>= %d) and a fresh epoch", h, before+unknownFloorAhead.Milliseconds())
 	}
 }
 
