@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -74,16 +76,7 @@ it, and put that.`,
 				return err
 			}),
 		},
-		&cobra.Command{
-			Use: "rm PATH", Short: "Delete PATH and everything under it", Args: cobra.ExactArgs(1),
-			RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
-				err := r.Delete(ctx, args[0])
-				if err == nil {
-					fmt.Fprintln(out, "OK")
-				}
-				return err
-			}),
-		},
+		newRmCommand(f),
 		&cobra.Command{
 			Use: "watch PATH", Short: "Print the keys under PATH, then every change, until Ctrl-C", Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -169,4 +162,53 @@ func requestTimeout(f *registryFlags) time.Duration {
 		return f.timeout
 	}
 	return 30 * time.Second
+}
+
+// newRmCommand is `registry rm PATH [--force]`.
+func newRmCommand(f *registryFlags) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "rm PATH",
+		Short: "Delete PATH and everything under it",
+		Long: `Delete PATH and everything under it.
+
+Deleting /reservation, /nodes, the root, or anything under /reservation
+(worker id reservations, fences, hints, the ledger) needs --force: it takes
+worker ids from running nodes, and a node that claims an id whose fence was
+deleted waits out the longest reservation (1 minute) plus the clock skew
+bound (5 seconds) before it issues keys on it.`,
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(_ *cobra.Command, args []string) error {
+			if why := guardedDelete(args[0]); why != "" && !force {
+				return usagef("registry rm %s: refused without --force: %s", args[0], why)
+			}
+			return nil
+		},
+		RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
+			err := r.Delete(ctx, args[0])
+			if err == nil {
+				fmt.Fprintln(out, "OK")
+			}
+			return err
+		}),
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete even worker id reservations, fences or compute node registrations")
+	return cmd
+}
+
+// guardedDelete says why deleting path (and its subtree) needs --force, or
+// "" when it does not: it would delete worker id reservations or fences,
+// or every compute node's registration.
+func guardedDelete(path string) string {
+	p := "/" + strings.Trim(path, "/")
+	under := func(root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
+	switch {
+	case p == "/":
+		return "it deletes everything, worker id reservations and fences included"
+	case under(paths.ReservationTop):
+		return "it deletes worker id reservations or fences (running nodes lose their worker ids)"
+	case p == paths.NodesTop || p == paths.ComputeNodes || p == paths.WorkerIDRoot:
+		return "it deletes the registrations of every compute node"
+	}
+	return ""
 }

@@ -58,6 +58,10 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			if node.Reservation <= 0 || node.Reservation > cluster.MaxReservation {
+				return usagef("--reservation %v: must be above 0 and at most %v (a node that finds a worker id's fence missing waits this long, plus %v of clock skew, before issuing on it)",
+					node.Reservation, cluster.MaxReservation, cluster.MaxClockSkew)
+			}
 			if node.InstanceID == "" {
 				node.InstanceID, node.RandomInstanceID = cluster.NewInstanceID(), true
 			}
@@ -143,7 +147,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.StringVar(&node.InstanceID, "instance-id", "", "stable instance id (default: a new UUID per start); a restarted node with the same id gets its worker id back")
 	fl.StringVar(&node.Host, "host", "127.0.0.1", "host published in the online node (attribute ip@port)")
 	fl.IntVar(&node.Port, "port", 3307, "port published in the online node")
-	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it)")
+	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")

@@ -32,7 +32,7 @@ func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	if ok, why := s.ready(); !ok {
+	if ok, why := s.admits(); !ok {
 		s.writeError(w, errorf(http.StatusServiceUnavailable, CodeNone, "%s", why))
 		return
 	}

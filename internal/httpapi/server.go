@@ -298,8 +298,8 @@ func (s *Server) changes() <-chan struct{} {
 	return s.changed
 }
 
-// ready reports whether the node can issue keys now, and why not.
-func (s *Server) ready() (bool, string) {
+// admits reports whether the node takes key requests, and why not.
+func (s *Server) admits() (bool, string) {
 	switch {
 	case s.draining.Load():
 		return false, "the node is shutting down"
@@ -309,6 +309,20 @@ func (s *Server) ready() (bool, string) {
 		return false, "this compute node is disabled (CIRCUIT_BREAK): enable it with PUT /api/v1/nodes/" + s.cfg.Node.InstanceID() + "/state"
 	case s.unavailable.Load():
 		return false, "the cluster state is UNAVAILABLE (locked with READ_WRITE): unlock it with PUT /api/v1/cluster/unlock"
+	}
+	return true, ""
+}
+
+// ready reports whether a key request succeeds now, and why not (what
+// /readyz and the shardkeeper_ready gauge report): the node takes key
+// requests and its generator can stamp a key without waiting for its clock
+// or for a reservation.
+func (s *Server) ready() (bool, string) {
+	if ok, why := s.admits(); !ok {
+		return false, why
+	}
+	if !s.cfg.Node.Ready() {
+		return false, "the node cannot issue a key now: its clock is not yet past its worker id's floor, or its time reservation has run out (see its logs)"
 	}
 	return true, ""
 }
