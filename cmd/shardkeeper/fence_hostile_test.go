@@ -43,7 +43,9 @@ func TestHostileRegistryRmNeedsForce(t *testing.T) {
 func TestHostileServeReservationBounded(t *testing.T) {
 	for _, bad := range []string{"1h", "61s", "0s", "-1s"} {
 		start := time.Now()
-		out, err := run(t, context.Background(), "serve", "--reservation", bad, "--data-dir", t.TempDir(), "--http", "off")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a serve that starts runs until then
+		out, err := run(t, ctx, "serve", "--reservation", bad, "--data-dir", t.TempDir(), "--http", "off")
+		cancel()
 		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--reservation") || !strings.Contains(err.Error(), "1m0s") {
 			t.Errorf("serve --reservation %s: err = %v (exit %d), want a usage error naming the 1m0s bound\n%s", bad, err, exitCode(err), out)
 		}

@@ -19,7 +19,7 @@ const (
 	CellHeld        = "held"        // reserved by a live holder
 	CellQuarantined = "quarantined" // free, but its fence reserves time in the future: a new holder waits for it
 	CellFree        = "free"        // free; its last holder's time is past
-	CellCorrupt     = "corrupt"     // the fence record is unreadable: never claimed
+	CellCorrupt     = "corrupt"     // the fence record is unreadable: its floor is unknown, claimed only when no id with a known floor is free
 )
 
 // workerCell is one worker id of the map. Ids absent from the list are
@@ -81,9 +81,9 @@ func buildWorkerMap(kvs []registry.KV, nowMs int64) []workerCell {
 		case paths.ReservationRoot:
 			cell(id).Holder = strings.TrimSpace(string(kv.Value))
 		case paths.FenceRoot:
-			var f workerid.Fence
 			c := cell(id)
-			if err := json.Unmarshal(kv.Value, &f); err != nil || f.Epoch < 1 {
+			f, err := workerid.DecodeFence(kv.Value)
+			if err != nil {
 				c.State = CellCorrupt
 				continue
 			}
@@ -92,8 +92,8 @@ func buildWorkerMap(kvs []registry.KV, nowMs int64) []workerCell {
 	}
 	out := make([]workerCell, 0, 16)
 	for _, c := range cells {
-		if c == nil {
-			continue
+		if c == nil || (c.State == CellFree && c.Holder == "" && c.Epoch == 0 && c.ReservedUntil == 0) {
+			continue // never claimed (a blank fence made with the ledger)
 		}
 		switch {
 		case c.State == CellCorrupt:

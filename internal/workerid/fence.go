@@ -53,8 +53,10 @@ func (f Fence) encode() []byte {
 	return b
 }
 
-// decodeFence parses a fence record. Out-of-range values (a negative or
+// DecodeFence parses a fence record. Out-of-range values (a negative or
 // huge epoch, a reservation below 0 or past 2086) make it corrupt.
+func DecodeFence(b []byte) (Fence, error) { return decodeFence(b) }
+
 func decodeFence(b []byte) (Fence, error) {
 	var f Fence
 	if err := json.Unmarshal(b, &f); err != nil {

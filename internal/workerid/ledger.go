@@ -37,6 +37,15 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 	case !errors.Is(err, registry.ErrNotFound):
 		return fmt.Errorf("worker id ledger: %w", err)
 	}
+	// Reading the lock first spares the registry a failing transaction
+	// from every node that starts while another creates the ledger.
+	_, err = repo.Get(ctx, paths.LedgerLock)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, registry.ErrNotFound):
+		return fmt.Errorf("worker id ledger: %w", err)
+	}
 	lockV, err := sess.Commit(ctx, registry.Txn{
 		Conds: []registry.Cond{{Key: paths.LedgerLock}, {Key: paths.Ledger}},
 		Ops:   []registry.Op{{Key: paths.LedgerLock, Value: []byte(instanceID), Ephemeral: true}},

@@ -26,6 +26,7 @@
 package workerid
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -386,6 +387,7 @@ type occupancy struct {
 	used        bool                // Options.ClusterUsed, or the read shows earlier use
 	trustAbsent bool                // Options.UnsafeTrustAbsentFence
 	future      map[int]candidate   // names only: fences found in the future
+	decoded     map[int]decoded     // fence records decoded so far
 	hint        int                 // the instance's hinted id, or -1
 	hintVersion registry.Version
 	age         int // candidates tried on this view
@@ -502,7 +504,7 @@ func (o *occupancy) resolve(id int, kv registry.KV, present bool, now int64) can
 		}
 	} else {
 		c.fenceVersion = kv.Version
-		f, err := decodeFence(kv.Value)
+		f, err := o.decode(id, kv.Value)
 		if err == nil && f.ReservedUntil > now+maxFenceAhead.Milliseconds() {
 			err = fmt.Errorf("corrupt fence record %q: reserved more than %v ahead of this clock", kv.Value, maxFenceAhead)
 		}
@@ -511,13 +513,36 @@ func (o *occupancy) resolve(id int, kv registry.KV, present bool, now int64) can
 			return c
 		}
 		o.log.Warn("a worker id's fence record is corrupt: its floor is unknown", "worker_id", id, "err", err)
-		if f, derr := decodeFence(kv.Value); derr == nil {
-			c.fence.Epoch = f.Epoch
-		}
+		c.fence.Epoch = f.Epoch // 0 unless only the time was absurd
 	}
 	c.unknown = true
 	c.fence.ReservedUntil = now + unknownFloorAhead.Milliseconds()
 	return c
+}
+
+// blankFence is the record of a fence created with the ledger on a fresh
+// cluster: most of a range read, decoded without JSON.
+var blankFence = Fence{}.encode()
+
+type decoded struct {
+	fence Fence
+	err   error
+}
+
+// decode decodes id's fence record once per view.
+func (o *occupancy) decode(id int, b []byte) (Fence, error) {
+	if bytes.Equal(b, blankFence) {
+		return Fence{}, nil
+	}
+	if d, ok := o.decoded[id]; ok {
+		return d.fence, d.err
+	}
+	f, err := decodeFence(b)
+	if o.decoded == nil {
+		o.decoded = map[int]decoded{}
+	}
+	o.decoded[id] = decoded{f, err}
+	return f, err
 }
 
 // fence resolves id's fence from a range read.

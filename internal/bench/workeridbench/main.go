@@ -45,6 +45,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -82,6 +83,7 @@ type config struct {
 	rounds      int
 	parallel    int
 	verbose     bool
+	ledgered    bool
 	cpuProfile  string
 	etcd        []string
 	zk          []string
@@ -99,6 +101,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "limit for one case")
 	flag.IntVar(&c.rounds, "rounds", 1, "times to run the whole table")
 	flag.IntVar(&c.parallel, "setup-parallel", 64, "sessions opened or closed at once during setup and cleanup")
+	flag.BoolVar(&c.ledgered, "ledgered", false, "start ours on a cluster whose ledger and 1024 fences exist already (every cluster after its first use) instead of a fresh one")
 	flag.BoolVar(&c.verbose, "v", false, "print per-operation counts of each case")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the first case's timed part (barrier to last id) to this file")
 	flag.StringVar(&etcdEP, "etcd", os.Getenv(testenv.EnvEtcdEndpoints), "etcd endpoints (default $"+testenv.EnvEtcdEndpoints+")")
@@ -228,6 +231,8 @@ var profile *os.File
 type node struct {
 	inst    string
 	counter *fault.Counter
+	total   int64            // registry calls until it held an id
+	counts  map[string]int64 // the same, per operation
 	sess    registry.Session
 	id      int
 	end     time.Time
@@ -326,8 +331,20 @@ func runCase(c config, backend string, n int, algo string) *result {
 	for _, nd := range nodes {
 		nd.counter.Reset()
 	}
+	if c.ledgered && algo == algoOurs {
+		// A cluster used before: the ledger and every fence exist.
+		s, err := pool[0].NewSession(ctx, registry.SessionOptions{TTL: c.ttl})
+		if err == nil {
+			err = workerid.EnsureLedger(ctx, pool[0], s, "bench-setup", workerid.Options{})
+			_ = s.Close(ctx)
+		}
+		if err != nil {
+			r.err = fmt.Errorf("create the ledger: %w", err)
+			return r
+		}
+	}
 	var stats workerid.Stats
-	var ready, done sync.WaitGroup
+	var ready, done, background sync.WaitGroup
 	start := make(chan struct{})
 	for _, nd := range nodes {
 		ready.Add(1)
@@ -336,8 +353,8 @@ func runCase(c config, backend string, n int, algo string) *result {
 			defer done.Done()
 			ready.Done()
 			<-start
+			var h *workerid.Holding
 			if algo == algoOurs {
-				var h *workerid.Holding
 				h, nd.err = workerid.Acquire(ctx, nd.counter, nd.sess, nd.inst, workerid.Options{Stats: &stats})
 				if h != nil {
 					nd.id = h.WorkerID
@@ -346,6 +363,19 @@ func runCase(c config, backend string, n int, algo string) *result {
 				nd.id, nd.err = workerid.BaselineAcquire(ctx, nd.counter, nd.sess, nd.inst, &stats)
 			}
 			nd.end = time.Now()
+			nd.total, nd.counts = nd.counter.Total(), nd.counter.Counts()
+			if h != nil && !h.Ledgered {
+				// As cluster.Node does: create the ledger in the
+				// background after a random pause of up to a second.
+				background.Add(1)
+				go func() {
+					defer background.Done()
+					time.Sleep(mrand.N(time.Second))
+					if err := workerid.EnsureLedger(ctx, nd.counter, nd.sess, nd.inst, workerid.Options{}); err != nil {
+						fmt.Fprintf(os.Stderr, "%s: ledger: %v\n", nd.inst, err)
+					}
+				}()
+			}
 		}()
 	}
 	ready.Wait()
@@ -363,6 +393,7 @@ func runCase(c config, backend string, n int, algo string) *result {
 	if backend == "zookeeper" {
 		r.zkReqs, r.zkOps = wire.snapshot()
 	}
+	background.Wait() // the ledger, created meanwhile, before the checks and cleanup
 
 	var errs []error
 	lat := make([]time.Duration, 0, n)
@@ -376,10 +407,10 @@ func runCase(c config, backend string, n int, algo string) *result {
 		d := nd.end.Sub(t0)
 		lat = append(lat, d)
 		r.wall = max(r.wall, d)
-		t := nd.counter.Total()
+		t := nd.total
 		total += t
 		r.maxRT = max(r.maxRT, t)
-		for op, k := range nd.counter.Counts() {
+		for op, k := range nd.counts {
 			if k > 0 {
 				r.calls[op] += k
 			}
