@@ -22,7 +22,8 @@ const ledgerBatch = 127
 // missing fence at epoch 0, in batches, then the ledger; every other caller
 // returns at once. The fences it creates have floor 0 on a cluster that
 // shows no earlier use, and the unknown floor otherwise (opts.ClusterUsed,
-// a claimed fence whose id is not reserved, a reserved id without a fence).
+// or a claimed fence whose id is not reserved); a reserved id without a
+// fence (deleted under its holder) always gets the unknown floor.
 // It is safe to call at any time and from any number of nodes; Acquire
 // never waits for it.
 func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.Session, instanceID string, opts Options) error {
@@ -82,14 +83,12 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 	for id := range claimed {
 		used = used || !reserved[id]
 	}
-	for id := range reserved {
-		used = used || !fences[id]
-	}
+	unknown := Fence{ReservedUntil: now() + unknownFloorAhead.Milliseconds()}.encode()
 	rec := ledgerRecord{CreatedBy: instanceID, CreatedAt: now()}
+	free := Fence{}.encode()
 	if used {
-		rec.AbsentFloor = now() + unknownFloorAhead.Milliseconds()
+		rec.AbsentFloor, free = now()+unknownFloorAhead.Milliseconds(), unknown
 	}
-	blank := Fence{ReservedUntil: rec.AbsentFloor}.encode()
 	var missing []int
 	for id := 0; id < Count; id++ {
 		if !fences[id] {
@@ -102,7 +101,13 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 		for _, id := range batch {
 			fk, _ := paths.Fence(id)
 			txn.Conds = append(txn.Conds, registry.Cond{Key: fk})
-			txn.Ops = append(txn.Ops, registry.Op{Key: fk, Value: blank})
+			value := free
+			if reserved[id] {
+				// Held, but its fence is gone: its holder stamped keys up
+				// to a time no one knows.
+				value = unknown
+			}
+			txn.Ops = append(txn.Ops, registry.Op{Key: fk, Value: value})
 		}
 		_, err := sess.Commit(ctx, txn)
 		var op *registry.OpError

@@ -5,28 +5,29 @@
 //   - /nodes/compute_nodes/worker_id/{instanceId}: the decimal id, ephemeral;
 //   - /reservation/worker_id_fence/{id}: the fence (see Fence), persistent;
 //   - /reservation/worker_id_hint/{instanceId}: the id a node with a stable
-//     instance id held last, persistent (only for Options.Stable).
+//     instance id held last, persistent (only for Options.Stable);
+//   - /reservation/worker_id_ledger: written once every fence exists (see
+//     EnsureLedger); from then on a missing fence was deleted.
 //
 // Acquire needs a constant number of round trips whatever the number of
-// nodes starting at once, and one atomic Commit claims the id. Where List
-// is one range read (etcd), it reads /reservation once and prefers the id
-// this instance held before (its hint, or a fence it wrote), then a random
-// free id whose fence is in the past, then a random free id never used,
-// then the free id whose fence ends first. Elsewhere (ZooKeeper) it lists
-// the reservation names, reads the hint (stable instances) and the chosen
-// candidate's fence only, and prefers the hint, then a random free id whose
-// fence is not in the future. A starter that loses a race for an id picks
-// another from what it read, and reads again after two lost races in a row.
+// nodes starting at once, and one atomic Commit claims the id. It lists the
+// reservation names, reads the hint (stable instances) and the chosen
+// candidate's fence only, and prefers the hint (unless its floor is more
+// than a second ahead), then a random free id whose fence is not in the
+// future, then the free id whose fence ends first. A starter that loses a
+// race for an id picks another from what it read, and reads again after two
+// lost races in a row. A missing or corrupt fence never gives floor 0 once
+// the ledger exists: its floor is unknown (see Acquire).
 //
 // Guarantee: two holders of the same worker id never stamp keys with the
-// same millisecond, given only a linearizable registry that is never rolled
-// back. The Snowflake generator must be driven by Holding.Floor and the
+// same millisecond, given a linearizable registry that is never rolled
+// back and, for a fence deleted or corrupted by someone, clocks within
+// MaxClockSkew of each other. The Snowflake generator must be driven by Holding.Floor and the
 // limits Holding.Reserve commits; clocks, pauses, TTLs and lease bugs then
 // cost availability, never uniqueness.
 package workerid
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -164,19 +165,19 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 	var nodeVersion registry.Version // of our own worker_id node, if a previous session left it
 	var conflicts int64
 	defer func() { opts.Stats.add(conflicts) }()
-	rangeRead := registry.ListIsRangeRead(repo)
 
 	var view *occupancy
-	lost := 0 // races lost in a row on the current view
+	ledgered := false // learnt from a claim refused because the ledger exists
+	lost := 0         // races lost in a row on the current view
 	for attempt := 0; attempt < opts.MaxAttempts; attempt++ {
 		if view == nil {
-			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable, rangeRead); err != nil {
+			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable); err != nil {
 				return nil, err
 			}
-			view.log, view.used, view.trustAbsent = logger(opts), opts.ClusterUsed, opts.UnsafeTrustAbsentFence
+			view.log, view.used, view.trustAbsent, view.ledgered = logger(opts), opts.ClusterUsed, opts.UnsafeTrustAbsentFence, ledgered
 			lost = 0
 		}
-		cand, ok := view.choose(instanceID, now(), rng)
+		cand, ok := view.choose(rng)
 		if !ok {
 			if view.age == 0 {
 				return nil, ErrExhausted
@@ -186,7 +187,7 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 		}
 		view.age++
 		if !cand.known {
-			// Names only (no range read): read the candidate's fence.
+			// Read the candidate's fence.
 			c, err := view.readCandidate(ctx, repo, cand.id, now())
 			if err != nil {
 				return nil, err
@@ -259,8 +260,12 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 			if lost++; lost >= 2 {
 				view = nil
 			}
+		case paths.Ledger:
+			// The missing fence was read as never used, but the ledger
+			// exists: it was deleted. Its floor is unknown.
+			ledgered, view.ledgered = true, true
 		default:
-			view = nil // a fence, the ledger or the hint moved under us: read again
+			view = nil // a fence or the hint moved under us: read again
 		}
 	}
 	return nil, fmt.Errorf("acquire worker id: gave up after %d conflicting attempts", opts.MaxAttempts)
@@ -377,67 +382,27 @@ type candidate struct {
 	unknown      bool // fence missing or corrupt: floor set to now + unknownFloorAhead
 }
 
-// occupancy is what Acquire read of /reservation.
+// occupancy is what Acquire read of /reservation: the reserved ids, the
+// instance's hint, and what it learnt of the fences it read.
 type occupancy struct {
 	reserved    map[int]bool
-	fences      map[int]registry.KV // raw fence records (range reads only)
-	rangeRead   bool                // fences holds every fence, and ledgered is known
-	ledgered    bool                // the ledger exists
-	ledgerRead  bool                // ledgered is known
-	used        bool                // Options.ClusterUsed, or the read shows earlier use
-	trustAbsent bool                // Options.UnsafeTrustAbsentFence
-	future      map[int]candidate   // names only: fences found in the future
-	decoded     map[int]decoded     // fence records decoded so far
-	hint        int                 // the instance's hinted id, or -1
+	ledgered    bool              // the ledger is known to exist
+	used        bool              // Options.ClusterUsed
+	trustAbsent bool              // Options.UnsafeTrustAbsentFence
+	future      map[int]candidate // fences found in the future
+	hint        int               // the instance's hinted id, or -1
 	hintVersion registry.Version
 	age         int // candidates tried on this view
 	log         *slog.Logger
 }
 
-// readOccupancy reads the reservations (and, with a range read, every
-// fence, hint and the ledger in the same read; otherwise the names and this
-// instance's hint).
-func readOccupancy(ctx context.Context, repo registry.Repository, instanceID string, stable, rangeRead bool) (*occupancy, error) {
-	o := &occupancy{reserved: map[int]bool{}, fences: map[int]registry.KV{}, rangeRead: rangeRead,
-		future: map[int]candidate{}, hint: -1}
+// readOccupancy reads the reservation names and, for a stable instance,
+// its hint. It does not read the fences: with the ledger there are 1024 of
+// them, and a read of all of them by every node of a mass start costs the
+// registry far more than one read of each node's candidate.
+func readOccupancy(ctx context.Context, repo registry.Repository, instanceID string, stable bool) (*occupancy, error) {
+	o := &occupancy{reserved: map[int]bool{}, future: map[int]candidate{}, hint: -1}
 	hintKey, _ := paths.WorkerIDHint(instanceID)
-	if rangeRead {
-		kvs, err := repo.List(ctx, paths.ReservationTop)
-		if err != nil {
-			return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
-		}
-		o.ledgerRead = true
-		for _, kv := range kvs {
-			if kv.Key == hintKey && stable {
-				o.setHint(kv)
-				continue
-			}
-			if kv.Key == paths.Ledger {
-				o.ledgered = true
-				continue
-			}
-			parent, name := splitLast(kv.Key)
-			id, err := paths.ParseWorkerID(name)
-			if err != nil {
-				continue
-			}
-			switch parent {
-			case paths.ReservationRoot:
-				o.reserved[id] = true
-			case paths.FenceRoot:
-				o.fences[id] = kv
-			}
-		}
-		// A claimed fence whose id is not reserved: a holder left or
-		// expired, so this cluster issued keys before.
-		for id, kv := range o.fences {
-			if f, err := decodeFence(kv.Value); err == nil && f.Epoch > 0 && !o.reserved[id] {
-				o.used = true
-				break
-			}
-		}
-		return o, nil
-	}
 	names, err := repo.Children(ctx, paths.ReservationRoot)
 	if err != nil {
 		return nil, fmt.Errorf("acquire worker id: list reservations: %w", err)
@@ -466,24 +431,15 @@ func (o *occupancy) setHint(kv registry.KV) {
 	}
 }
 
-// readCandidate reads one fence (and, the first time a fence is missing,
-// whether the ledger exists) and resolves it.
+// readCandidate reads one fence and resolves it.
 func (o *occupancy) readCandidate(ctx context.Context, repo registry.Repository, id int, now int64) (candidate, error) {
 	fk, _ := paths.Fence(id)
 	kv, err := repo.Get(ctx, fk)
 	present := err == nil
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		if !o.ledgerRead {
-			_, lerr := repo.Get(ctx, paths.Ledger)
-			switch {
-			case lerr == nil:
-				o.ledgered = true
-			case !errors.Is(lerr, registry.ErrNotFound):
-				return candidate{}, fmt.Errorf("acquire worker id: read ledger: %w", lerr)
-			}
-			o.ledgerRead = true
-		}
+		// Whether the ledger exists is not read here: a claim that reads
+		// the missing fence as never used is conditioned on its absence.
 	case err != nil:
 		return candidate{}, fmt.Errorf("acquire worker id: read fence %d: %w", id, err)
 	}
@@ -504,7 +460,7 @@ func (o *occupancy) resolve(id int, kv registry.KV, present bool, now int64) can
 		}
 	} else {
 		c.fenceVersion = kv.Version
-		f, err := o.decode(id, kv.Value)
+		f, err := decodeFence(kv.Value)
 		if err == nil && f.ReservedUntil > now+maxFenceAhead.Milliseconds() {
 			err = fmt.Errorf("corrupt fence record %q: reserved more than %v ahead of this clock", kv.Value, maxFenceAhead)
 		}
@@ -520,37 +476,6 @@ func (o *occupancy) resolve(id int, kv registry.KV, present bool, now int64) can
 	return c
 }
 
-// blankFence is the record of a fence created with the ledger on a fresh
-// cluster: most of a range read, decoded without JSON.
-var blankFence = Fence{}.encode()
-
-type decoded struct {
-	fence Fence
-	err   error
-}
-
-// decode decodes id's fence record once per view.
-func (o *occupancy) decode(id int, b []byte) (Fence, error) {
-	if bytes.Equal(b, blankFence) {
-		return Fence{}, nil
-	}
-	if d, ok := o.decoded[id]; ok {
-		return d.fence, d.err
-	}
-	f, err := decodeFence(b)
-	if o.decoded == nil {
-		o.decoded = map[int]decoded{}
-	}
-	o.decoded[id] = decoded{f, err}
-	return f, err
-}
-
-// fence resolves id's fence from a range read.
-func (o *occupancy) fence(id int, now int64) candidate {
-	kv, ok := o.fences[id]
-	return o.resolve(id, kv, ok, now)
-}
-
 func (o *occupancy) free(id int) bool { return !o.reserved[id] }
 
 func (o *occupancy) freeCount() int {
@@ -563,67 +488,32 @@ func (o *occupancy) freeCount() int {
 	return n
 }
 
-// choose picks the next candidate (see the package doc for the order).
-// Only the fences of free ids are decoded. The hinted id, and an id whose
-// fence this instance wrote, are preferred only when their floor is at
-// most farAhead ahead of now.
-func (o *occupancy) choose(instanceID string, now int64, rng *rand.Rand) (candidate, bool) {
-	soon := now + farAhead.Milliseconds()
+// choose picks the next candidate: the hinted id unless its fence was
+// found further ahead than farAhead, then a random free id whose fence has
+// not been read, then the read one whose floor is lowest.
+func (o *occupancy) choose(rng *rand.Rand) (candidate, bool) {
 	if o.hint >= 0 && o.free(o.hint) {
-		if !o.rangeRead {
-			if _, seen := o.future[o.hint]; !seen {
-				return candidate{id: o.hint}, true
-			}
-		} else if c := o.fence(o.hint, now); c.fence.ReservedUntil <= soon {
-			return c, true
+		if _, seen := o.future[o.hint]; !seen {
+			return candidate{id: o.hint}, true
 		}
 	}
-	if !o.rangeRead {
-		var free []int
-		var future *candidate
-		for id := 0; id < Count; id++ {
-			if !o.free(id) {
-				continue
-			}
-			if c, seen := o.future[id]; seen {
-				if future == nil || c.fence.ReservedUntil < future.fence.ReservedUntil {
-					future = &c
-				}
-				continue
-			}
-			free = append(free, id)
-		}
-		switch {
-		case len(free) > 0:
-			return candidate{id: free[rng.IntN(len(free))]}, true
-		case future != nil:
-			return *future, true
-		}
-		return candidate{}, false
-	}
-	var past, fresh []candidate
+	var free []int
 	var future *candidate
 	for id := 0; id < Count; id++ {
 		if !o.free(id) {
 			continue
 		}
-		c := o.fence(id, now)
-		switch {
-		case c.fence.Holder == instanceID && !c.unknown && c.fence.ReservedUntil <= soon:
-			return c, true
-		case c.fence.ReservedUntil < now && (c.fence.Epoch == 0 || c.unused):
-			fresh = append(fresh, c)
-		case c.fence.ReservedUntil < now:
-			past = append(past, c)
-		case future == nil || c.fence.ReservedUntil < future.fence.ReservedUntil:
-			future = &c
+		if c, seen := o.future[id]; seen {
+			if future == nil || c.fence.ReservedUntil < future.fence.ReservedUntil {
+				future = &c
+			}
+			continue
 		}
+		free = append(free, id)
 	}
 	switch {
-	case len(past) > 0:
-		return past[rng.IntN(len(past))], true
-	case len(fresh) > 0:
-		return fresh[rng.IntN(len(fresh))], true
+	case len(free) > 0:
+		return candidate{id: free[rng.IntN(len(free))]}, true
 	case future != nil:
 		return *future, true
 	}
