@@ -63,7 +63,7 @@ func TestRegistryCLIOnEtcd(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "OK" {
 		t.Fatalf("etcdctl get: %q, %v", out, err)
 	}
-	mustRun(t, append([]string{"registry", "rm", "/nodes"}, flags...)...)
+	mustRun(t, append([]string{"registry", "rm", "/nodes", "--force"}, flags...)...)
 	if _, err := run(t, context.Background(), append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test"}, flags...)...); err == nil || !strings.Contains(err.Error(), "key not found") {
 		t.Fatalf("get after rm: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestRegistryCLIOnZooKeeper(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^OK$`).Match(out) {
 		t.Fatalf("zkCli.sh get: %v\n%s", err, out)
 	}
-	mustRun(t, append([]string{"registry", "rm", "/nodes"}, flags...)...)
+	mustRun(t, append([]string{"registry", "rm", "/nodes", "--force"}, flags...)...)
 }
 
 func TestServeEmbeddedKeepsDataAcrossRestarts(t *testing.T) {
@@ -231,8 +231,8 @@ func TestServeClusterNode(t *testing.T) {
 			if got, _ := run(t, context.Background(), append([]string{"registry", "ls", "/nodes/compute_nodes/online/proxy"}, flags...)...); strings.Contains(got, "serve-test") {
 				t.Fatalf("still online after SIGTERM: %q", got)
 			}
-			mustRun(t, append([]string{"registry", "rm", "/nodes"}, flags...)...)
-			mustRun(t, append([]string{"registry", "rm", "/reservation"}, flags...)...)
+			mustRun(t, append([]string{"registry", "rm", "/nodes", "--force"}, flags...)...)
+			mustRun(t, append([]string{"registry", "rm", "/reservation", "--force"}, flags...)...)
 		})
 	}
 }
