@@ -37,11 +37,11 @@ type Node struct {
 	gen     atomic.Pointer[snowflake.Generator] // nil while not issuing
 	current atomic.Pointer[holding]             // the held worker id
 
-	used    atomic.Bool // this node held a worker id, or saw the ledger
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the run loop returns
-	closeMu sync.Mutex
-	closed  bool
+	ledgerSeen atomic.Bool // this node saw the cluster's worker id ledger
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when the run loop returns
+	closeMu    sync.Mutex
+	closed     bool
 }
 
 // holding is one worker id held through one session.
@@ -50,8 +50,6 @@ type holding struct {
 	h    *workerid.Holding
 	gen  *snowflake.Generator
 	lost chan struct{} // closed when the renewer gives up on it
-	// usedBefore: the node had held a worker id before this one.
-	usedBefore bool
 }
 
 // Open starts a node on repo: it opens a session, claims a worker id,
@@ -91,9 +89,8 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 			_ = sess.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	usedBefore := n.used.Load()
 	h, err := workerid.Acquire(ctx, n.repo, sess, n.cfg.InstanceID, workerid.Options{NowMillis: n.nowMillis, Stable: !n.cfg.RandomInstanceID, Logger: n.cfg.Logger,
-		UnsafeTrustAbsentFence: n.cfg.UnsafeTrustAbsentFence, ClusterUsed: usedBefore})
+		UnsafeTrustAbsentFence: n.cfg.UnsafeTrustAbsentFence, LedgerSeen: n.ledgerSeen.Load()})
 	if err != nil {
 		if errors.Is(err, workerid.ErrExhausted) {
 			return nil, err
@@ -107,7 +104,7 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	if err != nil {
 		return nil, err
 	}
-	claimed := &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{}), usedBefore: usedBefore}
+	claimed := &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{})}
 	n.emit(EventAcquired, claimed, nil)
 	defer func() {
 		if err != nil {
@@ -125,7 +122,9 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	}
 	n.current.Store(hold)
 	n.gen.Store(gen)
-	n.used.Store(true)
+	if h.Ledgered {
+		n.ledgerSeen.Store(true)
+	}
 	n.stats.acquisitions.Add(1)
 	n.cfg.Logger.Info("holding worker id", "worker_id", h.WorkerID, "epoch", h.Epoch, "floor_ms", h.Floor,
 		"reserved_until_ms", h.ReservedUntil(), "session", sess.ID())
@@ -308,8 +307,12 @@ func (n *Node) ensureLedger(ctx context.Context, hold *holding) {
 	if !sleep(ctx, rand.N(time.Second)) {
 		return
 	}
-	opts := workerid.Options{NowMillis: n.nowMillis, Logger: n.cfg.Logger, ClusterUsed: hold.usedBefore}
-	if err := workerid.EnsureLedger(ctx, n.repo, hold.sess, n.cfg.InstanceID, opts); err != nil && ctx.Err() == nil {
+	opts := workerid.Options{NowMillis: n.nowMillis, Logger: n.cfg.Logger, LedgerSeen: n.ledgerSeen.Load()}
+	ok, err := workerid.EnsureLedger(ctx, n.repo, hold.sess, n.cfg.InstanceID, opts)
+	if ok {
+		n.ledgerSeen.Store(true)
+	}
+	if err != nil && ctx.Err() == nil {
 		n.cfg.Logger.Warn("creating the worker id ledger failed; a later acquisition tries again", "err", err)
 	}
 }

@@ -20,13 +20,13 @@ const ledgerBatch = 127
 // Acquire treats its floor as unknown. When there is none, one node (the
 // holder of the ephemeral ledger lock, taken through sess) creates every
 // missing fence at epoch 0, in batches, then the ledger; every other caller
-// returns at once. The fences it creates have floor 0 on a cluster that
-// shows no earlier use, and the unknown floor otherwise (opts.ClusterUsed,
-// or a claimed fence whose id is not reserved); a reserved id without a
-// fence (deleted under its holder) always gets the unknown floor.
-// It is safe to call at any time and from any number of nodes; Acquire
-// never waits for it.
-func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.Session, instanceID string, opts Options) error {
+// returns at once. The fences it creates have floor 0, unless
+// opts.LedgerSeen (the ledger existed and was deleted, with the fences) or
+// the id is reserved (its fence was deleted under its holder): then the
+// unknown floor. It reports whether the ledger exists on return (false
+// while another node creates it). It is safe to call at any time and from
+// any number of nodes; Acquire never waits for it.
+func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.Session, instanceID string, opts Options) (bool, error) {
 	now := opts.NowMillis
 	if now == nil {
 		now = systemMillis
@@ -34,35 +34,34 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 	_, err := repo.Get(ctx, paths.Ledger)
 	switch {
 	case err == nil:
-		return nil
+		return true, nil
 	case !errors.Is(err, registry.ErrNotFound):
-		return fmt.Errorf("worker id ledger: %w", err)
+		return false, fmt.Errorf("worker id ledger: %w", err)
 	}
 	// Reading the lock first spares the registry a failing transaction
 	// from every node that starts while another creates the ledger.
 	_, err = repo.Get(ctx, paths.LedgerLock)
 	switch {
 	case err == nil:
-		return nil
+		return false, nil
 	case !errors.Is(err, registry.ErrNotFound):
-		return fmt.Errorf("worker id ledger: %w", err)
+		return false, fmt.Errorf("worker id ledger: %w", err)
 	}
 	lockV, err := sess.Commit(ctx, registry.Txn{
 		Conds: []registry.Cond{{Key: paths.LedgerLock}, {Key: paths.Ledger}},
 		Ops:   []registry.Op{{Key: paths.LedgerLock, Value: []byte(instanceID), Ephemeral: true}},
 	})
 	if errors.Is(err, registry.ErrExists) {
-		return nil // being created by another node, or created
+		return false, nil // being created by another node, or created
 	}
 	if err != nil {
-		return fmt.Errorf("worker id ledger: lock: %w", err)
+		return false, fmt.Errorf("worker id ledger: lock: %w", err)
 	}
 	kvs, err := repo.List(ctx, paths.ReservationTop)
 	if err != nil {
-		return fmt.Errorf("worker id ledger: read: %w", err)
+		return false, fmt.Errorf("worker id ledger: read: %w", err)
 	}
 	fences, reserved := map[int]bool{}, map[int]bool{}
-	claimed := map[int]bool{}
 	for _, kv := range kvs {
 		parent, name := splitLast(kv.Key)
 		id, err := paths.ParseWorkerID(name)
@@ -74,15 +73,9 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 			reserved[id] = true
 		case paths.FenceRoot:
 			fences[id] = true
-			if f, err := decodeFence(kv.Value); err != nil || f.Epoch > 0 {
-				claimed[id] = true
-			}
 		}
 	}
-	used := opts.ClusterUsed
-	for id := range claimed {
-		used = used || !reserved[id]
-	}
+	used := opts.LedgerSeen
 	unknown := Fence{ReservedUntil: now() + unknownFloorAhead.Milliseconds()}.encode()
 	rec := ledgerRecord{CreatedBy: instanceID, CreatedAt: now()}
 	free := Fence{}.encode()
@@ -118,7 +111,7 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 			// Claimed meanwhile (a claim creates its fence): skip it.
 			missing = removeKey(missing, op.Key)
 		default:
-			return fmt.Errorf("worker id ledger: create fences: %w", err)
+			return false, fmt.Errorf("worker id ledger: create fences: %w", err)
 		}
 	}
 	b, _ := json.Marshal(rec)
@@ -127,10 +120,10 @@ func EnsureLedger(ctx context.Context, repo registry.Repository, sess registry.S
 		Ops:   []registry.Op{{Key: paths.Ledger, Value: b}, {Key: paths.LedgerLock, Delete: true}},
 	})
 	if err != nil {
-		return fmt.Errorf("worker id ledger: create: %w", err)
+		return false, fmt.Errorf("worker id ledger: create: %w", err)
 	}
 	logger(opts).Info("created the worker id ledger and every missing fence", "absent_floor_ms", rec.AbsentFloor)
-	return nil
+	return true, nil
 }
 
 // removeKey drops the id whose fence key is key from ids.

@@ -25,8 +25,8 @@ func testLedgerMakesMissingFenceUnknown(t *testing.T, b backend) {
 	if h.Floor != 0 || h.Epoch != 1 {
 		t.Fatalf("first holding on a fresh cluster = %+v, want floor 0, epoch 1", h)
 	}
-	if err := EnsureLedger(ctx, r, s, "first", Options{}); err != nil {
-		t.Fatal(err)
+	if ok, err := EnsureLedger(ctx, r, s, "first", Options{}); err != nil || !ok {
+		t.Fatalf("EnsureLedger = %v, %v; want true", ok, err)
 	}
 	names, err := r.Children(ctx, paths.FenceRoot)
 	if err != nil || len(names) != Count {
@@ -78,7 +78,7 @@ func testLedgerCreatedOnce(t *testing.T, b backend) {
 				errs[i] = err
 				return
 			}
-			errs[i] = EnsureLedger(ctx, r, s, inst, Options{})
+			_, errs[i] = EnsureLedger(ctx, r, s, inst, Options{})
 		}()
 	}
 	wg.Wait()
@@ -255,5 +255,81 @@ func TestHostileAbsurdFenceIsCorrupt(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// testLedgerDeletedWithFences: `registry rm /reservation --force` while a
+// node runs: the node saw the ledger, so it reads the missing fences as
+// unknown, and the ledger it creates again gives every fence the unknown
+// floor.
+func testLedgerDeletedWithFences(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	r := b.open(t)
+	s := session(t, r)
+	if _, err := Acquire(ctx, r, s, "n", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := EnsureLedger(ctx, r, s, "n", Options{}); err != nil || !ok {
+		t.Fatalf("EnsureLedger = %v, %v", ok, err)
+	}
+	if err := r.Delete(ctx, paths.ReservationTop); err != nil {
+		t.Fatal(err)
+	}
+	s2 := session(t, r)
+	before := time.Now().UnixMilli()
+	h, err := Acquire(ctx, r, s2, "n", Options{LedgerSeen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Floor < before+unknownFloorAhead.Milliseconds() {
+		t.Fatalf("after the ledger and fences were deleted: %+v, want an unknown floor", h)
+	}
+	if ok, err := EnsureLedger(ctx, r, s2, "n", Options{LedgerSeen: true}); err != nil || !ok {
+		t.Fatalf("EnsureLedger again = %v, %v", ok, err)
+	}
+	fk, _ := paths.Fence((h.WorkerID + 1) % Count)
+	kv, err := r.Get(ctx, fk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := decodeFence(kv.Value); err != nil || f.ReservedUntil < before+unknownFloorAhead.Milliseconds() {
+		t.Fatalf("fence created again = %+v, %v; want the unknown floor", f, err)
+	}
+}
+
+// testAllAheadTakesEarliest: when every free id is reserved ahead, Acquire
+// reads a bounded number of fences and takes the one that ends first of
+// them, rather than giving up.
+func testAllAheadTakesEarliest(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	r := b.open(t)
+	now := time.Now().UnixMilli()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for id := 0; id < Count; id++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var key, value string
+			if id < 40 {
+				key, _ = paths.Fence(id)
+				value = fmt.Sprintf(`{"epoch":1,"holder":"old","reservedUntil":%d}`, now+20_000+int64(id)*100)
+			} else {
+				key, _ = paths.Reservation(id)
+				value = "filler"
+			}
+			if _, err := r.Put(ctx, key, []byte(value)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	h, err := Acquire(ctx, r, session(t, r), "late", Options{})
+	if err != nil {
+		t.Fatalf("Acquire with every free id reserved ahead: %v", err)
+	}
+	if h.WorkerID >= 40 || h.Floor < now+20_000 {
+		t.Fatalf("holding = %+v", h)
 	}
 }

@@ -87,10 +87,11 @@ type Options struct {
 	// (floor 0) even on a ledgered cluster, where it means the fence was
 	// deleted. For negative controls only.
 	UnsafeTrustAbsentFence bool
-	// ClusterUsed says the caller knows keys were issued on this cluster
-	// before (it held a worker id, or saw the ledger): a missing fence is
-	// then never read as a never-used id, even before the ledger exists.
-	ClusterUsed bool
+	// LedgerSeen says the caller saw this cluster's ledger before: if it
+	// is gone now, someone deleted it (with the fences, as `registry rm
+	// /reservation --force` does), so a missing fence is never read as a
+	// never-used id.
+	LedgerSeen bool
 }
 
 // Stats counts the races Acquire calls lost (a claim that found its id
@@ -136,7 +137,7 @@ type Holding struct {
 //
 // The floor of the claimed id is its fence's reservation. A fence that is
 // missing on a ledgered cluster (see EnsureLedger), or missing while
-// Options.ClusterUsed, or corrupt, is unknown: its floor is now +
+// Options.LedgerSeen, or corrupt, is unknown: its floor is now +
 // MaxReservation + MaxClockSkew, and an id with a known floor is preferred
 // to it.
 func Acquire(ctx context.Context, repo registry.Repository, sess registry.Session, instanceID string, opts Options) (*Holding, error) {
@@ -174,7 +175,7 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 			if view, err = readOccupancy(ctx, repo, instanceID, opts.Stable); err != nil {
 				return nil, err
 			}
-			view.log, view.used, view.trustAbsent, view.ledgered = logger(opts), opts.ClusterUsed, opts.UnsafeTrustAbsentFence, ledgered
+			view.log, view.used, view.trustAbsent, view.ledgered = logger(opts), opts.LedgerSeen, opts.UnsafeTrustAbsentFence, ledgered
 			lost = 0
 		}
 		cand, ok := view.choose(rng)
@@ -368,6 +369,11 @@ func (h *Holding) adopt(ctx context.Context, fk, res string) bool {
 	return true
 }
 
+// maxFutureReads bounds the fences Acquire reads that turn out to be
+// reserved ahead: then it takes the one of them whose reservation ends
+// first (and waits for it) rather than read more.
+const maxFutureReads = 8
+
 // farAhead: the hinted id is not preferred when its floor is further ahead
 // than this and other ids are free (its keys would wait that long).
 const farAhead = time.Second
@@ -387,7 +393,7 @@ type candidate struct {
 type occupancy struct {
 	reserved    map[int]bool
 	ledgered    bool              // the ledger is known to exist
-	used        bool              // Options.ClusterUsed
+	used        bool              // Options.LedgerSeen
 	trustAbsent bool              // Options.UnsafeTrustAbsentFence
 	future      map[int]candidate // fences found in the future
 	hint        int               // the instance's hinted id, or -1
@@ -490,7 +496,8 @@ func (o *occupancy) freeCount() int {
 
 // choose picks the next candidate: the hinted id unless its fence was
 // found further ahead than farAhead, then a random free id whose fence has
-// not been read, then the read one whose floor is lowest.
+// not been read (until maxFutureReads fences were found ahead), then the
+// read one whose floor is lowest.
 func (o *occupancy) choose(rng *rand.Rand) (candidate, bool) {
 	if o.hint >= 0 && o.free(o.hint) {
 		if _, seen := o.future[o.hint]; !seen {
@@ -512,7 +519,7 @@ func (o *occupancy) choose(rng *rand.Rand) (candidate, bool) {
 		free = append(free, id)
 	}
 	switch {
-	case len(free) > 0:
+	case len(free) > 0 && len(o.future) < maxFutureReads:
 		return candidate{id: free[rng.IntN(len(free))]}, true
 	case future != nil:
 		return *future, true

@@ -77,6 +77,8 @@ func runAcquireSuite(t *testing.T, mk func() backend) {
 		{"CorruptFenceIsUnknown", testCorruptFenceIsUnknown},
 		{"LedgerMakesMissingFenceUnknown", testLedgerMakesMissingFenceUnknown},
 		{"LedgerCreatedOnce", testLedgerCreatedOnce},
+		{"LedgerDeletedWithFences", testLedgerDeletedWithFences},
+		{"AllAheadTakesEarliest", testAllAheadTakesEarliest},
 		{"HintNotPreferredFarAhead", testHintNotPreferredFarAhead},
 		{"WatchSeesForeignChange", testWatchSeesForeignChange},
 	} {

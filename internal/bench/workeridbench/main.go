@@ -342,7 +342,7 @@ func runCase(c config, backend string, n int, algo string) *result {
 		// A cluster used before: the ledger and every fence exist.
 		s, err := pool[0].NewSession(ctx, registry.SessionOptions{TTL: c.ttl})
 		if err == nil {
-			err = workerid.EnsureLedger(ctx, pool[0], s, "bench-setup", workerid.Options{})
+			_, err = workerid.EnsureLedger(ctx, pool[0], s, "bench-setup", workerid.Options{})
 			_ = s.Close(ctx)
 		}
 		if err != nil {
@@ -378,7 +378,7 @@ func runCase(c config, backend string, n int, algo string) *result {
 				go func() {
 					defer background.Done()
 					time.Sleep(mrand.N(time.Second))
-					if err := workerid.EnsureLedger(ctx, nd.counter, nd.sess, nd.inst, workerid.Options{}); err != nil {
+					if _, err := workerid.EnsureLedger(ctx, nd.counter, nd.sess, nd.inst, workerid.Options{}); err != nil {
 						fmt.Fprintf(os.Stderr, "%s: ledger: %v\n", nd.inst, err)
 					}
 				}()
