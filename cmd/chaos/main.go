@@ -1,9 +1,11 @@
 // Command chaos is shardkeeper's fault-injection harness: it shows, with a
 // real 3-member etcd cluster or ZooKeeper ensemble and real node processes
 // in network namespaces, that no key is issued twice through partitions,
-// one-way loss, pauses, crashes, registry leader failures and clock steps,
-// and that the same faults do produce duplicates or overlaps without the
-// fence and with the fence but without its floor (the negative controls).
+// one-way loss, pauses, crashes, registry leader failures, clock steps and
+// an operator deleting fences and reservations, and that the same faults do
+// produce duplicates or overlaps without the fence, with the fence but
+// without its floor, and with a deleted fence read as floor 0 (the negative
+// controls).
 // It needs root (namespaces and routes) and the Debian packages
 // etcd-server, etcd-client and zookeeper.
 //
@@ -88,9 +90,12 @@ func runCmd(ctx context.Context, args []string) error {
 	ttl := fs.Duration("ttl", 2*time.Second, "registry session TTL")
 	reservation := fs.Duration("reservation", 600*time.Millisecond, "the fence's reservation W")
 	every := fs.Duration("fault-every", 1500*time.Millisecond, "mean gap between faults on each lane")
-	controls := fs.String("negative-control", "lease,floor", "negative controls run after the fenced run with the same schedule:\n"+
-		"lease (no fence, lease only; must find duplicates), floor (fence on, the previous holder's\n"+
-		"reservation ignored; must find duplicates or (worker id, ms) overlaps), lease,floor or none")
+	deleteEvery := fs.Duration("delete-every", 10*time.Second, "mean gap between an operator's deletions of the reservations and\n"+
+		"fences of worker ids in use (0: none)")
+	controls := fs.String("negative-control", "lease,floor,absent", "negative controls run after the fenced run with the same schedule,\n"+
+		"a comma-separated list or none: lease (no fence, lease only; must find duplicates), floor (fence on,\n"+
+		"the previous holder's reservation ignored; must find duplicates or (worker id, ms) overlaps),\n"+
+		"absent (fence on, a deleted fence read as floor 0; must find duplicates)")
 	_ = fs.Parse(args)
 	variants, err := parseControls(*controls)
 	if err != nil {
@@ -121,7 +126,10 @@ func runCmd(ctx context.Context, args []string) error {
 			dir := filepath.Join(*out, reg, name)
 			cfg := chaos.RunConfig{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: *duration,
 				MaxKeys: *maxKeys, Rate: *rate, Seed: *seed, SessionTTL: *ttl, Reservation: *reservation,
-				FaultEvery: *every, Variant: v, Log: log.With("run", reg+"/"+name)}
+				FaultEvery: *every, DeleteEvery: *deleteEvery, Variant: v, Log: log.With("run", reg+"/"+name)}
+			if *deleteEvery == 0 {
+				cfg.DeleteEvery = -1
+			}
 			log.Info("run starting", "registry", reg, "variant", name, "dir", dir, "seed", *seed)
 			if err := chaos.Run(ctx, cfg); err != nil {
 				return fmt.Errorf("%s/%s: %w", reg, name, err)
@@ -147,11 +155,12 @@ func parseControls(s string) ([]chaos.Variant, error) {
 	if s == "none" {
 		return variants, nil
 	}
-	names := map[string]chaos.Variant{"lease": chaos.VariantLeaseOnly, "floor": chaos.VariantIgnoreFloor}
+	names := map[string]chaos.Variant{"lease": chaos.VariantLeaseOnly, "floor": chaos.VariantIgnoreFloor,
+		"absent": chaos.VariantTrustAbsentFence}
 	for _, name := range strings.Split(s, ",") {
 		v, ok := names[strings.TrimSpace(name)]
 		if !ok {
-			return nil, fmt.Errorf("--negative-control %q: want lease, floor, lease,floor or none", s)
+			return nil, fmt.Errorf("--negative-control %q: want a comma-separated list of lease, floor and absent, or none", s)
 		}
 		if !slices.Contains(variants, v) {
 			variants = append(variants, v)
@@ -212,8 +221,9 @@ func nodeCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Namespace, "namespace", "chaos", "registry namespace")
 	fs.DurationVar(&cfg.SessionTTL, "ttl", 2*time.Second, "session TTL")
 	fs.DurationVar(&cfg.Reservation, "reservation", 600*time.Millisecond, "reservation W")
-	fs.Func("variant", "fenced (default), lease-only (negative control: no fence) or ignore-floor (negative control:\n"+
-		"fence on, the previous holder's reservation ignored)", func(s string) (err error) {
+	fs.Func("variant", "fenced (default), lease-only (negative control: no fence), ignore-floor (negative control:\n"+
+		"fence on, the previous holder's reservation ignored) or trust-absent-fence (negative control: fence on,\n"+
+		"a deleted fence read as floor 0)", func(s string) (err error) {
 		cfg.Variant, err = chaos.ParseVariant(s)
 		return err
 	})

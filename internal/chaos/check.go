@@ -207,20 +207,21 @@ type RatePoint struct {
 // FaultKinds lists the Fault* constants in declaration order.
 var FaultKinds = []string{
 	FaultPartition, FaultOneWay, FaultPause, FaultKill, FaultLeaderKill,
-	FaultLeaderPause, FaultClockStep, FaultClockSkew,
+	FaultLeaderPause, FaultClockStep, FaultClockSkew, FaultFenceDelete,
 }
 
 // Failures lists why the run fails; empty means it passes. A fenced run
 // fails on any duplicate, non-monotonic key, (worker id, ms) overlap, key
 // outside its fence window or pair of intersecting fence windows, and when
 // no key was recorded at all. A negative control fails only when the
-// faults are not biting: the lease-only control when it found no
-// duplicate, the floor control when it found neither a duplicate nor a
-// (worker id, ms) overlap (its keys outside the fence are expected).
+// faults are not biting: the lease-only control and the absent-fence
+// control when they found no duplicate, the floor control when it found
+// neither a duplicate nor a (worker id, ms) overlap (its keys outside the
+// fence are expected).
 func (r *Report) Failures() []string {
 	var f []string
 	switch v := r.Run.Variant(); v {
-	case VariantLeaseOnly:
+	case VariantLeaseOnly, VariantTrustAbsentFence:
 		if r.Duplicates.Count == 0 {
 			f = append(f, fmt.Sprintf("%s found no duplicate among %d keys: the faults are not biting",
 				v.Label(), r.Keys.Attempted))
@@ -262,15 +263,19 @@ type checkEntry struct {
 
 // checkHolder is what issued a key: an incarnation and, in a fenced run,
 // the epoch the key was issued in (EpochUnknown otherwise, and when neither
-// the keys file nor the fence windows tell).
+// the keys file nor the fence windows tell) and the index of the fence
+// window that holds it among its incarnation's windows of its worker id
+// (-1 when none does). The window tells apart two holds of one epoch
+// number: after a fence is deleted the next claim starts at epoch 1 again.
 type checkHolder struct {
-	inc   int
-	epoch int64
+	inc    int
+	epoch  int64
+	window int
 }
 
-// checkFence is one fence window (floor, until] of an incarnation; end is
-// until lowered by a successful release (the last millisecond the epoch
-// stamped, or its floor).
+// checkFence is one fence window (floor, until] of an incarnation, one per
+// EventAcquired; end is until lowered by a successful release (the last
+// millisecond the epoch stamped, or its floor).
 type checkFence struct {
 	epoch, floor, until, end int64
 }
@@ -506,7 +511,7 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 				r.NonMonotonic.add(k, r.Run.EpochMillis, []string{x.name}, detail)
 			}
 			seen[w], last[w] = true, k
-			holder := checkHolder{inc: i, epoch: EpochUnknown}
+			holder := checkHolder{inc: i, epoch: EpochUnknown, window: -1}
 			if r.Run.Fenced {
 				// The window of the key's epoch, or of any epoch when its
 				// epoch is unknown.
@@ -538,6 +543,9 @@ func checkKeys(dir string, r *Report, incs []*checkInc) {
 					if in {
 						holder.epoch = fs[hit[w]].epoch
 					}
+				}
+				if windows != nil && in {
+					holder.window = hit[w]
 				}
 			}
 			if len(holders) == 0 || holders[lastHolder] != holder { // keys come in runs of one holder
@@ -604,28 +612,48 @@ func checkReadKeys(path string, fn func(int64)) error {
 
 // checkFences sets out to an incarnation's fence windows by worker id:
 // (Floor of its EventAcquired, max Until of its EventReserved] for each
-// epoch it acquired, in event order. An epoch without a reservation has an
-// empty window; events of a worker id out of range are ignored. The end of
-// a window is its until, lowered to the Until of a successful
-// EventReleased of the epoch (a release lowers the fence to the last
+// acquisition, in event order. A reservation or release belongs to the
+// latest acquisition of its worker id and epoch before it (one incarnation
+// can hold one epoch number twice when a fence was deleted in between). An
+// acquisition without a reservation has an empty window; events of a worker
+// id out of range, and reservations before any acquisition of their epoch,
+// are ignored. The end of a window is its until, lowered to the Until of a
+// successful EventReleased (a release lowers the fence to the last
 // millisecond stamped; one that failed may or may not have).
 func checkFences(x *checkInc, out *[snowflake.MaxWorkerID + 1][]checkFence) {
 	for w := range out {
 		out[w] = out[w][:0]
 	}
-	for _, e := range x.events {
-		if e.Kind == EventAcquired && e.Worker >= 0 && e.Worker <= snowflake.MaxWorkerID {
-			out[e.Worker] = append(out[e.Worker], checkFence{epoch: e.Epoch, floor: e.Floor, until: e.Floor})
+	// latest returns the index of the latest window of (w, epoch), or -1.
+	latest := func(w int, epoch int64) int {
+		fs := out[w]
+		for j := len(fs) - 1; j >= 0; j-- {
+			if fs[j].epoch == epoch {
+				return j
+			}
 		}
+		return -1
 	}
+	type release struct {
+		w, j  int
+		until int64
+	}
+	var released []release
 	for _, e := range x.events {
-		if e.Kind != EventReserved || e.Worker < 0 || e.Worker > snowflake.MaxWorkerID {
+		if e.Worker < 0 || e.Worker > snowflake.MaxWorkerID {
 			continue
 		}
-		fs := out[e.Worker]
-		for j := range fs {
-			if fs[j].epoch == e.Epoch {
-				fs[j].until = max(fs[j].until, e.Until)
+		switch e.Kind {
+		case EventAcquired:
+			out[e.Worker] = append(out[e.Worker], checkFence{epoch: e.Epoch, floor: e.Floor, until: e.Floor})
+		case EventReserved:
+			if j := latest(e.Worker, e.Epoch); j >= 0 {
+				f := &out[e.Worker][j]
+				f.until = max(f.until, e.Until)
+			}
+		case EventReleased:
+			if j := latest(e.Worker, e.Epoch); j >= 0 && e.Reason == "" {
+				released = append(released, release{e.Worker, j, e.Until})
 			}
 		}
 	}
@@ -634,16 +662,9 @@ func checkFences(x *checkInc, out *[snowflake.MaxWorkerID + 1][]checkFence) {
 			fs[j].end = fs[j].until
 		}
 	}
-	for _, e := range x.events {
-		if e.Kind != EventReleased || e.Reason != "" || e.Worker < 0 || e.Worker > snowflake.MaxWorkerID {
-			continue
-		}
-		fs := out[e.Worker]
-		for j := range fs {
-			if fs[j].epoch == e.Epoch {
-				fs[j].end = min(fs[j].end, e.Until)
-			}
-		}
+	for _, rel := range released {
+		f := &out[rel.w][rel.j]
+		f.end = min(f.end, rel.until)
 	}
 }
 
@@ -748,7 +769,8 @@ func checkSorted(r *Report, incs []*checkInc, holders []checkHolder, entries []c
 
 // checkDisjoint counts in FenceWindows the windows and in
 // FenceWindowOverlaps the pairs of windows of one worker id, of different
-// epochs or incarnations, whose (floor, end] intersect.
+// claims, whose (floor, end] intersect. Two windows of one incarnation and
+// epoch with the same floor are one claim recorded twice.
 func checkDisjoint(r *Report, incs []*checkInc, windows *checkWindows) {
 	for w, ws := range windows {
 		r.FenceWindows += len(ws)
@@ -766,8 +788,8 @@ func checkDisjoint(r *Report, incs []*checkInc, windows *checkWindows) {
 				if b.floor >= a.end {
 					break
 				}
-				if a.inc == b.inc && a.epoch == b.epoch {
-					continue // one epoch acquired twice by one incarnation
+				if a.inc == b.inc && a.epoch == b.epoch && a.floor == b.floor {
+					continue // one claim recorded twice
 				}
 				v := &r.FenceWindowOverlaps
 				v.Count++
@@ -785,80 +807,57 @@ func checkDisjoint(r *Report, incs []*checkInc, windows *checkWindows) {
 }
 
 // checkTakeovers counts acquisitions, takeovers and zombie takeovers, and
-// losses by reason.
+// losses by reason. The acquisitions of a worker id are ordered by the time
+// they were recorded, not by epoch: after a fence is deleted the epochs of
+// a worker id start at 1 again.
 func checkTakeovers(r *Report, incs []*checkInc) {
-	type we struct {
-		w int
-		e int64
-	}
 	type acq struct {
-		we
+		w   int
+		e   int64
 		inc int
 		t   int64
 	}
-	holder := map[we]int{}      // the earliest acquirer, or else a reservation's writer
-	holderT := map[we]int64{}   // its acquire time
-	epochs := map[int][]int64{} // every epoch seen per worker id
-	var acqs []acq
+	byWorker := map[int][]acq{}
 	for i, x := range incs {
 		for _, e := range x.events {
-			k := we{e.Worker, e.Epoch}
 			switch e.Kind {
 			case EventAcquired:
-				acqs = append(acqs, acq{k, i, e.T})
-				if t, ok := holderT[k]; !ok || e.T < t {
-					holder[k], holderT[k] = i, e.T
-				}
-			case EventReserved:
-				if _, ok := holder[k]; !ok {
-					holder[k] = i
-				}
+				r.Acquisitions++
+				byWorker[e.Worker] = append(byWorker[e.Worker], acq{w: e.Worker, e: e.Epoch, inc: i, t: e.T})
 			case EventLost:
 				r.Losses[lossClass(e.Reason)]++
-				continue
-			default:
+			}
+		}
+	}
+	for _, as := range byWorker {
+		slices.SortStableFunc(as, func(a, b acq) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.e, b.e)) })
+		for k := 1; k < len(as); k++ {
+			prev, a := as[k-1], as[k]
+			if prev.inc == a.inc {
 				continue
 			}
-			epochs[e.Worker] = append(epochs[e.Worker], e.Epoch)
-		}
-	}
-	for w, es := range epochs {
-		slices.Sort(es)
-		epochs[w] = slices.Compact(es)
-	}
-	r.Acquisitions = len(acqs)
-	for _, a := range acqs {
-		es := epochs[a.w]
-		j, _ := slices.BinarySearch(es, a.e)
-		if j == 0 {
-			continue // the worker id's first epoch
-		}
-		prev := we{a.w, es[j-1]}
-		xi, ok := holder[prev]
-		if !ok || xi == a.inc {
-			continue
-		}
-		r.Takeovers++
-		x := incs[xi]
-		if a.t < x.start || a.t >= x.end {
-			continue
-		}
-		gone := int64(math.MaxInt64) // X's first lost/released of prev after a.t
-		held := true
-		for _, e := range x.events {
-			if (e.Kind == EventLost || e.Kind == EventReleased) && e.Worker == prev.w && e.Epoch == prev.e {
-				if e.T <= a.t {
-					held = false
-				} else {
-					gone = min(gone, e.T)
+			r.Takeovers++
+			x := incs[prev.inc]
+			if a.t < x.start || a.t >= x.end {
+				continue
+			}
+			gone := int64(math.MaxInt64) // X's first lost/released of prev after a.t
+			held := true
+			for _, e := range x.events {
+				if (e.Kind == EventLost || e.Kind == EventReleased) && e.Worker == prev.w && e.Epoch == prev.e && e.T >= prev.t {
+					if e.T <= a.t {
+						held = false
+					} else {
+						gone = min(gone, e.T)
+					}
 				}
 			}
+			if !held {
+				continue
+			}
+			r.ZombieTakeovers++
+			r.ZombieWindow += time.Duration(min(gone, x.end) - a.t)
 		}
-		if !held {
-			continue
-		}
-		r.ZombieTakeovers++
-		r.ZombieWindow += time.Duration(min(gone, x.end) - a.t)
 	}
 }
 

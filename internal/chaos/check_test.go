@@ -873,3 +873,123 @@ func benchCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestHostileCheckEpochRestart checks runs where an operator deleted a fence:
+// the next claim of the worker id starts at epoch 1 again, so one epoch
+// number can name two holds, of one incarnation or of two. The checker must
+// tell them apart: no false violation when the new floor is above the old
+// reservation, every violation when it is not, and takeovers counted in the
+// order the claims happened.
+func TestHostileCheckEpochRestart(t *testing.T) {
+	// g1.1 holds worker 5 at epoch 1, (M0, M0+100], then epoch 2,
+	// (M0+100, M0+200], and is still issuing when the fence is deleted at
+	// 2.5 s; it notices at 3.2 s.
+	g1 := func(t *testing.T, r *testRun) {
+		r.events("g1.1",
+			Event{T: testAt(0), Kind: EventStart},
+			Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+			Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+			Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "expired"},
+			Event{T: testAt(2), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 100},
+			Event{T: testAt(2), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200},
+			Event{T: testAt(3.2), Kind: EventLost, Worker: 5, Epoch: 2, Reason: "fence deleted"})
+		r.keysIn("g1.1", 1, testKey(t, testM0+50, 5, 0))
+		r.keysIn("g1.1", 2, testKey(t, testM0+150, 5, 0))
+	}
+	// g2 claims worker 5 at 3 s at epoch 1 again, from floor, and stamps ms.
+	g2 := func(t *testing.T, r *testRun, floor, ms int64) {
+		r.events("g2.1",
+			Event{T: testAt(0), Kind: EventStart},
+			Event{T: testAt(3), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: floor},
+			Event{T: testAt(3), Kind: EventReserved, Worker: 5, Epoch: 1, Until: max(floor, testM0) + 300})
+		r.keysIn("g2.1", 1, testKey(t, ms, 5, 0))
+	}
+	tests := []struct {
+		name      string
+		variant   Variant
+		build     func(t *testing.T, r *testRun)
+		want      counts
+		takeovers int
+		zombies   int
+		fail      []string // substrings of failures; nil means pass
+	}{
+		{name: "new floor above the old reservation", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				g1(t, r)
+				g2(t, r, testM0+65_000, testM0+65_010)
+			},
+			takeovers: 1, zombies: 1},
+		{name: "absent fence read as floor 0", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				g1(t, r)
+				g2(t, r, 0, testM0+50)
+			},
+			want: counts{dup: 1, overlap: 1, windows: 2}, takeovers: 1, zombies: 1,
+			fail: []string{"duplicated keys: 1", "fence windows of one worker id that intersect: 2"}},
+		{name: "absent fence read as floor 0, control", variant: VariantTrustAbsentFence,
+			build: func(t *testing.T, r *testRun) {
+				g1(t, r)
+				g2(t, r, 0, testM0+50)
+			},
+			want: counts{dup: 1, overlap: 1}, takeovers: 1, zombies: 1},
+		{name: "control without a duplicate", variant: VariantTrustAbsentFence,
+			build: func(t *testing.T, r *testRun) {
+				g1(t, r)
+				g2(t, r, 0, testM0+51)
+			},
+			takeovers: 1, zombies: 1,
+			fail: []string{"found no duplicate among 3 keys: the faults are not biting"}},
+		{
+			// One incarnation claims epoch 1 of worker 5 twice, the second
+			// time from floor 0, and stamps ms M0+60 in both holds with
+			// increasing sequences: neither a duplicate nor non-monotonic,
+			// but the two holds' windows intersect.
+			name: "one incarnation holds one epoch number twice", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				r.events("g1.1",
+					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "fence deleted"},
+					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: 0},
+					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 200})
+				r.keysIn("g1.1", 1, testKey(t, testM0+60, 5, 0), testKey(t, testM0+60, 5, 1))
+			},
+			want: counts{windows: 1},
+			fail: []string{"fence windows of one worker id that intersect: 1"}},
+		{
+			// The same with the second floor at the first reservation:
+			// the holds' windows are disjoint and each key is in its own.
+			name: "one incarnation holds one epoch number twice, disjoint", variant: VariantFenced,
+			build: func(t *testing.T, r *testRun) {
+				r.events("g1.1",
+					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "fence deleted"},
+					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0 + 100},
+					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 200})
+				r.keysIn("g1.1", 1, testKey(t, testM0+60, 5, 0), testKey(t, testM0+160, 5, 1))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newTestRun(t, tt.variant)
+			tt.build(t, r)
+			rep := r.check()
+			if got := countsOf(rep); got != tt.want {
+				t.Errorf("counts (dup, overlap, nonmono, fence, windows) = %+v, want %+v", got, tt.want)
+			}
+			if rep.Takeovers != tt.takeovers || rep.ZombieTakeovers != tt.zombies {
+				t.Errorf("takeovers %d, while alive %d; want %d, %d", rep.Takeovers, rep.ZombieTakeovers, tt.takeovers, tt.zombies)
+			}
+			f := rep.Failures()
+			for _, want := range tt.fail {
+				if !slices.ContainsFunc(f, func(s string) bool { return strings.Contains(s, want) }) {
+					t.Errorf("Failures() = %q, want one containing %q", f, want)
+				}
+			}
+			if tt.fail == nil && len(f) > 0 {
+				t.Errorf("Failures() = %q, want none", f)
+			}
+		})
+	}
+}

@@ -11,10 +11,11 @@ import (
 
 // The nemesis injects faults on lanes: one lane per node (partitions,
 // one-way loss, pauses, kills and restarts with the clock behind, clock
-// steps and skews of that node, one at a time) and one lane for the
-// registry (its leader killed or paused, one at a time). Each lane
-// draws its schedule from its own generator seeded from the run's seed, so
-// a negative-control run with the same seed gets the same schedule.
+// steps and skews of that node, one at a time), one lane for the registry
+// (its leader killed or paused, one at a time) and one for an operator who
+// deletes worker ids' reservations and fences. Each lane draws its schedule
+// from its own generator seeded from the run's seed, so a negative-control
+// run with the same seed gets the same schedule.
 
 // nodeFaultKinds are drawn in shuffled rounds, so every kind comes up
 // equally often on every lane.
@@ -55,12 +56,18 @@ var clockRates = []float64{500, 80000}
 
 // nemesis runs the lanes of one run.
 type nemesis struct {
-	r        *runner
-	seed     int64
-	every    time.Duration // mean gap between a lane's faults
-	ttl      time.Duration
-	mu       sync.Mutex
-	bigSteps int // forward steps of an hour left (each burns a worker id for an hour)
+	r           *runner
+	seed        int64
+	every       time.Duration // mean gap between a lane's faults
+	deleteEvery time.Duration // mean gap between fence deletions; 0: none
+	ttl         time.Duration
+	mu          sync.Mutex
+	bigSteps    int // forward steps of an hour left (each burns a worker id for an hour)
+	// clocks is held for reading by clock steps and skews and for writing
+	// by a fence deletion until the deleted fences are written again, so
+	// that no node's clock is stepped while a worker id's floor is unknown
+	// (see fenceDelete).
+	clocks sync.RWMutex
 }
 
 // run runs every lane until ctx ends; each lane heals its fault in progress
@@ -79,6 +86,13 @@ func (m *nemesis) run(ctx context.Context) {
 		defer wg.Done()
 		m.registryLane(ctx, rand.New(rand.NewPCG(uint64(m.seed), 0)))
 	}()
+	if m.deleteEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.operatorLane(ctx, rand.New(rand.NewPCG(uint64(m.seed), operatorStream)))
+		}()
+	}
 	wg.Wait()
 }
 
@@ -121,8 +135,13 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
 				err = p.start(behind)
 			}
 		case FaultClockStep:
+			m.clocks.RLock()
+			rec.Start = time.Now().UnixNano()
 			err = m.step(ctx, rng, p, &rec)
+			m.clocks.RUnlock()
 		case FaultClockSkew:
+			m.clocks.RLock()
+			rec.Start = time.Now().UnixNano()
 			ppm := clockRates[rng.IntN(len(clockRates))]
 			if rng.IntN(2) == 0 {
 				ppm = -ppm
@@ -135,6 +154,7 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
 			err = firstErr(err, p.command(CmdRate+" 0"))
 			drift := time.Duration(float64(hold) * ppm / 1e6)
 			err = firstErr(err, p.command(fmt.Sprintf("%s %v", CmdStep, -drift)))
+			m.clocks.RUnlock()
 		}
 		rec.End = time.Now().UnixNano()
 		if err != nil {

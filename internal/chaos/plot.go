@@ -37,6 +37,7 @@ var plotFaultColors = map[string]string{
 	FaultLeaderPause: "#e377c2",
 	FaultClockStep:   "#17becf",
 	FaultClockSkew:   "#1f77b4",
+	FaultFenceDelete: "#bcbd22",
 }
 
 // WriteSVG writes a standalone SVG image, 1200 units wide: keys/s per node

@@ -86,30 +86,36 @@ type RunInfo struct {
 	Reservation time.Duration `json:"reservation"` // W
 	Fenced      bool          `json:"fenced"`      // false: negative control (i), lease only
 	IgnoreFloor bool          `json:"ignoreFloor"` // true: negative control (ii), fence on, floor ignored
-	EpochMillis int64         `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
-	Start       int64         `json:"start"`       // unix ns
-	End         int64         `json:"end"`         // unix ns, 0 while running
+	// TrustAbsentFence: negative control (iii), fence on, a deleted fence
+	// read as a never-used worker id (floor 0).
+	TrustAbsentFence bool  `json:"trustAbsentFence,omitempty"`
+	EpochMillis      int64 `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
+	Start            int64 `json:"start"`       // unix ns
+	End              int64 `json:"end"`         // unix ns, 0 while running
 }
 
-// Variant is the run's variant, from Fenced and IgnoreFloor (a run.json
-// written before IgnoreFloor existed reads as fenced or lease only).
+// Variant is the run's variant, from Fenced, IgnoreFloor and
+// TrustAbsentFence (a run.json written before IgnoreFloor existed reads as
+// fenced or lease only).
 func (i RunInfo) Variant() Variant {
 	switch {
 	case !i.Fenced:
 		return VariantLeaseOnly
 	case i.IgnoreFloor:
 		return VariantIgnoreFloor
+	case i.TrustAbsentFence:
+		return VariantTrustAbsentFence
 	}
 	return VariantFenced
 }
 
-// setVariant sets Fenced and IgnoreFloor for v.
+// setVariant sets Fenced, IgnoreFloor and TrustAbsentFence for v.
 func (i *RunInfo) setVariant(v Variant) {
-	i.Fenced, i.IgnoreFloor = v != VariantLeaseOnly, v == VariantIgnoreFloor
+	i.Fenced, i.IgnoreFloor, i.TrustAbsentFence = v != VariantLeaseOnly, v == VariantIgnoreFloor, v == VariantTrustAbsentFence
 }
 
 // Variant says how a run's nodes keep their worker ids: with the fence, or
-// as one of the two negative controls, which run the same fault schedule
+// as one of the three negative controls, which run the same fault schedule
 // with a safety measure taken out and must find duplicates or overlaps
 // (otherwise the faults are not biting).
 type Variant string
@@ -125,22 +131,31 @@ const (
 	// on but the previous holder's reservation, the floor, ignored
 	// (cluster.Config.UnsafeIgnoreFloor).
 	VariantIgnoreFloor Variant = "ignore-floor"
+	// VariantTrustAbsentFence: negative control (iii), the fence on but a
+	// missing fence read as a worker id never used, floor 0
+	// (cluster.Config.UnsafeTrustAbsentFence): after an operator deleted a
+	// fence, its next holder stamps keys its previous holders may have
+	// stamped.
+	VariantTrustAbsentFence Variant = "trust-absent-fence"
 )
 
 // Variants lists the variants: the fenced run, then the controls.
-var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor}
+var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor, VariantTrustAbsentFence}
 
 // Control reports whether v is a negative control.
 func (v Variant) Control() bool { return v != VariantFenced }
 
 // Label describes v for reports: "fenced", "negative control (lease only,
-// no fence)" or "negative control (fence on, floor ignored)".
+// no fence)", "negative control (fence on, floor ignored)" or "negative
+// control (fence on, a deleted fence read as floor 0)".
 func (v Variant) Label() string {
 	switch v {
 	case VariantLeaseOnly:
 		return "negative control (lease only, no fence)"
 	case VariantIgnoreFloor:
 		return "negative control (fence on, floor ignored)"
+	case VariantTrustAbsentFence:
+		return "negative control (fence on, a deleted fence read as floor 0)"
 	}
 	return string(v)
 }
@@ -152,7 +167,8 @@ func ParseVariant(s string) (Variant, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("variant %q: want %s, %s or %s", s, VariantFenced, VariantLeaseOnly, VariantIgnoreFloor)
+	return "", fmt.Errorf("variant %q: want %s, %s, %s or %s", s, VariantFenced, VariantLeaseOnly, VariantIgnoreFloor,
+		VariantTrustAbsentFence)
 }
 
 // FaultRecord is one injected fault. End is zero for instantaneous faults
@@ -175,6 +191,9 @@ const (
 	FaultLeaderPause = "leader-pause" // SIGSTOP of the registry leader
 	FaultClockStep   = "clock-step"   // the node's clock jumps
 	FaultClockSkew   = "clock-skew"   // the node's clock runs fast or slow
+	// FaultFenceDelete: an operator deletes the reservations and fences of
+	// worker ids in use, in one transaction.
+	FaultFenceDelete = "fence-delete"
 )
 
 // ProcessRecord is one node process's life, as the harness saw it.

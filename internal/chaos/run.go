@@ -50,9 +50,12 @@ type RunConfig struct {
 	SessionTTL  time.Duration // 0 means 2 s
 	Reservation time.Duration // W; 0 means 600 ms
 	FaultEvery  time.Duration // mean gap between the faults of a lane; 0 means 1.5 s
-	Variant     Variant       // the fenced run or a negative control; "" means VariantFenced
-	Binary      string        // the program with the "node" subcommand; "" means this one
-	Log         *slog.Logger  // nil means slog.Default()
+	// DeleteEvery is the mean gap between an operator's deletions of worker
+	// ids' reservations and fences; 0 means 10 s, negative means none.
+	DeleteEvery time.Duration
+	Variant     Variant      // the fenced run or a negative control; "" means VariantFenced
+	Binary      string       // the program with the "node" subcommand; "" means this one
+	Log         *slog.Logger // nil means slog.Default()
 	// Prefix names the run's namespaces and links; "" means NamePrefix.
 	// Leftovers with this prefix are removed before the run starts.
 	Prefix string
@@ -75,6 +78,9 @@ func (c *RunConfig) defaults() error {
 	}
 	if c.FaultEvery == 0 {
 		c.FaultEvery = 1500 * time.Millisecond
+	}
+	if c.DeleteEvery == 0 {
+		c.DeleteEvery = 10 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -216,7 +222,8 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	defer stopFaults()
 	go r.watchKeys(faultCtx, stopFaults)
-	m := &nemesis{r: r, seed: cfg.Seed, every: cfg.FaultEvery, ttl: cfg.SessionTTL, bigSteps: max(0, cfg.Pool-2)}
+	m := &nemesis{r: r, seed: cfg.Seed, every: cfg.FaultEvery, deleteEvery: max(0, cfg.DeleteEvery), ttl: cfg.SessionTTL,
+		bigSteps: max(0, cfg.Pool-2)}
 	m.run(faultCtx)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -1,0 +1,207 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// operatorStream is the operator lane's generator stream (the registry
+// lane's is 0, the node lanes' 1 to Nodes).
+const operatorStream = 1 << 20
+
+// unknownFloorAhead is how far ahead of its own clock a node puts the floor
+// of a worker id whose fence is missing on a cluster that has been used:
+// the longest reservation any node may hold plus the documented bound on
+// clock skew between nodes.
+const unknownFloorAhead = time.Minute + 5*time.Second
+
+// deletableAhead bounds the fences the operator lane deletes: only those
+// reserved at most this far ahead of the harness's clock. A node's clock is
+// at most maxRestartBehind behind the harness's while no clock step is in
+// progress, so the floor its successor takes for the missing fence,
+// unknownFloorAhead ahead of its clock, is above every key the previous
+// holders stamped. A fence further ahead (an hour-ahead clock step left
+// it) is the case the skew bound leaves open, and is left alone.
+const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
+
+// idsPerDeletion is how many worker ids one deletion takes out of the pool
+// at most: after a deletion the fenced nodes cannot stamp on those ids for
+// unknownFloorAhead, so the others stay to be used and taken over.
+const idsPerDeletion = 2
+
+// operatorLane deletes, every deleteEvery on average, the reservation and
+// the fence of up to idsPerDeletion worker ids of the pool that are held,
+// in one transaction, as an operator's etcdctl txn or `registry rm
+// --force` of those keys would. It holds clocks for writing from before it
+// reads the fences until every deleted fence has been written again by a
+// new holder (so no node's clock is stepped meanwhile), and records the
+// fault from the deletion to then.
+func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
+	var repo registry.Repository
+	defer func() {
+		if repo != nil {
+			_ = repo.Close()
+		}
+	}()
+	for m.deleteGap(ctx, rng) {
+		pick := rng.Uint64()
+		if repo == nil {
+			c, cancel := context.WithTimeout(ctx, 10*time.Second)
+			var err error
+			repo, err = m.r.openRegistry(c)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				m.r.log.Warn("operator lane: registry not reachable", "err", err)
+				repo = nil
+				continue
+			}
+		}
+		m.clocks.Lock()
+		rec, deleted, err := m.fenceDelete(ctx, repo, pick)
+		if err == nil && len(deleted) > 0 {
+			err = waitFences(ctx, repo, deleted)
+		}
+		m.clocks.Unlock()
+		if rec.Start == 0 {
+			if err != nil && ctx.Err() == nil {
+				m.r.log.Warn("operator lane: no fence deleted", "err", err)
+			}
+			continue
+		}
+		rec.End = time.Now().UnixNano()
+		if err != nil {
+			rec.Detail += "; error: " + err.Error()
+		}
+		m.r.recordFault(rec)
+	}
+}
+
+// deleteGap waits the operator lane's random pause; false when ctx ended.
+func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand) bool {
+	d := time.Duration(float64(m.deleteEvery) * (0.5 + rng.Float64()))
+	return sleepCtx(ctx, d)
+}
+
+// heldFence is a worker id of the pool whose reservation and fence exist.
+type heldFence struct {
+	id                   int
+	holder               string
+	reservation, fence   registry.KV
+	epoch, reservedUntil int64
+}
+
+// fenceDelete deletes the reservation and fence of up to idsPerDeletion
+// held worker ids whose fence is at most deletableAhead ahead, chosen with
+// pick, in one transaction conditioned on the versions it read. It returns
+// the fault (Start 0 when nothing was deleted) and the deleted ids.
+func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	held, err := readHeld(c, repo, m.r.cfg.Pool, time.Now().Add(deletableAhead).UnixMilli())
+	if err != nil || len(held) == 0 {
+		return FaultRecord{}, nil, err
+	}
+	rng := rand.New(rand.NewPCG(pick, 0))
+	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+	held = held[:min(len(held), idsPerDeletion)]
+	var txn registry.Txn
+	var ids []int
+	var parts []string
+	for _, h := range held {
+		for _, kv := range []registry.KV{h.reservation, h.fence} {
+			txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+			txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Delete: true})
+		}
+		ids = append(ids, h.id)
+		parts = append(parts, fmt.Sprintf("%d (%s, epoch %d, reserved %+dms)", h.id, h.holder, h.epoch,
+			h.reservedUntil-time.Now().UnixMilli()))
+	}
+	sess, err := repo.NewSession(c, registry.SessionOptions{})
+	if err != nil {
+		return FaultRecord{}, nil, err
+	}
+	defer func() { _ = sess.Close(context.Background()) }()
+	rec := FaultRecord{Kind: FaultFenceDelete, Target: "operator", Start: time.Now().UnixNano(),
+		Detail: "reservation and fence of worker ids " + strings.Join(parts, ", ") + " deleted"}
+	if _, err := sess.Commit(c, txn); err != nil {
+		return FaultRecord{}, nil, fmt.Errorf("delete: %w", err)
+	}
+	return rec, ids, nil
+}
+
+// readHeld returns the worker ids below pool whose reservation and fence
+// both exist and whose fence is reserved at most until untilMax (unix ms).
+func readHeld(ctx context.Context, repo registry.Repository, pool int, untilMax int64) ([]heldFence, error) {
+	var held []heldFence
+	for id := range pool {
+		rkey, err := paths.Reservation(id)
+		if err != nil {
+			return nil, err
+		}
+		fkey, err := paths.Fence(id)
+		if err != nil {
+			return nil, err
+		}
+		res, err := repo.Get(ctx, rkey)
+		if errors.Is(err, registry.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		fence, err := repo.Get(ctx, fkey)
+		if errors.Is(err, registry.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var f struct {
+			Epoch         int64 `json:"epoch"`
+			ReservedUntil int64 `json:"reservedUntil"`
+		}
+		if json.Unmarshal(fence.Value, &f) != nil || f.ReservedUntil > untilMax {
+			continue
+		}
+		held = append(held, heldFence{id: id, holder: string(res.Value), reservation: res, fence: fence,
+			epoch: f.Epoch, reservedUntil: f.ReservedUntil})
+	}
+	return held, nil
+}
+
+// waitFences waits until the fence of every id exists again (a node claimed
+// the id), or ctx ends.
+func waitFences(ctx context.Context, repo registry.Repository, ids []int) error {
+	for _, id := range ids {
+		key, err := paths.Fence(id)
+		if err != nil {
+			return err
+		}
+		for {
+			c, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := repo.Get(c, key)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !sleepCtx(ctx, 50*time.Millisecond) {
+				return nil
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+)
+
+func TestOperatorDeletesFencesEtcd(t *testing.T) {
+	testOperatorDeletesFences(t, func(ctx context.Context, ns string) (registry.Repository, error) {
+		return etcd.Open(ctx, etcd.Config{Endpoints: testenv.EtcdEndpoints(t), Namespace: ns})
+	})
+}
+
+func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
+	testOperatorDeletesFences(t, func(ctx context.Context, ns string) (registry.Repository, error) {
+		return zookeeper.Open(ctx, zookeeper.Config{Servers: testenv.ZooKeeperServers(t), Namespace: ns})
+	})
+}
+
+// testOperatorDeletesFences lays out a pool of 6 worker ids on a real
+// registry: 0, 2 and 5 held with a current fence, 1 held with a fence an
+// hour ahead, 3 reserved without a fence, 4 fenced without a reservation.
+// A deletion must take the reservation and fence of two of 0, 2 and 5 and
+// touch nothing else; waitFences must return once the deleted fences are
+// written again.
+func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) (registry.Repository, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := make([]byte, 4)
+	_, _ = rand.Read(ns)
+	repo, err := open(ctx, "chaos_operator_"+hex.EncodeToString(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	now := time.Now().UnixMilli()
+	put := func(key, value string) {
+		t.Helper()
+		if _, err := repo.Put(ctx, key, []byte(value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fence := func(id int, until int64) {
+		key, _ := paths.Fence(id)
+		put(key, fmt.Sprintf(`{"epoch":3,"holder":"g%d.1","reservedUntil":%d}`, id, until))
+	}
+	reserve := func(id int) {
+		key, _ := paths.Reservation(id)
+		put(key, fmt.Sprintf("g%d.1", id))
+	}
+	for _, id := range []int{0, 2, 5} {
+		reserve(id)
+		fence(id, now+600)
+	}
+	reserve(1)
+	fence(1, now+int64(time.Hour/time.Millisecond))
+	reserve(3)
+	fence(4, now)
+
+	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6}}}
+	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != idsPerDeletion || rec.Kind != FaultFenceDelete || rec.Start == 0 {
+		t.Fatalf("deleted %v, record %+v; want %d of 0, 2, 5 and a fence-delete record", deleted, rec, idsPerDeletion)
+	}
+	exists := func(key string) bool {
+		t.Helper()
+		_, err := repo.Get(ctx, key)
+		if err != nil && !errors.Is(err, registry.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	for id := range 6 {
+		rkey, _ := paths.Reservation(id)
+		fkey, _ := paths.Fence(id)
+		gone := slices.Contains(deleted, id)
+		if gone && !slices.Contains([]int{0, 2, 5}, id) {
+			t.Errorf("worker id %d deleted: only held ids with a current fence may be", id)
+		}
+		wantRes := id != 4 && !gone
+		wantFence := id != 3 && !gone
+		if exists(rkey) != wantRes || exists(fkey) != wantFence {
+			t.Errorf("worker id %d: reservation %v, fence %v; want %v, %v", id, exists(rkey), exists(fkey), wantRes, wantFence)
+		}
+	}
+
+	// A new holder writes the fences again.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		for _, id := range deleted {
+			key, _ := paths.Fence(id)
+			_, _ = repo.Put(ctx, key, []byte(`{"epoch":1,"holder":"g9.1","reservedUntil":0}`))
+		}
+	}()
+	start := time.Now()
+	if err := waitFences(ctx, repo, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 300*time.Millisecond || ctx.Err() != nil {
+		t.Errorf("waitFences returned after %v (ctx %v), before the fences were written again", time.Since(start), ctx.Err())
+	}
+
+	// Of ids 0 and 1, only 0 can be deleted, and only if it is still held.
+	var want []int
+	if !slices.Contains(deleted, 0) {
+		want = []int{0}
+	}
+	m.r.cfg.Pool = 2
+	rec, again, err := m.fenceDelete(ctx, repo, 1)
+	if err != nil || !slices.Equal(again, want) || (rec.Start != 0) != (len(want) > 0) {
+		t.Errorf("second deletion: %+v, %v, %v; want ids %v", rec, again, err, want)
+	}
+}
