@@ -105,6 +105,8 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 		Logger:            cfg.Logger,
 		UnsafeLeaseOnly:   cfg.Variant == VariantLeaseOnly,
 		UnsafeIgnoreFloor: cfg.Variant == VariantIgnoreFloor,
+		// Negative control (iii).
+		UnsafeTrustAbsentFence: cfg.Variant == VariantTrustAbsentFence,
 	}
 	// The epoch of the last acquisition, to mark the keys with: the node
 	// calls OnEvent with EventAcquired before it issues any key of the new
