@@ -84,6 +84,8 @@ func runCmd(ctx context.Context, args []string) error {
 	nodes := fs.Int("nodes", 6, "node processes (at least 5)")
 	pool := fs.Int("pool", 0, "free worker ids (0: nodes-2, so standby nodes take over at once)")
 	duration := fs.Duration("duration", 2*time.Minute, "how long faults are injected, per run")
+	controlDuration := fs.Duration("control-duration", 0, "how long faults are injected in each negative control\n"+
+		"(0: as long as --duration); a shorter control runs the first part of the same schedule")
 	maxKeys := fs.Int64("max-keys", 0, "stop a run once this many keys are issued (0: no bound)")
 	rate := fs.Int("rate", 2000, "keys per second per node")
 	seed := fs.Int64("seed", time.Now().UnixNano()%1_000_000, "the fault schedule's seed")
@@ -124,7 +126,11 @@ func runCmd(ctx context.Context, args []string) error {
 		for _, v := range variants {
 			name := string(v)
 			dir := filepath.Join(*out, reg, name)
-			cfg := chaos.RunConfig{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: *duration,
+			d := *duration
+			if v.Control() && *controlDuration > 0 {
+				d = *controlDuration
+			}
+			cfg := chaos.RunConfig{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: d,
 				MaxKeys: *maxKeys, Rate: *rate, Seed: *seed, SessionTTL: *ttl, Reservation: *reservation,
 				FaultEvery: *every, DeleteEvery: *deleteEvery, Variant: v, Log: log.With("run", reg+"/"+name)}
 			if *deleteEvery == 0 {

@@ -1,11 +1,13 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,16 +36,18 @@ const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
 
 // idsPerDeletion is how many worker ids one deletion takes out of the pool
 // at most: after a deletion the fenced nodes cannot stamp on those ids for
-// unknownFloorAhead, so the others stay to be used and taken over.
+// unknownFloorAhead, and the operator lane waits as long before the next
+// one, so the other ids of the pool stay to be used and taken over.
 const idsPerDeletion = 2
 
-// operatorLane deletes, every deleteEvery on average, the reservation and
-// the fence of up to idsPerDeletion worker ids of the pool that are held,
-// in one transaction, as an operator's etcdctl txn or `registry rm
-// --force` of those keys would. It holds clocks for writing from before it
-// reads the fences until every deleted fence has been written again by a
-// new holder (so no node's clock is stepped meanwhile), and records the
-// fault from the deletion to then.
+// operatorLane deletes the reservation and the fence of up to
+// idsPerDeletion worker ids of the pool that are held, in one transaction,
+// as an operator's etcdctl txn or `registry rm --force` of those keys
+// would: first after deleteEvery on average, then again after deleteEvery
+// on average but at least unknownFloorAhead after the last deletion. It
+// holds clocks for writing from before it reads the fences until every
+// deleted fence has been written again by a new holder (so no node's clock
+// is stepped meanwhile), and records the fault from the deletion to then.
 func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 	var repo registry.Repository
 	defer func() {
@@ -51,7 +55,8 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			_ = repo.Close()
 		}
 	}()
-	for m.deleteGap(ctx, rng) {
+	var last time.Time // of the last deletion
+	for m.deleteGap(ctx, rng, last) {
 		pick := rng.Uint64()
 		if repo == nil {
 			c, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -80,6 +85,7 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			continue
 		}
 		rec.End = time.Now().UnixNano()
+		last = time.Unix(0, rec.Start)
 		if err != nil {
 			rec.Detail += "; error: " + err.Error()
 		}
@@ -87,9 +93,13 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// deleteGap waits the operator lane's random pause; false when ctx ended.
-func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand) bool {
+// deleteGap waits the operator lane's random pause, and at least until
+// unknownFloorAhead after last (when not zero); false when ctx ended.
+func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand, last time.Time) bool {
 	d := time.Duration(float64(m.deleteEvery) * (0.5 + rng.Float64()))
+	if !last.IsZero() {
+		d = max(d, time.Until(last.Add(unknownFloorAhead)))
+	}
 	return sleepCtx(ctx, d)
 }
 
@@ -102,9 +112,13 @@ type heldFence struct {
 }
 
 // fenceDelete deletes the reservation and fence of up to idsPerDeletion
-// held worker ids whose fence is at most deletableAhead ahead, chosen with
-// pick, in one transaction conditioned on the versions it read. It returns
-// the fault (Start 0 when nothing was deleted) and the deleted ids.
+// held worker ids whose fence is at most deletableAhead ahead, in one
+// transaction conditioned on the versions it read. It prefers the ids
+// whose holder's clock is the least behind (a node restarted with its clock
+// behind is likelier to take them over and stamp the holder's milliseconds
+// again, should it trust the missing fence), and among those the order pick
+// shuffles. It returns the fault (Start 0 when nothing was deleted) and the
+// deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -114,6 +128,14 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	}
 	rng := rand.New(rand.NewPCG(pick, 0))
 	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+	behind := map[string]time.Duration{} // by incarnation; absent: not running
+	for _, p := range m.r.procs {
+		inc, d := p.current()
+		behind[inc] = d
+	}
+	slices.SortStableFunc(held, func(a, b heldFence) int {
+		return cmp.Compare(behind[a.holder], behind[b.holder])
+	})
 	held = held[:min(len(held), idsPerDeletion)]
 	var txn registry.Txn
 	var ids []int

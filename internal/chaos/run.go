@@ -385,6 +385,14 @@ func (p *nodeProc) start(behind time.Duration) error {
 	return nil
 }
 
+// current returns the current incarnation's name and how far behind its
+// clock started.
+func (p *nodeProc) current() (string, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Incarnation(p.name, p.k), p.behind
+}
+
 // startedBehind is how far behind the current incarnation's clock started.
 func (p *nodeProc) startedBehind() time.Duration {
 	p.mu.Lock()
