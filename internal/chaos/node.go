@@ -97,8 +97,10 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	defer repo.Close()
 
 	ncfg := cluster.Config{
+		// A stable instance id: each claim records the worker id in the
+		// incarnation's restart hint, and a claim prefers the hinted id
+		// (the operator lane swaps hints).
 		InstanceID:        cfg.Incarnation,
-		RandomInstanceID:  true,
 		SessionTTL:        cfg.SessionTTL,
 		Reservation:       cfg.Reservation,
 		Snowflake:         snowflake.Config{Clock: clock},

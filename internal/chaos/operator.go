@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,17 +35,13 @@ const unknownFloorAhead = time.Minute + 5*time.Second
 // it) is the case the skew bound leaves open, and is left alone.
 const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
 
-// idsPerDeletion is how many worker ids one deletion takes out of the pool
-// at most: after a deletion the fenced nodes cannot stamp on those ids for
-// unknownFloorAhead, and the operator lane waits as long before the next
-// one, so the other ids of the pool stay to be used and taken over.
-const idsPerDeletion = 2
-
-// operatorLane deletes the reservation and the fence of up to
-// idsPerDeletion worker ids of the pool that are held, in one transaction,
-// as an operator's etcdctl txn or `registry rm --force` of those keys
-// would: first after deleteEvery on average, then again after deleteEvery
-// on average but at least unknownFloorAhead after the last deletion. It
+// operatorLane deletes the reservations and fences of two worker ids of the
+// pool that are held and swaps their holders' hints (see fenceDelete), as
+// an operator's etcdctl txn or `registry rm --force` of those keys would:
+// first after deleteEvery on average, then again after deleteEvery on
+// average but at least unknownFloorAhead after the last deletion (the
+// fenced nodes cannot stamp on the deleted ids for that long, so the other
+// ids of the pool stay to be used and taken over). It
 // holds clocks for writing from before it reads the fences until every
 // deleted fence has been written again by a new holder (so no node's clock
 // is stepped meanwhile), and records the fault from the deletion to then.
@@ -111,14 +108,16 @@ type heldFence struct {
 	epoch, reservedUntil int64
 }
 
-// fenceDelete deletes the reservation and fence of up to idsPerDeletion
-// held worker ids whose fence is at most deletableAhead ahead, in one
-// transaction conditioned on the versions it read. It prefers the ids
-// whose holder's clock is the least behind (a node restarted with its clock
-// behind is likelier to take them over and stamp the holder's milliseconds
-// again, should it trust the missing fence), and among those the order pick
-// shuffles. It returns the fault (Start 0 when nothing was deleted) and the
-// deleted ids.
+// fenceDelete deletes, in one transaction conditioned on the versions it
+// read, the reservation and fence of two held worker ids whose fences are
+// at most deletableAhead ahead, and swaps their holders' restart hints, as
+// the operator's transaction of the issue did: each holder, claiming a
+// worker id again, prefers the other's (and takes it, should it trust the
+// missing fence, stamping keys the other stamped when its clock is
+// behind). Of the candidates it takes the holders whose clocks are the
+// least and the most behind (ties in the order pick shuffles); with one
+// candidate it deletes that one's keys only. It returns the fault (Start 0
+// when nothing was deleted) and the deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -136,18 +135,35 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	slices.SortStableFunc(held, func(a, b heldFence) int {
 		return cmp.Compare(behind[a.holder], behind[b.holder])
 	})
-	held = held[:min(len(held), idsPerDeletion)]
+	if len(held) > 1 {
+		held = []heldFence{held[0], held[len(held)-1]}
+	}
 	var txn registry.Txn
 	var ids []int
 	var parts []string
-	for _, h := range held {
+	for i, h := range held {
 		for _, kv := range []registry.KV{h.reservation, h.fence} {
 			txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key, Version: kv.Version})
 			txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Delete: true})
 		}
 		ids = append(ids, h.id)
-		parts = append(parts, fmt.Sprintf("%d (%s, epoch %d, reserved %+dms)", h.id, h.holder, h.epoch,
-			h.reservedUntil-time.Now().UnixMilli()))
+		part := fmt.Sprintf("%d (%s, clock %v behind, epoch %d, reserved %+dms)", h.id, h.holder, behind[h.holder],
+			h.epoch, h.reservedUntil-time.Now().UnixMilli())
+		if len(held) == 2 {
+			other := held[1-i].id
+			key, err := paths.WorkerIDHint(h.holder)
+			if err != nil {
+				return FaultRecord{}, nil, err
+			}
+			hint, err := repo.Get(c, key)
+			if err != nil && !errors.Is(err, registry.ErrNotFound) {
+				return FaultRecord{}, nil, err
+			}
+			txn.Conds = append(txn.Conds, registry.Cond{Key: key, Version: hint.Version})
+			txn.Ops = append(txn.Ops, registry.Op{Key: key, Value: []byte(strconv.Itoa(other))})
+			part += fmt.Sprintf(", hint set to %d", other)
+		}
+		parts = append(parts, part)
 	}
 	sess, err := repo.NewSession(c, registry.SessionOptions{})
 	if err != nil {
@@ -155,7 +171,7 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	}
 	defer func() { _ = sess.Close(context.Background()) }()
 	rec := FaultRecord{Kind: FaultFenceDelete, Target: "operator", Start: time.Now().UnixNano(),
-		Detail: "reservation and fence of worker ids " + strings.Join(parts, ", ") + " deleted"}
+		Detail: "reservation and fence deleted of worker ids " + strings.Join(parts, "; ")}
 	if _, err := sess.Commit(c, txn); err != nil {
 		return FaultRecord{}, nil, fmt.Errorf("delete: %w", err)
 	}

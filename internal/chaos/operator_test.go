@@ -32,9 +32,10 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // testOperatorDeletesFences lays out a pool of 6 worker ids on a real
 // registry: 0, 2 and 5 held with a current fence, 1 held with a fence an
 // hour ahead, 3 reserved without a fence, 4 fenced without a reservation.
-// A deletion must take the reservation and fence of the two of 0, 2 and 5
-// whose holders' clocks are the least behind and touch nothing else;
-// waitFences must return once the deleted fences are written again.
+// A deletion must take the reservations and fences of the two of 0, 2 and 5
+// whose holders' clocks are the least and the most behind, swap their
+// holders' hints, and touch nothing else; waitFences must return once the
+// deleted fences are written again.
 func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) (registry.Repository, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -69,19 +70,27 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	reserve(3)
 	fence(4, now)
 
-	// g0.1, the holder of 0, has its clock the furthest behind: 2 and 5
-	// go first.
+	// The holders' clocks: g2.1 0 s, g5.1 3 s and g0.1 10 s behind: 2 and
+	// 0 go, and their holders' hints are swapped.
 	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6}}}
-	for _, p := range []*nodeProc{{name: "g0", k: 1, behind: 10 * time.Second}, {name: "g2", k: 1}, {name: "g5", k: 1}} {
+	for _, p := range []*nodeProc{{name: "g0", k: 1, behind: 10 * time.Second}, {name: "g2", k: 1},
+		{name: "g5", k: 1, behind: 3 * time.Second}} {
 		m.r.procs = append(m.r.procs, p)
 	}
+	hint0, _ := paths.WorkerIDHint("g0.1")
+	put(hint0, "0")
 	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(deleted)
-	if !slices.Equal(deleted, []int{2, 5}) || rec.Kind != FaultFenceDelete || rec.Start == 0 {
-		t.Fatalf("deleted %v, record %+v; want 2 and 5 and a fence-delete record", deleted, rec)
+	if !slices.Equal(deleted, []int{2, 0}) || rec.Kind != FaultFenceDelete || rec.Start == 0 {
+		t.Fatalf("deleted %v, record %+v; want 2 and 0 and a fence-delete record", deleted, rec)
+	}
+	for inc, want := range map[string]string{"g0.1": "2", "g2.1": "0"} {
+		key, _ := paths.WorkerIDHint(inc)
+		if kv, err := repo.Get(ctx, key); err != nil || string(kv.Value) != want {
+			t.Errorf("hint of %s: %q, %v; want %s", inc, kv.Value, err, want)
+		}
 	}
 	exists := func(key string) bool {
 		t.Helper()
@@ -121,9 +130,11 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		t.Errorf("waitFences returned after %v (ctx %v), before the fences were written again", time.Since(start), ctx.Err())
 	}
 
-	// Of ids 0 and 1, only 0 can be deleted.
+	// Of ids 0 to 2, only 0 can be deleted: 1 is an hour ahead, 2 is
+	// not held any more.
 	want := []int{0}
-	m.r.cfg.Pool = 2
+	m.r.cfg.Pool = 3
+	reserve(0)
 	rec, again, err := m.fenceDelete(ctx, repo, 1)
 	if err != nil || !slices.Equal(again, want) || (rec.Start != 0) != (len(want) > 0) {
 		t.Errorf("second deletion: %+v, %v, %v; want ids %v", rec, again, err, want)
