@@ -21,11 +21,13 @@ go test -race -count=1 -v -timeout 40m "$@" ./...
 
 # Issue 7's short chaos run (needs root): real 3-member etcd and ZooKeeper
 # ensembles and 6 node processes in network namespaces under a seeded fault
-# schedule, then the same schedule as the two negative controls: without the
-# fence (lease only) and with the fence but the floor ignored. It fails on any
-# duplicate key, (worker id, ms) overlap or fence violation of the fenced run,
-# and when the lease-only control finds no duplicate or the floor control
-# neither a duplicate nor an overlap (the faults would not be biting).
+# schedule (an operator deleting fences and reservations among the faults),
+# then the same schedule as the three negative controls: without the fence
+# (lease only), with the fence but the floor ignored, and with a deleted
+# fence read as floor 0. It fails on any duplicate key, (worker id, ms)
+# overlap or fence violation of the fenced run, and when the lease-only or
+# the absent-fence control finds no duplicate or the floor control neither
+# a duplicate nor an overlap (the faults would not be biting).
 if [ $# -eq 0 ]; then
 	go build -o bin/chaos ./cmd/chaos
 	bin/chaos run --registry both --duration 45s --rate 10000 --seed 1 \

@@ -114,9 +114,10 @@ type heldFence struct {
 // the operator's transaction of the issue did: each holder, claiming a
 // worker id again, prefers the other's (and takes it, should it trust the
 // missing fence, stamping keys the other stamped when its clock is
-// behind). Of the candidates it takes the holders whose clocks are the
-// least and the most behind (ties in the order pick shuffles); with one
-// candidate it deletes that one's keys only. It returns the fault (Start 0
+// behind). Of the candidates (those whose holders renewed their
+// reservation within the last second, when there are two) it takes the
+// holders whose clocks are the least and the most behind (ties in the order
+// pick shuffles); with one candidate it deletes that one's keys only. It returns the fault (Start 0
 // when nothing was deleted) and the deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -131,6 +132,18 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	for _, p := range m.r.procs {
 		inc, d := p.current()
 		behind[inc] = d
+	}
+	// Holders that renewed their reservation within the last second (on
+	// their own clock) are issuing keys; prefer them when there are two.
+	now := time.Now()
+	active := held[:0:0]
+	for _, h := range held {
+		if h.reservedUntil >= now.Add(-behind[h.holder]-time.Second).UnixMilli() {
+			active = append(active, h)
+		}
+	}
+	if len(active) >= 2 {
+		held = active
 	}
 	slices.SortStableFunc(held, func(a, b heldFence) int {
 		return cmp.Compare(behind[a.holder], behind[b.holder])
