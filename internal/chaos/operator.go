@@ -35,16 +35,19 @@ const unknownFloorAhead = time.Minute + 5*time.Second
 // it) is the case the skew bound leaves open, and is left alone.
 const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
 
-// operatorLane deletes the reservations and fences of two worker ids of the
-// pool that are held and swaps their holders' hints (see fenceDelete), as
-// an operator's etcdctl txn or `registry rm --force` of those keys would:
-// first after deleteEvery on average, then again after deleteEvery on
-// average but at least unknownFloorAhead after the last deletion (the
-// fenced nodes cannot stamp on the deleted ids for that long, so the other
-// ids of the pool stay to be used and taken over). It
-// holds clocks for writing from before it reads the fences until every
-// deleted fence has been written again by a new holder (so no node's clock
-// is stepped meanwhile), and records the fault from the deletion to then.
+// keepUsable is how many usable worker ids of the pool a deletion leaves: a
+// fenced node cannot stamp on a deleted id for unknownFloorAhead, so after
+// deletions every id could be out of use while the run goes on with nothing
+// to check; two ids leave one to issue on and one to take over.
+const keepUsable = 2
+
+// operatorLane deletes, every deleteEvery on average, the reservations and
+// fences of two worker ids of the pool that are held and swaps their
+// holders' hints (see fenceDelete), as an operator's etcdctl txn or
+// `registry rm --force` of those keys would. It holds clocks for writing
+// from before it reads the fences until every deleted fence has been
+// written again by a new holder (so no node's clock is stepped meanwhile),
+// and records the fault from the deletion to then.
 func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 	var repo registry.Repository
 	defer func() {
@@ -52,8 +55,7 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			_ = repo.Close()
 		}
 	}()
-	var last time.Time // of the last deletion
-	for m.deleteGap(ctx, rng, last) {
+	for m.deleteGap(ctx, rng) {
 		pick := rng.Uint64()
 		if repo == nil {
 			c, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -82,7 +84,6 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			continue
 		}
 		rec.End = time.Now().UnixNano()
-		last = time.Unix(0, rec.Start)
 		if err != nil {
 			rec.Detail += "; error: " + err.Error()
 		}
@@ -90,13 +91,9 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// deleteGap waits the operator lane's random pause, and at least until
-// unknownFloorAhead after last (when not zero); false when ctx ended.
-func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand, last time.Time) bool {
+// deleteGap waits the operator lane's random pause; false when ctx ended.
+func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand) bool {
 	d := time.Duration(float64(m.deleteEvery) * (0.5 + rng.Float64()))
-	if !last.IsZero() {
-		d = max(d, time.Until(last.Add(unknownFloorAhead)))
-	}
 	return sleepCtx(ctx, d)
 }
 
@@ -117,14 +114,24 @@ type heldFence struct {
 // behind). Of the candidates (those whose holders renewed their
 // reservation within the last second, when there are two) it takes the
 // holders whose clocks are the least and the most behind (ties in the order
-// pick shuffles); with one candidate it deletes that one's keys only. It returns the fault (Start 0
-// when nothing was deleted) and the deleted ids.
+// pick shuffles). It deletes fewer ids, or none, so as to leave keepUsable
+// ids of the pool usable (their fence exists and is not ahead), and with one
+// id it swaps no hints. It returns the fault (Start 0 when nothing was
+// deleted) and the deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	held, err := readHeld(c, repo, m.r.cfg.Pool, time.Now().Add(deletableAhead).UnixMilli())
+	held, usable, err := readHeld(c, repo, m.r.cfg.Pool, time.Now().Add(deletableAhead).UnixMilli())
 	if err != nil || len(held) == 0 {
 		return FaultRecord{}, nil, err
+	}
+	// Keep keepUsable usable worker ids: fenced nodes cannot stamp on a
+	// deleted id for unknownFloorAhead (its new fence is reserved that far
+	// ahead, so it is not usable), and the nodes need ids to keep issuing
+	// and to take over.
+	n := min(2, usable-keepUsable)
+	if n < 1 {
+		return FaultRecord{}, nil, nil
 	}
 	rng := rand.New(rand.NewPCG(pick, 0))
 	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
@@ -148,7 +155,9 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	slices.SortStableFunc(held, func(a, b heldFence) int {
 		return cmp.Compare(behind[a.holder], behind[b.holder])
 	})
-	if len(held) > 1 {
+	if n == 1 || len(held) == 1 {
+		held = held[:1]
+	} else {
 		held = []heldFence{held[0], held[len(held)-1]}
 	}
 	var txn registry.Txn
@@ -192,31 +201,27 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 }
 
 // readHeld returns the worker ids below pool whose reservation and fence
-// both exist and whose fence is reserved at most until untilMax (unix ms).
-func readHeld(ctx context.Context, repo registry.Repository, pool int, untilMax int64) ([]heldFence, error) {
+// both exist and whose fence is reserved at most until untilMax (unix ms),
+// and the number of usable ids below pool: those whose fence exists and is
+// reserved at most until untilMax, held or not.
+func readHeld(ctx context.Context, repo registry.Repository, pool int, untilMax int64) ([]heldFence, int, error) {
 	var held []heldFence
+	usable := 0
 	for id := range pool {
 		rkey, err := paths.Reservation(id)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		fkey, err := paths.Fence(id)
 		if err != nil {
-			return nil, err
-		}
-		res, err := repo.Get(ctx, rkey)
-		if errors.Is(err, registry.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		fence, err := repo.Get(ctx, fkey)
 		if errors.Is(err, registry.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		var f struct {
 			Epoch         int64 `json:"epoch"`
@@ -225,10 +230,18 @@ func readHeld(ctx context.Context, repo registry.Repository, pool int, untilMax 
 		if json.Unmarshal(fence.Value, &f) != nil || f.ReservedUntil > untilMax {
 			continue
 		}
+		usable++
+		res, err := repo.Get(ctx, rkey)
+		if errors.Is(err, registry.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
 		held = append(held, heldFence{id: id, holder: string(res.Value), reservation: res, fence: fence,
 			epoch: f.Epoch, reservedUntil: f.ReservedUntil})
 	}
-	return held, nil
+	return held, usable, nil
 }
 
 // waitFences waits until the fence of every id exists again (a node claimed

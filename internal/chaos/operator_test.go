@@ -35,7 +35,7 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // A deletion must take the reservations and fences of the two of 0, 2 and 5
 // whose holders' clocks are the least and the most behind, swap their
 // holders' hints, and touch nothing else; waitFences must return once the
-// deleted fences are written again.
+// deleted fences are written again; later deletions leave two usable ids.
 func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) (registry.Repository, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -114,12 +114,13 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		}
 	}
 
-	// A new holder writes the fences again.
+	// New holders write the fences again, as fenced nodes do for a
+	// missing fence: reserved a minute and more ahead.
+	ahead := time.Now().Add(unknownFloorAhead).UnixMilli()
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		for _, id := range deleted {
-			key, _ := paths.Fence(id)
-			_, _ = repo.Put(ctx, key, []byte(`{"epoch":1,"holder":"g9.1","reservedUntil":0}`))
+			fence(id, ahead)
 		}
 	}()
 	start := time.Now()
@@ -130,13 +131,18 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		t.Errorf("waitFences returned after %v (ctx %v), before the fences were written again", time.Since(start), ctx.Err())
 	}
 
-	// Of ids 0 to 2, only 0 can be deleted: 1 is an hour ahead, 2 is
-	// not held any more.
-	want := []int{0}
-	m.r.cfg.Pool = 3
-	reserve(0)
+	// Usable now: 4 and 5 only. 5 is held, but deleting it would leave one
+	// usable id.
 	rec, again, err := m.fenceDelete(ctx, repo, 1)
-	if err != nil || !slices.Equal(again, want) || (rec.Start != 0) != (len(want) > 0) {
-		t.Errorf("second deletion: %+v, %v, %v; want ids %v", rec, again, err, want)
+	if err != nil || rec.Start != 0 || len(again) != 0 {
+		t.Errorf("deletion with two usable ids: %+v, %v, %v; want none", rec, again, err)
+	}
+	// With 2 usable and held again, one of 2 and 5 can go: 2, whose
+	// holder's clock is less behind.
+	reserve(2)
+	fence(2, time.Now().UnixMilli())
+	rec, again, err = m.fenceDelete(ctx, repo, 1)
+	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{2}) {
+		t.Errorf("deletion with three usable ids: %+v, %v, %v; want worker id 2", rec, again, err)
 	}
 }
