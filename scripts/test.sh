@@ -30,6 +30,6 @@ go test -race -count=1 -v -timeout 40m "$@" ./...
 # a duplicate nor an overlap (the faults would not be biting).
 if [ $# -eq 0 ]; then
 	go build -o bin/chaos ./cmd/chaos
-	bin/chaos run --registry both --duration 45s --rate 10000 --seed 1 \
+	bin/chaos run --registry both --duration 45s --control-duration 30s --rate 10000 --seed 1 \
 		--out "$(mktemp -d /tmp/shardkeeper-chaos-ci.XXXXXX)"
 fi
