@@ -111,12 +111,13 @@ type heldFence struct {
 // the operator's transaction of the issue did: each holder, claiming a
 // worker id again, prefers the other's (and takes it, should it trust the
 // missing fence, stamping keys the other stamped when its clock is
-// behind). Of the candidates (those whose holders renewed their
-// reservation within the last second, when there are two) it takes the
-// holders whose clocks are the least and the most behind (ties in the order
-// pick shuffles). It deletes fewer ids, or none, so as to leave keepUsable
-// ids of the pool usable (their fence exists and is not ahead), and with one
-// id it swaps no hints. It returns the fault (Start 0 when nothing was
+// behind). It takes the holder whose clock is the least behind among those
+// issuing keys (or among all, when none is), and of the others the one
+// whose clock is the most behind (ties in the order pick shuffles): the
+// latter then stamps again the milliseconds the former stamped last. It
+// deletes fewer ids, or none, so as to leave keepUsable ids of the pool
+// usable (their fence exists and is not ahead), and with one id it swaps no
+// hints. It returns the fault (Start 0 when nothing was
 // deleted) and the deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -140,25 +141,34 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 		inc, d := p.current()
 		behind[inc] = d
 	}
-	// Holders that renewed their reservation within the last second (on
-	// their own clock) are issuing keys; prefer them when there are two.
+	// A holder is issuing when its fence is reserved between a second
+	// before and W after its clock's now (not waiting for a floor ahead,
+	// not cut off).
 	now := time.Now()
-	active := held[:0:0]
-	for _, h := range held {
-		if h.reservedUntil >= now.Add(-behind[h.holder]-time.Second).UnixMilli() {
-			active = append(active, h)
-		}
+	issuing := func(h heldFence) bool {
+		clock := now.Add(-behind[h.holder])
+		return h.reservedUntil >= clock.Add(-time.Second).UnixMilli() &&
+			h.reservedUntil <= clock.Add(m.r.cfg.Reservation+500*time.Millisecond).UnixMilli()
 	}
-	if len(active) >= 2 {
-		held = active
-	}
+	// The least behind, issuing ones first; then the others, least behind
+	// first.
 	slices.SortStableFunc(held, func(a, b heldFence) int {
+		ia, ib := issuing(a), issuing(b)
+		if ia != ib {
+			if ia {
+				return -1
+			}
+			return 1
+		}
 		return cmp.Compare(behind[a.holder], behind[b.holder])
 	})
 	if n == 1 || len(held) == 1 {
 		held = held[:1]
 	} else {
-		held = []heldFence{held[0], held[len(held)-1]}
+		// The other holder: the one the most behind.
+		rest := held[1:]
+		far := slices.MaxFunc(rest, func(a, b heldFence) int { return cmp.Compare(behind[a.holder], behind[b.holder]) })
+		held = []heldFence{held[0], far}
 	}
 	var txn registry.Txn
 	var ids []int

@@ -70,9 +70,11 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	reserve(3)
 	fence(4, now)
 
-	// The holders' clocks: g2.1 0 s, g5.1 3 s and g0.1 10 s behind: 2 and
-	// 0 go, and their holders' hints are swapped.
-	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6}}}
+	// The holders' clocks: g2.1 0 s, g5.1 3 s and g0.1 10 s behind (the
+	// last two wait for a floor ahead): 2, held by the least behind of
+	// those issuing, and 0, held by the most behind, go, and their holders'
+	// hints are swapped.
+	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6, Reservation: 600 * time.Millisecond}}}
 	for _, p := range []*nodeProc{{name: "g0", k: 1, behind: 10 * time.Second}, {name: "g2", k: 1},
 		{name: "g5", k: 1, behind: 3 * time.Second}} {
 		m.r.procs = append(m.r.procs, p)
