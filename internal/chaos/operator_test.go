@@ -74,11 +74,9 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	// last two wait for a floor ahead): 2, held by the least behind of
 	// those issuing, and 0, held by the most behind, go, and their holders'
 	// hints are swapped.
-	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6, Reservation: 600 * time.Millisecond}}}
-	for _, p := range []*nodeProc{{name: "g0", k: 1, behind: 10 * time.Second}, {name: "g2", k: 1},
-		{name: "g5", k: 1, behind: 3 * time.Second}} {
-		m.r.procs = append(m.r.procs, p)
-	}
+	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6, Reservation: 600 * time.Millisecond},
+		procs: []*nodeProc{{name: "g0", k: 1, behind: 10 * time.Second}, {name: "g2", k: 1},
+			{name: "g5", k: 1, behind: 3 * time.Second}}}}
 	hint0, _ := paths.WorkerIDHint("g0.1")
 	put(hint0, "0")
 	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
