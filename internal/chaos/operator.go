@@ -38,8 +38,8 @@ const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
 // keepUsable is how many usable worker ids of the pool a deletion leaves: a
 // fenced node cannot stamp on a deleted id for unknownFloorAhead, so after
 // deletions every id could be out of use while the run goes on with nothing
-// to check; two ids leave one to issue on and one to take over.
-const keepUsable = 2
+// to check.
+const keepUsable = 1
 
 // operatorLane deletes, every deleteEvery on average, the reservations and
 // fences of two worker ids of the pool that are held and swaps their
@@ -72,7 +72,16 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			}
 		}
 		m.clocks.Lock()
-		rec, deleted, err := m.fenceDelete(ctx, repo, pick)
+		// The holders renew their fences every W/3, and the registry may be
+		// failing over: read and try again a few times.
+		var rec FaultRecord
+		var deleted []int
+		var err error
+		for try := 0; try < 10; try++ {
+			if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !sleepCtx(ctx, 50*time.Millisecond) {
+				break
+			}
+		}
 		if err == nil && len(deleted) > 0 {
 			err = waitFences(ctx, repo, deleted)
 		}

@@ -35,7 +35,7 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // A deletion must take the reservations and fences of the two of 0, 2 and 5
 // whose holders' clocks are the least and the most behind, swap their
 // holders' hints, and touch nothing else; waitFences must return once the
-// deleted fences are written again; later deletions leave two usable ids.
+// deleted fences are written again; later deletions leave one usable id.
 func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) (registry.Repository, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -131,18 +131,24 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		t.Errorf("waitFences returned after %v (ctx %v), before the fences were written again", time.Since(start), ctx.Err())
 	}
 
-	// Usable now: 4 and 5 only. 5 is held, but deleting it would leave one
+	// Usable now: 4 and 5 only, and 5 is held: deleting it leaves one
 	// usable id.
 	rec, again, err := m.fenceDelete(ctx, repo, 1)
-	if err != nil || rec.Start != 0 || len(again) != 0 {
-		t.Errorf("deletion with two usable ids: %+v, %v, %v; want none", rec, again, err)
+	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{5}) {
+		t.Errorf("deletion with two usable ids: %+v, %v, %v; want worker id 5", rec, again, err)
 	}
-	// With 2 usable and held again, one of 2 and 5 can go: 2, whose
-	// holder's clock is less behind.
+	// Usable: 4 only. 2 held again with a current fence makes 2 usable
+	// ids: 2 can go, alone.
 	reserve(2)
 	fence(2, time.Now().UnixMilli())
 	rec, again, err = m.fenceDelete(ctx, repo, 1)
 	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{2}) {
-		t.Errorf("deletion with three usable ids: %+v, %v, %v; want worker id 2", rec, again, err)
+		t.Errorf("deletion with two usable ids: %+v, %v, %v; want worker id 2", rec, again, err)
+	}
+	// Usable: 4 only: nothing goes.
+	reserve(0)
+	rec, again, err = m.fenceDelete(ctx, repo, 1)
+	if err != nil || rec.Start != 0 || len(again) != 0 {
+		t.Errorf("deletion with one usable id: %+v, %v, %v; want none", rec, again, err)
 	}
 }
