@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -24,7 +25,7 @@ const operatorStream = 1 << 20
 // of a worker id whose fence is missing on a cluster that has been used:
 // the longest reservation any node may hold plus the documented bound on
 // clock skew between nodes.
-const unknownFloorAhead = time.Minute + 5*time.Second
+const unknownFloorAhead = workerid.MaxReservation + workerid.MaxClockSkew
 
 // deletableAhead bounds the fences the operator lane deletes: only those
 // reserved at most this far ahead of the harness's clock. A node's clock is
