@@ -2,58 +2,25 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// shardkeeperBinary builds the command once per test run and returns its
-// path.
-func shardkeeperBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "shardkeeper-hostile-"); buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "shardkeeper")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestHostileServeConfFIFO runs the real serve binary on a conf dir whose
 // global.yaml is a named pipe nobody writes: the process must not hang in
 // loading; with SIGTERM sent while it would be stuck, it exits promptly,
 // naming the pipe.
 func TestHostileServeConfFIFO(t *testing.T) {
-	bin := shardkeeperBinary(t)
+	bin := testenv.ShardkeeperBinary(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "global.yaml")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -170,7 +137,7 @@ func TestHostileTokenFlagHelp(t *testing.T) {
 // dir is refused with file:line before any connection attempt: the real
 // binary, with the Go resolver's debug output on, makes no DNS lookup.
 func TestHostileServerListsNoLookup(t *testing.T) {
-	bin := shardkeeperBinary(t)
+	bin := testenv.ShardkeeperBinary(t)
 	for _, c := range []struct{ typ, servers, want string }{
 		{"ZooKeeper", "lookup-probe.invalid:abc", `port "abc" must be a number`},
 		{"ZooKeeper", "lookup-probe.invalid:99999", `port "99999" must be a number`},

@@ -21,41 +21,7 @@ import (
 
 const token = "e2e-token"
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// binary builds cmd/shardkeeper once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "shardkeeper-e2e-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "shardkeeper")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/shardkeeper/shardkeeper/cmd/shardkeeper")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // proc is one `shardkeeper serve` child process.
 type proc struct {
@@ -86,7 +52,7 @@ func startServe(t *testing.T, conf, id string, port int) *proc {
 	t.Helper()
 	httpPort := freePort(t)
 	p := &proc{id: id, url: fmt.Sprintf("http://127.0.0.1:%d", httpPort), done: make(chan error, 1)}
-	p.cmd = exec.Command(binary(t), "serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
+	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), "serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
 		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--log-format", "json", "--reservation", "1500ms")
 	p.cmd.Env = append(os.Environ(), "SHARDKEEPER_TOKEN="+token)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr

@@ -13,6 +13,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // TestHostileServeEmbeddedRegistryNeedsCredentials runs the real binary on
@@ -88,16 +90,16 @@ func TestHostileServeEmbeddedRegistryNeedsCredentials(t *testing.T) {
 	// other than the default) with the credentials; the etcd flags alone
 	// are refused.
 	wid := string(resp.Kvs[0].Value)
-	out, err := exec.CommandContext(ctx, binary(t), "registry", "get", "/nodes/compute_nodes/worker_id/auth-e2e", "--data-dir", data).CombinedOutput()
+	out, err := exec.CommandContext(ctx, testenv.ShardkeeperBinary(t), "registry", "get", "/nodes/compute_nodes/worker_id/auth-e2e", "--data-dir", data).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != wid {
 		t.Fatalf("registry get --data-dir: %v\n%s", err, out)
 	}
-	out, err = exec.CommandContext(ctx, binary(t), "registry", "get", "/nodes/compute_nodes/worker_id/auth-e2e",
+	out, err = exec.CommandContext(ctx, testenv.ShardkeeperBinary(t), "registry", "get", "/nodes/compute_nodes/worker_id/auth-e2e",
 		"--repository-type", "etcd", "--server-lists", clientURL, "--data-dir", data).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != wid {
 		t.Fatalf("registry get --repository-type etcd --data-dir: %v\n%s", err, out)
 	}
-	out, err = exec.CommandContext(ctx, binary(t), "registry", "get", "/nodes/compute_nodes/worker_id/auth-e2e",
+	out, err = exec.CommandContext(ctx, testenv.ShardkeeperBinary(t), "registry", "get", "/nodes/compute_nodes/worker_id/auth-e2e",
 		"--repository-type", "etcd", "--server-lists", clientURL, "--timeout", "5s").CombinedOutput()
 	if err == nil {
 		t.Fatalf("registry get without credentials succeeded:\n%s", out)
