@@ -12,16 +12,11 @@ import (
 )
 
 // startRESP serves node's keys over the Redis protocol on addr (serve
-// --resp; "" or "off" serves nothing) with the I/O mode ioMode (serve
-// --resp-io) and at most maxClients connections (serve --resp-max-clients)
-// until the returned stop is called.
-func startRESP(addr, ioMode string, maxClients int, node *cluster.Node, out io.Writer) (stop func(), err error) {
+// --resp; "" or "off" serves nothing) with at most maxClients connections
+// (serve --resp-max-clients) until the returned stop is called.
+func startRESP(addr string, maxClients int, node *cluster.Node, out io.Writer) (stop func(), err error) {
 	if addr == "" || strings.EqualFold(addr, "off") {
 		return func() {}, nil
-	}
-	mode, err := keyserver.ParseIO(ioMode)
-	if err != nil {
-		return nil, fmt.Errorf("--resp-io: %w", err)
 	}
 	if maxClients < 1 {
 		return nil, fmt.Errorf("--resp-max-clients %d: want 1 or more (default %d)", maxClients, keyserver.DefaultMaxClients)
@@ -34,7 +29,7 @@ func startRESP(addr, ioMode string, maxClients int, node *cluster.Node, out io.W
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := keyserver.ServeConfig(ctx, ln, node, keyserver.Config{IO: mode, MaxClients: maxClients}); err != nil {
+		if err := keyserver.ServeConfig(ctx, ln, node, keyserver.Config{MaxClients: maxClients}); err != nil {
 			fmt.Fprintf(out, "shardkeeper: Redis-protocol key service stopped: %v\n", err)
 		}
 	}()

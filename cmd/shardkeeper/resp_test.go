@@ -14,24 +14,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
-// TestServeUDPAndRESPIO runs serve with --udp and --resp-io io_uring (epoll
-// where the kernel has no io_uring) and fetches keys over both ports: they
-// come from the node's one worker id and increase.
-func TestServeUDPAndRESPIO(t *testing.T) {
+// TestServeUDPAndRESP runs serve with --udp and --resp and fetches keys
+// over both ports: they come from the node's one worker id and increase.
+func TestServeUDPAndRESP(t *testing.T) {
 	dir := embeddedConfDir(t)
-	respIO := "io_uring"
-	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- keyserver.ServeConfig(ctx, ln, nil, keyserver.Config{IO: keyserver.IOUring}) }()
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-		if err := <-errc; err != nil {
-			t.Logf("no io_uring here (%v): --resp-io epoll", err)
-			respIO = "epoll"
-		}
-	}
-	output, stop := startServe(t, "--conf", dir, "--http", "off", "--resp", "127.0.0.1:0", "--resp-io", respIO, "--udp", "127.0.0.1:0")
+	output, stop := startServe(t, "--conf", dir, "--http", "off", "--resp", "127.0.0.1:0", "--udp", "127.0.0.1:0")
 	defer stop()
 	um := regexp.MustCompile(`datagram key service on udp (127\.0\.0\.1:\d+)`).FindStringSubmatch(output())
 	rm := regexp.MustCompile(`Redis-protocol key service on (127\.0\.0\.1:\d+)`).FindStringSubmatch(output())
@@ -59,14 +46,11 @@ func TestServeUDPAndRESPIO(t *testing.T) {
 	}
 }
 
-// TestServeBadRESPIO: an unknown --resp-io, or a --resp-max-clients
-// below 1, is refused before serving.
-func TestServeBadRESPIO(t *testing.T) {
-	if _, err := startRESP("127.0.0.1:0", "kqueue", 10, nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-io") {
-		t.Fatalf("startRESP with --resp-io kqueue: %v", err)
-	}
+// TestServeBadRESPMaxClients: a --resp-max-clients below 1 is refused
+// before serving.
+func TestServeBadRESPMaxClients(t *testing.T) {
 	for _, n := range []int{0, -1} {
-		if _, err := startRESP("127.0.0.1:0", "auto", n, nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-max-clients") {
+		if _, err := startRESP("127.0.0.1:0", n, nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-max-clients") {
 			t.Fatalf("startRESP with --resp-max-clients %d: %v", n, err)
 		}
 	}

@@ -33,7 +33,6 @@ func newServeCommand() *cobra.Command {
 		logFormat string
 		stopAfter time.Duration
 		respAddr  string
-		respIO    string
 		respMax   int
 		udpAddr   string
 		hf        httpFlags
@@ -111,7 +110,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
 				}
 			}
-			stopRESP, err := startRESP(respAddr, respIO, respMax, d.Node, out)
+			stopRESP, err := startRESP(respAddr, respMax, d.Node, out)
 			if err != nil {
 				_ = d.Close(context.Background())
 				return err
@@ -152,7 +151,6 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
 	fl.IntVar(&respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
-	fl.StringVar(&respIO, "resp-io", "auto", "how --resp handles connections: auto (epoll on Linux), epoll, io_uring (batched submissions, Linux 5.11+) or goroutines")
 	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")

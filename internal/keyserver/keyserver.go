@@ -73,35 +73,12 @@ const (
 	// IOAuto is IOEpoll on Linux for TCP listeners, IOGoroutines
 	// otherwise.
 	IOAuto IO = "auto"
-	// IOUring serves connections from io_uring event loops (Linux 5.11 or
-	// later, kernel.io_uring_disabled 0): one io_uring_enter per loop turn
-	// submits every send and receive of the turn and collects the
-	// completions. Opt-in: with redis-benchmark's 50 connections on two
-	// cores it made one system call per request instead of three, but used
-	// about as much CPU per request as IOEpoll (the TCP send path and the
-	// wakeups dominate), so it is not the default.
-	IOUring IO = "io_uring"
 	// IOEpoll serves connections from epoll event loops with one read and
 	// one write per connection and turn, as Redis does. Linux only.
 	IOEpoll IO = "epoll"
 	// IOGoroutines serves each connection on its own goroutine.
 	IOGoroutines IO = "goroutines"
 )
-
-// ParseIO parses an IO name ("" is IOAuto).
-func ParseIO(s string) (IO, error) {
-	switch IO(strings.ToLower(s)) {
-	case "", IOAuto:
-		return IOAuto, nil
-	case IOUring, "uring", "io-uring":
-		return IOUring, nil
-	case IOEpoll:
-		return IOEpoll, nil
-	case IOGoroutines:
-		return IOGoroutines, nil
-	}
-	return "", fmt.Errorf("unknown I/O mode %q: want auto, io_uring, epoll or goroutines", s)
-}
 
 // DefaultMaxClients is the connection cap when Config.MaxClients is 0: a
 // tenth of Redis's default maxclients, so that the port's worst-case
@@ -119,9 +96,8 @@ type Config struct {
 	// while MaxClients are open is answered "-ERR max number of clients
 	// reached" and closed without being read, as Redis does; a slot frees
 	// when a served connection closes. Each connection holds at most
-	// inputLimit plus outputLimit plus one reply (about 3.6 MB; twice the
-	// reply buffers with IOUring), so all of them hold at most MaxClients
-	// times that.
+	// inputLimit plus outputLimit plus one reply (about 3.6 MB), so all
+	// of them hold at most MaxClients times that.
 	MaxClients int
 }
 
@@ -198,8 +174,7 @@ func Serve(ctx context.Context, ln net.Listener, src Source) error {
 // ServeConfig answers RESP clients on ln with keys from src until ctx
 // ends or ln fails, handling connections as cfg says. It closes ln and
 // every client connection before it returns, and returns nil when ctx
-// ended. IOUring and IOEpoll fail at once where they are not available
-// (IOUring: an error wrapping the reason). Safe to call once per listener.
+// ended. IOEpoll fails at once where it is not available. Safe to call once per listener.
 func ServeConfig(ctx context.Context, ln net.Listener, src Source, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -219,11 +194,11 @@ func ServeConfig(ctx context.Context, ln net.Listener, src Source, cfg Config) e
 	case !tcp || !eventLoops:
 		_ = ln.Close()
 		return fmt.Errorf("keyserver: %s needs a TCP listener on Linux", io)
-	case io != IOAuto && io != IOUring && io != IOEpoll:
+	case io != IOAuto && io != IOEpoll:
 		_ = ln.Close()
 		return fmt.Errorf("keyserver: unknown I/O mode %q", io)
 	}
-	return serveLoops(ctx, tl, src, io, cl)
+	return serveLoops(ctx, tl, src, cl)
 }
 
 // serveGoroutines serves each connection on its own goroutine, at most

@@ -40,14 +40,14 @@ type serveMode struct {
 	serve func(context.Context, net.Listener, Source) error
 }
 
-// modes are the ways of serving: the default (epoll loops on Linux),
-// goroutines, and io_uring loops where the kernel allows them.
-var modes = append([]serveMode{
+// modes are the ways of serving: the default (epoll loops on Linux) and
+// goroutines.
+var modes = []serveMode{
 	{"Serve", IOAuto, Serve},
 	{"goroutines", IOGoroutines, func(ctx context.Context, ln net.Listener, src Source) error {
 		return ServeConfig(ctx, ln, src, Config{IO: IOGoroutines})
 	}},
-}, uringModes()...)
+}
 
 func startWith(t *testing.T, src Source, serve func(context.Context, net.Listener, Source) error) string {
 	t.Helper()

@@ -38,10 +38,9 @@ type econn struct {
 }
 
 // serveLoops accepts on ln with Go's poller and hands each connection's
-// socket (a duplicate descriptor) to one of a few event loops, round
-// robin: io_uring loops when io is IOUring, epoll loops otherwise. A
-// connection over cl's cap is refused before it reaches a loop.
-func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl *clients) error {
+// socket (a duplicate descriptor) to one of a few epoll event loops, round
+// robin. A connection over cl's cap is refused before it reaches a loop.
+func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, cl *clients) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Half the cores: one loop serves a client on the other core with the
@@ -50,23 +49,9 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl 
 	n := max(1, min(runtime.GOMAXPROCS(0)/2, 4))
 	var (
 		wg    sync.WaitGroup
-		loops []interface{ add(fd int) error }
+		loops []*loop
 		epfds []int
 	)
-	blocking := false
-	if io == IOUring {
-		for range n {
-			l, err := startUloop(ctx, src, cl, &wg)
-			if err != nil {
-				_ = ln.Close()
-				cancel()
-				wg.Wait()
-				return fmt.Errorf("keyserver: %w", err)
-			}
-			loops = append(loops, l)
-		}
-		blocking = true
-	}
 	for len(loops) < n {
 		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
@@ -81,9 +66,7 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl 
 		loops = append(loops, l)
 	}
 	for _, l := range loops {
-		if l, ok := l.(*loop); ok {
-			wg.Go(func() { l.run(ctx) })
-		}
+		wg.Go(func() { l.run(ctx) })
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -109,7 +92,7 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl 
 			refuse(tc)
 			continue
 		}
-		fd, derr := detach(tc, !blocking)
+		fd, derr := detach(tc)
 		if derr != nil {
 			cl.leave()
 			continue
@@ -127,12 +110,11 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, io IO, cl 
 	return fmt.Errorf("keyserver: accept: %w", err)
 }
 
-// detach returns a duplicate of tc's socket, non-blocking or not, and
-// closes tc.
-func detach(tc *net.TCPConn, nonblocking bool) (int, error) {
+// detach returns a non-blocking duplicate of tc's socket and closes tc.
+func detach(tc *net.TCPConn) (int, error) {
 	defer tc.Close()
 	_ = tc.SetNoDelay(true)
-	return dupSocket(tc, nonblocking)
+	return dupSocket(tc, true)
 }
 
 // dupSocket returns a duplicate of c's socket (close-on-exec), non-blocking

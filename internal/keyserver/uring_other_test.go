@@ -1,5 +1,0 @@
-//go:build !linux
-
-package keyserver
-
-func uringModes() []serveMode { return nil }
