@@ -11,7 +11,7 @@ run: build
 test:
 	scripts/test.sh
 
-# bench-workerid: issue 4's worker-id startup benchmark (N nodes at once, ours
+# bench-workerid: the worker-id startup benchmark (N nodes at once, ours
 # against ShardingSphere's algorithm) on real etcd and ZooKeeper, which it
 # starts itself. BASELINE_MAX=1024 also runs the baseline at 1024 nodes (very
 # slow); BENCH_ARGS passes more flags (see internal/bench/workeridbench).
@@ -22,14 +22,14 @@ bench-workerid:
 		source scripts/servers.sh && start_servers && \
 		go run ./internal/bench/workeridbench -baseline-max $(BASELINE_MAX) $(BENCH_ARGS)'
 
-# bench-snowflake: issue 3's generator benchmark: shardkeeper against
+# bench-snowflake: the generator benchmark: shardkeeper against
 # bwmarrin/snowflake and sony/sonyflake in one process, rates and CPU per key.
 # Run it on a quiet machine: the rate targets need the cores.
 .PHONY: bench-snowflake
 bench-snowflake:
 	go run ./internal/bench/snowflakebench -rounds 3
 
-# bench-metadata: issue 5's metadata benchmarks on real etcd and ZooKeeper
+# bench-metadata: the metadata benchmarks on real etcd and ZooKeeper
 # (a props change seen by 10 nodes; 10,000 tables persisted and loaded).
 .PHONY: bench-metadata
 bench-metadata:
@@ -37,7 +37,7 @@ bench-metadata:
 		go test ./internal/metadata -run "^$$" -bench "PropsPropagation" -benchtime 200x && \
 		go test ./internal/metadata -run "^$$" -bench "Tables10k" -benchtime 1x -timeout 30m'
 
-# bench-keys: issue 6's key-service benchmark on loopback, in one run: a node's
+# bench-keys: the key-service benchmark on loopback, in one run: a node's
 # single-key requests/s over RESP (redis-benchmark, the same command line as
 # against Redis), over UDP and RESP with keybench's own generator (the same
 # one against Redis) and HTTP (wrk) next to Redis INCR at 127.0.0.1:6379 and

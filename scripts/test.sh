@@ -3,7 +3,7 @@
 # Chromium from Debian packages when missing, starts etcd and ZooKeeper on
 # free loopback ports, runs go vet, a gofmt check, staticcheck and
 # `go test -race -v ./...` with their addresses (a test that needs a server
-# fails, never skips, under this script), then a short chaos run (issue 7),
+# fails, never skips, under this script), then a short chaos run,
 # then stops them.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Conformance).
 set -euo pipefail
@@ -19,7 +19,7 @@ fi
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go test -race -count=1 -v -timeout 40m "$@" ./...
 
-# Issue 7's short chaos run (needs root): real 3-member etcd and ZooKeeper
+# The short chaos run (needs root): real 3-member etcd and ZooKeeper
 # ensembles and 6 node processes in network namespaces under a seeded fault
 # schedule (an operator deleting fences and reservations among the faults),
 # then the same schedule as the three negative controls: without the fence

@@ -1,4 +1,4 @@
-// Command keybench is issue 6's key-service benchmark: in one run on
+// Command keybench is the key-service benchmark: in one run on
 // loopback it measures a shardkeeper node's single-key requests/s next to
 // Redis INCR (redis-benchmark) and PostgreSQL nextval (pgbench), its
 // batched keys/s, and its p99 latency at half its peak rate with an

@@ -1,4 +1,4 @@
-// Command workeridbench is issue 4's worker-id startup benchmark: N nodes
+// Command workeridbench is the worker-id startup benchmark: N nodes
 // start at once against real etcd and real ZooKeeper, each with its own
 // registry session, and take a worker id with this project's
 // workerid.Acquire ("ours") and with ShardingSphere's algorithm
@@ -538,7 +538,7 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
-// printTargets checks issue 4's targets against the cases that ran.
+// printTargets checks the README's targets against the cases that ran.
 func printTargets(results []*result) {
 	find := func(backend string, n int, algo string) *result {
 		for _, r := range results {
