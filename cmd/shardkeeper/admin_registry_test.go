@@ -17,26 +17,21 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // TestAdminOnRegistry runs the --conf paths against real etcd and
 // ZooKeeper with a real node online.
 func TestAdminOnRegistry(t *testing.T) {
-	for _, reg := range []struct{ name, typ, servers string }{
-		{"etcd", "etcd", strings.Join(testenv.EtcdEndpoints(t), ",")},
-		{"ZooKeeper", "ZooKeeper", strings.Join(testenv.ZooKeeperServers(t), ",")},
-	} {
+	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) { adminOnRegistry(t, reg.typ, reg.servers) })
 	}
 }
 
 func adminOnRegistry(t *testing.T, typ, servers string) {
-	ns := "sk_admin_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	ns := uniqueNamespace("sk_admin_")
 	conf := t.TempDir()
-	global := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + ns +
-		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 15\n"
+	global := clusterModeYAML(typ, servers, ns)
 	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func roundTrip(t *testing.T, flags ...string) {
 
 func TestRegistryCLIOnEtcd(t *testing.T) {
 	endpoints := testenv.EtcdEndpoints(t)
-	ns := "sk_cli_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	ns := uniqueNamespace("sk_cli_")
 	flags := []string{"--repository-type", "etcd", "--server-lists", strings.Join(endpoints, ","), "--namespace", ns}
 	roundTrip(t, flags...)
 	// etcdctl sees the raw namespaced key.
@@ -71,7 +71,7 @@ func TestRegistryCLIOnEtcd(t *testing.T) {
 
 func TestRegistryCLIOnZooKeeper(t *testing.T) {
 	servers := testenv.ZooKeeperServers(t)
-	ns := "sk_cli_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	ns := uniqueNamespace("sk_cli_")
 	flags := []string{"--repository-type", "ZooKeeper", "--server-lists", strings.Join(servers, ","), "--namespace", ns}
 	roundTrip(t, flags...)
 	// zkCli.sh sees the znode under the namespace root.
@@ -199,18 +199,38 @@ func startServe(t *testing.T, args ...string) (output func() string, stop func()
 	}
 }
 
+// realRegistry is a real registry server the tests run against.
+type realRegistry struct{ name, typ, servers string }
+
+// realRegistries returns the real etcd and ZooKeeper of the test
+// environment (see testenv: missing servers skip or fail the test).
+func realRegistries(t *testing.T) []realRegistry {
+	return []realRegistry{
+		{"etcd", "etcd", strings.Join(testenv.EtcdEndpoints(t), ",")},
+		{"ZooKeeper", "ZooKeeper", strings.Join(testenv.ZooKeeperServers(t), ",")},
+	}
+}
+
+// uniqueNamespace returns a registry namespace no other test run uses.
+func uniqueNamespace(prefix string) string {
+	return prefix + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+}
+
+// clusterModeYAML is a global.yaml mode: section for a Cluster node on the
+// registry typ at servers, in namespace ns, with a 15 s session TTL.
+func clusterModeYAML(typ, servers, ns string) string {
+	return "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + ns +
+		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 15\n"
+}
+
 // TestServeClusterNode runs `serve --conf DIR` on real etcd and ZooKeeper:
 // the node registers online with a worker id, and leaves on SIGTERM.
 func TestServeClusterNode(t *testing.T) {
-	for _, reg := range []struct{ name, typ, servers string }{
-		{"etcd", "etcd", strings.Join(testenv.EtcdEndpoints(t), ",")},
-		{"ZooKeeper", "ZooKeeper", strings.Join(testenv.ZooKeeperServers(t), ",")},
-	} {
+	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) {
-			ns := "sk_serve_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+			ns := uniqueNamespace("sk_serve_")
 			conf := t.TempDir()
-			global := "mode:\n  type: Cluster\n  repository:\n    type: " + reg.typ + "\n    props:\n      namespace: " + ns +
-				"\n      server-lists: " + reg.servers + "\n      timeToLiveSeconds: 15\n"
+			global := clusterModeYAML(reg.typ, reg.servers, ns)
 			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
 				t.Fatal(err)
 			}

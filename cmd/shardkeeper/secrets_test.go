@@ -14,7 +14,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
-	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // hostileSecrets are the secrets the hostile tests hide in the registry;
@@ -50,12 +49,9 @@ func assertHidden(t *testing.T, what, out string) {
 // `registry put` of a masked value is refused rather than replacing the
 // secret with the mask.
 func TestHostileRegistryGetHidesSecrets(t *testing.T) {
-	for _, reg := range []struct{ name, typ, servers string }{
-		{"etcd", "etcd", strings.Join(testenv.EtcdEndpoints(t), ",")},
-		{"ZooKeeper", "ZooKeeper", strings.Join(testenv.ZooKeeperServers(t), ",")},
-	} {
+	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) {
-			ns := "sk_secrets_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+			ns := uniqueNamespace("sk_secrets_")
 			flags := []string{"--repository-type", reg.typ, "--server-lists", reg.servers, "--namespace", ns}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -118,19 +114,15 @@ func TestHostileRegistryGetHidesSecrets(t *testing.T) {
 // is printed, nor logged by serve; --show-secrets shows them only when the
 // registry is read directly.
 func TestHostileSecretsThroughCLI(t *testing.T) {
-	for _, reg := range []struct{ name, typ, servers string }{
-		{"etcd", "etcd", strings.Join(testenv.EtcdEndpoints(t), ",")},
-		{"ZooKeeper", "ZooKeeper", strings.Join(testenv.ZooKeeperServers(t), ",")},
-	} {
+	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) { secretsThroughCLI(t, reg.typ, reg.servers) })
 	}
 }
 
 func secretsThroughCLI(t *testing.T, typ, servers string) {
-	ns := "sk_secrets_cli_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	ns := uniqueNamespace("sk_secrets_cli_")
 	conf := t.TempDir()
-	global := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + ns +
-		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 15\n" +
+	global := clusterModeYAML(typ, servers, ns) +
 		"authority:\n  users:\n    - user: root@%\n      password: rootpw\n    - user: sharding\n      password: shardpw\n  privilege:\n    type: ALL_PERMITTED\n"
 	database := `databaseName: secret_db
 dataSources:
