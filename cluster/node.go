@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
@@ -200,7 +201,7 @@ func (n *Node) run(ctx context.Context, hold *holding) {
 		_ = hold.sess.Close(context.Background())
 		n.stats.losses.Add(1)
 		for attempt := 0; ; attempt++ {
-			if !sleep(ctx, backoff(attempt)) {
+			if !retry.Sleep(ctx, backoff(attempt)) {
 				return
 			}
 			c, cancel := context.WithTimeout(ctx, max(10*time.Second, 3*n.cfg.Reservation))
@@ -294,7 +295,7 @@ func (n *Node) watch(ctx context.Context, hold *holding, foreign chan<- error) {
 			return
 		}
 		n.cfg.Logger.Warn("watching the worker id's fence failed; retrying", "worker_id", hold.h.WorkerID, "err", err)
-		if !sleep(ctx, backoff(attempt)) {
+		if !retry.Sleep(ctx, backoff(attempt)) {
 			return
 		}
 	}
@@ -304,7 +305,7 @@ func (n *Node) watch(ctx context.Context, hold *holding, foreign chan<- error) {
 // node is creating it, after a random pause of up to a second that lets
 // nodes starting together find it made.
 func (n *Node) ensureLedger(ctx context.Context, hold *holding) {
-	if !sleep(ctx, rand.N(time.Second)) {
+	if !retry.Sleep(ctx, rand.N(time.Second)) {
 		return
 	}
 	opts := workerid.Options{NowMillis: n.nowMillis, Logger: n.cfg.Logger, LedgerSeen: n.ledgerSeen.Load()}
@@ -334,7 +335,7 @@ func (n *Node) NextID(ctx context.Context) (int64, error) {
 	if g == nil {
 		return 0, ErrNotIssuing
 	}
-	k, err := g.Next(ctx)
+	k, err := g.NextID(ctx)
 	if err != nil {
 		return 0, n.keyError(err)
 	}
@@ -357,7 +358,7 @@ func (n *Node) AppendIDs(ctx context.Context, dst []int64, count int) ([]int64, 
 		return dst, ErrNotIssuing
 	}
 	before := len(dst)
-	dst, err := g.Append(ctx, dst, count)
+	dst, err := g.AppendIDs(ctx, dst, count)
 	n.stats.keys.Add(int64(len(dst) - before))
 	if err != nil {
 		return dst, n.keyError(err)
@@ -455,18 +456,8 @@ func (n *Node) nowMillis() int64 {
 	return time.Now().UnixMilli()
 }
 
+// backoff is the pause before retry number attempt of a failed acquisition
+// or watch.
 func backoff(attempt int) time.Duration {
-	d := 50 * time.Millisecond << min(attempt, 6)
-	return min(d, 3*time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return retry.Backoff(attempt, 50*time.Millisecond, 3*time.Second)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 )
 
 // Follow keeps a consumer in step with every key under prefix until ctx
@@ -30,7 +32,7 @@ func FollowFrom(ctx context.Context, r Repository, prefix string, known map[stri
 	if seen == nil {
 		seen = map[string]Version{}
 	}
-	backoff := 50 * time.Millisecond
+	attempt := 0 // failed Watch calls in a row
 	for {
 		initial, changes, err := r.Watch(ctx, prefix)
 		if err != nil {
@@ -41,13 +43,13 @@ func FollowFrom(ctx context.Context, r Repository, prefix string, known map[stri
 				return err
 			}
 			fn(Event{Err: err})
-			if !sleepCtx(ctx, backoff) {
+			if !retry.Sleep(ctx, followBackoff(attempt)) {
 				return ctx.Err()
 			}
-			backoff = min(backoff*2, 5*time.Second)
+			attempt++
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		attempt = 0
 		present := make(map[string]Version, len(initial))
 		for _, kv := range initial {
 			present[kv.Key] = kv.Version
@@ -84,19 +86,14 @@ func FollowFrom(ctx context.Context, r Repository, prefix string, known map[stri
 		if errors.Is(lost, ErrClosed) {
 			return lost
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !retry.Sleep(ctx, followBackoff(attempt)) {
 			return ctx.Err()
 		}
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// followBackoff is the pause before watching again after attempt failed
+// Watch calls in a row.
+func followBackoff(attempt int) time.Duration {
+	return retry.Backoff(attempt, 50*time.Millisecond, 5*time.Second)
 }

@@ -22,22 +22,22 @@ func newGenerator(b *testing.B) *snowflake.Generator {
 	return g
 }
 
-func BenchmarkNext(b *testing.B) {
+func BenchmarkNextID(b *testing.B) {
 	g, ctx := newGenerator(b), context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := g.Next(ctx); err != nil {
+		if _, err := g.NextID(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkNextParallel(b *testing.B) {
+func BenchmarkNextIDParallel(b *testing.B) {
 	g, ctx := newGenerator(b), context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Next(ctx); err != nil {
+			if _, err := g.NextID(ctx); err != nil {
 				b.Error(err)
 				return
 			}
@@ -45,24 +45,24 @@ func BenchmarkNextParallel(b *testing.B) {
 	})
 }
 
-func BenchmarkNextN1000(b *testing.B) {
+func BenchmarkNextIDs1000(b *testing.B) {
 	g, ctx := newGenerator(b), context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := g.NextN(ctx, 1000); err != nil {
+		if _, err := g.NextIDs(ctx, 1000); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "keys/s")
 }
 
-func BenchmarkAppend1000(b *testing.B) {
+func BenchmarkAppendIDs1000(b *testing.B) {
 	g, ctx := newGenerator(b), context.Background()
 	buf := make([]int64, 0, 1000)
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if buf, err = g.Append(ctx, buf[:0], 1000); err != nil {
+		if buf, err = g.AppendIDs(ctx, buf[:0], 1000); err != nil {
 			b.Fatal(err)
 		}
 	}

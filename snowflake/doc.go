@@ -39,7 +39,7 @@
 // # Guarantees
 //
 // One Generator never issues the same key twice and its keys strictly increase in
-// the order they are issued (Next and Append serialise on one mutex). Every key's
+// the order they are issued (NextID and AppendIDs serialise on one mutex). Every key's
 // timestamp t satisfies F < t <= R while a window is set. No key is issued after
 // Revoke returns, until the next SetWindow.
 //

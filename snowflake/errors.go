@@ -10,7 +10,7 @@ var (
 	// the clock is behind the last issued key by at least the tolerance.
 	ErrClockBackwards = errors.New("snowflake: clock is moving backwards")
 
-	// ErrNoReservation is returned at once by Next and Append while the window is
+	// ErrNoReservation is returned at once by NextID and AppendIDs while the window is
 	// closed: after [Generator.Revoke], or from the start with [Config.Fenced],
 	// until the next [Generator.SetWindow].
 	ErrNoReservation = errors.New("snowflake: no time reservation (window closed)")

@@ -27,20 +27,20 @@ func Example() {
 	}
 	ctx := context.Background()
 
-	key, _ := g.Next(ctx)
+	key, _ := g.NextID(ctx)
 	p := snowflake.Decompose(key)
 	fmt.Println(key, p.Time(time.UnixMilli(snowflake.DefaultEpochMillis)), p.WorkerID, p.Sequence)
 
-	keys, _ := g.NextN(ctx, 3)
+	keys, _ := g.NextIDs(ctx, 3)
 	fmt.Println(keys)
 
 	// The cluster fence reserves time up to a limit; Revoke stops issuing at once.
 	now := clock.UnixNano() / 1e6
 	g.SetWindow(now, now+3000)
-	key, _ = g.Next(ctx)
+	key, _ = g.NextID(ctx)
 	fmt.Println(snowflake.Decompose(key).Millis - p.Millis)
 	g.Revoke()
-	_, err = g.Next(ctx)
+	_, err = g.NextID(ctx)
 	fmt.Println(err)
 	// Output:
 	// 1081411717038100480 2025-01-02 03:04:05 +0000 UTC 5 0

@@ -61,7 +61,7 @@ type Config struct {
 	// instead of waiting, as long as it stays within MaxBorrow of the clock and
 	// within the window. 0 (the default) never borrows.
 	MaxBorrow time.Duration
-	// Fenced makes the Generator start with its window closed: Next fails with
+	// Fenced makes the Generator start with its window closed: NextID fails with
 	// ErrNoReservation until the first SetWindow.
 	Fenced bool
 	// Clock is the time source; nil means SystemClock().
@@ -166,15 +166,15 @@ func New(c Config) (*Generator, error) {
 	return g, nil
 }
 
-// Next returns a new key. It waits, without holding the lock, when the
+// NextID returns a new key. It waits, without holding the lock, when the
 // millisecond's sequence is used up (until the next millisecond), when the clock
 // stepped back by less than the tolerance, when the clock is not past the floor,
 // and when the reserved limit is reached (until SetWindow raises it). ctx bounds
-// the last two waits (and long clock waits): when it ends, Next returns an error
+// the last two waits (and long clock waits): when it ends, NextID returns an error
 // matching [ErrReservationExpired] and ctx.Err(). Other errors: [ErrNoReservation]
 // at once while the window is closed, [ErrClockBackwards] (a [*ClockBackwardsError])
 // for a larger step back, [ErrTimeOutOfRange].
-func (g *Generator) Next(ctx context.Context) (int64, error) {
+func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	var k [1]int64
 	if _, err := g.fill(ctx, k[:]); err != nil {
 		return 0, err
@@ -182,18 +182,18 @@ func (g *Generator) Next(ctx context.Context) (int64, error) {
 	return k[0], nil
 }
 
-// NextN returns n new keys in increasing order in a new slice (one allocation).
-// See [Generator.Append].
-func (g *Generator) NextN(ctx context.Context, n int) ([]int64, error) {
-	return g.Append(ctx, make([]int64, 0, max(n, 0)), n)
+// NextIDs returns n new keys in increasing order in a new slice (one allocation).
+// See [Generator.AppendIDs].
+func (g *Generator) NextIDs(ctx context.Context, n int) ([]int64, error) {
+	return g.AppendIDs(ctx, make([]int64, 0, max(n, 0)), n)
 }
 
-// Append appends n new keys, in increasing order, to dst and returns the extended
+// AppendIDs appends n new keys, in increasing order, to dst and returns the extended
 // slice; it allocates only when dst lacks capacity. It takes the lock once for
 // the keys of each millisecond it spans (once per call when they fit the current
-// millisecond) and waits, and fails, as Next does. On error the result holds the
+// millisecond) and waits, and fails, as NextID does. On error the result holds the
 // keys issued before it, which are valid keys.
-func (g *Generator) Append(ctx context.Context, dst []int64, n int) ([]int64, error) {
+func (g *Generator) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64, error) {
 	if n <= 0 {
 		return dst, nil
 	}

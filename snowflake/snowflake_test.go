@@ -36,7 +36,7 @@ func TestConcurrentUniqueIncreasing(t *testing.T) {
 			defer wg.Done()
 			ks := make([]int64, 0, perG)
 			for range perG {
-				k, err := g.Next(context.Background())
+				k, err := g.NextID(context.Background())
 				if err != nil {
 					t.Error(err)
 					return
@@ -85,7 +85,7 @@ func TestSystemClockConcurrentUnique(t *testing.T) {
 			defer wg.Done()
 			if i == 0 {
 				for range perG {
-					k, err := g.Next(context.Background())
+					k, err := g.NextID(context.Background())
 					if err != nil {
 						t.Error(err)
 						return
@@ -94,7 +94,7 @@ func TestSystemClockConcurrentUnique(t *testing.T) {
 				}
 				return
 			}
-			ks, err := g.NextN(context.Background(), perG)
+			ks, err := g.NextIDs(context.Background(), perG)
 			if err != nil {
 				t.Error(err)
 			}
@@ -139,7 +139,7 @@ func TestClockJumpBack(t *testing.T) {
 			ctx := context.Background()
 			var prev int64
 			next := func() error {
-				k, err := g.Next(ctx)
+				k, err := g.NextID(ctx)
 				if err != nil {
 					return err
 				}
@@ -197,12 +197,12 @@ func TestOverflow(t *testing.T) {
 		var keys []int64
 		if batch {
 			var err error
-			if keys, err = g.NextN(context.Background(), 4097); err != nil {
+			if keys, err = g.NextIDs(context.Background(), 4097); err != nil {
 				t.Fatal(err)
 			}
 		} else {
 			for range 4097 {
-				k, err := g.Next(context.Background())
+				k, err := g.NextID(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -221,7 +221,7 @@ func TestOverflow(t *testing.T) {
 			t.Errorf("batch=%v slept %d times for %d ns, want once for 700000", batch, n, d)
 		}
 		clock.setMs(e0 + 9)
-		k, _ := g.Next(context.Background())
+		k, _ := g.NextID(context.Background())
 		if p := Decompose(k); p != (Parts{Millis: 9, Sequence: 1}) {
 			t.Errorf("batch=%v next new millisecond: %+v, want offset 1", batch, p)
 		}
@@ -234,7 +234,7 @@ func TestAppendSpansMilliseconds(t *testing.T) {
 	clock := newFakeClock(e0+1, 0)
 	g := newTestGenerator(t, Config{WorkerID: 77}, clock)
 	buf := make([]int64, 3, 3+10_000)
-	out, err := g.Append(context.Background(), buf, 10_000)
+	out, err := g.AppendIDs(context.Background(), buf, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,18 +248,18 @@ func TestAppendSpansMilliseconds(t *testing.T) {
 		}
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		out, err = g.Append(context.Background(), out[:0], 1000)
+		out, err = g.AppendIDs(context.Background(), out[:0], 1000)
 	})
 	if err != nil || allocs != 0 {
-		t.Errorf("Append into a buffer: %v allocs, err %v", allocs, err)
+		t.Errorf("AppendIDs into a buffer: %v allocs, err %v", allocs, err)
 	}
-	allocs = testing.AllocsPerRun(100, func() { _, err = g.NextN(context.Background(), 1000) })
+	allocs = testing.AllocsPerRun(100, func() { _, err = g.NextIDs(context.Background(), 1000) })
 	if err != nil || allocs > 1 {
-		t.Errorf("NextN: %v allocs, err %v", allocs, err)
+		t.Errorf("NextIDs: %v allocs, err %v", allocs, err)
 	}
-	allocs = testing.AllocsPerRun(100, func() { _, err = g.Next(context.Background()) })
+	allocs = testing.AllocsPerRun(100, func() { _, err = g.NextID(context.Background()) })
 	if err != nil || allocs != 0 {
-		t.Errorf("Next: %v allocs, err %v", allocs, err)
+		t.Errorf("NextID: %v allocs, err %v", allocs, err)
 	}
 }
 
@@ -269,7 +269,7 @@ func TestWindow(t *testing.T) {
 		clock := newFakeClock(e0+100, 0)
 		g := newTestGenerator(t, Config{}, clock)
 		g.SetWindow(e0+150, e0+1000)
-		k, err := g.Next(ctx)
+		k, err := g.NextID(ctx)
 		if err != nil || Decompose(k).Millis != 151 {
 			t.Fatalf("got %+v, %v; want ms 151", Decompose(k), err)
 		}
@@ -281,7 +281,7 @@ func TestWindow(t *testing.T) {
 		clock := newFakeClock(e0+100, 0)
 		g := newTestGenerator(t, Config{MaxBorrow: 3 * time.Millisecond}, clock)
 		g.SetWindow(e0+102, e0+1000)
-		k, err := g.Next(ctx)
+		k, err := g.NextID(ctx)
 		if err != nil || Decompose(k).Millis != 103 || clock.sleeps.Load() != 0 {
 			t.Fatalf("got %+v, %v, %d sleeps; want ms 103 without sleeping", Decompose(k), err, clock.sleeps.Load())
 		}
@@ -292,7 +292,7 @@ func TestWindow(t *testing.T) {
 		g.SetWindow(e0+100+3_600_000, e0+100+3_700_000)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := g.Next(cctx)
+		_, err := g.NextID(cctx)
 		if !errors.Is(err, ErrReservationExpired) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v; want ErrReservationExpired and context.Canceled", err)
 		}
@@ -303,7 +303,7 @@ func TestWindow(t *testing.T) {
 		g.SetWindow(e0, e0+499)
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()
-		_, err := g.Next(cctx)
+		_, err := g.NextID(cctx)
 		if !errors.Is(err, ErrReservationExpired) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v; want ErrReservationExpired and DeadlineExceeded", err)
 		}
@@ -311,7 +311,7 @@ func TestWindow(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 			g.SetWindow(e0+499, e0+600)
 		}()
-		k, err := g.Next(ctx)
+		k, err := g.NextID(ctx)
 		if err != nil || Decompose(k).Millis != 500 {
 			t.Fatalf("after renewal: %+v, %v", Decompose(k), err)
 		}
@@ -320,13 +320,13 @@ func TestWindow(t *testing.T) {
 		clock := newFakeClock(e0+10, 0)
 		g := newTestGenerator(t, Config{MaxBorrow: 100 * time.Millisecond}, clock)
 		g.SetWindow(e0, e0+12)
-		ks, err := g.NextN(ctx, 3*4096)
+		ks, err := g.NextIDs(ctx, 3*4096)
 		if err != nil || Decompose(ks[len(ks)-1]).Millis != 12 || clock.sleeps.Load() != 0 {
 			t.Fatalf("got last %+v, %v", Decompose(ks[len(ks)-1]), err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
 		defer cancel()
-		ks, err = g.Append(cctx, nil, 1)
+		ks, err = g.AppendIDs(cctx, nil, 1)
 		if !errors.Is(err, ErrReservationExpired) || len(ks) != 0 {
 			t.Fatalf("beyond the limit: %v, %v", ks, err)
 		}
@@ -334,10 +334,10 @@ func TestWindow(t *testing.T) {
 	t.Run("revoke stops at once and wakes waiters", func(t *testing.T) {
 		clock := newFakeClock(e0+500, 0)
 		g := newTestGenerator(t, Config{}, clock)
-		g.SetWindow(e0, e0+400) // expired: Next waits
+		g.SetWindow(e0, e0+400) // expired: NextID waits
 		errc := make(chan error)
 		go func() {
-			_, err := g.Next(ctx) // no deadline: only Revoke ends it
+			_, err := g.NextID(ctx) // no deadline: only Revoke ends it
 			errc <- err
 		}()
 		time.Sleep(5 * time.Millisecond)
@@ -345,17 +345,17 @@ func TestWindow(t *testing.T) {
 		if err := <-errc; !errors.Is(err, ErrNoReservation) {
 			t.Fatalf("waiter got %v, want ErrNoReservation", err)
 		}
-		if _, err := g.Next(ctx); !errors.Is(err, ErrNoReservation) {
+		if _, err := g.NextID(ctx); !errors.Is(err, ErrNoReservation) {
 			t.Fatalf("after Revoke: %v", err)
 		}
 		g.SetWindow(e0+400, e0+1000)
-		if _, err := g.Next(ctx); err != nil {
+		if _, err := g.NextID(ctx); err != nil {
 			t.Fatalf("after SetWindow: %v", err)
 		}
 	})
 	t.Run("fenced starts closed", func(t *testing.T) {
 		g := newTestGenerator(t, Config{Fenced: true}, newFakeClock(e0, 0))
-		if _, err := g.Next(ctx); !errors.Is(err, ErrNoReservation) {
+		if _, err := g.NextID(ctx); !errors.Is(err, ErrNoReservation) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -366,7 +366,7 @@ func TestWindow(t *testing.T) {
 		g.SetWindow(floor, limit)
 		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		ks, err := g.Append(cctx, nil, 200_000)
+		ks, err := g.AppendIDs(cctx, nil, 200_000)
 		if !errors.Is(err, ErrReservationExpired) {
 			t.Fatalf("got %v after %d keys, want ErrReservationExpired", err, len(ks))
 		}
@@ -486,11 +486,11 @@ func TestDecomposeCompose(t *testing.T) {
 
 func TestTimeOutOfRange(t *testing.T) {
 	g := newTestGenerator(t, Config{}, newFakeClock(e0-1, 0))
-	if _, err := g.Next(context.Background()); !errors.Is(err, ErrTimeOutOfRange) {
+	if _, err := g.NextID(context.Background()); !errors.Is(err, ErrTimeOutOfRange) {
 		t.Fatalf("before the epoch: %v", err)
 	}
 	g = newTestGenerator(t, Config{}, newFakeClock(e0+1<<41, 0))
-	if _, err := g.Next(context.Background()); !errors.Is(err, ErrTimeOutOfRange) {
+	if _, err := g.NextID(context.Background()); !errors.Is(err, ErrTimeOutOfRange) {
 		t.Fatalf("after 41 bits: %v", err)
 	}
 }
@@ -498,17 +498,17 @@ func TestTimeOutOfRange(t *testing.T) {
 func TestLongClockWaitEndsWithContext(t *testing.T) {
 	clock := newFakeClock(e0+10_000, 0)
 	g := newTestGenerator(t, Config{MaxTolerateTimeDifference: 2 * time.Hour}, clock)
-	if _, err := g.Next(context.Background()); err != nil {
+	if _, err := g.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	clock.setMs(e0 + 10_000 - 3_600_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := g.Next(ctx)
+	_, err := g.NextID(ctx)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrReservationExpired) || errors.Is(err, ErrClockBackwards) {
 		t.Fatalf("got %v; want only context.Canceled", err)
 	}
-	if out, err := g.Append(ctx, nil, 0); out != nil || err != nil {
-		t.Fatalf("Append of 0 keys: %v, %v", out, err)
+	if out, err := g.AppendIDs(ctx, nil, 0); out != nil || err != nil {
+		t.Fatalf("AppendIDs of 0 keys: %v, %v", out, err)
 	}
 }

@@ -58,7 +58,7 @@ func runVectors(t *testing.T, path string) {
 			}
 			for i, want := range tc.Keys {
 				clock.setMs(epoch + tc.ClockMillis[i])
-				got, err := g.Next(context.Background())
+				got, err := g.NextID(context.Background())
 				if err != nil {
 					t.Fatalf("key %d: %v", i, err)
 				}
@@ -106,7 +106,7 @@ func TestShardingSphereOverflowVector(t *testing.T) {
 		if i > 0 {
 			clock.setMs(DefaultEpochMillis + 1 + int64(i)/3)
 		}
-		got, err := g.Next(context.Background())
+		got, err := g.NextID(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestShardingSphereClockCallBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			g.started, g.last, g.seq, g.offset = true, DefaultEpochMillis+2, 0, 0
-			got, err := g.Next(context.Background())
+			got, err := g.NextID(context.Background())
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("got %d, %v; want error %q", got, err, tc.wantErr)

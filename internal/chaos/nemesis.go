@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 )
 
 // The nemesis injects faults on lanes: one lane per node (partitions,
@@ -99,7 +101,7 @@ func (m *nemesis) run(ctx context.Context) {
 // gap waits a lane's random pause between faults; false when ctx ended.
 func (m *nemesis) gap(ctx context.Context, rng *rand.Rand) bool {
 	d := time.Duration(float64(m.every) * (0.5 + rng.Float64()))
-	return sleepCtx(ctx, d)
+	return retry.Sleep(ctx, d)
 }
 
 func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
@@ -120,7 +122,7 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
 			hold := m.aroundTTL(rng)
 			rec.Detail = fmt.Sprintf("%v (%.1fx TTL)", hold.Round(time.Millisecond), float64(hold)/float64(m.ttl))
 			p.signal(syscall.SIGSTOP)
-			sleepCtx(ctx, hold)
+			retry.Sleep(ctx, hold)
 			p.signal(syscall.SIGCONT)
 		case FaultKill:
 			rest := time.Duration(rng.IntN(100)) * time.Millisecond
@@ -131,7 +133,7 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
 			rec.Detail = fmt.Sprintf("restart after %v, clock %v behind", rest, behind)
 			err = p.kill()
 			if err == nil {
-				sleepCtx(ctx, rest)
+				retry.Sleep(ctx, rest)
 				err = p.start(behind)
 			}
 		case FaultClockStep:
@@ -149,7 +151,7 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p *nodeProc) {
 			hold := time.Duration(2+rng.IntN(4)) * time.Second
 			rec.Detail = fmt.Sprintf("%+g ppm for %v", ppm, hold)
 			err = p.command(fmt.Sprintf("%s %g", CmdRate, ppm))
-			sleepCtx(ctx, hold)
+			retry.Sleep(ctx, hold)
 			// Back to the right rate, and undo the drift.
 			err = firstErr(err, p.command(CmdRate+" 0"))
 			drift := time.Duration(float64(hold) * ppm / 1e6)
@@ -187,7 +189,7 @@ func (m *nemesis) cut(ctx context.Context, rng *rand.Rand, p *nodeProc, kind str
 			heals = append(heals, heal)
 		}
 	}
-	sleepCtx(ctx, hold)
+	retry.Sleep(ctx, hold)
 	return healAll(heals)
 }
 
@@ -214,7 +216,7 @@ func (m *nemesis) step(ctx context.Context, rng *rand.Rand, p *nodeProc, rec *Fa
 	if err := p.command(fmt.Sprintf("%s %v", CmdStep, d)); err != nil {
 		return err
 	}
-	sleepCtx(ctx, hold)
+	retry.Sleep(ctx, hold)
 	if d == time.Hour {
 		rec.Detail += ", then kill -9 and restart"
 		if err := p.kill(); err != nil {
@@ -251,11 +253,11 @@ func (m *nemesis) registryLane(ctx context.Context, rng *rand.Rand) {
 		rec.Detail = fmt.Sprintf("%v", hold)
 		if kind == FaultLeaderKill {
 			err = e.Kill(leader)
-			sleepCtx(ctx, hold)
+			retry.Sleep(ctx, hold)
 			err = firstErr(err, e.Start(leader))
 		} else {
 			err = e.Pause(leader)
-			sleepCtx(ctx, hold)
+			retry.Sleep(ctx, hold)
 			err = firstErr(err, e.Resume(leader))
 		}
 		rec.End = time.Now().UnixNano()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
@@ -158,7 +159,7 @@ func openRegistry(ctx context.Context, cfg NodeConfig) (registry.Repository, err
 			return repo, nil
 		}
 		cfg.Logger.Warn("registry not reachable yet; retrying", "err", err)
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !retry.Sleep(ctx, 200*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
@@ -180,7 +181,7 @@ func openNode(ctx context.Context, repo registry.Repository, cfg cluster.Config,
 		if !errors.Is(err, cluster.ErrExhausted) {
 			log.Warn("open failed; retrying", "err", err)
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !retry.Sleep(ctx, 100*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
@@ -259,7 +260,7 @@ func (is *issuer) run(ctx context.Context) error {
 				is.stalled = true
 				is.rec.add(Event{Kind: EventStall, Reason: stallReason(err)})
 			}
-			sleepCtx(ctx, 2*time.Millisecond)
+			retry.Sleep(ctx, 2*time.Millisecond)
 			paceStart, paceKeys = time.Now(), 0
 			continue
 		}
@@ -271,7 +272,7 @@ func (is *issuer) run(ctx context.Context) error {
 			due := paceStart.Add(time.Duration(paceKeys) * time.Second / time.Duration(is.cfg.Rate))
 			switch wait := time.Until(due); {
 			case wait > 0:
-				sleepCtx(ctx, wait)
+				retry.Sleep(ctx, wait)
 			case wait < -100*time.Millisecond:
 				// Far behind (the process was paused): no burst to catch up.
 				paceStart, paceKeys = time.Now(), 0
@@ -387,15 +388,4 @@ func (l *eventLog) clusterEvent(e cluster.Event) {
 		ev.Reason = e.Err.Error()
 	}
 	l.add(ev)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

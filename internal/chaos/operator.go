@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -79,7 +80,7 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 		var deleted []int
 		var err error
 		for try := 0; try < 10; try++ {
-			if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !sleepCtx(ctx, 50*time.Millisecond) {
+			if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
 				break
 			}
 		}
@@ -104,7 +105,7 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 // deleteGap waits the operator lane's random pause; false when ctx ended.
 func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand) bool {
 	d := time.Duration(float64(m.deleteEvery) * (0.5 + rng.Float64()))
-	return sleepCtx(ctx, d)
+	return retry.Sleep(ctx, d)
 }
 
 // heldFence is a worker id of the pool whose reservation and fence exist.
@@ -282,7 +283,7 @@ func waitFences(ctx context.Context, repo registry.Repository, ids []int) error 
 			if ctx.Err() != nil {
 				return nil
 			}
-			if !sleepCtx(ctx, 50*time.Millisecond) {
+			if !retry.Sleep(ctx, 50*time.Millisecond) {
 				return nil
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
@@ -277,7 +278,7 @@ func (r *runner) watchKeys(ctx context.Context, stop func()) {
 	if r.cfg.MaxKeys <= 0 {
 		return
 	}
-	for sleepCtx(ctx, time.Second) {
+	for retry.Sleep(ctx, time.Second) {
 		var total int64
 		_ = filepath.WalkDir(filepath.Join(r.cfg.Dir, "nodes"), func(path string, d os.DirEntry, err error) error {
 			if err == nil && strings.HasSuffix(path, ".keys") {

@@ -27,7 +27,7 @@ func (s *genSource) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64,
 	if s.err != nil {
 		return dst, s.err
 	}
-	return s.g.Append(ctx, dst, n)
+	return s.g.AppendIDs(ctx, dst, n)
 }
 
 func (s *genSource) WorkerID() int { return 7 }

@@ -216,7 +216,7 @@ func runSimulation(t *testing.T, seed uint64, keys int, fenced bool) simResult {
 			// A resumed node issues first, before it notices anything.
 			if n.gen != nil {
 				var err error
-				buf, err = n.gen.Append(done, buf[:0], 1+rng.IntN(8))
+				buf, err = n.gen.AppendIDs(done, buf[:0], 1+rng.IntN(8))
 				switch {
 				case errors.Is(err, snowflake.ErrReservationExpired):
 					res.stalls++

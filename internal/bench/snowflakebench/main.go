@@ -121,7 +121,7 @@ func run(c benchCase, d time.Duration) result {
 	}
 }
 
-func shardkeeperNext(goroutines int) []op {
+func shardkeeperNextID(goroutines int) []op {
 	g, err := snowflake.New(snowflake.DefaultConfig())
 	if err != nil {
 		panic(err)
@@ -129,12 +129,12 @@ func shardkeeperNext(goroutines int) []op {
 	ctx := context.Background()
 	ops := make([]op, goroutines)
 	for i := range ops {
-		ops[i] = func() bool { _, err := g.Next(ctx); return err == nil }
+		ops[i] = func() bool { _, err := g.NextID(ctx); return err == nil }
 	}
 	return ops
 }
 
-func shardkeeperNextN(goroutines int) []op {
+func shardkeeperNextIDs(goroutines int) []op {
 	g, err := snowflake.New(snowflake.DefaultConfig())
 	if err != nil {
 		panic(err)
@@ -142,12 +142,12 @@ func shardkeeperNextN(goroutines int) []op {
 	ctx := context.Background()
 	ops := make([]op, goroutines)
 	for i := range ops {
-		ops[i] = func() bool { _, err := g.NextN(ctx, 1000); return err == nil }
+		ops[i] = func() bool { _, err := g.NextIDs(ctx, 1000); return err == nil }
 	}
 	return ops
 }
 
-func shardkeeperAppend(goroutines int) []op {
+func shardkeeperAppendIDs(goroutines int) []op {
 	g, err := snowflake.New(snowflake.DefaultConfig())
 	if err != nil {
 		panic(err)
@@ -158,7 +158,7 @@ func shardkeeperAppend(goroutines int) []op {
 		buf := make([]int64, 0, 1000)
 		ops[i] = func() bool {
 			var err error
-			buf, err = g.Append(ctx, buf[:0], 1000)
+			buf, err = g.AppendIDs(ctx, buf[:0], 1000)
 			return err == nil
 		}
 	}
@@ -217,14 +217,14 @@ func main() {
 
 	cases := []benchCase{
 		{name: "bwmarrin Generate", goroutines: 1, keysPerOp: 1, newOps: bwmarrinNext},
-		{name: "shardkeeper Next", goroutines: 1, keysPerOp: 1, baseline: "bwmarrin Generate/1", newOps: shardkeeperNext},
+		{name: "shardkeeper NextID", goroutines: 1, keysPerOp: 1, baseline: "bwmarrin Generate/1", newOps: shardkeeperNextID},
 		{name: "sonyflake NextID", goroutines: 1, keysPerOp: 1, baseline: "bwmarrin Generate/1", newOps: sonyflakeNext},
 		{name: "bwmarrin Generate", goroutines: 2, keysPerOp: 1, newOps: bwmarrinNext},
-		{name: "shardkeeper Next", goroutines: 2, keysPerOp: 1, baseline: "bwmarrin Generate/2", newOps: shardkeeperNext},
+		{name: "shardkeeper NextID", goroutines: 2, keysPerOp: 1, baseline: "bwmarrin Generate/2", newOps: shardkeeperNextID},
 		{name: "sonyflake NextID", goroutines: 2, keysPerOp: 1, baseline: "bwmarrin Generate/2", newOps: sonyflakeNext},
 		{name: "bwmarrin 1000x Generate", goroutines: 1, keysPerOp: 1000, newOps: bwmarrinBatch},
-		{name: "shardkeeper NextN(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperNextN},
-		{name: "shardkeeper Append(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperAppend},
+		{name: "shardkeeper NextIDs(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperNextIDs},
+		{name: "shardkeeper AppendIDs(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperAppendIDs},
 	}
 	key := func(c benchCase) string { return fmt.Sprintf("%s/%d", c.name, c.goroutines) }
 
@@ -279,14 +279,14 @@ func main() {
 		fmt.Printf("  %s  %s: %s\n", s, name, detail)
 	}
 	for _, g := range []int{1, 2} {
-		r := med[fmt.Sprintf("shardkeeper Next/%d", g)]
+		r := med[fmt.Sprintf("shardkeeper NextID/%d", g)]
 		b := med[fmt.Sprintf("bwmarrin Generate/%d", g)]
-		verdict(fmt.Sprintf("Next rate, %d goroutine(s), >= 99%% of 4.096M/s", g), r.keysPerSec >= 0.99*layoutLimit,
+		verdict(fmt.Sprintf("NextID rate, %d goroutine(s), >= 99%% of 4.096M/s", g), r.keysPerSec >= 0.99*layoutLimit,
 			fmt.Sprintf("%.1f%%", 100*r.keysPerSec/layoutLimit))
-		verdict(fmt.Sprintf("Next CPU per key, %d goroutine(s), <= 0.5x bwmarrin", g), r.cpuPerMKeys <= 0.5*b.cpuPerMKeys,
+		verdict(fmt.Sprintf("NextID CPU per key, %d goroutine(s), <= 0.5x bwmarrin", g), r.cpuPerMKeys <= 0.5*b.cpuPerMKeys,
 			fmt.Sprintf("%.3f vs %.3f CPU s/Mkeys = %.2fx", r.cpuPerMKeys, b.cpuPerMKeys, r.cpuPerMKeys/b.cpuPerMKeys))
 	}
-	for _, name := range []string{"shardkeeper NextN(1000)/1", "shardkeeper Append(1000)/1"} {
+	for _, name := range []string{"shardkeeper NextIDs(1000)/1", "shardkeeper AppendIDs(1000)/1"} {
 		r := med[name]
 		verdict(name+" >= 4.0M keys/s, <= 1 alloc/call", r.keysPerSec >= 4.0e6 && r.allocsPerOp < 1.01,
 			fmt.Sprintf("%.0f keys/s, %.3f allocs/call", r.keysPerSec, r.allocsPerOp))
