@@ -14,20 +14,20 @@ test:
 # bench-workerid: the worker-id startup benchmark (N nodes at once, ours
 # against ShardingSphere's algorithm) on real etcd and ZooKeeper, which it
 # starts itself. BASELINE_MAX=1024 also runs the baseline at 1024 nodes (very
-# slow); BENCH_ARGS passes more flags (see internal/bench/workeridbench).
+# slow); BENCH_ARGS passes more flags (see tools/workeridbench).
 .PHONY: bench-workerid
 BASELINE_MAX ?= 256
 bench-workerid:
 	bash -c 'set -eo pipefail; ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; \
 		source scripts/servers.sh && start_servers && \
-		go run ./internal/bench/workeridbench -baseline-max $(BASELINE_MAX) $(BENCH_ARGS)'
+		go run ./tools/workeridbench -baseline-max $(BASELINE_MAX) $(BENCH_ARGS)'
 
 # bench-snowflake: the generator benchmark: shardkeeper against
 # bwmarrin/snowflake and sony/sonyflake in one process, rates and CPU per key.
 # Run it on a quiet machine: the rate targets need the cores.
 .PHONY: bench-snowflake
 bench-snowflake:
-	go run ./internal/bench/snowflakebench -rounds 3
+	go run ./tools/snowflakebench -rounds 3
 
 # bench-metadata: the metadata benchmarks on real etcd and ZooKeeper
 # (a props change seen by 10 nodes; 10,000 tables persisted and loaded).
@@ -44,7 +44,7 @@ bench-metadata:
 # PostgreSQL nextval (pgbench) at 127.0.0.1:5432 db test, batched keys/s, and
 # p99 at half the peak rate (open-loop generator). Installs wrk, redis-tools
 # and postgresql-client when missing. KEYBENCH_ARGS passes more flags
-# (see internal/bench/keybench).
+# (see tools/keybench).
 .PHONY: bench-keys
 bench-keys:
 	@missing=""; \
@@ -55,5 +55,5 @@ bench-keys:
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	go build -o bin/keybench ./internal/bench/keybench
+	go build -o bin/keybench ./tools/keybench
 	./bin/keybench $(KEYBENCH_ARGS)

@@ -12,7 +12,7 @@ import (
 
 // The benchmarks use the system clock, so they are bound by the layout limit
 // of 4,096 keys per millisecond (about 244 ns/key). The report with CPU time and
-// ratios is go run ./internal/bench/snowflakebench.
+// ratios is go run ./tools/snowflakebench.
 
 func newGenerator(b *testing.B) *snowflake.Generator {
 	g, err := snowflake.New(snowflake.DefaultConfig())

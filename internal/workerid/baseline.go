@@ -13,7 +13,7 @@ import (
 // BaselineAcquire is ShardingSphere's worker id assignment
 // (ClusterWorkerIdGenerator, ReservationPersistService and
 // ClusterComputeNodePersistService), kept only as the baseline of the
-// worker-id benchmark (internal/bench/workeridbench). Never use it to run a
+// worker-id benchmark (tools/workeridbench). Never use it to run a
 // node: it takes no fence, so it gives none of Acquire's guarantees.
 //
 // It follows upstream step by step over the registry contract, one call

@@ -18,7 +18,7 @@
 // -redis and PostgreSQL on -pg; redis-benchmark, pgbench and wrk must be on
 // PATH (`make bench-keys` installs the Debian packages when missing).
 //
-//	go run ./internal/bench/keybench [-rounds 3] [-n 200000] [-d 5s]
+//	go run ./tools/keybench [-rounds 3] [-n 200000] [-d 5s]
 package main
 
 import (

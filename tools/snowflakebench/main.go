@@ -8,7 +8,7 @@
 // should run in the process. The machine's other load shows up as noise: read
 // the ratios, and rerun with -rounds 3 to take the median.
 //
-//	go run ./internal/bench/snowflakebench [-d 2s] [-rounds 1] [-check]
+//	go run ./tools/snowflakebench [-d 2s] [-rounds 1] [-check]
 package main
 
 import (

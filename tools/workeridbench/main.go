@@ -8,7 +8,7 @@
 // checks the targets.
 //
 //	source scripts/servers.sh && start_servers
-//	go run ./internal/bench/workeridbench [-n 64,256,1024] [-backends etcd,zookeeper]
+//	go run ./tools/workeridbench [-n 64,256,1024] [-backends etcd,zookeeper]
 //	    [-algos ours,baseline] [-baseline-max 256] [-clients 32] [-rounds 1] [-ledgered]
 //
 // "ours" does what cluster.Node does: Acquire, then, when the claim saw no
