@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 )
@@ -72,7 +73,7 @@ func startDir(t *testing.T, dir string) *Server {
 func refused(t *testing.T, eps []string) {
 	t.Helper()
 	anon := client(t, eps, "", "")
-	c := ctx(t)
+	c := testenv.Context(t)
 	if _, err := anon.Put(c, "governance_ds/states/cluster_state", "UNAVAILABLE"); err == nil {
 		t.Fatal("a client without credentials wrote governance_ds/states/cluster_state")
 	} else {
@@ -98,7 +99,7 @@ func TestHostileEmbeddedRefusesClientsWithoutCredentials(t *testing.T) {
 	// The owner's credentials work; the value the anonymous client tried to
 	// overwrite is untouched.
 	root := ownerClient(t, dir, eps)
-	c := ctx(t)
+	c := testenv.Context(t)
 	if _, err := root.Put(c, "governance_ds/states/cluster_state", "OK"); err != nil {
 		t.Fatalf("put with the credentials: %v", err)
 	}
@@ -147,7 +148,7 @@ func oldDataDir(t *testing.T, dir string) {
 	defer e.Close()
 	<-e.Server.ReadyNotify()
 	anon := client(t, []string{u.String()}, "", "")
-	if _, err := anon.Put(ctx(t), "governance_ds/metadata/db1/active_version", "0"); err != nil {
+	if _, err := anon.Put(testenv.Context(t), "governance_ds/metadata/db1/active_version", "0"); err != nil {
 		t.Fatal(err)
 	}
 	_ = anon.Close()
@@ -162,7 +163,7 @@ func TestHostileEmbeddedMigratesDataDirWithoutAuth(t *testing.T) {
 	s := startDir(t, dir)
 	refused(t, s.Endpoints())
 	// Nothing was lost, and the owner reads it with the new credentials.
-	resp, err := ownerClient(t, dir, s.Endpoints()).Get(ctx(t), "governance_ds/metadata/db1/active_version")
+	resp, err := ownerClient(t, dir, s.Endpoints()).Get(testenv.Context(t), "governance_ds/metadata/db1/active_version")
 	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "0" {
 		t.Fatalf("after migration: %v, %v; want the value written before", resp, err)
 	}
@@ -178,13 +179,13 @@ func TestHostileAuthDisabledIsTurnedBackOn(t *testing.T) {
 	root := ownerClient(t, dir, eps)
 
 	// Switched off while the server runs: back on within seconds.
-	if _, err := root.AuthDisable(ctx(t)); err != nil {
+	if _, err := root.AuthDisable(testenv.Context(t)); err != nil {
 		t.Fatalf("auth disable with the root password: %v", err)
 	}
 	anon := client(t, eps, "", "")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := anon.Get(ctx(t), "governance_ds/states/cluster_state")
+		_, err := anon.Get(testenv.Context(t), "governance_ds/states/cluster_state")
 		if err != nil {
 			break
 		}
@@ -197,7 +198,7 @@ func TestHostileAuthDisabledIsTurnedBackOn(t *testing.T) {
 
 	// Switched off, then the server stopped before it noticed: on again
 	// before the client port opens on the next start.
-	if _, err := root.AuthDisable(ctx(t)); err != nil {
+	if _, err := root.AuthDisable(testenv.Context(t)); err != nil {
 		t.Fatalf("auth disable with the root password: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -205,7 +206,7 @@ func TestHostileAuthDisabledIsTurnedBackOn(t *testing.T) {
 	}
 	s = startDir(t, dir)
 	refused(t, s.Endpoints())
-	if _, err := ownerClient(t, dir, s.Endpoints()).Put(ctx(t), "governance_ds/states/cluster_state", "OK"); err != nil {
+	if _, err := ownerClient(t, dir, s.Endpoints()).Put(testenv.Context(t), "governance_ds/states/cluster_state", "OK"); err != nil {
 		t.Fatalf("put with the credentials after restart: %v", err)
 	}
 }
@@ -280,12 +281,12 @@ func TestWatchAcrossTokenRenewal(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, Config{Dir: dir, ClientURL: "http://127.0.0.1:0", AuthTokenTTL: time.Second})
 	creds := s.Credentials()
-	r, err := etcd.Open(ctx(t), etcd.Config{Endpoints: s.Endpoints(), Namespace: "governance_ds", Username: creds.Username, Password: creds.Password, DialTimeout: 20 * time.Second})
+	r, err := etcd.Open(testenv.Context(t), etcd.Config{Endpoints: s.Endpoints(), Namespace: "governance_ds", Username: creds.Username, Password: creds.Password, DialTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	c := ctx(t)
+	c := testenv.Context(t)
 	_, first, err := r.Watch(c, "/a")
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ func TestDataDirOwnedByAnotherUser(t *testing.T) {
 	if err := os.Chown(dir, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Start(ctx(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+	if _, err := Start(testenv.Context(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
 		t.Fatalf("Start on a directory of another user = %v, want an error saying so", err)
 	}
 

@@ -1,10 +1,8 @@
 package embedded
 
 import (
-	"context"
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,19 +10,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 	"github.com/shardkeeper/shardkeeper/registry/registrytest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
 }
 
 // freeURL returns an http URL on a loopback port that was free a moment ago.
@@ -40,7 +34,7 @@ func freeURL(t *testing.T) string {
 
 func start(t *testing.T, c Config) *Server {
 	t.Helper()
-	s, err := Start(ctx(t), c)
+	s, err := Start(testenv.Context(t), c)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -51,39 +45,29 @@ func start(t *testing.T, c Config) *Server {
 func TestConformance(t *testing.T) {
 	s := start(t, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	eps := s.Endpoints()
+	srv := &etcdtest.Server{Endpoints: eps, Username: RootUser, Password: s.Credentials().Password}
 	registrytest.Run(t, registrytest.Harness{
 		New: func(t *testing.T, ns string) registry.Repository {
-			r, err := etcd.Open(ctx(t), etcd.Config{Endpoints: eps, Namespace: ns, Username: RootUser, Password: s.Credentials().Password})
+			r, err := etcd.Open(testenv.Context(t), etcd.Config{Endpoints: eps, Namespace: ns, Username: RootUser, Password: s.Credentials().Password})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = r.Close() })
 			return r
 		},
-		ExpireSession: func(t *testing.T, sess registry.Session) {
-			// The session ID is the lease ID in hex: revoke it from another
-			// client, as the registry would on expiry.
-			id, err := strconv.ParseInt(sess.ID(), 16, 64)
-			if err != nil {
-				t.Fatalf("session ID %q: %v", sess.ID(), err)
-			}
-			c := rootClient(t, s)
-			if _, err := c.Revoke(ctx(t), clientv3.LeaseID(id)); err != nil {
-				t.Fatalf("revoke lease %s: %v", sess.ID(), err)
-			}
-		},
-		LoseWatches: func(t *testing.T, repo registry.Repository) { repo.(*etcd.Repo).CloseWatches() },
+		ExpireSession: func(t *testing.T, sess registry.Session) { srv.ExpireSession(t, sess) },
+		LoseWatches:   func(t *testing.T, repo registry.Repository) { repo.(*etcd.Repo).CloseWatches() },
 	})
 }
 
 func TestRestartKeepsData(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{Dir: dir, ClientURL: freeURL(t), PeerURL: freeURL(t), Namespace: "governance_ds"}
-	r, err := Open(ctx(t), cfg)
+	r, err := Open(testenv.Context(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := r.Put(ctx(t), "/metadata/db1/active_version", []byte("0"))
+	v, err := r.Put(testenv.Context(t), "/metadata/db1/active_version", []byte("0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +77,15 @@ func TestRestartKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := etcd.Open(ctx(t), etcd.Config{Endpoints: r.Server().Endpoints(), Namespace: "governance_ds", Username: creds.Username, Password: creds.Password})
+	other, err := etcd.Open(testenv.Context(t), etcd.Config{Endpoints: r.Server().Endpoints(), Namespace: "governance_ds", Username: creds.Username, Password: creds.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv, err := other.Get(ctx(t), "/metadata/db1/active_version"); err != nil || string(kv.Value) != "0" || kv.Version != v {
+	if kv, err := other.Get(testenv.Context(t), "/metadata/db1/active_version"); err != nil || string(kv.Value) != "0" || kv.Version != v {
 		t.Fatalf("second client Get = %v, %v", kv, err)
 	}
 	raw := other.Client()
-	if resp, err := raw.Get(ctx(t), "governance_ds/metadata/db1/active_version"); err != nil || len(resp.Kvs) != 1 {
+	if resp, err := raw.Get(testenv.Context(t), "governance_ds/metadata/db1/active_version"); err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("raw Get = %v, %v", resp, err)
 	}
 	if err := other.Close(); err != nil {
@@ -109,22 +93,22 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 
 	// The directory is locked while the server runs.
-	if _, err := Start(ctx(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}); !errors.Is(err, ErrDirInUse) || !strings.Contains(err.Error(), "in use") {
+	if _, err := Start(testenv.Context(t), Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}); !errors.Is(err, ErrDirInUse) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second Start on a directory in use = %v, want an error saying so", err)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Get(ctx(t), "/metadata/db1/active_version"); err == nil {
+	if _, err := r.Get(testenv.Context(t), "/metadata/db1/active_version"); err == nil {
 		t.Fatal("Get after Close succeeded")
 	}
 
-	r2, err := Open(ctx(t), cfg)
+	r2, err := Open(testenv.Context(t), cfg)
 	if err != nil {
 		t.Fatalf("restart on the same dir: %v", err)
 	}
 	defer r2.Close()
-	kv, err := r2.Get(ctx(t), "/metadata/db1/active_version")
+	kv, err := r2.Get(testenv.Context(t), "/metadata/db1/active_version")
 	if err != nil || string(kv.Value) != "0" || kv.Version != v {
 		t.Fatalf("after restart Get = %v, %v (version before: %d)", kv, err, v)
 	}
@@ -136,7 +120,7 @@ func TestPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = Start(ctx(t), Config{Dir: t.TempDir(), ClientURL: "http://" + l.Addr().String()})
+	_, err = Start(testenv.Context(t), Config{Dir: t.TempDir(), ClientURL: "http://" + l.Addr().String()})
 	if err == nil || !strings.Contains(err.Error(), "port is taken") {
 		t.Fatalf("Start on a taken port = %v, want an error saying so", err)
 	}
@@ -144,7 +128,7 @@ func TestPortTaken(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	_, err := Start(ctx(t), Config{ClientURL: "https://127.0.0.1:1", PeerURL: "http://127.0.0.1", Namespace: "ns/"})
+	_, err := Start(testenv.Context(t), Config{ClientURL: "https://127.0.0.1:1", PeerURL: "http://127.0.0.1", Namespace: "ns/"})
 	for _, want := range []string{"no data directory", "ClientURL", "has no port", "namespace"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Start with a bad config = %v, want it to mention %q", err, want)
@@ -159,7 +143,7 @@ func TestConfigErrors(t *testing.T) {
 func TestAuth(t *testing.T) {
 	s := start(t, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
 	admin := rootClient(t, s)
-	c := ctx(t)
+	c := testenv.Context(t)
 	for _, step := range []func() error{
 		func() error { _, err := admin.UserAdd(c, "sk", "skpw"); return err },
 		func() error { _, err := admin.RoleAdd(c, "sk"); return err },

@@ -2,8 +2,6 @@ package etcd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 	"github.com/shardkeeper/shardkeeper/registry/registrytest"
 )
 
@@ -26,9 +25,7 @@ func TestMain(m *testing.M) {
 // open opens a Repo on the real test server and closes it at cleanup.
 func open(t *testing.T, endpoints []string, ns string) *Repo {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := Open(ctx, Config{Endpoints: endpoints, Namespace: ns, DialTimeout: 5 * time.Second})
+	r, err := Open(testenv.Context(t), Config{Endpoints: endpoints, Namespace: ns, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -36,60 +33,24 @@ func open(t *testing.T, endpoints []string, ns string) *Repo {
 	return r
 }
 
-// rawClient is a plain etcd client on the test server, outside any namespace.
-func rawClient(t *testing.T, endpoints []string) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func uniqueNS(t *testing.T, base string) string {
-	t.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return base + "_" + hex.EncodeToString(b)
-}
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
-// Harness returns the conformance harness for a server at endpoints.
-func harness(endpoints []string) registrytest.Harness {
-	return registrytest.Harness{
-		New: func(t *testing.T, ns string) registry.Repository { return open(t, endpoints, ns) },
-		ExpireSession: func(t *testing.T, sess registry.Session) {
-			// A registry-side expiry: revoke the lease from another client.
-			c := rawClient(t, endpoints)
-			if _, err := c.Revoke(ctx(t), sess.(*session).cs.Lease()); err != nil {
-				t.Fatalf("revoke lease %s: %v", sess.ID(), err)
-			}
-		},
-		LoseWatches: func(t *testing.T, repo registry.Repository) { repo.(*Repo).CloseWatches() },
-	}
-}
-
 func TestConformance(t *testing.T) {
-	registrytest.Run(t, harness(testenv.EtcdEndpoints(t)))
+	srv := etcdtest.New(t)
+	registrytest.Run(t, registrytest.Harness{
+		New:           func(t *testing.T, ns string) registry.Repository { return open(t, srv.Endpoints, ns) },
+		ExpireSession: func(t *testing.T, sess registry.Session) { srv.ExpireSession(t, sess) },
+		LoseWatches:   func(t *testing.T, repo registry.Repository) { repo.(*Repo).CloseWatches() },
+	})
 }
 
 func TestNamespaceIsRawPrefix(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	ns := uniqueNS(t, "governance_ds")
-	r := open(t, eps, ns)
-	if _, err := r.Put(ctx(t), "/nodes/compute_nodes/status/i1", []byte("OK")); err != nil {
+	srv := etcdtest.New(t)
+	ns := srv.Namespace(t, "governance_ds_")
+	r := open(t, srv.Endpoints, ns)
+	if _, err := r.Put(testenv.Context(t), "/nodes/compute_nodes/status/i1", []byte("OK")); err != nil {
 		t.Fatal(err)
 	}
-	raw := rawClient(t, eps)
-	resp, err := raw.Get(ctx(t), ns+"/nodes/compute_nodes/status/i1")
+	raw := srv.Client(t)
+	resp, err := raw.Get(testenv.Context(t), ns+"/nodes/compute_nodes/status/i1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,31 +58,31 @@ func TestNamespaceIsRawPrefix(t *testing.T) {
 		t.Fatalf("raw etcd key %s/nodes/... = %v, want OK", ns, resp.Kvs)
 	}
 	// A key written by a ShardingSphere node (jetcd, raw prefix) is read back.
-	if _, err := raw.Put(ctx(t), ns+"/states/cluster_state", "OK"); err != nil {
+	if _, err := raw.Put(testenv.Context(t), ns+"/states/cluster_state", "OK"); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := r.Get(ctx(t), "/states/cluster_state")
+	kv, err := r.Get(testenv.Context(t), "/states/cluster_state")
 	if err != nil || string(kv.Value) != "OK" {
 		t.Fatalf("Get of a raw-written key = %v, %v", kv, err)
 	}
 	// Nothing leaks to a namespace that merely shares the name prefix.
-	other := open(t, eps, ns+"x")
-	if kids, err := other.Children(ctx(t), "/"); err != nil || len(kids) != 0 {
+	other := open(t, srv.Endpoints, ns+"x")
+	if kids, err := other.Children(testenv.Context(t), "/"); err != nil || len(kids) != 0 {
 		t.Fatalf("namespace %sx sees %v, %v", ns, kids, err)
 	}
-	if err := r.Delete(ctx(t), "/"); err != nil {
+	if err := r.Delete(testenv.Context(t), "/"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = raw.Get(ctx(t), ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err = raw.Get(testenv.Context(t), ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Fatalf("Delete(/) left %d keys (%v)", resp.Count, err)
 	}
 }
 
 func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	r := open(t, eps, uniqueNS(t, "sk_del"))
-	c := ctx(t)
+	srv := etcdtest.New(t)
+	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_del_"))
+	c := testenv.Context(t)
 	for _, k := range []string{"/metadata/db1", "/metadata/db1/schemas/s", "/metadata/db10/x", "/metadata/db1-x", "/metadata/db1.bak"} {
 		if _, err := r.Put(c, k, []byte("v")); err != nil {
 			t.Fatal(err)
@@ -140,10 +101,10 @@ func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
 }
 
 func TestChildrenPagesAndSkipsSubtrees(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	r := open(t, eps, uniqueNS(t, "sk_kids"))
+	srv := etcdtest.New(t)
+	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_kids_"))
 	r.childrenPage = 7
-	c := ctx(t)
+	c := testenv.Context(t)
 	// Names that interleave in byte order with their subtrees ("a-x" sorts
 	// between "a" and "a/..."), a big subtree, and many leaves.
 	var ops []clientv3.Op
@@ -227,15 +188,15 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestBadKeyNeverWrites(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	ns := uniqueNS(t, "sk_bad")
-	r := open(t, eps, ns)
+	srv := etcdtest.New(t)
+	ns := srv.Namespace(t, "sk_bad_")
+	r := open(t, srv.Endpoints, ns)
 	for _, k := range []string{"x", "/a/../b", "/a/", "/a//b", "/a\x00b"} {
-		if _, err := r.Put(ctx(t), k, []byte("v")); !errors.Is(err, registry.ErrBadKey) {
+		if _, err := r.Put(testenv.Context(t), k, []byte("v")); !errors.Is(err, registry.ErrBadKey) {
 			t.Fatalf("Put(%q) = %v, want ErrBadKey", k, err)
 		}
 	}
-	resp, err := rawClient(t, eps).Get(ctx(t), ns, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := srv.Client(t).Get(testenv.Context(t), ns, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Fatalf("refused keys wrote %d keys (%v)", resp.Count, err)
 	}
@@ -243,9 +204,9 @@ func TestBadKeyNeverWrites(t *testing.T) {
 
 // A watch that falls behind a compaction ends with ErrWatchLost.
 func TestWatchCompacted(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	r := open(t, eps, uniqueNS(t, "sk_compact"))
-	c := ctx(t)
+	srv := etcdtest.New(t)
+	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_compact_"))
+	c := testenv.Context(t)
 	v1, err := r.Put(c, "/c/k", []byte("1"))
 	if err != nil {
 		t.Fatal(err)
@@ -275,10 +236,9 @@ func TestWatchCompacted(t *testing.T) {
 // Close does not wait for a consumer that stopped reading, and every
 // goroutine ends (TestMain checks for leaks).
 func TestCloseWithSlowConsumer(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	ctx0, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := Open(ctx0, Config{Endpoints: eps, Namespace: uniqueNS(t, "sk_slow")})
+	srv := etcdtest.New(t)
+	ctx0 := testenv.Context(t)
+	r, err := Open(ctx0, Config{Endpoints: srv.Endpoints, Namespace: srv.Namespace(t, "sk_slow_")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,9 +280,9 @@ func TestCloseWithSlowConsumer(t *testing.T) {
 // ("/db1-x" and "/db1.bak" sort between "/db1" and "/db1/") are neither in
 // the snapshot nor in the events.
 func TestWatchIgnoresNamePrefixSiblings(t *testing.T) {
-	eps := testenv.EtcdEndpoints(t)
-	r := open(t, eps, uniqueNS(t, "sk_wsib"))
-	c := ctx(t)
+	srv := etcdtest.New(t)
+	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_wsib_"))
+	c := testenv.Context(t)
 	for _, k := range []string{"/m/db1", "/m/db1-x", "/m/db1.bak/y", "/m/db1/t"} {
 		if _, err := r.Put(c, k, []byte("v")); err != nil {
 			t.Fatal(err)

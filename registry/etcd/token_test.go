@@ -71,7 +71,7 @@ func authEtcd(t *testing.T) ([]string, string, func()) {
 	defer admin.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if _, err := admin.Get(ctx(t), "health"); err == nil {
+		if _, err := admin.Get(testenv.Context(t), "health"); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			out, _ := os.ReadFile(filepath.Join(dir, "etcd.log"))
@@ -80,7 +80,7 @@ func authEtcd(t *testing.T) ([]string, string, func()) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	const password = "token-test-root"
-	c := ctx(t)
+	c := testenv.Context(t)
 	for _, step := range []func() error{
 		func() error { _, err := admin.UserAdd(c, "root", password); return err },
 		func() error { _, err := admin.UserGrantRole(c, "root", "root"); return err },
@@ -100,12 +100,12 @@ func authEtcd(t *testing.T) ([]string, string, func()) {
 // token has expired.
 func TestWatchAcrossTokenExpiry(t *testing.T) {
 	eps, password, _ := authEtcd(t)
-	r, err := Open(ctx(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password})
+	r, err := Open(testenv.Context(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	c := ctx(t)
+	c := testenv.Context(t)
 	_, first, err := r.Watch(c, "/a")
 	if err != nil {
 		t.Fatal(err)
@@ -155,18 +155,18 @@ func TestWatchAcrossTokenExpiry(t *testing.T) {
 // one and succeed.
 func TestRequestsAfterServerRestartForgotTheToken(t *testing.T) {
 	eps, password, restart := authEtcd(t)
-	r, err := Open(ctx(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password, RequestTimeout: 5 * time.Second})
+	r, err := Open(testenv.Context(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := r.Put(ctx(t), "/props", []byte("a: 1")); err != nil {
+	if _, err := r.Put(testenv.Context(t), "/props", []byte("a: 1")); err != nil {
 		t.Fatal(err)
 	}
 	restart()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, err := r.Put(ctx(t), "/props", []byte("a: 2"))
+		_, err := r.Put(testenv.Context(t), "/props", []byte("a: 2"))
 		if err == nil {
 			break
 		}
@@ -175,7 +175,7 @@ func TestRequestsAfterServerRestartForgotTheToken(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if kv, err := r.Get(ctx(t), "/props"); err != nil || string(kv.Value) != "a: 2" {
+	if kv, err := r.Get(testenv.Context(t), "/props"); err != nil || string(kv.Value) != "a: 2" {
 		t.Fatalf("get after restart: %v, %v", kv, err)
 	}
 }

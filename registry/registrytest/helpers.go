@@ -2,12 +2,11 @@ package registrytest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -21,11 +20,7 @@ type env struct {
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, h: h, ns: "sk_test_" + hex.EncodeToString(b)}
+	return &env{t: t, h: h, ns: testenv.Namespace("sk_test_")}
 }
 
 // open opens a client on the test's namespace and closes it at cleanup.
@@ -39,7 +34,7 @@ func (e *env) open() registry.Repository {
 // session starts a session on r and closes it at cleanup.
 func (e *env) session(r registry.Repository, ttl time.Duration) registry.Session {
 	e.t.Helper()
-	s, err := r.NewSession(ctx(e.t), registry.SessionOptions{TTL: ttl})
+	s, err := r.NewSession(testenv.Context(e.t), registry.SessionOptions{TTL: ttl})
 	if err != nil {
 		e.t.Fatalf("NewSession: %v", err)
 	}
@@ -51,28 +46,9 @@ func (e *env) session(r registry.Repository, ttl time.Duration) registry.Session
 	return s
 }
 
-// ctx returns a context bounded by Timeout and by the test's life.
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), Timeout)
-	t.Cleanup(cancel)
-	return c
-}
-
-// eventually polls cond until it holds or Timeout passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(Timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", Timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func mustPut(t *testing.T, r registry.Repository, key, value string) registry.Version {
 	t.Helper()
-	v, err := r.Put(ctx(t), key, []byte(value))
+	v, err := r.Put(testenv.Context(t), key, []byte(value))
 	if err != nil {
 		t.Fatalf("Put(%s): %v", key, err)
 	}
@@ -81,7 +57,7 @@ func mustPut(t *testing.T, r registry.Repository, key, value string) registry.Ve
 
 func mustGet(t *testing.T, r registry.Repository, key string) registry.KV {
 	t.Helper()
-	kv, err := r.Get(ctx(t), key)
+	kv, err := r.Get(testenv.Context(t), key)
 	if err != nil {
 		t.Fatalf("Get(%s): %v", key, err)
 	}
@@ -101,7 +77,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 
 func exists(t *testing.T, r registry.Repository, key string) bool {
 	t.Helper()
-	ok, err := registry.Exists(ctx(t), r, key)
+	ok, err := registry.Exists(testenv.Context(t), r, key)
 	if err != nil {
 		t.Fatalf("Exists(%s): %v", key, err)
 	}

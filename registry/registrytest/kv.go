@@ -7,13 +7,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 func testKV(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 
 	_, err := r.Get(c, "/kv/missing")
 	wantErr(t, "Get missing", err, registry.ErrNotFound)
@@ -66,7 +67,7 @@ func testKV(t *testing.T, h Harness) {
 func testCAS(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 
 	_, err := r.Update(c, "/cas/missing", []byte("x"), 1)
 	wantErr(t, "Update missing", err, registry.ErrNotFound)
@@ -138,7 +139,7 @@ func testCAS(t *testing.T, h Harness) {
 func testChildren(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 
 	got, err := r.Children(c, "/ch")
 	if err != nil || len(got) != 0 {
@@ -192,7 +193,7 @@ func testChildren(t *testing.T, h Harness) {
 func testDeleteSubtree(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 
 	for _, k := range []string{
 		"/metadata/db1", "/metadata/db1/schemas/public/tables/t1",
@@ -238,7 +239,7 @@ func testBadKeys(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
 	s := e.session(r, 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	mustPut(t, r, "/b", "keep")
 	ops := map[string]func(key string) error{
 		"Get":      func(k string) error { _, err := r.Get(c, k); return err },

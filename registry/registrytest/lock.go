@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 func testLock(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	s1, s2 := e.session(e.open(), 0), e.session(e.open(), 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	const key = "/lock/exclusive/metadata"
 
 	l1, err := s1.Lock(c, key)
@@ -83,7 +84,7 @@ func testLock(t *testing.T, h Harness) {
 func testTryLock(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	s1, s2 := e.session(e.open(), 0), e.session(e.open(), 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	const key = "/lock/try"
 	l, err := s1.TryLock(c, key)
 	if err != nil {
@@ -107,7 +108,7 @@ func testLockReleasedByExpiry(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	s1 := e.session(e.open(), shortTTL)
 	s2 := e.session(e.open(), 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	const key = "/lock/expiry"
 	if _, err := s1.Lock(c, key); err != nil {
 		t.Fatal(err)

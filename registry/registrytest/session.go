@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -18,7 +19,7 @@ func testEphemeral(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r1, r2 := e.open(), e.open()
 	s := e.session(r1, 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	if s.ID() == "" {
 		t.Fatal("session ID is empty")
 	}
@@ -53,7 +54,7 @@ func testSessionClose(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r1, r2 := e.open(), e.open()
 	s := e.session(r1, 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	mustPut(t, r1, "/persistent", "stays")
 	for _, k := range []string{"/eph/a", "/eph/b/c"} {
 		if err := s.PutEphemeral(c, k, []byte("x")); err != nil {
@@ -99,7 +100,7 @@ func testSessionExpiry(t *testing.T, h Harness) {
 	r1, r2 := e.open(), e.open()
 	s := e.session(r1, shortTTL)
 	other := e.session(r2, 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 	if err := s.PutEphemeral(c, "/nodes/compute_nodes/status/i1", []byte("OK")); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func testSessionExpiry(t *testing.T, h Harness) {
 	if err := s.Err(); !errors.Is(err, registry.ErrSessionExpired) {
 		t.Fatalf("Err after expiry = %v, want ErrSessionExpired", err)
 	}
-	eventually(t, "ephemerals of the expired session to vanish", func() bool {
+	testenv.Eventually(t, "ephemerals of the expired session to vanish", func() bool {
 		return !exists(t, r2, "/nodes/compute_nodes/status/i1") && !exists(t, r2, "/reservation/worker_id/3")
 	})
 	if !exists(t, r2, "/nodes/compute_nodes/status/i2") {
@@ -144,7 +145,7 @@ func testSessionExpiry(t *testing.T, h Harness) {
 
 func testExclusiveEphemeralRace(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	c := ctx(t)
+	c := testenv.Context(t)
 	winner := race(t, e, 50, func(s registry.Session, me string) error {
 		return s.CreateExclusiveEphemeral(c, "/reservation/worker_id/42", []byte(me))
 	})

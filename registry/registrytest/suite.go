@@ -11,8 +11,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// Timeout bounds every wait in the suite (session expiry seen, event
-// delivered, lock acquired). It is generous because CI machines are small.
+// Timeout bounds the suite's waits for a session expiry to be seen, an event
+// to be delivered and a lock to be acquired; registry calls and polls are
+// bounded by testenv.Timeout. It is generous because CI machines are small.
 const Timeout = 20 * time.Second
 
 // Harness adapts a backend to the suite.

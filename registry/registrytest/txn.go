@@ -5,13 +5,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 func testList(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 	got, err := r.List(c, "/list")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("List of a missing prefix = %v, %v", got, err)
@@ -72,7 +73,7 @@ func testCommit(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r, other := e.open(), e.open()
 	s := e.session(r, 0)
-	c := ctx(t)
+	c := testenv.Context(t)
 
 	v, err := s.Commit(c, claim(7, "i1", 0))
 	if err != nil || v == 0 {
@@ -159,7 +160,7 @@ func testCommit(t *testing.T, h Harness) {
 
 func testCommitRace(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	c := ctx(t)
+	c := testenv.Context(t)
 	race(t, e, 20, func(s registry.Session, me string) error {
 		_, err := s.Commit(c, claim(5, me, 0))
 		return err

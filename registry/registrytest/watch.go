@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -46,7 +47,7 @@ func isDelete(key string) func(registry.Event) bool {
 func testWatch(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r, writer := e.open(), e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 	mustPut(t, writer, "/w/a", "1")
 	vb := mustPut(t, writer, "/w/sub/b", "2")
 	mustPut(t, writer, "/w0/outside", "x")
@@ -117,7 +118,7 @@ func testWatch(t *testing.T, h Harness) {
 func testWatchOrderPerKey(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r, writer := e.open(), e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 	_, ch, err := r.Watch(c, "/order")
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func testWatchOrderPerKey(t *testing.T, h Harness) {
 func testWatchCancel(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := e.open()
-	wc, cancel := context.WithCancel(ctx(t))
+	wc, cancel := context.WithCancel(testenv.Context(t))
 	_, ch, err := r.Watch(wc, "/cancel")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func testWatchCancel(t *testing.T, h Harness) {
 func testWatchResync(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r, writer := e.open(), e.open()
-	c := ctx(t)
+	c := testenv.Context(t)
 	mustPut(t, writer, "/rs/keep", "1")
 	mustPut(t, writer, "/rs/gone", "1")
 

@@ -3,10 +3,8 @@ package zookeeper
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/registrytest"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
 func TestMain(m *testing.M) {
@@ -26,185 +25,38 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformance(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	sn := newSniffer()
-	var cleaned sync.Map
+	zs := zktest.New(t)
+	var dropped sync.Map
 	registrytest.Run(t, registrytest.Harness{
 		New: func(t *testing.T, ns string) registry.Repository {
-			if _, seen := cleaned.LoadOrStore(ns, true); !seen {
+			if _, seen := dropped.LoadOrStore(ns, true); !seen {
 				// Registered first, so it runs after every client of the test closed.
-				t.Cleanup(func() { dropNamespace(t, servers, ns) })
+				t.Cleanup(func() { zs.DropNamespace(t, ns, "") })
 			}
-			return open(t, Config{Servers: servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: sn.dial})
+			return open(t, Config{Servers: zs.Servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: zs.Dial})
 		},
-		ExpireSession: func(t *testing.T, sess registry.Session) {
-			sn.expire(t, servers, sess.(*session).conn.SessionID())
-		},
+		ExpireSession: func(t *testing.T, sess registry.Session) { zs.ExpireSession(t, sess) },
 		LoseWatches: func(t *testing.T, repo registry.Repository) {
-			sn.expire(t, servers, repo.(*Repo).conn.SessionID())
+			zs.Expire(t, repo.(*Repo).conn.SessionID())
 		},
 	})
 }
 
 func open(t *testing.T, cfg Config) *Repo {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r, err := Open(ctx, cfg)
+	r, err := Open(testenv.Context(t), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	return r
 }
 
-func randomNamespace(t *testing.T, base string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return base + "_" + hex.EncodeToString(b)
-}
-
-// dropNamespace removes a test namespace's root znode and everything below.
-func dropNamespace(t *testing.T, servers []string, ns string, digest ...string) {
-	cfg := Config{Servers: servers, Namespace: ns}
-	if len(digest) > 0 {
-		cfg.Digest = digest[0]
-	}
-	r := open(t, cfg)
-	defer r.Close()
-	if err := deleteTree(context.Background(), r.conn, r.root); err != nil {
-		t.Errorf("drop namespace %s: %v", ns, err)
-	}
-}
-
-// sniffer is a dialer that remembers the password of every session the
-// server hands out, so a test can expire a session the way ZooKeeper's FAQ
-// recommends: attach a second connection to it with the same id and
-// password and close the session from there. The server then deletes the
-// session's ephemerals and fires its watches, and the original client learns
-// of the expiry when it reconnects. (go-zookeeper does not expose the
-// password, nor connect with a given session.)
-type sniffer struct {
-	gate sync.RWMutex // held by expire: the victim must not re-attach meanwhile
-	mu   sync.Mutex
-	pass map[int64][]byte
-}
-
-func newSniffer() *sniffer { return &sniffer{pass: map[int64][]byte{}} }
-
-func (sn *sniffer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	sn.gate.RLock() // wait while a session is being expired
-	defer sn.gate.RUnlock()
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &sniffConn{Conn: c, sn: sn}, nil
-}
-
-// sniffConn parses the first packet the server sends: the connect response.
-type sniffConn struct {
-	net.Conn
-	sn   *sniffer
-	buf  []byte
-	done bool
-}
-
-func (c *sniffConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if !c.done && n > 0 {
-		c.buf = append(c.buf, p[:n]...)
-		if len(c.buf) >= 4 {
-			size := int(binary.BigEndian.Uint32(c.buf))
-			if len(c.buf) >= 4+size {
-				c.done = true
-				c.sn.record(c.buf[4 : 4+size])
-			}
-		}
-	}
-	return n, err
-}
-
-// record decodes a connect response: protocolVersion int32, timeOut int32,
-// sessionId int64, passwd (int32 length + bytes).
-func (sn *sniffer) record(b []byte) {
-	if len(b) < 20 {
-		return
-	}
-	id := int64(binary.BigEndian.Uint64(b[8:]))
-	n := int(binary.BigEndian.Uint32(b[16:]))
-	if id == 0 || n < 0 || len(b) < 20+n {
-		return
-	}
-	sn.mu.Lock()
-	sn.pass[id] = append([]byte(nil), b[20:20+n]...)
-	sn.mu.Unlock()
-}
-
-// expire closes session id on the server from a second connection.
-func (sn *sniffer) expire(t *testing.T, servers []string, id int64) {
-	t.Helper()
-	sn.mu.Lock()
-	pass, ok := sn.pass[id]
-	sn.mu.Unlock()
-	if !ok {
-		t.Fatalf("no password seen for session 0x%x", id)
-	}
-	sn.gate.Lock()
-	defer sn.gate.Unlock()
-	c, err := net.DialTimeout("tcp", servers[0], 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	req := binary.BigEndian.AppendUint32(nil, 0)         // protocolVersion
-	req = binary.BigEndian.AppendUint64(req, 0)          // lastZxidSeen
-	req = binary.BigEndian.AppendUint32(req, 30000)      // timeOut ms
-	req = binary.BigEndian.AppendUint64(req, uint64(id)) // sessionId
-	req = binary.BigEndian.AppendUint32(req, uint32(len(pass)))
-	req = append(req, pass...)
-	if err := writePacket(c, req); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := readPacket(c)
-	if err != nil {
-		t.Fatalf("attach to session 0x%x: %v", id, err)
-	}
-	if len(resp) < 16 || int64(binary.BigEndian.Uint64(resp[8:])) != id {
-		t.Fatalf("server did not attach us to session 0x%x (already gone?)", id)
-	}
-	closeReq := binary.BigEndian.AppendUint32(nil, 1)               // xid
-	closeReq = binary.BigEndian.AppendUint32(closeReq, ^uint32(10)) // opCloseSession = -11
-	if err := writePacket(c, closeReq); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readPacket(c); err != nil {
-		t.Fatalf("close session 0x%x: %v", id, err)
-	}
-}
-
-func writePacket(w io.Writer, body []byte) error {
-	_, err := w.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
-	return err
-}
-
-func readPacket(r io.Reader) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	b := make([]byte, binary.BigEndian.Uint32(size[:]))
-	_, err := io.ReadFull(r, b)
-	return b, err
-}
-
 func TestNamespaceIsRootZnode(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "governance_ds")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: "/" + ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "governance_ds_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: "/" + ns})
 	defer r.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	if _, err := r.Put(ctx, "/nodes/compute_nodes/online/proxy/i1", []byte("attr")); err != nil {
 		t.Fatal(err)
 	}
@@ -227,12 +79,11 @@ func TestNamespaceIsRootZnode(t *testing.T) {
 }
 
 func TestVersionIsMzxid(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_versions")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_versions_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
 	defer r.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	v1, err := r.Create(ctx, "/k", []byte("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -264,12 +115,11 @@ func TestVersionIsMzxid(t *testing.T) {
 }
 
 func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_delete")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_delete_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
 	defer r.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	for _, k := range []string{"/metadata/db1/schemas/s", "/metadata/db10/schemas/s", "/metadata/db1x"} {
 		if _, err := r.Put(ctx, k, []byte("v")); err != nil {
 			t.Fatal(err)
@@ -323,13 +173,13 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestDigestACL(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_digest")
+	zs := zktest.New(t)
+	ns := testenv.Namespace("sk_digest_")
 	const digest = "shardkeeper:s3cret"
-	t.Cleanup(func() { dropNamespace(t, servers, ns, digest) })
-	owner := open(t, Config{Servers: servers, Namespace: ns, Digest: digest})
+	t.Cleanup(func() { zs.DropNamespace(t, ns, digest) })
+	owner := open(t, Config{Servers: zs.Servers, Namespace: ns, Digest: digest})
 	defer owner.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	if _, err := owner.Put(ctx, "/props", []byte("secret")); err != nil {
 		t.Fatal(err)
 	}
@@ -342,13 +192,13 @@ func TestDigestACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same credentials on another client can read and write.
-	friend := open(t, Config{Servers: servers, Namespace: ns, Digest: digest})
+	friend := open(t, Config{Servers: zs.Servers, Namespace: ns, Digest: digest})
 	defer friend.Close()
 	if kv, err := friend.Get(ctx, "/props"); err != nil || string(kv.Value) != "secret" {
 		t.Fatalf("same digest Get = %q, %v", kv.Value, err)
 	}
 	for _, d := range []string{"", "shardkeeper:wrong", "other:s3cret"} {
-		stranger := open(t, Config{Servers: servers, Namespace: ns, Digest: d})
+		stranger := open(t, Config{Servers: zs.Servers, Namespace: ns, Digest: d})
 		for _, k := range []string{"/props", "/nodes/i1"} {
 			if _, err := stranger.Get(ctx, k); err == nil || !strings.Contains(err.Error(), "permission denied") {
 				t.Fatalf("digest %q: Get(%s) = %v, want permission denied", d, k, err)
@@ -369,12 +219,11 @@ func TestDigestACL(t *testing.T) {
 }
 
 func TestSessionTakesOverForeignEphemeral(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_takeover")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_takeover_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
 	defer r.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	s1, err := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -403,12 +252,11 @@ func TestSessionTakesOverForeignEphemeral(t *testing.T) {
 }
 
 func TestLockQueueCleanedOnTimeout(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_lock")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_lock_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
 	defer r.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	s1, _ := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
 	defer s1.Close(ctx)
 	s2, _ := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
@@ -440,12 +288,11 @@ func TestLockQueueCleanedOnTimeout(t *testing.T) {
 
 // Curator interop: a Curator-named node with a lower sequence holds the lock.
 func TestLockOrdersBySequence(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_lockseq")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_lockseq_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
 	defer r.Close()
-	ctx := context.Background()
+	ctx := testenv.Context(t)
 	if _, err := r.Put(ctx, "/lock/y", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -473,13 +320,11 @@ func TestLockOrdersBySequence(t *testing.T) {
 // creates, updates, subtree deletes and re-creates at several depths, from
 // two writers at once.
 func TestWatchConvergesUnderChurn(t *testing.T) {
-	servers := testenv.ZooKeeperServers(t)
-	ns := randomNamespace(t, "sk_churn")
-	t.Cleanup(func() { dropNamespace(t, servers, ns) })
-	r := open(t, Config{Servers: servers, Namespace: ns})
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_churn_")
+	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
 	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	_, ch, err := r.Watch(ctx, "/t")
 	if err != nil {
 		t.Fatal(err)
@@ -487,7 +332,7 @@ func TestWatchConvergesUnderChurn(t *testing.T) {
 	state := map[string]string{}
 	var wg sync.WaitGroup
 	for w := 0; w < 2; w++ {
-		writer := open(t, Config{Servers: servers, Namespace: ns})
+		writer := open(t, Config{Servers: zs.Servers, Namespace: ns})
 		defer writer.Close()
 		wg.Add(1)
 		go func() {
