@@ -8,8 +8,8 @@ import (
 )
 
 // Catalog reads the schemas, tables (columns in ordinal order, primary key,
-// nullability, generated columns), secondary indexes and views of an open
-// unit. Primary key indexes are not listed as indexes (the key is on the
+// nullability, generated columns), secondary indexes (unique constraints
+// among them), foreign keys and views of an open unit. Primary key indexes are not listed as indexes (the key is on the
 // columns). PostgreSQL: every non-system schema of the connected database;
 // MySQL/MariaDB: the connected database; SQLite: "main".
 func Catalog(ctx context.Context, db *DB) ([]Schema, error) {
@@ -149,6 +149,21 @@ func postgresCatalog(ctx context.Context, db *DB) ([]Schema, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := scanAll(ctx, db, `SELECT n.nspname, c.relname, con.conname, r.relname
+		FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		JOIN pg_class r ON r.oid = con.confrelid
+		WHERE con.contype = 'f' AND n.nspname = ANY($1)
+		ORDER BY n.nspname, c.relname, con.conname`, []any{names}, func(scan func(...any) error) error {
+		var s, t string
+		var c Constraint
+		if err := scan(&s, &t, &c.Name, &c.ReferencedTable); err != nil {
+			return err
+		}
+		b.update(s, t, func(tb *Table) { tb.Constraints = append(tb.Constraints, c) })
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	if err := scanAll(ctx, db, `SELECT schemaname, viewname, COALESCE(definition, '') FROM pg_views WHERE schemaname = ANY($1)`, []any{names}, func(scan func(...any) error) error {
 		var s string
 		var v View
@@ -206,6 +221,18 @@ func mysqlCatalog(ctx context.Context, db *DB) ([]Schema, error) {
 			return err
 		}
 		b.update(name, t, func(tb *Table) { addIndexColumn(tb, idx, nonUnique == 0, col) })
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := scanAll(ctx, db, `SELECT TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE CONSTRAINT_SCHEMA = DATABASE() ORDER BY TABLE_NAME, CONSTRAINT_NAME`, nil, func(scan func(...any) error) error {
+		var t string
+		var c Constraint
+		if err := scan(&t, &c.Name, &c.ReferencedTable); err != nil {
+			return err
+		}
+		b.update(name, t, func(tb *Table) { tb.Constraints = append(tb.Constraints, c) })
 		return nil
 	}); err != nil {
 		return nil, err
@@ -298,6 +325,20 @@ func sqliteCatalog(ctx context.Context, db *DB) ([]Schema, error) {
 				return nil, err
 			}
 		}
+		// SQLite keeps no names for foreign keys: each is named after its
+		// table and its position in the table's list.
+		if err := scanAll(ctx, db, `SELECT DISTINCT id, "table" FROM pragma_foreign_key_list(?) ORDER BY id`, []any{o.name}, func(scan func(...any) error) error {
+			var id int
+			var c Constraint
+			if err := scan(&id, &c.ReferencedTable); err != nil {
+				return err
+			}
+			c.Name = fmt.Sprintf("fk_%s_%d", o.name, id)
+			t.Constraints = append(t.Constraints, c)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 		s.Tables[o.name] = t
 	}
 	return b.result(), nil
@@ -377,3 +418,17 @@ func jdbcType(name string) int {
 	}
 	return 1111 // OTHER
 }
+
+// jdbcTypeNames are the java.sql.Types names by code.
+var jdbcTypeNames = map[int]string{
+	-16: "LONGNVARCHAR", -15: "NCHAR", -9: "NVARCHAR", -8: "ROWID", -7: "BIT", -6: "TINYINT", -5: "BIGINT",
+	-4: "LONGVARBINARY", -3: "VARBINARY", -2: "BINARY", -1: "LONGVARCHAR", 0: "NULL", 1: "CHAR", 2: "NUMERIC",
+	3: "DECIMAL", 4: "INTEGER", 5: "SMALLINT", 6: "FLOAT", 7: "REAL", 8: "DOUBLE", 12: "VARCHAR", 16: "BOOLEAN",
+	70: "DATALINK", 91: "DATE", 92: "TIME", 93: "TIMESTAMP", 1111: "OTHER", 2000: "JAVA_OBJECT", 2001: "DISTINCT",
+	2002: "STRUCT", 2003: "ARRAY", 2004: "BLOB", 2005: "CLOB", 2006: "REF", 2009: "SQLXML", 2011: "NCLOB",
+	2012: "REF_CURSOR", 2013: "TIME_WITH_TIMEZONE", 2014: "TIMESTAMP_WITH_TIMEZONE",
+}
+
+// JDBCTypeName returns the java.sql.Types name of a type code ("VARCHAR"
+// for 12), or "" for a code java.sql.Types does not define.
+func JDBCTypeName(code int) string { return jdbcTypeNames[code] }

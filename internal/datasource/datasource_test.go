@@ -90,6 +90,7 @@ func postgresUnit(t *testing.T) (config.DataSource, *DB, string) {
 		"CREATE UNIQUE INDEX idx_user_status ON " + schema + ".t_order (user_id, status)",
 		"CREATE TABLE " + schema + ".t_item (order_id bigint, item_id int, note text, PRIMARY KEY (order_id, item_id))",
 		"CREATE VIEW " + schema + ".v_order AS SELECT order_id FROM " + schema + ".t_order",
+		"CREATE TABLE " + schema + ".t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES " + schema + ".t_order (order_id))",
 	} {
 		if _, err := db.ExecContext(ctx(t), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -146,6 +147,24 @@ func checkOrderTables(t *testing.T, s Schema, bigint, varchar string) {
 	if len(it.Columns) != 3 || !it.Columns[0].PrimaryKey || !it.Columns[1].PrimaryKey || it.Columns[2].PrimaryKey || it.Columns[0].Generated {
 		t.Errorf("t_item = %+v", it)
 	}
+	checkNoteTable(t, s, "fk_note_order")
+}
+
+// checkNoteTable checks t_note's unique constraint (an index) and its
+// foreign key to t_order.
+func checkNoteTable(t *testing.T, s Schema, fk string) {
+	t.Helper()
+	n := s.Tables["t_note"]
+	if !reflect.DeepEqual(n.Constraints, []Constraint{{Name: fk, ReferencedTable: "t_order"}}) {
+		t.Errorf("t_note constraints = %+v", n.Constraints)
+	}
+	found := false
+	for _, i := range n.Indexes {
+		found = found || (i.Unique && reflect.DeepEqual(i.Columns, []string{"code"}))
+	}
+	if !found {
+		t.Errorf("t_note indexes = %+v, want a unique index on code", n.Indexes)
+	}
 }
 
 func mysqlUnit(t *testing.T) (config.DataSource, *DB, string) {
@@ -184,6 +203,7 @@ func mysqlUnit(t *testing.T) (config.DataSource, *DB, string) {
 		"CREATE UNIQUE INDEX idx_user_status ON t_order (user_id, status)",
 		"CREATE TABLE t_item (order_id bigint, item_id int, note text, PRIMARY KEY (order_id, item_id))",
 		"CREATE VIEW v_order AS SELECT order_id FROM t_order",
+		"CREATE TABLE t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES t_order (order_id))",
 	} {
 		if _, err := db.ExecContext(ctx(t), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -218,6 +238,7 @@ func sqliteUnit(t *testing.T) config.DataSource {
 		"CREATE UNIQUE INDEX idx_user_status ON t_order (user_id, status)",
 		"CREATE TABLE t_item (order_id BIGINT, item_id INT, note TEXT, PRIMARY KEY (order_id, item_id))",
 		"CREATE VIEW v_order AS SELECT order_id FROM t_order",
+		"CREATE TABLE t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES t_order (order_id))",
 	} {
 		if _, err := db.ExecContext(ctx(t), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -244,6 +265,7 @@ func TestSQLiteIntrospect(t *testing.T) {
 	if it := s.Tables["t_item"]; !it.Columns[0].PrimaryKey || !it.Columns[1].PrimaryKey || it.Columns[0].Generated {
 		t.Errorf("t_item = %+v", it)
 	}
+	checkNoteTable(t, s, "fk_t_note_0")
 	if _, ok := s.Views["v_order"]; !ok {
 		t.Error("no view")
 	}

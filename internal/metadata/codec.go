@@ -58,6 +58,12 @@ func toNode(v any) *yaml.Node {
 		return scalar("!!bool", strconv.FormatBool(x))
 	case int:
 		return scalar("!!int", strconv.Itoa(x))
+	case typeCode:
+		n := scalar("!!int", strconv.Itoa(x.code))
+		if name := strings.Join(strings.Fields(x.name), " "); name != "" {
+			n.LineComment = "# " + name
+		}
+		return n
 	case []string:
 		n := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, s := range x {
@@ -73,19 +79,24 @@ func toNode(v any) *yaml.Node {
 	}
 }
 
-// encodeTable is YamlShardingSphereTable: name, type, columns and indexes
-// keyed by name. typeName is shardkeeper's addition (the native type).
+// encodeTable is YamlShardingSphereTable with exactly its fields (name,
+// columns, indexes, constraints, type; a column's YamlShardingSphereColumn
+// has name, dataType, primaryKey, generated, caseSensitive, visible,
+// unsigned, nullable), since ShardingSphere loads it strictly and fails on
+// any other property. Empty maps are left out, as upstream's representer
+// does. The database's own type name goes in a comment after dataType
+// ("dataType: 12 # varchar(32)"), which SnakeYAML never parses.
 func encodeTable(t datasource.Table) []byte {
-	cols := make(ordered, 0, len(t.Columns))
-	for _, c := range t.Columns {
-		cols = append(cols, kv{c.Name, ordered{
-			{"name", c.Name}, {"dataType", c.DataType}, {"typeName", c.TypeName},
-			{"primaryKey", c.PrimaryKey}, {"generated", c.Generated}, {"caseSensitive", false},
-			{"visible", true}, {"unsigned", c.Unsigned}, {"nullable", c.Nullable},
-		}})
-	}
-	doc := ordered{{"name", t.Name}, {"type", "TABLE"}}
-	if len(cols) > 0 {
+	doc := ordered{{"name", t.Name}}
+	if len(t.Columns) > 0 {
+		cols := make(ordered, 0, len(t.Columns))
+		for _, c := range t.Columns {
+			cols = append(cols, kv{c.Name, ordered{
+				{"name", c.Name}, {"dataType", typeCode{c.DataType, c.TypeName}},
+				{"primaryKey", c.PrimaryKey}, {"generated", c.Generated}, {"caseSensitive", false},
+				{"visible", true}, {"unsigned", c.Unsigned}, {"nullable", c.Nullable},
+			}})
+		}
 		doc = append(doc, kv{"columns", cols})
 	}
 	if len(t.Indexes) > 0 {
@@ -95,9 +106,27 @@ func encodeTable(t datasource.Table) []byte {
 		}
 		doc = append(doc, kv{"indexes", idx})
 	}
+	if len(t.Constraints) > 0 {
+		cons := make(ordered, 0, len(t.Constraints))
+		for _, c := range t.Constraints {
+			cons = append(cons, kv{c.Name, ordered{{"name", c.Name}, {"referencedTableName", c.ReferencedTable}}})
+		}
+		doc = append(doc, kv{"constraints", cons})
+	}
+	doc = append(doc, kv{"type", "TABLE"})
 	return marshal(doc)
 }
 
+// typeCode is a column's java.sql.Types code with the database's type name
+// as a line comment.
+type typeCode struct {
+	code int
+	name string
+}
+
+// decodeTable reads YamlShardingSphereTable. It also reads the typeName
+// property that earlier shardkeeper versions wrote. A column without a type
+// name (written by ShardingSphere) gets the JDBC name of its dataType.
 func decodeTable(name string, data []byte) (datasource.Table, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -128,6 +157,14 @@ func decodeTable(name string, data []byte) (datasource.Table, error) {
 			if c.Name == "" {
 				c.Name = cols.Content[i].Value
 			}
+			if c.TypeName == "" {
+				if dt := field(cols.Content[i+1], "dataType"); dt != nil {
+					c.TypeName = strings.TrimSpace(strings.TrimPrefix(dt.LineComment, "#"))
+				}
+			}
+			if c.TypeName == "" {
+				c.TypeName = datasource.JDBCTypeName(c.DataType)
+			}
 			t.Columns = append(t.Columns, datasource.Column(c))
 		}
 	}
@@ -145,6 +182,21 @@ func decodeTable(name string, data []byte) (datasource.Table, error) {
 				x.Name = idx.Content[i].Value
 			}
 			t.Indexes = append(t.Indexes, datasource.Index(x))
+		}
+	}
+	if cons := field(root, "constraints"); cons != nil && cons.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(cons.Content); i += 2 {
+			var x struct {
+				Name            string `yaml:"name"`
+				ReferencedTable string `yaml:"referencedTableName"`
+			}
+			if err := cons.Content[i+1].Decode(&x); err != nil {
+				return t, fmt.Errorf("table %s: constraint %s: %w", name, cons.Content[i].Value, err)
+			}
+			if x.Name == "" {
+				x.Name = cons.Content[i].Value
+			}
+			t.Constraints = append(t.Constraints, datasource.Constraint(x))
 		}
 	}
 	return t, nil

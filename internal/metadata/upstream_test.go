@@ -1,0 +1,510 @@
+package metadata
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+)
+
+// The types below mirror ShardingSphere master's YAML classes field for
+// field (the class is named on each). strictDecode loads a registry value
+// into one of them and fails on a property the class does not have, as
+// SnakeYAML's loadAs does ("Cannot create property=...").
+
+// YamlShardingSphereTable (infra/common .../yaml/schema/pojo).
+type ssTable struct {
+	Name        string                  `yaml:"name"`
+	Columns     map[string]ssColumn     `yaml:"columns"`
+	Indexes     map[string]ssIndex      `yaml:"indexes"`
+	Constraints map[string]ssConstraint `yaml:"constraints"`
+	Type        ssTableType             `yaml:"type"`
+}
+
+// YamlShardingSphereColumn.
+type ssColumn struct {
+	Name          string `yaml:"name"`
+	DataType      int    `yaml:"dataType"`
+	PrimaryKey    bool   `yaml:"primaryKey"`
+	Generated     bool   `yaml:"generated"`
+	CaseSensitive bool   `yaml:"caseSensitive"`
+	Visible       bool   `yaml:"visible"`
+	Unsigned      bool   `yaml:"unsigned"`
+	Nullable      bool   `yaml:"nullable"`
+}
+
+// YamlShardingSphereIndex.
+type ssIndex struct {
+	Name    string   `yaml:"name"`
+	Columns []string `yaml:"columns"`
+	Unique  bool     `yaml:"unique"`
+}
+
+// YamlShardingSphereConstraint.
+type ssConstraint struct {
+	Name                string `yaml:"name"`
+	ReferencedTableName string `yaml:"referencedTableName"`
+}
+
+// TableType (infra/database .../metadata/database/enums/TableType).
+type ssTableType string
+
+func (t *ssTableType) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Value {
+	case "TABLE", "VIEW", "SYSTEM_TABLE", "SYSTEM_VIEW":
+		*t = ssTableType(n.Value)
+		return nil
+	}
+	return fmt.Errorf("line %d: %q is not a TableType", n.Line, n.Value)
+}
+
+// YamlShardingSphereView.
+type ssView struct {
+	Name           string `yaml:"name"`
+	ViewDefinition string `yaml:"viewDefinition"`
+}
+
+// YamlAlgorithmConfiguration (infra/algorithm/core).
+type ssAlgorithm struct {
+	Type  string         `yaml:"type"`
+	Props map[string]any `yaml:"props"`
+}
+
+// YamlShardingStrategyConfiguration and its four strategy classes
+// (features/sharding/core .../yaml/config/strategy/sharding).
+type ssShardingStrategy struct {
+	Standard *struct {
+		ShardingColumn        string `yaml:"shardingColumn"`
+		ShardingAlgorithmName string `yaml:"shardingAlgorithmName"`
+	} `yaml:"standard"`
+	Complex *struct {
+		ShardingColumns       string `yaml:"shardingColumns"`
+		ShardingAlgorithmName string `yaml:"shardingAlgorithmName"`
+	} `yaml:"complex"`
+	Hint *struct {
+		ShardingAlgorithmName string `yaml:"shardingAlgorithmName"`
+	} `yaml:"hint"`
+	None *struct{} `yaml:"none"`
+}
+
+// YamlKeyGenerateStrategyConfiguration.
+type ssKeyGenerateStrategy struct {
+	Column           string `yaml:"column"`
+	KeyGeneratorName string `yaml:"keyGeneratorName"`
+}
+
+// YamlShardingAuditStrategyConfiguration.
+type ssAuditStrategy struct {
+	AuditorNames     []string `yaml:"auditorNames"`
+	AllowHintDisable bool     `yaml:"allowHintDisable"`
+}
+
+// YamlTableRuleConfiguration.
+type ssTableRule struct {
+	LogicTable          string                 `yaml:"logicTable"`
+	ActualDataNodes     string                 `yaml:"actualDataNodes"`
+	DatabaseStrategy    *ssShardingStrategy    `yaml:"databaseStrategy"`
+	TableStrategy       *ssShardingStrategy    `yaml:"tableStrategy"`
+	KeyGenerateStrategy *ssKeyGenerateStrategy `yaml:"keyGenerateStrategy"`
+	AuditStrategy       *ssAuditStrategy       `yaml:"auditStrategy"`
+}
+
+// YamlShardingAutoTableRuleConfiguration.
+type ssAutoTableRule struct {
+	LogicTable          string                 `yaml:"logicTable"`
+	ActualDataSources   string                 `yaml:"actualDataSources"`
+	ShardingStrategy    *ssShardingStrategy    `yaml:"shardingStrategy"`
+	KeyGenerateStrategy *ssKeyGenerateStrategy `yaml:"keyGenerateStrategy"`
+	AuditStrategy       *ssAuditStrategy       `yaml:"auditStrategy"`
+}
+
+// YamlShardingCacheConfiguration with YamlShardingCacheOptionsConfiguration.
+type ssShardingCache struct {
+	AllowedMaxSqlLength int `yaml:"allowedMaxSqlLength"`
+	RouteCache          struct {
+		InitialCapacity int  `yaml:"initialCapacity"`
+		MaximumSize     int  `yaml:"maximumSize"`
+		SoftValues      bool `yaml:"softValues"`
+	} `yaml:"routeCache"`
+}
+
+// YamlReadwriteSplittingDataSourceGroupRuleConfiguration.
+type ssReadwriteGroup struct {
+	WriteDataSourceName            string   `yaml:"writeDataSourceName"`
+	ReadDataSourceNames            []string `yaml:"readDataSourceNames"`
+	TransactionalReadQueryStrategy string   `yaml:"transactionalReadQueryStrategy"`
+	LoadBalancerName               string   `yaml:"loadBalancerName"`
+}
+
+// YamlEncryptTableRuleConfiguration with YamlEncryptColumnRuleConfiguration
+// and YamlEncryptColumnItemRuleConfiguration.
+type ssEncryptTable struct {
+	Name    string `yaml:"name"`
+	Columns map[string]struct {
+		Name          string             `yaml:"name"`
+		Cipher        *ssEncryptColumnIt `yaml:"cipher"`
+		AssistedQuery *ssEncryptColumnIt `yaml:"assistedQuery"`
+		LikeQuery     *ssEncryptColumnIt `yaml:"likeQuery"`
+	} `yaml:"columns"`
+}
+
+type ssEncryptColumnIt struct {
+	Name          string `yaml:"name"`
+	EncryptorName string `yaml:"encryptorName"`
+}
+
+// YamlMaskTableRuleConfiguration with YamlMaskColumnRuleConfiguration.
+type ssMaskTable struct {
+	Name    string `yaml:"name"`
+	Columns map[string]struct {
+		LogicColumn   string `yaml:"logicColumn"`
+		MaskAlgorithm string `yaml:"maskAlgorithm"`
+	} `yaml:"columns"`
+}
+
+// YamlShadowDataSourceConfiguration and YamlShadowTableConfiguration.
+type ssShadowDataSource struct {
+	ProductionDataSourceName string `yaml:"productionDataSourceName"`
+	ShadowDataSourceName     string `yaml:"shadowDataSourceName"`
+}
+
+type ssShadowTable struct {
+	DataSourceNames      []string `yaml:"dataSourceNames"`
+	ShadowAlgorithmNames []string `yaml:"shadowAlgorithmNames"`
+}
+
+// Global rules: YamlAuthorityRuleConfiguration (with YamlUserConfiguration),
+// YamlTransactionRuleConfiguration, YamlSQLParserRuleConfiguration (with
+// YamlSQLParserCacheOptionRuleConfiguration), YamlSQLFederationRuleConfiguration
+// (with YamlSQLFederationExecutionPlanCacheRuleConfiguration),
+// YamlSQLTranslatorRuleConfiguration, YamlGlobalClockRuleConfiguration.
+type ssAuthority struct {
+	Users []struct {
+		User                     string `yaml:"user"`
+		Password                 string `yaml:"password"`
+		AuthenticationMethodName string `yaml:"authenticationMethodName"`
+		Admin                    bool   `yaml:"admin"`
+	} `yaml:"users"`
+	Privilege            *ssAlgorithm           `yaml:"privilege"`
+	Authenticators       map[string]ssAlgorithm `yaml:"authenticators"`
+	DefaultAuthenticator string                 `yaml:"defaultAuthenticator"`
+}
+
+type ssTransaction struct {
+	DefaultType  string         `yaml:"defaultType"`
+	ProviderType string         `yaml:"providerType"`
+	Props        map[string]any `yaml:"props"`
+}
+
+type ssCacheOption struct {
+	InitialCapacity int `yaml:"initialCapacity"`
+	MaximumSize     int `yaml:"maximumSize"`
+}
+
+type ssSQLParser struct {
+	SQLStatementCache *ssCacheOption `yaml:"sqlStatementCache"`
+	ParseTreeCache    *ssCacheOption `yaml:"parseTreeCache"`
+}
+
+type ssSQLFederation struct {
+	SQLFederationEnabled     bool           `yaml:"sqlFederationEnabled"`
+	AllQueryUseSQLFederation bool           `yaml:"allQueryUseSQLFederation"`
+	ExecutionPlanCache       *ssCacheOption `yaml:"executionPlanCache"`
+}
+
+type ssSQLTranslator struct {
+	Type                                string         `yaml:"type"`
+	UseOriginalSQLWhenTranslatingFailed bool           `yaml:"useOriginalSQLWhenTranslatingFailed"`
+	Props                               map[string]any `yaml:"props"`
+}
+
+type ssGlobalClock struct {
+	Type     string         `yaml:"type"`
+	Provider string         `yaml:"provider"`
+	Enabled  bool           `yaml:"enabled"`
+	Props    map[string]any `yaml:"props"`
+}
+
+// strictDecode loads data into v, failing on any property v's class does
+// not have.
+func strictDecode(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+// ruleItemClasses are the classes of each database rule item, by rule type
+// and item node name: the map value's class for named items, the field's
+// class for unique items. A nil entry is a raw string (a String field, or
+// an element of a key-list collection).
+var ruleItemClasses = map[string]map[string]func() any{
+	"sharding": {
+		"tables": func() any { return &ssTableRule{} }, "auto_tables": func() any { return &ssAutoTableRule{} },
+		"binding_tables": nil, "default_sharding_column": nil,
+		"default_database_strategy": func() any { return &ssShardingStrategy{} }, "default_table_strategy": func() any { return &ssShardingStrategy{} },
+		"default_key_generate_strategy": func() any { return &ssKeyGenerateStrategy{} }, "default_audit_strategy": func() any { return &ssAuditStrategy{} },
+		"sharding_algorithms": func() any { return &ssAlgorithm{} }, "key_generators": func() any { return &ssAlgorithm{} },
+		"auditors": func() any { return &ssAlgorithm{} }, "sharding_cache": func() any { return &ssShardingCache{} },
+	},
+	"broadcast": {"tables": func() any { return &[]string{} }},
+	"single":    {"tables": func() any { return &[]string{} }, "default_data_source": nil},
+	"readwrite_splitting": {
+		"data_source_groups": func() any { return &ssReadwriteGroup{} }, "load_balancers": func() any { return &ssAlgorithm{} },
+	},
+	"encrypt": {"tables": func() any { return &ssEncryptTable{} }, "encryptors": func() any { return &ssAlgorithm{} }},
+	"mask":    {"tables": func() any { return &ssMaskTable{} }, "mask_algorithms": func() any { return &ssAlgorithm{} }},
+	"shadow": {
+		"data_sources": func() any { return &ssShadowDataSource{} }, "tables": func() any { return &ssShadowTable{} },
+		"shadow_algorithms": func() any { return &ssAlgorithm{} }, "default_shadow_algorithm_name": nil,
+	},
+}
+
+var globalRuleClasses = map[string]func() any{
+	"authority":      func() any { return &ssAuthority{} },
+	"transaction":    func() any { return &ssTransaction{} },
+	"sql_parser":     func() any { return &ssSQLParser{} },
+	"sql_federation": func() any { return &ssSQLFederation{} },
+	"sql_translator": func() any { return &ssSQLTranslator{} },
+	"global_clock":   func() any { return &ssGlobalClock{} },
+}
+
+// checkUpstreamLoads loads one versioned value the way ShardingSphere does
+// and returns what was wrong.
+func checkUpstreamLoads(k paths.Key, data []byte) error {
+	switch k.Kind {
+	case paths.KindTable:
+		var t ssTable
+		if err := strictDecode(data, &t); err != nil {
+			return err
+		}
+		if t.Type == "" {
+			return fmt.Errorf("no type")
+		}
+		return nil
+	case paths.KindView:
+		return strictDecode(data, &ssView{})
+	case paths.KindUnit:
+		// DataSourceUnitPersistService loads a Map; the swapper needs
+		// dataSourceClassName and a URL.
+		var m map[string]any
+		if err := strictDecode(data, &m); err != nil {
+			return err
+		}
+		if s, _ := m["dataSourceClassName"].(string); s == "" {
+			return fmt.Errorf("no dataSourceClassName")
+		}
+		if m["url"] == nil && m["jdbcUrl"] == nil {
+			return fmt.Errorf("no url")
+		}
+		return nil
+	case paths.KindProps:
+		// java.util.Properties: string keys, scalar values.
+		var m map[string]any
+		if err := strictDecode(data, &m); err != nil {
+			return err
+		}
+		for key, v := range m {
+			switch v.(type) {
+			case map[string]any, []any:
+				return fmt.Errorf("prop %s is not a scalar", key)
+			}
+		}
+		return nil
+	case paths.KindGlobalRule:
+		class, ok := globalRuleClasses[k.Name]
+		if !ok {
+			return fmt.Errorf("no global rule class for %q", k.Name)
+		}
+		return strictDecode(data, class())
+	case paths.KindRuleItem:
+		classes, ok := ruleItemClasses[k.RuleType]
+		if !ok {
+			return fmt.Errorf("no rule class for %q", k.RuleType)
+		}
+		class, ok := classes[k.RuleItem]
+		if !ok {
+			return fmt.Errorf("%s has no item %q", k.RuleType, k.RuleItem)
+		}
+		if class == nil {
+			if len(data) == 0 || bytes.ContainsAny(data, "\n") {
+				return fmt.Errorf("want a raw one-line string, got %q", data)
+			}
+			return nil
+		}
+		return strictDecode(data, class())
+	}
+	return fmt.Errorf("unexpected versioned kind %s", k.Kind)
+}
+
+// checkRegistryLoadsUpstream loads every versioned value under the
+// registry's /metadata, /rules and /props with upstream's classes and
+// returns how many values of each kind it checked.
+func checkRegistryLoadsUpstream(t *testing.T, repo registry.Repository) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	for _, prefix := range []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot} {
+		kvs, err := snapshotOf(testCtx(t), repo, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range kvs {
+			k, ok := paths.ParseKey(kv.Key)
+			if !ok || k.Leaf != paths.VersionsName {
+				continue
+			}
+			if err := checkUpstreamLoads(k, kv.Value); err != nil {
+				t.Errorf("%s: upstream cannot load it: %v\n%s", kv.Key, err, kv.Value)
+			}
+			counts[k.Kind]++
+		}
+	}
+	return counts
+}
+
+// catalogDatabases creates, in the test PostgreSQL and MariaDB servers and
+// in a SQLite file, tables with a primary key, a secondary index, a unique
+// constraint, a foreign key and a view, and returns one logical database
+// per server.
+func catalogDatabases(t *testing.T) []config.Database {
+	t.Helper()
+	ctx := testCtx(t)
+	tables := func(prefix string) []string {
+		return []string{
+			"CREATE TABLE " + prefix + "t_order (order_id bigint PRIMARY KEY, user_id int NOT NULL, status varchar(32))",
+			"CREATE INDEX idx_order_user ON " + prefix + "t_order (user_id)",
+			"CREATE TABLE " + prefix + "t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), " +
+				"CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES " + prefix + "t_order (order_id))",
+			"CREATE VIEW " + prefix + "v_order AS SELECT order_id FROM " + prefix + "t_order",
+		}
+	}
+	exec := func(db *datasource.DB, qs []string) {
+		t.Helper()
+		for _, q := range qs {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	var out []config.Database
+
+	pg, err := url.Parse(testenv.PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgPass, _ := pg.User.Password()
+	pgDS := config.NewDataSource("jdbc:postgresql://"+pg.Host+pg.Path, pg.User.Username(), pgPass)
+	pgConn, err := datasource.Open(ctx, "pg", pgDS)
+	if err != nil {
+		testenv.DatabaseUnreachable(t, "PostgreSQL", err)
+	}
+	t.Cleanup(func() { _ = pgConn.Close() })
+	schema := uniqueName("sk_up_")
+	t.Cleanup(func() { _, _ = pgConn.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	exec(pgConn, append([]string{"CREATE SCHEMA " + schema}, tables(schema+".")...))
+	out = append(out, config.Database{Name: "pg_db", DataSources: map[string]config.DataSource{"ds_pg": pgDS}})
+
+	my, err := url.Parse(testenv.MySQLURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	myPass, _ := my.User.Password()
+	myAdmin := config.NewDataSource("jdbc:mariadb://"+my.Host+my.Path, my.User.Username(), myPass)
+	myConn, err := datasource.Open(ctx, "my", myAdmin)
+	if err != nil {
+		testenv.DatabaseUnreachable(t, "MariaDB", err)
+	}
+	t.Cleanup(func() { _ = myConn.Close() })
+	myDB := uniqueName("sk_up_")
+	t.Cleanup(func() { _, _ = myConn.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+myDB) })
+	exec(myConn, append([]string{"CREATE DATABASE " + myDB}, tables(myDB+".")...))
+	myDS := myAdmin
+	myDS.URL = "jdbc:mysql://" + my.Host + "/" + myDB + "?useSSL=false"
+	out = append(out, config.Database{Name: "my_db", DataSources: map[string]config.DataSource{"ds_my": myDS}})
+
+	liteDS := config.NewDataSource("jdbc:sqlite:"+filepath.Join(t.TempDir(), "lite.db"), "", "")
+	lite, err := datasource.Open(ctx, "lite", liteDS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(lite, tables(""))
+	_ = lite.Close()
+	out = append(out, config.Database{Name: "lite_db", DataSources: map[string]config.DataSource{"lite": liteDS},
+		Rules: []config.Rule{{Type: "single", Content: map[string]any{"tables": []any{"*.*"}, "defaultDataSource": "lite"}}}})
+	return out
+}
+
+// catalogIntrospect reads the catalog databases for real and gives the
+// example databases (whose demo_ds_* servers do not exist) fakeIntrospect's
+// tables.
+func catalogIntrospect(ctx context.Context, db config.Database) ([]datasource.Schema, error) {
+	if strings.HasPrefix(db.Name, "sharding_") {
+		return fakeIntrospect(ctx, db)
+	}
+	return datasource.Introspect(ctx, db)
+}
+
+// upstreamConfig is ShardingSphere's example global.yaml with both example
+// database files and the three catalog databases.
+func upstreamConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg := exampleConfig(t)
+	pg, err := config.ParseDatabase("database-sharding-postgresql.yaml", readFile(t, filepath.Join(exampleDir, "database-sharding-postgresql.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Name = "sharding_pg_db"
+	cfg.Databases = append(cfg.Databases, *pg)
+	cfg.Databases = append(cfg.Databases, catalogDatabases(t)...)
+	return cfg
+}
+
+func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
+	repo := memory.New()
+	store, _ := bootOn(t, repo, upstreamConfig(t), catalogIntrospect)
+	counts := checkRegistryLoadsUpstream(t, repo)
+	var kinds []string
+	for k, n := range counts {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	t.Logf("checked %s", strings.Join(kinds, " "))
+	for _, k := range []string{paths.KindTable, paths.KindView, paths.KindUnit, paths.KindRuleItem, paths.KindGlobalRule, paths.KindProps} {
+		if counts[k] == 0 {
+			t.Errorf("no %s value was checked", k)
+		}
+	}
+	// The catalogs' foreign keys and unique constraints reached the registry.
+	for _, db := range []string{"my_db", "lite_db"} {
+		n, ok := store.Current().Table(db, db, "t_note")
+		if !ok || len(n.Constraints) != 1 || n.Constraints[0].ReferencedTable != "t_order" {
+			t.Errorf("%s t_note = %+v", db, n)
+		}
+	}
+}
+
+// TestStrictDecoderRejectsTypeName checks the check: a column written with
+// the typeName property (as shardkeeper wrote tables before) does not load.
+func TestStrictDecoderRejectsTypeName(t *testing.T) {
+	old := []byte("name: t\ntype: TABLE\ncolumns:\n  id:\n    name: id\n    dataType: 4\n    typeName: int4\n    primaryKey: true\n")
+	err := checkUpstreamLoads(paths.Key{Kind: paths.KindTable}, old)
+	if err == nil || !strings.Contains(err.Error(), "typeName") {
+		t.Fatalf("err = %v, want one naming typeName", err)
+	}
+	got, err := decodeTable("t", old)
+	if err != nil || got.Columns[0].TypeName != "int4" {
+		t.Fatalf("old table = %+v, %v: shardkeeper must still read it", got, err)
+	}
+}
