@@ -37,14 +37,14 @@ type Metrics struct {
 
 // NewMetrics returns empty metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{ops: make([]opStats, len(fault.Ops)), watch: map[string]*atomic.Int64{}, routes: map[string]*atomic.Int64{}, errs: map[int]*atomic.Int64{}, started: time.Now()}
+	return &Metrics{ops: make([]opStats, len(fault.Ops())), watch: map[string]*atomic.Int64{}, routes: map[string]*atomic.Int64{}, errs: map[int]*atomic.Int64{}, started: time.Now()}
 }
 
-// Registry operations, as reported in the op label: fault.Ops with
+// Registry operations, as reported in the op label: fault.Ops() with
 // underscores (Prometheus label values by convention).
 var opNames = func() []string {
-	names := make([]string, len(fault.Ops))
-	for i, op := range fault.Ops {
+	names := fault.Ops()
+	for i, op := range names {
 		names[i] = strings.ReplaceAll(op, "-", "_")
 	}
 	return names

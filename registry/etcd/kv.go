@@ -31,6 +31,50 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 	return registry.KV{Key: key, Value: kv.Value, Version: registry.Version(kv.ModRevision)}, nil
 }
 
+// List implements registry.Repository: one range read of "prefix/" at one
+// revision, a page at a time.
+func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
+	c, cancel, err := r.begin(ctx, "list", prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	base := r.full(prefix) + "/"
+	if prefix == "/" {
+		base = r.full("/")
+	}
+	end := clientv3.GetPrefixRangeEnd(base)
+	out := []registry.KV{}
+	start := base
+	var rev int64
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(r.childrenPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := r.client.Get(c, start, opts...)
+		if err != nil {
+			return nil, r.convertError(ctx, "list", prefix, err)
+		}
+		if rev == 0 {
+			// Later pages read at the first page's revision: one snapshot.
+			// (A header's revision is the store's current one, even for a
+			// read WithRev, so take it only once.)
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			out = append(out, registry.KV{Key: r.strip(kv.Key), Value: kv.Value, Version: registry.Version(kv.ModRevision)})
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return out, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// ListIsRangeRead implements registry.RangeReader: List is one range read.
+func (r *Repo) ListIsRangeRead() bool { return true }
+
 // Children implements registry.Repository. etcd has no directories: the
 // children are the distinct next segments of the keys under "key/". It reads
 // keys only, a page at a time at one revision, and skips the rest of a

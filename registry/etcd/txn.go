@@ -9,47 +9,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// List implements registry.Repository: one range read of "prefix/" at one
-// revision, a page at a time.
-func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
-	c, cancel, err := r.begin(ctx, "list", prefix)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	base := r.full(prefix) + "/"
-	if prefix == "/" {
-		base = r.full("/")
-	}
-	end := clientv3.GetPrefixRangeEnd(base)
-	out := []registry.KV{}
-	start := base
-	var rev int64
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(r.childrenPage)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := r.client.Get(c, start, opts...)
-		if err != nil {
-			return nil, r.convertError(ctx, "list", prefix, err)
-		}
-		if rev == 0 {
-			// Later pages read at the first page's revision: one snapshot.
-			// (A header's revision is the store's current one, even for a
-			// read WithRev, so take it only once.)
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			out = append(out, registry.KV{Key: r.strip(kv.Key), Value: kv.Value, Version: registry.Version(kv.ModRevision)})
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return out, nil
-		}
-		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
-}
-
 // Commit implements registry.Session: one etcd Txn whose If holds the
 // conditions (CreateRevision == 0 for absence, ModRevision == version
 // otherwise) and whose Then holds the writes; ephemeral puts carry the
@@ -114,6 +73,3 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	// Every condition holds now: it failed at the Txn's revision only.
 	return 0, &registry.OpError{Op: "commit", Key: first, Err: fmt.Errorf("%w: a condition changed during the transaction", registry.ErrBadVersion)}
 }
-
-// ListIsRangeRead implements registry.RangeReader: List is one range read.
-func (r *Repo) ListIsRangeRead() bool { return true }

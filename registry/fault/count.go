@@ -22,7 +22,7 @@ type Counter struct {
 
 // Count returns inner wrapped in a fresh Counter.
 func Count(inner registry.Repository) *Counter {
-	c := &Counter{n: make([]atomic.Int64, len(Ops))}
+	c := &Counter{n: make([]atomic.Int64, len(ops))}
 	c.Repo = Observe(inner, HookFunc(func(_ context.Context, op, _ string) (func(error) error, error) {
 		c.n[OpIndex(op)].Add(1)
 		return nil, nil
@@ -33,8 +33,8 @@ func Count(inner registry.Repository) *Counter {
 // Counts returns the number of calls per operation name (see Ops), zero
 // counts included.
 func (c *Counter) Counts() map[string]int64 {
-	m := make(map[string]int64, len(Ops))
-	for i, name := range Ops {
+	m := make(map[string]int64, len(ops))
+	for i, name := range ops {
 		m[name] = c.n[i].Load()
 	}
 	return m

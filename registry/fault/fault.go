@@ -10,27 +10,32 @@ package fault
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// Ops are the operation names a Hook sees, in a fixed order (OpIndex).
-var Ops = []string{
+// ops are the operation names a Hook sees, in OpIndex order.
+var ops = [...]string{
 	"get", "children", "list", "put", "create", "update", "delete", "watch", "session",
 	"put-ephemeral", "create-ephemeral", "commit", "lock", "trylock", "session-close", "unlock",
 }
 
+// Ops returns the operation names a Hook sees, in a fixed order: the
+// position of each is its OpIndex. The slice is the caller's own.
+func Ops() []string { return slices.Clone(ops[:]) }
+
 var opIndex = func() map[string]int {
-	m := make(map[string]int, len(Ops))
-	for i, op := range Ops {
+	m := make(map[string]int, len(ops))
+	for i, op := range ops {
 		m[op] = i
 	}
 	return m
 }()
 
-// OpIndex returns the position of op in Ops, or -1.
+// OpIndex returns the position of op in Ops(), or -1.
 func OpIndex(op string) int {
 	if i, ok := opIndex[op]; ok {
 		return i
@@ -86,7 +91,7 @@ type Action struct {
 	LoseResponse bool
 }
 
-// Plan decides the fault for a call; op is one of Ops. A zero Action
+// Plan decides the fault for a call; op is one of Ops(). A zero Action
 // lets the call through. A Plan is called concurrently.
 type Plan func(op, key string) Action
 

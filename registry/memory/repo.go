@@ -11,10 +11,7 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -102,104 +99,6 @@ func (r *Repo) check(ctx context.Context, op, key string) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return &registry.OpError{Op: op, Key: key, Err: err}
-	}
-	return nil
-}
-
-// Get implements registry.Repository.
-func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
-	if err := r.check(ctx, "get", key); err != nil {
-		return registry.KV{}, err
-	}
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	e, ok := r.st.kv[key]
-	if !ok {
-		return registry.KV{}, &registry.OpError{Op: "get", Key: key, Err: registry.ErrNotFound}
-	}
-	return registry.KV{Key: key, Value: slices.Clone(e.value), Version: registry.Version(e.version)}, nil
-}
-
-// Children implements registry.Repository.
-func (r *Repo) Children(ctx context.Context, key string) ([]string, error) {
-	if err := r.check(ctx, "children", key); err != nil {
-		return nil, err
-	}
-	prefix := strings.TrimSuffix(key, "/") + "/"
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	names := map[string]struct{}{}
-	for k := range r.st.kv {
-		if rest, ok := strings.CutPrefix(k, prefix); ok {
-			name, _, _ := strings.Cut(rest, "/")
-			names[name] = struct{}{}
-		}
-	}
-	out := make([]string, 0, len(names))
-	for n := range names {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// Put implements registry.Repository. Like etcd, a plain Put on an ephemeral
-// key makes it persistent.
-func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
-	if err := r.check(ctx, "put", key); err != nil {
-		return 0, err
-	}
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	return registry.Version(r.st.write(key, value, nil)), nil
-}
-
-// Create implements registry.Repository.
-func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
-	if err := r.check(ctx, "create", key); err != nil {
-		return 0, err
-	}
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	if _, ok := r.st.kv[key]; ok {
-		return 0, &registry.OpError{Op: "create", Key: key, Err: registry.ErrExists}
-	}
-	return registry.Version(r.st.write(key, value, nil)), nil
-}
-
-// Update implements registry.Repository.
-func (r *Repo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
-	if err := r.check(ctx, "update", key); err != nil {
-		return 0, err
-	}
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	e, ok := r.st.kv[key]
-	switch {
-	case !ok:
-		return 0, &registry.OpError{Op: "update", Key: key, Err: registry.ErrNotFound}
-	case registry.Version(e.version) != expect:
-		return 0, &registry.OpError{Op: "update", Key: key, Err: fmt.Errorf("%w: expected %d, found %d", registry.ErrBadVersion, expect, e.version)}
-	}
-	return registry.Version(r.st.write(key, value, e.owner)), nil
-}
-
-// Delete implements registry.Repository.
-func (r *Repo) Delete(ctx context.Context, key string) error {
-	if err := r.check(ctx, "delete", key); err != nil {
-		return err
-	}
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	var doomed []string
-	for k := range r.st.kv {
-		if registry.IsUnder(k, key) {
-			doomed = append(doomed, k)
-		}
-	}
-	sort.Strings(doomed)
-	for _, k := range doomed {
-		r.st.remove(k)
 	}
 	return nil
 }

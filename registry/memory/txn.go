@@ -3,29 +3,9 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/shardkeeper/shardkeeper/registry"
 )
-
-// List implements registry.Repository.
-func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
-	if err := r.check(ctx, "list", prefix); err != nil {
-		return nil, err
-	}
-	under := strings.TrimSuffix(prefix, "/") + "/"
-	r.st.mu.Lock()
-	var out []registry.KV
-	for k, e := range r.st.kv {
-		if strings.HasPrefix(k, under) {
-			out = append(out, registry.KV{Key: k, Value: slices.Clone(e.value), Version: registry.Version(e.version)})
-		}
-	}
-	r.st.mu.Unlock()
-	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
-}
 
 // Commit implements registry.Session.
 func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
@@ -70,6 +50,3 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	}
 	return registry.Version(rev), nil
 }
-
-// ListIsRangeRead implements registry.RangeReader: List reads the store once.
-func (r *Repo) ListIsRangeRead() bool { return true }

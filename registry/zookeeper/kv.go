@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sort"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -24,6 +26,77 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 		return registry.KV{}, r.convert("get", key, err)
 	}
 	return registry.KV{Key: key, Value: data, Version: registry.Version(stat.Mzxid)}, nil
+}
+
+// listParallel bounds the reads List keeps in flight on the connection.
+const listParallel = 64
+
+// List implements registry.Repository. ZooKeeper has no range read: List
+// walks the subtree, reading each level's znodes in parallel on the one
+// connection (pipelined), so the result is not one consistent snapshot.
+// Parent znodes appear with their (usually empty) values.
+func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
+	if err := r.check(ctx, "list", prefix); err != nil {
+		return nil, err
+	}
+	var (
+		mu   sync.Mutex
+		out  = []registry.KV{}
+		errs []error
+	)
+	level := []string{r.full(prefix)}
+	sem := make(chan struct{}, listParallel)
+	for len(level) > 0 {
+		var next []string
+		var wg sync.WaitGroup
+		for _, p := range level {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				names, _, err := r.conn.Children(p)
+				if errors.Is(err, zk.ErrNoNode) {
+					return
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				for _, n := range names {
+					child := p + "/" + n
+					if p == "/" {
+						child = "/" + n
+					}
+					data, stat, err := r.conn.Get(child)
+					if errors.Is(err, zk.ErrNoNode) {
+						continue // deleted meanwhile
+					}
+					mu.Lock()
+					if err != nil {
+						errs = append(errs, err)
+					} else {
+						out = append(out, registry.KV{Key: r.key(child), Value: data, Version: registry.Version(stat.Mzxid)})
+						if stat.NumChildren > 0 {
+							next = append(next, child)
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			return nil, r.convert("list", prefix, errs[0])
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, convertError("list", prefix, err)
+		}
+		level = next
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
 }
 
 // Children implements registry.Repository.
