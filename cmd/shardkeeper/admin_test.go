@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
@@ -195,12 +196,12 @@ func TestKeyDecoding(t *testing.T) {
 	for _, c := range []struct {
 		key   int64
 		epoch string
-		want  decodedKey
+		want  httpapi.KeyInfo
 	}{
 		// ShardingSphere's vectors: ((ms - epoch) << 22) | (worker << 12) | seq.
-		{0, "2016-11-01T00:00:00Z", decodedKey{Key: "0", UnixMillis: 1477958400000, Time: "2016-11-01T00:00:00.000Z"}},
-		{1<<22 | 3<<12 | 5, "1477958400000", decodedKey{Key: "4206597", UnixMillis: 1477958400001, Time: "2016-11-01T00:00:00.001Z", WorkerID: 3, Sequence: 5}},
-		{4095, "2016-10-31T16:00:00Z", decodedKey{Key: "4095", UnixMillis: 1477929600000, Time: "2016-10-31T16:00:00.000Z", Sequence: 4095}},
+		{0, "2016-11-01T00:00:00Z", httpapi.KeyInfo{Key: "0", UnixMillis: 1477958400000, Time: "2016-11-01T00:00:00.000Z"}},
+		{1<<22 | 3<<12 | 5, "1477958400000", httpapi.KeyInfo{Key: "4206597", UnixMillis: 1477958400001, Time: "2016-11-01T00:00:00.001Z", WorkerID: 3, Sequence: 5}},
+		{4095, "2016-10-31T16:00:00Z", httpapi.KeyInfo{Key: "4095", UnixMillis: 1477929600000, Time: "2016-10-31T16:00:00.000Z", Sequence: 4095}},
 	} {
 		ep, err := parseEpoch(c.epoch)
 		if err != nil {

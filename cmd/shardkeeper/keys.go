@@ -6,22 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
-
-// maxKeysPerRequest is the API's limit on GET /api/v1/keys?count=N.
-const maxKeysPerRequest = 10000
-
-// decodedKey is one key's fields; the JSON names are the API's
-// (GET /api/v1/keys/{key}).
-type decodedKey struct {
-	Key        string `json:"key"`
-	UnixMillis int64  `json:"unixMillis"`
-	Time       string `json:"time"`
-	WorkerID   int64  `json:"workerId"`
-	Sequence   int64  `json:"sequence"`
-	InstanceID string `json:"instanceId,omitempty"`
-}
 
 func newKeysCommand() *cobra.Command {
 	t := &target{}
@@ -44,8 +31,8 @@ reservation, which only a running node has, so --server URL is required.`,
 			if err := t.check(); err != nil {
 				return err
 			}
-			if count < 1 || count > maxKeysPerRequest {
-				return usagef("-n %d: want 1 to %d keys", count, maxKeysPerRequest)
+			if count < 1 || count > httpapi.MaxKeysPerRequest {
+				return usagef("-n %d: want 1 to %d keys", count, httpapi.MaxKeysPerRequest)
 			}
 			if !t.useServer() {
 				return usagef("keys next needs a running node: pass --server URL (or set %s) of a node started with `shardkeeper serve --http ADDR`.\n"+
@@ -55,10 +42,7 @@ reservation, which only a running node has, so --server URL is required.`,
 			if err != nil {
 				return err
 			}
-			var resp struct {
-				WorkerID int      `json:"workerId"`
-				Keys     []string `json:"keys"`
-			}
+			var resp httpapi.Keys
 			if err := c.get(cmd.Context(), "/api/v1/keys?count="+strconv.Itoa(count), &resp); err != nil {
 				return err
 			}
@@ -98,14 +82,14 @@ names the instance that holds the worker id now.`,
 				}
 				keys[i] = k
 			}
-			var out []decodedKey
+			var out []httpapi.KeyInfo
 			if t.useServer() {
 				c, err := t.client()
 				if err != nil {
 					return err
 				}
 				for _, k := range keys {
-					var d decodedKey
+					var d httpapi.KeyInfo
 					if err := c.get(cmd.Context(), "/api/v1/keys/"+strconv.FormatInt(k, 10), &d); err != nil {
 						return err
 					}
@@ -138,10 +122,10 @@ names the instance that holds the worker id now.`,
 	return cmd
 }
 
-func decodeKey(k int64, epoch time.Time) decodedKey {
+func decodeKey(k int64, epoch time.Time) httpapi.KeyInfo {
 	p := snowflake.Decompose(k)
 	at := p.Time(epoch)
-	return decodedKey{
+	return httpapi.KeyInfo{
 		Key:        strconv.FormatInt(k, 10),
 		UnixMillis: at.UnixMilli(),
 		Time:       at.Format("2006-01-02T15:04:05.000Z07:00"),

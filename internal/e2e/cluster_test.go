@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
@@ -208,10 +209,6 @@ func threeNodes(t *testing.T, conf string) {
 	}
 
 	// 10,000 keys from each node, 1,000 per request, all nodes at once.
-	type batch struct {
-		WorkerID int      `json:"workerId"`
-		Keys     []string `json:"keys"`
-	}
 	var mu sync.Mutex
 	all := make(map[string]string, 30000)
 	var wg sync.WaitGroup
@@ -228,7 +225,7 @@ func threeNodes(t *testing.T, conf string) {
 					return
 				}
 				defer resp.Body.Close()
-				var b batch
+				var b httpapi.Keys
 				if err := json.NewDecoder(resp.Body).Decode(&b); err != nil || resp.StatusCode != 200 || len(b.Keys) != 1000 {
 					errs <- fmt.Errorf("%s: status %d, %d keys, %v", p.id, resp.StatusCode, len(b.Keys), err)
 					return
@@ -263,10 +260,7 @@ func threeNodes(t *testing.T, conf string) {
 			break
 		}
 	}
-	var info struct {
-		WorkerID   int    `json:"workerId"`
-		InstanceID string `json:"instanceId"`
-	}
+	var info httpapi.KeyInfo
 	call(t, "GET", procs[0].url+"/api/v1/keys/"+k3, "", &info)
 	if info.InstanceID != procs[2].id {
 		t.Fatalf("key %s decoded on node 1: %+v", k3, info)

@@ -23,7 +23,15 @@ var keyBufs = sync.Pool{New: func() any { return &keyBuf{ids: make([]int64, 0, 1
 // maxKeyWait bounds how long a keys request waits for a time reservation.
 const maxKeyWait = 5 * time.Second
 
-// handleKeys is GET /api/v1/keys?count=N: {"workerId":W,"keys":["..."]}.
+// Keys is GET /api/v1/keys?count=N's answer: the worker id that stamped
+// the keys and the keys as decimal strings (JSON numbers lose precision
+// above 2^53 in JavaScript), in increasing order.
+type Keys struct {
+	WorkerID int      `json:"workerId"`
+	Keys     []string `json:"keys"`
+}
+
+// handleKeys is GET /api/v1/keys?count=N: a Keys, {"workerId":W,"keys":["..."]}.
 // It appends decimal strings into a pooled buffer: no reflection, no
 // per-key allocation.
 func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
@@ -73,8 +81,9 @@ func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// keyInfo is GET /api/v1/keys/{key}'s answer.
-type keyInfo struct {
+// KeyInfo is GET /api/v1/keys/{key}'s answer: the key's fields and, when
+// this node saw it, the instance that held the worker id at its time.
+type KeyInfo struct {
 	Key        string `json:"key"`
 	UnixMillis int64  `json:"unixMillis"`
 	Time       string `json:"time"`
@@ -94,7 +103,7 @@ func (s *Server) handleKey(w http.ResponseWriter, r *http.Request) {
 	}
 	p := snowflake.Decompose(k)
 	ms := p.Millis + s.epochMs
-	info := keyInfo{
+	info := KeyInfo{
 		Key:        strconv.FormatInt(k, 10),
 		UnixMillis: ms,
 		Time:       time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z"),

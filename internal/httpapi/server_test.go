@@ -145,24 +145,19 @@ func put(t *testing.T, n *testNode, path, body string) response {
 	return do(t, n, "PUT", path, testToken, body)
 }
 
-type keysBody struct {
-	WorkerID int      `json:"workerId"`
-	Keys     []string `json:"keys"`
-}
-
 func TestKeys(t *testing.T) {
 	n := startNode(t, memory.New(), "keys-node", nil)
 	r := get(t, n, "/api/v1/keys")
 	if r.status != 200 {
 		t.Fatalf("GET keys: %d %s", r.status, r.body)
 	}
-	var one keysBody
+	var one Keys
 	r.json(t, &one)
 	if len(one.Keys) != 1 || one.WorkerID != n.node.WorkerID() {
 		t.Fatalf("GET keys = %s (worker id %d)", r.body, n.node.WorkerID())
 	}
 	r = get(t, n, "/api/v1/keys?count=10000")
-	var many keysBody
+	var many Keys
 	r.json(t, &many)
 	if len(many.Keys) != 10000 {
 		t.Fatalf("count=10000 gave %d keys", len(many.Keys))
@@ -181,7 +176,7 @@ func TestKeys(t *testing.T) {
 
 	// Decode: the node's own key names it.
 	r = get(t, n, "/api/v1/keys/"+one.Keys[0])
-	var info keyInfo
+	var info KeyInfo
 	r.json(t, &info)
 	if info.Key != one.Keys[0] || info.WorkerID != int64(one.WorkerID) || info.InstanceID != "keys-node" ||
 		time.Since(time.UnixMilli(info.UnixMillis)) > time.Minute || !strings.HasSuffix(info.Time, "Z") {
