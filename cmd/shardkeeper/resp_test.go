@@ -50,8 +50,8 @@ func TestServeUDPAndRESP(t *testing.T) {
 // before serving.
 func TestServeBadRESPMaxClients(t *testing.T) {
 	for _, n := range []int{0, -1} {
-		if _, err := startRESP("127.0.0.1:0", n, nil, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "--resp-max-clients") {
-			t.Fatalf("startRESP with --resp-max-clients %d: %v", n, err)
+		if _, err := respConfig("127.0.0.1:0", n); err == nil || !strings.Contains(err.Error(), "--resp-max-clients") {
+			t.Fatalf("respConfig with --resp-max-clients %d: %v", n, err)
 		}
 	}
 }

@@ -91,9 +91,13 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 					fmt.Fprintf(out, "reusing registry data in %s\n", repo.DataDir)
 				}
 			}
+			respConf, err := respConfig(respAddr, respMax)
+			if err != nil {
+				return err
+			}
 			node.Logger = log
 			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
-				ModeType: mode.Type, HTTP: httpConf})
+				ModeType: mode.Type, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr)})
 			if err != nil {
 				return err
 			}
@@ -110,16 +114,11 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
 				}
 			}
-			stopRESP, err := startRESP(respAddr, respMax, d.Node, out)
-			if err != nil {
-				_ = d.Close(context.Background())
-				return err
+			if d.RESPAddr != "" {
+				fmt.Fprintf(out, "shardkeeper: Redis-protocol key service on %s (INCR any, NEXTID [n], NEXTIDB n; no authentication)\n", d.RESPAddr)
 			}
-			stopUDP, err := startUDP(udpAddr, d.Node, out)
-			if err != nil {
-				stopRESP()
-				_ = d.Close(context.Background())
-				return err
+			if d.UDPAddr != "" {
+				fmt.Fprintf(out, "shardkeeper: datagram key service on udp %s (one request, one reply per datagram; no authentication)\n", d.UDPAddr)
 			}
 			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
 			ctx := cmd.Context()
@@ -129,8 +128,6 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 				defer cancel()
 			}
 			<-ctx.Done()
-			stopRESP()
-			stopUDP()
 			fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
 			closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()

@@ -1,18 +1,15 @@
 // Package daemon wires one shardkeeper node together: the registry, the
-// cluster node (worker id, fence, membership) and the metadata store
-// (bootstrap and live dispatch). cmd/shardkeeper's serve runs it.
+// cluster node (worker id, fence, membership), the metadata store
+// (bootstrap and live dispatch) and the front ends that serve them (the
+// HTTP API, the Redis-protocol and UDP key services), which it starts and
+// stops. cmd/shardkeeper's serve runs it.
 package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
-	"slices"
-	"syscall"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
@@ -42,25 +39,10 @@ type Config struct {
 	ModeType string
 	// HTTP, when set, serves the HTTP API, status page and metrics.
 	HTTP *HTTPConfig
-}
-
-// HTTPConfig configures the daemon's HTTP server (see internal/httpapi).
-type HTTPConfig struct {
-	// Addr is the listen address, e.g. 127.0.0.1:8080.
-	Addr string
-	// FallbackAddr, when set, is tried (with a warning) when Addr is in
-	// use; serve sets it for its default address only.
-	FallbackAddr string
-	// Token is the bearer token mutations need; empty refuses them.
-	Token string
-	// OpenReads lets GETs through without the token.
-	OpenReads bool
-	// AllowedHosts are the host names the API answers to besides
-	// localhost and IP addresses (see httpapi.Config.AllowedHosts); the
-	// host of Addr, when it is a name, is added.
-	AllowedHosts []string
-	// TLS, when set, serves HTTPS.
-	TLS *tls.Config
+	// RESP, when set, serves keys over the Redis protocol.
+	RESP *RESPConfig
+	// UDP, when set, serves keys over UDP datagrams.
+	UDP *UDPConfig
 }
 
 // Daemon is a running node. Close it to leave the cluster.
@@ -74,11 +56,18 @@ type Daemon struct {
 	// bound address (host:port).
 	HTTP     *httpapi.Server
 	HTTPAddr string
+	// RESPAddr and UDPAddr are the bound addresses of the key services
+	// (empty without Config.RESP, Config.UDP).
+	RESPAddr string
+	UDPAddr  string
 
-	log      *slog.Logger
-	httpDone chan struct{}
-	cancel   context.CancelFunc
-	runDone  chan struct{}
+	cfg        Config
+	nodeConfig cluster.Config      // Config.Node with the defaults Start filled in
+	repo       registry.Repository // Repo, instrumented by Metrics
+	frontends  []frontend          // in the order Close drains them
+	log        *slog.Logger
+	cancel     context.CancelFunc
+	runDone    chan struct{}
 }
 
 // Start connects to the registry, opens the cluster node (it holds a
@@ -86,25 +75,26 @@ type Daemon struct {
 // metadata (from the registry when it has databases, otherwise from
 // c.Conf, introspecting the real data sources) and follows the registry.
 // ctx bounds the start.
-func Start(ctx context.Context, c Config) (d *Daemon, err error) {
+//
+// Start binds the ports of c.HTTP, c.RESP and c.UDP before it contacts the
+// registry: a busy port fails the start before any registry write. On any
+// failure every port it bound is closed again. The front ends answer once
+// Start returns.
+func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	log := c.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	// Bind first: a busy port fails the start before any registry write.
-	var ln net.Listener
-	if c.HTTP != nil {
-		if err := httpapi.CheckAllowedHosts(c.HTTP.AllowedHosts); err != nil {
-			return nil, err
-		}
-		if ln, err = listen(c.HTTP, log); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				_ = ln.Close()
+	d := &Daemon{cfg: c, log: log}
+	defer func() {
+		if err != nil {
+			for _, f := range d.frontends {
+				f.stop(context.WithoutCancel(ctx))
 			}
-		}()
+		}
+	}()
+	if err := d.bind(); err != nil {
+		return nil, err
 	}
 	rawRepo, err := connect.Open(ctx, c.Repository)
 	if err != nil {
@@ -146,61 +136,48 @@ func Start(ctx context.Context, c Config) (d *Daemon, err error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	d = &Daemon{Repo: rawRepo, Node: node, Metadata: store, Metrics: metrics, log: log, cancel: cancel, runDone: make(chan struct{})}
+	d.Repo, d.repo, d.Node, d.nodeConfig, d.Metadata, d.Metrics = rawRepo, repo, node, nc, store, metrics
+	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
 	go func() {
 		defer close(d.runDone)
 		if err := store.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("metadata watch stopped", "err", err)
 		}
 	}()
-	if ln != nil {
-		srv, err := httpapi.New(httpapi.Config{
-			Node: node, NodeConfig: nc, Store: store, Repo: repo, SessionTTL: c.Repository.TimeToLive,
-			ModeType: c.ModeType, Token: c.HTTP.Token, OpenReads: c.HTTP.OpenReads, TLS: c.HTTP.TLS,
-			AllowedHosts: allowedHosts(c.HTTP),
-			Metrics:      metrics, Logger: log, Epoch: nc.Snowflake.Epoch,
-		})
-		if err != nil {
+	for _, f := range d.frontends {
+		if err = f.serve(d); err != nil {
 			cancel()
 			<-d.runDone
 			return nil, err
 		}
-		d.HTTP, d.HTTPAddr, d.httpDone = srv, ln.Addr().String(), make(chan struct{})
-		go func() {
-			defer close(d.httpDone)
-			if err := srv.Serve(ln); err != nil {
-				log.Error("http server stopped", "err", err)
-			}
-		}()
-		log.Info("http api listening", "addr", d.HTTPAddr, "tls", c.HTTP.TLS != nil, "open_reads", c.HTTP.OpenReads, "token", c.HTTP.Token != "")
 	}
 	return d, nil
 }
 
-// allowedHosts is c.AllowedHosts plus the host of c.Addr when it is a
-// name (such as node1.example.com:8080).
-func allowedHosts(c *HTTPConfig) []string {
-	hosts := slices.Clone(c.AllowedHosts)
-	if host, _, err := net.SplitHostPort(c.Addr); err == nil && host != "" {
-		if _, err := netip.ParseAddr(host); err != nil {
-			hosts = append(hosts, host)
+// bind binds the configured front ends: HTTP, RESP, UDP.
+func (d *Daemon) bind() error {
+	if c := d.cfg.HTTP; c != nil {
+		h, err := bindHTTP(c, d.log)
+		if err != nil {
+			return err
 		}
+		d.frontends, d.HTTPAddr = append(d.frontends, h), h.ln.Addr().String()
 	}
-	return hosts
-}
-
-// listen binds the HTTP address, or the fallback when the address is in
-// use and a fallback is configured.
-func listen(c *HTTPConfig, log *slog.Logger) (net.Listener, error) {
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil && c.FallbackAddr != "" && errors.Is(err, syscall.EADDRINUSE) {
-		log.Warn("http address in use; using another port", "addr", c.Addr, "fallback", c.FallbackAddr)
-		ln, err = net.Listen("tcp", c.FallbackAddr)
+	if c := d.cfg.RESP; c != nil {
+		k, err := bindRESP(c)
+		if err != nil {
+			return err
+		}
+		d.frontends, d.RESPAddr = append(d.frontends, k), k.addr
 	}
-	if err != nil {
-		return nil, fmt.Errorf("http: listen on %s: %w", c.Addr, err)
+	if c := d.cfg.UDP; c != nil {
+		k, err := bindUDP(c)
+		if err != nil {
+			return err
+		}
+		d.frontends, d.UDPAddr = append(d.frontends, k), k.addr
 	}
-	return ln, nil
+	return nil
 }
 
 // bootstrap runs the metadata bootstrap under its registry lock, held
@@ -214,20 +191,26 @@ func bootstrap(ctx context.Context, repo registry.Repository, c Config, log *slo
 	return metadata.Bootstrap(ctx, repo, sess, c.Conf, metadata.Options{Introspect: datasource.Introspect, Logger: log})
 }
 
-// Close leaves the cluster: the HTTP server stops (not ready at once,
-// requests in flight finish); the node stops issuing, publishes its final
-// fence and goes offline; the metadata watch stops; the registry client
-// closes. ctx bounds the registry writes.
+// Close leaves the cluster, in this order:
+//
+//  1. Every front end stops taking key requests: the key services (RESP,
+//     UDP) stop answering and close their ports; HTTP keeps its port, and
+//     /readyz and key requests answer 503 "the node is shutting down", so
+//     that probes see the shutdown rather than a refused connection.
+//  2. The node stops issuing, publishes its final fence and goes offline.
+//  3. The HTTP server closes its port; requests in flight finish (at most
+//     5 seconds), event streams are cut.
+//  4. The metadata watch stops and the registry client closes.
+//
+// ctx bounds the registry writes and the waits for requests in flight.
 func (d *Daemon) Close(ctx context.Context) error {
-	if d.HTTP != nil {
-		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := d.HTTP.Shutdown(hctx); err != nil {
-			d.log.Warn("http server did not drain", "err", err)
-		}
-		cancel()
-		<-d.httpDone
+	for _, f := range d.frontends {
+		f.drain(ctx)
 	}
 	nodeErr := d.Node.Close(ctx)
+	for i := len(d.frontends) - 1; i >= 0; i-- {
+		d.frontends[i].stop(ctx)
+	}
 	d.cancel()
 	select {
 	case <-d.runDone:

@@ -47,14 +47,15 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startServe runs serve --conf conf with its own instance id and HTTP port,
-// and waits until /readyz answers 200.
-func startServe(t *testing.T, conf, id string, port int) *proc {
+// startServe runs serve --conf conf with its own instance id and HTTP port
+// and the extra arguments, and waits until /readyz answers 200.
+func startServe(t *testing.T, conf, id string, port int, extra ...string) *proc {
 	t.Helper()
 	httpPort := freePort(t)
 	p := &proc{id: id, url: fmt.Sprintf("http://127.0.0.1:%d", httpPort), done: make(chan error, 1)}
-	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), "serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
-		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--log-format", "json", "--reservation", "1500ms")
+	args := []string{"serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
+		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--log-format", "json", "--reservation", "1500ms"}
+	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), append(args, extra...)...)
 	p.cmd.Env = append(os.Environ(), "SHARDKEEPER_TOKEN="+token)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -178,6 +178,15 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
+// Drain marks the node not ready: from its return /readyz answers 503 and
+// key requests are refused with 503 ("the node is shutting down"), while
+// every other route keeps answering until Shutdown. Idempotent.
+func (s *Server) Drain() {
+	if !s.draining.Swap(true) {
+		s.notify()
+	}
+}
+
 // Shutdown marks the node not ready, stops accepting connections, waits
 // for requests in flight (bounded by ctx; event streams are cut), then
 // Closes.

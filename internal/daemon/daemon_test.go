@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// TestCloseStopsEveryFrontend starts a daemon on real etcd with HTTP, RESP
+// and UDP, and checks that Close leaves nothing behind in the process:
+// every port refuses or ignores requests and the online node is gone.
+func TestCloseStopsEveryFrontend(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	repo := config.Repository{Type: config.RepositoryEtcd, ServerLists: testenv.EtcdEndpoints(t),
+		Namespace: fmt.Sprintf("sk_daemon_%d", time.Now().UnixNano()), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+	d, err := Start(ctx, Config{
+		Repository: repo,
+		Node:       cluster.Config{InstanceID: "daemon-close", Reservation: time.Second},
+		HTTP:       &HTTPConfig{Addr: "127.0.0.1:0", OpenReads: true},
+		RESP:       &RESPConfig{Addr: "127.0.0.1:0"},
+		UDP:        &UDPConfig{Addr: "127.0.0.1:0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	online, err := paths.Online(paths.Proxy, "daemon-close")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Repo.Get(ctx, online); err != nil {
+		t.Fatalf("online node while running: %v", err)
+	}
+	if code := readyz(t, d.HTTPAddr); code != http.StatusOK {
+		t.Fatalf("/readyz while running = %d", code)
+	}
+	conn, err := net.Dial("tcp", d.RESPAddr)
+	if err != nil {
+		t.Fatalf("RESP while running: %v", err)
+	}
+	conn.Close()
+	if _, err := udpKey(d.UDPAddr, 5*time.Second); err != nil {
+		t.Fatalf("UDP while running: %v", err)
+	}
+
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{d.HTTPAddr, d.RESPAddr} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err == nil {
+			conn.Close()
+			t.Fatalf("connect to %s after Close succeeded", addr)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("connect to %s after Close: %v, want connection refused", addr, err)
+		}
+	}
+	if k, err := udpKey(d.UDPAddr, time.Second); err == nil {
+		t.Fatalf("UDP key %d after Close", k)
+	}
+	r, err := connect.Open(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if kv, err := r.Get(ctx, online); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("online node after Close: %q, %v; want it gone", kv.Value, err)
+	}
+}
+
+func readyz(t *testing.T, addr string) int {
+	t.Helper()
+	r, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	return r.StatusCode
+}
+
+// udpKey asks addr for one key over the datagram protocol, waiting at
+// most wait for the answer.
+func udpKey(addr string, wait time.Duration) (int64, error) {
+	c, err := keyserver.DialUDP(addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return c.NextID(ctx)
+}
+
+// TestBusyPortFailsTheStart: a front end whose port is taken fails Start
+// before the registry is contacted, and the ports already bound are
+// released.
+func TestBusyPortFailsTheStart(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := free.Addr().String()
+	free.Close()
+	// No registry listens on port 1: reaching it would fail differently.
+	repo := config.Repository{Type: config.RepositoryEtcd, ServerLists: []string{"http://127.0.0.1:1"}, Namespace: "sk_daemon_busy",
+		TimeToLive: 10 * time.Second, ConnectTimeout: time.Second}
+	_, err = Start(context.Background(), Config{
+		Repository: repo,
+		HTTP:       &HTTPConfig{Addr: httpAddr},
+		RESP:       &RESPConfig{Addr: busy.Addr().String()},
+	})
+	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("Start with a busy RESP port: %v, want address in use", err)
+	}
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		t.Fatalf("HTTP port %s still bound after the failed start: %v", httpAddr, err)
+	}
+	ln.Close()
+}
