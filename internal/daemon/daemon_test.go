@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"syscall"
@@ -23,10 +22,9 @@ import (
 // and UDP, and checks that Close leaves nothing behind in the process:
 // every port refuses or ignores requests and the online node is gone.
 func TestCloseStopsEveryFrontend(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	repo := config.Repository{Type: config.RepositoryEtcd, ServerLists: testenv.EtcdEndpoints(t),
-		Namespace: fmt.Sprintf("sk_daemon_%d", time.Now().UnixNano()), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+		Namespace: testenv.Namespace("sk_daemon_"), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
 	d, err := Start(ctx, Config{
 		Repository: repo,
 		Node:       cluster.Config{InstanceID: "daemon-close", Reservation: time.Second},

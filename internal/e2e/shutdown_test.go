@@ -34,8 +34,7 @@ func TestSIGTERMClosesEveryPort(t *testing.T) {
 	httpAddr := strings.TrimPrefix(p.url, "http://")
 	respAddr, udpAddr := rm[1], um[1]
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	c, err := config.Load(ctx, conf)
 	if err != nil {
 		t.Fatal(err)
