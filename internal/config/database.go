@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,13 @@ type DataSource struct {
 	MinPoolSize         int
 	ReadOnly            bool
 	CustomPoolProps     map[string]string
+	// Extra holds every top-level property that is not one of the fields
+	// above as it was read (scalars with their YAML type, maps such as
+	// HikariCP's dataSourceProperties, lists), so that a unit
+	// ShardingSphere wrote is written back without loss, in its place.
+	// Scalar ones are in CustomPoolProps too, as text; a CustomPoolProps
+	// value that no longer matches its Extra entry wins.
+	Extra map[string]any
 }
 
 // NewDataSource returns a DataSource for url with the default pool props.
@@ -106,7 +114,19 @@ func (d DataSource) Equal(o DataSource) bool {
 		d.DataSourceClassName == o.DataSourceClassName && d.DriverClassName == o.DriverClassName &&
 		d.ConnectionTimeout == o.ConnectionTimeout && d.IdleTimeout == o.IdleTimeout &&
 		d.MaxLifetime == o.MaxLifetime && d.MaxPoolSize == o.MaxPoolSize && d.MinPoolSize == o.MinPoolSize &&
-		d.ReadOnly == o.ReadOnly && maps.Equal(d.CustomPoolProps, o.CustomPoolProps)
+		d.ReadOnly == o.ReadOnly && maps.Equal(d.CustomPoolProps, o.CustomPoolProps) &&
+		reflect.DeepEqual(d.extra(), o.extra())
+}
+
+// extra is Extra without the scalars CustomPoolProps carries.
+func (d DataSource) extra() map[string]any {
+	out := map[string]any{}
+	for k, v := range d.Extra {
+		if _, ok := d.CustomPoolProps[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Map returns the data source as the YAML map ShardingSphere stores in a
@@ -129,10 +149,41 @@ func (d DataSource) Map() map[string]any {
 	if d.ReadOnly {
 		m["readOnly"] = true
 	}
-	if len(d.CustomPoolProps) > 0 {
-		m["customPoolProps"] = d.CustomPoolProps
+	custom := map[string]string{}
+	for k, v := range d.CustomPoolProps {
+		if _, ok := d.Extra[k]; !ok {
+			custom[k] = v
+		}
+	}
+	for k, e := range d.Extra {
+		v, isCustom := d.CustomPoolProps[k]
+		switch {
+		case !isCustom:
+			m[k] = e
+		case scalarText(e) == v:
+			m[k] = e
+		default:
+			m[k] = v
+		}
+	}
+	if len(custom) > 0 {
+		m["customPoolProps"] = custom
 	}
 	return m
+}
+
+// scalarText is a decoded YAML scalar as ParseDataSource keeps it in
+// CustomPoolProps.
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case map[string]any, []any:
+		return "\x00" // never equal to a scalar's text
+	}
+	return fmt.Sprint(v)
 }
 
 // ParseDataSource reads a unit's pool properties from YAML (a
@@ -153,6 +204,28 @@ func ParseDataSource(file, field string, data []byte) (DataSource, error) {
 	return ds, p.err()
 }
 
+// standardPoolProps are the property names parseDataSource maps to
+// DataSource's fields.
+var standardPoolProps = map[string]bool{
+	"url": true, "jdbcUrl": true, "username": true, "user": true, "password": true,
+	"dataSourceClassName": true, "driverClassName": true, "connectionTimeoutMilliseconds": true,
+	"connectionTimeout": true, "idleTimeoutMilliseconds": true, "idleTimeout": true,
+	"maxLifetimeMilliseconds": true, "maxLifetime": true, "maxPoolSize": true, "maximumPoolSize": true,
+	"minPoolSize": true, "minimumIdle": true, "readOnly": true,
+}
+
+// keepExtra records property k's value as read in ds.Extra.
+func keepExtra(ds *DataSource, k string, v *yaml.Node) {
+	var x any
+	if v.Tag != "!!null" && v.Decode(&x) != nil {
+		return
+	}
+	if ds.Extra == nil {
+		ds.Extra = map[string]any{}
+	}
+	ds.Extra[k] = x
+}
+
 func parseDataSource(p *problems, field string, n *yaml.Node) DataSource {
 	ds := NewDataSource("", "", "")
 	if n.Kind != yaml.MappingNode {
@@ -163,7 +236,19 @@ func parseDataSource(p *problems, field string, n *yaml.Node) DataSource {
 		k, v := n.Content[i], n.Content[i+1]
 		f := field + "." + k.Value
 		if v.Kind != yaml.ScalarNode && k.Value != "customPoolProps" {
-			p.add(v, f, "must be a scalar value")
+			if standardPoolProps[k.Value] {
+				p.add(v, f, "must be a scalar value")
+				continue
+			}
+			var x any
+			if err := v.Decode(&x); err != nil {
+				p.add(v, f, err.Error())
+				continue
+			}
+			if ds.Extra == nil {
+				ds.Extra = map[string]any{}
+			}
+			ds.Extra[k.Value] = x
 			continue
 		}
 		val := v.Value
@@ -202,7 +287,9 @@ func parseDataSource(p *problems, field string, n *yaml.Node) DataSource {
 				p.add(v, f, "must be a mapping")
 				continue
 			}
-			ds.CustomPoolProps = map[string]string{}
+			if ds.CustomPoolProps == nil {
+				ds.CustomPoolProps = map[string]string{}
+			}
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				ds.CustomPoolProps[v.Content[j].Value] = v.Content[j+1].Value
 			}
@@ -213,6 +300,7 @@ func parseDataSource(p *problems, field string, n *yaml.Node) DataSource {
 				ds.CustomPoolProps = map[string]string{}
 			}
 			ds.CustomPoolProps[k.Value] = val
+			keepExtra(&ds, k.Value, v)
 		}
 	}
 	if ds.URL == "" {

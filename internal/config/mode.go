@@ -22,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
@@ -66,8 +67,8 @@ type Mode struct {
 // names in YAML (`namespace`, `server-lists`, `timeToLiveSeconds`,
 // `retryIntervalMilliseconds`, `maxRetries`, `operationTimeoutMilliseconds`,
 // `digest`) plus shardkeeper's own (`username`, `password`, `caFile`,
-// `certFile`, `keyFile`, `connectTimeoutMilliseconds`, and for Embedded
-// `dataDir`, `clientUrl`, `peerUrl`).
+// `certFile`, `keyFile`, `connectTimeoutMilliseconds`, `layoutVersion`, and
+// for Embedded `dataDir`, `clientUrl`, `peerUrl`).
 type Repository struct {
 	Type             string        // RepositoryEtcd, RepositoryZooKeeper or RepositoryEmbedded
 	Namespace        string        // key prefix (etcd) or root znode (ZooKeeper)
@@ -86,6 +87,10 @@ type Repository struct {
 	DataDir          string        // Embedded: where the embedded etcd keeps its data and credentials; etcd: read the credentials there
 	ClientURL        string        // Embedded: where it listens for clients
 	PeerURL          string        // Embedded: where it listens for etcd peers; empty (the default) opens no peer port
+	// Layout is the ShardingSphere release whose registry layout the node
+	// writes (prop layoutVersion, such as 5.5.2; default 5.5.3). Every
+	// layout is read.
+	Layout paths.Layout
 }
 
 // DefaultMode is what a node runs with no configuration: Standalone on the
@@ -315,6 +320,12 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 			r.ClientURL = v.Value
 		case "peerUrl":
 			r.PeerURL = v.Value
+		case "layoutVersion":
+			l, err := paths.ParseLayout(v.Value)
+			if err != nil {
+				p.add(v, field, err.Error())
+			}
+			r.Layout = l
 		default:
 			p.add(k, field, "unknown repository prop")
 		}

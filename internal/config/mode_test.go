@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 )
 
 func TestLoadModeShardingSphereExample(t *testing.T) {
@@ -117,6 +119,22 @@ func TestRepositoryFromFlags(t *testing.T) {
 	}
 	_, err = RepositoryFromFlags("mysql", map[string]string{"namespace": "ns", "server-lists": "x:1"})
 	if err == nil || !strings.Contains(err.Error(), `--repository-type: "mysql" is not a repository type`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseModeLayoutVersion(t *testing.T) {
+	doc := "mode:\n  type: Cluster\n  repository:\n    type: etcd\n    props:\n      namespace: ns\n      server-lists: http://127.0.0.1:2379\n"
+	m, err := ParseMode("g.yaml", []byte(doc))
+	if err != nil || m.Repository.Layout != paths.DefaultLayout || m.Repository.Layout.String() != "5.5.3" {
+		t.Fatalf("default layout = %v, %v", m.Repository.Layout, err)
+	}
+	m, err = ParseMode("g.yaml", []byte(doc+"      layoutVersion: 5.5.2\n"))
+	if err != nil || m.Repository.Layout != paths.Layout552 {
+		t.Fatalf("5.5.2 layout = %v, %v", m.Repository.Layout, err)
+	}
+	_, err = ParseMode("g.yaml", []byte(doc+"      layoutVersion: 5.4.1\n"))
+	if err == nil || !strings.Contains(err.Error(), "g.yaml:8: mode.repository.props.layoutVersion") {
 		t.Fatalf("err = %v", err)
 	}
 }

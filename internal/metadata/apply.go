@@ -157,6 +157,10 @@ func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live b
 	}
 	del := ev.Type == registry.EventDelete
 	switch k.Kind {
+	case paths.KindDatabaseListener:
+		// Announcements of databases created or dropped: the databases
+		// themselves arrive under /metadata.
+		return
 	case paths.KindClusterState:
 		state := strings.TrimSpace(string(ev.KV.Value))
 		switch state {

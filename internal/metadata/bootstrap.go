@@ -35,7 +35,8 @@ type Options struct {
 // databases (children of /metadata) it loads everything from the registry,
 // props and global rules included (path B); otherwise it persists cfg's
 // global rules, props and databases, then the schemas opts.Introspect reads
-// from the real data sources (path A), and loads the result. So two nodes
+// from the real data sources (path A), in the layout of
+// cfg.Mode.Repository.Layout, and loads the result. So two nodes
 // starting together on an empty registry end with one consistent copy.
 // sess may be nil only when nothing else can write the registry
 // (standalone). The returned Store is loaded; call its Run to follow
@@ -103,6 +104,7 @@ func persistLocal(ctx context.Context, repo registry.Repository, sess registry.S
 	}
 	w := newWriter(ctx, repo, true)
 	w.sess = sess
+	w.layout = cfg.Mode.Repository.Layout
 	if err := persistGlobal(w, cfg.GlobalRules, cfg.Props); err != nil {
 		return err
 	}

@@ -300,10 +300,10 @@ func TestWritersReachOtherNodes(t *testing.T) {
 	}
 
 	tbl := map[string]any{"actualDataNodes": "ds_${0..1}.t_new_${0..1}"}
-	if err := AlterRuleItem(ctx, w, "sharding_db", "sharding", "tables", "t_new", tbl); err != nil {
+	if err := AlterRuleItem(ctx, w, paths.DefaultLayout, "sharding_db", "sharding", "tables", "t_new", tbl); err != nil {
 		t.Fatal(err)
 	}
-	if err := AlterRuleItem(ctx, w, "sharding_db", "sharding", "default_sharding_column", "", "user_id"); err != nil {
+	if err := AlterRuleItem(ctx, w, paths.DefaultLayout, "sharding_db", "sharding", "default_sharding_column", "", "user_id"); err != nil {
 		t.Fatal(err)
 	}
 	wait("rule items", func(s *Snapshot) bool {

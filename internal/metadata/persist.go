@@ -144,15 +144,16 @@ const freshBatch = 60
 // conditional Commit (every key absent) per freshBatch nodes, instead of two
 // round trips per node.
 type writer struct {
-	ctx   context.Context
-	repo  registry.Repository
-	sess  registry.Session // optional: enables batched fresh writes
-	fresh bool             // the nodes are known to be absent: putFirst
-	sem   chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	err   error
-	batch []versionedNode
+	ctx    context.Context
+	repo   registry.Repository
+	layout paths.Layout     // where rule items go
+	sess   registry.Session // optional: enables batched fresh writes
+	fresh  bool             // the nodes are known to be absent: putFirst
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	batch  []versionedNode
 }
 
 type versionedNode struct {
@@ -259,7 +260,8 @@ func (w *writer) wait() error {
 }
 
 // PersistDatabase writes db to the registry: /metadata/{db}, then each data
-// source unit and each rule item as a new version. ctx bounds the writes.
+// source unit and each rule item as a new version, in paths.DefaultLayout.
+// ctx bounds the writes.
 func PersistDatabase(ctx context.Context, repo registry.Repository, db config.Database) error {
 	return persistDatabase(newWriter(ctx, repo, false), db)
 }
@@ -272,7 +274,7 @@ func persistDatabase(w *writer, db config.Database) error {
 	}
 	for _, r := range db.Rules {
 		for _, it := range ruleItems(r) {
-			node, err := paths.RuleItem(db.Name, r.Type, it.Item, it.Name)
+			node, err := w.layout.RuleItem(db.Name, r.Type, it.Item, it.Name)
 			w.versioned(node, it.Value, err)
 		}
 	}

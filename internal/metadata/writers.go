@@ -151,11 +151,12 @@ func DropUnit(ctx context.Context, repo registry.Repository, db, name string) er
 
 // AlterRuleItem sets one item of a database rule: the unique item
 // /metadata/{db}/rules/{ruleType}/{item} when name is "", else the named
-// item .../{item}/{name}. value is the item's decoded value (a map for a
-// table rule or an algorithm, a string, a list, ...), encoded as
-// ShardingSphere does. It returns ErrNoDatabase.
-func AlterRuleItem(ctx context.Context, repo registry.Repository, db, ruleType, item, name string, value any) error {
-	node, err := paths.RuleItem(db, ruleType, item, name)
+// item .../{item}/{name}, placed as layout places it. value is the item's
+// decoded value (a map for a table rule or an algorithm, a string, a list,
+// ...), encoded as ShardingSphere does. A copy of the item in another
+// layout's place is deleted. It returns ErrNoDatabase.
+func AlterRuleItem(ctx context.Context, repo registry.Repository, layout paths.Layout, db, ruleType, item, name string, value any) error {
+	node, err := layout.RuleItem(db, ruleType, item, name)
 	if err != nil {
 		return err
 	}
@@ -174,18 +175,37 @@ func AlterRuleItem(ctx context.Context, repo registry.Repository, db, ruleType, 
 	} else {
 		content = marshal(value)
 	}
+	// The other layout's copy goes first, so that its deletion never
+	// follows (and hides) the new value.
+	all, err := paths.RuleItemPlacements(db, ruleType, item, name)
+	if err != nil {
+		return err
+	}
+	for _, other := range all {
+		if other != node {
+			if err := repo.Delete(ctx, other); err != nil {
+				return err
+			}
+		}
+	}
 	_, err = putVersioned(ctx, repo, node, content)
 	return err
 }
 
-// DropRuleItem removes one rule item (see AlterRuleItem for the naming).
-// Removing a missing item is not an error.
+// DropRuleItem removes one rule item (see AlterRuleItem for the naming)
+// from wherever any layout places it. Removing a missing item is not an
+// error.
 func DropRuleItem(ctx context.Context, repo registry.Repository, db, ruleType, item, name string) error {
-	node, err := paths.RuleItem(db, ruleType, item, name)
+	all, err := paths.RuleItemPlacements(db, ruleType, item, name)
 	if err != nil {
 		return err
 	}
-	return repo.Delete(ctx, node)
+	for _, node := range all {
+		if err := repo.Delete(ctx, node); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CreateDatabase persists a new logical database (units and rules). It

@@ -1,5 +1,6 @@
-// Package paths builds every registry path shardkeeper reads or writes, in
-// this one file, with ShardingSphere master's layout. Functions that take a
+// Package paths builds every registry path shardkeeper reads or writes,
+// with ShardingSphere's layout (master's, and the older releases' where
+// they differ: see Layout). Functions that take a
 // name (instance id, database, schema, table, ...) validate it with
 // registry.ValidateName first, so a name that would escape its path is an
 // error before it becomes a key.
@@ -241,6 +242,9 @@ const (
 	KindGlobalRule   = "global_rule"   // /rules/{type}[/...]
 	KindProps        = "props"         // /props[/...]
 	KindClusterState = "cluster_state" // /states/cluster_state
+	// KindDatabaseListener is /states/database_listener_coordinator/{db}
+	// or, written by 5.5.0-5.5.2, /states/listener_assisted/{db}.
+	KindDatabaseListener = "database_listener"
 )
 
 // Key is a parsed metadata, rule, props or state key (see ParseKey).
@@ -261,8 +265,11 @@ type Key struct {
 }
 
 // ParseKey recognises the keys shardkeeper and ShardingSphere write under
-// /metadata, /rules, /props and /states/cluster_state. ok is false for any
-// other key (including unknown subtrees and malformed version numbers).
+// /metadata, /rules, /props, /states/cluster_state and the database
+// listener coordinator, in every Layout: a 5.5.2 sharding default
+// (rules/sharding/default_strategies/{item}) parses as the unique item
+// {item}, its Node the key's own node. ok is false for any other key
+// (including unknown subtrees and malformed version numbers).
 func ParseKey(key string) (k Key, ok bool) {
 	k.Version = -1
 	if key == ClusterState {
@@ -272,6 +279,15 @@ func ParseKey(key string) (k Key, ok bool) {
 	segs := strings.Split(strings.TrimPrefix(key, "/"), "/")
 	if len(segs) == 0 || strings.HasPrefix(key, "//") {
 		return k, false
+	}
+	for _, root := range []string{DatabaseListenerRoot, DatabaseListenerRoot552} {
+		if db, ok := strings.CutPrefix(key, root+"/"); ok {
+			if db == "" || strings.Contains(db, "/") {
+				return k, false
+			}
+			k.Kind, k.Database, k.Node = KindDatabaseListener, db, key
+			return k, true
+		}
 	}
 	// leaf splits a versioned node's suffix off segs[i:].
 	leaf := func(base int) bool {
@@ -356,6 +372,15 @@ func ParseKey(key string) (k Key, ok bool) {
 		k.Kind, k.RuleItem = KindRuleItem, segs[4]
 		if k.RuleItem == ActiveVersionName || k.RuleItem == VersionsName {
 			return k, false
+		}
+		if k.RuleType == "sharding" && k.RuleItem == DefaultStrategiesItem {
+			// Layout552: default_strategies/{item} is the unique item
+			// {item}.
+			if len(segs) < 6 || !shardingDefaults[segs[5]] {
+				return k, false
+			}
+			k.RuleItem = segs[5]
+			return k, leaf(6)
 		}
 		base := 5
 		if len(segs) > 5 && segs[5] != ActiveVersionName && segs[5] != VersionsName {

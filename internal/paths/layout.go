@@ -1,0 +1,105 @@
+package paths
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Layout is the registry layout of a range of ShardingSphere releases. A
+// node reads every layout and writes one. The zero value is Layout553.
+type Layout int
+
+// Layouts. They differ in where the sharding rule's default strategies
+// live and in the name of the database listener coordinator's parent.
+const (
+	// Layout553 is the layout of 5.5.3 and later (master): each default
+	// strategy is a unique item, rules/sharding/default_database_strategy;
+	// the coordinator is /states/database_listener_coordinator/{db}.
+	Layout553 Layout = iota
+	// Layout552 is the layout of 5.5.0 to 5.5.2: the defaults live under
+	// rules/sharding/default_strategies/ (ShardingRuleNodePathProvider's
+	// "default_strategies." prefix); the coordinator is
+	// /states/listener_assisted/{db}.
+	Layout552
+)
+
+// DefaultLayout is the layout a node writes unless configured otherwise.
+const DefaultLayout = Layout553
+
+// ParseLayout returns the layout a ShardingSphere release writes: "5.5.0"
+// to "5.5.2" give Layout552, "5.5.3" and later 5.5.x releases (a
+// "-SNAPSHOT" suffix allowed) Layout553. Other versions are an error.
+func ParseLayout(release string) (Layout, error) {
+	v := strings.TrimSuffix(strings.TrimSpace(release), "-SNAPSHOT")
+	patch, ok := strings.CutPrefix(v, "5.5.")
+	n, err := strconv.Atoi(patch)
+	if !ok || err != nil || n < 0 || strconv.Itoa(n) != patch {
+		return 0, fmt.Errorf("%q is not a ShardingSphere 5.5.x release (use 5.5.0 to 5.5.2 for the old layout, 5.5.3 or later for the current one)", release)
+	}
+	if n <= 2 {
+		return Layout552, nil
+	}
+	return Layout553, nil
+}
+
+// String is the release that names the layout: "5.5.2" or "5.5.3".
+func (l Layout) String() string {
+	if l == Layout552 {
+		return "5.5.2"
+	}
+	return "5.5.3"
+}
+
+// DefaultStrategiesItem is the 5.5.0-5.5.2 parent of the sharding rule's
+// default items (Layout552).
+const DefaultStrategiesItem = "default_strategies"
+
+// shardingDefaults are the sharding rule items that Layout552 keeps under
+// DefaultStrategiesItem.
+var shardingDefaults = map[string]bool{
+	"default_database_strategy":     true,
+	"default_table_strategy":        true,
+	"default_key_generate_strategy": true,
+	"default_audit_strategy":        true,
+	"default_sharding_column":       true,
+}
+
+// RuleItem is RuleItem placed as the layout places it: in Layout552 the
+// sharding rule's default items go under default_strategies/.
+func (l Layout) RuleItem(db, ruleType, item, name string) (string, error) {
+	if l == Layout552 && ruleType == "sharding" && name == "" && shardingDefaults[item] {
+		return RuleItem(db, ruleType, DefaultStrategiesItem, item)
+	}
+	return RuleItem(db, ruleType, item, name)
+}
+
+// RuleItemPlacements returns every key an item may live at in any layout
+// (one for most items, two for a sharding default), for deleting it.
+func RuleItemPlacements(db, ruleType, item, name string) ([]string, error) {
+	p, err := RuleItem(db, ruleType, item, name)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{p}
+	if old, err := Layout552.RuleItem(db, ruleType, item, name); err == nil && old != p {
+		out = append(out, old)
+	}
+	return out, nil
+}
+
+// Parents of the database listener coordinator's nodes in each layout.
+const (
+	DatabaseListenerRoot    = "/states/database_listener_coordinator"
+	DatabaseListenerRoot552 = "/states/listener_assisted"
+)
+
+// DatabaseListener is the database listener coordinator's node of db
+// (ephemeral; CREATE or DROP): /states/database_listener_coordinator/{db},
+// or /states/listener_assisted/{db} in Layout552.
+func (l Layout) DatabaseListener(db string) (string, error) {
+	if l == Layout552 {
+		return join(DatabaseListenerRoot552, db)
+	}
+	return join(DatabaseListenerRoot, db)
+}
