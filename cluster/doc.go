@@ -5,7 +5,9 @@
 //
 // Open returns a node that holds a worker id and a committed time
 // reservation; Close leaves gracefully. In between the node renews its
-// reservation (the fence, see DESIGN.md) every Reservation/3, and:
+// reservation every Reservation/3: the fence, a registry record per worker
+// id of the time up to which its holder may stamp keys, committed before
+// the keys are issued and changed only by compare-and-set. Meanwhile:
 //   - a failed renewal whose outcome is unknown keeps the last committed
 //     limit: keys keep flowing until it is reached, then NextID waits;
 //   - a fence or reservation taken by someone else, or a lost session, stops

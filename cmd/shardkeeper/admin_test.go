@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -96,7 +96,7 @@ func TestExitCodeMapping(t *testing.T) {
 }
 
 func TestPrinters(t *testing.T) {
-	nodes := []cluster.Row{
+	nodes := []computenode.Row{
 		{InstanceID: "a", InstanceType: "PROXY", Host: "10.0.0.1", Port: 3307, Status: "OK", ModeType: "Cluster", WorkerID: 7, Version: "v"},
 		{InstanceID: "b", InstanceType: "JDBC", Host: "10.0.0.2", Port: -1, Status: "CIRCUIT_BREAK", ModeType: "Cluster", WorkerID: -1, DatabaseName: "db"},
 	}
@@ -140,15 +140,15 @@ func TestListNodesFromTheRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	insts, err := cluster.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	insts, err := computenode.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []cluster.Row
+	var got []computenode.Row
 	for _, inst := range insts {
-		got = append(got, inst.Row("Cluster"))
+		got = append(got, computenode.RowOf(inst, "Cluster"))
 	}
-	want := []cluster.Row{
+	want := []computenode.Row{
 		{InstanceID: "j1", InstanceType: "JDBC", Host: "10.0.0.2", Port: -1, Status: "OK", ModeType: "Cluster", WorkerID: -1, Version: "5.5.2", DatabaseName: "sharding_db"},
 		{InstanceID: "p1", InstanceType: "PROXY", Host: "10.0.0.1", Port: 3307, Status: "CIRCUIT_BREAK", ModeType: "Cluster", WorkerID: 12, Version: "5.5.2"},
 	}

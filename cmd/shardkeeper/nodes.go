@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 var computeNodeColumns = []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "version", "database_name"}
 
-func nodesTable(nodes []cluster.Row) table {
+func nodesTable(nodes []computenode.Row) table {
 	t := table{header: computeNodeColumns}
 	for _, n := range nodes {
 		t.rows = append(t.rows, []string{n.InstanceID, n.InstanceType, n.Host, strconv.Itoa(n.Port), n.Status, n.ModeType,
@@ -74,7 +74,7 @@ read the registry directly with --conf DIR or the registry flags.`,
 				if err := t.check(); err != nil {
 					return err
 				}
-				var n cluster.Row
+				var n computenode.Row
 				switch {
 				case len(a) == 0 && t.useServer():
 					c, err := t.client()
@@ -112,7 +112,7 @@ read the registry directly with --conf DIR or the registry flags.`,
 						return fmt.Errorf("compute node %q is not online (see 'shardkeeper nodes list')", a[0])
 					}
 				}
-				return output(cmd.OutOrStdout(), t.output, nodesTable([]cluster.Row{n}), n)
+				return output(cmd.OutOrStdout(), t.output, nodesTable([]computenode.Row{n}), n)
 			},
 		},
 		nodeStateCommand(t, "enable", complete),
@@ -162,7 +162,7 @@ func nodeStateCommand(t *target, verb string, complete cobra.CompletionFunc) *co
 }
 
 // listNodes reads the compute nodes from the node or the registry.
-func listNodes(ctx context.Context, t *target) ([]cluster.Row, error) {
+func listNodes(ctx context.Context, t *target) ([]computenode.Row, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -172,19 +172,19 @@ func listNodes(ctx context.Context, t *target) ([]cluster.Row, error) {
 			return nil, err
 		}
 		var resp struct {
-			Nodes []cluster.Row `json:"nodes"`
+			Nodes []computenode.Row `json:"nodes"`
 		}
 		if err := c.get(ctx, "/api/v1/nodes", &resp); err != nil {
 			return nil, err
 		}
 		return resp.Nodes, nil
 	}
-	var nodes []cluster.Row
+	var nodes []computenode.Row
 	mode := t.modeType(ctx)
 	err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
-		insts, err := cluster.LoadInstances(ctx, r, nil)
+		insts, err := computenode.LoadInstances(ctx, r, nil)
 		for _, inst := range insts {
-			nodes = append(nodes, inst.Row(mode))
+			nodes = append(nodes, computenode.RowOf(inst, mode))
 		}
 		return err
 	})
@@ -194,10 +194,10 @@ func listNodes(ctx context.Context, t *target) ([]cluster.Row, error) {
 // setNodeState is ENABLE / DISABLE COMPUTE NODE through the registry,
 // with ShardingSphere's checks and messages (code 30001).
 func setNodeState(ctx context.Context, r registry.Repository, id string, enable bool) error {
-	_, err := cluster.SetState(ctx, r, id, enable, "")
-	var refused *cluster.StateError
-	if errors.As(err, &refused) && (refused.Kind == cluster.NotOnline || refused.Kind == cluster.AlreadyDisabled) {
-		return fmt.Errorf("%w (code %d)", err, cluster.StateCode)
+	_, err := computenode.SetState(ctx, r, id, enable, "")
+	var refused *computenode.StateError
+	if errors.As(err, &refused) && (refused.Kind == computenode.NotOnline || refused.Kind == computenode.AlreadyDisabled) {
+		return fmt.Errorf("%w (code %d)", err, computenode.StateCode)
 	}
 	return err
 }

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/node"
 	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
@@ -97,7 +97,7 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	counter := fault.Count(repo)
 	defer repo.Close()
 
-	ncfg := cluster.Config{
+	ncfg := node.Config{
 		// A stable instance id: each claim records the worker id in the
 		// incarnation's restart hint, and a claim prefers the hinted id
 		// (the operator lane swaps hints).
@@ -115,24 +115,24 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	// calls OnEvent with EventAcquired before it issues any key of the new
 	// epoch, and it stops issuing on the old one first (but with
 	// UnsafeLeaseOnly, whose keys are checked per incarnation only).
-	var acquired atomic.Pointer[cluster.Event]
-	ncfg.OnEvent = func(e cluster.Event) {
-		if e.Kind == cluster.EventAcquired {
+	var acquired atomic.Pointer[node.Event]
+	ncfg.OnEvent = func(e node.Event) {
+		if e.Kind == node.EventAcquired {
 			acquired.Store(&e)
 		}
 		rec.clusterEvent(e)
 	}
 	rec.add(Event{Kind: EventStall, Reason: "no worker id"})
-	node, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)
+	n, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)
 	if err != nil {
 		return err
 	}
-	is := issuer{cfg: cfg, node: node, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock,
+	is := issuer{cfg: cfg, node: n, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock,
 		acquired: &acquired, stalled: true}
 	err = is.run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = errors.Join(err, node.Close(closeCtx))
+	err = errors.Join(err, n.Close(closeCtx))
 	rec.add(Event{Kind: EventExit, Keys: is.issued, Writes: writes(counter)})
 	return err
 }
@@ -167,18 +167,18 @@ func openRegistry(ctx context.Context, cfg NodeConfig) (registry.Repository, err
 
 // openNode starts the cluster node, waiting while every worker id of the
 // pool is taken (a standby node) or the registry does not answer.
-func openNode(ctx context.Context, repo registry.Repository, cfg cluster.Config, log *slog.Logger) (*cluster.Node, error) {
+func openNode(ctx context.Context, repo registry.Repository, cfg node.Config, log *slog.Logger) (*node.Node, error) {
 	for {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		node, err := cluster.Open(c, repo, cfg)
+		n, err := node.Open(c, repo, cfg)
 		cancel()
 		if err == nil {
-			return node, nil
+			return n, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !errors.Is(err, cluster.ErrExhausted) {
+		if !errors.Is(err, node.ErrExhausted) {
 			log.Warn("open failed; retrying", "err", err)
 		}
 		if !retry.Sleep(ctx, 100*time.Millisecond) {
@@ -201,14 +201,14 @@ func writes(c *fault.Counter) int64 {
 // issuer is the node's key loop.
 type issuer struct {
 	cfg    NodeConfig
-	node   *cluster.Node
+	node   *node.Node
 	keys   *KeyWriter
 	rec    *eventLog
 	clock  *Clock
 	writes func() int64
 	// acquired is the last EventAcquired; a batch that saw the same one
 	// before and after it was issued is of that epoch.
-	acquired *atomic.Pointer[cluster.Event]
+	acquired *atomic.Pointer[node.Event]
 	issued   int64
 	stalled  bool
 }
@@ -286,7 +286,7 @@ func (is *issuer) run(ctx context.Context) error {
 // stallReason classifies a key error for the report.
 func stallReason(err error) string {
 	switch {
-	case errors.Is(err, cluster.ErrNotIssuing):
+	case errors.Is(err, node.ErrNotIssuing):
 		return "no worker id"
 	case errors.Is(err, snowflake.ErrClockBackwards):
 		return "clock backwards"
@@ -370,16 +370,16 @@ func (l *eventLog) write(e Event) {
 	}
 }
 
-func (l *eventLog) clusterEvent(e cluster.Event) {
+func (l *eventLog) clusterEvent(e node.Event) {
 	ev := Event{Worker: e.WorkerID, Epoch: e.Epoch, Floor: e.FloorMs, Until: e.ReservedUntilMs}
 	switch e.Kind {
-	case cluster.EventAcquired:
+	case node.EventAcquired:
 		ev.Kind = EventAcquired
-	case cluster.EventReserved:
+	case node.EventReserved:
 		ev.Kind = EventReserved
-	case cluster.EventLost:
+	case node.EventLost:
 		ev.Kind = EventLost
-	case cluster.EventReleased:
+	case node.EventReleased:
 		ev.Kind = EventReleased
 	default:
 		return

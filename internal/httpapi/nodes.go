@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
 )
 
-func (s *Server) row(inst cluster.Instance) cluster.Row { return inst.Row(s.cfg.ModeType) }
+func (s *Server) row(inst cluster.Instance) computenode.Row {
+	return computenode.RowOf(inst, s.cfg.ModeType)
+}
 
 // selfRow is this node's row: from the membership view, or built from its
 // configuration before its registration has come back through the watch.
-func (s *Server) selfRow() cluster.Row {
+func (s *Server) selfRow() computenode.Row {
 	id := s.cfg.Node.InstanceID()
 	for _, inst := range s.cfg.Node.Instances() {
 		if inst.ID == id {
@@ -35,9 +38,9 @@ func (s *Server) selfRow() cluster.Row {
 	return s.row(inst)
 }
 
-func (s *Server) rows() []cluster.Row {
+func (s *Server) rows() []computenode.Row {
 	list := s.cfg.Node.Instances()
-	rows := make([]cluster.Row, 0, len(list))
+	rows := make([]computenode.Row, 0, len(list))
 	for _, inst := range list {
 		rows = append(rows, s.row(inst))
 	}
@@ -46,7 +49,7 @@ func (s *Server) rows() []cluster.Row {
 
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, struct {
-		Nodes []cluster.Row `json:"nodes"`
+		Nodes []computenode.Row `json:"nodes"`
 	}{s.rows()})
 }
 
@@ -88,8 +91,8 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	want, err := cluster.SetState(ctx, s.cfg.Repo, id, state == "ENABLE", s.cfg.Node.InstanceID())
-	var refused *cluster.StateError
+	want, err := computenode.SetState(ctx, s.cfg.Repo, id, state == "ENABLE", s.cfg.Node.InstanceID())
+	var refused *computenode.StateError
 	switch {
 	case errors.As(err, &refused):
 		s.writeError(w, stateError(refused))
@@ -129,13 +132,13 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 }
 
 // stateError maps a refused state change onto an HTTP answer.
-func stateError(e *cluster.StateError) *Error {
+func stateError(e *computenode.StateError) *Error {
 	switch e.Kind {
-	case cluster.NotOnline:
+	case computenode.NotOnline:
 		return unsupportedOperation(http.StatusNotFound, e.Reason)
-	case cluster.CurrentInstance:
+	case computenode.CurrentInstance:
 		return unsupportedOperation(http.StatusBadRequest, e.Reason)
-	case cluster.AlreadyDisabled:
+	case computenode.AlreadyDisabled:
 		return unsupportedOperation(http.StatusConflict, e.Reason)
 	default:
 		return errorf(http.StatusConflict, CodeNone, "%s", e.Reason)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
@@ -281,7 +282,7 @@ func TestNodesStateAndLock(t *testing.T) {
 	a := startNode(t, repo, "node-a", nil)
 	b := startNode(t, repo, "node-b", nil)
 	var nodes struct {
-		Nodes []cluster.Row `json:"nodes"`
+		Nodes []computenode.Row `json:"nodes"`
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -295,7 +296,7 @@ func TestNodesStateAndLock(t *testing.T) {
 		nodes.Nodes[0].Status != "OK" || nodes.Nodes[0].ModeType != "Cluster" || nodes.Nodes[0].Port != 3307 {
 		t.Fatalf("nodes = %+v", nodes.Nodes)
 	}
-	var self cluster.Row
+	var self computenode.Row
 	get(t, b, "/api/v1/nodes/self").json(t, &self)
 	if self.InstanceID != "node-b" || self.WorkerID != b.node.WorkerID() {
 		t.Fatalf("self = %+v", self)
@@ -304,7 +305,7 @@ func TestNodesStateAndLock(t *testing.T) {
 	put(t, a, "/api/v1/nodes/node-a/state", `{"state":"DISABLE"}`).apiError(t, 400, 30001, "Unsupported SQL operation: `node-a` is the currently in use instance and cannot be disabled.")
 	put(t, a, "/api/v1/nodes/ghost/state", `{"state":"DISABLE"}`).apiError(t, 404, 30001, "Unsupported SQL operation: `ghost` does not exist.")
 	put(t, a, "/api/v1/nodes/node-b/state", `{"state":"OFF"}`).apiError(t, 400, 0, "ENABLE or DISABLE")
-	var row cluster.Row
+	var row computenode.Row
 	r := put(t, a, "/api/v1/nodes/node-b/state", `{"state":"disable"}`)
 	r.json(t, &row)
 	if r.status != 200 || row.InstanceID != "node-b" || row.Status != "CIRCUIT_BREAK" {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -109,26 +109,26 @@ func buildWorkerMap(kvs []registry.KV, nowMs int64) []workerCell {
 
 // status is everything the status page shows, in one document.
 type status struct {
-	Now          int64         `json:"now"` // unix ms
-	InstanceID   string        `json:"instanceId"`
-	WorkerID     int           `json:"workerId"`
-	Issuing      bool          `json:"issuing"`
-	Ready        bool          `json:"ready"`
-	NotReady     string        `json:"notReady,omitempty"`
-	ModeType     string        `json:"modeType"`
-	ClusterState string        `json:"clusterState"`
-	Self         cluster.Row   `json:"self"`
-	Nodes        []cluster.Row `json:"nodes"`
-	WorkerIDs    int           `json:"workerIds"` // size of the map: 1024
-	Workers      []workerCell  `json:"workers"`
-	WorkersError string        `json:"workersError,omitempty"`
-	MetadataSeq  uint64        `json:"metadataSeq"`
-	Databases    []dbSummary   `json:"databases"`
-	KeysIssued   int64         `json:"keysIssued"`
-	Renewals     int64         `json:"fenceRenewals"`
-	Stalls       int64         `json:"fenceStalls"`
-	Losses       int64         `json:"workerIdLosses"`
-	Problems     []string      `json:"problems,omitempty"`
+	Now          int64             `json:"now"` // unix ms
+	InstanceID   string            `json:"instanceId"`
+	WorkerID     int               `json:"workerId"`
+	Issuing      bool              `json:"issuing"`
+	Ready        bool              `json:"ready"`
+	NotReady     string            `json:"notReady,omitempty"`
+	ModeType     string            `json:"modeType"`
+	ClusterState string            `json:"clusterState"`
+	Self         computenode.Row   `json:"self"`
+	Nodes        []computenode.Row `json:"nodes"`
+	WorkerIDs    int               `json:"workerIds"` // size of the map: 1024
+	Workers      []workerCell      `json:"workers"`
+	WorkersError string            `json:"workersError,omitempty"`
+	MetadataSeq  uint64            `json:"metadataSeq"`
+	Databases    []dbSummary       `json:"databases"`
+	KeysIssued   int64             `json:"keysIssued"`
+	Renewals     int64             `json:"fenceRenewals"`
+	Stalls       int64             `json:"fenceStalls"`
+	Losses       int64             `json:"workerIdLosses"`
+	Problems     []string          `json:"problems,omitempty"`
 }
 
 func (s *Server) status(ctx context.Context) status {

@@ -88,7 +88,9 @@ func Reservation(workerID int) (string, error) {
 }
 
 // Fence is /reservation/worker_id_fence/{workerId} (persistent, changed only
-// by compare-and-set; shardkeeper's own node, see DESIGN.md).
+// by compare-and-set; shardkeeper's own node, absent from ShardingSphere's
+// layout): the holder, its epoch and the time reserved up to, which a
+// successor's keys start above.
 func Fence(workerID int) (string, error) {
 	if err := checkWorkerID(workerID); err != nil {
 		return "", err

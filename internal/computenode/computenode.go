@@ -1,4 +1,7 @@
-package cluster
+// Package computenode is the administration of compute nodes shared by the
+// CLI and the HTTP API: SHOW COMPUTE NODES rows read from the registry and
+// ENABLE / DISABLE COMPUTE NODE with ShardingSphere's checks and codes.
+package computenode
 
 import (
 	"context"
@@ -7,6 +10,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/node"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -26,10 +31,10 @@ type Row struct {
 	Labels       []string `json:"labels,omitempty"`
 }
 
-// Row returns inst as SHOW COMPUTE NODES shows it, for a cluster in
+// RowOf returns inst as SHOW COMPUTE NODES shows it, for a cluster in
 // modeType ("Cluster" or "Standalone"): an instance with no status node is
 // OK (ShardingSphere's initial state).
-func (inst Instance) Row(modeType string) Row {
+func RowOf(inst cluster.Instance, modeType string) Row {
 	r := Row{
 		InstanceID: inst.ID, InstanceType: strings.ToUpper(inst.Type), Host: inst.Host, Port: inst.Port,
 		Status: inst.Status, ModeType: modeType, WorkerID: inst.WorkerID, Version: inst.Version,
@@ -38,7 +43,7 @@ func (inst Instance) Row(modeType string) Row {
 	if r.Status == "" {
 		r.Status = "OK"
 	}
-	if inst.Type == TypeJDBC {
+	if inst.Type == cluster.TypeJDBC {
 		r.Port = -1
 	}
 	return r
@@ -47,20 +52,16 @@ func (inst Instance) Row(modeType string) Row {
 // LoadInstances reads the online compute nodes from the registry with one
 // List, decoded as a Node's membership view decodes them (corrupt values
 // are logged to log, or slog.Default(), and skipped), sorted by id.
-func LoadInstances(ctx context.Context, repo registry.Repository, log *slog.Logger) ([]Instance, error) {
-	kvs, err := repo.List(ctx, paths.ComputeNodes)
+func LoadInstances(ctx context.Context, repo registry.Repository, log *slog.Logger) ([]cluster.Instance, error) {
+	list, err := node.LoadInstances(ctx, repo, log)
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
+	out := make([]cluster.Instance, len(list))
+	for i, inst := range list {
+		out[i] = cluster.Instance(inst)
 	}
-	m := newMembers(log)
-	for _, kv := range kvs {
-		m.apply(registry.Event{Type: registry.EventPut, KV: kv})
-	}
-	list, _ := m.view()
-	return list, nil
+	return out, nil
 }
 
 // StateError is a refused ENABLE / DISABLE COMPUTE NODE: Reason is

@@ -1,4 +1,4 @@
-package cluster
+package node
 
 import (
 	"context"
@@ -177,4 +177,23 @@ func (m *members) view() ([]Instance, <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return *m.snapshot.Load(), m.changed
+}
+
+// LoadInstances reads the online compute nodes from the registry with one
+// List, decoded as a Node's membership view decodes them (corrupt values
+// are logged to log, or slog.Default(), and skipped), sorted by id.
+func LoadInstances(ctx context.Context, repo registry.Repository, log *slog.Logger) ([]Instance, error) {
+	kvs, err := repo.List(ctx, paths.ComputeNodes)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	m := newMembers(log)
+	for _, kv := range kvs {
+		m.apply(registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	list, _ := m.view()
+	return list, nil
 }

@@ -1,0 +1,632 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/internal/workerid"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/snowflake"
+)
+
+// backend opens clients on one namespace of a registry.
+type backend struct {
+	ns     string
+	open   func(t *testing.T) registry.Repository
+	expire func(t *testing.T, s registry.Session) // a registry-side expiry
+	dump   func(t *testing.T, key string) string  // the value as the registry's own CLI shows it
+}
+
+func uniqueNS(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func etcdBackend(t *testing.T) backend {
+	endpoints := testenv.EtcdEndpoints(t)
+	ns := uniqueNS("sk_cluster_")
+	return backend{
+		ns: ns,
+		open: func(t *testing.T) registry.Repository {
+			r, err := etcd.Open(testCtx(t), etcd.Config{Endpoints: endpoints, Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r
+		},
+		expire: func(t *testing.T, s registry.Session) {
+			lease, err := strconv.ParseInt(s.ID(), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Revoke(testCtx(t), clientv3.LeaseID(lease)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		dump: func(t *testing.T, key string) string {
+			out, err := exec.Command("etcdctl", "--endpoints", endpoints[0], "get", ns+key, "--print-value-only").CombinedOutput()
+			if err != nil {
+				t.Fatalf("etcdctl get %s: %v %s", ns+key, err, out)
+			}
+			return strings.TrimRight(string(out), "\n")
+		},
+	}
+}
+
+func zookeeperBackend(t *testing.T) backend {
+	servers := testenv.ZooKeeperServers(t)
+	ns := uniqueNS("sk_cluster_")
+	return backend{
+		ns: ns,
+		open: func(t *testing.T) registry.Repository {
+			r, err := zookeeper.Open(testCtx(t), zookeeper.Config{Servers: servers, Namespace: ns, SessionTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r
+		},
+		// go-zookeeper cannot expire a session from outside without the
+		// test dialer of the zookeeper package; a Close removes the
+		// ephemerals the same way, and the zombie keeps its Holding.
+		expire: func(t *testing.T, s registry.Session) { s.Close(testCtx(t)) },
+		dump: func(t *testing.T, key string) string {
+			out, err := exec.Command("/usr/share/zookeeper/bin/zkCli.sh", "-server", servers[0], "get", "/"+ns+key).CombinedOutput()
+			if err != nil {
+				t.Fatalf("zkCli.sh get: %v %s", err, out)
+			}
+			// zkCli prints log lines, then the value, then nothing else.
+			var lines []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if l == "" || strings.Contains(l, "INFO") || strings.Contains(l, "WATCHER") || strings.Contains(l, "WatchedEvent") ||
+					strings.HasPrefix(l, "Connecting") || strings.HasPrefix(l, "log4j") || strings.HasPrefix(l, "SLF4J") || strings.HasPrefix(l, "JLine") {
+					continue
+				}
+				lines = append(lines, l)
+			}
+			return strings.Join(lines, "\n")
+		},
+	}
+}
+
+func memoryBackend(t *testing.T) backend {
+	store := memory.New()
+	return backend{
+		open: func(t *testing.T) registry.Repository { r := store.Clone(); t.Cleanup(func() { r.Close() }); return r },
+		expire: func(t *testing.T, s registry.Session) {
+			if !memory.Expire(s) {
+				t.Fatal("not a live memory session")
+			}
+		},
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func quietLogger() *slog.Logger {
+	if os.Getenv("SHARDKEEPER_TEST_LOGS") != "" {
+		return slog.Default()
+	}
+	return slog.New(slog.NewTextHandler(discard{}, nil))
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func openNode(t *testing.T, r registry.Repository, cfg Config) *Node {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	if cfg.Reservation == 0 {
+		cfg.Reservation = 600 * time.Millisecond
+	}
+	n, err := Open(testCtx(t), r, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { n.Close(context.Background()) })
+	return n
+}
+
+func TestNodeMemory(t *testing.T)    { runNodeSuite(t, memoryBackend) }
+func TestNodeEtcd(t *testing.T)      { runNodeSuite(t, etcdBackend) }
+func TestNodeZooKeeper(t *testing.T) { runNodeSuite(t, zookeeperBackend) }
+
+func runNodeSuite(t *testing.T, mk func(*testing.T) backend) {
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, backend)
+	}{
+		{"DistinctWorkerIDsAndMembership", testDistinctAndMembership},
+		{"RestartGetsOldWorkerID", testRestart},
+		{"ExpiredNodeNeverOverlapsSuccessor", testExpiry},
+		{"GracefulClose", testGracefulClose},
+		{"Layout", testLayout},
+		{"CorruptMembershipValuesSkipped", testCorruptMembership},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, mk(t)) })
+	}
+}
+
+func testDistinctAndMembership(t *testing.T, b backend) {
+	const n = 6
+	nodes := make([]*Node, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			node := openNode(t, b.open(t), Config{InstanceID: fmt.Sprintf("node-%d", i), Port: 3307 + i})
+			mu.Lock()
+			nodes[i] = node
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	seen := map[int]string{}
+	for _, node := range nodes {
+		if other, dup := seen[node.WorkerID()]; dup {
+			t.Fatalf("%s and %s both hold worker id %d", node.InstanceID(), other, node.WorkerID())
+		}
+		seen[node.WorkerID()] = node.InstanceID()
+	}
+	// Keys from all nodes are unique.
+	keys := map[int64]bool{}
+	for _, node := range nodes {
+		ks, err := node.NextIDs(testCtx(t), 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			if keys[k] {
+				t.Fatalf("duplicate key %d", k)
+			}
+			keys[k] = true
+			if int(snowflake.Decompose(k).WorkerID) != node.WorkerID() {
+				t.Fatalf("key %d carries worker id %d, node holds %d", k, snowflake.Decompose(k).WorkerID, node.WorkerID())
+			}
+		}
+	}
+	// Every node sees every other, with status and worker id.
+	waitFor(t, "full membership", func() bool {
+		for _, node := range nodes {
+			insts := node.Instances()
+			if len(insts) != n {
+				return false
+			}
+			for _, in := range insts {
+				if in.Status != "OK" || in.WorkerID < 0 || seen[in.WorkerID] != in.ID || in.Type != TypeProxy || in.Host != "127.0.0.1" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// A leave is seen by the others.
+	if err := nodes[0].Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "leave seen", func() bool {
+		for _, in := range nodes[1].Instances() {
+			if in.ID == nodes[0].InstanceID() {
+				return false
+			}
+		}
+		return len(nodes[1].Instances()) == n-1
+	})
+}
+
+func testRestart(t *testing.T, b backend) {
+	a := openNode(t, b.open(t), Config{InstanceID: "stable-node"})
+	for i := 0; i < 3; i++ {
+		openNode(t, b.open(t), Config{InstanceID: fmt.Sprintf("other-%d", i)})
+	}
+	id := a.WorkerID()
+	k1, err := a.NextID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	a2 := openNode(t, b.open(t), Config{InstanceID: "stable-node"})
+	if a2.WorkerID() != id {
+		t.Fatalf("restarted node got worker id %d, want its old %d", a2.WorkerID(), id)
+	}
+	k2, err := a2.NextID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2 <= k1 {
+		t.Fatalf("key after restart %d <= key before %d", k2, k1)
+	}
+}
+
+// fillExcept reserves every worker id but keep with persistent keys.
+func fillExcept(t *testing.T, r registry.Repository, keep ...int) {
+	skip := map[int]bool{}
+	for _, k := range keep {
+		skip[k] = true
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for id := 0; id <= paths.MaxWorkerID; id++ {
+		if skip[id] {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			key, _ := paths.Reservation(id)
+			if _, err := r.Put(testCtx(t), key, []byte("filler")); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func testExpiry(t *testing.T, b backend) {
+	r := b.open(t)
+	fillExcept(t, r, 11)
+	// A reaches the registry through a fault injector, to be partitioned.
+	ra := fault.Wrap(b.open(t), nil)
+	a := openNode(t, ra, Config{InstanceID: "zombie", Reservation: 900 * time.Millisecond})
+	if a.WorkerID() != 11 {
+		t.Fatalf("A holds %d, want the only free id 11", a.WorkerID())
+	}
+	// A issues keys continuously while the registry expires its session.
+	var mu sync.Mutex
+	var aKeys []int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			k, err := a.NextID(c)
+			cancel()
+			if err == nil {
+				mu.Lock()
+				aKeys = append(aKeys, k)
+				mu.Unlock()
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	// A is cut off from the registry, which then expires A's session: A
+	// cannot renew, re-acquire or even learn of it (a zombie).
+	ra.SetPlan(func(op, key string) fault.Action {
+		return fault.Action{Err: fmt.Errorf("%w: partitioned (test)", registry.ErrUnavailable)}
+	})
+	b.expire(t, a.current.Load().sess.(*fault.Session).Unwrap())
+	var bn *Node
+	waitFor(t, "successor to take the expired id", func() bool {
+		n, err := Open(testCtx(t), b.open(t), Config{InstanceID: "successor", Logger: quietLogger(), Reservation: 900 * time.Millisecond})
+		if err != nil {
+			return false
+		}
+		bn = n
+		return true
+	})
+	bKeys, err := bn.NextIDs(testCtx(t), 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := bn.current.Load().h.Floor
+	mu.Lock()
+	var maxA int64
+	for _, k := range aKeys {
+		if p := snowflake.Decompose(k); p.WorkerID == 11 {
+			maxA = max(maxA, p.Millis+snowflake.DefaultEpochMillis)
+		}
+	}
+	countA := len(aKeys)
+	mu.Unlock()
+	minB := snowflake.Decompose(bKeys[0]).Millis + snowflake.DefaultEpochMillis
+	if countA == 0 || floor <= 0 || maxA > floor || minB <= floor {
+		t.Fatalf("overlap: A issued %d keys up to %d, successor floor %d, successor's first stamp %d (unix ms)", countA, maxA, floor, minB)
+	}
+	t.Logf("A issued %d keys up to %d; successor floor %d, first stamp %d (unix ms)", countA, maxA, floor, minB)
+
+	// The partition heals; when the successor leaves, A re-acquires its
+	// old id and goes on above everything the successor issued.
+	ra.SetPlan(nil)
+	lastB := snowflake.Decompose(bKeys[len(bKeys)-1]).Millis
+	if err := bn.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "A to re-acquire", func() bool { return a.Stats().Acquisitions >= 2 && a.WorkerID() == 11 })
+	close(stop)
+	<-done
+	k, err := a.NextID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snowflake.Decompose(k).Millis <= lastB {
+		t.Fatalf("A's key after re-acquiring is stamped %d, not above the successor's last %d", snowflake.Decompose(k).Millis, lastB)
+	}
+	if s := a.Stats(); s.Losses < 1 || s.Acquisitions < 2 {
+		t.Fatalf("stats = %+v, want a loss and a re-acquisition", s)
+	}
+}
+
+func testGracefulClose(t *testing.T, b backend) {
+	r := b.open(t)
+	n := openNode(t, b.open(t), Config{InstanceID: "leaver", Reservation: 3 * time.Second})
+	id := n.WorkerID()
+	ks, err := n.NextIDs(testCtx(t), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := snowflake.Decompose(ks[len(ks)-1]).Millis + snowflake.DefaultEpochMillis
+	if err := n.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.NextID(testCtx(t)); !errors.Is(err, ErrNotIssuing) {
+		t.Fatalf("NextID after Close = %v", err)
+	}
+	online, _ := paths.Online(paths.Proxy, "leaver")
+	status, _ := paths.Status("leaver")
+	wid, _ := paths.WorkerID("leaver")
+	res, _ := paths.Reservation(id)
+	for _, k := range []string{online, status, wid, res} {
+		if ok, err := registry.Exists(testCtx(t), r, k); err != nil || ok {
+			t.Fatalf("%s still there after Close (%v)", k, err)
+		}
+	}
+	fk, _ := paths.Fence(id)
+	kv, err := r.Get(testCtx(t), fk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(kv.Value), fmt.Sprintf(`"reservedUntil":%d`, last)) {
+		t.Fatalf("final fence %s, want reservedUntil %d (the last issued stamp)", kv.Value, last)
+	}
+}
+
+func testLayout(t *testing.T, b backend) {
+	n := openNode(t, b.open(t), Config{InstanceID: "8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b", Host: "10.0.0.7", Port: 3307})
+	if b.dump == nil {
+		t.Skip("the memory backend has no command-line client")
+	}
+	id := n.WorkerID()
+	online := b.dump(t, "/nodes/compute_nodes/online/proxy/8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b")
+	want := "attribute: 10.0.0.7@3307\ndatabaseName: \"\"\nversion: " + Version
+	if online != want {
+		t.Fatalf("online node = %q, want %q", online, want)
+	}
+	for key, want := range map[string]string{
+		"/nodes/compute_nodes/status/8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b":    "OK",
+		"/nodes/compute_nodes/worker_id/8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b": strconv.Itoa(id),
+		"/reservation/worker_id/" + strconv.Itoa(id):                          "8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b",
+	} {
+		if got := b.dump(t, key); got != want {
+			t.Fatalf("%s = %q, want %q", key, got, want)
+		}
+	}
+	if got := b.dump(t, "/reservation/worker_id_fence/"+strconv.Itoa(id)); !strings.Contains(got, `"holder":"8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b"`) {
+		t.Fatalf("fence = %q", got)
+	}
+}
+
+func testCorruptMembership(t *testing.T, b backend) {
+	r := b.open(t)
+	n := openNode(t, b.open(t), Config{InstanceID: "watcher"})
+	for key, value := range map[string]string{
+		"/nodes/compute_nodes/online/proxy/bad1": "attribute: [not, a, string",
+		"/nodes/compute_nodes/status/bad2":       "MAYBE",
+		"/nodes/compute_nodes/worker_id/bad3":    "4096",
+	} {
+		if _, err := r.Put(testCtx(t), key, []byte(value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "corrupt values reported", func() bool { return n.Stats().CorruptValues >= 3 })
+	if _, err := r.Put(testCtx(t), "/nodes/compute_nodes/online/proxy/good", []byte("attribute: 1.2.3.4@5\ndatabaseName: ''\nversion: x\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a good node after corrupt ones", func() bool {
+		for _, in := range n.Instances() {
+			if in.ID == "good" && in.Host == "1.2.3.4" && in.Port == 5 {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := n.NextID(testCtx(t)); err != nil {
+		t.Fatalf("node stopped working after corrupt values: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestConfiguredWorkerIDIsIgnoredWithWarning(t *testing.T) {
+	var logs testenv.SyncBuffer
+	cfg := Config{InstanceID: "w", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	cfg.Snowflake = snowflake.DefaultConfig()
+	cfg.Snowflake.WorkerID = 5
+	r := memory.New()
+	fillExcept(t, r, 9)
+	n := openNode(t, r, cfg)
+	if n.WorkerID() != 9 {
+		t.Fatalf("worker id %d, want the assigned 9", n.WorkerID())
+	}
+	want := "It is unnecessary to configure worker-id in cluster mode, system assigned worker-id was 9"
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("logs lack %q:\n%s", want, logs.String())
+	}
+}
+
+func TestCloseAfterLosingTheWorkerID(t *testing.T) {
+	store := memory.New()
+	fillExcept(t, store, 3)
+	ra := fault.Wrap(store.Clone(), nil)
+	a := openNode(t, ra, Config{InstanceID: "loser"})
+	ra.SetPlan(func(op, key string) fault.Action {
+		return fault.Action{Err: fmt.Errorf("%w: partitioned (test)", registry.ErrUnavailable)}
+	})
+	memory.Expire(a.current.Load().sess.(*fault.Session).Unwrap())
+	waitFor(t, "the loss to be noticed", func() bool { return a.Stats().Losses >= 1 && a.WorkerID() == -1 })
+	if _, err := a.NextID(testCtx(t)); !errors.Is(err, ErrNotIssuing) {
+		t.Fatalf("NextID while not holding = %v", err)
+	}
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatalf("Close while not holding a worker id: %v", err)
+	}
+}
+
+// TestEvents checks the OnEvent trail a harness relies on: acquired, then
+// reservations that only grow, a loss when the session expires, a new
+// acquisition with a higher epoch above the old reservation, and the
+// release at Close.
+func TestEvents(t *testing.T) {
+	store := memory.New()
+	fillExcept(t, store, 7)
+	var mu sync.Mutex
+	var events []Event
+	n := openNode(t, store, Config{InstanceID: "audited", OnEvent: func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}})
+	snapshot := func() []Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Event(nil), events...)
+	}
+	waitFor(t, "a renewal", func() bool { return len(snapshot()) >= 3 })
+	memory.Expire(n.current.Load().sess)
+	waitFor(t, "the re-acquisition", func() bool {
+		s := snapshot()
+		return s[len(s)-1].Kind == EventReserved && s[len(s)-1].Epoch > s[0].Epoch
+	})
+	if err := n.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := snapshot()
+	if got[0].Kind != EventAcquired || got[0].WorkerID != 7 || got[1].Kind != EventReserved {
+		t.Fatalf("first events = %+v, want acquired then reserved on worker 7", got[:2])
+	}
+	var lastUntil, lostUntil int64
+	lost := false
+	for i, e := range got {
+		switch e.Kind {
+		case EventReserved:
+			if e.ReservedUntilMs <= lastUntil && e.Epoch == got[0].Epoch {
+				t.Fatalf("event %d: reservation %d did not grow from %d", i, e.ReservedUntilMs, lastUntil)
+			}
+			lastUntil = e.ReservedUntilMs
+		case EventLost:
+			lost, lostUntil = true, lastUntil
+			if e.Err == nil {
+				t.Fatalf("event %d: lost without a reason", i)
+			}
+		case EventAcquired:
+			if lost && e.FloorMs < lostUntil {
+				t.Fatalf("event %d: new floor %d below the lost holder's reservation %d", i, e.FloorMs, lostUntil)
+			}
+		}
+	}
+	if !lost || got[len(got)-1].Kind != EventReleased {
+		t.Fatalf("events = %+v, want a loss and a final release", got)
+	}
+}
+
+// TestUnsafeIgnoreFloor shows what the floor prevents. The previous holder
+// of the only free worker id reserved time up to ten minutes ahead of this
+// node's clock (its clock ran ahead, or this one is behind). A node stamps
+// no key at or below that floor: it waits for its clock to pass it. A node
+// with UnsafeIgnoreFloor stamps keys from its own clock, at or below the
+// floor, where the previous holder may have stamped the same keys.
+func TestUnsafeIgnoreFloor(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("UnsafeIgnoreFloor=%v", ignore), func(t *testing.T) {
+			store := memory.New()
+			fillExcept(t, store, 5)
+			floor := time.Now().Add(10 * time.Minute).UnixMilli()
+			fk, _ := paths.Fence(5)
+			prev, err := json.Marshal(workerid.Fence{Epoch: 4, Holder: "previous", ReservedUntil: floor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Put(testCtx(t), fk, prev); err != nil {
+				t.Fatal(err)
+			}
+			n := openNode(t, store, Config{InstanceID: "next", UnsafeIgnoreFloor: ignore})
+			if h := n.current.Load().h; h.WorkerID != 5 || h.Epoch != 5 || h.Floor != floor {
+				t.Fatalf("holds worker %d epoch %d floor %d; want 5, 5, %d (the previous holder's reservation)",
+					h.WorkerID, h.Epoch, h.Floor, floor)
+			}
+			c, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+			keys, err := n.NextIDs(c, 100)
+			cancel()
+			atOrBelow := 0
+			for _, k := range keys {
+				if snowflake.Decompose(k).Millis+snowflake.DefaultEpochMillis <= floor {
+					atOrBelow++
+				}
+			}
+			if !ignore {
+				if len(keys) != 0 || !errors.Is(err, snowflake.ErrReservationExpired) {
+					t.Fatalf("issued %d keys (%d at or below the floor), err %v; want none and ErrReservationExpired (waiting for the clock to pass the floor)",
+						len(keys), atOrBelow, err)
+				}
+				return
+			}
+			if err != nil || len(keys) != 100 || atOrBelow != 100 {
+				t.Fatalf("issued %d keys, %d of them at or below the floor, err %v; want 100, all at or below the floor",
+					len(keys), atOrBelow, err)
+			}
+		})
+	}
+}
