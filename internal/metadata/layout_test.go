@@ -1,0 +1,260 @@
+package metadata
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden registry trees under testdata/registry")
+
+const registryDir = "../../testdata/registry"
+
+// readTree reads a registry tree file: a YAML mapping of key to value.
+func readTree(t *testing.T, name string) map[string]string {
+	t.Helper()
+	var tree map[string]string
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(registryDir, name)), &tree); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return tree
+}
+
+// encodeTree writes a tree in readTree's format, keys sorted.
+func encodeTree(header string, tree map[string]string) []byte {
+	keys := sortedKeys(tree)
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, k := range keys {
+		node := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Value: k},
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: tree[k]},
+		}}
+		if strings.Contains(tree[k], "\n") {
+			node.Content[1].Style = yaml.LiteralStyle
+		}
+		b.Write(marshal(node))
+	}
+	return b.Bytes()
+}
+
+// dumpTree returns every key a node persisted under /metadata, /rules and
+// /props.
+func dumpTree(t *testing.T, repo registry.Repository) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	for _, prefix := range []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot} {
+		kvs, err := snapshotOf(testCtx(t), repo, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range kvs {
+			tree[kv.Key] = string(kv.Value)
+		}
+	}
+	return tree
+}
+
+// loadTree writes tree to a fresh registry and loads a Store from it.
+func loadTree(t *testing.T, tree map[string]string) *Snapshot {
+	t.Helper()
+	repo := memory.New()
+	for k, v := range tree {
+		if _, err := repo.Put(testCtx(t), k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Load(testCtx(t), repo, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Problems(); len(p) > 0 {
+		t.Fatalf("problems loading the tree: %v", p)
+	}
+	return s.Current()
+}
+
+// model is what a snapshot says about databases, global rules and props,
+// with what upstream and shardkeeper write differently but mean alike made
+// equal: upstream always writes primitive fields (false booleans, a
+// table rule's logicTable, which its reader sets from the item name anyway,
+// readOnly: false) and an empty bean for none: {} where shardkeeper keeps
+// the config's none: (null); a column's type name is only shardkeeper's.
+func model(t *testing.T, s *Snapshot) any {
+	t.Helper()
+	dbs := map[string]any{}
+	for name, db := range s.Databases {
+		units := map[string]any{}
+		for u, ds := range db.Units {
+			units[u] = ds.Map()
+		}
+		rules := map[string]any{}
+		for typ, r := range db.Rules {
+			rules[typ] = r.Content
+		}
+		schemas := map[string]any{}
+		for sn, sc := range db.Schemas {
+			tables := map[string]datasource.Table{}
+			for tn, tb := range sc.Tables {
+				tb.Columns = append([]datasource.Column(nil), tb.Columns...)
+				for i := range tb.Columns {
+					tb.Columns[i].TypeName = ""
+				}
+				tables[tn] = tb
+			}
+			schemas[sn] = map[string]any{"tables": tables, "views": sc.Views}
+		}
+		dbs[name] = map[string]any{"units": normaliseModel(t, units), "rules": normaliseModel(t, rules), "schemas": schemas}
+	}
+	global := map[string]any{}
+	for typ, r := range s.GlobalRules {
+		global[typ] = r.Content
+	}
+	return map[string]any{"databases": dbs, "global": normaliseModel(t, global), "props": s.Props}
+}
+
+// normaliseModel decodes v through YAML and drops false, null and empty
+// values and logicTable.
+func normaliseModel(t *testing.T, v any) any {
+	t.Helper()
+	var out any
+	if err := yaml.Unmarshal(marshal(v), &out); err != nil {
+		t.Fatal(err)
+	}
+	var drop func(any) any
+	drop = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			m := map[string]any{}
+			for k, e := range x {
+				e = drop(e)
+				if e == nil || e == false || k == "logicTable" {
+					continue
+				}
+				if em, ok := e.(map[string]any); ok && len(em) == 0 {
+					continue
+				}
+				m[k] = e
+			}
+			return m
+		case []any:
+			l := make([]any, len(x))
+			for i, e := range x {
+				l[i] = drop(e)
+			}
+			return l
+		}
+		return v
+	}
+	return drop(out)
+}
+
+func TestReleaseTreesLoadIntoOneModel(t *testing.T) {
+	s552 := loadTree(t, readTree(t, "shardingsphere-5.5.2.yaml"))
+	s553 := loadTree(t, readTree(t, "shardingsphere-5.5.3.yaml"))
+	if m2, m3 := model(t, s552), model(t, s553); !reflect.DeepEqual(m2, m3) {
+		t.Fatalf("5.5.2 and 5.5.3 trees load differently:\n%v\n%v", m2, m3)
+	}
+	// The defaults are where the example config has them, in both.
+	for _, s := range []*Snapshot{s552, s553} {
+		c := s.Databases["sharding_db"].Rules["sharding"].Content
+		if c["defaultDatabaseStrategy"] == nil || c["defaultAuditStrategy"] == nil || c["defaultStrategies"] != nil {
+			t.Fatalf("sharding rule = %v", c)
+		}
+	}
+	// And the whole model is the example config's.
+	repo := memory.New()
+	store, _ := bootOn(t, repo, exampleConfig(t), fakeIntrospect)
+	if got, want := model(t, store.Current()), model(t, s553); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the example config loads differently from the 5.5.3 tree:\n%v\n%v", got, want)
+	}
+}
+
+func TestNodeWritesEachReleasesTree(t *testing.T) {
+	for _, layout := range []paths.Layout{paths.Layout552, paths.Layout553} {
+		t.Run(layout.String(), func(t *testing.T) {
+			cfg := exampleConfig(t)
+			cfg.Mode.Repository.Layout = layout
+			repo := memory.New()
+			bootOn(t, repo, cfg, fakeIntrospect)
+			got := dumpTree(t, repo)
+			golden := "golden-" + layout.String() + ".yaml"
+			header := "# What a shardkeeper node writes for target release " + layout.String() + " (mode props\n" +
+				"# layoutVersion) from the example conf; regenerate with go test ./internal/metadata -run\n" +
+				"# TestNodeWritesEachReleasesTree -update. It matches shardingsphere-" + layout.String() + ".yaml key for key.\n"
+			if *update {
+				if err := os.WriteFile(filepath.Join(registryDir, golden), encodeTree(header, got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := readTree(t, golden); !reflect.DeepEqual(got, want) {
+				t.Fatalf("the node's tree differs from %s (run with -update after checking the change)", golden)
+			}
+			upstream := readTree(t, "shardingsphere-"+layout.String()+".yaml")
+			if g, u := sortedKeys(got), sortedKeys(upstream); !reflect.DeepEqual(g, u) {
+				t.Fatalf("keys differ from upstream's tree:\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(u, "\n"))
+			}
+			if g, u := model(t, loadTree(t, got)), model(t, loadTree(t, upstream)); !reflect.DeepEqual(g, u) {
+				t.Fatalf("values differ from upstream's tree:\n%v\n%v", g, u)
+			}
+		})
+	}
+}
+
+// TestDefaultsMoveBetweenLayouts checks that an item written in one
+// layout's place is read, and that writing it in the other's place leaves
+// one copy.
+func TestDefaultsMoveBetweenLayouts(t *testing.T) {
+	ctx := testCtx(t)
+	repo := memory.New()
+	for k, v := range readTree(t, "shardingsphere-5.5.2.yaml") {
+		if _, err := repo.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strategy := map[string]any{"standard": map[string]any{"shardingColumn": "order_id", "shardingAlgorithmName": "t_order_inline"}}
+	if err := AlterRuleItem(ctx, repo, paths.Layout553, "sharding_db", "sharding", "default_database_strategy", "", strategy); err != nil {
+		t.Fatal(err)
+	}
+	old := "/metadata/sharding_db/rules/sharding/default_strategies/default_database_strategy/active_version"
+	if _, err := repo.Get(ctx, old); err == nil {
+		t.Fatalf("%s is still there", old)
+	}
+	s, err := Load(ctx, repo, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Current().Databases["sharding_db"].Rules["sharding"].Content
+	if got := normaliseModel(t, c["defaultDatabaseStrategy"]); !reflect.DeepEqual(got, normaliseModel(t, strategy)) {
+		t.Fatalf("defaultDatabaseStrategy = %v", got)
+	}
+	if c["defaultAuditStrategy"] == nil {
+		t.Fatal("the 5.5.2 default audit strategy was lost")
+	}
+	if err := DropRuleItem(ctx, repo, "sharding_db", "sharding", "default_audit_strategy", ""); err != nil {
+		t.Fatal(err)
+	}
+	keys := sortedKeys(dumpTree(t, repo))
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.Contains(k, "default_audit_strategy") {
+			t.Fatalf("%s survived DropRuleItem", k)
+		}
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
