@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 func testLedgerMakesMissingFenceUnknown(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	s := session(t, r)
 	h, err := Acquire(ctx, r, s, "first", Options{})
@@ -64,7 +65,7 @@ func testLedgerMakesMissingFenceUnknown(t *testing.T, b backend) {
 }
 
 func testLedgerCreatedOnce(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -121,7 +122,7 @@ func testLedgerCreatedOnce(t *testing.T, b backend) {
 }
 
 func testHintNotPreferredFarAhead(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	s := session(t, r)
 	h, err := Acquire(ctx, r, s, "stable", Options{Stable: true})
@@ -144,24 +145,18 @@ func testHintNotPreferredFarAhead(t *testing.T, b backend) {
 }
 
 func waitGone(t *testing.T, r registry.Repository, id int) {
+	t.Helper()
 	res, _ := paths.Reservation(id)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := r.Get(testCtx(t), res)
-		if errors.Is(err, registry.ErrNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reservation %d still there: %v", id, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, fmt.Sprintf("reservation %d to go", id), func() bool {
+		_, err := r.Get(testenv.Context(t), res)
+		return errors.Is(err, registry.ErrNotFound)
+	})
 }
 
 func testWatchSeesForeignChange(t *testing.T, b backend) {
 	for _, change := range []string{"fence overwritten", "fence deleted", "reservation deleted", "own renewals only"} {
 		t.Run(change, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testenv.Context(t)
 			r := b.open(t)
 			h, err := Acquire(ctx, r, session(t, r), "w", Options{})
 			if err != nil {
@@ -234,7 +229,7 @@ func TestHostileAbsurdFenceIsCorrupt(t *testing.T) {
 		for cn, value := range cases {
 			t.Run(bn+"/"+cn, func(t *testing.T) {
 				b := mk()
-				ctx := testCtx(t)
+				ctx := testenv.Context(t)
 				r := b.open(t)
 				fill(t, r, 5)
 				fk, _ := paths.Fence(5)
@@ -263,7 +258,7 @@ func TestHostileAbsurdFenceIsCorrupt(t *testing.T) {
 // unknown, and the ledger it creates again gives every fence the unknown
 // floor.
 func testLedgerDeletedWithFences(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	s := session(t, r)
 	if _, err := Acquire(ctx, r, s, "n", Options{}); err != nil {
@@ -301,7 +296,7 @@ func testLedgerDeletedWithFences(t *testing.T, b backend) {
 // reads a bounded number of fences and takes the one that ends first of
 // them, rather than giving up.
 func testAllAheadTakesEarliest(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	now := time.Now().UnixMilli()
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -31,14 +32,8 @@ func memoryBackend() backend {
 	}
 }
 
-func testCtx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 func session(t *testing.T, r registry.Repository) registry.Session {
-	s, err := r.NewSession(testCtx(t), registry.SessionOptions{TTL: 10 * time.Second})
+	s, err := r.NewSession(testenv.Context(t), registry.SessionOptions{TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +83,7 @@ func runAcquireSuite(t *testing.T, mk func() backend) {
 
 func testNoHintForRandomIDs(t *testing.T, b backend) {
 	r := b.open(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	if _, err := Acquire(ctx, r, session(t, r), "random-1", Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +102,7 @@ func testNoHintForRandomIDs(t *testing.T, b backend) {
 func testLayoutAndFence(t *testing.T, b backend) {
 	r := b.open(t)
 	s := session(t, r)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	h, err := Acquire(ctx, r, s, "i-1", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +144,7 @@ func testLayoutAndFence(t *testing.T, b backend) {
 
 func testConcurrentDistinct(t *testing.T, b backend) {
 	const n = 40
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	ids := make([]int, n)
 	errs := make([]error, n)
 	repos := make([]registry.Repository, n)
@@ -184,7 +179,7 @@ func testConcurrentDistinct(t *testing.T, b backend) {
 }
 
 func testRestartGetsOldID(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	s := session(t, r)
 	h, err := Acquire(ctx, r, s, "stable-1", Options{Stable: true})
@@ -212,7 +207,7 @@ func testRestartGetsOldID(t *testing.T, b backend) {
 
 // fill reserves every worker id except keep with persistent keys.
 func fill(t *testing.T, r registry.Repository, keep int) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
 	for id := 0; id < Count; id++ {
@@ -233,7 +228,7 @@ func fill(t *testing.T, r registry.Repository, keep int) {
 }
 
 func testTakeoverStartsAboveFence(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	fill(t, r, 77)
 	sa := session(t, r)
@@ -271,7 +266,7 @@ func testTakeoverStartsAboveFence(t *testing.T, b backend) {
 }
 
 func testExhausted(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	fill(t, r, -1)
 	_, err := Acquire(ctx, r, session(t, r), "late", Options{})
@@ -285,7 +280,7 @@ func testExhausted(t *testing.T, b backend) {
 }
 
 func testCorruptFenceIsUnknown(t *testing.T, b backend) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r := b.open(t)
 	fill(t, r, 5)
 	fk, _ := paths.Fence(5)
@@ -305,7 +300,7 @@ func testCorruptFenceIsUnknown(t *testing.T, b backend) {
 // An unknown outcome (lost response) keeps the old limit, and the next
 // Reserve adopts the write that landed.
 func TestReserveAdoptsLostResponse(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	inner := memory.New()
 	r := fault.Wrap(inner, nil)
 	s, err := r.NewSession(ctx, registry.SessionOptions{})
