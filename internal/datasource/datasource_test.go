@@ -2,8 +2,6 @@ package datasource
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -14,18 +12,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
-func unique(prefix string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
 
 func TestTranslate(t *testing.T) {
 	ds := config.NewDataSource("", "root", "s3cret")
@@ -54,7 +40,7 @@ func TestTranslate(t *testing.T) {
 func TestUnreachableNamesUnitAndHostNotPassword(t *testing.T) {
 	ds := config.NewDataSource("jdbc:postgresql://127.0.0.1:1/nowhere", "postgres", "hunter2-secret")
 	ds.ConnectionTimeout = 2 * time.Second
-	_, err := Open(ctx(t), "ds_x", ds)
+	_, err := Open(testenv.Context(t), "ds_x", ds)
 	if err == nil {
 		t.Fatal("Open succeeded")
 	}
@@ -62,7 +48,7 @@ func TestUnreachableNamesUnitAndHostNotPassword(t *testing.T) {
 		t.Fatalf("error %q must name the unit and host and hide the password", msg)
 	}
 	ds.URL = "jdbc:mysql://127.0.0.1:1/nowhere"
-	if _, err := Open(ctx(t), "ds_y", ds); err == nil || !strings.Contains(err.Error(), "ds_y (mysql at 127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
+	if _, err := Open(testenv.Context(t), "ds_y", ds); err == nil || !strings.Contains(err.Error(), "ds_y (mysql at 127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("mysql: %v", err)
 	}
 }
@@ -78,12 +64,12 @@ func postgresUnit(t *testing.T) (config.DataSource, *DB, string) {
 	pw, _ := u.User.Password()
 	ds := config.NewDataSource("jdbc:postgresql://"+u.Host+u.Path, u.User.Username(), pw)
 	ds.ConnectionTimeout = 5 * time.Second
-	db, err := Open(ctx(t), "pg", ds)
+	db, err := Open(testenv.Context(t), "pg", ds)
 	if err != nil {
 		testenv.DatabaseUnreachable(t, "PostgreSQL", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	schema := unique("sk_")
+	schema := testenv.Namespace("sk_")
 	for _, q := range []string{
 		"CREATE SCHEMA " + schema,
 		"CREATE TABLE " + schema + ".t_order (order_id bigserial PRIMARY KEY, user_id int NOT NULL, status varchar(32), created timestamptz)",
@@ -92,7 +78,7 @@ func postgresUnit(t *testing.T) (config.DataSource, *DB, string) {
 		"CREATE VIEW " + schema + ".v_order AS SELECT order_id FROM " + schema + ".t_order",
 		"CREATE TABLE " + schema + ".t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES " + schema + ".t_order (order_id))",
 	} {
-		if _, err := db.ExecContext(ctx(t), q); err != nil {
+		if _, err := db.ExecContext(testenv.Context(t), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -113,7 +99,7 @@ func findSchema(t *testing.T, schemas []Schema, name string) Schema {
 
 func TestPostgresCatalog(t *testing.T) {
 	_, db, schema := postgresUnit(t)
-	schemas, err := Catalog(ctx(t), db)
+	schemas, err := Catalog(testenv.Context(t), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,13 +162,13 @@ func mysqlUnit(t *testing.T) (config.DataSource, *DB, string) {
 	pw, _ := u.User.Password()
 	admin := config.NewDataSource("jdbc:mariadb://"+u.Host+u.Path, u.User.Username(), pw)
 	admin.ConnectionTimeout = 5 * time.Second
-	adb, err := Open(ctx(t), "admin", admin)
+	adb, err := Open(testenv.Context(t), "admin", admin)
 	if err != nil {
 		testenv.DatabaseUnreachable(t, "MySQL/MariaDB", err)
 	}
 	defer adb.Close()
-	name := unique("sk_")
-	if _, err := adb.ExecContext(ctx(t), "CREATE DATABASE "+name); err != nil {
+	name := testenv.Namespace("sk_")
+	if _, err := adb.ExecContext(testenv.Context(t), "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -193,7 +179,7 @@ func mysqlUnit(t *testing.T) (config.DataSource, *DB, string) {
 	})
 	ds := admin
 	ds.URL = "jdbc:mysql://" + u.Host + "/" + name + "?useSSL=false"
-	db, err := Open(ctx(t), "my", ds)
+	db, err := Open(testenv.Context(t), "my", ds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +191,7 @@ func mysqlUnit(t *testing.T) (config.DataSource, *DB, string) {
 		"CREATE VIEW v_order AS SELECT order_id FROM t_order",
 		"CREATE TABLE t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES t_order (order_id))",
 	} {
-		if _, err := db.ExecContext(ctx(t), q); err != nil {
+		if _, err := db.ExecContext(testenv.Context(t), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -214,7 +200,7 @@ func mysqlUnit(t *testing.T) (config.DataSource, *DB, string) {
 
 func TestMySQLCatalog(t *testing.T) {
 	_, db, name := mysqlUnit(t)
-	schemas, err := Catalog(ctx(t), db)
+	schemas, err := Catalog(testenv.Context(t), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +214,7 @@ func TestMySQLCatalog(t *testing.T) {
 func sqliteUnit(t *testing.T) config.DataSource {
 	t.Helper()
 	ds := config.NewDataSource("jdbc:sqlite:"+filepath.Join(t.TempDir(), "x.db"), "", "")
-	db, err := Open(ctx(t), "lite", ds)
+	db, err := Open(testenv.Context(t), "lite", ds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +226,7 @@ func sqliteUnit(t *testing.T) config.DataSource {
 		"CREATE VIEW v_order AS SELECT order_id FROM t_order",
 		"CREATE TABLE t_note (note_id int PRIMARY KEY, order_id bigint, code varchar(16), CONSTRAINT uq_note_code UNIQUE (code), CONSTRAINT fk_note_order FOREIGN KEY (order_id) REFERENCES t_order (order_id))",
 	} {
-		if _, err := db.ExecContext(ctx(t), q); err != nil {
+		if _, err := db.ExecContext(testenv.Context(t), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -249,7 +235,7 @@ func sqliteUnit(t *testing.T) config.DataSource {
 
 func TestSQLiteIntrospect(t *testing.T) {
 	ds := sqliteUnit(t)
-	schemas, err := Introspect(ctx(t), config.Database{Name: "logic_db", DataSources: map[string]config.DataSource{"lite": ds}})
+	schemas, err := Introspect(testenv.Context(t), config.Database{Name: "logic_db", DataSources: map[string]config.DataSource{"lite": ds}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // TestHostileDataSourceStringHidesSecrets prints data sources and their
@@ -43,7 +44,7 @@ func TestHostileDataSourceStringHidesSecrets(t *testing.T) {
 			check("Translate "+raw, err.Error())
 			continue
 		}
-		_, err = Open(ctx(t), "ds_bad", bad)
+		_, err = Open(testenv.Context(t), "ds_bad", bad)
 		if err == nil {
 			t.Fatalf("Open(%s) succeeded", raw)
 		}

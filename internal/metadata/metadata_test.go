@@ -15,17 +15,12 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
 const exampleDir = "../../testdata/shardingsphere"
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // exampleConfig is ShardingSphere's example global.yaml with its MySQL
 // database file.
@@ -102,7 +97,7 @@ func (n *node) run(t *testing.T) {
 
 func get(t *testing.T, r registry.Repository, key string) string {
 	t.Helper()
-	kv, err := r.Get(testCtx(t), key)
+	kv, err := r.Get(testenv.Context(t), key)
 	if err != nil {
 		t.Fatalf("Get(%s): %v", key, err)
 	}
@@ -110,7 +105,7 @@ func get(t *testing.T, r registry.Repository, key string) string {
 }
 
 func TestPathAThenPathB(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	base := memory.New()
 	n1 := bootNode(t, ctx, base, exampleConfig(t))
 	// The registry has ShardingSphere's layout, every item versioned.
@@ -188,7 +183,7 @@ func normalise(t *testing.T, content map[string]any) map[string]any {
 }
 
 func TestConcurrentBootstrapKeepsOneCopy(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	base := memory.New()
 	cfgs := []*config.Config{exampleConfig(t), otherConfig(), exampleConfig(t), otherConfig()}
 	nodes := make([]*node, len(cfgs))
@@ -214,7 +209,7 @@ func TestConcurrentBootstrapKeepsOneCopy(t *testing.T) {
 }
 
 func TestVersionedWriteKeepsOneVersion(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	repo := memory.New()
 	for i := 0; i < 3; i++ {
 		if err := SetProps(ctx, repo, map[string]string{"kernel-executor-size": fmt.Sprint(i)}); err != nil {
@@ -247,7 +242,7 @@ func TestVersionedWriteKeepsOneVersion(t *testing.T) {
 }
 
 func TestWritersReachOtherNodes(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	base := memory.New()
 	n1 := bootNode(t, ctx, base, exampleConfig(t))
 	n2 := bootNode(t, ctx, base, nil)
@@ -364,7 +359,7 @@ func TestWritersReachOtherNodes(t *testing.T) {
 }
 
 func TestResyncAfterLostWatch(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	base := memory.New()
 	n1 := bootNode(t, ctx, base, exampleConfig(t))
 	n1.run(t)
@@ -405,7 +400,7 @@ func TestResyncAfterLostWatch(t *testing.T) {
 }
 
 func TestCorruptValuesAreReportedAndSkipped(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	base := memory.New()
 	bootNode(t, ctx, base, exampleConfig(t))
 	for key, val := range map[string]string{
@@ -462,7 +457,7 @@ func TestCorruptValuesAreReportedAndSkipped(t *testing.T) {
 }
 
 func TestStaleActiveVersionIsIgnored(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	repo := memory.New()
 	s := newStore(repo, nil)
 	node := "/metadata/db/data_sources/units/u"

@@ -2,8 +2,6 @@ package metadata
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -17,15 +15,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
-
-func uniqueName(prefix string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
 
 // backend opens clients on one fresh namespace of a real registry.
 type backend struct {
@@ -38,23 +32,23 @@ func realBackends(t testing.TB) []backend {
 }
 
 func etcdBackend(t testing.TB) backend {
+	srv := etcdtest.New(t)
 	return backend{name: "etcd", open: func(t testing.TB) registry.Repository {
 		t.Helper()
-		eps := testenv.EtcdEndpoints(t)
-		ns := uniqueName("sk_meta_")
+		ns := srv.Namespace(t, "sk_meta_")
 		return openClient(t, func(ctx context.Context) (registry.Repository, error) {
-			return etcd.Open(ctx, etcd.Config{Endpoints: eps, Namespace: ns})
+			return etcd.Open(ctx, etcd.Config{Endpoints: srv.Endpoints, Namespace: ns})
 		}, ns)
 	}}
 }
 
 func zkBackend(t testing.TB) backend {
+	zs := zktest.New(t)
 	return backend{name: "zookeeper", open: func(t testing.TB) registry.Repository {
 		t.Helper()
-		servers := testenv.ZooKeeperServers(t)
-		ns := uniqueName("sk_meta_")
+		ns := zs.Namespace(t, "sk_meta_")
 		return openClient(t, func(ctx context.Context) (registry.Repository, error) {
-			return zookeeper.Open(ctx, zookeeper.Config{Servers: servers, Namespace: ns})
+			return zookeeper.Open(ctx, zookeeper.Config{Servers: zs.Servers, Namespace: ns, Dialer: zs.Dial})
 		}, ns)
 	}}
 }
@@ -63,15 +57,12 @@ func zkBackend(t testing.TB) backend {
 // clients on the same namespace come from clients(t, repo).
 func openClient(t testing.TB, open func(context.Context) (registry.Repository, error), ns string) registry.Repository {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r, err := open(ctx)
+	r, err := open(testenv.Context(t))
 	if err != nil {
 		t.Fatalf("open %s: %v", ns, err)
 	}
 	opened[r] = open
 	t.Cleanup(func() {
-		_ = r.Delete(context.Background(), "/") // the namespace is the test's own
 		_ = r.Close()
 		delete(opened, r)
 	})
@@ -85,10 +76,7 @@ var opened = map[registry.Repository]func(context.Context) (registry.Repository,
 // another opens one more client on r's namespace.
 func another(t testing.TB, r registry.Repository) registry.Repository {
 	t.Helper()
-	open := opened[r]
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := open(ctx)
+	c, err := opened[r](testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +86,7 @@ func another(t testing.TB, r registry.Repository) registry.Repository {
 
 func bootOn(t testing.TB, repo registry.Repository, cfg *config.Config, in Introspector) (*Store, registry.Session) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	sess, err := repo.NewSession(ctx, registry.SessionOptions{TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +111,7 @@ func runStore(t testing.TB, s *Store) {
 func sqliteConfig(t *testing.T) *config.Config {
 	t.Helper()
 	ds := config.NewDataSource("jdbc:sqlite:"+filepath.Join(t.TempDir(), "lite.db"), "", "")
-	db, err := datasource.Open(testCtx(t), "lite", ds)
+	db, err := datasource.Open(testenv.Context(t), "lite", ds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +121,7 @@ func sqliteConfig(t *testing.T) *config.Config {
 		"CREATE INDEX idx_name ON t_user (name)",
 		"CREATE TABLE t_address (address_id BIGINT PRIMARY KEY, city TEXT)",
 	} {
-		if _, err := db.ExecContext(testCtx(t), q); err != nil {
+		if _, err := db.ExecContext(testenv.Context(t), q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,13 +155,13 @@ func TestPathAThenPathBOnRealRegistries(t *testing.T) {
 			}
 			// Live: a change made through node 2 reaches node 1's watches.
 			runStore(t, s1)
-			if err := SetProps(testCtx(t), repo2, map[string]string{"sql-show": "true"}); err != nil {
+			if err := SetProps(testenv.Context(t), repo2, map[string]string{"sql-show": "true"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := DropUnit(testCtx(t), repo2, "lite_db", "lite"); err != nil {
+			if err := DropUnit(testenv.Context(t), repo2, "lite_db", "lite"); err != nil {
 				t.Fatal(err)
 			}
-			wctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
+			wctx, cancel := context.WithTimeout(testenv.Context(t), 10*time.Second)
 			defer cancel()
 			if _, err := s1.Wait(wctx, func(s *Snapshot) bool {
 				return s.Props.Bool("sql-show") && len(s.Databases["lite_db"].Units) == 0
@@ -186,7 +173,7 @@ func TestPathAThenPathBOnRealRegistries(t *testing.T) {
 }
 
 func TestBootFromRealDatabases(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	pg, err := url.Parse(testenv.PostgresURL())
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +198,8 @@ func TestBootFromRealDatabases(t *testing.T) {
 	defer myConn.Close()
 	// PostgreSQL: two unique schemas in the test database (other schemas
 	// there are introspected too; the checks look only at ours).
-	s1, s2 := uniqueName("sk_a_"), uniqueName("sk_b_")
-	myDB := uniqueName("sk_")
+	s1, s2 := testenv.Namespace("sk_a_"), testenv.Namespace("sk_b_")
+	myDB := testenv.Namespace("sk_")
 	t.Cleanup(func() {
 		_, _ = pgConn.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+s1+" CASCADE")
 		_, _ = pgConn.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+s2+" CASCADE")
@@ -285,7 +272,7 @@ func TestBootFromRealDatabases(t *testing.T) {
 }
 
 func TestUnreachableDataSourceFailsBootstrapWithoutWriting(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	repo := memory.New()
 	ds := config.NewDataSource("jdbc:postgresql://127.0.0.1:1/nowhere", "postgres", "hunter2-secret")
 	ds.ConnectionTimeout = time.Second

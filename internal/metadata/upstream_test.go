@@ -356,7 +356,7 @@ func checkRegistryLoadsUpstream(t *testing.T, repo registry.Repository) map[stri
 	t.Helper()
 	counts := map[string]int{}
 	for _, prefix := range []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot} {
-		kvs, err := snapshotOf(testCtx(t), repo, prefix)
+		kvs, err := snapshotOf(testenv.Context(t), repo, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func checkRegistryLoadsUpstream(t *testing.T, repo registry.Repository) map[stri
 // per server.
 func catalogDatabases(t *testing.T) []config.Database {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	tables := func(prefix string) []string {
 		return []string{
 			"CREATE TABLE " + prefix + "t_order (order_id bigint PRIMARY KEY, user_id int NOT NULL, status varchar(32))",
@@ -411,7 +411,7 @@ func catalogDatabases(t *testing.T) []config.Database {
 		testenv.DatabaseUnreachable(t, "PostgreSQL", err)
 	}
 	t.Cleanup(func() { _ = pgConn.Close() })
-	schema := uniqueName("sk_up_")
+	schema := testenv.Namespace("sk_up_")
 	t.Cleanup(func() { _, _ = pgConn.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
 	exec(pgConn, append([]string{"CREATE SCHEMA " + schema}, tables(schema+".")...))
 	out = append(out, config.Database{Name: "pg_db", DataSources: map[string]config.DataSource{"ds_pg": pgDS}})
@@ -427,7 +427,7 @@ func catalogDatabases(t *testing.T) []config.Database {
 		testenv.DatabaseUnreachable(t, "MariaDB", err)
 	}
 	t.Cleanup(func() { _ = myConn.Close() })
-	myDB := uniqueName("sk_up_")
+	myDB := testenv.Namespace("sk_up_")
 	t.Cleanup(func() { _, _ = myConn.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+myDB) })
 	exec(myConn, append([]string{"CREATE DATABASE " + myDB}, tables(myDB+".")...))
 	myDS := myAdmin
