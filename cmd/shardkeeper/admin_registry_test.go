@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -29,7 +30,7 @@ func TestAdminOnRegistry(t *testing.T) {
 }
 
 func adminOnRegistry(t *testing.T, typ, servers string) {
-	ns := uniqueNamespace("sk_admin_")
+	ns := testenv.Namespace("sk_admin_")
 	conf := t.TempDir()
 	global := clusterModeYAML(typ, servers, ns)
 	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {

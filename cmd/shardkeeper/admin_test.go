@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
@@ -26,8 +26,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil {
 		errb.WriteString("shardkeeper: " + err.Error() + "\n")

@@ -15,7 +15,7 @@ import (
 // with --force, are deleted.
 func TestHostileRegistryRmNeedsForce(t *testing.T) {
 	endpoints := testenv.EtcdEndpoints(t)
-	ns := uniqueNamespace("sk_rmforce_")
+	ns := testenv.Namespace("sk_rmforce_")
 	flags := []string{"--repository-type", "etcd", "--server-lists", strings.Join(endpoints, ","), "--namespace", ns}
 	fence := "/reservation/worker_id_fence/7"
 	mustRun(t, append([]string{"registry", "put", fence, `{"epoch":1,"holder":"a","reservedUntil":1}`}, flags...)...)

@@ -28,8 +28,7 @@ func run(t *testing.T, ctx context.Context, args ...string) (string, error) {
 
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	out, err := run(t, ctx, args...)
 	if err != nil {
 		t.Fatalf("shardkeeper %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -55,7 +54,7 @@ func roundTrip(t *testing.T, flags ...string) {
 
 func TestRegistryCLIOnEtcd(t *testing.T) {
 	endpoints := testenv.EtcdEndpoints(t)
-	ns := uniqueNamespace("sk_cli_")
+	ns := testenv.Namespace("sk_cli_")
 	flags := []string{"--repository-type", "etcd", "--server-lists", strings.Join(endpoints, ","), "--namespace", ns}
 	roundTrip(t, flags...)
 	// etcdctl sees the raw namespaced key.
@@ -71,7 +70,7 @@ func TestRegistryCLIOnEtcd(t *testing.T) {
 
 func TestRegistryCLIOnZooKeeper(t *testing.T) {
 	servers := testenv.ZooKeeperServers(t)
-	ns := uniqueNamespace("sk_cli_")
+	ns := testenv.Namespace("sk_cli_")
 	flags := []string{"--repository-type", "ZooKeeper", "--server-lists", strings.Join(servers, ","), "--namespace", ns}
 	roundTrip(t, flags...)
 	// zkCli.sh sees the znode under the namespace root.
@@ -211,11 +210,6 @@ func realRegistries(t *testing.T) []realRegistry {
 	}
 }
 
-// uniqueNamespace returns a registry namespace no other test run uses.
-func uniqueNamespace(prefix string) string {
-	return prefix + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
-}
-
 // clusterModeYAML is a global.yaml mode: section for a Cluster node on the
 // registry typ at servers, in namespace ns, with a 15 s session TTL.
 func clusterModeYAML(typ, servers, ns string) string {
@@ -228,7 +222,7 @@ func clusterModeYAML(typ, servers, ns string) string {
 func TestServeClusterNode(t *testing.T) {
 	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) {
-			ns := uniqueNamespace("sk_serve_")
+			ns := testenv.Namespace("sk_serve_")
 			conf := t.TempDir()
 			global := clusterModeYAML(reg.typ, reg.servers, ns)
 			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -30,8 +30,7 @@ func TestServeUDPAndRESP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	first, err := c.NextID(ctx)
 	if err != nil {
 		t.Fatal(err)

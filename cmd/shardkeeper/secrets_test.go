@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // hostileSecrets are the secrets the hostile tests hide in the registry;
@@ -51,10 +52,9 @@ func assertHidden(t *testing.T, what, out string) {
 func TestHostileRegistryGetHidesSecrets(t *testing.T) {
 	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) {
-			ns := uniqueNamespace("sk_secrets_")
+			ns := testenv.Namespace("sk_secrets_")
 			flags := []string{"--repository-type", reg.typ, "--server-lists", reg.servers, "--namespace", ns}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
+			ctx := testenv.Context(t)
 			repo, err := openFromFlags(ctx, &registryFlags{repositoryType: reg.typ, serverLists: reg.servers, namespace: ns})
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +120,7 @@ func TestHostileSecretsThroughCLI(t *testing.T) {
 }
 
 func secretsThroughCLI(t *testing.T, typ, servers string) {
-	ns := uniqueNamespace("sk_secrets_cli_")
+	ns := testenv.Namespace("sk_secrets_cli_")
 	conf := t.TempDir()
 	global := clusterModeYAML(typ, servers, ns) +
 		"authority:\n  users:\n    - user: root@%\n      password: rootpw\n    - user: sharding\n      password: shardpw\n  privilege:\n    type: ALL_PERMITTED\n"

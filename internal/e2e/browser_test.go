@@ -51,7 +51,7 @@ func TestStatusPage(t *testing.T) {
 		procs = append(procs, startServe(t, conf, fmt.Sprintf("page-node-%d", i), 3300+i))
 	}
 	for _, p := range procs {
-		eventually(t, p.id+" sees 3 nodes", func() bool { return len(nodes(t, p)) == 3 })
+		testenv.Eventually(t, p.id+" sees 3 nodes", func() bool { return len(nodes(t, p)) == 3 })
 	}
 	var self nodeRow
 	call(t, "GET", procs[0].url+"/api/v1/nodes/self", "", &self)

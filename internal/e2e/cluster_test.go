@@ -148,21 +148,10 @@ func nodes(t *testing.T, p *proc) []nodeRow {
 	return v.Nodes
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // writeConf writes a conf dir whose global.yaml points at the registry.
 func writeConf(t *testing.T, typ, servers string) string {
 	t.Helper()
-	ns := "sk_e2e_" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	ns := testenv.Namespace("sk_e2e_")
 	conf := t.TempDir()
 	global := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + ns +
 		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 10\n"
@@ -198,7 +187,7 @@ func threeNodes(t *testing.T, conf string) {
 
 	// Membership: every node shows three rows with distinct worker ids.
 	for _, p := range procs {
-		eventually(t, p.id+" sees 3 nodes", func() bool { return len(nodes(t, p)) == 3 })
+		testenv.Eventually(t, p.id+" sees 3 nodes", func() bool { return len(nodes(t, p)) == 3 })
 		rows := nodes(t, p)
 		seen := map[int]bool{}
 		for i, r := range rows {
@@ -281,7 +270,7 @@ func threeNodes(t *testing.T, conf string) {
 		t.Fatalf("DISABLE: %d %+v", code, row)
 	}
 	for _, p := range procs {
-		eventually(t, p.id+" sees node 3 disabled", func() bool {
+		testenv.Eventually(t, p.id+" sees node 3 disabled", func() bool {
 			for _, r := range nodes(t, p) {
 				if r.InstanceID == procs[2].id {
 					return r.Status == "CIRCUIT_BREAK"
@@ -290,14 +279,14 @@ func threeNodes(t *testing.T, conf string) {
 			return false
 		})
 	}
-	eventually(t, "node 3 not ready", func() bool { return call(t, "GET", procs[2].url+"/readyz", "", nil) == 503 })
+	testenv.Eventually(t, "node 3 not ready", func() bool { return call(t, "GET", procs[2].url+"/readyz", "", nil) == 503 })
 	if code := call(t, "GET", procs[2].url+"/api/v1/keys", "", nil); code != 503 {
 		t.Fatalf("keys from a disabled node: %d", code)
 	}
 	if code := call(t, "PUT", procs[1].url+"/api/v1/nodes/"+procs[2].id+"/state", `{"state":"ENABLE"}`, &row); code != 200 || row.Status != "OK" {
 		t.Fatalf("ENABLE: %d %+v", code, row)
 	}
-	eventually(t, "node 3 ready again", func() bool { return call(t, "GET", procs[2].url+"/readyz", "", nil) == 200 })
+	testenv.Eventually(t, "node 3 ready again", func() bool { return call(t, "GET", procs[2].url+"/readyz", "", nil) == 200 })
 
 	// SIGTERM node 2: it leaves gracefully and the others see it go.
 	if err := procs[1].stop(t); err != nil {
@@ -307,7 +296,7 @@ func threeNodes(t *testing.T, conf string) {
 		t.Fatalf("node 2 output:\n%s", out)
 	}
 	for _, p := range []*proc{procs[0], procs[2]} {
-		eventually(t, p.id+" sees node 2 leave", func() bool {
+		testenv.Eventually(t, p.id+" sees node 2 leave", func() bool {
 			rows := nodes(t, p)
 			for _, r := range rows {
 				if r.InstanceID == procs[1].id {

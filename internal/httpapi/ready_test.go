@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -18,8 +18,7 @@ import (
 // reserved by someone else.
 func previousIncarnation(t *testing.T, inst string, fillAll bool) registry.Repository {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	repo := memory.New()
 	put := func(key, value string) {
 		if _, err := repo.Put(ctx, key, []byte(value)); err != nil {

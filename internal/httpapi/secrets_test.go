@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
@@ -37,7 +38,7 @@ func TestHostileSecretsInOpenReads(t *testing.T) {
 		DataSources: map[string]config.DataSource{"ds_0": ds}, Rules: rules}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "database with both rules seen", func() bool {
+	testenv.Eventually(t, "database with both rules seen", func() bool {
 		body := string(get(t, n, "/api/v1/databases/secret_db").body)
 		return strings.Contains(body, `"encrypt"`) && strings.Contains(body, `"mask"`) && strings.Contains(body, `"ds_0"`) &&
 			strings.Contains(body, "sm4_encryptor") && strings.Contains(body, "md5_mask")

@@ -18,6 +18,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -39,8 +40,7 @@ func quietLogger() *slog.Logger {
 // startNode opens a node with its server on repo; cleanup closes both.
 func startNode(t *testing.T, repo registry.Repository, id string, mutate func(*Config)) *testNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	nc := cluster.Config{InstanceID: id, Port: 3307, Reservation: 600 * time.Millisecond, Logger: quietLogger()}
 	node, err := cluster.Open(ctx, repo, nc)
 	if err != nil {
@@ -69,21 +69,14 @@ func startNode(t *testing.T, repo registry.Repository, id string, mutate func(*C
 		<-runDone
 		_ = node.Close(context.Background())
 	})
-	// Wait until the node sees itself.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		found := false
+	testenv.Eventually(t, "node "+id+" to see itself", func() bool {
 		for _, inst := range node.Instances() {
-			found = found || inst.ID == id
+			if inst.ID == id {
+				return true
+			}
 		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s never saw itself", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	return &testNode{node: node, srv: srv, http: hs}
 }
 
@@ -312,14 +305,14 @@ func TestNodesStateAndLock(t *testing.T) {
 		t.Fatalf("DISABLE node-b: %d %s", r.status, r.body)
 	}
 	put(t, a, "/api/v1/nodes/node-b/state", `{"state":"DISABLE"}`).apiError(t, 409, 30001, "`node-b` compute node has been disabled")
-	waitFor(t, "node-b not ready", func() bool { return get(t, b, "/readyz").status == 503 })
+	testenv.Eventually(t, "node-b not ready", func() bool { return get(t, b, "/readyz").status == 503 })
 	get(t, b, "/api/v1/keys").apiError(t, 503, 0, "CIRCUIT_BREAK")
 	r = put(t, a, "/api/v1/nodes/node-b/state", `{"state":"ENABLE"}`)
 	r.json(t, &row)
 	if row.Status != "OK" {
 		t.Fatalf("ENABLE: %s", r.body)
 	}
-	waitFor(t, "node-b ready", func() bool { return get(t, b, "/readyz").status == 200 })
+	testenv.Eventually(t, "node-b ready", func() bool { return get(t, b, "/readyz").status == 200 })
 
 	// LOCK / UNLOCK CLUSTER.
 	var st struct {
@@ -332,7 +325,7 @@ func TestNodesStateAndLock(t *testing.T) {
 		t.Fatalf("lock WRITE: %+v", st)
 	}
 	put(t, b, "/api/v1/cluster/lock", `{"strategy":"READ_WRITE"}`).apiError(t, 409, 15030, "Cluster is already locked.")
-	waitFor(t, "b sees READ_ONLY", func() bool {
+	testenv.Eventually(t, "b sees READ_ONLY", func() bool {
 		get(t, b, "/api/v1/cluster/state").json(t, &st)
 		return st.State == "READ_ONLY"
 	})
@@ -344,20 +337,9 @@ func TestNodesStateAndLock(t *testing.T) {
 	if st.State != "UNAVAILABLE" {
 		t.Fatalf("lock READ_WRITE: %+v", st)
 	}
-	waitFor(t, "b refuses keys while UNAVAILABLE", func() bool { return get(t, b, "/api/v1/keys").status == 503 })
+	testenv.Eventually(t, "b refuses keys while UNAVAILABLE", func() bool { return get(t, b, "/api/v1/keys").status == 503 })
 	put(t, a, "/api/v1/cluster/unlock", "").json(t, &st)
-	waitFor(t, "b issues again", func() bool { return get(t, b, "/api/v1/keys").status == 200 })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, "b issues again", func() bool { return get(t, b, "/api/v1/keys").status == 200 })
 }
 
 func TestDatabases(t *testing.T) {
@@ -372,7 +354,7 @@ func TestDatabases(t *testing.T) {
 	}
 	// CreateDatabase writes units and rules as separate keys: wait until
 	// the node has seen both.
-	waitFor(t, "database and its rule seen", func() bool {
+	testenv.Eventually(t, "database and its rule seen", func() bool {
 		body := string(get(t, n, "/api/v1/databases/sharding_db").body)
 		return strings.Contains(body, "broadcast") && strings.Contains(body, `"ds_0"`)
 	})
