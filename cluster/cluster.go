@@ -97,6 +97,17 @@ type Config struct {
 	// snowflake.DefaultConfig() (ShardingSphere's defaults). Its WorkerID
 	// is ignored: the registry assigns it, and Open logs ShardingSphere's
 	// warning when it is set.
+	//
+	// Its MaxBorrow (default 0: never) lets a burst run ahead of the clock:
+	// when a millisecond's 4096 keys are used up, keys are stamped with the
+	// next millisecond at once instead of after a wait, up to MaxBorrow
+	// ahead of the clock. A borrow of B turns a burst of up to 4096 keys
+	// per millisecond of B into one that runs at the speed of the caller
+	// (250ms covers a burst of a million keys); the sustained rate stays
+	// 4096 keys per millisecond. Keys are never stamped past the
+	// reservation committed in the registry (Reservation ahead of the
+	// clock at most): a burst that reaches it waits for the next renewal,
+	// so a MaxBorrow longer than Reservation borrows no further.
 	Snowflake snowflake.Config
 	// Logger receives the node's logs, each with the instance id. Nil means
 	// slog.Default().

@@ -59,7 +59,8 @@ type Config struct {
 	// ahead of the clock: when a millisecond's sequence is used up, or the clock
 	// stepped back, the generator continues on the next (or last) millisecond
 	// instead of waiting, as long as it stays within MaxBorrow of the clock and
-	// within the window. 0 (the default) never borrows.
+	// within the window: no key is stamped past the window's limit whatever
+	// MaxBorrow is. 0 (the default) never borrows.
 	MaxBorrow time.Duration
 	// Fenced makes the Generator start with its window closed: NextID fails with
 	// ErrNoReservation until the first SetWindow.

@@ -32,6 +32,7 @@ func newServeCommand() *cobra.Command {
 		node      cluster.Config
 		logFormat string
 		stopAfter time.Duration
+		maxBorrow time.Duration
 		respAddr  string
 		respMax   int
 		udpAddr   string
@@ -60,6 +61,10 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 			if node.Reservation <= 0 || node.Reservation > cluster.MaxReservation {
 				return usagef("--reservation %v: must be above 0 and at most %v (a node that finds a worker id's fence missing waits this long, plus %v of clock skew, before issuing on it)",
 					node.Reservation, cluster.MaxReservation, cluster.MaxClockSkew)
+			}
+			if maxBorrow < 0 || maxBorrow > node.Reservation {
+				return usagef("--max-borrow %v: must be 0 (never borrow) or more and at most --reservation %v (keys are never stamped past the committed reservation, so a longer borrow buys nothing)",
+					maxBorrow, node.Reservation)
 			}
 			if node.InstanceID == "" {
 				node.InstanceID, node.RandomInstanceID = cluster.NewInstanceID(), true
@@ -97,7 +102,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 			}
 			node.Logger = log
 			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
-				ModeType: mode.Type, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr)})
+				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr)})
 			if err != nil {
 				return err
 			}
@@ -144,6 +149,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 	fl.StringVar(&node.Host, "host", "127.0.0.1", "host published in the online node (attribute ip@port)")
 	fl.IntVar(&node.Port, "port", 3307, "port published in the online node")
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")
+	fl.DurationVar(&maxBorrow, "max-borrow", 0, "how far ahead of the clock a burst of keys may be stamped instead of waiting for the next millisecond (each ms is 4096 keys; whole ms; 0 never borrows; at most --reservation: never past the committed reservation)")
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
 	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")

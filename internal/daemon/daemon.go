@@ -30,8 +30,13 @@ type Config struct {
 	// means none: the node then loads whatever the registry has.
 	Conf *config.Config
 	// Node configures the cluster node; its SessionTTL defaults to the
-	// repository's timeToLiveSeconds.
+	// repository's timeToLiveSeconds, its Snowflake (when zero) to the
+	// first SNOWFLAKE key generator of Conf's sharding rules.
 	Node cluster.Config
+	// MaxBorrow, when above 0, sets the key generator's MaxBorrow (see
+	// snowflake.Config.MaxBorrow): how far ahead of the clock a burst of
+	// keys may be stamped, never past the node's committed reservation.
+	MaxBorrow time.Duration
 	// Logger receives the daemon's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// ModeType is "Cluster" or "Standalone", shown as mode_type; empty
@@ -114,6 +119,9 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		if nc.Snowflake, err = snowflakeConfig(c.Conf); err != nil {
 			return nil, err
 		}
+	}
+	if c.MaxBorrow > 0 {
+		nc.Snowflake.MaxBorrow = c.MaxBorrow
 	}
 	if nc.SessionTTL == 0 {
 		nc.SessionTTL = c.Repository.TimeToLive

@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
 // TestCloseStopsEveryFrontend starts a daemon on real etcd with HTTP, RESP
@@ -134,4 +135,28 @@ func TestBusyPortFailsTheStart(t *testing.T) {
 		t.Fatalf("HTTP port %s still bound after the failed start: %v", httpAddr, err)
 	}
 	ln.Close()
+}
+
+// TestMaxBorrow: Config.MaxBorrow reaches the node's generator: a burst of
+// a million keys, which needs 245 ms of sequence, is stamped ahead of the
+// clock instead of waiting for it.
+func TestMaxBorrow(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := config.Repository{Type: config.RepositoryEtcd, ServerLists: testenv.EtcdEndpoints(t),
+		Namespace: testenv.Namespace("sk_daemon_"), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+	d, err := Start(ctx, Config{Repository: repo, Node: cluster.Config{InstanceID: "daemon-borrow"}, MaxBorrow: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.WithoutCancel(ctx))
+	keys := make([]int64, 0, 1<<20)
+	for len(keys) < 1_000_000 {
+		if keys, err = d.Node.AppendIDs(ctx, keys, 10000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := snowflake.Decompose(keys[len(keys)-1]).Time(time.UnixMilli(snowflake.DefaultEpochMillis))
+	if ahead := time.Until(last); ahead <= 0 {
+		t.Fatalf("the last of %d keys is stamped %v behind the clock: no borrow", len(keys), -ahead)
+	}
 }
