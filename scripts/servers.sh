@@ -4,7 +4,8 @@
 #
 #   source scripts/servers.sh && start_servers
 #
-# It installs the Debian packages when they are missing, exports
+# It installs the Debian packages when they are missing (the servers, and a
+# JDK with SnakeYAML for the metadata tests), exports
 # SHARDKEEPER_ETCD_ENDPOINTS and SHARDKEEPER_ZK_SERVERS, and stops both
 # servers when the calling shell exits.
 
@@ -14,6 +15,9 @@ install_servers() {
 	command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 	[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 	command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+	# internal/metadata loads what a node persists with SnakeYAML, as ShardingSphere does.
+	command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+	[ -f /usr/share/java/snakeyaml.jar ] || need+=(libyaml-snake-java)
 	command -v chromium >/dev/null 2>&1 || need+=(chromium)
 	if [ ${#need[@]} -gt 0 ]; then
 		echo "servers: installing ${need[*]} from Debian packages" >&2

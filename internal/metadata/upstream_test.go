@@ -3,8 +3,11 @@ package metadata
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -246,57 +249,114 @@ func strictDecode(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// ruleItemClasses are the classes of each database rule item, by rule type
-// and item node name: the map value's class for named items, the field's
-// class for unique items. A nil entry is a raw string (a String field, or
-// an element of a key-list collection).
-var ruleItemClasses = map[string]map[string]func() any{
+// ruleItemClasses name the upstream class of each database rule item, by
+// rule type and item node name: the map value's class for named items, the
+// field's class for unique items ("List" for a collection). "" is a raw
+// string (a String field, or an element of a key-list collection).
+var ruleItemClasses = map[string]map[string]string{
 	"sharding": {
-		"tables": func() any { return &ssTableRule{} }, "auto_tables": func() any { return &ssAutoTableRule{} },
-		"binding_tables": nil, "default_sharding_column": nil,
-		"default_database_strategy": func() any { return &ssShardingStrategy{} }, "default_table_strategy": func() any { return &ssShardingStrategy{} },
-		"default_key_generate_strategy": func() any { return &ssKeyGenerateStrategy{} }, "default_audit_strategy": func() any { return &ssAuditStrategy{} },
-		"sharding_algorithms": func() any { return &ssAlgorithm{} }, "key_generators": func() any { return &ssAlgorithm{} },
-		"auditors": func() any { return &ssAlgorithm{} }, "sharding_cache": func() any { return &ssShardingCache{} },
+		"tables": "YamlTableRuleConfiguration", "auto_tables": "YamlShardingAutoTableRuleConfiguration",
+		"binding_tables": "", "default_sharding_column": "",
+		"default_database_strategy":     "YamlShardingStrategyConfiguration",
+		"default_table_strategy":        "YamlShardingStrategyConfiguration",
+		"default_key_generate_strategy": "YamlKeyGenerateStrategyConfiguration",
+		"default_audit_strategy":        "YamlShardingAuditStrategyConfiguration",
+		"sharding_algorithms":           "YamlAlgorithmConfiguration", "key_generators": "YamlAlgorithmConfiguration",
+		"auditors": "YamlAlgorithmConfiguration", "sharding_cache": "YamlShardingCacheConfiguration",
 	},
-	"broadcast": {"tables": func() any { return &[]string{} }},
-	"single":    {"tables": func() any { return &[]string{} }, "default_data_source": nil},
+	"broadcast": {"tables": "List"},
+	"single":    {"tables": "List", "default_data_source": ""},
 	"readwrite_splitting": {
-		"data_source_groups": func() any { return &ssReadwriteGroup{} }, "load_balancers": func() any { return &ssAlgorithm{} },
+		"data_source_groups": "YamlReadwriteSplittingDataSourceGroupRuleConfiguration", "load_balancers": "YamlAlgorithmConfiguration",
 	},
-	"encrypt": {"tables": func() any { return &ssEncryptTable{} }, "encryptors": func() any { return &ssAlgorithm{} }},
-	"mask":    {"tables": func() any { return &ssMaskTable{} }, "mask_algorithms": func() any { return &ssAlgorithm{} }},
+	"encrypt": {"tables": "YamlEncryptTableRuleConfiguration", "encryptors": "YamlAlgorithmConfiguration"},
+	"mask":    {"tables": "YamlMaskTableRuleConfiguration", "mask_algorithms": "YamlAlgorithmConfiguration"},
 	"shadow": {
-		"data_sources": func() any { return &ssShadowDataSource{} }, "tables": func() any { return &ssShadowTable{} },
-		"shadow_algorithms": func() any { return &ssAlgorithm{} }, "default_shadow_algorithm_name": nil,
+		"data_sources": "YamlShadowDataSourceConfiguration", "tables": "YamlShadowTableConfiguration",
+		"shadow_algorithms": "YamlAlgorithmConfiguration", "default_shadow_algorithm_name": "",
 	},
 }
 
-var globalRuleClasses = map[string]func() any{
-	"authority":      func() any { return &ssAuthority{} },
-	"transaction":    func() any { return &ssTransaction{} },
-	"sql_parser":     func() any { return &ssSQLParser{} },
-	"sql_federation": func() any { return &ssSQLFederation{} },
-	"sql_translator": func() any { return &ssSQLTranslator{} },
-	"global_clock":   func() any { return &ssGlobalClock{} },
+var globalRuleClasses = map[string]string{
+	"authority":      "YamlAuthorityRuleConfiguration",
+	"transaction":    "YamlTransactionRuleConfiguration",
+	"sql_parser":     "YamlSQLParserRuleConfiguration",
+	"sql_federation": "YamlSQLFederationRuleConfiguration",
+	"sql_translator": "YamlSQLTranslatorRuleConfiguration",
+	"global_clock":   "YamlGlobalClockRuleConfiguration",
 }
 
-// checkUpstreamLoads loads one versioned value the way ShardingSphere does
-// and returns what was wrong.
-func checkUpstreamLoads(k paths.Key, data []byte) error {
+// goClasses are the Go mirrors of the upstream classes, by class name.
+var goClasses = map[string]func() any{
+	"YamlShardingSphereTable":                                func() any { return &ssTable{} },
+	"YamlShardingSphereView":                                 func() any { return &ssView{} },
+	"YamlTableRuleConfiguration":                             func() any { return &ssTableRule{} },
+	"YamlShardingAutoTableRuleConfiguration":                 func() any { return &ssAutoTableRule{} },
+	"YamlShardingStrategyConfiguration":                      func() any { return &ssShardingStrategy{} },
+	"YamlKeyGenerateStrategyConfiguration":                   func() any { return &ssKeyGenerateStrategy{} },
+	"YamlShardingAuditStrategyConfiguration":                 func() any { return &ssAuditStrategy{} },
+	"YamlAlgorithmConfiguration":                             func() any { return &ssAlgorithm{} },
+	"YamlShardingCacheConfiguration":                         func() any { return &ssShardingCache{} },
+	"YamlReadwriteSplittingDataSourceGroupRuleConfiguration": func() any { return &ssReadwriteGroup{} },
+	"YamlEncryptTableRuleConfiguration":                      func() any { return &ssEncryptTable{} },
+	"YamlMaskTableRuleConfiguration":                         func() any { return &ssMaskTable{} },
+	"YamlShadowDataSourceConfiguration":                      func() any { return &ssShadowDataSource{} },
+	"YamlShadowTableConfiguration":                           func() any { return &ssShadowTable{} },
+	"YamlAuthorityRuleConfiguration":                         func() any { return &ssAuthority{} },
+	"YamlTransactionRuleConfiguration":                       func() any { return &ssTransaction{} },
+	"YamlSQLParserRuleConfiguration":                         func() any { return &ssSQLParser{} },
+	"YamlSQLFederationRuleConfiguration":                     func() any { return &ssSQLFederation{} },
+	"YamlSQLTranslatorRuleConfiguration":                     func() any { return &ssSQLTranslator{} },
+	"YamlGlobalClockRuleConfiguration":                       func() any { return &ssGlobalClock{} },
+	"List":                                                   func() any { return &[]any{} },
+}
+
+// upstreamClass names the class upstream loads a versioned value of kind
+// k into: one of goClasses, "Map" (a unit), "Properties" (/props) or ""
+// (a raw string).
+func upstreamClass(k paths.Key) (string, error) {
 	switch k.Kind {
 	case paths.KindTable:
-		var t ssTable
-		if err := strictDecode(data, &t); err != nil {
-			return err
+		return "YamlShardingSphereTable", nil
+	case paths.KindView:
+		return "YamlShardingSphereView", nil
+	case paths.KindUnit:
+		return "Map", nil
+	case paths.KindProps:
+		return "Properties", nil
+	case paths.KindGlobalRule:
+		if c, ok := globalRuleClasses[k.Name]; ok {
+			return c, nil
 		}
-		if t.Type == "" {
-			return fmt.Errorf("no type")
+		return "", fmt.Errorf("no global rule class for %q", k.Name)
+	case paths.KindRuleItem:
+		classes, ok := ruleItemClasses[k.RuleType]
+		if !ok {
+			return "", fmt.Errorf("no rule class for %q", k.RuleType)
+		}
+		c, ok := classes[k.RuleItem]
+		if !ok {
+			return "", fmt.Errorf("%s has no item %q", k.RuleType, k.RuleItem)
+		}
+		return c, nil
+	}
+	return "", fmt.Errorf("unexpected versioned kind %s", k.Kind)
+}
+
+// checkUpstreamLoads loads one versioned value into the Go mirror of its
+// upstream class and returns what was wrong.
+func checkUpstreamLoads(k paths.Key, data []byte) error {
+	class, err := upstreamClass(k)
+	if err != nil {
+		return err
+	}
+	switch class {
+	case "":
+		if len(data) == 0 || bytes.ContainsAny(data, "\n") {
+			return fmt.Errorf("want a raw one-line string, got %q", data)
 		}
 		return nil
-	case paths.KindView:
-		return strictDecode(data, &ssView{})
-	case paths.KindUnit:
+	case "Map":
 		// DataSourceUnitPersistService loads a Map; the swapper needs
 		// dataSourceClassName and a URL.
 		var m map[string]any
@@ -310,7 +370,7 @@ func checkUpstreamLoads(k paths.Key, data []byte) error {
 			return fmt.Errorf("no url")
 		}
 		return nil
-	case paths.KindProps:
+	case "Properties":
 		// java.util.Properties: string keys, scalar values.
 		var m map[string]any
 		if err := strictDecode(data, &m); err != nil {
@@ -323,55 +383,42 @@ func checkUpstreamLoads(k paths.Key, data []byte) error {
 			}
 		}
 		return nil
-	case paths.KindGlobalRule:
-		class, ok := globalRuleClasses[k.Name]
-		if !ok {
-			return fmt.Errorf("no global rule class for %q", k.Name)
-		}
-		return strictDecode(data, class())
-	case paths.KindRuleItem:
-		classes, ok := ruleItemClasses[k.RuleType]
-		if !ok {
-			return fmt.Errorf("no rule class for %q", k.RuleType)
-		}
-		class, ok := classes[k.RuleItem]
-		if !ok {
-			return fmt.Errorf("%s has no item %q", k.RuleType, k.RuleItem)
-		}
-		if class == nil {
-			if len(data) == 0 || bytes.ContainsAny(data, "\n") {
-				return fmt.Errorf("want a raw one-line string, got %q", data)
-			}
-			return nil
-		}
-		return strictDecode(data, class())
 	}
-	return fmt.Errorf("unexpected versioned kind %s", k.Kind)
+	v := goClasses[class]()
+	if err := strictDecode(data, v); err != nil {
+		return err
+	}
+	if t, ok := v.(*ssTable); ok && t.Type == "" {
+		return fmt.Errorf("no type")
+	}
+	return nil
 }
 
-// checkRegistryLoadsUpstream loads every versioned value under the
-// registry's /metadata, /rules and /props with upstream's classes and
-// returns how many values of each kind it checked.
-func checkRegistryLoadsUpstream(t *testing.T, repo registry.Repository) map[string]int {
+// persistedValue is one versioned value a node persisted.
+type persistedValue struct {
+	key  string
+	k    paths.Key
+	data []byte
+}
+
+// persistedValues returns every versioned value under the registry's
+// /metadata, /rules and /props, sorted by key.
+func persistedValues(t *testing.T, repo registry.Repository) []persistedValue {
 	t.Helper()
-	counts := map[string]int{}
+	var out []persistedValue
 	for _, prefix := range []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot} {
 		kvs, err := snapshotOf(testenv.Context(t), repo, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, kv := range kvs {
-			k, ok := paths.ParseKey(kv.Key)
-			if !ok || k.Leaf != paths.VersionsName {
-				continue
+			if k, ok := paths.ParseKey(kv.Key); ok && k.Leaf == paths.VersionsName {
+				out = append(out, persistedValue{kv.Key, k, kv.Value})
 			}
-			if err := checkUpstreamLoads(k, kv.Value); err != nil {
-				t.Errorf("%s: upstream cannot load it: %v\n%s", kv.Key, err, kv.Value)
-			}
-			counts[k.Kind]++
 		}
 	}
-	return counts
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
 }
 
 // catalogDatabases creates, in the test PostgreSQL and MariaDB servers and
@@ -474,16 +521,14 @@ func upstreamConfig(t *testing.T) *config.Config {
 func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
 	repo := memory.New()
 	store, _ := bootOn(t, repo, upstreamConfig(t), catalogIntrospect)
-	counts := checkRegistryLoadsUpstream(t, repo)
-	var kinds []string
-	for k, n := range counts {
-		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	values := persistedValues(t, repo)
+	counts := map[string]int{}
+	for _, v := range values {
+		counts[v.k.Kind]++
 	}
-	sort.Strings(kinds)
-	t.Logf("checked %s", strings.Join(kinds, " "))
 	for _, k := range []string{paths.KindTable, paths.KindView, paths.KindUnit, paths.KindRuleItem, paths.KindGlobalRule, paths.KindProps} {
 		if counts[k] == 0 {
-			t.Errorf("no %s value was checked", k)
+			t.Errorf("no %s value was persisted", k)
 		}
 	}
 	// The catalogs' foreign keys and unique constraints reached the registry.
@@ -493,6 +538,84 @@ func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
 			t.Errorf("%s t_note = %+v", db, n)
 		}
 	}
+	t.Run("strict-go", func(t *testing.T) {
+		for _, v := range values {
+			if err := checkUpstreamLoads(v.k, v.data); err != nil {
+				t.Errorf("%s: upstream cannot load it: %v\n%s", v.key, err, v.data)
+			}
+		}
+		t.Logf("checked %d values: %v", len(values), counts)
+	})
+	t.Run("snakeyaml", func(t *testing.T) {
+		failures, err := loadWithSnakeYAML(t, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range failures {
+			t.Error(f)
+		}
+	})
+}
+
+// snakeYAMLJar is Debian's libyaml-snake-java, the SnakeYAML 1.x that
+// ShardingSphere 5.5 uses.
+const snakeYAMLJar = "/usr/share/java/snakeyaml.jar"
+
+// loadWithSnakeYAML loads every value with SnakeYAML into the Java mirrors
+// of upstream's classes (testdata/snakeyaml/UpstreamLoad.java) and returns
+// the failures, each naming its key. Without a JDK or the jar it skips the
+// test, or fails it under SHARDKEEPER_REQUIRE_SERVERS=1 (scripts/servers.sh
+// installs both).
+func loadWithSnakeYAML(t *testing.T, values []persistedValue) ([]string, error) {
+	t.Helper()
+	javac, errC := exec.LookPath("javac")
+	java, errJ := exec.LookPath("java")
+	_, errS := os.Stat(snakeYAMLJar)
+	if err := errors.Join(errC, errJ, errS); err != nil {
+		msg := "the SnakeYAML check needs a JDK and " + snakeYAMLJar + " (Debian default-jdk-headless, libyaml-snake-java): " + err.Error()
+		if os.Getenv(testenv.EnvRequireServers) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	src, err := filepath.Abs("testdata/snakeyaml/UpstreamLoad.java")
+	if err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command(javac, "-d", dir, "-cp", snakeYAMLJar, src).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("javac: %v\n%s", err, out)
+	}
+	var manifest strings.Builder
+	for i, v := range values {
+		class, err := upstreamClass(v.k)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.key, err)
+		}
+		if class == "" {
+			continue // a raw string: upstream reads it as it is
+		}
+		name := fmt.Sprintf("%04d.yaml", i)
+		if err := os.WriteFile(filepath.Join(dir, name), v.data, 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&manifest, "%s\t%s\t%s\n", class, name, v.key)
+	}
+	mf := filepath.Join(dir, "manifest.tsv")
+	if err := os.WriteFile(mf, []byte(manifest.String()), 0o644); err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(java, "-cp", snakeYAMLJar+string(os.PathListSeparator)+dir, "UpstreamLoad", mf).CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	t.Logf("SnakeYAML: %s", lines[len(lines)-1])
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return lines[:len(lines)-1], nil
+	case err != nil:
+		return nil, fmt.Errorf("java: %v\n%s", err, out)
+	}
+	return nil, nil
 }
 
 // TestStrictDecoderRejectsTypeName checks the check: a column written with
