@@ -29,7 +29,7 @@ go test -race -count=1 -v -timeout 40m "$@" ./...
 # the absent-fence control finds no duplicate or the floor control neither
 # a duplicate nor an overlap (the faults would not be biting).
 if [ $# -eq 0 ]; then
-	go build -o bin/chaos ./cmd/chaos
+	go build -o bin/chaos ./tools/chaos
 	bin/chaos run --registry both --duration 45s --control-duration 30s --rate 10000 --seed 1 \
 		--out "$(mktemp -d /tmp/shardkeeper-chaos-ci.XXXXXX)"
 fi

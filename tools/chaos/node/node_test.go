@@ -1,4 +1,4 @@
-package chaos
+package node
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/snowflake"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/checker"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
 )
 
 func TestNodeEtcd(t *testing.T) { testNode(t, "etcd", testenv.EtcdEndpoints(t)) }
@@ -29,21 +31,21 @@ func testNode(t *testing.T, registryKind string, endpoints []string) {
 	dir := t.TempDir()
 	ns := make([]byte, 4)
 	_, _ = rand.Read(ns)
-	info := RunInfo{Registry: registryKind, Nodes: 1, Pool: 1024, Fenced: true, EpochMillis: snowflake.DefaultEpochMillis,
+	info := record.RunInfo{Registry: registryKind, Nodes: 1, Pool: 1024, Variant: record.VariantFenced, EpochMillis: snowflake.DefaultEpochMillis,
 		Start: time.Now().UnixNano()}
-	if err := writeJSON(filepath.Join(dir, "run.json"), info); err != nil {
+	if err := record.WriteRunInfo(dir, info); err != nil {
 		t.Fatal(err)
 	}
 	control, commands := io.Pipe()
-	cfg := NodeConfig{Dir: dir, Node: "g1", Incarnation: "g1.1", Registry: registryKind, Endpoints: endpoints,
+	cfg := Config{Dir: dir, Node: "g1", Incarnation: "g1.1", Registry: registryKind, Endpoints: endpoints,
 		Namespace: "chaos_test_" + hex.EncodeToString(ns), SessionTTL: 2 * time.Second, Reservation: 600 * time.Millisecond,
 		Rate: 5000, ClockOffset: -10 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- RunNode(ctx, cfg, control) }()
+	go func() { done <- Run(ctx, cfg, control) }()
 
-	keysFile := filepath.Join(dir, "nodes", "g1", KeyFileName("g1.1"))
+	keysFile := filepath.Join(dir, "nodes", "g1", record.KeyFileName("g1.1"))
 	waitKeys := func(n int64) {
 		t.Helper()
 		for ctx.Err() == nil {
@@ -64,35 +66,35 @@ func testNode(t *testing.T, registryKind string, endpoints []string) {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("RunNode: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	info.End = time.Now().UnixNano()
-	if err := writeJSON(filepath.Join(dir, "run.json"), info); err != nil {
+	if err := record.WriteRunInfo(dir, info); err != nil {
 		t.Fatal(err)
 	}
 
-	events, err := ReadJSONLines[Event](filepath.Join(dir, "nodes", "g1", EventFileName("g1.1")))
+	events, err := record.ReadJSONLines[record.Event](filepath.Join(dir, "nodes", "g1", record.EventFileName("g1.1")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
 	var stalls []string
 	for _, e := range events {
-		if e.Kind != EventProgress && e.Kind != EventReserved {
+		if e.Kind != record.EventProgress && e.Kind != record.EventReserved {
 			kinds = append(kinds, e.Kind)
 		}
-		if e.Kind == EventStall {
+		if e.Kind == record.EventStall {
 			stalls = append(stalls, e.Reason)
 		}
 	}
-	want := []string{EventStart, EventStall, EventAcquired, EventResume, EventClock, EventStall, EventResume, EventReleased, EventExit}
+	want := []string{record.EventStart, record.EventStall, record.EventAcquired, record.EventResume, record.EventClock, record.EventStall, record.EventResume, record.EventReleased, record.EventExit}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("events = %v, want %v", kinds, want)
 	}
 	if !slices.Equal(stalls, []string{"no worker id", "clock backwards"}) {
 		t.Fatalf("stall reasons = %v", stalls)
 	}
-	r, err := Check(dir)
+	r, err := checker.Check(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package chaos
+package ensemble
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/chaostest"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/netns"
 )
 
 // kv writes through some members and reads through one, with a fresh
@@ -107,20 +109,20 @@ func (z zkKV) get(ctx context.Context, server, key string) (string, error) {
 	return string(data), err
 }
 
-type startFunc func(ctx context.Context, hosts []*Host, dir string, logs io.Writer, opts ...Option) (Ensemble, error)
+type startFunc func(ctx context.Context, hosts []*netns.Host, dir string, logs io.Writer, opts ...Option) (Ensemble, error)
 
 func TestEnsembleEtcd(t *testing.T) {
-	requireTools(t, "etcd")
+	chaostest.RequireTools(t, "etcd")
 	testEnsemble(t, "etcd", []string{"e1", "e2", "e3"}, StartEtcd, etcdKV{})
 }
 
 func TestEnsembleZooKeeper(t *testing.T) {
-	requireTools(t, "java", "/usr/share/java/zookeeper.jar")
+	chaostest.RequireTools(t, "java", "/usr/share/java/zookeeper.jar")
 	testEnsemble(t, "zookeeper", []string{"z1", "z2", "z3"}, StartZooKeeper, zkKV{})
 }
 
 func testEnsemble(t *testing.T, kind string, names []string, start startFunc, store kv) {
-	_, hosts := newTestNetwork(t, names...)
+	_, hosts := chaostest.Network(t, names...)
 	logs := &testenv.SyncBuffer{}
 	var out io.Writer = logs
 	if path := os.Getenv("CHAOS_SERVER_LOGS"); path != "" { // keep the servers' output for a look

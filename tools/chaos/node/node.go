@@ -1,4 +1,8 @@
-package chaos
+// Package node is the key-issuing node program of a chaos run: a
+// clusternode.Node on an injectable clock that issues keys at a steady rate,
+// records each key before it counts as issued and each worker-id event, and
+// obeys clock and stop commands from the harness, one a line.
+package node
 
 import (
 	"bufio"
@@ -15,17 +19,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/node"
+	clusternode "github.com/shardkeeper/shardkeeper/internal/node"
 	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 	"github.com/shardkeeper/shardkeeper/snowflake"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
 )
 
-// NodeConfig configures one node process of a run (see RunNode).
-type NodeConfig struct {
+// Config configures one node process of a run (see Run).
+type Config struct {
 	Dir         string // the run directory
 	Node        string // e.g. "g3"
 	Incarnation string // e.g. "g3.7"; also the node's instance id
@@ -33,13 +38,13 @@ type NodeConfig struct {
 	Endpoints   []string
 	Namespace   string
 	SessionTTL  time.Duration
-	Reservation time.Duration // W
-	Variant     Variant       // "" means VariantFenced
-	ClockOffset time.Duration // the key clock's offset at start (negative: behind)
-	Rate        int           // keys per second to issue; 0 means as fast as it can
-	Batch       int           // keys per request; 0 means 16
-	MaxKeys     int64         // stop after this many keys; 0 means no bound
-	Logger      *slog.Logger  // nil means a text logger on stderr
+	Reservation time.Duration  // W
+	Variant     record.Variant // "" means record.VariantFenced
+	ClockOffset time.Duration  // the key clock's offset at start (negative: behind)
+	Rate        int            // keys per second to issue; 0 means as fast as it can
+	Batch       int            // keys per request; 0 means 16
+	MaxKeys     int64          // stop after this many keys; 0 means no bound
+	Logger      *slog.Logger   // nil means a text logger on stderr
 }
 
 // Node control commands, one a line on the control stream.
@@ -52,21 +57,21 @@ const (
 	CmdStop = "stop"
 )
 
-// RunNode is the key-issuing node of a run: it opens the registry, waits
+// Run is the key-issuing node of a run: it opens the registry, waits
 // for a worker id (retrying while the pool is exhausted or the registry is
 // unreachable), issues keys at cfg.Rate and appends each batch to its keys
-// file before it counts as issued, and records its events (EventStart, the
+// file before it counts as issued, and records its events (record.EventStart, the
 // cluster's OnEvent trail, stalls, progress every 250 ms). It obeys the
 // commands on control and leaves gracefully on CmdStop, at the end of
 // control, when ctx ends, or after cfg.MaxKeys keys.
-func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
+func Run(ctx context.Context, cfg Config, control io.Reader) error {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 16
 	}
 	if cfg.Variant == "" {
-		cfg.Variant = VariantFenced
+		cfg.Variant = record.VariantFenced
 	}
-	if _, err := ParseVariant(string(cfg.Variant)); err != nil {
+	if _, err := record.ParseVariant(string(cfg.Variant)); err != nil {
 		return fmt.Errorf("chaos node: %w", err)
 	}
 	if cfg.Logger == nil {
@@ -76,15 +81,15 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	rec := &eventLog{path: filepath.Join(dir, EventFileName(cfg.Incarnation))}
-	keys, err := CreateKeyWriter(filepath.Join(dir, KeyFileName(cfg.Incarnation)))
+	rec := &eventLog{path: filepath.Join(dir, record.EventFileName(cfg.Incarnation))}
+	keys, err := record.CreateKeyWriter(filepath.Join(dir, record.KeyFileName(cfg.Incarnation)))
 	if err != nil {
 		return err
 	}
 	defer keys.Close()
 	clock := NewClock(nil)
 	clock.Step(cfg.ClockOffset)
-	rec.add(Event{Kind: EventStart, Offset: clock.Offset()})
+	rec.add(record.Event{Kind: record.EventStart, Offset: clock.Offset()})
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -97,7 +102,7 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 	counter := fault.Count(repo)
 	defer repo.Close()
 
-	ncfg := node.Config{
+	ncfg := clusternode.Config{
 		// A stable instance id: each claim records the worker id in the
 		// incarnation's restart hint, and a claim prefers the hinted id
 		// (the operator lane swaps hints).
@@ -106,40 +111,40 @@ func RunNode(ctx context.Context, cfg NodeConfig, control io.Reader) error {
 		Reservation:       cfg.Reservation,
 		Snowflake:         snowflake.Config{Clock: clock},
 		Logger:            cfg.Logger,
-		UnsafeLeaseOnly:   cfg.Variant == VariantLeaseOnly,
-		UnsafeIgnoreFloor: cfg.Variant == VariantIgnoreFloor,
+		UnsafeLeaseOnly:   cfg.Variant == record.VariantLeaseOnly,
+		UnsafeIgnoreFloor: cfg.Variant == record.VariantIgnoreFloor,
 		// Negative control (iii).
-		UnsafeTrustAbsentFence: cfg.Variant == VariantTrustAbsentFence,
+		UnsafeTrustAbsentFence: cfg.Variant == record.VariantTrustAbsentFence,
 	}
 	// The epoch of the last acquisition, to mark the keys with: the node
 	// calls OnEvent with EventAcquired before it issues any key of the new
 	// epoch, and it stops issuing on the old one first (but with
 	// UnsafeLeaseOnly, whose keys are checked per incarnation only).
-	var acquired atomic.Pointer[node.Event]
-	ncfg.OnEvent = func(e node.Event) {
-		if e.Kind == node.EventAcquired {
+	var acquired atomic.Pointer[clusternode.Event]
+	ncfg.OnEvent = func(e clusternode.Event) {
+		if e.Kind == clusternode.EventAcquired {
 			acquired.Store(&e)
 		}
 		rec.clusterEvent(e)
 	}
-	rec.add(Event{Kind: EventStall, Reason: "no worker id"})
-	n, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)
+	rec.add(record.Event{Kind: record.EventStall, Reason: "no worker id"})
+	node, err := openNode(ctx, counter.Repo, ncfg, cfg.Logger)
 	if err != nil {
 		return err
 	}
-	is := issuer{cfg: cfg, node: n, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock,
+	is := issuer{cfg: cfg, node: node, keys: keys, rec: rec, writes: func() int64 { return writes(counter) }, clock: clock,
 		acquired: &acquired, stalled: true}
 	err = is.run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = errors.Join(err, n.Close(closeCtx))
-	rec.add(Event{Kind: EventExit, Keys: is.issued, Writes: writes(counter)})
+	err = errors.Join(err, node.Close(closeCtx))
+	rec.add(record.Event{Kind: record.EventExit, Keys: is.issued, Writes: writes(counter)})
 	return err
 }
 
 // openRegistry connects to the run's registry, retrying until ctx ends: a
 // node may start while it is partitioned from the registry.
-func openRegistry(ctx context.Context, cfg NodeConfig) (registry.Repository, error) {
+func openRegistry(ctx context.Context, cfg Config) (registry.Repository, error) {
 	for {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		var repo registry.Repository
@@ -167,18 +172,18 @@ func openRegistry(ctx context.Context, cfg NodeConfig) (registry.Repository, err
 
 // openNode starts the cluster node, waiting while every worker id of the
 // pool is taken (a standby node) or the registry does not answer.
-func openNode(ctx context.Context, repo registry.Repository, cfg node.Config, log *slog.Logger) (*node.Node, error) {
+func openNode(ctx context.Context, repo registry.Repository, cfg clusternode.Config, log *slog.Logger) (*clusternode.Node, error) {
 	for {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		n, err := node.Open(c, repo, cfg)
+		node, err := clusternode.Open(c, repo, cfg)
 		cancel()
 		if err == nil {
-			return n, nil
+			return node, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !errors.Is(err, node.ErrExhausted) {
+		if !errors.Is(err, clusternode.ErrExhausted) {
 			log.Warn("open failed; retrying", "err", err)
 		}
 		if !retry.Sleep(ctx, 100*time.Millisecond) {
@@ -200,15 +205,15 @@ func writes(c *fault.Counter) int64 {
 
 // issuer is the node's key loop.
 type issuer struct {
-	cfg    NodeConfig
-	node   *node.Node
-	keys   *KeyWriter
+	cfg    Config
+	node   *clusternode.Node
+	keys   *record.KeyWriter
 	rec    *eventLog
 	clock  *Clock
 	writes func() int64
-	// acquired is the last EventAcquired; a batch that saw the same one
+	// acquired is the last record.EventAcquired; a batch that saw the same one
 	// before and after it was issued is of that epoch.
-	acquired *atomic.Pointer[node.Event]
+	acquired *atomic.Pointer[clusternode.Event]
 	issued   int64
 	stalled  bool
 }
@@ -219,7 +224,7 @@ func (is *issuer) run(ctx context.Context) error {
 	nextProgress := time.Now()
 	for ctx.Err() == nil && (is.cfg.MaxKeys == 0 || is.issued < is.cfg.MaxKeys) {
 		if now := time.Now(); !now.Before(nextProgress) {
-			is.rec.add(Event{Kind: EventProgress, Keys: is.issued, Writes: is.writes(), Offset: is.clock.Offset()})
+			is.rec.add(record.Event{Kind: record.EventProgress, Keys: is.issued, Writes: is.writes(), Offset: is.clock.Offset()})
 			nextProgress = now.Add(250 * time.Millisecond)
 		}
 		n := is.cfg.Batch
@@ -240,7 +245,7 @@ func (is *issuer) run(ctx context.Context) error {
 			buf, err = is.node.AppendIDs(c, buf[:0], n)
 		}
 		cancel()
-		epoch := EpochUnknown
+		epoch := record.EpochUnknown
 		if a := is.acquired.Load(); a != nil && a == before {
 			epoch = a.Epoch
 		}
@@ -258,7 +263,7 @@ func (is *issuer) run(ctx context.Context) error {
 			}
 			if !is.stalled {
 				is.stalled = true
-				is.rec.add(Event{Kind: EventStall, Reason: stallReason(err)})
+				is.rec.add(record.Event{Kind: record.EventStall, Reason: stallReason(err)})
 			}
 			retry.Sleep(ctx, 2*time.Millisecond)
 			paceStart, paceKeys = time.Now(), 0
@@ -266,7 +271,7 @@ func (is *issuer) run(ctx context.Context) error {
 		}
 		if is.stalled {
 			is.stalled = false
-			is.rec.add(Event{Kind: EventResume, Keys: is.issued})
+			is.rec.add(record.Event{Kind: record.EventResume, Keys: is.issued})
 		}
 		if is.cfg.Rate > 0 {
 			due := paceStart.Add(time.Duration(paceKeys) * time.Second / time.Duration(is.cfg.Rate))
@@ -279,14 +284,14 @@ func (is *issuer) run(ctx context.Context) error {
 			}
 		}
 	}
-	is.rec.add(Event{Kind: EventProgress, Keys: is.issued, Writes: is.writes(), Offset: is.clock.Offset()})
+	is.rec.add(record.Event{Kind: record.EventProgress, Keys: is.issued, Writes: is.writes(), Offset: is.clock.Offset()})
 	return nil
 }
 
 // stallReason classifies a key error for the report.
 func stallReason(err error) string {
 	switch {
-	case errors.Is(err, node.ErrNotIssuing):
+	case errors.Is(err, clusternode.ErrNotIssuing):
 		return "no worker id"
 	case errors.Is(err, snowflake.ErrClockBackwards):
 		return "clock backwards"
@@ -315,9 +320,9 @@ func obey(ctx context.Context, control io.Reader, clock *Clock, rec *eventLog, s
 				log.Error("bad control command", "line", sc.Text(), "err", err)
 				continue
 			}
-			rec.addAfter(func() Event {
+			rec.addAfter(func() record.Event {
 				clock.Step(d)
-				return Event{Kind: EventClock, Offset: clock.Offset(), Reason: "step " + arg}
+				return record.Event{Kind: record.EventClock, Offset: clock.Offset(), Reason: "step " + arg}
 			})
 		case CmdRate:
 			ppm, err := strconv.ParseFloat(arg, 64)
@@ -325,9 +330,9 @@ func obey(ctx context.Context, control io.Reader, clock *Clock, rec *eventLog, s
 				log.Error("bad control command", "line", sc.Text(), "err", err)
 				continue
 			}
-			rec.addAfter(func() Event {
+			rec.addAfter(func() record.Event {
 				clock.SetRate(ppm)
-				return Event{Kind: EventClock, Offset: clock.Offset(), Reason: "rate " + arg + "ppm"}
+				return record.Event{Kind: record.EventClock, Offset: clock.Offset(), Reason: "rate " + arg + "ppm"}
 			})
 		case CmdStop:
 			return
@@ -345,7 +350,7 @@ type eventLog struct {
 	failed atomic.Bool
 }
 
-func (l *eventLog) add(e Event) {
+func (l *eventLog) add(e record.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.write(e)
@@ -354,33 +359,33 @@ func (l *eventLog) add(e Event) {
 // addAfter applies change and records the event it returns without letting
 // another event in between, so events the change causes (a stall on a
 // stepped-back clock) are recorded after it.
-func (l *eventLog) addAfter(change func() Event) {
+func (l *eventLog) addAfter(change func() record.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.write(change())
 }
 
 // write appends e, stamped now if it has no time; l.mu must be held.
-func (l *eventLog) write(e Event) {
+func (l *eventLog) write(e record.Event) {
 	if e.T == 0 {
 		e.T = time.Now().UnixNano()
 	}
-	if err := AppendJSONLine(l.path, e); err != nil && !l.failed.Swap(true) {
+	if err := record.AppendJSONLine(l.path, e); err != nil && !l.failed.Swap(true) {
 		fmt.Fprintf(os.Stderr, "chaos node: recording events: %v\n", err)
 	}
 }
 
-func (l *eventLog) clusterEvent(e node.Event) {
-	ev := Event{Worker: e.WorkerID, Epoch: e.Epoch, Floor: e.FloorMs, Until: e.ReservedUntilMs}
+func (l *eventLog) clusterEvent(e clusternode.Event) {
+	ev := record.Event{Worker: e.WorkerID, Epoch: e.Epoch, Floor: e.FloorMs, Until: e.ReservedUntilMs}
 	switch e.Kind {
-	case node.EventAcquired:
-		ev.Kind = EventAcquired
-	case node.EventReserved:
-		ev.Kind = EventReserved
-	case node.EventLost:
-		ev.Kind = EventLost
-	case node.EventReleased:
-		ev.Kind = EventReleased
+	case clusternode.EventAcquired:
+		ev.Kind = record.EventAcquired
+	case clusternode.EventReserved:
+		ev.Kind = record.EventReserved
+	case clusternode.EventLost:
+		ev.Kind = record.EventLost
+	case clusternode.EventReleased:
+		ev.Kind = record.EventReleased
 	default:
 		return
 	}

@@ -1,4 +1,4 @@
-package chaos
+package report
 
 import (
 	"bufio"
@@ -9,6 +9,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/tools/chaos/checker"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/stats"
 )
 
 // Plot layout, in SVG user units (pixels).
@@ -29,15 +33,15 @@ var plotNodeColors = []string{
 
 // plotFaultColors colors the fault kinds; kinds not listed are grey.
 var plotFaultColors = map[string]string{
-	FaultPartition:   "#d62728",
-	FaultOneWay:      "#ff7f0e",
-	FaultPause:       "#9467bd",
-	FaultKill:        "#000000",
-	FaultLeaderKill:  "#8c564b",
-	FaultLeaderPause: "#e377c2",
-	FaultClockStep:   "#17becf",
-	FaultClockSkew:   "#1f77b4",
-	FaultFenceDelete: "#bcbd22",
+	record.FaultPartition:   "#d62728",
+	record.FaultOneWay:      "#ff7f0e",
+	record.FaultPause:       "#9467bd",
+	record.FaultKill:        "#000000",
+	record.FaultLeaderKill:  "#8c564b",
+	record.FaultLeaderPause: "#e377c2",
+	record.FaultClockStep:   "#17becf",
+	record.FaultClockSkew:   "#1f77b4",
+	record.FaultFenceDelete: "#bcbd22",
 }
 
 // WriteSVG writes a standalone SVG image, 1200 units wide: keys/s per node
@@ -46,7 +50,7 @@ var plotFaultColors = map[string]string{
 // fault as a translucent band from its start to its end (a tick when
 // instantaneous) colored by kind, with legends for nodes and fault kinds.
 // Each fault carries a <title> tooltip. It returns the first write error.
-func (r *Report) WriteSVG(w io.Writer) error {
+func WriteSVG(w io.Writer, r *checker.Report) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
@@ -108,7 +112,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`+"\n", plotLeft,
 		plotEsc(fmt.Sprintf("keys/s per node: %s, seed %d, %d nodes, pool %d, TTL %s, W %s, %s",
-			reportUnknown(r.Run.Registry), r.Run.Seed, r.Run.Nodes, r.Run.Pool, r.Run.SessionTTL, r.Run.Reservation, r.Run.Variant().Label())))
+			r.Run.Registry, r.Run.Seed, r.Run.Nodes, r.Run.Pool, r.Run.SessionTTL, r.Run.Reservation, r.Run.Variant.Label())))
 
 	// Node legend.
 	lx := float64(plotLeft)
@@ -185,7 +189,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		}
 		d := "instant"
 		if f.End > f.Start {
-			d = reportDur(time.Duration(f.End - f.Start))
+			d = fmtDur(time.Duration(f.End - f.Start))
 		}
 		title := fmt.Sprintf("%s %s at %.1fs, %s", f.Kind, f.Target, float64(f.Start-r.Run.Start)/1e9, d)
 		if f.Detail != "" {
@@ -230,11 +234,11 @@ func plotStep(span float64, n int) float64 {
 func plotNum(v float64) string {
 	switch a := math.Abs(v); {
 	case a >= 1e6:
-		return reportFloat(math.Round(v/1e5)/10) + "M"
+		return fmtFloat(math.Round(v/1e5)/10) + "M"
 	case a >= 1e4:
-		return reportFloat(math.Round(v/1e2)/10) + "k"
+		return fmtFloat(math.Round(v/1e2)/10) + "k"
 	default:
-		return reportFloat(math.Round(v*100) / 100)
+		return fmtFloat(math.Round(v*100) / 100)
 	}
 }
 
@@ -247,8 +251,8 @@ func plotEsc(s string) string {
 
 // plotSplitGaps breaks segments where no progress was recorded for over a
 // second (a paused process writes none), so a line never bridges a pause.
-func plotSplitGaps(segments [][]RatePoint) [][]RatePoint {
-	var out [][]RatePoint
+func plotSplitGaps(segments [][]stats.RatePoint) [][]stats.RatePoint {
+	var out [][]stats.RatePoint
 	for _, seg := range segments {
 		start := 0
 		for j := 1; j < len(seg); j++ {

@@ -1,4 +1,4 @@
-package chaos
+package nemesis
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
 )
 
 // operatorStream is the operator lane's generator stream (the registry
@@ -62,13 +63,13 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 		if repo == nil {
 			c, cancel := context.WithTimeout(ctx, 10*time.Second)
 			var err error
-			repo, err = m.r.openRegistry(c)
+			repo, err = m.cfg.Open(c)
 			cancel()
 			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				m.r.log.Warn("operator lane: registry not reachable", "err", err)
+				m.cfg.Log.Warn("operator lane: registry not reachable", "err", err)
 				repo = nil
 				continue
 			}
@@ -76,7 +77,7 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 		m.clocks.Lock()
 		// The holders renew their fences every W/3, and the registry may be
 		// failing over: read and try again a few times.
-		var rec FaultRecord
+		var rec record.FaultRecord
 		var deleted []int
 		var err error
 		for try := 0; try < 10; try++ {
@@ -90,7 +91,7 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 		m.clocks.Unlock()
 		if rec.Start == 0 {
 			if err != nil && ctx.Err() == nil {
-				m.r.log.Warn("operator lane: no fence deleted", "err", err)
+				m.cfg.Log.Warn("operator lane: no fence deleted", "err", err)
 			}
 			continue
 		}
@@ -98,13 +99,13 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 		if err != nil {
 			rec.Detail += "; error: " + err.Error()
 		}
-		m.r.recordFault(rec)
+		m.cfg.Record(rec)
 	}
 }
 
 // deleteGap waits the operator lane's random pause; false when ctx ended.
 func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand) bool {
-	d := time.Duration(float64(m.deleteEvery) * (0.5 + rng.Float64()))
+	d := time.Duration(float64(m.cfg.DeleteEvery) * (0.5 + rng.Float64()))
 	return retry.Sleep(ctx, d)
 }
 
@@ -119,7 +120,7 @@ type heldFence struct {
 // fenceDelete deletes, in one transaction conditioned on the versions it
 // read, the reservation and fence of two held worker ids whose fences are
 // at most deletableAhead ahead, and swaps their holders' restart hints, as
-// the operator's transaction of the issue did: each holder, claiming a
+// an operator's transaction might: each holder, claiming a
 // worker id again, prefers the other's (and takes it, should it trust the
 // missing fence, stamping keys the other stamped when its clock is
 // behind). It takes the holder whose clock is the least behind among those
@@ -130,12 +131,12 @@ type heldFence struct {
 // usable (their fence exists and is not ahead), and with one id it swaps no
 // hints. It returns the fault (Start 0 when nothing was
 // deleted) and the deleted ids.
-func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (FaultRecord, []int, error) {
+func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (record.FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	held, usable, err := readHeld(c, repo, m.r.cfg.Pool, time.Now().Add(deletableAhead).UnixMilli())
+	held, usable, err := readHeld(c, repo, m.cfg.Pool, time.Now().Add(deletableAhead).UnixMilli())
 	if err != nil || len(held) == 0 {
-		return FaultRecord{}, nil, err
+		return record.FaultRecord{}, nil, err
 	}
 	// Keep keepUsable usable worker ids: fenced nodes cannot stamp on a
 	// deleted id for unknownFloorAhead (its new fence is reserved that far
@@ -143,13 +144,13 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	// and to take over.
 	n := min(2, usable-keepUsable)
 	if n < 1 {
-		return FaultRecord{}, nil, nil
+		return record.FaultRecord{}, nil, nil
 	}
 	rng := rand.New(rand.NewPCG(pick, 0))
 	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
 	behind := map[string]time.Duration{} // by incarnation; absent: not running
-	for _, p := range m.r.procs {
-		inc, d := p.current()
+	for _, p := range m.cfg.Nodes {
+		inc, d := p.Current()
 		behind[inc] = d
 	}
 	// A holder is issuing when its fence is reserved between a second
@@ -159,7 +160,7 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	issuing := func(h heldFence) bool {
 		clock := now.Add(-behind[h.holder])
 		return h.reservedUntil >= clock.Add(-time.Second).UnixMilli() &&
-			h.reservedUntil <= clock.Add(m.r.cfg.Reservation+500*time.Millisecond).UnixMilli()
+			h.reservedUntil <= clock.Add(m.cfg.Reservation+500*time.Millisecond).UnixMilli()
 	}
 	// The least behind, issuing ones first; then the others, least behind
 	// first.
@@ -196,11 +197,11 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 			other := held[1-i].id
 			key, err := paths.WorkerIDHint(h.holder)
 			if err != nil {
-				return FaultRecord{}, nil, err
+				return record.FaultRecord{}, nil, err
 			}
 			hint, err := repo.Get(c, key)
 			if err != nil && !errors.Is(err, registry.ErrNotFound) {
-				return FaultRecord{}, nil, err
+				return record.FaultRecord{}, nil, err
 			}
 			txn.Conds = append(txn.Conds, registry.Cond{Key: key, Version: hint.Version})
 			txn.Ops = append(txn.Ops, registry.Op{Key: key, Value: []byte(strconv.Itoa(other))})
@@ -210,13 +211,13 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	}
 	sess, err := repo.NewSession(c, registry.SessionOptions{})
 	if err != nil {
-		return FaultRecord{}, nil, err
+		return record.FaultRecord{}, nil, err
 	}
 	defer func() { _ = sess.Close(context.Background()) }()
-	rec := FaultRecord{Kind: FaultFenceDelete, Target: "operator", Start: time.Now().UnixNano(),
+	rec := record.FaultRecord{Kind: record.FaultFenceDelete, Target: "operator", Start: time.Now().UnixNano(),
 		Detail: "reservation and fence deleted of worker ids " + strings.Join(parts, "; ")}
 	if _, err := sess.Commit(c, txn); err != nil {
-		return FaultRecord{}, nil, fmt.Errorf("delete: %w", err)
+		return record.FaultRecord{}, nil, fmt.Errorf("delete: %w", err)
 	}
 	return rec, ids, nil
 }

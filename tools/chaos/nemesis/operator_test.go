@@ -1,4 +1,4 @@
-package chaos
+package nemesis
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/netns"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
 )
 
 func TestOperatorDeletesFencesEtcd(t *testing.T) {
@@ -74,16 +77,15 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	// last two wait for a floor ahead): 2, held by the least behind of
 	// those issuing, and 0, held by the most behind, go, and their holders'
 	// hints are swapped.
-	m := &nemesis{r: &runner{cfg: RunConfig{Pool: 6, Reservation: 600 * time.Millisecond},
-		procs: []*nodeProc{{name: "g0", k: 1, behind: 10 * time.Second}, {name: "g2", k: 1},
-			{name: "g5", k: 1, behind: 3 * time.Second}}}}
+	m := &nemesis{cfg: Config{Pool: 6, Reservation: 600 * time.Millisecond,
+		Nodes: []Node{&clockNode{"g0.1", 10 * time.Second}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 3 * time.Second}}}}
 	hint0, _ := paths.WorkerIDHint("g0.1")
 	put(hint0, "0")
 	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(deleted, []int{2, 0}) || rec.Kind != FaultFenceDelete || rec.Start == 0 {
+	if !slices.Equal(deleted, []int{2, 0}) || rec.Kind != record.FaultFenceDelete || rec.Start == 0 {
 		t.Fatalf("deleted %v, record %+v; want 2 and 0 and a fence-delete record", deleted, rec)
 	}
 	for inc, want := range map[string]string{"g0.1": "2", "g2.1": "0"} {
@@ -152,3 +154,18 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		t.Errorf("deletion with one usable id: %+v, %v, %v; want none", rec, again, err)
 	}
 }
+
+// clockNode is a node whose current incarnation's clock is behind by
+// behind; the operator lane only asks that.
+type clockNode struct {
+	incarnation string
+	behind      time.Duration
+}
+
+func (n *clockNode) Name() string                     { return n.incarnation[:2] }
+func (n *clockNode) Host() *netns.Host                { return nil }
+func (n *clockNode) Current() (string, time.Duration) { return n.incarnation, n.behind }
+func (n *clockNode) Signal(syscall.Signal)            {}
+func (n *clockNode) Kill() error                      { return nil }
+func (n *clockNode) Start(time.Duration) error        { return nil }
+func (n *clockNode) Command(string) error             { return nil }

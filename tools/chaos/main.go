@@ -30,7 +30,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/chaos"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/checker"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/harness"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/netns"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/node"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/report"
 )
 
 func main() {
@@ -47,7 +52,7 @@ func main() {
 	case "check":
 		err = checkCmd(os.Args[2:])
 	case "cleanup":
-		err = chaos.CleanupStale(chaos.NamePrefix)
+		err = netns.CleanupStale(harness.NamePrefix)
 	case "node":
 		err = nodeCmd(ctx, os.Args[2:])
 	case "-h", "--help", "help":
@@ -130,17 +135,17 @@ func runCmd(ctx context.Context, args []string) error {
 			if v.Control() && *controlDuration > 0 {
 				d = *controlDuration
 			}
-			cfg := chaos.RunConfig{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: d,
+			cfg := harness.Config{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: d,
 				MaxKeys: *maxKeys, Rate: *rate, Seed: *seed, SessionTTL: *ttl, Reservation: *reservation,
 				FaultEvery: *every, DeleteEvery: *deleteEvery, Variant: v, Log: log.With("run", reg+"/"+name)}
 			if *deleteEvery == 0 {
 				cfg.DeleteEvery = -1
 			}
 			log.Info("run starting", "registry", reg, "variant", name, "dir", dir, "seed", *seed)
-			if err := chaos.Run(ctx, cfg); err != nil {
+			if err := harness.Run(ctx, cfg); err != nil {
 				return fmt.Errorf("%s/%s: %w", reg, name, err)
 			}
-			ok, err := report(dir, os.Stdout)
+			ok, err := checkRun(dir, os.Stdout)
 			if err != nil {
 				return err
 			}
@@ -156,13 +161,13 @@ func runCmd(ctx context.Context, args []string) error {
 
 // parseControls returns the fenced variant followed by the negative
 // controls named in s (see the --negative-control flag).
-func parseControls(s string) ([]chaos.Variant, error) {
-	variants := []chaos.Variant{chaos.VariantFenced}
+func parseControls(s string) ([]record.Variant, error) {
+	variants := []record.Variant{record.VariantFenced}
 	if s == "none" {
 		return variants, nil
 	}
-	names := map[string]chaos.Variant{"lease": chaos.VariantLeaseOnly, "floor": chaos.VariantIgnoreFloor,
-		"absent": chaos.VariantTrustAbsentFence}
+	names := map[string]record.Variant{"lease": record.VariantLeaseOnly, "floor": record.VariantIgnoreFloor,
+		"absent": record.VariantTrustAbsentFence}
 	for _, name := range strings.Split(s, ",") {
 		v, ok := names[strings.TrimSpace(name)]
 		if !ok {
@@ -179,7 +184,7 @@ func checkCmd(args []string) error {
 	if len(args) != 1 {
 		return errors.New("usage: chaos check DIR")
 	}
-	ok, err := report(args[0], os.Stdout)
+	ok, err := checkRun(args[0], os.Stdout)
 	if err != nil {
 		return err
 	}
@@ -189,15 +194,15 @@ func checkCmd(args []string) error {
 	return nil
 }
 
-// report checks the run in dir, writes report.txt and plot.svg there and
+// checkRun checks the run in dir, writes report.txt and plot.svg there and
 // the report to w; it says whether the run passed.
-func report(dir string, w io.Writer) (bool, error) {
-	r, err := chaos.Check(dir)
+func checkRun(dir string, w io.Writer) (bool, error) {
+	r, err := checker.Check(dir)
 	if err != nil {
 		return false, err
 	}
 	var text strings.Builder
-	if err := r.WriteText(&text); err != nil {
+	if err := report.WriteText(&text, r); err != nil {
 		return false, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(text.String()), 0o644); err != nil {
@@ -207,7 +212,7 @@ func report(dir string, w io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	err = errors.Join(r.WriteSVG(plot), plot.Close())
+	err = errors.Join(report.WriteSVG(plot, r), plot.Close())
 	if err != nil {
 		return false, err
 	}
@@ -217,7 +222,7 @@ func report(dir string, w io.Writer) (bool, error) {
 
 func nodeCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("chaos node", flag.ExitOnError)
-	var cfg chaos.NodeConfig
+	var cfg node.Config
 	var endpoints string
 	fs.StringVar(&cfg.Dir, "dir", "", "run directory")
 	fs.StringVar(&cfg.Node, "node", "", "node name")
@@ -230,7 +235,7 @@ func nodeCmd(ctx context.Context, args []string) error {
 	fs.Func("variant", "fenced (default), lease-only (negative control: no fence), ignore-floor (negative control:\n"+
 		"fence on, the previous holder's reservation ignored) or trust-absent-fence (negative control: fence on,\n"+
 		"a deleted fence read as floor 0)", func(s string) (err error) {
-		cfg.Variant, err = chaos.ParseVariant(s)
+		cfg.Variant, err = record.ParseVariant(s)
 		return err
 	})
 	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "the key clock's offset at start (negative: behind)")
@@ -243,5 +248,5 @@ func nodeCmd(ctx context.Context, args []string) error {
 		return errors.New("node: --dir, --node, --incarnation and --endpoints are required")
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("incarnation", cfg.Incarnation)
-	return chaos.RunNode(ctx, cfg, os.Stdin)
+	return node.Run(ctx, cfg, os.Stdin)
 }

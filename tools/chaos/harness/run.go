@@ -1,21 +1,20 @@
-package chaos
+// Package harness performs one chaos run: it builds the test network and
+// the registry ensemble, leaves a small pool of worker ids free, starts the
+// node processes, lets the nemesis inject faults, and tears everything
+// down, leaving the records in the run directory for the checker.
+package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -24,11 +23,15 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 	"github.com/shardkeeper/shardkeeper/snowflake"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/ensemble"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/nemesis"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/netns"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
 )
 
 // NamePrefix starts the name of every network namespace and link a run
-// creates; CleanupStale(NamePrefix) removes a crashed run's leftovers. One
-// run at a time per machine.
+// creates; netns.CleanupStale(NamePrefix) removes a crashed run's
+// leftovers. One run at a time per machine.
 const NamePrefix = "skc"
 
 // DefaultSubnet is the test network's address range; it exists only inside
@@ -38,8 +41,8 @@ var DefaultSubnet = netip.MustParsePrefix("10.213.0.0/24")
 // registryNamespace is where the run's keys live in the registry.
 const registryNamespace = "chaos"
 
-// RunConfig configures a run.
-type RunConfig struct {
+// Config configures a run.
+type Config struct {
 	Dir         string        // the run directory; created, must not hold a run already
 	Registry    string        // "etcd" or "zookeeper"
 	Nodes       int           // node processes; at least 5
@@ -54,9 +57,9 @@ type RunConfig struct {
 	// DeleteEvery is the mean gap between an operator's deletions of worker
 	// ids' reservations and fences; 0 means 7 s, negative means none.
 	DeleteEvery time.Duration
-	Variant     Variant      // the fenced run or a negative control; "" means VariantFenced
-	Binary      string       // the program with the "node" subcommand; "" means this one
-	Log         *slog.Logger // nil means slog.Default()
+	Variant     record.Variant // the fenced run or a negative control; "" means record.VariantFenced
+	Binary      string         // the program with the "node" subcommand; "" means this one
+	Log         *slog.Logger   // nil means slog.Default()
 	// Prefix names the run's namespaces and links; "" means NamePrefix.
 	// Leftovers with this prefix are removed before the run starts.
 	Prefix string
@@ -64,7 +67,7 @@ type RunConfig struct {
 	Subnet netip.Prefix
 }
 
-func (c *RunConfig) defaults() error {
+func (c *Config) defaults() error {
 	if c.Pool == 0 {
 		c.Pool = c.Nodes - 2
 	}
@@ -90,7 +93,7 @@ func (c *RunConfig) defaults() error {
 		c.Prefix = NamePrefix
 	}
 	if c.Variant == "" {
-		c.Variant = VariantFenced
+		c.Variant = record.VariantFenced
 	}
 	if !c.Subnet.IsValid() {
 		c.Subnet = DefaultSubnet
@@ -106,7 +109,7 @@ func (c *RunConfig) defaults() error {
 	if c.Registry != "etcd" && c.Registry != "zookeeper" {
 		errs = append(errs, fmt.Errorf("registry %q: want etcd or zookeeper", c.Registry))
 	}
-	if _, err := ParseVariant(string(c.Variant)); err != nil {
+	if _, err := record.ParseVariant(string(c.Variant)); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Nodes < 5 || c.Nodes > 64 {
@@ -126,10 +129,10 @@ func (c *RunConfig) defaults() error {
 
 // runner is one run in progress.
 type runner struct {
-	cfg      RunConfig
+	cfg      Config
 	log      *slog.Logger
-	net      *Network
-	ensemble Ensemble
+	net      *netns.Network
+	ensemble ensemble.Ensemble
 	procs    []*nodeProc
 	faultsMu sync.Mutex
 }
@@ -138,10 +141,10 @@ type runner struct {
 // leaves cfg.Pool worker ids free (the others are taken by permanent
 // fillers), starts the nodes, injects faults for cfg.Duration (or until
 // cfg.MaxKeys keys), lets the nodes leave, and tears everything down. The
-// run directory keeps the records for Check. Everything it created outside
+// run directory keeps the records for checker.Check. Everything it created outside
 // the run directory (namespaces, links, processes, server data) is removed
 // when it returns, also when ctx is cancelled (an interrupt).
-func Run(ctx context.Context, cfg RunConfig) (err error) {
+func Run(ctx context.Context, cfg Config) (err error) {
 	if err := cfg.defaults(); err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
@@ -151,17 +154,17 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nodes"), 0o755); err != nil {
 		return err
 	}
-	if err := CleanupStale(cfg.Prefix); err != nil {
+	if err := netns.CleanupStale(cfg.Prefix); err != nil {
 		return fmt.Errorf("chaos: removing an earlier run's leftovers: %w", err)
 	}
 	r := &runner{cfg: cfg, log: cfg.Log}
-	r.net, err = NewNetwork(cfg.Prefix, cfg.Subnet)
+	r.net, err = netns.NewNetwork(cfg.Prefix, cfg.Subnet)
 	if err != nil {
 		return fmt.Errorf("chaos: network: %w", err)
 	}
 	defer func() { err = errors.Join(err, r.net.Close()) }()
 
-	var serverHosts []*Host
+	var serverHosts []*netns.Host
 	letter := map[string]string{"etcd": "e", "zookeeper": "z"}[cfg.Registry]
 	for i := 1; i <= 3; i++ {
 		h, err := r.net.AddHost(fmt.Sprintf("%s%d", letter, i))
@@ -187,13 +190,13 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 		return err
 	}
 	defer os.RemoveAll(serverDir)
-	opts := []Option{}
+	opts := []ensemble.Option{}
 	if runtime.NumCPU() >= 2 {
-		opts = append(opts, WithCPUs("0"))
+		opts = append(opts, ensemble.WithCPUs("0"))
 	}
-	start := StartEtcd
+	start := ensemble.StartEtcd
 	if cfg.Registry == "zookeeper" {
-		start = StartZooKeeper
+		start = ensemble.StartZooKeeper
 	}
 	r.ensemble, err = start(ctx, serverHosts, serverDir, serverLog, opts...)
 	if err != nil {
@@ -204,16 +207,15 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 	if err := r.fillPool(ctx); err != nil {
 		return fmt.Errorf("chaos: leaving %d worker ids free: %w", cfg.Pool, err)
 	}
-	info := RunInfo{Seed: cfg.Seed, Registry: cfg.Registry, Versions: []string{r.ensemble.Version(), runtime.Version()},
-		Nodes: cfg.Nodes, Pool: cfg.Pool, SessionTTL: cfg.SessionTTL, Reservation: cfg.Reservation,
+	info := record.RunInfo{Seed: cfg.Seed, Registry: cfg.Registry, Versions: []string{r.ensemble.Version(), runtime.Version()},
+		Nodes: cfg.Nodes, Pool: cfg.Pool, SessionTTL: cfg.SessionTTL, Reservation: cfg.Reservation, Variant: cfg.Variant,
 		EpochMillis: snowflake.DefaultEpochMillis, Start: time.Now().UnixNano()}
-	info.setVariant(cfg.Variant)
-	if err := writeJSON(filepath.Join(cfg.Dir, "run.json"), info); err != nil {
+	if err := record.WriteRunInfo(cfg.Dir, info); err != nil {
 		return err
 	}
 	defer r.stopAll()
 	for _, p := range r.procs {
-		if err := p.start(0); err != nil {
+		if err := p.Start(0); err != nil {
 			return err
 		}
 	}
@@ -223,16 +225,20 @@ func Run(ctx context.Context, cfg RunConfig) (err error) {
 	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	defer stopFaults()
 	go r.watchKeys(faultCtx, stopFaults)
-	m := &nemesis{r: r, seed: cfg.Seed, every: cfg.FaultEvery, deleteEvery: max(0, cfg.DeleteEvery), ttl: cfg.SessionTTL,
-		bigSteps: max(0, cfg.Pool-2)}
-	m.run(faultCtx)
+	nodes := make([]nemesis.Node, len(r.procs))
+	for i, p := range r.procs {
+		nodes[i] = p
+	}
+	nemesis.Run(faultCtx, nemesis.Config{Seed: cfg.Seed, Every: cfg.FaultEvery, DeleteEvery: max(0, cfg.DeleteEvery),
+		TTL: cfg.SessionTTL, Reservation: cfg.Reservation, Pool: cfg.Pool, Network: r.net, Ensemble: r.ensemble,
+		Nodes: nodes, Open: r.openRegistry, Record: r.recordFault, Log: r.log})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	r.log.Info("faults stopped; nodes leaving")
 	r.stopAll()
 	info.End = time.Now().UnixNano()
-	return writeJSON(filepath.Join(cfg.Dir, "run.json"), info)
+	return record.WriteRunInfo(cfg.Dir, info)
 }
 
 // fillPool reserves every worker id but the first cfg.Pool with a
@@ -296,10 +302,10 @@ func (r *runner) watchKeys(ctx context.Context, stop func()) {
 	}
 }
 
-func (r *runner) recordFault(f FaultRecord) {
+func (r *runner) recordFault(f record.FaultRecord) {
 	r.faultsMu.Lock()
 	defer r.faultsMu.Unlock()
-	if err := AppendJSONLine(filepath.Join(r.cfg.Dir, "faults.jsonl"), f); err != nil {
+	if err := record.AppendJSONLine(filepath.Join(r.cfg.Dir, "faults.jsonl"), f); err != nil {
 		r.log.Error("recording a fault", "err", err)
 	}
 }
@@ -315,151 +321,4 @@ func (r *runner) stopAll() {
 		}()
 	}
 	wg.Wait()
-}
-
-// nodeProc is one node's process, restarted as new incarnations.
-type nodeProc struct {
-	r    *runner
-	name string
-	host *Host
-
-	mu     sync.Mutex
-	k      int           // incarnations started
-	behind time.Duration // how far behind the current incarnation's clock started
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	done   chan struct{} // closed when the current process has exited
-}
-
-// start starts the next incarnation with its clock behind by behind.
-func (p *nodeProc) start(behind time.Duration) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.k++
-	p.behind = behind
-	inc := Incarnation(p.name, p.k)
-	cfg := p.r.cfg
-	dir := filepath.Join(cfg.Dir, "nodes", p.name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	logFile, err := os.Create(filepath.Join(dir, inc+".log"))
-	if err != nil {
-		return err
-	}
-	args := []string{"node", "--dir", cfg.Dir, "--node", p.name, "--incarnation", inc,
-		"--registry", cfg.Registry, "--endpoints", strings.Join(p.r.ensemble.Endpoints(), ","),
-		"--namespace", registryNamespace, "--ttl", cfg.SessionTTL.String(), "--reservation", cfg.Reservation.String(),
-		"--rate", strconv.Itoa(cfg.Rate), "--variant", string(cfg.Variant), "--clock-offset", (-behind).String()}
-	prog := cfg.Binary
-	if runtime.NumCPU() >= 2 {
-		// The servers run on CPU 0 (WithCPUs), the nodes on CPU 1.
-		prog, args = "taskset", append([]string{"-c", "1", cfg.Binary}, args...)
-	}
-	cmd := p.host.Command(context.Background(), prog, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		logFile.Close()
-		return err
-	}
-	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("chaos: start node %s: %w", inc, err)
-	}
-	done := make(chan struct{})
-	p.cmd, p.stdin, p.done = cmd, stdin, done
-	go func() {
-		werr := cmd.Wait()
-		logFile.Close()
-		exit := "exit 0"
-		if werr != nil {
-			exit = werr.Error()
-		}
-		p.r.faultsMu.Lock()
-		_ = AppendJSONLine(filepath.Join(cfg.Dir, "processes.jsonl"), ProcessRecord{Incarnation: inc, Node: p.name,
-			PID: cmd.Process.Pid, Start: started.UnixNano(), End: time.Now().UnixNano(), Exit: exit})
-		p.r.faultsMu.Unlock()
-		close(done)
-	}()
-	return nil
-}
-
-// current returns the current incarnation's name and how far behind its
-// clock started.
-func (p *nodeProc) current() (string, time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return Incarnation(p.name, p.k), p.behind
-}
-
-// startedBehind is how far behind the current incarnation's clock started.
-func (p *nodeProc) startedBehind() time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.behind
-}
-
-// signal sends sig to the current process's group.
-func (p *nodeProc) signal(sig syscall.Signal) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	}
-}
-
-// kill sends SIGKILL and waits until the process is gone.
-func (p *nodeProc) kill() error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("node %s did not die after SIGKILL", p.name)
-	}
-}
-
-// command sends one control line to the current process.
-func (p *nodeProc) command(line string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stdin == nil {
-		return errors.New("no process")
-	}
-	_, err := io.WriteString(p.stdin, line+"\n")
-	return err
-}
-
-// stop resumes the process (it may be paused), asks it to leave and kills
-// it after grace.
-func (p *nodeProc) stop(grace time.Duration) {
-	p.signal(syscall.SIGCONT)
-	_ = p.command(CmdStop)
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = p.kill()
-	}
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

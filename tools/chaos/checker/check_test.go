@@ -1,9 +1,8 @@
-package chaos
+package checker_test
 
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,10 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/snowflake"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/checker"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/report"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/stats"
 )
 
 const (
@@ -28,21 +31,21 @@ const (
 type testRun struct {
 	t    testing.TB
 	dir  string
-	info RunInfo
+	info record.RunInfo
 }
 
-func newTestRun(t testing.TB, v Variant) *testRun {
+func newTestRun(t testing.TB, v record.Variant) *testRun {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "nodes"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &testRun{t: t, dir: dir, info: RunInfo{
+	r := &testRun{t: t, dir: dir, info: record.RunInfo{
 		Seed: 7, Registry: "etcd", Versions: []string{"etcd 3.4.23", "go1.26.8"},
 		Nodes: 5, Pool: 3, SessionTTL: 2 * time.Second, Reservation: 3 * time.Second,
 		EpochMillis: snowflake.DefaultEpochMillis, Start: testT0, End: testT0 + int64(20*time.Second),
 	}}
-	r.info.setVariant(v)
+	r.info.Variant = v
 	return r
 }
 
@@ -63,7 +66,7 @@ func testKey(t testing.TB, ms, worker, seq int64) int64 {
 // non-monotonic keys, keys outside the fence, intersecting fence windows.
 type counts struct{ dup, overlap, nonmono, fence, windows int64 }
 
-func countsOf(r *Report) counts {
+func countsOf(r *checker.Report) counts {
 	return counts{r.Duplicates.Count, r.Overlaps.Count, r.NonMonotonic.Count, r.OutsideFence.Count,
 		r.FenceWindowOverlaps.Count}
 }
@@ -81,13 +84,13 @@ func (r *testRun) nodeDir(inc string) string {
 // re-acquisition is recorded.
 func (r *testRun) keys(inc string, keys ...int64) {
 	r.t.Helper()
-	r.keysIn(inc, EpochUnknown, keys...)
+	r.keysIn(inc, record.EpochUnknown, keys...)
 }
 
 // keysIn records keys issued in epoch.
 func (r *testRun) keysIn(inc string, epoch int64, keys ...int64) {
 	r.t.Helper()
-	w, err := CreateKeyWriter(filepath.Join(r.nodeDir(inc), KeyFileName(inc)))
+	w, err := record.CreateKeyWriter(filepath.Join(r.nodeDir(inc), record.KeyFileName(inc)))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -106,10 +109,10 @@ func (r *testRun) span(inc string, worker, from, to int64) {
 	r.keys(inc, keys...)
 }
 
-func (r *testRun) events(inc string, evs ...Event) {
+func (r *testRun) events(inc string, evs ...record.Event) {
 	r.t.Helper()
 	for _, e := range evs {
-		if err := AppendJSONLine(filepath.Join(r.nodeDir(inc), EventFileName(inc)), e); err != nil {
+		if err := record.AppendJSONLine(filepath.Join(r.nodeDir(inc), record.EventFileName(inc)), e); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -118,7 +121,7 @@ func (r *testRun) events(inc string, evs ...Event) {
 func (r *testRun) append(name string, vs ...any) {
 	r.t.Helper()
 	for _, v := range vs {
-		if err := AppendJSONLine(filepath.Join(r.dir, name), v); err != nil {
+		if err := record.AppendJSONLine(filepath.Join(r.dir, name), v); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -136,10 +139,10 @@ func (r *testRun) writeInfo() {
 	}
 }
 
-func (r *testRun) check() *Report {
+func (r *testRun) check() *checker.Report {
 	r.t.Helper()
 	r.writeInfo()
-	rep, err := Check(r.dir)
+	rep, err := checker.Check(r.dir)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -149,38 +152,38 @@ func (r *testRun) check() *Report {
 // cleanRun is a run of variant v without violations: g1.1 holds worker 1
 // (epoch 1) and loses it at 2 s, g3.1 takes it over at 3 s (epoch 2); g2.1
 // holds worker 2 throughout; a key at exactly Until is inside the window.
-func cleanRun(t testing.TB, v Variant) *testRun {
+func cleanRun(t testing.TB, v record.Variant) *testRun {
 	r := newTestRun(t, v)
 	r.events("g1.1",
-		Event{T: testAt(0), Kind: EventStart},
-		Event{T: testAt(0.1), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
-		Event{T: testAt(0.2), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 500},
-		Event{T: testAt(0.9), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000},
-		Event{T: testAt(1), Kind: EventProgress, Keys: 20, Writes: 3},
-		Event{T: testAt(2), Kind: EventLost, Worker: 1, Epoch: 1, Reason: "expired"},
-		Event{T: testAt(2), Kind: EventProgress, Keys: 20, Writes: 3},
+		record.Event{T: testAt(0), Kind: record.EventStart},
+		record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
+		record.Event{T: testAt(0.2), Kind: record.EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 500},
+		record.Event{T: testAt(0.9), Kind: record.EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000},
+		record.Event{T: testAt(1), Kind: record.EventProgress, Keys: 20, Writes: 3},
+		record.Event{T: testAt(2), Kind: record.EventLost, Worker: 1, Epoch: 1, Reason: "expired"},
+		record.Event{T: testAt(2), Kind: record.EventProgress, Keys: 20, Writes: 3},
 	)
 	r.span("g1.1", 1, testM0+1, testM0+10)
 	r.events("g2.1",
-		Event{T: testAt(0), Kind: EventStart},
-		Event{T: testAt(0.1), Kind: EventAcquired, Worker: 2, Epoch: 1, Floor: testM0},
-		Event{T: testAt(0.2), Kind: EventReserved, Worker: 2, Epoch: 1, Until: testM0 + 1000},
-		Event{T: testAt(1), Kind: EventProgress, Keys: 21, Writes: 2},
-		Event{T: testAt(2), Kind: EventExit, Keys: 21, Writes: 2},
+		record.Event{T: testAt(0), Kind: record.EventStart},
+		record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 2, Epoch: 1, Floor: testM0},
+		record.Event{T: testAt(0.2), Kind: record.EventReserved, Worker: 2, Epoch: 1, Until: testM0 + 1000},
+		record.Event{T: testAt(1), Kind: record.EventProgress, Keys: 21, Writes: 2},
+		record.Event{T: testAt(2), Kind: record.EventExit, Keys: 21, Writes: 2},
 	)
 	r.span("g2.1", 2, testM0+1, testM0+10)
 	r.keys("g2.1", testKey(t, testM0+1000, 2, 0))
 	r.events("g3.1",
-		Event{T: testAt(0), Kind: EventStart},
-		Event{T: testAt(3), Kind: EventAcquired, Worker: 1, Epoch: 2, Floor: testM0 + 1000},
-		Event{T: testAt(3), Kind: EventReserved, Worker: 1, Epoch: 2, Until: testM0 + 2000},
-		Event{T: testAt(4), Kind: EventProgress, Keys: 20, Writes: 5},
+		record.Event{T: testAt(0), Kind: record.EventStart},
+		record.Event{T: testAt(3), Kind: record.EventAcquired, Worker: 1, Epoch: 2, Floor: testM0 + 1000},
+		record.Event{T: testAt(3), Kind: record.EventReserved, Worker: 1, Epoch: 2, Until: testM0 + 2000},
+		record.Event{T: testAt(4), Kind: record.EventProgress, Keys: 20, Writes: 5},
 	)
 	r.span("g3.1", 1, testM0+1001, testM0+1010)
-	r.append("processes.jsonl", ProcessRecord{Incarnation: "g2.1", Node: "g2", Start: testAt(0), End: testAt(2), Exit: "exit 0"})
+	r.append("processes.jsonl", record.ProcessRecord{Incarnation: "g2.1", Node: "g2", Start: testAt(0), End: testAt(2), Exit: "exit 0"})
 	r.append("faults.jsonl",
-		FaultRecord{Kind: FaultPause, Target: "g1", Start: testAt(1), End: testAt(5)},
-		FaultRecord{Kind: FaultLeaderKill, Target: "e1", Start: testAt(6)},
+		record.FaultRecord{Kind: record.FaultPause, Target: "g1", Start: testAt(1), End: testAt(5)},
+		record.FaultRecord{Kind: record.FaultLeaderKill, Target: "e1", Start: testAt(6)},
 	)
 	return r
 }
@@ -190,8 +193,8 @@ func TestCheckViolations(t *testing.T) {
 	// negative control allows), with a valid window.
 	zombie4 := func(r *testRun, keys ...int64) {
 		r.events("g4.1",
-			Event{T: testAt(0.5), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
-			Event{T: testAt(0.5), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000},
+			record.Event{T: testAt(0.5), Kind: record.EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
+			record.Event{T: testAt(0.5), Kind: record.EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000},
 		)
 		r.keys("g4.1", keys...)
 	}
@@ -200,61 +203,61 @@ func TestCheckViolations(t *testing.T) {
 	// allows when its clock is behind).
 	successor4 := func(r *testRun, keys ...int64) {
 		r.events("g4.1",
-			Event{T: testAt(5), Kind: EventAcquired, Worker: 1, Epoch: 3, Floor: testM0 + 2000},
-			Event{T: testAt(5), Kind: EventReserved, Worker: 1, Epoch: 3, Until: testM0 + 2000})
+			record.Event{T: testAt(5), Kind: record.EventAcquired, Worker: 1, Epoch: 3, Floor: testM0 + 2000},
+			record.Event{T: testAt(5), Kind: record.EventReserved, Worker: 1, Epoch: 3, Until: testM0 + 2000})
 		r.keys("g4.1", keys...)
 	}
 	tests := []struct {
 		name    string
-		variant Variant
+		variant record.Variant
 		modify  func(t *testing.T, r *testRun)
 		want    counts
 		fail    string // a substring of a failure; "" means pass
 	}{
-		{name: "clean", variant: VariantFenced, modify: func(*testing.T, *testRun) {}},
+		{name: "clean", variant: record.VariantFenced, modify: func(*testing.T, *testRun) {}},
 		// zombie4's window of worker 1 epoch 1 is g1.1's too.
-		{name: "duplicate", variant: VariantFenced, want: counts{dup: 1, overlap: 1, windows: 1}, fail: "duplicated keys: 1",
+		{name: "duplicate", variant: record.VariantFenced, want: counts{dup: 1, overlap: 1, windows: 1}, fail: "duplicated keys: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 0)) }},
-		{name: "overlap", variant: VariantFenced, want: counts{overlap: 1, windows: 1}, fail: "more than one incarnation or epoch: 1",
+		{name: "overlap", variant: record.VariantFenced, want: counts{overlap: 1, windows: 1}, fail: "more than one incarnation or epoch: 1",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
-		{name: "two overlapping ms", variant: VariantFenced, want: counts{overlap: 2, windows: 1}, fail: "more than one incarnation or epoch: 2",
+		{name: "two overlapping ms", variant: record.VariantFenced, want: counts{overlap: 2, windows: 1}, fail: "more than one incarnation or epoch: 2",
 			modify: func(t *testing.T, r *testRun) {
 				zombie4(r, testKey(t, testM0+5, 1, 7), testKey(t, testM0+5, 1, 8), testKey(t, testM0+6, 1, 7))
 			}},
-		{name: "non-monotonic", variant: VariantFenced, want: counts{nonmono: 1}, fail: "worker id: 1",
+		{name: "non-monotonic", variant: record.VariantFenced, want: counts{nonmono: 1}, fail: "worker id: 1",
 			modify: func(t *testing.T, r *testRun) { r.keys("g2.1", testKey(t, testM0+3, 2, 5)) }},
-		{name: "above until", variant: VariantFenced, want: counts{fence: 1}, fail: "fence window: 1",
+		{name: "above until", variant: record.VariantFenced, want: counts{fence: 1}, fail: "fence window: 1",
 			modify: func(t *testing.T, r *testRun) { r.keys("g2.1", testKey(t, testM0+1001, 2, 0)) }},
-		{name: "at floor", variant: VariantFenced, want: counts{fence: 1}, fail: "fence window: 1",
+		{name: "at floor", variant: record.VariantFenced, want: counts{fence: 1}, fail: "fence window: 1",
 			modify: func(t *testing.T, r *testRun) {
 				r.events("g5.1",
-					Event{T: testAt(0.5), Kind: EventAcquired, Worker: 3, Epoch: 1, Floor: testM0 + 100},
-					Event{T: testAt(0.5), Kind: EventReserved, Worker: 3, Epoch: 1, Until: testM0 + 1000})
+					record.Event{T: testAt(0.5), Kind: record.EventAcquired, Worker: 3, Epoch: 1, Floor: testM0 + 100},
+					record.Event{T: testAt(0.5), Kind: record.EventReserved, Worker: 3, Epoch: 1, Until: testM0 + 1000})
 				r.keys("g5.1", testKey(t, testM0+100, 3, 0), testKey(t, testM0+101, 3, 0))
 			}},
-		{name: "no reservation", variant: VariantFenced, want: counts{fence: 2}, fail: "fence window: 2",
+		{name: "no reservation", variant: record.VariantFenced, want: counts{fence: 2}, fail: "fence window: 2",
 			modify: func(t *testing.T, r *testRun) {
-				r.events("g5.1", Event{T: testAt(0.5), Kind: EventAcquired, Worker: 3, Epoch: 1, Floor: testM0})
+				r.events("g5.1", record.Event{T: testAt(0.5), Kind: record.EventAcquired, Worker: 3, Epoch: 1, Floor: testM0})
 				r.keys("g5.1", testKey(t, testM0+1, 3, 0), testKey(t, testM0+1, 4, 0))
 			}},
-		{name: "control without duplicates", variant: VariantLeaseOnly, fail: "(lease only, no fence) found no duplicate",
+		{name: "control without duplicates", variant: record.VariantLeaseOnly, fail: "(lease only, no fence) found no duplicate",
 			modify: func(*testing.T, *testRun) {}},
-		{name: "control with an overlap only", variant: VariantLeaseOnly, want: counts{overlap: 1}, fail: "the faults are not biting",
+		{name: "control with an overlap only", variant: record.VariantLeaseOnly, want: counts{overlap: 1}, fail: "the faults are not biting",
 			modify: func(t *testing.T, r *testRun) { zombie4(r, testKey(t, testM0+5, 1, 7)) }},
-		{name: "control with duplicates", variant: VariantLeaseOnly, want: counts{dup: 2, overlap: 1},
+		{name: "control with duplicates", variant: record.VariantLeaseOnly, want: counts{dup: 2, overlap: 1},
 			modify: func(t *testing.T, r *testRun) {
 				// outside g4's window too: not checked in a control
 				zombie4(r, testKey(t, testM0+5, 1, 0), testKey(t, testM0+5, 1, 1), testKey(t, testM0+3000, 1, 1))
 			}},
-		{name: "floor control without duplicates or overlaps", variant: VariantIgnoreFloor,
+		{name: "floor control without duplicates or overlaps", variant: record.VariantIgnoreFloor,
 			fail:   "(fence on, floor ignored) found no duplicate and no (worker id, ms) overlap among 61 keys: the faults are not biting",
 			modify: func(*testing.T, *testRun) {}},
-		{name: "floor control with keys below the floor only", variant: VariantIgnoreFloor, want: counts{fence: 1},
+		{name: "floor control with keys below the floor only", variant: record.VariantIgnoreFloor, want: counts{fence: 1},
 			fail:   "the faults are not biting",
 			modify: func(t *testing.T, r *testRun) { successor4(r, testKey(t, testM0+500, 1, 0)) }},
-		{name: "floor control with an overlap", variant: VariantIgnoreFloor, want: counts{overlap: 1, fence: 1},
+		{name: "floor control with an overlap", variant: record.VariantIgnoreFloor, want: counts{overlap: 1, fence: 1},
 			modify: func(t *testing.T, r *testRun) { successor4(r, testKey(t, testM0+5, 1, 7)) }},
-		{name: "floor control with a duplicate", variant: VariantIgnoreFloor, want: counts{dup: 1, overlap: 1, fence: 1},
+		{name: "floor control with a duplicate", variant: record.VariantIgnoreFloor, want: counts{dup: 1, overlap: 1, fence: 1},
 			modify: func(t *testing.T, r *testRun) { successor4(r, testKey(t, testM0+1005, 1, 0)) }},
 	}
 	for _, tt := range tests {
@@ -276,7 +279,7 @@ func TestCheckViolations(t *testing.T) {
 			if len(rep.Warnings) > 0 {
 				t.Errorf("Warnings = %q", rep.Warnings)
 			}
-			for _, v := range [][]Violation{rep.Duplicates.Examples, rep.Overlaps.Examples, rep.NonMonotonic.Examples,
+			for _, v := range [][]checker.Violation{rep.Duplicates.Examples, rep.Overlaps.Examples, rep.NonMonotonic.Examples,
 				rep.OutsideFence.Examples, rep.FenceWindowOverlaps.Examples} {
 				for _, e := range v {
 					if len(e.Incarnations) == 0 || e.Millis < testM0 || e.Detail == "" {
@@ -285,7 +288,7 @@ func TestCheckViolations(t *testing.T) {
 				}
 			}
 			var buf bytes.Buffer
-			if err := rep.WriteText(&buf); err != nil {
+			if err := report.WriteText(&buf, rep); err != nil {
 				t.Fatal(err)
 			}
 			verdict := "PASS"
@@ -309,12 +312,12 @@ func TestCheckEpochs(t *testing.T) {
 	// up to M0+200.
 	epochs := func(r *testRun, floor2 int64) {
 		r.events("g1.1",
-			Event{T: testAt(0), Kind: EventStart},
-			Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-			Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
-			Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "expired"},
-			Event{T: testAt(2), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: floor2},
-			Event{T: testAt(2), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
+			record.Event{T: testAt(0), Kind: record.EventStart},
+			record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+			record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+			record.Event{T: testAt(1), Kind: record.EventLost, Worker: 5, Epoch: 1, Reason: "expired"},
+			record.Event{T: testAt(2), Kind: record.EventAcquired, Worker: 5, Epoch: 2, Floor: floor2},
+			record.Event{T: testAt(2), Kind: record.EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
 	}
 	// sameMs are keys of epoch 1 up to M0+60 and of epoch 2 from M0+60 on,
 	// increasing: neither duplicated nor non-monotonic.
@@ -330,7 +333,7 @@ func TestCheckEpochs(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		variant Variant
+		variant record.Variant
 		build   func(t *testing.T, r *testRun)
 		want    counts
 		windows int      // FenceWindows
@@ -338,7 +341,7 @@ func TestCheckEpochs(t *testing.T) {
 		fail    []string // substrings of failures; nil means pass
 		details []string // substrings of the examples' details
 	}{
-		{name: "two epochs of one incarnation in one ms", variant: VariantFenced,
+		{name: "two epochs of one incarnation in one ms", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+50) // below epoch 1's reservation
 				r.keys("g1.1", sameMs(t)...)
@@ -346,7 +349,7 @@ func TestCheckEpochs(t *testing.T) {
 			want: counts{windows: 1}, windows: 2, unknown: 4,
 			fail:    []string{"fence windows of one worker id that intersect: 1"},
 			details: []string{"windows g1.1 e1 (1700000000000, 1700000000100] and g1.1 e2 (1700000000050, 1700000000200]"}},
-		{name: "two epochs of one incarnation in one ms, marked", variant: VariantFenced,
+		{name: "two epochs of one incarnation in one ms, marked", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+50)
 				sameMsMarked(t, r)
@@ -354,7 +357,7 @@ func TestCheckEpochs(t *testing.T) {
 			want: counts{overlap: 1, windows: 1}, windows: 2,
 			fail:    []string{"more than one incarnation or epoch: 1", "fence windows of one worker id that intersect: 1"},
 			details: []string{"2 keys in this ms, of g1.1 e1, g1.1 e2"}},
-		{name: "disjoint windows, keys in their own", variant: VariantFenced,
+		{name: "disjoint windows, keys in their own", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+100) // at epoch 1's reservation: (M0+100, ...] is open there
 				r.keysIn("g1.1", 1, testKey(t, testM0+10, 5, 0), testKey(t, testM0+100, 5, 0))
@@ -364,7 +367,7 @@ func TestCheckEpochs(t *testing.T) {
 		{
 			// Epoch 2 stamps in epoch 1's last ms, below its own floor,
 			// with a higher sequence: neither duplicate nor non-monotonic.
-			name: "disjoint windows, keys of both epochs in one ms, marked", variant: VariantFenced,
+			name: "disjoint windows, keys of both epochs in one ms, marked", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+100)
 				sameMsMarked(t, r)
@@ -376,50 +379,50 @@ func TestCheckEpochs(t *testing.T) {
 			// The same keys without their epoch: with disjoint windows both
 			// keys of M0+60 are in epoch 1's window and count as its keys;
 			// what the markers are for.
-			name: "disjoint windows, keys of both epochs in one ms, epoch unknown", variant: VariantFenced,
+			name: "disjoint windows, keys of both epochs in one ms, epoch unknown", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+100)
 				r.keys("g1.1", sameMs(t)...)
 			},
 			windows: 2, unknown: 4},
-		{name: "released, successor below the reservation", variant: VariantFenced,
+		{name: "released, successor below the reservation", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				r.events("g1.1",
-					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
-					Event{T: testAt(1), Kind: EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 10})
+					record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					record.Event{T: testAt(1), Kind: record.EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 10})
 				r.keysIn("g1.1", 1, testKey(t, testM0+10, 5, 0))
 				r.events("g2.1",
-					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
-					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
+					record.Event{T: testAt(1.1), Kind: record.EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
+					record.Event{T: testAt(1.1), Kind: record.EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
 				r.keysIn("g2.1", 2, testKey(t, testM0+11, 5, 0))
 			},
 			windows: 2},
-		{name: "release failed, successor below the reservation", variant: VariantFenced,
+		{name: "release failed, successor below the reservation", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				r.events("g1.1",
-					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
-					Event{T: testAt(1), Kind: EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 100, Reason: "timeout"})
+					record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					record.Event{T: testAt(1), Kind: record.EventReleased, Worker: 5, Epoch: 1, Until: testM0 + 100, Reason: "timeout"})
 				r.events("g2.1",
-					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
-					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
+					record.Event{T: testAt(1.1), Kind: record.EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 10},
+					record.Event{T: testAt(1.1), Kind: record.EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200})
 				r.keys("g2.1", testKey(t, testM0+11, 5, 0))
 			},
 			want: counts{windows: 1}, windows: 2, unknown: 1,
 			fail:    []string{"fence windows of one worker id that intersect: 1"},
 			details: []string{"windows g1.1 e1 (1700000000000, 1700000000100] and g2.1 e2 (1700000000010, 1700000000200]"}},
-		{name: "an empty window inside another", variant: VariantFenced,
+		{name: "an empty window inside another", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				r.events("g1.1",
-					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100})
+					record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100})
 				r.keys("g1.1", testKey(t, testM0+50, 5, 0))
 				// Acquired, never reserved: (M0+50, M0+50] holds no ms.
-				r.events("g2.1", Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 50})
+				r.events("g2.1", record.Event{T: testAt(1.1), Kind: record.EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 50})
 			},
 			windows: 2, unknown: 1},
-		{name: "floor control: per incarnation, windows not checked", variant: VariantIgnoreFloor,
+		{name: "floor control: per incarnation, windows not checked", variant: record.VariantIgnoreFloor,
 			build: func(t *testing.T, r *testRun) {
 				epochs(r, testM0+50)
 				r.keys("g1.1", sameMs(t)...)
@@ -445,8 +448,8 @@ func TestCheckEpochs(t *testing.T) {
 			if tt.fail == nil && len(f) > 0 {
 				t.Errorf("Failures() = %q, want none", f)
 			}
-			var all []Violation
-			for _, v := range [][]Violation{rep.Overlaps.Examples, rep.OutsideFence.Examples, rep.FenceWindowOverlaps.Examples} {
+			var all []checker.Violation
+			for _, v := range [][]checker.Violation{rep.Overlaps.Examples, rep.OutsideFence.Examples, rep.FenceWindowOverlaps.Examples} {
 				for _, e := range v {
 					if !slices.Equal(e.Incarnations, []string{"g1.1"}) && !slices.Equal(e.Incarnations, []string{"g1.1", "g2.1"}) ||
 						e.Worker != 5 || e.Millis <= testM0 {
@@ -456,17 +459,17 @@ func TestCheckEpochs(t *testing.T) {
 				all = append(all, v...)
 			}
 			for _, want := range tt.details {
-				if !slices.ContainsFunc(all, func(e Violation) bool { return strings.Contains(e.Detail, want) }) {
+				if !slices.ContainsFunc(all, func(e checker.Violation) bool { return strings.Contains(e.Detail, want) }) {
 					t.Errorf("examples %+v: want a detail containing %q", all, want)
 				}
 			}
 			var buf bytes.Buffer
-			if err := rep.WriteText(&buf); err != nil {
+			if err := report.WriteText(&buf, rep); err != nil {
 				t.Fatal(err)
 			}
 			line := fmt.Sprintf("  fence windows %d   pairs intersecting %d   keys of an unknown epoch %d\n",
 				tt.windows, tt.want.windows, tt.unknown)
-			if tt.variant != VariantFenced {
+			if tt.variant != record.VariantFenced {
 				line = "  fence windows not checked\n"
 			}
 			if !strings.Contains(buf.String(), line) {
@@ -479,36 +482,8 @@ func TestCheckEpochs(t *testing.T) {
 	}
 }
 
-// TestRunInfoVariant reads the variant back from run.json as Run writes it,
-// and from run.json files written before the floor control existed.
-func TestRunInfoVariant(t *testing.T) {
-	for _, v := range Variants {
-		var info, back RunInfo
-		info.setVariant(v)
-		b, err := json.Marshal(info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
-		if back.Variant() != v {
-			t.Errorf("%s: run.json %s reads as %s", v, b, back.Variant())
-		}
-	}
-	for old, want := range map[string]Variant{`{"fenced":true}`: VariantFenced, `{"fenced":false}`: VariantLeaseOnly} {
-		var info RunInfo
-		if err := json.Unmarshal([]byte(old), &info); err != nil {
-			t.Fatal(err)
-		}
-		if info.Variant() != want {
-			t.Errorf("old run.json %s reads as %s, want %s", old, info.Variant(), want)
-		}
-	}
-}
-
 func TestCheckCleanRunFigures(t *testing.T) {
-	rep := cleanRun(t, VariantFenced).check()
+	rep := cleanRun(t, record.VariantFenced).check()
 	k := rep.Keys
 	if k.Attempted != 61 || k.Distinct != 61 || k.Acknowledged != 61 {
 		t.Errorf("Keys = %+v, want 61 attempted, distinct and acknowledged", k)
@@ -535,15 +510,15 @@ func TestCheckCleanRunFigures(t *testing.T) {
 	if rep.Nodes[0].Recoveries != 0 {
 		t.Errorf("g1 recoveries = %d, want 0", rep.Nodes[0].Recoveries)
 	}
-	if len(rep.Faults) != len(FaultKinds) {
-		t.Errorf("%d fault kinds, want %d", len(rep.Faults), len(FaultKinds))
+	if len(rep.Faults) != len(record.FaultKinds) {
+		t.Errorf("%d fault kinds, want %d", len(rep.Faults), len(record.FaultKinds))
 	}
 	for _, f := range rep.Faults {
-		want := FaultStats{Kind: f.Kind}
+		want := stats.FaultStats{Kind: f.Kind}
 		switch f.Kind {
-		case FaultPause:
-			want = FaultStats{Kind: f.Kind, Count: 1, Total: 4 * time.Second, Max: 4 * time.Second}
-		case FaultLeaderKill:
+		case record.FaultPause:
+			want = stats.FaultStats{Kind: f.Kind, Count: 1, Total: 4 * time.Second, Max: 4 * time.Second}
+		case record.FaultLeaderKill:
 			want.Count = 1
 		}
 		if f != want {
@@ -554,10 +529,10 @@ func TestCheckCleanRunFigures(t *testing.T) {
 		t.Errorf("PausesVsTTL = %v (a 2-TTL pause is in the 2-5 bucket)", rep.PausesVsTTL)
 	}
 	var buf bytes.Buffer
-	if err := rep.WriteText(&buf); err != nil {
+	if err := report.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range FaultKinds {
+	for _, k := range record.FaultKinds {
 		if !strings.Contains(buf.String(), k) {
 			t.Errorf("report lacks fault kind %q", k)
 		}
@@ -569,31 +544,31 @@ func TestCheckZombieTakeover(t *testing.T) {
 	// g1.1 holds worker 1 epoch 1 from 0 s; g2.1 takes epoch 2 at 3 s.
 	tests := []struct {
 		name    string
-		g1      []Event
-		proc    *ProcessRecord
+		g1      []record.Event
+		proc    *record.ProcessRecord
 		zombies int
 		window  time.Duration
 	}{
-		{name: "alive, lost later", g1: []Event{{T: testAt(4.5), Kind: EventLost, Worker: 1, Epoch: 1, Reason: "compare failed"}},
+		{name: "alive, lost later", g1: []record.Event{{T: testAt(4.5), Kind: record.EventLost, Worker: 1, Epoch: 1, Reason: "compare failed"}},
 			zombies: 1, window: 1500 * time.Millisecond},
-		{name: "alive until killed", proc: &ProcessRecord{Incarnation: "g1.1", Node: "g1", Start: testAt(0), End: testAt(7), Exit: "killed"},
+		{name: "alive until killed", proc: &record.ProcessRecord{Incarnation: "g1.1", Node: "g1", Start: testAt(0), End: testAt(7), Exit: "killed"},
 			zombies: 1, window: 4 * time.Second},
 		{name: "alive to the run's end", zombies: 1, window: 17 * time.Second},
-		{name: "killed before", proc: &ProcessRecord{Incarnation: "g1.1", Node: "g1", Start: testAt(0), End: testAt(2.5), Exit: "killed"}},
-		{name: "lost before", g1: []Event{{T: testAt(2.5), Kind: EventLost, Worker: 1, Epoch: 1, Reason: "expired"}}},
-		{name: "released at the takeover", g1: []Event{{T: testAt(3), Kind: EventReleased, Worker: 1, Epoch: 1, Until: testM0}}},
+		{name: "killed before", proc: &record.ProcessRecord{Incarnation: "g1.1", Node: "g1", Start: testAt(0), End: testAt(2.5), Exit: "killed"}},
+		{name: "lost before", g1: []record.Event{{T: testAt(2.5), Kind: record.EventLost, Worker: 1, Epoch: 1, Reason: "expired"}}},
+		{name: "released at the takeover", g1: []record.Event{{T: testAt(3), Kind: record.EventReleased, Worker: 1, Epoch: 1, Until: testM0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTestRun(t, VariantFenced)
+			r := newTestRun(t, record.VariantFenced)
 			r.events("g1.1",
-				Event{T: testAt(0), Kind: EventStart},
-				Event{T: testAt(0.1), Kind: EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
-				Event{T: testAt(0.2), Kind: EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000})
+				record.Event{T: testAt(0), Kind: record.EventStart},
+				record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 1, Epoch: 1, Floor: testM0},
+				record.Event{T: testAt(0.2), Kind: record.EventReserved, Worker: 1, Epoch: 1, Until: testM0 + 1000})
 			r.events("g1.1", tt.g1...)
 			r.events("g2.1",
-				Event{T: testAt(0), Kind: EventStart},
-				Event{T: testAt(3), Kind: EventAcquired, Worker: 1, Epoch: 2, Floor: testM0 + 1000})
+				record.Event{T: testAt(0), Kind: record.EventStart},
+				record.Event{T: testAt(3), Kind: record.EventAcquired, Worker: 1, Epoch: 2, Floor: testM0 + 1000})
 			if tt.proc != nil {
 				r.append("processes.jsonl", *tt.proc)
 			}
@@ -607,24 +582,24 @@ func TestCheckZombieTakeover(t *testing.T) {
 }
 
 func TestCheckStalls(t *testing.T) {
-	r := newTestRun(t, VariantFenced)
+	r := newTestRun(t, record.VariantFenced)
 	// 99 stalls of 10, 20, ..., 990 ms, then one open stall of 1 s ending
 	// with the process.
-	var evs []Event
-	evs = append(evs, Event{T: testAt(0), Kind: EventStart})
+	var evs []record.Event
+	evs = append(evs, record.Event{T: testAt(0), Kind: record.EventStart})
 	sec := 0.5
 	for i := 1; i <= 99; i++ {
-		evs = append(evs, Event{T: testAt(sec), Kind: EventStall, Reason: "no-reservation"},
-			Event{T: testAt(sec) + int64(i)*int64(10*time.Millisecond), Kind: EventResume})
+		evs = append(evs, record.Event{T: testAt(sec), Kind: record.EventStall, Reason: "no-reservation"},
+			record.Event{T: testAt(sec) + int64(i)*int64(10*time.Millisecond), Kind: record.EventResume})
 		sec += 0.01
 	}
-	evs = append(evs, Event{T: testAt(10), Kind: EventStall, Reason: "clock-backwards"})
-	evs = append(evs, Event{T: testAt(10.5), Kind: EventStall, Reason: "ignored while stalled"})
+	evs = append(evs, record.Event{T: testAt(10), Kind: record.EventStall, Reason: "clock-backwards"})
+	evs = append(evs, record.Event{T: testAt(10.5), Kind: record.EventStall, Reason: "ignored while stalled"})
 	r.events("g1.1", evs...)
-	r.events("g1.1", Event{T: testAt(10.5), Kind: EventResume}) // a resume ...
-	r.events("g1.1", Event{T: testAt(10.6), Kind: EventResume}) // ... and one without a stall
-	r.events("g1.2", Event{T: testAt(11), Kind: EventStart}, Event{T: testAt(11.5), Kind: EventStall, Reason: "no-reservation"})
-	r.append("processes.jsonl", ProcessRecord{Incarnation: "g1.2", Node: "g1", Start: testAt(11), End: testAt(12.5), Exit: "killed"})
+	r.events("g1.1", record.Event{T: testAt(10.5), Kind: record.EventResume}) // a resume ...
+	r.events("g1.1", record.Event{T: testAt(10.6), Kind: record.EventResume}) // ... and one without a stall
+	r.events("g1.2", record.Event{T: testAt(11), Kind: record.EventStart}, record.Event{T: testAt(11.5), Kind: record.EventStall, Reason: "no-reservation"})
+	r.append("processes.jsonl", record.ProcessRecord{Incarnation: "g1.2", Node: "g1", Start: testAt(11), End: testAt(12.5), Exit: "killed"})
 	rep := r.check()
 	n := rep.Nodes[0]
 	// 10..990 ms, 500 ms (g1.1's last), 1 s (g1.2's open stall): 101 stalls.
@@ -641,19 +616,19 @@ func TestCheckStalls(t *testing.T) {
 }
 
 func TestCheckRecovery(t *testing.T) {
-	r := newTestRun(t, VariantFenced)
+	r := newTestRun(t, record.VariantFenced)
 	r.events("g1.1",
-		Event{T: testAt(0), Kind: EventStart},
-		Event{T: testAt(1), Kind: EventProgress, Keys: 10},
-		Event{T: testAt(2), Kind: EventProgress, Keys: 10},
-		Event{T: testAt(3), Kind: EventProgress, Keys: 10},
-		Event{T: testAt(4), Kind: EventProgress, Keys: 30},
-		Event{T: testAt(5), Kind: EventProgress, Keys: 50})
-	r.events("g1.2", Event{T: testAt(6), Kind: EventStart}, Event{T: testAt(7.5), Kind: EventProgress, Keys: 5})
+		record.Event{T: testAt(0), Kind: record.EventStart},
+		record.Event{T: testAt(1), Kind: record.EventProgress, Keys: 10},
+		record.Event{T: testAt(2), Kind: record.EventProgress, Keys: 10},
+		record.Event{T: testAt(3), Kind: record.EventProgress, Keys: 10},
+		record.Event{T: testAt(4), Kind: record.EventProgress, Keys: 30},
+		record.Event{T: testAt(5), Kind: record.EventProgress, Keys: 50})
+	r.events("g1.2", record.Event{T: testAt(6), Kind: record.EventStart}, record.Event{T: testAt(7.5), Kind: record.EventProgress, Keys: 5})
 	r.append("faults.jsonl",
-		FaultRecord{Kind: FaultPartition, Target: "g1", Start: testAt(0.5), End: testAt(2.5)}, // first key after in (3, 4]
-		FaultRecord{Kind: FaultKill, Target: "g1", Start: testAt(5.5)},                        // first key after in (6, 7.5]
-		FaultRecord{Kind: FaultPause, Target: "g2", Start: testAt(1), End: testAt(2)})
+		record.FaultRecord{Kind: record.FaultPartition, Target: "g1", Start: testAt(0.5), End: testAt(2.5)}, // first key after in (3, 4]
+		record.FaultRecord{Kind: record.FaultKill, Target: "g1", Start: testAt(5.5)},                        // first key after in (6, 7.5]
+		record.FaultRecord{Kind: record.FaultPause, Target: "g2", Start: testAt(1), End: testAt(2)})
 	rep := r.check()
 	n := rep.Nodes[0]
 	if n.Recoveries != 2 || n.RecoveryP50 != 1500*time.Millisecond || n.RecoveryMax != 2*time.Second {
@@ -666,9 +641,9 @@ func TestCheckRecovery(t *testing.T) {
 }
 
 func TestCheckBadInput(t *testing.T) {
-	r := cleanRun(t, VariantFenced)
+	r := cleanRun(t, record.VariantFenced)
 	// A truncated last keys record and a corrupt last events line.
-	f, err := os.OpenFile(filepath.Join(r.dir, "nodes", "g2", KeyFileName("g2.1")), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(r.dir, "nodes", "g2", record.KeyFileName("g2.1")), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +651,7 @@ func TestCheckBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	ev := filepath.Join(r.dir, "nodes", "g3", EventFileName("g3.1"))
+	ev := filepath.Join(r.dir, "nodes", "g3", record.EventFileName("g3.1"))
 	f, err = os.OpenFile(ev, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -695,14 +670,14 @@ func TestCheckBadInput(t *testing.T) {
 	}
 
 	t.Run("missing run.json", func(t *testing.T) {
-		if _, err := Check(t.TempDir()); err == nil {
+		if _, err := checker.Check(t.TempDir()); err == nil {
 			t.Error("Check of an empty directory succeeded")
 		}
 	})
 	t.Run("garbage", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for i := range 50 {
-			r := cleanRun(t, Variants[i%len(Variants)])
+			r := cleanRun(t, record.Variants[i%len(record.Variants)])
 			junk := make([]byte, rng.IntN(200))
 			for j := range junk {
 				junk[j] = byte(rng.IntN(256))
@@ -717,94 +692,13 @@ func TestCheckBadInput(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r.events("g9.1", Event{T: -5, Kind: EventAcquired, Worker: -3, Epoch: -1}, Event{T: 1, Kind: EventStall})
+			r.events("g9.1", record.Event{T: -5, Kind: record.EventAcquired, Worker: -3, Epoch: -1}, record.Event{T: 1, Kind: record.EventStall})
 			rep := r.check()
-			if err := errors.Join(rep.WriteText(io.Discard), rep.WriteSVG(io.Discard)); err != nil {
+			if err := errors.Join(report.WriteText(io.Discard, rep), report.WriteSVG(io.Discard, rep)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	})
-}
-
-// busyRun adds to cleanRun a minute of progress of five nodes, with one
-// restart, and faults of every kind.
-func busyRun(t testing.TB) *testRun {
-	r := cleanRun(t, VariantFenced)
-	r.info.End = testAt(60)
-	rng := rand.New(rand.NewPCG(5, 6))
-	for n := 1; n <= 5; n++ {
-		for k, life := range [][2]int{{0, 25}, {27, 60}} {
-			if n != 4 && k == 1 {
-				continue
-			}
-			if n != 4 {
-				life[1] = 60
-			}
-			inc := Incarnation("g"+string(rune('0'+n)), 5+k)
-			keys := int64(0)
-			r.events(inc, Event{T: testAt(float64(life[0])), Kind: EventStart})
-			for sec := life[0] + 1; sec <= life[1]; sec++ {
-				keys += int64(800 + rng.IntN(400))
-				if sec%13 == n {
-					keys -= 700
-				}
-				r.events(inc, Event{T: testAt(float64(sec)), Kind: EventProgress, Keys: keys})
-			}
-		}
-	}
-	for i, kind := range FaultKinds {
-		for j := range 3 {
-			start := float64(5 + 15*j + i)
-			f := FaultRecord{Kind: kind, Target: "g" + string(rune('1'+(i+j)%5)), Start: testAt(start), End: testAt(start + 0.5 + 4*rng.Float64())}
-			switch kind {
-			case FaultKill, FaultClockStep:
-				f.End = 0
-			case FaultLeaderKill, FaultLeaderPause:
-				f.Target = "e" + string(rune('1'+j))
-			}
-			r.append("faults.jsonl", f)
-		}
-	}
-	return r
-}
-
-func TestPlotSVGIsXML(t *testing.T) {
-	r := busyRun(t)
-	r.append("faults.jsonl", FaultRecord{Kind: "odd <kind> & \"quotes\"", Target: "e2", Start: testAt(3), End: testAt(9), Detail: "a<b"})
-	rep := r.check()
-	var buf bytes.Buffer
-	if err := rep.WriteSVG(&buf); err != nil {
-		t.Fatal(err)
-	}
-	d := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
-	var root string
-	elems := map[string]int{}
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG is not XML: %v\n%s", err, buf.String())
-		}
-		if se, ok := tok.(xml.StartElement); ok {
-			if root == "" {
-				root = se.Name.Space + " " + se.Name.Local
-			}
-			elems[se.Name.Local]++
-		}
-	}
-	if root != "http://www.w3.org/2000/svg svg" {
-		t.Errorf("root element %q", root)
-	}
-	if elems["polyline"] < 2 || elems["rect"] < 3 || elems["title"] < 3 {
-		t.Errorf("elements %v: want node lines, fault bands and tooltips", elems)
-	}
-	if out := os.Getenv("CHAOS_PLOT_OUT"); out != "" {
-		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // BenchmarkCheck10MKeys checks a run of 10 million keys (5 nodes, 2
@@ -812,17 +706,17 @@ func TestPlotSVGIsXML(t *testing.T) {
 // set size, and the ratio to sorting the same keys alone (the baseline).
 func BenchmarkCheck10MKeys(b *testing.B) {
 	const incs, perInc = 10, 1_000_000
-	r := newTestRun(b, VariantFenced)
+	r := newTestRun(b, record.VariantFenced)
 	rng := rand.New(rand.NewPCG(3, 4))
 	all := make([]int64, 0, incs*perInc)
 	for i := range incs {
-		inc := Incarnation("g"+string(rune('1'+i/2)), 1+i%2)
+		inc := record.IncarnationName("g"+string(rune('1'+i/2)), 1+i%2)
 		w := int64(i)
 		floor := testM0 + int64(i%2)*1_000_000
 		r.events(inc,
-			Event{T: testAt(float64(i)), Kind: EventAcquired, Worker: int(w), Epoch: int64(1 + i%2), Floor: floor},
-			Event{T: testAt(float64(i)), Kind: EventReserved, Worker: int(w), Epoch: int64(1 + i%2), Until: floor + 1_000_000},
-			Event{T: testAt(float64(i) + 1), Kind: EventExit, Keys: perInc})
+			record.Event{T: testAt(float64(i)), Kind: record.EventAcquired, Worker: int(w), Epoch: int64(1 + i%2), Floor: floor},
+			record.Event{T: testAt(float64(i)), Kind: record.EventReserved, Worker: int(w), Epoch: int64(1 + i%2), Until: floor + 1_000_000},
+			record.Event{T: testAt(float64(i) + 1), Kind: record.EventExit, Keys: perInc})
 		keys := make([]int64, 0, perInc)
 		ms, seq := floor+1, int64(0)
 		for range perInc {
@@ -837,12 +731,12 @@ func BenchmarkCheck10MKeys(b *testing.B) {
 	r.writeInfo()
 	b.ReportAllocs()
 	b.ResetTimer()
-	var rep *Report
+	var rep *checker.Report
 	var check, cpu time.Duration
 	for b.Loop() {
 		start, cpu0 := time.Now(), benchCPU(b)
 		var err error
-		if rep, err = Check(r.dir); err != nil {
+		if rep, err = checker.Check(r.dir); err != nil {
 			b.Fatal(err)
 		}
 		check, cpu = time.Since(start), benchCPU(b)-cpu0
@@ -886,53 +780,53 @@ func TestHostileCheckEpochRestart(t *testing.T) {
 	// 2.5 s; it notices at 3.2 s.
 	g1 := func(t *testing.T, r *testRun) {
 		r.events("g1.1",
-			Event{T: testAt(0), Kind: EventStart},
-			Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-			Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
-			Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "expired"},
-			Event{T: testAt(2), Kind: EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 100},
-			Event{T: testAt(2), Kind: EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200},
-			Event{T: testAt(3.2), Kind: EventLost, Worker: 5, Epoch: 2, Reason: "fence deleted"})
+			record.Event{T: testAt(0), Kind: record.EventStart},
+			record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+			record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+			record.Event{T: testAt(1), Kind: record.EventLost, Worker: 5, Epoch: 1, Reason: "expired"},
+			record.Event{T: testAt(2), Kind: record.EventAcquired, Worker: 5, Epoch: 2, Floor: testM0 + 100},
+			record.Event{T: testAt(2), Kind: record.EventReserved, Worker: 5, Epoch: 2, Until: testM0 + 200},
+			record.Event{T: testAt(3.2), Kind: record.EventLost, Worker: 5, Epoch: 2, Reason: "fence deleted"})
 		r.keysIn("g1.1", 1, testKey(t, testM0+50, 5, 0))
 		r.keysIn("g1.1", 2, testKey(t, testM0+150, 5, 0))
 	}
 	// g2 claims worker 5 at 3 s at epoch 1 again, from floor, and stamps ms.
 	g2 := func(t *testing.T, r *testRun, floor, ms int64) {
 		r.events("g2.1",
-			Event{T: testAt(0), Kind: EventStart},
-			Event{T: testAt(3), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: floor},
-			Event{T: testAt(3), Kind: EventReserved, Worker: 5, Epoch: 1, Until: max(floor, testM0) + 300})
+			record.Event{T: testAt(0), Kind: record.EventStart},
+			record.Event{T: testAt(3), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: floor},
+			record.Event{T: testAt(3), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: max(floor, testM0) + 300})
 		r.keysIn("g2.1", 1, testKey(t, ms, 5, 0))
 	}
 	tests := []struct {
 		name      string
-		variant   Variant
+		variant   record.Variant
 		build     func(t *testing.T, r *testRun)
 		want      counts
 		takeovers int
 		zombies   int
 		fail      []string // substrings of failures; nil means pass
 	}{
-		{name: "new floor above the old reservation", variant: VariantFenced,
+		{name: "new floor above the old reservation", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				g1(t, r)
 				g2(t, r, testM0+65_000, testM0+65_010)
 			},
 			takeovers: 1, zombies: 1},
-		{name: "absent fence read as floor 0", variant: VariantFenced,
+		{name: "absent fence read as floor 0", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				g1(t, r)
 				g2(t, r, 0, testM0+50)
 			},
 			want: counts{dup: 1, overlap: 1, windows: 2}, takeovers: 1, zombies: 1,
 			fail: []string{"duplicated keys: 1", "fence windows of one worker id that intersect: 2"}},
-		{name: "absent fence read as floor 0, control", variant: VariantTrustAbsentFence,
+		{name: "absent fence read as floor 0, control", variant: record.VariantTrustAbsentFence,
 			build: func(t *testing.T, r *testRun) {
 				g1(t, r)
 				g2(t, r, 0, testM0+50)
 			},
 			want: counts{dup: 1, overlap: 1}, takeovers: 1, zombies: 1},
-		{name: "control without a duplicate", variant: VariantTrustAbsentFence,
+		{name: "control without a duplicate", variant: record.VariantTrustAbsentFence,
 			build: func(t *testing.T, r *testRun) {
 				g1(t, r)
 				g2(t, r, 0, testM0+51)
@@ -944,14 +838,14 @@ func TestHostileCheckEpochRestart(t *testing.T) {
 			// time from floor 0, and stamps ms M0+60 in both holds with
 			// increasing sequences: neither a duplicate nor non-monotonic,
 			// but the two holds' windows intersect.
-			name: "one incarnation holds one epoch number twice", variant: VariantFenced,
+			name: "one incarnation holds one epoch number twice", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				r.events("g1.1",
-					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
-					Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "fence deleted"},
-					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: 0},
-					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 200})
+					record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					record.Event{T: testAt(1), Kind: record.EventLost, Worker: 5, Epoch: 1, Reason: "fence deleted"},
+					record.Event{T: testAt(1.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: 0},
+					record.Event{T: testAt(1.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 200})
 				r.keysIn("g1.1", 1, testKey(t, testM0+60, 5, 0), testKey(t, testM0+60, 5, 1))
 			},
 			want: counts{windows: 1},
@@ -959,14 +853,14 @@ func TestHostileCheckEpochRestart(t *testing.T) {
 		{
 			// The same with the second floor at the first reservation:
 			// the holds' windows are disjoint and each key is in its own.
-			name: "one incarnation holds one epoch number twice, disjoint", variant: VariantFenced,
+			name: "one incarnation holds one epoch number twice, disjoint", variant: record.VariantFenced,
 			build: func(t *testing.T, r *testRun) {
 				r.events("g1.1",
-					Event{T: testAt(0.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
-					Event{T: testAt(0.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
-					Event{T: testAt(1), Kind: EventLost, Worker: 5, Epoch: 1, Reason: "fence deleted"},
-					Event{T: testAt(1.1), Kind: EventAcquired, Worker: 5, Epoch: 1, Floor: testM0 + 100},
-					Event{T: testAt(1.1), Kind: EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 200})
+					record.Event{T: testAt(0.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0},
+					record.Event{T: testAt(0.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 100},
+					record.Event{T: testAt(1), Kind: record.EventLost, Worker: 5, Epoch: 1, Reason: "fence deleted"},
+					record.Event{T: testAt(1.1), Kind: record.EventAcquired, Worker: 5, Epoch: 1, Floor: testM0 + 100},
+					record.Event{T: testAt(1.1), Kind: record.EventReserved, Worker: 5, Epoch: 1, Until: testM0 + 200})
 				r.keysIn("g1.1", 1, testKey(t, testM0+60, 5, 0), testKey(t, testM0+160, 5, 1))
 			}},
 	}

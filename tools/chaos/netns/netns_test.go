@@ -1,11 +1,10 @@
-package chaos
+package netns_test
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -16,99 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/chaostest"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/netns"
 )
-
-// requireTools fails the test under SHARDKEEPER_REQUIRE_SERVERS=1 and skips
-// it otherwise when not root or a tool is missing.
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root (network namespaces need CAP_NET_ADMIN)")
-	}
-	for _, tool := range append([]string{"ip"}, tools...) {
-		if strings.HasPrefix(tool, "/") {
-			if _, err := os.Stat(tool); err != nil {
-				missing = append(missing, tool)
-			}
-		} else if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := "missing: " + strings.Join(missing, ", ") +
-		" (run as root with iproute2; install etcd, ZooKeeper and java with" +
-		" `bash -c 'source scripts/servers.sh && install_servers'`)"
-	if os.Getenv(testenv.EnvRequireServers) == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// newTestNetwork creates a network with a random prefix on a random free
-// 10.213.x.0/24 (x in 100..199, so it does not collide with a harness run
-// on the default 10.213.0.0/24) and closes it when the test ends.
-func newTestNetwork(t *testing.T, hosts ...string) (*Network, []*Host) {
-	t.Helper()
-	var n *Network
-	for try := 0; ; try++ {
-		prefix := fmt.Sprintf("skt%04x", rand.IntN(1<<16))
-		subnet := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 213, byte(100 + rand.IntN(100)), 0}), 24)
-		var err error
-		n, err = NewNetwork(prefix, subnet)
-		if errors.Is(err, ErrSubnetInUse) && try < 10 {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		break
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		assertNoLeftovers(t, n.Prefix())
-	})
-	var hs []*Host
-	for _, name := range hosts {
-		h, err := n.AddHost(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
-	return n, hs
-}
-
-func assertNoLeftovers(t *testing.T, prefix string) {
-	t.Helper()
-	nss, err := listNamespaces()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range nss {
-		if strings.HasPrefix(ns, prefix) {
-			t.Errorf("namespace %s left behind", ns)
-		}
-	}
-	links, err := listLinks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.name, prefix) {
-			t.Errorf("link %s left behind", l.name)
-		}
-	}
-}
 
 // echoServer listens on h:port and echoes lines with "echo " in front; it
 // sends every received line to got.
-func echoServer(t *testing.T, h *Host, port int) (got chan string) {
+func echoServer(t *testing.T, h *netns.Host, port int) (got chan string) {
 	t.Helper()
 	l, err := h.Listen("tcp", netip.AddrPortFrom(h.Addr, uint16(port)).String())
 	if err != nil {
@@ -137,7 +50,7 @@ func echoServer(t *testing.T, h *Host, port int) (got chan string) {
 	return got
 }
 
-func dialFrom(h *Host, to *Host, port int, timeout time.Duration) (net.Conn, error) {
+func dialFrom(h *netns.Host, to *netns.Host, port int, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return h.Dial(ctx, "tcp", netip.AddrPortFrom(to.Addr, uint16(port)).String())
@@ -166,32 +79,9 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-func TestNetworkNames(t *testing.T) {
-	for _, tc := range []struct {
-		prefix string
-		ok     bool
-	}{
-		{"skc1a2b", true}, {"a", true}, {"0123456789", true},
-		{"", false}, {"01234567890", false}, {"Skc", false}, {"sk-c", false},
-	} {
-		if err := checkPrefix(tc.prefix); (err == nil) != tc.ok {
-			t.Errorf("checkPrefix(%q) = %v, want ok %v", tc.prefix, err, tc.ok)
-		}
-	}
-	for _, tc := range []struct{ subnet, last string }{
-		{"10.213.0.0/24", "10.213.0.254"},
-		{"10.213.0.0/16", "10.213.255.254"},
-		{"192.0.2.64/29", "192.0.2.70"},
-	} {
-		if got := lastHost(netip.MustParsePrefix(tc.subnet)); got.String() != tc.last {
-			t.Errorf("lastHost(%s) = %v, want %s", tc.subnet, got, tc.last)
-		}
-	}
-}
-
 func TestNetworkReach(t *testing.T) {
-	requireTools(t)
-	n, hs := newTestNetwork(t, "a", "b")
+	chaostest.RequireTools(t)
+	n, hs := chaostest.Network(t, "a", "b")
 	a, b := hs[0], hs[1]
 	if a.NS != n.Prefix()+"-a" || a.Addr != n.Subnet().Addr().Next() || b.Addr != a.Addr.Next() {
 		t.Fatalf("hosts %+v %+v in %v", a, b, n.Subnet())
@@ -251,8 +141,8 @@ func TestNetworkReach(t *testing.T) {
 }
 
 func TestNetworkPartition(t *testing.T) {
-	requireTools(t)
-	n, hs := newTestNetwork(t, "a", "b", "c")
+	chaostest.RequireTools(t)
+	n, hs := chaostest.Network(t, "a", "b", "c")
 	a, b, c := hs[0], hs[1], hs[2]
 	echoServer(t, a, 7000)
 	echoServer(t, b, 7000)
@@ -310,8 +200,8 @@ func TestNetworkPartition(t *testing.T) {
 }
 
 func TestNetworkBlackhole(t *testing.T) {
-	requireTools(t)
-	n, hs := newTestNetwork(t, "a", "b")
+	chaostest.RequireTools(t)
+	n, hs := chaostest.Network(t, "a", "b")
 	a, b := hs[0], hs[1]
 	echoServer(t, a, 7000)
 	undo1, err := n.Blackhole(b, a.Addr)
@@ -343,8 +233,8 @@ func TestNetworkBlackhole(t *testing.T) {
 }
 
 func TestNetworkDropReplies(t *testing.T) {
-	requireTools(t)
-	n, hs := newTestNetwork(t, "s1", "s2", "cl")
+	chaostest.RequireTools(t)
+	n, hs := chaostest.Network(t, "s1", "s2", "cl")
 	s1, s2, cl := hs[0], hs[1], hs[2]
 	got := echoServer(t, s1, 7000)
 	echoServer(t, s2, 7000)
@@ -354,7 +244,7 @@ func TestNetworkDropReplies(t *testing.T) {
 	}
 	defer established.Close()
 
-	heal, err := n.DropReplies([]*Host{s1, s2}, cl)
+	heal, err := n.DropReplies([]*netns.Host{s1, s2}, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +288,7 @@ func TestNetworkDropReplies(t *testing.T) {
 
 // hasSynRecv reports whether h's namespace has a TCP socket in SYN_RECV
 // from addr, read from /proc/net/tcp inside the namespace.
-func hasSynRecv(t *testing.T, h *Host, from netip.Addr) bool {
+func hasSynRecv(t *testing.T, h *netns.Host, from netip.Addr) bool {
 	t.Helper()
 	out, err := h.Command(context.Background(), "cat", "/proc/net/tcp").Output()
 	if err != nil {
@@ -416,9 +306,9 @@ func hasSynRecv(t *testing.T, h *Host, from netip.Addr) bool {
 }
 
 func TestNetworkCleanup(t *testing.T) {
-	requireTools(t, "sleep")
+	chaostest.RequireTools(t, "sleep")
 	// Close removes everything and kills what still runs in the hosts.
-	n, hs := newTestNetwork(t, "a", "g10")
+	n, hs := chaostest.Network(t, "a", "g10")
 	sleep := hs[1].Command(context.Background(), "sleep", "300")
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
@@ -427,7 +317,7 @@ func TestNetworkCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertExited(t, sleep)
-	assertNoLeftovers(t, n.Prefix())
+	chaostest.AssertNoLeftovers(t, n.Prefix())
 	if err := n.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
@@ -435,8 +325,8 @@ func TestNetworkCleanup(t *testing.T) {
 		t.Error("AddHost after Close succeeded")
 	}
 
-	// A run that crashed without Close is removed by CleanupStale.
-	stale, hs := newTestNetwork(t, "e1", "g1")
+	// A run that crashed without Close is removed by netns.CleanupStale.
+	stale, hs := chaostest.Network(t, "e1", "g1")
 	sleep = hs[0].Command(context.Background(), "sleep", "300")
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
@@ -444,20 +334,20 @@ func TestNetworkCleanup(t *testing.T) {
 	if _, err := stale.Partition(hs[0], hs[1]); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(os.TempDir(), tempDirPrefix+hs[0].NS+"-etcd-123")
+	tmp := filepath.Join(os.TempDir(), netns.TempDirPrefix+hs[0].NS+"-etcd-123")
 	if err := os.MkdirAll(filepath.Join(tmp, "e1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := CleanupStale(stale.Prefix()); err != nil {
+	if err := netns.CleanupStale(stale.Prefix()); err != nil {
 		t.Fatal(err)
 	}
 	assertExited(t, sleep)
-	assertNoLeftovers(t, stale.Prefix())
+	chaostest.AssertNoLeftovers(t, stale.Prefix())
 	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("temporary directory %s after CleanupStale: %v", tmp, err)
+		t.Errorf("temporary directory %s after netns.CleanupStale: %v", tmp, err)
 	}
-	if err := CleanupStale(""); err == nil {
-		t.Error("CleanupStale with an empty prefix succeeded")
+	if err := netns.CleanupStale(""); err == nil {
+		t.Error("netns.CleanupStale with an empty prefix succeeded")
 	}
 }
 

@@ -1,4 +1,4 @@
-package chaos
+package node
 
 import (
 	"sync/atomic"

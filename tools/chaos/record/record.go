@@ -1,10 +1,6 @@
-// Package chaos is the fault-injection harness that shows, with real
-// registry servers and real node processes, that no key is ever issued twice:
-// it starts a 3-member etcd cluster or ZooKeeper ensemble and N key-issuing
-// node processes in network namespaces, injects a seeded schedule of
-// partitions, one-way loss, pauses, crashes, registry leader failures and
-// clock steps, records every issued key and every worker-id event, and checks
-// the records offline.
+// Package record is the format of a chaos run's directory: what the harness
+// and the node processes write while a run goes on, and what the checker
+// reads afterwards.
 //
 // A run directory holds:
 //
@@ -18,16 +14,15 @@
 //
 // An incarnation is one start of a node process ("g3.7": node g3, seventh
 // start); its files are written only by that process.
-package chaos
+package record
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -35,7 +30,7 @@ import (
 // Event kinds written by a node process.
 const (
 	// EventStart: the process started (Offset is its clock offset:
-	// NodeConfig.ClockOffset).
+	// node.Config.ClockOffset).
 	EventStart = "start"
 	// EventAcquired: the node claimed Worker at Epoch; it stamps keys > Floor.
 	EventAcquired = "acquired"
@@ -84,34 +79,10 @@ type RunInfo struct {
 	Pool        int           `json:"pool"` // free worker ids
 	SessionTTL  time.Duration `json:"sessionTtl"`
 	Reservation time.Duration `json:"reservation"` // W
-	Fenced      bool          `json:"fenced"`      // false: negative control (i), lease only
-	IgnoreFloor bool          `json:"ignoreFloor"` // true: negative control (ii), fence on, floor ignored
-	// TrustAbsentFence: negative control (iii), fence on, a deleted fence
-	// read as a never-used worker id (floor 0).
-	TrustAbsentFence bool  `json:"trustAbsentFence,omitempty"`
-	EpochMillis      int64 `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
-	Start            int64 `json:"start"`       // unix ns
-	End              int64 `json:"end"`         // unix ns, 0 while running
-}
-
-// Variant is the run's variant, from Fenced, IgnoreFloor and
-// TrustAbsentFence (a run.json written before IgnoreFloor existed reads as
-// fenced or lease only).
-func (i RunInfo) Variant() Variant {
-	switch {
-	case !i.Fenced:
-		return VariantLeaseOnly
-	case i.IgnoreFloor:
-		return VariantIgnoreFloor
-	case i.TrustAbsentFence:
-		return VariantTrustAbsentFence
-	}
-	return VariantFenced
-}
-
-// setVariant sets Fenced, IgnoreFloor and TrustAbsentFence for v.
-func (i *RunInfo) setVariant(v Variant) {
-	i.Fenced, i.IgnoreFloor, i.TrustAbsentFence = v != VariantLeaseOnly, v == VariantIgnoreFloor, v == VariantTrustAbsentFence
+	Variant     Variant       `json:"variant"`     // the fenced run or a negative control
+	EpochMillis int64         `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
+	Start       int64         `json:"start"`       // unix ns
+	End         int64         `json:"end"`         // unix ns, 0 while running
 }
 
 // Variant says how a run's nodes keep their worker ids: with the fence, or
@@ -125,15 +96,15 @@ const (
 	// VariantFenced: the fence and the floor, as shipped.
 	VariantFenced Variant = "fenced"
 	// VariantLeaseOnly: negative control (i), no fence at all
-	// (cluster.Config.UnsafeLeaseOnly).
+	// (internal/node's Config.UnsafeLeaseOnly).
 	VariantLeaseOnly Variant = "lease-only"
 	// VariantIgnoreFloor: negative control (ii), the fence and reservations
 	// on but the previous holder's reservation, the floor, ignored
-	// (cluster.Config.UnsafeIgnoreFloor).
+	// (internal/node's Config.UnsafeIgnoreFloor).
 	VariantIgnoreFloor Variant = "ignore-floor"
 	// VariantTrustAbsentFence: negative control (iii), the fence on but a
 	// missing fence read as a worker id never used, floor 0
-	// (cluster.Config.UnsafeTrustAbsentFence): after an operator deleted a
+	// (internal/node's Config.UnsafeTrustAbsentFence): after an operator deleted a
 	// fence, its next holder stamps keys its previous holders may have
 	// stamped.
 	VariantTrustAbsentFence Variant = "trust-absent-fence"
@@ -144,6 +115,10 @@ var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor, Va
 
 // Control reports whether v is a negative control.
 func (v Variant) Control() bool { return v != VariantFenced }
+
+// Fenced reports whether v's nodes keep a fence (every variant but the
+// lease-only control), so that their events carry fence windows.
+func (v Variant) Fenced() bool { return v != VariantLeaseOnly }
 
 // Label describes v for reports: "fenced", "negative control (lease only,
 // no fence)", "negative control (fence on, floor ignored)" or "negative
@@ -196,6 +171,12 @@ const (
 	FaultFenceDelete = "fence-delete"
 )
 
+// FaultKinds lists the Fault* constants in declaration order.
+var FaultKinds = []string{
+	FaultPartition, FaultOneWay, FaultPause, FaultKill, FaultLeaderKill,
+	FaultLeaderPause, FaultClockStep, FaultClockSkew, FaultFenceDelete,
+}
+
 // ProcessRecord is one node process's life, as the harness saw it.
 type ProcessRecord struct {
 	Incarnation string `json:"incarnation"`
@@ -211,8 +192,8 @@ type ProcessRecord struct {
 func KeyFileName(incarnation string) string   { return incarnation + ".keys" }
 func EventFileName(incarnation string) string { return incarnation + ".events" }
 
-// Incarnation names the k-th start of node.
-func Incarnation(node string, k int) string { return fmt.Sprintf("%s.%d", node, k) }
+// IncarnationName names the k-th start of node.
+func IncarnationName(node string, k int) string { return fmt.Sprintf("%s.%d", node, k) }
 
 // AppendJSONLine appends v as one JSON line to the file at path, creating
 // it. Each call is one write(2) with O_APPEND, so lines of a process killed
@@ -255,60 +236,11 @@ func ReadJSONLines[T any](path string) ([]T, error) {
 	return out, sc.Err()
 }
 
-// EpochUnknown is the epoch of keys that may be of either of two epochs: a
-// batch issued while the node acquired its worker id again.
-const EpochUnknown int64 = math.MaxInt64
-
-// An epoch marker is a record of a keys file that is not a key (keys are
-// never negative): the top bit set and the epoch of the keys after it in
-// the other 63 bits. Keys before the first marker are of EpochUnknown.
-func epochMarker(epoch int64) int64 {
-	if epoch < 0 {
-		epoch = EpochUnknown
-	}
-	return math.MinInt64 | epoch
-}
-
-// markerEpoch returns the epoch of a marker record (record < 0).
-func markerEpoch(record int64) int64 { return record & math.MaxInt64 }
-
-// KeyWriter appends keys to an incarnation's keys file. Append writes the
-// keys with one write(2) before it returns, so a key the node hands out is
-// on record even if the process is killed the next instant.
-type KeyWriter struct {
-	f      *os.File
-	buf    []byte
-	epoch  int64 // of the last marker written
-	marked bool
-}
-
-// CreateKeyWriter creates (or appends to) the keys file at path.
-func CreateKeyWriter(path string) (*KeyWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+// WriteRunInfo writes info to dir/run.json, indented, replacing the file.
+func WriteRunInfo(dir string, info RunInfo) error {
+	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &KeyWriter{f: f}, nil
+	return os.WriteFile(filepath.Join(dir, "run.json"), append(b, '\n'), 0o644)
 }
-
-// Append records keys issued in epoch (EpochUnknown when they may be of
-// two), after an epoch marker, in the same write, when the keys before
-// them were of another epoch.
-func (w *KeyWriter) Append(epoch int64, keys []int64) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	w.buf = w.buf[:0]
-	if !w.marked || epoch != w.epoch {
-		w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(epochMarker(epoch)))
-		w.epoch, w.marked = epoch, true
-	}
-	for _, k := range keys {
-		w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(k))
-	}
-	_, err := w.f.Write(w.buf)
-	return err
-}
-
-// Close closes the file.
-func (w *KeyWriter) Close() error { return w.f.Close() }

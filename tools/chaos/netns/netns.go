@@ -1,4 +1,8 @@
-package chaos
+// Package netns is the chaos harness's test network: a Linux bridge with
+// one network namespace per host, and the faults it injects between hosts
+// (blackholes, dropped packets, partitions, lost replies) by routes and
+// routing rules inside the host namespaces.
+package netns
 
 import (
 	"bytes"
@@ -24,6 +28,11 @@ import (
 // namespace already has an address inside the requested subnet, for example
 // the bridge of another run that is still going or was not cleaned up.
 var ErrSubnetInUse = errors.New("chaos: subnet already in use")
+
+// TempDirPrefix starts the names of the temporary directories named after
+// a host's namespace ("chaos-<namespace>-..."); CleanupStale removes them
+// with the namespaces.
+const TempDirPrefix = "chaos-"
 
 // maxLinkName is the longest name Linux accepts for a network interface
 // (IFNAMSIZ - 1).
@@ -260,9 +269,8 @@ func (n *Network) Close() error {
 // behind: it kills the processes inside every namespace whose name starts
 // with prefix, deletes those namespaces, and deletes every link of the root
 // namespace whose name starts with prefix (veths and bridges), and removes
-// the temporary directories "chaos-<prefix>*" that ensembles started
-// without a directory created in os.TempDir(). Directories the caller gave
-// to StartEtcd or StartZooKeeper are the caller's to remove. prefix must be
+// the temporary directories TempDirPrefix+prefix+"*" in os.TempDir() (the
+// data of registry ensembles started without a directory). prefix must be
 // non-empty. It returns all failures joined.
 func CleanupStale(prefix string) error {
 	if prefix == "" {
@@ -299,12 +307,37 @@ func CleanupStale(prefix string) error {
 	}
 	if entries, err := os.ReadDir(os.TempDir()); err == nil {
 		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), tempDirPrefix+prefix) {
+			if e.IsDir() && strings.HasPrefix(e.Name(), TempDirPrefix+prefix) {
 				errs = append(errs, os.RemoveAll(filepath.Join(os.TempDir(), e.Name())))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Leftovers lists the namespaces and the root-namespace links whose names
+// start with prefix: what Close or CleanupStale should have removed.
+func Leftovers(prefix string) ([]string, error) {
+	nss, err := listNamespaces()
+	if err != nil {
+		return nil, err
+	}
+	links, err := listLinks()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range nss {
+		if strings.HasPrefix(ns, prefix) {
+			out = append(out, "namespace "+ns)
+		}
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.name, prefix) {
+			out = append(out, "link "+l.name)
+		}
+	}
+	return out, nil
 }
 
 // removeNamespace kills the processes in ns, waits briefly for them to go

@@ -1,4 +1,6 @@
-package chaos
+// Package report renders a checked chaos run: a text report of about one
+// screen and an SVG plot of keys/s per node with the faults marked.
+package report
 
 import (
 	"fmt"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/snowflake"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/checker"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/stats"
 )
 
 // WriteText writes the report as plain text of about one screen (80
@@ -20,42 +25,35 @@ import (
 // takeovers and zombie exposure, faults by kind, stalls and throughput per
 // node, examples of each violation and the first warnings. It returns the
 // first write error.
-func (r *Report) WriteText(w io.Writer) error {
-	ew := &reportWriter{w: w}
+func WriteText(w io.Writer, r *checker.Report) error {
+	ew := &errWriter{w: w}
 	failures := r.Failures()
 	verdict := "PASS"
 	if len(failures) > 0 {
 		verdict = "FAIL"
 	}
-	ew.printf("Chaos run: %s (%s)\n", verdict, r.Run.Variant().Label())
+	ew.printf("Chaos run: %s (%s)\n", verdict, r.Run.Variant.Label())
 	for _, f := range failures {
 		ew.printf("  - %s\n", f)
 	}
 
 	run := r.Run
-	versions := strings.Join(run.Versions, ", ")
-	if versions == "" {
-		versions = "versions unknown"
-	}
 	ew.printf("\nRun\n")
-	ew.printf("  seed %d, %s (%s)\n", run.Seed, reportUnknown(run.Registry), versions)
+	ew.printf("  seed %d, %s (%s)\n", run.Seed, run.Registry, strings.Join(run.Versions, ", "))
 	ew.printf("  %d nodes, pool %d worker ids, session TTL %s, reservation W %s\n",
 		run.Nodes, run.Pool, run.SessionTTL, run.Reservation)
-	start := "start unknown"
-	if run.Start != 0 {
-		start = "started " + time.Unix(0, run.Start).UTC().Format(time.RFC3339)
-	}
-	ew.printf("  %s, duration %s, %d incarnations\n", start, reportDur(r.Duration), r.Incarnations)
+	start := "started " + time.Unix(0, run.Start).UTC().Format(time.RFC3339)
+	ew.printf("  %s, duration %s, %d incarnations\n", start, fmtDur(r.Duration), r.Incarnations)
 
 	k := r.Keys
 	ew.printf("\nKeys\n")
 	rate := "-"
 	if r.Duration > 0 {
-		rate = reportRate(float64(k.Attempted) / r.Duration.Seconds())
+		rate = fmtRate(float64(k.Attempted) / r.Duration.Seconds())
 	}
 	ew.printf("  attempted %s (recorded, %s/s)   acknowledged %s (node counters)\n",
-		reportInt(k.Attempted), rate, reportInt(k.Acknowledged))
-	ew.printf("  distinct %s   duplicated %s\n", reportInt(k.Distinct), reportInt(r.Duplicates.Count))
+		fmtInt(k.Attempted), rate, fmtInt(k.Acknowledged))
+	ew.printf("  distinct %s   duplicated %s\n", fmtInt(k.Distinct), fmtInt(r.Duplicates.Count))
 	if k.Attempted > 0 {
 		stamp := func(key int64) string {
 			ms := snowflake.Decompose(key).Millis + run.EpochMillis
@@ -63,27 +61,27 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		ew.printf("  range %d .. %d (%s .. %s UTC)\n", k.Min, k.Max, stamp(k.Min), stamp(k.Max))
 	}
-	fence := reportInt(r.OutsideFence.Count)
-	switch run.Variant() {
-	case VariantLeaseOnly:
+	fence := fmtInt(r.OutsideFence.Count)
+	switch run.Variant {
+	case record.VariantLeaseOnly:
 		fence = "not checked"
-	case VariantIgnoreFloor:
+	case record.VariantIgnoreFloor:
 		fence += " (expected: floor ignored)"
 	}
 	ew.printf("  overlapping (worker, ms) %s   non-monotonic %s   outside fence %s\n",
-		reportInt(r.Overlaps.Count), reportInt(r.NonMonotonic.Count), fence)
-	if run.Variant() == VariantFenced {
+		fmtInt(r.Overlaps.Count), fmtInt(r.NonMonotonic.Count), fence)
+	if run.Variant == record.VariantFenced {
 		ew.printf("  fence windows %s   pairs intersecting %s   keys of an unknown epoch %s\n",
-			reportInt(int64(r.FenceWindows)), reportInt(r.FenceWindowOverlaps.Count), reportInt(r.KeysOfUnknownEpoch))
+			fmtInt(int64(r.FenceWindows)), fmtInt(r.FenceWindowOverlaps.Count), fmtInt(r.KeysOfUnknownEpoch))
 	} else {
 		ew.printf("  fence windows not checked\n")
 	}
 
 	ew.printf("\nHolders\n")
 	ew.printf("  acquisitions %d   takeovers %d   while the old holder was alive %d (zombie window %s)\n",
-		r.Acquisitions, r.Takeovers, r.ZombieTakeovers, reportDur(r.ZombieWindow))
-	ew.printf("  losses: %s\n", reportCounts(r.Losses))
-	ew.printf("  registry writes %s (%.1f/s)\n", reportInt(r.Writes), r.WriteRate)
+		r.Acquisitions, r.Takeovers, r.ZombieTakeovers, fmtDur(r.ZombieWindow))
+	ew.printf("  losses: %s\n", fmtCounts(r.Losses))
+	ew.printf("  registry writes %s (%.1f/s)\n", fmtInt(r.Writes), r.WriteRate)
 
 	ew.printf("\nFaults\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -95,18 +93,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	total := 0
 	for _, f := range r.Faults {
 		total += f.Count
-		fmt.Fprintf(tw, "%-*s\t%d\t%s\t%s\t\n", wide, f.Kind, f.Count, reportDur(f.Total), reportDur(f.Max))
+		fmt.Fprintf(tw, "%-*s\t%d\t%s\t%s\t\n", wide, f.Kind, f.Count, fmtDur(f.Total), fmtDur(f.Max))
 	}
 	fmt.Fprintf(tw, "%-*s\t%d\t\t\t\n", wide, "all", total)
-	ew.err = reportFirstErr(ew.err, tw.Flush())
+	ew.err = firstErr(ew.err, tw.Flush())
 	if run.SessionTTL > 0 {
 		var parts []string
 		lo := "0"
-		for i, ub := range PauseBuckets {
-			parts = append(parts, fmt.Sprintf("%s-%sx %d", lo, reportFloat(ub), r.PausesVsTTL[i]))
-			lo = reportFloat(ub)
+		for i, ub := range stats.PauseBuckets {
+			parts = append(parts, fmt.Sprintf("%s-%sx %d", lo, fmtFloat(ub), r.PausesVsTTL[i]))
+			lo = fmtFloat(ub)
 		}
-		parts = append(parts, fmt.Sprintf(">=%sx %d", lo, r.PausesVsTTL[len(PauseBuckets)]))
+		parts = append(parts, fmt.Sprintf(">=%sx %d", lo, r.PausesVsTTL[len(stats.PauseBuckets)]))
 		ew.printf("  pauses in TTLs: %s\n", strings.Join(parts, ", "))
 	}
 
@@ -120,13 +118,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.Nodes {
 		rec := "-"
 		if n.Recoveries > 0 {
-			rec = fmt.Sprintf("%s/%s (%d)", reportDur(n.RecoveryP50), reportDur(n.RecoveryMax), n.Recoveries)
+			rec = fmt.Sprintf("%s/%s (%d)", fmtDur(n.RecoveryP50), fmtDur(n.RecoveryMax), n.Recoveries)
 		}
 		fmt.Fprintf(tw, "%-*s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", wide, n.Node, n.Incarnations,
-			reportInt(n.Keys), reportRate(n.KeysPerSecond), n.Stalls, reportDur(n.StallP50), reportDur(n.StallP99),
-			reportDur(n.StallMax), reportDur(n.Stalled), rec)
+			fmtInt(n.Keys), fmtRate(n.KeysPerSecond), n.Stalls, fmtDur(n.StallP50), fmtDur(n.StallP99),
+			fmtDur(n.StallMax), fmtDur(n.Stalled), rec)
 	}
-	ew.err = reportFirstErr(ew.err, tw.Flush())
+	ew.err = firstErr(ew.err, tw.Flush())
 	var byReason []string
 	for _, reason := range slices.Sorted(maps.Keys(r.StalledByReason)) {
 		byReason = append(byReason, fmt.Sprintf("%s %.1f", reason, r.StalledByReason[reason].Seconds()))
@@ -138,7 +136,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	examples := []struct {
 		name  string
-		v     Violations
+		v     checker.Violations
 		noKey bool // a pair of fence windows: Millis is the first both hold
 	}{
 		{"duplicated", r.Duplicates, false},
@@ -167,7 +165,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Warnings) > 0 {
 		ew.printf("\nWarnings\n")
 		for i, w := range r.Warnings {
-			if i == reportMaxWarnings {
+			if i == maxWarnings {
 				ew.printf("  - and %d more\n", len(r.Warnings)-i)
 				break
 			}
@@ -177,16 +175,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// reportMaxWarnings is the number of warnings WriteText lists.
-const reportMaxWarnings = 8
+// maxWarnings is the number of warnings WriteText lists.
+const maxWarnings = 8
 
-// reportWriter remembers the first write error and writes nothing after it.
-type reportWriter struct {
+// errWriter remembers the first write error and writes nothing after it.
+type errWriter struct {
 	w   io.Writer
 	err error
 }
 
-func (w *reportWriter) Write(p []byte) (int, error) {
+func (w *errWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -195,26 +193,19 @@ func (w *reportWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *reportWriter) printf(format string, args ...any) {
+func (w *errWriter) printf(format string, args ...any) {
 	fmt.Fprintf(w, format, args...)
 }
 
-func reportFirstErr(a, b error) error {
+func firstErr(a, b error) error {
 	if a != nil {
 		return a
 	}
 	return b
 }
 
-func reportUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
-// reportInt formats n with thousands separators: 10,234,567.
-func reportInt(n int64) string {
+// fmtInt formats n with thousands separators: 10,234,567.
+func fmtInt(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -231,22 +222,22 @@ func reportInt(n int64) string {
 	return b.String()
 }
 
-// reportRate formats a rate with about three significant digits.
-func reportRate(f float64) string {
+// fmtRate formats a rate with about three significant digits.
+func fmtRate(f float64) string {
 	switch {
 	case f < 10:
 		return strconv.FormatFloat(f, 'f', 2, 64)
 	case f < 100:
 		return strconv.FormatFloat(f, 'f', 1, 64)
 	default:
-		return reportInt(int64(math.Round(f)))
+		return fmtInt(int64(math.Round(f)))
 	}
 }
 
-func reportFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// reportDur formats d for a table: 0, 850ms, 12.3s, 4m10s.
-func reportDur(d time.Duration) string {
+// fmtDur formats d for a table: 0, 850ms, 12.3s, 4m10s.
+func fmtDur(d time.Duration) string {
 	switch {
 	case d == 0:
 		return "0"
@@ -259,9 +250,9 @@ func reportDur(d time.Duration) string {
 	}
 }
 
-// reportCounts formats a count per name, sorted by name: "a 1, b 2", or
+// fmtCounts formats a count per name, sorted by name: "a 1, b 2", or
 // "none".
-func reportCounts(m map[string]int) string {
+func fmtCounts(m map[string]int) string {
 	if len(m) == 0 {
 		return "none"
 	}

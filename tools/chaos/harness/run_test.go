@@ -1,4 +1,4 @@
-package chaos
+package harness
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/tools/chaos/chaostest"
 )
 
 // TestRunCleansUpWhenInterrupted starts a real run (3 etcd members, 5 node
@@ -21,14 +23,14 @@ import (
 // an interrupt does, and checks that nothing is left: no namespace, no
 // link, no process.
 func TestRunCleansUpWhenInterrupted(t *testing.T) {
-	requireTools(t, "etcd", "go")
+	chaostest.RequireTools(t, "etcd", "go")
 	bin := filepath.Join(t.TempDir(), "chaos")
-	build := exec.Command("go", "build", "-o", bin, "github.com/shardkeeper/shardkeeper/cmd/chaos")
+	build := exec.Command("go", "build", "-o", bin, "github.com/shardkeeper/shardkeeper/tools/chaos")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	prefix := fmt.Sprintf("skr%04x", rand.IntN(1<<16))
-	cfg := RunConfig{Dir: t.TempDir(), Registry: "etcd", Nodes: 5, Duration: 5 * time.Minute, Seed: 1, Binary: bin,
+	cfg := Config{Dir: t.TempDir(), Registry: "etcd", Nodes: 5, Duration: 5 * time.Minute, Seed: 1, Binary: bin,
 		Prefix: prefix, Subnet: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 213, byte(100 + rand.IntN(100)), 0}), 24),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,7 +60,7 @@ func TestRunCleansUpWhenInterrupted(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("Run did not return within 60 s of the interrupt")
 	}
-	assertNoLeftovers(t, prefix)
+	chaostest.AssertNoLeftovers(t, prefix)
 	if procs := processesMentioning(prefix, bin); len(procs) > 0 {
 		t.Fatalf("processes left behind: %v", procs)
 	}
