@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -58,7 +59,7 @@ func dumpTree(t *testing.T, repo registry.Repository) map[string]string {
 	t.Helper()
 	tree := map[string]string{}
 	for _, prefix := range []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot} {
-		kvs, err := snapshotOf(testCtx(t), repo, prefix)
+		kvs, err := snapshotOf(testenv.Context(t), repo, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,11 +75,11 @@ func loadTree(t *testing.T, tree map[string]string) *Snapshot {
 	t.Helper()
 	repo := memory.New()
 	for k, v := range tree {
-		if _, err := repo.Put(testCtx(t), k, []byte(v)); err != nil {
+		if _, err := repo.Put(testenv.Context(t), k, []byte(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s, err := Load(testCtx(t), repo, quietLog())
+	s, err := Load(testenv.Context(t), repo, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestNodeWritesEachReleasesTree(t *testing.T) {
 // layout's place is read, and that writing it in the other's place leaves
 // one copy.
 func TestDefaultsMoveBetweenLayouts(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	repo := memory.New()
 	for k, v := range readTree(t, "shardingsphere-5.5.2.yaml") {
 		if _, err := repo.Put(ctx, k, []byte(v)); err != nil {
