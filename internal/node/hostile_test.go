@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -41,8 +42,8 @@ func loadNode(ctx context.Context, n *Node, keys *[]int64, wg *sync.WaitGroup) {
 
 func waitLedger(t *testing.T, r registry.Repository) {
 	t.Helper()
-	waitFor(t, "the worker id ledger", func() bool {
-		_, err := r.Get(testCtx(t), paths.Ledger)
+	testenv.Eventually(t, "the worker id ledger", func() bool {
+		_, err := r.Get(testenv.Context(t), paths.Ledger)
 		return err == nil
 	})
 }
@@ -53,7 +54,7 @@ func waitLedger(t *testing.T, r registry.Repository) {
 // read again when a renewal came between.
 func deleteFencesAndSwapHints(t *testing.T, r registry.Repository, instA string, idA int, instB string, idB int) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	sess, err := r.NewSession(ctx, registry.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func deletedFencesRun(t *testing.T, b backend, trustAbsent bool) (dups int, afte
 	bn := openNode(t, b.open(t), cfgB)
 	waitLedger(t, r)
 
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testenv.Context(t))
 	var wg sync.WaitGroup
 	var keys [2][]int64
 	wg.Add(2)
@@ -184,7 +185,7 @@ func TestHostileHolderStopsOnForeignChange(t *testing.T) {
 				}})
 				id := n.WorkerID()
 				r := b.open(t)
-				ctx := testCtx(t)
+				ctx := testenv.Context(t)
 				fk, _ := paths.Fence(id)
 				res, _ := paths.Reservation(id)
 				time.Sleep(200 * time.Millisecond) // the watch is up

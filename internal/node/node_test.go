@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,16 +14,16 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -37,41 +35,22 @@ type backend struct {
 	dump   func(t *testing.T, key string) string  // the value as the registry's own CLI shows it
 }
 
-func uniqueNS(prefix string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
-
 func etcdBackend(t *testing.T) backend {
-	endpoints := testenv.EtcdEndpoints(t)
-	ns := uniqueNS("sk_cluster_")
+	srv := etcdtest.New(t)
+	ns := srv.Namespace(t, "sk_cluster_")
 	return backend{
 		ns: ns,
 		open: func(t *testing.T) registry.Repository {
-			r, err := etcd.Open(testCtx(t), etcd.Config{Endpoints: endpoints, Namespace: ns})
+			r, err := etcd.Open(testenv.Context(t), etcd.Config{Endpoints: srv.Endpoints, Namespace: ns})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { r.Close() })
 			return r
 		},
-		expire: func(t *testing.T, s registry.Session) {
-			lease, err := strconv.ParseInt(s.ID(), 16, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Revoke(testCtx(t), clientv3.LeaseID(lease)); err != nil {
-				t.Fatal(err)
-			}
-		},
+		expire: func(t *testing.T, s registry.Session) { srv.ExpireSession(t, s) },
 		dump: func(t *testing.T, key string) string {
-			out, err := exec.Command("etcdctl", "--endpoints", endpoints[0], "get", ns+key, "--print-value-only").CombinedOutput()
+			out, err := exec.Command("etcdctl", "--endpoints", srv.Endpoints[0], "get", ns+key, "--print-value-only").CombinedOutput()
 			if err != nil {
 				t.Fatalf("etcdctl get %s: %v %s", ns+key, err, out)
 			}
@@ -81,24 +60,21 @@ func etcdBackend(t *testing.T) backend {
 }
 
 func zookeeperBackend(t *testing.T) backend {
-	servers := testenv.ZooKeeperServers(t)
-	ns := uniqueNS("sk_cluster_")
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_cluster_")
 	return backend{
 		ns: ns,
 		open: func(t *testing.T) registry.Repository {
-			r, err := zookeeper.Open(testCtx(t), zookeeper.Config{Servers: servers, Namespace: ns, SessionTimeout: 10 * time.Second})
+			r, err := zookeeper.Open(testenv.Context(t), zookeeper.Config{Servers: zs.Servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: zs.Dial})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { r.Close() })
 			return r
 		},
-		// go-zookeeper cannot expire a session from outside without the
-		// test dialer of the zookeeper package; a Close removes the
-		// ephemerals the same way, and the zombie keeps its Holding.
-		expire: func(t *testing.T, s registry.Session) { s.Close(testCtx(t)) },
+		expire: func(t *testing.T, s registry.Session) { zs.ExpireSession(t, s) },
 		dump: func(t *testing.T, key string) string {
-			out, err := exec.Command("/usr/share/zookeeper/bin/zkCli.sh", "-server", servers[0], "get", "/"+ns+key).CombinedOutput()
+			out, err := exec.Command("/usr/share/zookeeper/bin/zkCli.sh", "-server", zs.Servers[0], "get", "/"+ns+key).CombinedOutput()
 			if err != nil {
 				t.Fatalf("zkCli.sh get: %v %s", err, out)
 			}
@@ -128,12 +104,6 @@ func memoryBackend(t *testing.T) backend {
 	}
 }
 
-func testCtx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 func quietLogger() *slog.Logger {
 	if os.Getenv("SHARDKEEPER_TEST_LOGS") != "" {
 		return slog.Default()
@@ -153,7 +123,7 @@ func openNode(t *testing.T, r registry.Repository, cfg Config) *Node {
 	if cfg.Reservation == 0 {
 		cfg.Reservation = 600 * time.Millisecond
 	}
-	n, err := Open(testCtx(t), r, cfg)
+	n, err := Open(testenv.Context(t), r, cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -207,7 +177,7 @@ func testDistinctAndMembership(t *testing.T, b backend) {
 	// Keys from all nodes are unique.
 	keys := map[int64]bool{}
 	for _, node := range nodes {
-		ks, err := node.NextIDs(testCtx(t), 2000)
+		ks, err := node.NextIDs(testenv.Context(t), 2000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +192,7 @@ func testDistinctAndMembership(t *testing.T, b backend) {
 		}
 	}
 	// Every node sees every other, with status and worker id.
-	waitFor(t, "full membership", func() bool {
+	testenv.Eventually(t, "full membership", func() bool {
 		for _, node := range nodes {
 			insts := node.Instances()
 			if len(insts) != n {
@@ -237,10 +207,10 @@ func testDistinctAndMembership(t *testing.T, b backend) {
 		return true
 	})
 	// A leave is seen by the others.
-	if err := nodes[0].Close(testCtx(t)); err != nil {
+	if err := nodes[0].Close(testenv.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "leave seen", func() bool {
+	testenv.Eventually(t, "leave seen", func() bool {
 		for _, in := range nodes[1].Instances() {
 			if in.ID == nodes[0].InstanceID() {
 				return false
@@ -256,18 +226,18 @@ func testRestart(t *testing.T, b backend) {
 		openNode(t, b.open(t), Config{InstanceID: fmt.Sprintf("other-%d", i)})
 	}
 	id := a.WorkerID()
-	k1, err := a.NextID(testCtx(t))
+	k1, err := a.NextID(testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Close(testCtx(t)); err != nil {
+	if err := a.Close(testenv.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	a2 := openNode(t, b.open(t), Config{InstanceID: "stable-node"})
 	if a2.WorkerID() != id {
 		t.Fatalf("restarted node got worker id %d, want its old %d", a2.WorkerID(), id)
 	}
-	k2, err := a2.NextID(testCtx(t))
+	k2, err := a2.NextID(testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +263,7 @@ func fillExcept(t *testing.T, r registry.Repository, keep ...int) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			key, _ := paths.Reservation(id)
-			if _, err := r.Put(testCtx(t), key, []byte("filler")); err != nil {
+			if _, err := r.Put(testenv.Context(t), key, []byte("filler")); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -341,15 +311,15 @@ func testExpiry(t *testing.T, b backend) {
 	})
 	b.expire(t, a.current.Load().sess.(*fault.Session).Unwrap())
 	var bn *Node
-	waitFor(t, "successor to take the expired id", func() bool {
-		n, err := Open(testCtx(t), b.open(t), Config{InstanceID: "successor", Logger: quietLogger(), Reservation: 900 * time.Millisecond})
+	testenv.Eventually(t, "successor to take the expired id", func() bool {
+		n, err := Open(testenv.Context(t), b.open(t), Config{InstanceID: "successor", Logger: quietLogger(), Reservation: 900 * time.Millisecond})
 		if err != nil {
 			return false
 		}
 		bn = n
 		return true
 	})
-	bKeys, err := bn.NextIDs(testCtx(t), 5000)
+	bKeys, err := bn.NextIDs(testenv.Context(t), 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,13 +343,13 @@ func testExpiry(t *testing.T, b backend) {
 	// old id and goes on above everything the successor issued.
 	ra.SetPlan(nil)
 	lastB := snowflake.Decompose(bKeys[len(bKeys)-1]).Millis
-	if err := bn.Close(testCtx(t)); err != nil {
+	if err := bn.Close(testenv.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "A to re-acquire", func() bool { return a.Stats().Acquisitions >= 2 && a.WorkerID() == 11 })
+	testenv.Eventually(t, "A to re-acquire", func() bool { return a.Stats().Acquisitions >= 2 && a.WorkerID() == 11 })
 	close(stop)
 	<-done
-	k, err := a.NextID(testCtx(t))
+	k, err := a.NextID(testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,15 +365,15 @@ func testGracefulClose(t *testing.T, b backend) {
 	r := b.open(t)
 	n := openNode(t, b.open(t), Config{InstanceID: "leaver", Reservation: 3 * time.Second})
 	id := n.WorkerID()
-	ks, err := n.NextIDs(testCtx(t), 10)
+	ks, err := n.NextIDs(testenv.Context(t), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := snowflake.Decompose(ks[len(ks)-1]).Millis + snowflake.DefaultEpochMillis
-	if err := n.Close(testCtx(t)); err != nil {
+	if err := n.Close(testenv.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.NextID(testCtx(t)); !errors.Is(err, ErrNotIssuing) {
+	if _, err := n.NextID(testenv.Context(t)); !errors.Is(err, ErrNotIssuing) {
 		t.Fatalf("NextID after Close = %v", err)
 	}
 	online, _ := paths.Online(paths.Proxy, "leaver")
@@ -411,12 +381,12 @@ func testGracefulClose(t *testing.T, b backend) {
 	wid, _ := paths.WorkerID("leaver")
 	res, _ := paths.Reservation(id)
 	for _, k := range []string{online, status, wid, res} {
-		if ok, err := registry.Exists(testCtx(t), r, k); err != nil || ok {
+		if ok, err := registry.Exists(testenv.Context(t), r, k); err != nil || ok {
 			t.Fatalf("%s still there after Close (%v)", k, err)
 		}
 	}
 	fk, _ := paths.Fence(id)
-	kv, err := r.Get(testCtx(t), fk)
+	kv, err := r.Get(testenv.Context(t), fk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,15 +428,15 @@ func testCorruptMembership(t *testing.T, b backend) {
 		"/nodes/compute_nodes/status/bad2":       "MAYBE",
 		"/nodes/compute_nodes/worker_id/bad3":    "4096",
 	} {
-		if _, err := r.Put(testCtx(t), key, []byte(value)); err != nil {
+		if _, err := r.Put(testenv.Context(t), key, []byte(value)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "corrupt values reported", func() bool { return n.Stats().CorruptValues >= 3 })
-	if _, err := r.Put(testCtx(t), "/nodes/compute_nodes/online/proxy/good", []byte("attribute: 1.2.3.4@5\ndatabaseName: ''\nversion: x\n")); err != nil {
+	testenv.Eventually(t, "corrupt values reported", func() bool { return n.Stats().CorruptValues >= 3 })
+	if _, err := r.Put(testenv.Context(t), "/nodes/compute_nodes/online/proxy/good", []byte("attribute: 1.2.3.4@5\ndatabaseName: ''\nversion: x\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a good node after corrupt ones", func() bool {
+	testenv.Eventually(t, "a good node after corrupt ones", func() bool {
 		for _, in := range n.Instances() {
 			if in.ID == "good" && in.Host == "1.2.3.4" && in.Port == 5 {
 				return true
@@ -474,19 +444,8 @@ func testCorruptMembership(t *testing.T, b backend) {
 		}
 		return false
 	})
-	if _, err := n.NextID(testCtx(t)); err != nil {
+	if _, err := n.NextID(testenv.Context(t)); err != nil {
 		t.Fatalf("node stopped working after corrupt values: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -516,11 +475,11 @@ func TestCloseAfterLosingTheWorkerID(t *testing.T) {
 		return fault.Action{Err: fmt.Errorf("%w: partitioned (test)", registry.ErrUnavailable)}
 	})
 	memory.Expire(a.current.Load().sess.(*fault.Session).Unwrap())
-	waitFor(t, "the loss to be noticed", func() bool { return a.Stats().Losses >= 1 && a.WorkerID() == -1 })
-	if _, err := a.NextID(testCtx(t)); !errors.Is(err, ErrNotIssuing) {
+	testenv.Eventually(t, "the loss to be noticed", func() bool { return a.Stats().Losses >= 1 && a.WorkerID() == -1 })
+	if _, err := a.NextID(testenv.Context(t)); !errors.Is(err, ErrNotIssuing) {
 		t.Fatalf("NextID while not holding = %v", err)
 	}
-	if err := a.Close(testCtx(t)); err != nil {
+	if err := a.Close(testenv.Context(t)); err != nil {
 		t.Fatalf("Close while not holding a worker id: %v", err)
 	}
 }
@@ -544,13 +503,13 @@ func TestEvents(t *testing.T) {
 		defer mu.Unlock()
 		return append([]Event(nil), events...)
 	}
-	waitFor(t, "a renewal", func() bool { return len(snapshot()) >= 3 })
+	testenv.Eventually(t, "a renewal", func() bool { return len(snapshot()) >= 3 })
 	memory.Expire(n.current.Load().sess)
-	waitFor(t, "the re-acquisition", func() bool {
+	testenv.Eventually(t, "the re-acquisition", func() bool {
 		s := snapshot()
 		return s[len(s)-1].Kind == EventReserved && s[len(s)-1].Epoch > s[0].Epoch
 	})
-	if err := n.Close(testCtx(t)); err != nil {
+	if err := n.Close(testenv.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	got := snapshot()
@@ -599,7 +558,7 @@ func TestUnsafeIgnoreFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := store.Put(testCtx(t), fk, prev); err != nil {
+			if _, err := store.Put(testenv.Context(t), fk, prev); err != nil {
 				t.Fatal(err)
 			}
 			n := openNode(t, store, Config{InstanceID: "next", UnsafeIgnoreFloor: ignore})
@@ -607,7 +566,7 @@ func TestUnsafeIgnoreFloor(t *testing.T) {
 				t.Fatalf("holds worker %d epoch %d floor %d; want 5, 5, %d (the previous holder's reservation)",
 					h.WorkerID, h.Epoch, h.Floor, floor)
 			}
-			c, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+			c, cancel := context.WithTimeout(testenv.Context(t), 300*time.Millisecond)
 			keys, err := n.NextIDs(c, 100)
 			cancel()
 			atOrBelow := 0
