@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,11 +38,8 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // holders' hints, and touch nothing else; waitFences must return once the
 // deleted fences are written again; later deletions leave one usable id.
 func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) (registry.Repository, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ns := make([]byte, 4)
-	_, _ = rand.Read(ns)
-	repo, err := open(ctx, "chaos_operator_"+hex.EncodeToString(ns))
+	ctx := testenv.Context(t)
+	repo, err := open(ctx, testenv.Namespace("chaos_operator_"))
 	if err != nil {
 		t.Fatal(err)
 	}

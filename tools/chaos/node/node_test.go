@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"os"
@@ -29,8 +27,6 @@ func TestNodeZooKeeper(t *testing.T) {
 // the records with the checker.
 func testNode(t *testing.T, registryKind string, endpoints []string) {
 	dir := t.TempDir()
-	ns := make([]byte, 4)
-	_, _ = rand.Read(ns)
 	info := record.RunInfo{Registry: registryKind, Nodes: 1, Pool: 1024, Variant: record.VariantFenced, EpochMillis: snowflake.DefaultEpochMillis,
 		Start: time.Now().UnixNano()}
 	if err := record.WriteRunInfo(dir, info); err != nil {
@@ -38,7 +34,7 @@ func testNode(t *testing.T, registryKind string, endpoints []string) {
 	}
 	control, commands := io.Pipe()
 	cfg := Config{Dir: dir, Node: "g1", Incarnation: "g1.1", Registry: registryKind, Endpoints: endpoints,
-		Namespace: "chaos_test_" + hex.EncodeToString(ns), SessionTTL: 2 * time.Second, Reservation: 600 * time.Millisecond,
+		Namespace: testenv.Namespace("chaos_test_"), SessionTTL: 2 * time.Second, Reservation: 600 * time.Millisecond,
 		Rate: 5000, ClockOffset: -10 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
