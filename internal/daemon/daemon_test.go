@@ -24,8 +24,7 @@ import (
 // every port refuses or ignores requests and the online node is gone.
 func TestCloseStopsEveryFrontend(t *testing.T) {
 	ctx := testenv.Context(t)
-	repo := config.Repository{Type: config.RepositoryEtcd, ServerLists: testenv.EtcdEndpoints(t),
-		Namespace: testenv.Namespace("sk_daemon_"), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+	repo := etcdRepository(t)
 	d, err := Start(ctx, Config{
 		Repository: repo,
 		Node:       cluster.Config{InstanceID: "daemon-close", Reservation: time.Second},
@@ -51,24 +50,22 @@ func TestCloseStopsEveryFrontend(t *testing.T) {
 		t.Fatalf("RESP while running: %v", err)
 	}
 	conn.Close()
-	if _, err := udpKey(d.UDPAddr, 5*time.Second); err != nil {
+	udp, err := keyserver.DialUDP(d.UDPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	if _, err := udp.NextID(ctx); err != nil {
 		t.Fatalf("UDP while running: %v", err)
 	}
 
 	if err := d.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, addr := range []string{d.HTTPAddr, d.RESPAddr} {
-		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err == nil {
-			conn.Close()
-			t.Fatalf("connect to %s after Close succeeded", addr)
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			t.Fatalf("connect to %s after Close: %v, want connection refused", addr, err)
-		}
-	}
-	if k, err := udpKey(d.UDPAddr, time.Second); err == nil {
+	testenv.TCPRefused(t, d.HTTPAddr, d.RESPAddr)
+	uctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if k, err := udp.NextID(uctx); err == nil {
 		t.Fatalf("UDP key %d after Close", k)
 	}
 	r, err := connect.Open(ctx, repo)
@@ -81,6 +78,12 @@ func TestCloseStopsEveryFrontend(t *testing.T) {
 	}
 }
 
+// etcdRepository is the test environment's etcd under a fresh namespace.
+func etcdRepository(t *testing.T) config.Repository {
+	return config.Repository{Type: config.RepositoryEtcd, ServerLists: testenv.EtcdEndpoints(t),
+		Namespace: testenv.Namespace("sk_daemon_"), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+}
+
 func readyz(t *testing.T, addr string) int {
 	t.Helper()
 	r, err := http.Get("http://" + addr + "/readyz")
@@ -89,19 +92,6 @@ func readyz(t *testing.T, addr string) int {
 	}
 	r.Body.Close()
 	return r.StatusCode
-}
-
-// udpKey asks addr for one key over the datagram protocol, waiting at
-// most wait for the answer.
-func udpKey(addr string, wait time.Duration) (int64, error) {
-	c, err := keyserver.DialUDP(addr)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	return c.NextID(ctx)
 }
 
 // TestBusyPortFailsTheStart: a front end whose port is taken fails Start
@@ -142,8 +132,7 @@ func TestBusyPortFailsTheStart(t *testing.T) {
 // clock instead of waiting for it.
 func TestMaxBorrow(t *testing.T) {
 	ctx := testenv.Context(t)
-	repo := config.Repository{Type: config.RepositoryEtcd, ServerLists: testenv.EtcdEndpoints(t),
-		Namespace: testenv.Namespace("sk_daemon_"), TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+	repo := etcdRepository(t)
 	d, err := Start(ctx, Config{Repository: repo, Node: cluster.Config{InstanceID: "daemon-borrow"}, MaxBorrow: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

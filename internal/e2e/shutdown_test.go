@@ -6,7 +6,6 @@ import (
 	"net"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +24,8 @@ import (
 func TestSIGTERMClosesEveryPort(t *testing.T) {
 	conf := writeConf(t, "etcd", strings.Join(testenv.EtcdEndpoints(t), ","))
 	p := startServe(t, conf, "e2e-sigterm", 3399, "--resp", "127.0.0.1:0", "--udp", "127.0.0.1:0")
+	// The ports' lines come after the HTTP API answers: wait for the last.
+	testenv.Eventually(t, "serve's \"running\" line", func() bool { return strings.Contains(p.stdout.String(), "shardkeeper: running") })
 	out := p.stdout.String()
 	rm := regexp.MustCompile(`Redis-protocol key service on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out)
 	um := regexp.MustCompile(`datagram key service on udp (127\.0\.0\.1:\d+)`).FindStringSubmatch(out)
@@ -74,16 +75,7 @@ func TestSIGTERMClosesEveryPort(t *testing.T) {
 
 	// Stopped: TCP connects are refused, UDP requests go unanswered, the
 	// online node is gone.
-	for _, addr := range []string{httpAddr, respAddr} {
-		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err == nil {
-			conn.Close()
-			t.Fatalf("connect to %s after SIGTERM succeeded", addr)
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			t.Fatalf("connect to %s after SIGTERM: %v, want connection refused", addr, err)
-		}
-	}
+	testenv.TCPRefused(t, httpAddr, respAddr)
 	if k, err := udpKey(udpAddr, time.Second); err == nil {
 		t.Fatalf("UDP key %d from %s after SIGTERM", k, udpAddr)
 	}
