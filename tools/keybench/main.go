@@ -43,7 +43,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
-	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -129,28 +128,7 @@ func run(o options) error {
 	defer closeNode()
 	node := d.Node
 
-	respLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = keyserver.Serve(ctx, respLn, node)
-	}()
-	defer func() { cancel(); <-served }()
-	resp := respLn.Addr().String()
-	udpConn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	udpServed := make(chan struct{})
-	go func() {
-		defer close(udpServed)
-		_ = keyserver.ServeUDP(ctx, udpConn, node)
-	}()
-	defer func() { cancel(); <-udpServed }()
-	udpAddr := udpConn.LocalAddr().String()
+	resp, udpAddr := d.RESPAddr, d.UDPAddr
 	httpURL := "http://" + d.HTTPAddr
 
 	if err := checkRedis(o.redisAddr); err != nil {
@@ -408,6 +386,8 @@ func startNode(ctx context.Context, o options) (d *daemon.Daemon, registryName s
 		Node:       cluster.Config{InstanceID: "keybench-" + strconv.Itoa(os.Getpid()), Snowflake: sf, Logger: log},
 		Logger:     log,
 		HTTP:       &daemon.HTTPConfig{Addr: "127.0.0.1:0", OpenReads: true},
+		RESP:       &daemon.RESPConfig{Addr: "127.0.0.1:0"},
+		UDP:        &daemon.UDPConfig{Addr: "127.0.0.1:0"},
 	})
 	if err != nil {
 		if dir != "" {
