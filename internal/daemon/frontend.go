@@ -112,10 +112,11 @@ func (h *httpFrontend) serve(d *Daemon) error {
 	if err != nil {
 		return err
 	}
-	h.srv, h.log, h.done = srv, d.log, make(chan struct{})
+	done := make(chan struct{})
+	h.srv, h.log, h.done = srv, d.log, done
 	d.HTTP = srv
 	go func() {
-		defer close(h.done)
+		defer close(done)
 		if err := srv.Serve(h.ln); err != nil {
 			d.log.Error("http server stopped", "err", err)
 		}
@@ -209,9 +210,10 @@ func bindUDP(c *UDPConfig) (*keyFrontend, error) {
 
 func (k *keyFrontend) serve(d *Daemon) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	k.cancel, k.done = cancel, make(chan struct{})
+	done := make(chan struct{})
+	k.cancel, k.done = cancel, done
 	go func() {
-		defer close(k.done)
+		defer close(done)
 		if err := k.run(ctx, d.Node); err != nil {
 			d.log.Error(k.name+" key service stopped", "err", err)
 		}
