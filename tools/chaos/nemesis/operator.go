@@ -129,11 +129,19 @@ type heldFence struct {
 // latter then stamps again the milliseconds the former stamped last. It
 // deletes fewer ids, or none, so as to leave keepUsable ids of the pool
 // usable (their fence exists and is not ahead), and with one id it swaps no
-// hints. It returns the fault (Start 0 when nothing was
-// deleted) and the deleted ids.
+// hints. It deletes nothing while the cluster has no ledger: until the
+// ledger exists a missing fence reads as a worker id never used (a new
+// cluster), the case the guarantee leaves open. It returns the fault
+// (Start 0 when nothing was deleted) and the deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (record.FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if _, err := repo.Get(c, paths.Ledger); err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			err = nil
+		}
+		return record.FaultRecord{}, nil, err
+	}
 	held, usable, err := readHeld(c, repo, m.cfg.Pool, time.Now().Add(deletableAhead).UnixMilli())
 	if err != nil || len(held) == 0 {
 		return record.FaultRecord{}, nil, err

@@ -33,7 +33,8 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // testOperatorDeletesFences lays out a pool of 6 worker ids on a real
 // registry: 0, 2 and 5 held with a current fence, 1 held with a fence an
 // hour ahead, 3 reserved without a fence, 4 fenced without a reservation.
-// A deletion must take the reservations and fences of the two of 0, 2 and 5
+// A deletion before the cluster has its ledger must delete nothing; with
+// the ledger, a deletion must take the reservations and fences of the two of 0, 2 and 5
 // whose holders' clocks are the least and the most behind, swap their
 // holders' hints, and touch nothing else; waitFences must return once the
 // deleted fences are written again; later deletions leave one usable id.
@@ -76,6 +77,21 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		Nodes: []Node{&clockNode{"g0.1", 10 * time.Second}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 3 * time.Second}}}}
 	hint0, _ := paths.WorkerIDHint("g0.1")
 	put(hint0, "0")
+	// Before the cluster has its ledger, nothing goes.
+	if rec, deleted, err := m.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+		t.Fatalf("deletion without the ledger: %+v, %v, %v; want none", rec, deleted, err)
+	}
+	for id := range 6 {
+		rkey, _ := paths.Reservation(id)
+		fkey, _ := paths.Fence(id)
+		if _, err := repo.Get(ctx, rkey); (err == nil) != (id != 4) {
+			t.Fatalf("worker id %d: reservation read %v after a deletion without the ledger", id, err)
+		}
+		if _, err := repo.Get(ctx, fkey); (err == nil) != (id != 3) {
+			t.Fatalf("worker id %d: fence read %v after a deletion without the ledger", id, err)
+		}
+	}
+	put(paths.Ledger, `{"createdBy":"g0.1"}`)
 	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
 	if err != nil {
 		t.Fatal(err)
