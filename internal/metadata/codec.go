@@ -124,9 +124,10 @@ type typeCode struct {
 	name string
 }
 
-// decodeTable reads YamlShardingSphereTable. It also reads the typeName
-// property that earlier shardkeeper versions wrote. A column without a type
-// name (written by ShardingSphere) gets the JDBC name of its dataType.
+// decodeTable reads YamlShardingSphereTable. A column's typeName property,
+// which upstream's class does not have, is read too, so that registries
+// holding it still load. A column without a type name (ShardingSphere
+// writes none) gets the JDBC name of its dataType.
 func decodeTable(name string, data []byte) (datasource.Table, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

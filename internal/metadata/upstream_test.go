@@ -618,8 +618,9 @@ func loadWithSnakeYAML(t *testing.T, values []persistedValue) ([]string, error) 
 	return nil, nil
 }
 
-// TestStrictDecoderRejectsTypeName checks the check: a column written with
-// the typeName property (as shardkeeper wrote tables before) does not load.
+// TestStrictDecoderRejectsTypeName checks the check: a column with a
+// typeName property, which some registries hold, does not load upstream,
+// and still loads in shardkeeper.
 func TestStrictDecoderRejectsTypeName(t *testing.T) {
 	old := []byte("name: t\ntype: TABLE\ncolumns:\n  id:\n    name: id\n    dataType: 4\n    typeName: int4\n    primaryKey: true\n")
 	err := checkUpstreamLoads(paths.Key{Kind: paths.KindTable}, old)

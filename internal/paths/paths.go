@@ -1,9 +1,9 @@
 // Package paths builds every registry path shardkeeper reads or writes,
 // with ShardingSphere's layout (master's, and the older releases' where
-// they differ: see Layout). Functions that take a
-// name (instance id, database, schema, table, ...) validate it with
-// registry.ValidateName first, so a name that would escape its path is an
-// error before it becomes a key.
+// they differ: see Layout). Functions that take a name (instance id,
+// database, schema, table, ...) validate it with registry.ValidateName
+// first, so a name that would escape its path is an error before it
+// becomes a key.
 package paths
 
 import (
