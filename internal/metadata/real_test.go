@@ -37,7 +37,7 @@ func etcdBackend(t testing.TB) backend {
 		t.Helper()
 		ns := srv.Namespace(t, "sk_meta_")
 		return openClient(t, func(ctx context.Context) (registry.Repository, error) {
-			return etcd.Open(ctx, etcd.Config{Endpoints: srv.Endpoints, Namespace: ns})
+			return etcd.Open(ctx, srv.Config(ns))
 		}, ns)
 	}}
 }
@@ -48,7 +48,7 @@ func zkBackend(t testing.TB) backend {
 		t.Helper()
 		ns := zs.Namespace(t, "sk_meta_")
 		return openClient(t, func(ctx context.Context) (registry.Repository, error) {
-			return zookeeper.Open(ctx, zookeeper.Config{Servers: zs.Servers, Namespace: ns, Dialer: zs.Dial})
+			return zookeeper.Open(ctx, zs.Config(ns))
 		}, ns)
 	}}
 }

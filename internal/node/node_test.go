@@ -18,11 +18,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -39,15 +37,8 @@ func etcdBackend(t *testing.T) backend {
 	srv := etcdtest.New(t)
 	ns := srv.Namespace(t, "sk_cluster_")
 	return backend{
-		ns: ns,
-		open: func(t *testing.T) registry.Repository {
-			r, err := etcd.Open(testenv.Context(t), etcd.Config{Endpoints: srv.Endpoints, Namespace: ns})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { r.Close() })
-			return r
-		},
+		ns:     ns,
+		open:   func(t *testing.T) registry.Repository { return srv.Open(t, ns) },
 		expire: func(t *testing.T, s registry.Session) { srv.ExpireSession(t, s) },
 		dump: func(t *testing.T, key string) string {
 			out, err := exec.Command("etcdctl", "--endpoints", srv.Endpoints[0], "get", ns+key, "--print-value-only").CombinedOutput()
@@ -63,15 +54,8 @@ func zookeeperBackend(t *testing.T) backend {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_cluster_")
 	return backend{
-		ns: ns,
-		open: func(t *testing.T) registry.Repository {
-			r, err := zookeeper.Open(testenv.Context(t), zookeeper.Config{Servers: zs.Servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: zs.Dial})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { r.Close() })
-			return r
-		},
+		ns:     ns,
+		open:   func(t *testing.T) registry.Repository { return zs.Open(t, ns) },
 		expire: func(t *testing.T, s registry.Session) { zs.ExpireSession(t, s) },
 		dump: func(t *testing.T, key string) string {
 			out, err := exec.Command("/usr/share/zookeeper/bin/zkCli.sh", "-server", zs.Servers[0], "get", "/"+ns+key).CombinedOutput()

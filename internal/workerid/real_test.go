@@ -2,13 +2,9 @@ package workerid
 
 import (
 	"testing"
-	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd"
 	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
@@ -19,14 +15,7 @@ func etcdBackend(t *testing.T) func() backend {
 	return func() backend {
 		ns := srv.Namespace(t, "sk_wid_")
 		return backend{
-			open: func(t *testing.T) registry.Repository {
-				r, err := etcd.Open(testenv.Context(t), etcd.Config{Endpoints: srv.Endpoints, Namespace: ns})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { r.Close() })
-				return r
-			},
+			open:   func(t *testing.T) registry.Repository { return srv.Open(t, ns) },
 			expire: func(t *testing.T, s registry.Session) { srv.ExpireSession(t, s) },
 		}
 	}
@@ -40,14 +29,7 @@ func zookeeperBackend(t *testing.T) func() backend {
 	return func() backend {
 		ns := zs.Namespace(t, "sk_wid_")
 		return backend{
-			open: func(t *testing.T) registry.Repository {
-				r, err := zookeeper.Open(testenv.Context(t), zookeeper.Config{Servers: zs.Servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: zs.Dial})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { r.Close() })
-				return r
-			},
+			open:   func(t *testing.T) registry.Repository { return zs.Open(t, ns) },
 			expire: func(t *testing.T, s registry.Session) { zs.ExpireSession(t, s) },
 		}
 	}

@@ -14,8 +14,6 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
-	"github.com/shardkeeper/shardkeeper/registry/registrytest"
 )
 
 func TestMain(m *testing.M) {
@@ -33,23 +31,14 @@ func open(t *testing.T, endpoints []string, ns string) *Repo {
 	return r
 }
 
-func TestConformance(t *testing.T) {
-	srv := etcdtest.New(t)
-	registrytest.Run(t, registrytest.Harness{
-		New:           func(t *testing.T, ns string) registry.Repository { return open(t, srv.Endpoints, ns) },
-		ExpireSession: func(t *testing.T, sess registry.Session) { srv.ExpireSession(t, sess) },
-		LoseWatches:   func(t *testing.T, repo registry.Repository) { repo.(*Repo).CloseWatches() },
-	})
-}
-
 func TestNamespaceIsRawPrefix(t *testing.T) {
-	srv := etcdtest.New(t)
-	ns := srv.Namespace(t, "governance_ds_")
-	r := open(t, srv.Endpoints, ns)
+	eps := testenv.EtcdEndpoints(t)
+	ns := testenv.Namespace("governance_ds_")
+	r := open(t, eps, ns)
 	if _, err := r.Put(testenv.Context(t), "/nodes/compute_nodes/status/i1", []byte("OK")); err != nil {
 		t.Fatal(err)
 	}
-	raw := srv.Client(t)
+	raw := r.Client()
 	resp, err := raw.Get(testenv.Context(t), ns+"/nodes/compute_nodes/status/i1")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +55,7 @@ func TestNamespaceIsRawPrefix(t *testing.T) {
 		t.Fatalf("Get of a raw-written key = %v, %v", kv, err)
 	}
 	// Nothing leaks to a namespace that merely shares the name prefix.
-	other := open(t, srv.Endpoints, ns+"x")
+	other := open(t, eps, ns+"x")
 	if kids, err := other.Children(testenv.Context(t), "/"); err != nil || len(kids) != 0 {
 		t.Fatalf("namespace %sx sees %v, %v", ns, kids, err)
 	}
@@ -80,8 +69,8 @@ func TestNamespaceIsRawPrefix(t *testing.T) {
 }
 
 func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
-	srv := etcdtest.New(t)
-	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_del_"))
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, testenv.Namespace("sk_del_"))
 	c := testenv.Context(t)
 	for _, k := range []string{"/metadata/db1", "/metadata/db1/schemas/s", "/metadata/db10/x", "/metadata/db1-x", "/metadata/db1.bak"} {
 		if _, err := r.Put(c, k, []byte("v")); err != nil {
@@ -101,8 +90,8 @@ func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
 }
 
 func TestChildrenPagesAndSkipsSubtrees(t *testing.T) {
-	srv := etcdtest.New(t)
-	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_kids_"))
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, testenv.Namespace("sk_kids_"))
 	r.childrenPage = 7
 	c := testenv.Context(t)
 	// Names that interleave in byte order with their subtrees ("a-x" sorts
@@ -188,15 +177,15 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestBadKeyNeverWrites(t *testing.T) {
-	srv := etcdtest.New(t)
-	ns := srv.Namespace(t, "sk_bad_")
-	r := open(t, srv.Endpoints, ns)
+	eps := testenv.EtcdEndpoints(t)
+	ns := testenv.Namespace("sk_bad_")
+	r := open(t, eps, ns)
 	for _, k := range []string{"x", "/a/../b", "/a/", "/a//b", "/a\x00b"} {
 		if _, err := r.Put(testenv.Context(t), k, []byte("v")); !errors.Is(err, registry.ErrBadKey) {
 			t.Fatalf("Put(%q) = %v, want ErrBadKey", k, err)
 		}
 	}
-	resp, err := srv.Client(t).Get(testenv.Context(t), ns, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := r.Client().Get(testenv.Context(t), ns, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Fatalf("refused keys wrote %d keys (%v)", resp.Count, err)
 	}
@@ -204,8 +193,8 @@ func TestBadKeyNeverWrites(t *testing.T) {
 
 // A watch that falls behind a compaction ends with ErrWatchLost.
 func TestWatchCompacted(t *testing.T) {
-	srv := etcdtest.New(t)
-	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_compact_"))
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, testenv.Namespace("sk_compact_"))
 	c := testenv.Context(t)
 	v1, err := r.Put(c, "/c/k", []byte("1"))
 	if err != nil {
@@ -236,9 +225,9 @@ func TestWatchCompacted(t *testing.T) {
 // Close does not wait for a consumer that stopped reading, and every
 // goroutine ends (TestMain checks for leaks).
 func TestCloseWithSlowConsumer(t *testing.T) {
-	srv := etcdtest.New(t)
+	eps := testenv.EtcdEndpoints(t)
 	ctx0 := testenv.Context(t)
-	r, err := Open(ctx0, Config{Endpoints: srv.Endpoints, Namespace: srv.Namespace(t, "sk_slow_")})
+	r, err := Open(ctx0, Config{Endpoints: eps, Namespace: testenv.Namespace("sk_slow_")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +269,8 @@ func TestCloseWithSlowConsumer(t *testing.T) {
 // ("/db1-x" and "/db1.bak" sort between "/db1" and "/db1/") are neither in
 // the snapshot nor in the events.
 func TestWatchIgnoresNamePrefixSiblings(t *testing.T) {
-	srv := etcdtest.New(t)
-	r := open(t, srv.Endpoints, srv.Namespace(t, "sk_wsib_"))
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, testenv.Namespace("sk_wsib_"))
 	c := testenv.Context(t)
 	for _, k := range []string{"/m/db1", "/m/db1-x", "/m/db1.bak/y", "/m/db1/t"} {
 		if _, err := r.Put(c, k, []byte("v")); err != nil {

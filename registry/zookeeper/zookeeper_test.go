@@ -1,10 +1,11 @@
-package zookeeper
+package zookeeper_test
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/registrytest"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
@@ -33,20 +35,23 @@ func TestConformance(t *testing.T) {
 				// Registered first, so it runs after every client of the test closed.
 				t.Cleanup(func() { zs.DropNamespace(t, ns, "") })
 			}
-			return open(t, Config{Servers: zs.Servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: zs.Dial})
+			return zs.Open(t, ns)
 		},
 		ExpireSession: func(t *testing.T, sess registry.Session) { zs.ExpireSession(t, sess) },
 		LoseWatches: func(t *testing.T, repo registry.Repository) {
-			zs.Expire(t, repo.(*Repo).conn.SessionID())
+			zs.Expire(t, repo.(*zookeeper.Repo).Conn().SessionID())
 		},
 	})
 }
 
-func open(t *testing.T, cfg Config) *Repo {
+// openDigest opens a client on ns that authenticates with digest.
+func openDigest(t *testing.T, zs *zktest.Server, ns, digest string) *zookeeper.Repo {
 	t.Helper()
-	r, err := Open(testenv.Context(t), cfg)
+	cfg := zs.Config(ns)
+	cfg.Digest = digest
+	r, err := zookeeper.Open(testenv.Context(t), cfg)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("Open with digest %q: %v", digest, err)
 	}
 	return r
 }
@@ -54,7 +59,7 @@ func open(t *testing.T, cfg Config) *Repo {
 func TestNamespaceIsRootZnode(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "governance_ds_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: "/" + ns})
+	r := zs.Open(t, "/"+ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	if _, err := r.Put(ctx, "/nodes/compute_nodes/online/proxy/i1", []byte("attr")); err != nil {
@@ -81,7 +86,7 @@ func TestNamespaceIsRootZnode(t *testing.T) {
 func TestVersionIsMzxid(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_versions_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
+	r := zs.Open(t, ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	v1, err := r.Create(ctx, "/k", []byte("a"))
@@ -117,7 +122,7 @@ func TestVersionIsMzxid(t *testing.T) {
 func TestDeleteLeavesNamePrefixSiblings(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_delete_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
+	r := zs.Open(t, ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	for _, k := range []string{"/metadata/db1/schemas/s", "/metadata/db10/schemas/s", "/metadata/db1x"} {
@@ -142,7 +147,7 @@ func TestOpenUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	start := time.Now()
-	_, err = Open(context.Background(), Config{Servers: []string{addr}, Namespace: "ns", ConnectTimeout: 1500 * time.Millisecond})
+	_, err = zookeeper.Open(context.Background(), zookeeper.Config{Servers: []string{addr}, Namespace: "ns", ConnectTimeout: 1500 * time.Millisecond})
 	took := time.Since(start)
 	if !errors.Is(err, registry.ErrUnavailable) {
 		t.Fatalf("Open = %v, want ErrUnavailable", err)
@@ -158,13 +163,13 @@ func TestOpenUnreachable(t *testing.T) {
 	// ctx bounds it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := Open(ctx, Config{Servers: []string{addr}, Namespace: "ns"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := zookeeper.Open(ctx, zookeeper.Config{Servers: []string{addr}, Namespace: "ns"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Open with a short ctx = %v, want DeadlineExceeded", err)
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
-	err := Config{Digest: "nocolon", SessionTimeout: -1}.Validate()
+	err := zookeeper.Config{Digest: "nocolon", SessionTimeout: -1}.Validate()
 	for _, want := range []string{"Servers", "Namespace", "Digest", "SessionTimeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Validate = %v, want a problem with %s", err, want)
@@ -177,7 +182,7 @@ func TestDigestACL(t *testing.T) {
 	ns := testenv.Namespace("sk_digest_")
 	const digest = "shardkeeper:s3cret"
 	t.Cleanup(func() { zs.DropNamespace(t, ns, digest) })
-	owner := open(t, Config{Servers: zs.Servers, Namespace: ns, Digest: digest})
+	owner := openDigest(t, zs, ns, digest)
 	defer owner.Close()
 	ctx := testenv.Context(t)
 	if _, err := owner.Put(ctx, "/props", []byte("secret")); err != nil {
@@ -192,13 +197,13 @@ func TestDigestACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same credentials on another client can read and write.
-	friend := open(t, Config{Servers: zs.Servers, Namespace: ns, Digest: digest})
+	friend := openDigest(t, zs, ns, digest)
 	defer friend.Close()
 	if kv, err := friend.Get(ctx, "/props"); err != nil || string(kv.Value) != "secret" {
 		t.Fatalf("same digest Get = %q, %v", kv.Value, err)
 	}
 	for _, d := range []string{"", "shardkeeper:wrong", "other:s3cret"} {
-		stranger := open(t, Config{Servers: zs.Servers, Namespace: ns, Digest: d})
+		stranger := openDigest(t, zs, ns, d)
 		for _, k := range []string{"/props", "/nodes/i1"} {
 			if _, err := stranger.Get(ctx, k); err == nil || !strings.Contains(err.Error(), "permission denied") {
 				t.Fatalf("digest %q: Get(%s) = %v, want permission denied", d, k, err)
@@ -221,7 +226,7 @@ func TestDigestACL(t *testing.T) {
 func TestSessionTakesOverForeignEphemeral(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_takeover_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
+	r := zs.Open(t, ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	s1, err := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
@@ -240,7 +245,7 @@ func TestSessionTakesOverForeignEphemeral(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stat, err := r.Conn().Get("/" + ns + "/online/i1")
-	if err != nil || stat.EphemeralOwner != s2.(*session).id {
+	if err != nil || fmt.Sprintf("0x%x", stat.EphemeralOwner) != s2.ID() {
 		t.Fatalf("owner = 0x%x, %v; want session 2", stat.EphemeralOwner, err)
 	}
 	if err := s2.Close(ctx); err != nil {
@@ -254,7 +259,7 @@ func TestSessionTakesOverForeignEphemeral(t *testing.T) {
 func TestLockQueueCleanedOnTimeout(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_lock_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
+	r := zs.Open(t, ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	s1, _ := r.NewSession(ctx, registry.SessionOptions{TTL: 5 * time.Second})
@@ -290,7 +295,7 @@ func TestLockQueueCleanedOnTimeout(t *testing.T) {
 func TestLockOrdersBySequence(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_lockseq_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
+	r := zs.Open(t, ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	if _, err := r.Put(ctx, "/lock/y", nil); err != nil {
@@ -322,7 +327,7 @@ func TestLockOrdersBySequence(t *testing.T) {
 func TestWatchConvergesUnderChurn(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_churn_")
-	r := open(t, Config{Servers: zs.Servers, Namespace: ns})
+	r := zs.Open(t, ns)
 	defer r.Close()
 	ctx := testenv.Context(t)
 	_, ch, err := r.Watch(ctx, "/t")
@@ -332,7 +337,7 @@ func TestWatchConvergesUnderChurn(t *testing.T) {
 	state := map[string]string{}
 	var wg sync.WaitGroup
 	for w := 0; w < 2; w++ {
-		writer := open(t, Config{Servers: zs.Servers, Namespace: ns})
+		writer := zs.Open(t, ns)
 		defer writer.Close()
 		wg.Add(1)
 		go func() {

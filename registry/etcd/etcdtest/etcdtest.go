@@ -4,8 +4,9 @@
 // environment names (internal/testenv), or against one a test starts itself
 // (such as the embedded server), never against a stand-in.
 //
-// It does not import the etcd backend, so that backend's own tests use it
-// too; open clients with etcd.Open and the Server's Endpoints.
+// The etcd backend's own tests that need its internals cannot import this
+// package (it imports the backend); its conformance test does, from the
+// external test package.
 package etcdtest
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd"
 )
 
 // Server is a real etcd server that tests open clients on. New returns the
@@ -36,6 +38,24 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	return &Server{Endpoints: testenv.EtcdEndpoints(t)}
+}
+
+// Config returns the configuration of a client of the etcd backend on
+// namespace ns of the server, with the Server's credentials.
+func (s *Server) Config(ns string) etcd.Config {
+	return etcd.Config{Endpoints: s.Endpoints, Namespace: ns, Username: s.Username, Password: s.Password, DialTimeout: 5 * time.Second}
+}
+
+// Open opens a client of the etcd backend with Config(ns) and closes it at
+// the test's cleanup. It fails the test when the server cannot be reached.
+func (s *Server) Open(t testing.TB, ns string) *etcd.Repo {
+	t.Helper()
+	r, err := etcd.Open(testenv.Context(t), s.Config(ns))
+	if err != nil {
+		t.Fatalf("open etcd namespace %q: %v", ns, err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
 }
 
 // Client returns a plain client of the server that sees every key, outside

@@ -12,8 +12,7 @@
 // a given session, so the Server's Dial, set as the client's dialer, reads
 // the password from the server's connect response.
 //
-// It does not import the ZooKeeper backend, so that backend's own tests use
-// it too; open clients with zookeeper.Open, the Server's Servers and Dial.
+// Clients opened with the Server's Config or Open dial through it.
 package zktest
 
 import (
@@ -31,6 +30,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 )
 
 // Server is the real ZooKeeper server of the test environment. Its methods
@@ -49,6 +49,27 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	return &Server{Servers: testenv.ZooKeeperServers(t), pass: map[int64][]byte{}}
+}
+
+// Config returns the configuration of a client of the ZooKeeper backend on
+// namespace ns whose connections dial through Dial, so that ExpireSession
+// works on its sessions. The client's own connection has a 10 s session
+// timeout.
+func (s *Server) Config(ns string) zookeeper.Config {
+	return zookeeper.Config{Servers: s.Servers, Namespace: ns, SessionTimeout: 10 * time.Second, Dialer: s.Dial}
+}
+
+// Open opens a client of the ZooKeeper backend with Config(ns) and closes it
+// at the test's cleanup. It fails the test when the server cannot be
+// reached.
+func (s *Server) Open(t testing.TB, ns string) *zookeeper.Repo {
+	t.Helper()
+	r, err := zookeeper.Open(testenv.Context(t), s.Config(ns))
+	if err != nil {
+		t.Fatalf("open ZooKeeper namespace %q: %v", ns, err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
 }
 
 // Dial is a zk.Dialer (zookeeper.Config.Dialer) that connects like

@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
@@ -20,11 +19,7 @@ func TestNamespaceDroppedAtCleanup(t *testing.T) {
 	var ns string
 	t.Run("use", func(t *testing.T) {
 		ns = zs.Namespace(t, "sk_zktest_")
-		r, err := zookeeper.Open(testenv.Context(t), zookeeper.Config{Servers: zs.Servers, Namespace: ns, Dialer: zs.Dial})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = r.Close() })
+		r := zs.Open(t, ns)
 		if _, err := r.Put(ctx, "/a/b", []byte("v")); err != nil {
 			t.Fatal(err)
 		}
