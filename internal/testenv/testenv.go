@@ -3,6 +3,12 @@
 // loopback and exports their addresses together with
 // SHARDKEEPER_REQUIRE_SERVERS=1; under it a missing server fails the test.
 // A plain `go test ./...` without the script skips those tests instead.
+//
+// It also holds what tests of every package share: Context (a bounded
+// context), Eventually (poll until a condition holds), Namespace (a name no
+// other test uses), and the builder of the real binary. Namespaces on the
+// real registries, with a real session expiry, come from the backends'
+// harnesses, registry/etcd/etcdtest and registry/zookeeper/zktest.
 package testenv
 
 import (
