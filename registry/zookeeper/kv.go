@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,72 +27,64 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 	return registry.KV{Key: key, Value: data, Version: registry.Version(stat.Mzxid)}, nil
 }
 
-// listParallel bounds the reads List keeps in flight on the connection.
-const listParallel = 64
-
 // List implements registry.Repository. ZooKeeper has no range read: List
-// walks the subtree, reading each level's znodes in parallel on the one
-// connection (pipelined), so the result is not one consistent snapshot.
-// Parent znodes appear with their (usually empty) values.
+// walks the subtree level by level, listing the children of a level's
+// znodes, then reading those children, with a window of requests in flight
+// on the one connection (pipelined), so the result is not one consistent
+// snapshot. A znode deleted during the walk is left out. Parent znodes
+// appear with their (usually empty) values.
 func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return nil, err
 	}
-	var (
-		mu   sync.Mutex
-		out  = []registry.KV{}
-		errs []error
-	)
+	out := []registry.KV{}
 	level := []string{r.full(prefix)}
-	sem := make(chan struct{}, listParallel)
 	for len(level) > 0 {
-		var next []string
-		var wg sync.WaitGroup
-		for _, p := range level {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				names, _, err := r.conn.Children(p)
-				if errors.Is(err, zk.ErrNoNode) {
-					return
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
-				}
-				for _, n := range names {
-					child := p + "/" + n
-					if p == "/" {
-						child = "/" + n
-					}
-					data, stat, err := r.conn.Get(child)
-					if errors.Is(err, zk.ErrNoNode) {
-						continue // deleted meanwhile
-					}
-					mu.Lock()
-					if err != nil {
-						errs = append(errs, err)
-					} else {
-						out = append(out, registry.KV{Key: r.key(child), Value: data, Version: registry.Version(stat.Mzxid)})
-						if stat.NumChildren > 0 {
-							next = append(next, child)
-						}
-					}
-					mu.Unlock()
-				}
-			}()
+		names := make([][]string, len(level))
+		err := pipeline(ctx, len(level), func(i int) error {
+			n, _, err := r.conn.Children(level[i])
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			names[i] = n
+			return err
+		})
+		if err != nil {
+			return nil, r.convert("list", prefix, err)
 		}
-		wg.Wait()
-		if len(errs) > 0 {
-			return nil, r.convert("list", prefix, errs[0])
+		var paths []string
+		for i, p := range level {
+			for _, n := range names[i] {
+				paths = append(paths, p+"/"+n)
+			}
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, convertError("list", prefix, err)
+		kvs := make([]registry.KV, len(paths))
+		parents := make([]bool, len(paths))
+		err = pipeline(ctx, len(paths), func(i int) error {
+			data, stat, err := r.conn.Get(paths[i])
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			kvs[i] = registry.KV{Key: r.key(paths[i]), Value: data, Version: registry.Version(stat.Mzxid)}
+			parents[i] = stat.NumChildren > 0
+			return nil
+		})
+		if err != nil {
+			return nil, r.convert("list", prefix, err)
 		}
-		level = next
+		level = level[:0]
+		for i, kv := range kvs {
+			if kv.Key == "" {
+				continue
+			}
+			out = append(out, kv)
+			if parents[i] {
+				level = append(level, paths[i])
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -176,13 +167,20 @@ func (r *Repo) create(p string, value []byte) (registry.Version, error) {
 // failed operation, which is more specific than the multi's own, and a
 // failed operation is an error even if the multi's header says none.
 func multi(conn *zk.Conn, ops ...any) ([]zk.MultiResponse, error) {
+	res, _, err := multiAt(conn, ops...)
+	return res, err
+}
+
+// multiAt is multi that also returns the index of the failed operation, or
+// -1 when none is known (success, or the multi failed as a whole).
+func multiAt(conn *zk.Conn, ops ...any) ([]zk.MultiResponse, int, error) {
 	res, err := conn.Multi(ops...)
-	for _, r := range res {
+	for i, r := range res {
 		if r.Error != nil {
-			return res, r.Error
+			return res, i, r.Error
 		}
 	}
-	return res, err
+	return res, -1, err
 }
 
 // Update implements registry.Repository: it compares expect with the

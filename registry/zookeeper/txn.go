@@ -1,10 +1,12 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -16,8 +18,11 @@ import (
 // the znode's data version checked inside the multi, as Update does);
 // absence is asserted by the create of the key, or by a create and delete
 // pair when the key is not written. Missing parents of created keys are
-// made first, as persistent znodes. Ephemeral puts create ephemeral znodes;
-// a put of an existing znode sets its data and keeps its kind.
+// created by the same multi, as persistent znodes with empty data, so a
+// Commit that fails leaves none behind. Ephemeral puts create ephemeral
+// znodes; a put of an existing znode sets its data and keeps its kind.
+// ctx bounds the reads and stops the retries; the multi itself is bounded
+// by the connection's timeouts.
 func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
 	if err := txn.Check(); err != nil {
 		return 0, err
@@ -31,16 +36,38 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 			return 0, &registry.OpError{Op: "commit", Key: c.Key, Err: fmt.Errorf("%w: / is the namespace root, not a key", registry.ErrBadKey)}
 		}
 	}
-	stats, err := s.statConds(txn.Conds)
+	// The keys that must be absent are created by the multi (and deleted
+	// again when they are not written), so their parents must exist; the
+	// missing ones are looked up while the versions are read, and created
+	// by the multi itself, as persistent znodes ahead of the writes.
+	var creates []string
+	for _, c := range txn.Conds {
+		if c.Version == 0 {
+			creates = append(creates, s.r.full(c.Key))
+		}
+	}
+	var (
+		parents    []string
+		parentsErr error
+		looked     = make(chan struct{})
+	)
+	go func() {
+		defer close(looked)
+		parents, parentsErr = missingParents(ctx, s.conn, creates)
+	}()
+	stats, err := s.statConds(ctx, txn.Conds)
+	<-looked
 	if err != nil {
 		return 0, err
+	}
+	if parentsErr != nil {
+		return 0, s.convert("commit", first, parentsErr)
 	}
 	ops := make(map[string]registry.Op, len(txn.Ops))
 	for _, o := range txn.Ops {
 		ops[o.Key] = o
 	}
 	var reqs []any
-	var creates []string
 	versionAt := -1 // index of a request whose Stat carries the multi's zxid
 	for _, c := range txn.Conds {
 		p := s.r.full(c.Key)
@@ -48,14 +75,12 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		switch {
 		case c.Version == 0 && (!written || o.Delete):
 			reqs = append(reqs, &zk.CreateRequest{Path: p, Acl: s.r.acl}, &zk.DeleteRequest{Path: p, Version: -1})
-			creates = append(creates, p)
 		case c.Version == 0:
 			flags := int32(0)
 			if o.Ephemeral {
 				flags = zk.FlagEphemeral
 			}
 			reqs = append(reqs, &zk.CreateRequest{Path: p, Data: o.Value, Acl: s.r.acl, Flags: flags})
-			creates = append(creates, p)
 			if versionAt < 0 {
 				// A set at version 0 right after the create returns the Stat.
 				reqs = append(reqs, &zk.SetDataRequest{Path: p, Data: o.Value, Version: 0})
@@ -71,91 +96,153 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := multi(s.conn, reqs...)
+		if attempt > 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, convertError("commit", first, err)
+			}
+		}
+		all := make([]any, 0, len(parents)+len(reqs))
+		for _, p := range parents {
+			all = append(all, &zk.CreateRequest{Path: p, Acl: s.r.acl})
+		}
+		res, at, err := multiAt(s.conn, append(all, reqs...)...)
 		if err == nil {
 			if versionAt >= 0 {
-				return registry.Version(res[versionAt].Stat.Mzxid), nil
+				return registry.Version(res[len(parents)+versionAt].Stat.Mzxid), nil
 			}
 			return 0, nil // only deletes and checks: no written key to version
 		}
 		failed := err
-		if errors.Is(failed, zk.ErrNoNode) && attempt < 3 && s.makeParents(creates) {
-			continue
+		parentFailed := at >= 0 && at < len(parents)
+		if (parentFailed || errors.Is(failed, zk.ErrNoNode)) && attempt < 5 {
+			// A parent is missing, or one the multi creates appeared (or
+			// lost its own parent) meanwhile: look again.
+			missing, err := missingParents(ctx, s.conn, creates)
+			if err != nil {
+				return 0, s.convert("commit", first, err)
+			}
+			if parentFailed || len(missing) > 0 {
+				parents = missing
+				continue
+			}
+		}
+		if parentFailed {
+			return 0, s.convert("commit", s.r.key(parents[at]), failed)
 		}
 		if errors.Is(failed, zk.ErrNodeExists) || errors.Is(failed, zk.ErrNoNode) || errors.Is(failed, zk.ErrBadVersion) {
-			return 0, s.whichFailed(txn.Conds, failed)
+			return 0, s.whichFailed(ctx, txn.Conds, failed)
 		}
 		return 0, s.convert("commit", first, failed)
 	}
 }
 
-// statConds reads the Stat of every condition with a version, in parallel,
-// and checks the Mzxid; it returns the failure of the first condition (in
-// order) that does not hold.
-func (s *session) statConds(conds []registry.Cond) (map[string]*zk.Stat, error) {
-	stats := make(map[string]*zk.Stat, len(conds))
-	errs := make([]error, len(conds))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, c := range conds {
-		if c.Version == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, stat, err := s.conn.Exists(s.r.full(c.Key))
-			switch {
-			case err != nil:
-				errs[i] = s.convert("commit", c.Key, err)
-			case !ok:
-				errs[i] = &registry.OpError{Op: "commit", Key: c.Key, Err: registry.ErrNotFound}
-			case registry.Version(stat.Mzxid) != c.Version:
-				errs[i] = &registry.OpError{Op: "commit", Key: c.Key,
-					Err: fmt.Errorf("%w: expected %d, found %d", registry.ErrBadVersion, c.Version, stat.Mzxid)}
-			default:
-				mu.Lock()
-				stats[c.Key] = stat
-				mu.Unlock()
-			}
-		}()
+// missingParents returns the ancestors of paths that do not exist,
+// shallowest first, leaving out paths themselves. It reads each level of
+// ancestors with pipelined Exists calls.
+func missingParents(ctx context.Context, conn *zk.Conn, paths []string) ([]string, error) {
+	seen := make(map[string]bool, 2*len(paths))
+	for _, p := range paths {
+		seen[p] = true
 	}
-	wg.Wait()
-	for _, err := range errs {
+	var level, missing []string
+	up := func(p string) {
+		if q := parent(p); q != "/" && !seen[q] {
+			seen[q] = true
+			level = append(level, q)
+		}
+	}
+	for _, p := range paths {
+		up(p)
+	}
+	for len(level) > 0 {
+		exists := make([]bool, len(level))
+		err := pipeline(ctx, len(level), func(i int) error {
+			ok, _, err := conn.Exists(level[i])
+			exists[i] = ok
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
+		checked := level
+		level = nil
+		for i, p := range checked {
+			if !exists[i] {
+				missing = append(missing, p)
+				up(p)
+			}
+		}
 	}
-	return stats, nil
+	slices.SortFunc(missing, func(a, b string) int {
+		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), strings.Compare(a, b))
+	})
+	return missing, nil
+}
+
+// statConds reads the Stat of every condition with a version (pipelined)
+// and checks the Mzxid; it returns the failure of the first condition (in
+// order) that does not hold.
+func (s *session) statConds(ctx context.Context, conds []registry.Cond) (map[string]*zk.Stat, error) {
+	var versioned []registry.Cond
+	for _, c := range conds {
+		if c.Version != 0 {
+			versioned = append(versioned, c)
+		}
+	}
+	found, stats, err := s.stat(ctx, versioned)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[string]*zk.Stat, len(versioned))
+	for i, c := range versioned {
+		switch {
+		case !found[i]:
+			return nil, &registry.OpError{Op: "commit", Key: c.Key, Err: registry.ErrNotFound}
+		case registry.Version(stats[i].Mzxid) != c.Version:
+			return nil, &registry.OpError{Op: "commit", Key: c.Key,
+				Err: fmt.Errorf("%w: expected %d, found %d", registry.ErrBadVersion, c.Version, stats[i].Mzxid)}
+		}
+		byKey[c.Key] = stats[i]
+	}
+	return byKey, nil
+}
+
+// stat reads whether each condition's key exists, and its Stat, with
+// pipelined Exists calls. An error names the first key whose read failed.
+func (s *session) stat(ctx context.Context, conds []registry.Cond) ([]bool, []*zk.Stat, error) {
+	found := make([]bool, len(conds))
+	stats := make([]*zk.Stat, len(conds))
+	err := pipeline(ctx, len(conds), func(i int) error {
+		ok, stat, err := s.conn.Exists(s.r.full(conds[i].Key))
+		if err != nil {
+			return s.convert("commit", conds[i].Key, err)
+		}
+		found[i], stats[i] = ok, stat
+		return nil
+	})
+	if err != nil {
+		return nil, nil, convertError("commit", conds[0].Key, err)
+	}
+	return found, stats, nil
 }
 
 // whichFailed names the first condition that does not hold now; if all
 // hold again (a race), it reports the multi's own failure.
-func (s *session) whichFailed(conds []registry.Cond, failed error) error {
-	for _, c := range conds {
-		ok, stat, err := s.conn.Exists(s.r.full(c.Key))
+func (s *session) whichFailed(ctx context.Context, conds []registry.Cond, failed error) error {
+	found, stats, err := s.stat(ctx, conds)
+	if err != nil {
+		return err
+	}
+	for i, c := range conds {
 		switch {
-		case err != nil:
-			return s.convert("commit", c.Key, err)
-		case c.Version == 0 && ok:
+		case c.Version == 0 && found[i]:
 			return &registry.OpError{Op: "commit", Key: c.Key, Err: registry.ErrExists}
-		case c.Version != 0 && !ok:
+		case c.Version != 0 && !found[i]:
 			return &registry.OpError{Op: "commit", Key: c.Key, Err: registry.ErrNotFound}
-		case c.Version != 0 && registry.Version(stat.Mzxid) != c.Version:
+		case c.Version != 0 && registry.Version(stats[i].Mzxid) != c.Version:
 			return &registry.OpError{Op: "commit", Key: c.Key,
-				Err: fmt.Errorf("%w: expected %d, found %d", registry.ErrBadVersion, c.Version, stat.Mzxid)}
+				Err: fmt.Errorf("%w: expected %d, found %d", registry.ErrBadVersion, c.Version, stats[i].Mzxid)}
 		}
 	}
 	return &registry.OpError{Op: "commit", Key: conds[0].Key, Err: fmt.Errorf("%w: a condition changed during the transaction: %v", registry.ErrBadVersion, failed)}
-}
-
-// makeParents creates the missing parents of the created paths; it reports
-// whether it could.
-func (s *session) makeParents(creates []string) bool {
-	for _, p := range creates {
-		if err := mkdirs(s.conn, s.r.acl, parent(p)); err != nil {
-			return false
-		}
-	}
-	return true
 }

@@ -21,6 +21,10 @@ import (
 // Version, events for one key arrive in order, and changes between two reads
 // are coalesced.
 //
+// The initial snapshot, and every subtree that appears later, is read level
+// by level with a window of reads in flight on the connection (pipelined),
+// not one round trip after another; ctx bounds those reads too.
+//
 // Parent znodes are keys with empty values: the initial snapshot holds every
 // znode at or under prefix (except the namespace root itself), and creating
 // "/a/b/c" under a watched "/a" reports "/a/b" (empty) before "/a/b/c".
@@ -133,8 +137,13 @@ func (w *watch) run() {
 				w.end(fmt.Errorf("%w: %w", registry.ErrWatchLost, n.ev.Err))
 				return
 			}
-			for {
-				err := w.handle(n)
+			for attempt := 0; ; attempt++ {
+				var err error
+				if attempt == 0 {
+					err = w.handle(n)
+				} else {
+					err = w.resync()
+				}
 				if err == nil {
 					backoff = 50 * time.Millisecond
 					break
@@ -209,6 +218,31 @@ func (w *watch) handle(n note) error {
 	return nil
 }
 
+// resync runs after handling a fired watch failed: it reads again every
+// tracked znode whose data or child watch is not armed (parents first), and
+// the prefix's znode when it is neither tracked nor watched.
+func (w *watch) resync() error {
+	var behind []string
+	for p, nd := range w.nodes {
+		if nd.dataArm == 0 || nd.childArm == 0 {
+			behind = append(behind, p)
+		}
+	}
+	slices.Sort(behind)
+	for _, p := range behind {
+		if w.nodes[p] == nil {
+			continue // removed while an earlier one was read
+		}
+		if err := w.loadNode(p); err != nil {
+			return err
+		}
+	}
+	if w.nodes[w.root] == nil && w.rootArm == 0 {
+		return w.loadRoot()
+	}
+	return nil
+}
+
 func (w *watch) handleNode(n note) error {
 	if n.path == w.root && n.arm == w.rootArm {
 		w.rootArm = 0
@@ -262,9 +296,13 @@ func (w *watch) loadRoot() error {
 // loadNode reads p's data (arming a data watch if none is armed) and
 // reports a put when p is new or changed. A new incarnation of p (deleted
 // and created again) first removes the old one. It then loads p's children.
+// An untracked p is loaded with its whole subtree by loadNew.
 func (w *watch) loadNode(p string) error {
 	nd := w.nodes[p]
-	if nd != nil && nd.dataArm != 0 {
+	if nd == nil {
+		return w.loadNew([]string{p})
+	}
+	if nd.dataArm != 0 {
 		// A data watch is armed: only the children can be behind.
 		if nd.childArm == 0 {
 			return w.loadChildren(p)
@@ -279,23 +317,18 @@ func (w *watch) loadNode(p string) error {
 		return err
 	}
 	arm := w.forward(p, ch)
-	if nd != nil && nd.czxid != stat.Czxid {
+	if nd.czxid != stat.Czxid {
 		if err := w.removed(p); err != nil {
 			return err
 		}
-		nd = nil
-	}
-	if nd == nil {
 		nd = &wnode{czxid: stat.Czxid}
 		w.nodes[p] = nd
 	}
 	nd.dataArm = arm
 	if nd.mzxid != stat.Mzxid {
 		nd.mzxid = stat.Mzxid
-		if key := w.r.key(p); key != "/" {
-			if !w.emit(registry.Event{Type: registry.EventPut, KV: registry.KV{Key: key, Value: data, Version: registry.Version(stat.Mzxid)}}) {
-				return errStopped
-			}
+		if !w.emitPut(p, data, stat) {
+			return errStopped
 		}
 	}
 	if nd.childArm == 0 {
@@ -304,8 +337,17 @@ func (w *watch) loadNode(p string) error {
 	return nil
 }
 
+func (w *watch) emitPut(p string, data []byte, stat *zk.Stat) bool {
+	key := w.r.key(p)
+	if key == "/" {
+		return true
+	}
+	return w.emit(registry.Event{Type: registry.EventPut, KV: registry.KV{Key: key, Value: data, Version: registry.Version(stat.Mzxid)}})
+}
+
 // loadChildren lists p's children (arming a child watch) and loads the new
-// ones.
+// ones. If loading them fails, p's child watch counts as not armed, so that
+// resync lists them again.
 func (w *watch) loadChildren(p string) error {
 	nd := w.nodes[p]
 	if nd == nil {
@@ -326,18 +368,166 @@ func (w *watch) loadChildren(p string) error {
 		}
 		return w.loadNode(p)
 	}
-	nd.childArm = arm
-	slices.Sort(names)
+	var fresh []string
 	for _, n := range names {
-		c := p + "/" + n
-		if _, ok := w.nodes[c]; ok {
-			continue
+		if c := p + "/" + n; w.nodes[c] == nil {
+			fresh = append(fresh, c)
 		}
-		if err := w.loadNode(c); err != nil {
+	}
+	if err := w.loadNew(fresh); err != nil {
+		nd.childArm = 0
+		return err
+	}
+	nd.childArm = arm
+	return nil
+}
+
+// fetched is what loadNew read of one znode: its data and children, each
+// with the channel of the watch the read armed.
+type fetched struct {
+	data    []byte
+	stat    *zk.Stat
+	dataCh  <-chan zk.Event
+	names   []string
+	childCh <-chan zk.Event
+	state   fetchState
+}
+
+type fetchState uint8
+
+const (
+	fetchOK       fetchState = iota
+	fetchGone                // deleted before it was read
+	fetchReplaced            // deleted and created again between the two reads
+)
+
+// loadNew loads the untracked znodes roots with their subtrees: it reads
+// them (fetchTree), then tracks and reports them in the order a depth-first
+// walk by name would, parents before children. A znode gone before it was
+// read is skipped (it is not tracked, so nothing is removed); one replaced
+// between its two reads is loaded again by itself. When a read fails
+// nothing more is tracked or reported.
+func (w *watch) loadNew(roots []string) error {
+	got := map[string]*fetched{}
+	if err := w.fetchTree(roots, got); err != nil {
+		return err
+	}
+	sorted := slices.Clone(roots)
+	slices.Sort(sorted)
+	for _, p := range sorted {
+		if err := w.track(p, got); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fetchTree reads roots and their subtrees into got, level by level, with
+// a window of reads in flight (each znode's data, then its children,
+// arming both watches).
+func (w *watch) fetchTree(roots []string, got map[string]*fetched) error {
+	level := roots
+	for len(level) > 0 {
+		res := make([]fetched, len(level))
+		err := pipeline(w.ctx, len(level), func(i int) (err error) {
+			res[i], err = w.fetch(level[i])
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		var next []string
+		for i, p := range level {
+			got[p] = &res[i]
+			if res[i].state == fetchOK {
+				for _, n := range res[i].names {
+					next = append(next, p+"/"+n)
+				}
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// fetch reads p's data, then its children, arming both watches.
+func (w *watch) fetch(p string) (fetched, error) {
+	data, stat, dataCh, err := w.conn.GetW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return fetched{state: fetchGone}, nil
+	}
+	if err != nil {
+		return fetched{}, err
+	}
+	names, cstat, childCh, err := w.conn.ChildrenW(p)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fetched{state: fetchGone}, nil
+	case err != nil:
+		return fetched{}, err
+	case cstat.Czxid != stat.Czxid:
+		return fetched{state: fetchReplaced}, nil
+	}
+	slices.Sort(names)
+	return fetched{data: data, stat: stat, dataCh: dataCh, names: names, childCh: childCh}, nil
+}
+
+// track records the fetched znode p and its fetched subtree, reporting
+// each. A znode whose watch fired since it was read is read again first,
+// so that no value already known to be old is reported.
+func (w *watch) track(p string, got map[string]*fetched) error {
+	f := got[p]
+	if f == nil {
+		return w.loadNew([]string{p})
+	}
+	if f.state == fetchOK && (fired(f.dataCh) || fired(f.childCh)) {
+		again, err := w.fetch(p)
+		if err != nil {
+			return err
+		}
+		f = &again
+		got[p] = f
+		// Children listed now that were not read, or not whole, are read
+		// again together.
+		var redo []string
+		for _, n := range f.names {
+			if g := got[p+"/"+n]; g == nil || g.state != fetchOK {
+				redo = append(redo, p+"/"+n)
+			}
+		}
+		if err := w.fetchTree(redo, got); err != nil {
+			return err
+		}
+	}
+	switch f.state {
+	case fetchGone:
+		return nil
+	case fetchReplaced:
+		return w.loadNew([]string{p})
+	}
+	w.nodes[p] = &wnode{czxid: f.stat.Czxid, mzxid: f.stat.Mzxid,
+		dataArm: w.forward(p, f.dataCh), childArm: w.forward(p, f.childCh)}
+	if !w.emitPut(p, f.data, f.stat) {
+		return errStopped
+	}
+	for _, n := range f.names {
+		if err := w.track(p+"/"+n, got); err != nil {
+			w.nodes[p].childArm = 0 // its children are not all tracked
+			return err
+		}
+	}
+	return nil
+}
+
+// fired reports whether the one-shot watch ch has fired, consuming its
+// event.
+func fired(ch <-chan zk.Event) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // removed forgets p and everything tracked below it, reporting deletes
