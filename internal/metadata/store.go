@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -118,8 +119,7 @@ func (s *Store) publish(d *draft) {
 	}
 }
 
-// load reads every watched prefix once (the watch's initial snapshot) and
-// publishes the result.
+// load reads every watched prefix once and publishes the result.
 func (s *Store) load(ctx context.Context) error {
 	var events []registry.Event
 	for _, prefix := range WatchedPrefixes {
@@ -137,19 +137,24 @@ func (s *Store) load(ctx context.Context) error {
 	return nil
 }
 
-// snapshotOf returns every key at or under prefix with one Watch, closed at
-// once.
+// snapshotOf returns every key at or under prefix: the prefix's own key,
+// then a List of its subtree (one range read on etcd; pipelined reads on
+// ZooKeeper, which arm no watches). Run's watches reconcile whatever
+// changes between these reads and their own.
 func snapshotOf(ctx context.Context, repo registry.Repository, prefix string) ([]registry.KV, error) {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	kvs, ch, err := repo.Watch(wctx, prefix)
+	var kvs []registry.KV
+	kv, err := repo.Get(ctx, prefix)
+	switch {
+	case err == nil:
+		kvs = append(kvs, kv)
+	case !errors.Is(err, registry.ErrNotFound):
+		return nil, err
+	}
+	below, err := repo.List(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	cancel()
-	for range ch { // drain so the backend's goroutine ends
-	}
-	return kvs, nil
+	return append(kvs, below...), nil
 }
 
 // Run keeps Current in step with the registry until ctx ends, with one
