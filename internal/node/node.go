@@ -38,7 +38,8 @@ type Node struct {
 	gen     atomic.Pointer[snowflake.Generator] // nil while not issuing
 	current atomic.Pointer[holding]             // the held worker id
 
-	ledgerSeen atomic.Bool // this node saw the cluster's worker id ledger
+	ledgerSeen atomic.Bool     // this node saw the cluster's worker id ledger
+	life       context.Context // the run loop's; ends when Close starts
 	cancel     context.CancelFunc
 	done       chan struct{} // closed when the run loop returns
 	closeMu    sync.Mutex
@@ -72,21 +73,27 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, err
 		cfg.Logger.Warn(fmt.Sprintf("It is unnecessary to configure worker-id in cluster mode, system assigned worker-id was %d", hold.h.WorkerID))
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	n.life, n.cancel = runCtx, cancel
 	go n.members.run(runCtx, repo)
 	go n.run(runCtx, hold)
 	return n, nil
 }
 
 // acquire opens a session, claims a worker id, reserves time, builds the
-// generator and registers online. On error it closes what it opened.
+// generator and registers online. On error it closes what it opened, with
+// one exception: a worker id claimed when Close interrupts a re-acquisition
+// becomes the current holding, not issuing, with its session, so that
+// Close releases it as it releases any holding (lowers its fence and emits
+// EventReleased) instead of leaving its reservation raised and the trail
+// ending in EventLost.
 func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	sess, err := n.repo.NewSession(ctx, registry.SessionOptions{TTL: n.cfg.SessionTTL})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open session: %w", err)
 	}
+	closing := false // the claim is handed to Close
 	defer func() {
-		if err != nil {
+		if err != nil && !closing {
 			_ = sess.Close(context.WithoutCancel(ctx))
 		}
 	}()
@@ -108,7 +115,12 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	claimed := &holding{sess: sess, h: h, gen: gen, lost: make(chan struct{})}
 	n.emit(EventAcquired, claimed, nil)
 	defer func() {
-		if err != nil {
+		switch {
+		case err == nil:
+		case n.life != nil && n.life.Err() != nil:
+			closing = true
+			n.current.Store(claimed)
+		default:
 			n.emit(EventLost, claimed, err)
 		}
 	}()

@@ -489,9 +489,11 @@ func TestEvents(t *testing.T) {
 	}
 	testenv.Eventually(t, "a renewal", func() bool { return len(snapshot()) >= 3 })
 	memory.Expire(n.current.Load().sess)
+	// EventReserved of the new epoch comes before the node registers
+	// online and issues: wait until it holds the worker id again.
 	testenv.Eventually(t, "the re-acquisition", func() bool {
 		s := snapshot()
-		return s[len(s)-1].Kind == EventReserved && s[len(s)-1].Epoch > s[0].Epoch
+		return s[len(s)-1].Kind == EventReserved && s[len(s)-1].Epoch > s[0].Epoch && n.WorkerID() == 7
 	})
 	if err := n.Close(testenv.Context(t)); err != nil {
 		t.Fatal(err)
@@ -522,6 +524,73 @@ func TestEvents(t *testing.T) {
 	}
 	if !lost || got[len(got)-1].Kind != EventReleased {
 		t.Fatalf("events = %+v, want a loss and a final release", got)
+	}
+}
+
+// TestCloseDuringReacquisition closes a node whose re-acquisition has
+// claimed a worker id and committed its first reservation but not yet
+// registered online: Close releases that claim as it releases any holding.
+// The fence goes back to the claim's floor (no key of the epoch was
+// issued), the reservation is gone with the session, and the trail ends
+// with EventReleased for the new epoch, not EventLost.
+func TestCloseDuringReacquisition(t *testing.T) {
+	store := memory.New()
+	fillExcept(t, store, 7)
+	r := fault.Wrap(store.Clone(), nil)
+	var mu sync.Mutex
+	var events []Event
+	n := openNode(t, r, Config{InstanceID: "interrupted", OnEvent: func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}})
+	snapshot := func() []Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Event(nil), events...)
+	}
+	first := n.current.Load().h.Epoch
+	// The next registration waits until its context ends: Close cancels it.
+	online, _ := paths.Online(TypeProxy, "interrupted")
+	r.SetPlan(func(op, key string) fault.Action {
+		if op == "put-ephemeral" && key == online {
+			return fault.Action{Delay: time.Hour}
+		}
+		return fault.Action{}
+	})
+	memory.Expire(n.current.Load().sess.(*fault.Session).Unwrap())
+	testenv.Eventually(t, "the re-acquisition's first reservation", func() bool {
+		s := snapshot()
+		return s[len(s)-1].Kind == EventReserved && s[len(s)-1].Epoch > first
+	})
+	claim := snapshot()[len(snapshot())-1]
+	if n.WorkerID() != -1 {
+		t.Fatalf("issuing on worker %d before registering online", n.WorkerID())
+	}
+	if err := n.Close(testenv.Context(t)); err != nil {
+		t.Fatalf("Close during the re-acquisition: %v", err)
+	}
+	got := snapshot()
+	if last := got[len(got)-1]; last.Kind != EventReleased || last.Epoch != claim.Epoch || last.Err != nil || last.ReservedUntilMs != claim.FloorMs {
+		t.Fatalf("events = %+v; want the last to be a release of epoch %d down to its floor %d", got, claim.Epoch, claim.FloorMs)
+	}
+	ctx := testenv.Context(t)
+	fk, _ := paths.Fence(7)
+	kv, err := store.Get(ctx, fk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f workerid.Fence
+	if err := json.Unmarshal(kv.Value, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Epoch != claim.Epoch || f.ReservedUntil != claim.FloorMs {
+		t.Fatalf("fence after Close = %+v; want epoch %d reserved until its floor %d (not the claim's reservation %d)",
+			f, claim.Epoch, claim.FloorMs, claim.ReservedUntilMs)
+	}
+	res, _ := paths.Reservation(7)
+	if _, err := store.Get(ctx, res); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("reservation of worker 7 after Close: %v, want it gone with the session", err)
 	}
 }
 
