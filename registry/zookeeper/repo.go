@@ -10,7 +10,8 @@
 //     is then bounded by the connection's own timeouts (a request fails with
 //     ErrUnavailable when the connection drops, or after a failed round of
 //     connection attempts). Waits that are ours (locks, connecting) end with
-//     ctx.
+//     ctx, and bulk reads (List, a Watch's loading, a Commit's reads), which
+//     keep a window of requests in flight, start no request after ctx ends.
 //   - Watches are one-shot and there is no persistent recursive watch, so
 //     Watch re-arms a data and a child watch on every znode below the prefix,
 //     as Curator's TreeCache does.
