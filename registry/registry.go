@@ -52,7 +52,11 @@ type Repository interface {
 	// Session. ctx bounds only the creation, not the session's life.
 	NewSession(ctx context.Context, opts SessionOptions) (Session, error)
 	// Close releases client resources. It does not delete persistent keys.
-	// Calls after Close return ErrClosed.
+	// Every Session of the Repository that has not ended yet ends before
+	// Close returns: its Done is closed and its Err wraps ErrClosed, not
+	// ErrSessionExpired. Whether its ephemerals and locks go at once or when
+	// its TTL runs out depends on the backend. Calls after Close return
+	// ErrClosed.
 	Close() error
 }
 
@@ -115,9 +119,9 @@ type Session interface {
 	// ID identifies the session in logs (lease ID, ZooKeeper session ID).
 	ID() string
 	// Done is closed once the session can no longer be refreshed: the lease
-	// or ZooKeeper session expired, or Close was called. After Done is
-	// closed, every ephemeral key and lock created through this session must
-	// be assumed gone.
+	// or ZooKeeper session expired, or Close was called on the session or
+	// on its Repository. After Done is closed, every ephemeral key and lock
+	// created through this session must be assumed gone.
 	Done() <-chan struct{}
 	// Err reports why Done was closed: an error wrapping ErrSessionExpired or
 	// ErrClosed. It returns nil while the session is alive.

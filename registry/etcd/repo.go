@@ -258,10 +258,10 @@ func (r *Repo) Endpoints() []string { return append([]string(nil), r.endpoints..
 
 // Close implements registry.Repository. It ends every watch (their channels
 // close after a final event wrapping registry.ErrClosed when the consumer
-// has room for it), stops the keep-alives of every session still open
-// without revoking their leases (their ephemerals expire with the TTL; close
-// sessions first for a prompt removal), and closes the client. Calling it
-// again returns nil.
+// has room for it), ends every session still open (its Err wraps
+// registry.ErrClosed) and stops its keep-alive without revoking its lease
+// (its ephemerals expire with the TTL; close sessions first for a prompt
+// removal), and closes the client. Calling it again returns nil.
 func (r *Repo) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -275,10 +275,13 @@ func (r *Repo) Close() error {
 	r.sessions = nil
 	r.mu.Unlock()
 
-	r.cancel()
+	// The sessions end before r.ctx is cancelled: their keep-alives run
+	// under r.ctx, and a keep-alive that stops first would make monitor
+	// report the caller's Close as an expiry.
 	for s := range sessions {
 		s.orphan(registry.ErrClosed)
 	}
+	r.cancel()
 	if w != nil {
 		_ = w.Close()
 	}

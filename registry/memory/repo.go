@@ -5,12 +5,14 @@
 //
 // Semantics follow etcd: keys are flat (no implicit parent keys), versions
 // come from one global revision counter (they never repeat), and a session
-// lives until it is closed or expired with Expire. Session TTLs are not
-// enforced by a clock; a simulation decides when a session expires.
+// lives until it or its client is closed, or it is expired with Expire.
+// Session TTLs are not enforced by a clock; a simulation decides when a
+// session expires.
 package memory
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,10 +23,11 @@ import (
 // Repo is a client of an in-memory store. Clients made with Clone share the
 // store, as two processes share one registry. Safe for concurrent use.
 type Repo struct {
-	st     *store
-	closed atomic.Bool
-	mu     sync.Mutex
-	watchs map[*watcher]struct{} // this client's watches
+	st       *store
+	closed   atomic.Bool
+	mu       sync.Mutex
+	watchs   map[*watcher]struct{} // this client's watches
+	sessions map[*session]struct{} // this client's sessions not ended yet
 }
 
 var _ registry.Repository = (*Repo)(nil)
@@ -53,7 +56,9 @@ func New() *Repo {
 	})
 }
 
-func newClient(st *store) *Repo { return &Repo{st: st, watchs: map[*watcher]struct{}{}} }
+func newClient(st *store) *Repo {
+	return &Repo{st: st, watchs: map[*watcher]struct{}{}, sessions: map[*session]struct{}{}}
+}
 
 // Clone returns another client of the same store, closed independently.
 func (r *Repo) Clone() *Repo { return newClient(r.st) }
@@ -72,7 +77,8 @@ func (r *Repo) DropWatches() {
 	}
 }
 
-// Close implements registry.Repository. It ends this client's watches.
+// Close implements registry.Repository. It ends this client's watches, and
+// its sessions as their Close would: their ephemerals and locks go at once.
 func (r *Repo) Close() error {
 	if r.closed.Swap(true) {
 		return nil
@@ -82,7 +88,14 @@ func (r *Repo) Close() error {
 	for w := range r.watchs {
 		ws = append(ws, w)
 	}
+	ss := make([]*session, 0, len(r.sessions))
+	for s := range r.sessions {
+		ss = append(ss, s)
+	}
 	r.mu.Unlock()
+	for _, s := range ss {
+		s.end(fmt.Errorf("memory session %d: %w", s.id, registry.ErrClosed))
+	}
 	for _, w := range ws {
 		w.lose(&registry.OpError{Op: "watch", Key: w.prefix, Err: registry.ErrClosed})
 	}

@@ -29,6 +29,14 @@ func (r *Repo) NewSession(ctx context.Context, opts registry.SessionOptions) (re
 	r.st.nextSess++
 	s := &session{repo: r, id: r.st.nextSess, keys: map[string]struct{}{}, done: make(chan struct{})}
 	r.st.mu.Unlock()
+	// Close swaps closed before it collects the sessions under mu, so a
+	// session added here is either seen by Close or refused.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		return nil, &registry.OpError{Op: "session", Err: registry.ErrClosed}
+	}
+	r.sessions[s] = struct{}{}
 	return s, nil
 }
 
@@ -62,6 +70,9 @@ func (s *session) end(err error) bool {
 		}
 		close(s.done)
 		st.mu.Unlock()
+		s.repo.mu.Lock()
+		delete(s.repo.sessions, s)
+		s.repo.mu.Unlock()
 	})
 	return ended
 }

@@ -95,6 +95,36 @@ func testSessionClose(t *testing.T, h Harness) {
 	}
 }
 
+// Closing a client ends the sessions still open on it as the caller's own
+// close, never as an expiry: an owner watching Done must not take its own
+// shutdown for a lost lease and try to register again.
+func testRepoCloseEndsSessions(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r1, r2 := e.open(), e.open()
+	s := e.session(r1, 0)
+	c := testenv.Context(t)
+	if err := s.PutEphemeral(c, "/eph/a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !closed(s.Done()) {
+		t.Fatal("session Done still open after its client's Close returned")
+	}
+	if err := s.Err(); !errors.Is(err, registry.ErrClosed) || errors.Is(err, registry.ErrSessionExpired) {
+		t.Fatalf("session Err after its client's Close = %v, want ErrClosed", err)
+	}
+	wantErr(t, "PutEphemeral after the client's Close",
+		s.PutEphemeral(c, "/eph/late", []byte("x")), registry.ErrClosed)
+	if exists(t, r2, "/eph/late") {
+		t.Fatal("a session of a closed client wrote an ephemeral")
+	}
+	if err := s.Close(c); err != nil {
+		t.Fatalf("session Close after its client's Close: %v", err)
+	}
+}
+
 func testSessionExpiry(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r1, r2 := e.open(), e.open()

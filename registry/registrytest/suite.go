@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"Ephemeral", testEphemeral},
 		{"SessionClose", testSessionClose},
 		{"SessionExpiry", testSessionExpiry},
+		{"RepoCloseEndsSessions", testRepoCloseEndsSessions},
 		{"ExclusiveEphemeralRace", testExclusiveEphemeralRace},
 		{"Lock", testLock},
 		{"TryLock", testTryLock},
