@@ -84,9 +84,34 @@ func newMembers(log *slog.Logger) *members {
 	return m
 }
 
-// run follows the registry until ctx ends.
+// run follows the registry until ctx ends. The first snapshot is read
+// with one List and published whole: applied one key at a time, in key
+// order (online before status and worker_id), it would show instances
+// online without their status and worker id for a moment. When the List
+// fails, the watch's own snapshot is applied one key at a time.
 func (m *members) run(ctx context.Context, repo registry.Repository) {
-	_ = registry.Follow(ctx, repo, paths.ComputeNodes, m.apply)
+	var known map[string]registry.Version
+	if kvs, err := repo.List(ctx, paths.ComputeNodes); err == nil {
+		known = make(map[string]registry.Version, len(kvs))
+		for _, kv := range kvs {
+			known[kv.Key] = kv.Version
+		}
+		m.applyAll(kvs)
+	}
+	_ = registry.FollowFrom(ctx, repo, paths.ComputeNodes, known, m.apply)
+}
+
+// applyAll applies kvs as puts and publishes the result once.
+func (m *members) applyAll(kvs []registry.KV) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for _, kv := range kvs {
+		changed = m.applyLocked(registry.Event{Type: registry.EventPut, KV: kv}) || changed
+	}
+	if changed {
+		m.publish()
+	}
 }
 
 func (m *members) apply(ev registry.Event) {
@@ -94,12 +119,20 @@ func (m *members) apply(ev registry.Event) {
 		m.log.Warn("membership watch lost; resyncing", "err", ev.Err)
 		return
 	}
-	kind, id, typ, ok := paths.InstanceIDFrom(ev.KV.Key)
-	if !ok {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.applyLocked(ev) {
+		m.publish()
+	}
+}
+
+// applyLocked applies one event to byID and online, called with m.mu, and
+// reports whether it changed them.
+func (m *members) applyLocked(ev registry.Event) bool {
+	kind, id, typ, ok := paths.InstanceIDFrom(ev.KV.Key)
+	if !ok {
+		return false
+	}
 	inst := m.byID[id]
 	if inst == nil {
 		inst = &Instance{ID: id, WorkerID: -1}
@@ -119,7 +152,7 @@ func (m *members) apply(ev registry.Event) {
 	} else if err := decodeInto(&next, kind, string(typ), ev.KV.Value); err != nil {
 		m.corrupt.Add(1)
 		m.log.Warn("skipping corrupt registry value", "key", ev.KV.Key, "err", err)
-		return
+		return false
 	} else if kind == "online" {
 		m.online[id] = true
 	}
@@ -128,7 +161,7 @@ func (m *members) apply(ev registry.Event) {
 	} else {
 		m.byID[id] = &next
 	}
-	m.publish()
+	return true
 }
 
 func decodeInto(inst *Instance, kind, typ string, value []byte) error {
@@ -191,9 +224,7 @@ func LoadInstances(ctx context.Context, repo registry.Repository, log *slog.Logg
 		log = slog.Default()
 	}
 	m := newMembers(log)
-	for _, kv := range kvs {
-		m.apply(registry.Event{Type: registry.EventPut, KV: kv})
-	}
+	m.applyAll(kvs)
 	list, _ := m.view()
 	return list, nil
 }

@@ -594,6 +594,50 @@ func TestCloseDuringReacquisition(t *testing.T) {
 	}
 }
 
+// TestMembershipFirstViewWhole checks that the first membership view a
+// node publishes shows each instance whole: a disabled instance online
+// with its status and worker id, never online alone with no worker id and
+// the default status (its online node sorts before the others). The watch
+// is held back, so the first view published is the one read.
+func TestMembershipFirstViewWhole(t *testing.T) {
+	store := memory.New()
+	ctx := testenv.Context(t)
+	sess, err := store.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	online, _ := paths.Online(TypeProxy, "other")
+	status, _ := paths.Status("other")
+	worker, _ := paths.WorkerID("other")
+	for key, value := range map[string]string{online: string(encodeOnline(Config{Type: TypeProxy, Host: "10.0.0.1", Port: 3307})),
+		status: "CIRCUIT_BREAK", worker: "5"} {
+		if err := sess.PutEphemeral(ctx, key, []byte(value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := fault.Wrap(store.Clone(), func(op, key string) fault.Action {
+		if op == "watch" {
+			return fault.Action{Delay: time.Hour}
+		}
+		return fault.Action{}
+	})
+	m := newMembers(quietLogger())
+	_, changed := m.view()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.run(runCtx, r) }()
+	defer func() { stop(); <-done }()
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no membership view published")
+	}
+	list, _ := m.view()
+	if len(list) != 1 || list[0].ID != "other" || list[0].WorkerID != 5 || list[0].Status != "CIRCUIT_BREAK" || list[0].Host != "10.0.0.1" {
+		t.Fatalf("first view = %+v, want other whole: worker 5, CIRCUIT_BREAK, 10.0.0.1", list)
+	}
+}
+
 // TestUnsafeIgnoreFloor shows what the floor prevents. The previous holder
 // of the only free worker id reserved time up to ten minutes ahead of this
 // node's clock (its clock ran ahead, or this one is behind). A node stamps
