@@ -55,6 +55,15 @@ const (
 	ExclusiveRoot     = "/exclusive_operation"
 	ActiveVersionName = "active_version"
 	VersionsName      = "versions"
+	// ShowProcessListTriggerRoot holds ShardingSphere's SHOW PROCESSLIST
+	// triggers, {instanceId}:{taskId} (persistent, value "").
+	ShowProcessListTriggerRoot = "/nodes/compute_nodes/show_process_list_trigger"
+	// KillProcessTriggerRoot holds ShardingSphere's KILL triggers,
+	// {instanceId}:{processId} (persistent, value "").
+	KillProcessTriggerRoot = "/nodes/compute_nodes/kill_process_trigger"
+	// ExecutionNodesRoot holds the answers to SHOW PROCESSLIST triggers,
+	// /execution_nodes/{taskId}/{instanceId} (persistent, YAML process list).
+	ExecutionNodesRoot = "/execution_nodes"
 )
 
 // Online is /nodes/compute_nodes/online/{type}/{instanceId} (ephemeral; YAML
@@ -167,6 +176,73 @@ func Version(node string, n int) string { return node + "/" + VersionsName + "/"
 
 // ExclusiveOperation is /exclusive_operation/{name}, a lock path.
 func ExclusiveOperation(name string) (string, error) { return join(ExclusiveRoot, name) }
+
+// ShowProcessListTrigger is
+// /nodes/compute_nodes/show_process_list_trigger/{instanceId}:{taskId}: the
+// trigger asking instanceID to report its processes for taskID.
+func ShowProcessListTrigger(instanceID, taskID string) (string, error) {
+	return trigger(ShowProcessListTriggerRoot, instanceID, taskID)
+}
+
+// KillProcessTrigger is
+// /nodes/compute_nodes/kill_process_trigger/{instanceId}:{processId}: the
+// trigger asking instanceID to kill its process processID.
+func KillProcessTrigger(instanceID, processID string) (string, error) {
+	return trigger(KillProcessTriggerRoot, instanceID, processID)
+}
+
+// ParseTrigger splits a trigger's name (the last segment of a
+// ShowProcessListTrigger or KillProcessTrigger key) into the instance id and
+// the task or process id at its last ":", as ShardingSphere's handlers do.
+// ok is false when either part is empty.
+func ParseTrigger(name string) (instanceID, id string, ok bool) {
+	i := strings.LastIndexByte(name, ':')
+	if i <= 0 || i == len(name)-1 {
+		return "", "", false
+	}
+	return name[:i], name[i+1:], true
+}
+
+// ExecutionTask is /execution_nodes/{taskId}: the answers to one SHOW
+// PROCESSLIST task.
+func ExecutionTask(taskID string) (string, error) {
+	if err := checkTriggerID(taskID); err != nil {
+		return "", err
+	}
+	return ExecutionNodesRoot + "/" + taskID, nil
+}
+
+// ExecutionNode is /execution_nodes/{taskId}/{instanceId}: instanceID's
+// process list (YAML YamlProcessList) for taskID.
+func ExecutionNode(taskID, instanceID string) (string, error) {
+	t, err := ExecutionTask(taskID)
+	if err != nil {
+		return "", err
+	}
+	return join(t, instanceID)
+}
+
+// trigger is root/{instanceID}:{id}. The id may not contain ":", so that
+// the name splits back into the same two parts (see ParseTrigger).
+func trigger(root, instanceID, id string) (string, error) {
+	if err := registry.ValidateName(instanceID); err != nil {
+		return "", err
+	}
+	if err := checkTriggerID(id); err != nil {
+		return "", err
+	}
+	return join(root, instanceID+":"+id)
+}
+
+func checkTriggerID(id string) error {
+	if err := registry.ValidateName(id); err != nil {
+		return err
+	}
+	if strings.Contains(id, ":") {
+		return fmt.Errorf("%w: task or process id %q contains \":\"", registry.ErrBadKey, id)
+	}
+	return nil
+}
 
 // InstanceIDFrom returns the instance id of an online, status, worker_id or
 // labels key, and which of them it is ("online", "status", "worker_id",

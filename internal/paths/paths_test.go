@@ -93,3 +93,50 @@ func TestInstanceIDFrom(t *testing.T) {
 		}
 	}
 }
+
+func TestTriggersMatchShardingSphere(t *testing.T) {
+	const id, task = "8c7b2a3e-5d1f-4f6a-9c0e-2b7d8e9f0a1b", "1f0e2d3c4b5a69788796a5b4c3d2e1f0"
+	for _, c := range []struct {
+		got  func() (string, error)
+		want string
+	}{
+		{func() (string, error) { return ShowProcessListTrigger(id, task) }, "/nodes/compute_nodes/show_process_list_trigger/" + id + ":" + task},
+		{func() (string, error) { return KillProcessTrigger(id, "p1") }, "/nodes/compute_nodes/kill_process_trigger/" + id + ":p1"},
+		{func() (string, error) { return ExecutionTask(task) }, "/execution_nodes/" + task},
+		{func() (string, error) { return ExecutionNode(task, id) }, "/execution_nodes/" + task + "/" + id},
+	} {
+		got, err := c.got()
+		if err != nil || got != c.want {
+			t.Errorf("got %s, %v; want %s", got, err, c.want)
+		}
+		if err := registry.ValidateKey(got); err != nil {
+			t.Errorf("%s: %v", got, err)
+		}
+	}
+	key, _ := ShowProcessListTrigger(id, task)
+	if inst, tk, ok := ParseTrigger(registry.Base(key)); !ok || inst != id || tk != task {
+		t.Errorf("ParseTrigger(%s) = %q %q %v", registry.Base(key), inst, tk, ok)
+	}
+	if inst, tk, ok := ParseTrigger("10.0.0.1@3307:a:b"); !ok || inst != "10.0.0.1@3307:a" || tk != "b" {
+		t.Errorf("ParseTrigger splits at the last colon: %q %q %v", inst, tk, ok)
+	}
+	for _, name := range []string{"", ":", "i1:", ":t1", "i1"} {
+		if _, _, ok := ParseTrigger(name); ok {
+			t.Errorf("ParseTrigger(%q) accepted", name)
+		}
+	}
+}
+
+func TestTriggerNamesThatWouldEscapeAreRefused(t *testing.T) {
+	for _, c := range [][2]string{{"", "t"}, {"i", ""}, {"..", "t"}, {"i", ".."}, {"a/b", "t"}, {"i", "../x"}, {"i", "t:u"}, {"i\n", "t"}, {"i", "t\x00"}} {
+		if _, err := ShowProcessListTrigger(c[0], c[1]); !errors.Is(err, registry.ErrBadKey) {
+			t.Errorf("ShowProcessListTrigger(%q, %q) = %v, want ErrBadKey", c[0], c[1], err)
+		}
+		if _, err := KillProcessTrigger(c[0], c[1]); !errors.Is(err, registry.ErrBadKey) {
+			t.Errorf("KillProcessTrigger(%q, %q) = %v, want ErrBadKey", c[0], c[1], err)
+		}
+		if _, err := ExecutionNode(c[1], c[0]); !errors.Is(err, registry.ErrBadKey) {
+			t.Errorf("ExecutionNode(%q, %q) = %v, want ErrBadKey", c[1], c[0], err)
+		}
+	}
+}
