@@ -192,9 +192,11 @@ type Node struct {
 }
 
 // Open starts a node on repo: it opens a session, claims a worker id,
-// commits the first time reservation, registers the node online and starts
-// watching the membership. It returns a node that can issue keys at once.
-// ctx bounds only the start; the node runs until Close. Errors: an
+// commits the first time reservation, registers the node online, loads the
+// membership and starts watching it. It returns a node that can issue keys
+// at once and whose Instances include every node online when it loaded
+// them, itself included. ctx bounds only the start; the node runs until
+// Close. Errors: an
 // *ExhaustedError (matching ErrExhausted) when every worker id is taken;
 // registry errors; config errors, all of them at once.
 func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
@@ -250,8 +252,8 @@ func (n *Node) InstanceID() string { return n.n.InstanceID() }
 func (n *Node) WorkerID() int { return n.n.WorkerID() }
 
 // Instances returns the online compute nodes as the registry shows them,
-// sorted by instance id (this node included once its own registration has
-// come back through the watch).
+// sorted by instance id. From Open on it includes this node, unless the
+// node lost its session and has not registered again yet.
 func (n *Node) Instances() []Instance { return instances(n.n.Instances()) }
 
 // InstancesChanged returns the current instances and a channel closed at

@@ -84,20 +84,27 @@ func newMembers(log *slog.Logger) *members {
 	return m
 }
 
-// run follows the registry until ctx ends. The first snapshot is read
-// with one List and published whole: applied one key at a time, in key
-// order (online before status and worker_id), it would show instances
-// online without their status and worker id for a moment. When the List
-// fails, the watch's own snapshot is applied one key at a time.
-func (m *members) run(ctx context.Context, repo registry.Repository) {
-	var known map[string]registry.Version
-	if kvs, err := repo.List(ctx, paths.ComputeNodes); err == nil {
-		known = make(map[string]registry.Version, len(kvs))
-		for _, kv := range kvs {
-			known[kv.Key] = kv.Version
-		}
-		m.applyAll(kvs)
+// load reads the membership with one List and publishes it whole, so that
+// the view is complete before the watch starts: applied one key at a time,
+// in key order (online before status and worker_id), it would show
+// instances online without their status and worker id for a moment. It
+// returns the versions read, for run. ctx bounds the read.
+func (m *members) load(ctx context.Context, repo registry.Repository) (map[string]registry.Version, error) {
+	kvs, err := repo.List(ctx, paths.ComputeNodes)
+	if err != nil {
+		return nil, err
 	}
+	known := make(map[string]registry.Version, len(kvs))
+	for _, kv := range kvs {
+		known[kv.Key] = kv.Version
+	}
+	m.applyAll(kvs)
+	return known, nil
+}
+
+// run follows the registry from what load read (known) until ctx ends: its
+// first watch applies only what changed since.
+func (m *members) run(ctx context.Context, repo registry.Repository, known map[string]registry.Version) {
 	_ = registry.FollowFrom(ctx, repo, paths.ComputeNodes, known, m.apply)
 }
 

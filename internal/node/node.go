@@ -55,10 +55,12 @@ type holding struct {
 }
 
 // Open starts a node on repo: it opens a session, claims a worker id,
-// commits the first time reservation, registers the node online and starts
-// watching the membership. It returns a node that can issue keys at once.
-// ctx bounds only the start; the node runs until Close. Errors: ErrExhausted
-// when every worker id is taken; registry errors; config errors.
+// commits the first time reservation, registers the node online, loads the
+// membership and starts watching it. It returns a node that can issue keys
+// at once and whose Instances include every node online when it loaded
+// them, itself included. ctx bounds only the start; the node runs until
+// Close. Errors: ErrExhausted when every worker id is taken; registry
+// errors (then whatever Open claimed is released); config errors.
 func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -74,10 +76,21 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.life, n.cancel = runCtx, cancel
-	go n.members.run(runCtx, repo)
 	go n.run(runCtx, hold)
+	// The node's own registration is written: a List now includes it.
+	known, err := n.members.load(ctx, repo)
+	if err != nil {
+		c, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancelClose()
+		_ = n.Close(c)
+		return nil, fmt.Errorf("cluster: load the membership: %w", err)
+	}
+	go n.members.run(runCtx, repo, known)
 	return n, nil
 }
+
+// closeTimeout bounds the release of what a failed Open claimed.
+const closeTimeout = 5 * time.Second
 
 // acquire opens a session, claims a worker id, reserves time, builds the
 // generator and registers online. On error it closes what it opened, with
@@ -404,8 +417,8 @@ func (n *Node) WorkerID() int {
 }
 
 // Instances returns the online compute nodes as the registry shows them,
-// sorted by instance id (this node included once its own registration has
-// come back through the watch).
+// sorted by instance id. From Open on it includes this node, unless the
+// node lost its session and has not registered again yet.
 func (n *Node) Instances() []Instance {
 	list, _ := n.members.view()
 	return list

@@ -130,6 +130,7 @@ func runNodeSuite(t *testing.T, mk func(*testing.T) backend) {
 		{"GracefulClose", testGracefulClose},
 		{"Layout", testLayout},
 		{"CorruptMembershipValuesSkipped", testCorruptMembership},
+		{"MembershipLoadedByOpen", testMembershipLoadedByOpen},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, mk(t)) })
 	}
@@ -202,6 +203,35 @@ func testDistinctAndMembership(t *testing.T, b backend) {
 		}
 		return len(nodes[1].Instances()) == n-1
 	})
+}
+
+// testMembershipLoadedByOpen: as soon as Open returns, with no wait for a
+// watch, a node's Instances show every node already online and itself, each
+// with its status and worker id, as upstream's nodes know their peers once
+// they are up.
+func testMembershipLoadedByOpen(t *testing.T, b backend) {
+	const n = 3
+	want := map[string]int{}
+	for i := 0; i < n; i++ {
+		node := openNode(t, b.open(t), Config{InstanceID: fmt.Sprintf("member-%d", i), Port: 3307 + i})
+		want[node.InstanceID()] = node.WorkerID()
+		insts := node.Instances()
+		got := map[string]int{}
+		for _, in := range insts {
+			if in.Status != "OK" || in.Type != TypeProxy || (in.ID == node.InstanceID() && in.Port != 3307+i) {
+				t.Fatalf("node %d right after Open: instance %+v, want status OK, a proxy, its own port", i, in)
+			}
+			got[in.ID] = in.WorkerID
+		}
+		if len(got) != len(want) {
+			t.Fatalf("node %d right after Open sees %d instances %v, want %d: %v", i, len(got), got, len(want), want)
+		}
+		for id, wid := range want {
+			if g, ok := got[id]; !ok || g != wid {
+				t.Fatalf("node %d right after Open: instance %s has worker id %d (seen %v), want %d", i, id, g, ok, wid)
+			}
+		}
+	}
 }
 
 func testRestart(t *testing.T, b backend) {
@@ -625,7 +655,15 @@ func TestMembershipFirstViewWhole(t *testing.T) {
 	_, changed := m.view()
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); m.run(runCtx, r) }()
+	go func() {
+		defer close(done)
+		known, err := m.load(runCtx, r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		m.run(runCtx, r, known)
+	}()
 	defer func() { stop(); <-done }()
 	select {
 	case <-changed:
