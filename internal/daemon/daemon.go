@@ -1,6 +1,7 @@
 // Package daemon wires one shardkeeper node together: the registry, the
 // cluster node (worker id, fence, membership), the metadata store
-// (bootstrap and live dispatch) and the front ends that serve them (the
+// (bootstrap and live dispatch), the answers to ShardingSphere's SHOW
+// PROCESSLIST and KILL triggers, and the front ends that serve them (the
 // HTTP API, the Redis-protocol and UDP key services), which it starts and
 // stops. cmd/shardkeeper's serve runs it.
 package daemon
@@ -18,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -57,6 +59,10 @@ type Daemon struct {
 	Metadata *metadata.Store
 	// Metrics times every registry call the node makes.
 	Metrics *httpapi.Metrics
+	// Processes are the node's admin sessions, which it reports to
+	// ShardingSphere's SHOW PROCESSLIST and kills on its KILL; a front end
+	// registers each session there while it runs.
+	Processes *process.Table
 	// HTTP is the HTTP server (nil without Config.HTTP); HTTPAddr its
 	// bound address (host:port).
 	HTTP     *httpapi.Server
@@ -70,6 +76,7 @@ type Daemon struct {
 	nodeConfig cluster.Config      // Config.Node with the defaults Start filled in
 	repo       registry.Repository // Repo, instrumented by Metrics
 	frontends  []frontend          // in the order Close drains them
+	responder  *process.Responder  // answers the process triggers
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	runDone    chan struct{}
@@ -78,8 +85,9 @@ type Daemon struct {
 // Start connects to the registry, opens the cluster node (it holds a
 // worker id and can issue keys once Start returns), bootstraps the
 // metadata (from the registry when it has databases, otherwise from
-// c.Conf, introspecting the real data sources) and follows the registry.
-// ctx bounds the start.
+// c.Conf, introspecting the real data sources), follows the registry and
+// answers the SHOW PROCESSLIST and KILL triggers addressed to the node
+// (those written while it started included). ctx bounds the start.
 //
 // Start binds the ports of c.HTTP, c.RESP and c.UDP before it contacts the
 // registry: a busy port fails the start before any registry write. On any
@@ -143,6 +151,17 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
+	d.Processes = process.NewTable()
+	responder, err := process.Open(ctx, repo, process.Config{InstanceID: node.InstanceID(), Table: d.Processes, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			responder.Close()
+		}
+	}()
+	d.responder = responder
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.Repo, d.repo, d.Node, d.nodeConfig, d.Metadata, d.Metrics = rawRepo, repo, node, nc, store, metrics
 	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
@@ -206,9 +225,11 @@ func bootstrap(ctx context.Context, repo registry.Repository, c Config, log *slo
 //     /readyz and key requests answer 503 "the node is shutting down", so
 //     that probes see the shutdown rather than a refused connection.
 //  2. The node stops issuing, publishes its final fence and goes offline.
-//  3. The HTTP server closes its port; requests in flight finish (at most
+//  3. The node stops answering process triggers: askers no longer list it
+//     once it is offline.
+//  4. The HTTP server closes its port; requests in flight finish (at most
 //     5 seconds), event streams are cut.
-//  4. The metadata watch stops and the registry client closes.
+//  5. The metadata watch stops and the registry client closes.
 //
 // ctx bounds the registry writes and the waits for requests in flight.
 func (d *Daemon) Close(ctx context.Context) error {
@@ -216,6 +237,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 		f.drain(ctx)
 	}
 	nodeErr := d.Node.Close(ctx)
+	d.responder.Close()
 	for i := len(d.frontends) - 1; i >= 0; i-- {
 		d.frontends[i].stop(ctx)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
@@ -147,5 +149,38 @@ func TestMaxBorrow(t *testing.T) {
 	last := snowflake.Decompose(keys[len(keys)-1]).Time(time.UnixMilli(snowflake.DefaultEpochMillis))
 	if ahead := time.Until(last); ahead <= 0 {
 		t.Fatalf("the last of %d keys is stamped %v behind the clock: no borrow", len(keys), -ahead)
+	}
+}
+
+// TestProcessTriggers starts a daemon on real etcd and asks the cluster
+// for its processes as a ShardingSphere node would: the daemon answers
+// with the sessions registered in its table, and once closed it is no
+// longer asked.
+func TestProcessTriggers(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := etcdRepository(t)
+	d, err := Start(ctx, Config{Repository: repo, Node: cluster.Config{InstanceID: "daemon-processes", Reservation: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Processes.Add(process.Process{ID: "s1", Username: "admin"}, nil)
+	r, err := connect.Open(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := process.Collect(ctx, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []process.InstanceList{{InstanceID: "daemon-processes", Processes: []process.Process{{ID: "s1", Username: "admin"}}}}
+	if !reflect.DeepEqual(c.Answered, want) || len(c.Unanswered) != 0 {
+		t.Fatalf("Collect = %+v, want %+v answered", c, want)
+	}
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := process.Collect(ctx, r, 0); err != nil || len(c.Answered)+len(c.Unanswered) != 0 {
+		t.Fatalf("Collect after Close = %+v, %v; want no instance asked", c, err)
 	}
 }
