@@ -103,7 +103,7 @@ type Config struct {
 // Run runs every lane until ctx ends; each lane heals its fault in
 // progress before Run returns.
 func Run(ctx context.Context, cfg Config) {
-	m := &nemesis{cfg: cfg, bigSteps: max(0, cfg.Pool-2)}
+	m := &nemesis{cfg: cfg, bigSteps: max(0, cfg.Pool-2), unreachable: map[string]bool{}}
 	m.run(ctx)
 }
 
@@ -112,6 +112,9 @@ type nemesis struct {
 	cfg      Config
 	mu       sync.Mutex
 	bigSteps int // forward steps of an hour left (each burns a worker id for an hour)
+	// unreachable holds the names of the nodes whose lane has a partition, a
+	// one-way loss, a pause or a kill in progress (see fenceDelete).
+	unreachable map[string]bool
 	// clocks is held for reading by clock steps and skews and for writing
 	// by a fence deletion until the deleted fences are written again, so
 	// that no node's clock is stepped while a worker id's floor is unknown
@@ -162,6 +165,10 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p Node) {
 		round = round[1:]
 		rec := record.FaultRecord{Kind: kind, Target: p.Name(), Start: time.Now().UnixNano()}
 		var err error
+		cuts := kind != record.FaultClockStep && kind != record.FaultClockSkew
+		if cuts {
+			m.setUnreachable(p.Name(), true)
+		}
 		switch kind {
 		case record.FaultPartition, record.FaultOneWay:
 			err = m.cut(ctx, rng, p, kind, &rec)
@@ -206,12 +213,28 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p Node) {
 			err = firstErr(err, p.Command(fmt.Sprintf("%s %v", node.CmdStep, -drift)))
 			m.clocks.RUnlock()
 		}
+		if cuts {
+			m.setUnreachable(p.Name(), false)
+		}
 		rec.End = time.Now().UnixNano()
 		if err != nil {
 			rec.Detail += "; error: " + err.Error()
 			m.cfg.Log.Warn("fault failed", "kind", kind, "node", p.Name(), "err", err)
 		}
 		m.cfg.Record(rec)
+	}
+}
+
+// setUnreachable records whether node name has a fault in progress that
+// keeps it from the registry (a partition, a one-way loss, a pause or a
+// kill).
+func (m *nemesis) setUnreachable(name string, unreachable bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if unreachable {
+		m.unreachable[name] = true
+	} else {
+		delete(m.unreachable, name)
 	}
 }
 

@@ -38,6 +38,18 @@ const unknownFloorAhead = workerid.MaxReservation + workerid.MaxClockSkew
 // it) is the case the skew bound leaves open, and is left alone.
 const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
 
+// minSkew is how much further behind than the other holder's clock the
+// clock of the holder handed a deleted worker id must be. A claim after a
+// deletion takes well under a second while the registry answers, so a node
+// that far behind stamps again, trusting the missing fence, milliseconds
+// the other holder stamped before the deletion; with clocks closer it
+// stamps only milliseconds nobody stamped, and the deletion tests nothing.
+const minSkew = time.Second
+
+// deletePoll is how often the operator lane looks again for worker ids to
+// delete once its pause is over and it found none.
+const deletePoll = 250 * time.Millisecond
+
 // keepUsable is how many usable worker ids of the pool a deletion leaves: a
 // fenced node cannot stamp on a deleted id for unknownFloorAhead, so after
 // deletions every id could be out of use while the run goes on with nothing
@@ -47,7 +59,11 @@ const keepUsable = 1
 // operatorLane deletes, every deleteEvery on average, the reservations and
 // fences of two worker ids of the pool that are held and swaps their
 // holders' hints (see fenceDelete), as an operator's etcdctl txn or
-// `registry rm --force` of those keys would. It holds clocks for writing
+// `registry rm --force` of those keys would. After each pause it looks
+// every deletePoll until it finds ids to delete, so that each deletion
+// happens when a holder is issuing and a node whose clock is behind the
+// holder's can take its worker id (the deletions a fence must survive and
+// the negative control (iii) must fail on). It holds clocks for writing
 // from before it reads the fences until every deleted fence has been
 // written again by a new holder (so no node's clock is stepped meanwhile),
 // and records the fault from the deletion to then.
@@ -60,39 +76,41 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 	}()
 	for m.deleteGap(ctx, rng) {
 		pick := rng.Uint64()
-		if repo == nil {
-			c, cancel := context.WithTimeout(ctx, 10*time.Second)
-			var err error
-			repo, err = m.cfg.Open(c)
-			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				m.cfg.Log.Warn("operator lane: registry not reachable", "err", err)
-				repo = nil
-				continue
-			}
-		}
-		m.clocks.Lock()
-		// The holders renew their fences every W/3, and the registry may be
-		// failing over: read and try again a few times.
 		var rec record.FaultRecord
-		var deleted []int
 		var err error
-		for try := 0; try < 10; try++ {
-			if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
+		for {
+			if repo == nil {
+				c, cancel := context.WithTimeout(ctx, 10*time.Second)
+				repo, err = m.cfg.Open(c)
+				cancel()
+				if err != nil {
+					repo = nil
+					break
+				}
+			}
+			m.clocks.Lock()
+			// The holders renew their fences every W/3, and the registry
+			// may be failing over: read and try again a few times.
+			var deleted []int
+			for try := 0; try < 10; try++ {
+				if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
+					break
+				}
+			}
+			if err == nil && len(deleted) > 0 {
+				err = waitFences(ctx, repo, deleted)
+			}
+			m.clocks.Unlock()
+			// Nothing to delete yet: look again soon.
+			if err != nil || rec.Start != 0 || !retry.Sleep(ctx, deletePoll) {
 				break
 			}
 		}
-		if err == nil && len(deleted) > 0 {
-			err = waitFences(ctx, repo, deleted)
+		if ctx.Err() != nil && rec.Start == 0 {
+			return
 		}
-		m.clocks.Unlock()
 		if rec.Start == 0 {
-			if err != nil && ctx.Err() == nil {
-				m.cfg.Log.Warn("operator lane: no fence deleted", "err", err)
-			}
+			m.cfg.Log.Warn("operator lane: no fence deleted", "err", err)
 			continue
 		}
 		rec.End = time.Now().UnixNano()
@@ -120,16 +138,23 @@ type heldFence struct {
 // fenceDelete deletes, in one transaction conditioned on the versions it
 // read, the reservation and fence of two held worker ids whose fences are
 // at most deletableAhead ahead, and swaps their holders' restart hints, as
-// an operator's transaction might: each holder, claiming a
-// worker id again, prefers the other's (and takes it, should it trust the
-// missing fence, stamping keys the other stamped when its clock is
-// behind). It takes the holder whose clock is the least behind among those
-// issuing keys (or among all, when none is), and of the others the one
-// whose clock is the most behind (ties in the order pick shuffles): the
-// latter then stamps again the milliseconds the former stamped last. It
+// an operator's transaction might: each holder, claiming a worker id
+// again, prefers the other's (and takes it, should it trust the missing
+// fence, stamping keys the other stamped when its clock is behind). It
+// takes the issuing holder whose clock is the least behind (ties in the
+// order pick shuffles) and, of the other holders whose clocks are at least
+// minSkew further behind, the one the least so: the fewer milliseconds
+// the clocks are apart, the more likely the first held its worker id
+// through the milliseconds the second stamps again. When no other holder
+// is that far behind but a running node is, it deletes the first's worker
+// id alone, for that node to claim. It considers only nodes without a
+// partition, one-way loss, pause or kill in progress, which would not see
+// the deletion or claim again until it ends. It deletes nothing when no
+// holder is issuing or no node's clock is minSkew behind the issuing
+// holder's. It
 // deletes fewer ids, or none, so as to leave keepUsable ids of the pool
-// usable (their fence exists and is not ahead), and with one id it swaps no
-// hints. It deletes nothing while the cluster has no ledger: until the
+// usable (their fence exists and is not ahead), and with one id it swaps
+// no hints. It deletes nothing while the cluster has no ledger: until the
 // ledger exists a missing fence reads as a worker id never used (a new
 // cluster), the case the guarantee leaves open. It returns the fault
 // (Start 0 when nothing was deleted) and the deleted ids.
@@ -157,17 +182,22 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	rng := rand.New(rand.NewPCG(pick, 0))
 	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
 	behind := map[string]time.Duration{} // by incarnation; absent: not running
+	reachable := map[string]bool{}       // by incarnation: no partition, loss, pause or kill in progress
+	m.mu.Lock()
 	for _, p := range m.cfg.Nodes {
 		inc, d := p.Current()
 		behind[inc] = d
+		reachable[inc] = !m.unreachable[p.Name()]
 	}
-	// A holder is issuing when its fence is reserved between a second
-	// before and W after its clock's now (not waiting for a floor ahead,
-	// not cut off).
+	m.mu.Unlock()
+	// A holder is issuing when it is a running incarnation and its fence
+	// is reserved between a second before and W after its clock's now (not
+	// waiting for a floor ahead, not cut off).
 	now := time.Now()
 	issuing := func(h heldFence) bool {
-		clock := now.Add(-behind[h.holder])
-		return h.reservedUntil >= clock.Add(-time.Second).UnixMilli() &&
+		d, running := behind[h.holder]
+		clock := now.Add(-d)
+		return running && h.reservedUntil >= clock.Add(-time.Second).UnixMilli() &&
 			h.reservedUntil <= clock.Add(m.cfg.Reservation+500*time.Millisecond).UnixMilli()
 	}
 	// The least behind, issuing ones first; then the others, least behind
@@ -182,14 +212,32 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 		}
 		return cmp.Compare(behind[a.holder], behind[b.holder])
 	})
-	if n == 1 || len(held) == 1 {
-		held = held[:1]
-	} else {
-		// The other holder: the one the most behind.
-		rest := held[1:]
-		far := slices.MaxFunc(rest, func(a, b heldFence) int { return cmp.Compare(behind[a.holder], behind[b.holder]) })
-		held = []heldFence{held[0], far}
+	first := held[0]
+	if !issuing(first) || !reachable[first.holder] {
+		return record.FaultRecord{}, nil, nil
 	}
+	skewed := func(d time.Duration) bool { return d >= behind[first.holder]+minSkew }
+	var second []heldFence
+	if n == 2 {
+		for _, h := range held[1:] {
+			d := behind[h.holder]
+			if reachable[h.holder] && skewed(d) && (len(second) == 0 || behind[h.holder] < behind[second[0].holder]) {
+				second = []heldFence{h}
+			}
+		}
+	}
+	if len(second) == 0 {
+		// No holder to hand the first's worker id to: a running node
+		// whose clock is behind may claim it.
+		claimer := false
+		for inc, d := range behind {
+			claimer = claimer || (inc != first.holder && reachable[inc] && skewed(d))
+		}
+		if !claimer {
+			return record.FaultRecord{}, nil, nil
+		}
+	}
+	held = append([]heldFence{first}, second...)
 	var txn registry.Txn
 	var ids []int
 	var parts []string

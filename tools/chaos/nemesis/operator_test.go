@@ -34,10 +34,13 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // registry: 0, 2 and 5 held with a current fence, 1 held with a fence an
 // hour ahead, 3 reserved without a fence, 4 fenced without a reservation.
 // A deletion before the cluster has its ledger must delete nothing; with
-// the ledger, a deletion must take the reservations and fences of the two of 0, 2 and 5
-// whose holders' clocks are the least and the most behind, swap their
-// holders' hints, and touch nothing else; waitFences must return once the
-// deleted fences are written again; later deletions leave one usable id.
+// the ledger, a deletion must delete nothing while no node whose clock is
+// minSkew behind the issuing holders' is free of a fault that cuts it off,
+// and then take the reservations and fences of 2, held
+// by the issuing holder the least behind, and 0, whose holder is at least
+// minSkew further behind (5's is not), swap their holders' hints, and
+// touch nothing else; waitFences must return once the deleted fences are
+// written again; later deletions leave one usable id.
 func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) (registry.Repository, error)) {
 	ctx := testenv.Context(t)
 	repo, err := open(ctx, testenv.Namespace("chaos_operator_"))
@@ -60,21 +63,23 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		key, _ := paths.Reservation(id)
 		put(key, fmt.Sprintf("g%d.1", id))
 	}
-	for _, id := range []int{0, 2, 5} {
+	for _, id := range []int{0, 2} {
 		reserve(id)
 		fence(id, now+600)
 	}
+	reserve(5)
+	fence(5, now-500+600)
 	reserve(1)
 	fence(1, now+int64(time.Hour/time.Millisecond))
 	reserve(3)
 	fence(4, now)
 
-	// The holders' clocks: g2.1 0 s, g5.1 3 s and g0.1 10 s behind (the
-	// last two wait for a floor ahead): 2, held by the least behind of
-	// those issuing, and 0, held by the most behind, go, and their holders'
-	// hints are swapped.
+	// The holders' clocks: g2.1 0 s, g5.1 500 ms and g0.1 10 s behind (the
+	// last waits for a floor ahead): 2, held by the least behind of those
+	// issuing, and 0, held by the one at least minSkew behind it, go, and
+	// their holders' hints are swapped.
 	m := &nemesis{cfg: Config{Pool: 6, Reservation: 600 * time.Millisecond,
-		Nodes: []Node{&clockNode{"g0.1", 10 * time.Second}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 3 * time.Second}}}}
+		Nodes: []Node{&clockNode{"g0.1", 10 * time.Second}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 500 * time.Millisecond}}}}
 	hint0, _ := paths.WorkerIDHint("g0.1")
 	put(hint0, "0")
 	// Before the cluster has its ledger, nothing goes.
@@ -92,6 +97,19 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		}
 	}
 	put(paths.Ledger, `{"createdBy":"g0.1"}`)
+	// With every clock within minSkew of the issuing holders', no node
+	// would stamp again what another stamped: nothing goes.
+	closeClocks := &nemesis{cfg: Config{Pool: 6, Reservation: 600 * time.Millisecond,
+		Nodes: []Node{&clockNode{"g0.1", 0}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 500 * time.Millisecond}}}}
+	if rec, deleted, err := closeClocks.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+		t.Fatalf("deletion with the clocks within %v: %+v, %v, %v; want none", minSkew, rec, deleted, err)
+	}
+	// g0.1, the only node that far behind, cut off: it would not claim
+	// again until the fault ends, so nothing goes.
+	cutOff := &nemesis{cfg: m.cfg, unreachable: map[string]bool{"g0": true}}
+	if rec, deleted, err := cutOff.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+		t.Fatalf("deletion with the only node %v behind cut off: %+v, %v, %v; want none", minSkew, rec, deleted, err)
+	}
 	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
 	if err != nil {
 		t.Fatal(err)
@@ -144,8 +162,8 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		t.Errorf("waitFences returned after %v (ctx %v), before the fences were written again", time.Since(start), ctx.Err())
 	}
 
-	// Usable now: 4 and 5 only, and 5 is held: deleting it leaves one
-	// usable id.
+	// Usable now: 4 and 5 only, and 5 is held by an issuing holder with
+	// g0.1 10 s behind it: deleting it leaves one usable id.
 	rec, again, err := m.fenceDelete(ctx, repo, 1)
 	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{5}) {
 		t.Errorf("deletion with two usable ids: %+v, %v, %v; want worker id 5", rec, again, err)
