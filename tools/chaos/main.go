@@ -97,7 +97,7 @@ func runCmd(ctx context.Context, args []string) error {
 	ttl := fs.Duration("ttl", 2*time.Second, "registry session TTL")
 	reservation := fs.Duration("reservation", 600*time.Millisecond, "the fence's reservation W")
 	every := fs.Duration("fault-every", 1500*time.Millisecond, "mean gap between faults on each lane")
-	deleteEvery := fs.Duration("delete-every", 7*time.Second, "mean gap between an operator's deletions of the reservations and\n"+
+	deleteEvery := fs.Duration("delete-every", 3*time.Second, "mean gap between an operator's deletions of the reservations and\n"+
 		"fences of worker ids in use (0: none)")
 	controls := fs.String("negative-control", "lease,floor,absent", "negative controls run after the fenced run with the same schedule,\n"+
 		"a comma-separated list or none: lease (no fence, lease only; must find duplicates), floor (fence on,\n"+

@@ -55,7 +55,7 @@ type Config struct {
 	Reservation time.Duration // W; 0 means 600 ms
 	FaultEvery  time.Duration // mean gap between the faults of a lane; 0 means 1.5 s
 	// DeleteEvery is the mean gap between an operator's deletions of worker
-	// ids' reservations and fences; 0 means 7 s, negative means none.
+	// ids' reservations and fences; 0 means 3 s, negative means none.
 	DeleteEvery time.Duration
 	Variant     record.Variant // the fenced run or a negative control; "" means record.VariantFenced
 	Binary      string         // the program with the "node" subcommand; "" means this one
@@ -84,7 +84,7 @@ func (c *Config) defaults() error {
 		c.FaultEvery = 1500 * time.Millisecond
 	}
 	if c.DeleteEvery == 0 {
-		c.DeleteEvery = 7 * time.Second
+		c.DeleteEvery = 3 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()

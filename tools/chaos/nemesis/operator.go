@@ -145,9 +145,10 @@ type heldFence struct {
 // order pick shuffles) and, of the other holders whose clocks are at least
 // minSkew further behind, the one the least so: the fewer milliseconds
 // the clocks are apart, the more likely the first held its worker id
-// through the milliseconds the second stamps again. When no other holder
-// is that far behind but a running node is, it deletes the first's worker
-// id alone, for that node to claim. It considers only nodes without a
+// through the milliseconds the second stamps again. When it can delete
+// one id only, or only the first holds one, it deletes the first's worker
+// id alone if another node's clock is that far behind, for that node to
+// claim. It considers only nodes without a
 // partition, one-way loss, pause or kill in progress, which would not see
 // the deletion or claim again until it ends. It deletes nothing when no
 // holder is issuing or no node's clock is minSkew behind the issuing
@@ -226,9 +227,13 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 			}
 		}
 	}
+	if len(second) == 0 && n == 2 && len(held) > 1 {
+		// Wait for a holder to hand the first's worker id to: the first,
+		// its hint unchanged, would claim it again itself.
+		return record.FaultRecord{}, nil, nil
+	}
 	if len(second) == 0 {
-		// No holder to hand the first's worker id to: a running node
-		// whose clock is behind may claim it.
+		// One id to delete: a node whose clock is behind may claim it.
 		claimer := false
 		for inc, d := range behind {
 			claimer = claimer || (inc != first.holder && reachable[inc] && skewed(d))
