@@ -115,6 +115,9 @@ type nemesis struct {
 	// unreachable holds the names of the nodes whose lane has a partition, a
 	// one-way loss, a pause or a kill in progress (see fenceDelete).
 	unreachable map[string]bool
+	// spans are, by worker id, the times the operator lane saw the id's
+	// holders issuing; only the operator lane uses them.
+	spans map[int][]span
 	// clocks is held for reading by clock steps and skews and for writing
 	// by a fence deletion until the deleted fences are written again, so
 	// that no node's clock is stepped while a worker id's floor is unknown

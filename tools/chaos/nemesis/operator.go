@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -46,9 +47,13 @@ const deletableAhead = unknownFloorAhead - maxRestartBehind - time.Second
 // stamps only milliseconds nobody stamped, and the deletion tests nothing.
 const minSkew = time.Second
 
-// deletePoll is how often the operator lane looks again for worker ids to
-// delete once its pause is over and it found none.
+// deletePoll is how often the operator lane reads who holds the pool's
+// worker ids, and looks for ids to delete once its pause is over.
 const deletePoll = 250 * time.Millisecond
+
+// stampWindow is how long a node that claimed a deleted worker id is
+// counted on to issue keys before a fault stops it.
+const stampWindow = time.Second
 
 // keepUsable is how many usable worker ids of the pool a deletion leaves: a
 // fenced node cannot stamp on a deleted id for unknownFloorAhead, so after
@@ -59,11 +64,12 @@ const keepUsable = 1
 // operatorLane deletes, every deleteEvery on average, the reservations and
 // fences of two worker ids of the pool that are held and swaps their
 // holders' hints (see fenceDelete), as an operator's etcdctl txn or
-// `registry rm --force` of those keys would. After each pause it looks
-// every deletePoll until it finds ids to delete, so that each deletion
-// happens when a holder is issuing and a node whose clock is behind the
-// holder's can take its worker id (the deletions a fence must survive and
-// the negative control (iii) must fail on). It holds clocks for writing
+// `registry rm --force` of those keys would. Every deletePoll it reads
+// which holders issue on which ids (the spans restamps looks at); after
+// each pause it looks at each poll for ids to delete, so that each
+// deletion hands a worker id to a node whose clock is behind the
+// milliseconds stamped on it (the deletions a fence must survive and the
+// negative control (iii) must fail on). It holds clocks for writing
 // from before it reads the fences until every deleted fence has been
 // written again by a new holder (so no node's clock is stepped meanwhile),
 // and records the fault from the deletion to then.
@@ -74,43 +80,48 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			_ = repo.Close()
 		}
 	}()
-	for m.deleteGap(ctx, rng) {
-		pick := rng.Uint64()
+	due := time.Now().Add(m.deletePause(rng))
+	pick := rng.Uint64()
+	for retry.Sleep(ctx, deletePoll) {
+		if repo == nil {
+			c, cancel := context.WithTimeout(ctx, 10*time.Second)
+			var err error
+			repo, err = m.cfg.Open(c)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					m.cfg.Log.Warn("operator lane: registry not reachable", "err", err)
+				}
+				repo = nil
+				continue
+			}
+		}
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := m.observe(c, repo)
+		cancel()
+		if err != nil || time.Now().Before(due) {
+			continue
+		}
+		m.clocks.Lock()
+		// The holders renew their fences every W/3, and the registry may be
+		// failing over: read and try again a few times.
 		var rec record.FaultRecord
-		var err error
-		for {
-			if repo == nil {
-				c, cancel := context.WithTimeout(ctx, 10*time.Second)
-				repo, err = m.cfg.Open(c)
-				cancel()
-				if err != nil {
-					repo = nil
-					break
-				}
-			}
-			m.clocks.Lock()
-			// The holders renew their fences every W/3, and the registry
-			// may be failing over: read and try again a few times.
-			var deleted []int
-			for try := 0; try < 10; try++ {
-				if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
-					break
-				}
-			}
-			if err == nil && len(deleted) > 0 {
-				err = waitFences(ctx, repo, deleted)
-			}
-			m.clocks.Unlock()
-			// Nothing to delete yet: look again soon.
-			if err != nil || rec.Start != 0 || !retry.Sleep(ctx, deletePoll) {
+		var deleted []int
+		for try := 0; try < 10; try++ {
+			if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
 				break
 			}
 		}
-		if ctx.Err() != nil && rec.Start == 0 {
-			return
+		if err == nil && len(deleted) > 0 {
+			err = waitFences(ctx, repo, deleted)
 		}
+		m.clocks.Unlock()
 		if rec.Start == 0 {
-			m.cfg.Log.Warn("operator lane: no fence deleted", "err", err)
+			// Nothing to delete yet: look again at the next poll.
+			if err != nil && ctx.Err() == nil {
+				m.cfg.Log.Warn("operator lane: no fence deleted", "err", err)
+				due, pick = time.Now().Add(m.deletePause(rng)), rng.Uint64()
+			}
 			continue
 		}
 		rec.End = time.Now().UnixNano()
@@ -118,13 +129,94 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 			rec.Detail += "; error: " + err.Error()
 		}
 		m.cfg.Record(rec)
+		due, pick = time.Now().Add(m.deletePause(rng)), rng.Uint64()
 	}
 }
 
-// deleteGap waits the operator lane's random pause; false when ctx ended.
-func (m *nemesis) deleteGap(ctx context.Context, rng *rand.Rand) bool {
-	d := time.Duration(float64(m.cfg.DeleteEvery) * (0.5 + rng.Float64()))
-	return retry.Sleep(ctx, d)
+// deletePause returns the operator lane's random pause after a deletion.
+func (m *nemesis) deletePause(rng *rand.Rand) time.Duration {
+	return time.Duration(float64(m.cfg.DeleteEvery) * (0.5 + rng.Float64()))
+}
+
+// span is a time during which the operator lane saw a worker id's holder
+// issuing keys.
+type span struct {
+	holder   string
+	behind   time.Duration // how far behind the holder's clock is
+	from, to time.Time
+}
+
+// observe reads the pool's held worker ids and extends m.spans with those
+// whose holder is issuing. Spans older than maxRestartBehind and a little
+// more, beyond the clock differences between nodes, are dropped.
+func (m *nemesis) observe(ctx context.Context, repo registry.Repository) error {
+	held, _, err := readHeld(ctx, repo, m.cfg.Pool, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	behind, _ := m.nodeClocks()
+	if m.spans == nil {
+		m.spans = map[int][]span{}
+	}
+	for id, spans := range m.spans {
+		m.spans[id] = slices.DeleteFunc(spans, func(s span) bool { return now.Sub(s.to) > maxRestartBehind+10*time.Second })
+	}
+	for _, h := range held {
+		if !m.issuing(h, behind, now) {
+			continue
+		}
+		spans := m.spans[h.id]
+		if n := len(spans); n > 0 && spans[n-1].holder == h.holder && now.Sub(spans[n-1].to) <= time.Second {
+			spans[n-1].to = now
+			continue
+		}
+		m.spans[h.id] = append(spans, span{holder: h.holder, behind: behind[h.holder], from: now, to: now})
+	}
+	return nil
+}
+
+// nodeClocks returns, by current incarnation, how far behind its clock
+// is and whether it is reachable (no partition, one-way loss, pause or
+// kill in progress on its node).
+func (m *nemesis) nodeClocks() (behind map[string]time.Duration, reachable map[string]bool) {
+	behind, reachable = map[string]time.Duration{}, map[string]bool{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.cfg.Nodes {
+		inc, d := p.Current()
+		behind[inc] = d
+		reachable[inc] = !m.unreachable[p.Name()]
+	}
+	return behind, reachable
+}
+
+// issuing says whether h's holder is a running incarnation whose fence is
+// reserved between a second before and W after its clock's now (not
+// waiting for a floor ahead, not cut off).
+func (m *nemesis) issuing(h heldFence, behind map[string]time.Duration, now time.Time) bool {
+	d, running := behind[h.holder]
+	clock := now.Add(-d)
+	return running && h.reservedUntil >= clock.Add(-time.Second).UnixMilli() &&
+		h.reservedUntil <= clock.Add(m.cfg.Reservation+500*time.Millisecond).UnixMilli()
+}
+
+// restamps says whether a node whose clock is b behind, claiming worker id
+// id now and trusting its missing fence, would stamp in its first
+// stampWindow milliseconds that a holder of id was seen stamping: one
+// whose clock was at least minSkew less behind, issuing b minus its own
+// clock's lag ago.
+func (m *nemesis) restamps(id int, b time.Duration, now time.Time) bool {
+	for _, s := range m.spans[id] {
+		if b < s.behind+minSkew {
+			continue
+		}
+		t0 := now.Add(s.behind - b)
+		if !s.from.After(t0.Add(stampWindow)) && !s.to.Before(t0) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldFence is a worker id of the pool whose reservation and fence exist.
@@ -141,24 +233,22 @@ type heldFence struct {
 // an operator's transaction might: each holder, claiming a worker id
 // again, prefers the other's (and takes it, should it trust the missing
 // fence, stamping keys the other stamped when its clock is behind). It
-// takes the issuing holder whose clock is the least behind (ties in the
-// order pick shuffles) and, of the other holders whose clocks are at least
-// minSkew further behind, the one the least so: the fewer milliseconds
-// the clocks are apart, the more likely the first held its worker id
-// through the milliseconds the second stamps again. When it can delete
-// one id only, or only the first holds one, it deletes the first's worker
-// id alone if another node's clock is that far behind, for that node to
-// claim. It considers only nodes without a
-// partition, one-way loss, pause or kill in progress, which would not see
-// the deletion or claim again until it ends. It deletes nothing when no
-// holder is issuing or no node's clock is minSkew behind the issuing
-// holder's. It
-// deletes fewer ids, or none, so as to leave keepUsable ids of the pool
-// usable (their fence exists and is not ahead), and with one id it swaps
-// no hints. It deletes nothing while the cluster has no ledger: until the
-// ledger exists a missing fence reads as a worker id never used (a new
-// cluster), the case the guarantee leaves open. It returns the fault
-// (Start 0 when nothing was deleted) and the deleted ids.
+// takes the first worker id, issuing holders first and the least behind
+// first (ties in the order pick shuffles), for which another holder would
+// stamp again milliseconds the operator lane saw stamped on it (see
+// restamps), and of those holders the one whose clock is the least
+// behind. When it can delete one id only, or one id is held, it deletes it
+// alone if another node would stamp again what was stamped on it. It
+// considers only claimers without a partition, one-way loss, pause or
+// kill in progress, which would not see the deletion or claim again until
+// it ends, and deletes nothing when it finds no such pair or claimer: a
+// deletion whose claimers stamp only milliseconds nobody stamped tests
+// nothing. It deletes fewer ids, or none, so as to leave keepUsable ids of
+// the pool usable (their fence exists and is not ahead). It deletes
+// nothing while the cluster has no ledger: until the ledger exists a
+// missing fence reads as a worker id never used (a new cluster), the case
+// the guarantee leaves open. It returns the fault (Start 0 when nothing
+// was deleted) and the deleted ids.
 func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (record.FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -182,29 +272,12 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 	}
 	rng := rand.New(rand.NewPCG(pick, 0))
 	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
-	behind := map[string]time.Duration{} // by incarnation; absent: not running
-	reachable := map[string]bool{}       // by incarnation: no partition, loss, pause or kill in progress
-	m.mu.Lock()
-	for _, p := range m.cfg.Nodes {
-		inc, d := p.Current()
-		behind[inc] = d
-		reachable[inc] = !m.unreachable[p.Name()]
-	}
-	m.mu.Unlock()
-	// A holder is issuing when it is a running incarnation and its fence
-	// is reserved between a second before and W after its clock's now (not
-	// waiting for a floor ahead, not cut off).
+	behind, reachable := m.nodeClocks()
 	now := time.Now()
-	issuing := func(h heldFence) bool {
-		d, running := behind[h.holder]
-		clock := now.Add(-d)
-		return running && h.reservedUntil >= clock.Add(-time.Second).UnixMilli() &&
-			h.reservedUntil <= clock.Add(m.cfg.Reservation+500*time.Millisecond).UnixMilli()
-	}
 	// The least behind, issuing ones first; then the others, least behind
 	// first.
 	slices.SortStableFunc(held, func(a, b heldFence) int {
-		ia, ib := issuing(a), issuing(b)
+		ia, ib := m.issuing(a, behind, now), m.issuing(b, behind, now)
 		if ia != ib {
 			if ia {
 				return -1
@@ -213,34 +286,38 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 		}
 		return cmp.Compare(behind[a.holder], behind[b.holder])
 	})
-	first := held[0]
-	if !issuing(first) || !reachable[first.holder] {
-		return record.FaultRecord{}, nil, nil
-	}
-	skewed := func(d time.Duration) bool { return d >= behind[first.holder]+minSkew }
+	var first heldFence
 	var second []heldFence
-	if n == 2 {
-		for _, h := range held[1:] {
-			d := behind[h.holder]
-			if reachable[h.holder] && skewed(d) && (len(second) == 0 || behind[h.holder] < behind[second[0].holder]) {
-				second = []heldFence{h}
+	found := false
+	for i, h := range held {
+		if n == 2 && len(held) > 1 {
+			// The holder to hand h's worker id to: the least behind of
+			// those that would stamp again what was stamped on it.
+			for j, o := range held {
+				d := behind[o.holder]
+				if j != i && reachable[o.holder] && m.restamps(h.id, d, now) &&
+					(len(second) == 0 || d < behind[second[0].holder]) {
+					second = []heldFence{o}
+				}
+			}
+			if found = len(second) > 0; found {
+				first = h
+				break
+			}
+			continue
+		}
+		// One id to delete: another node whose clock is behind may claim it.
+		for inc, d := range behind {
+			if inc != h.holder && reachable[inc] && m.restamps(h.id, d, now) {
+				first, found = h, true
 			}
 		}
+		if found {
+			break
+		}
 	}
-	if len(second) == 0 && n == 2 && len(held) > 1 {
-		// Wait for a holder to hand the first's worker id to: the first,
-		// its hint unchanged, would claim it again itself.
+	if !found {
 		return record.FaultRecord{}, nil, nil
-	}
-	if len(second) == 0 {
-		// One id to delete: a node whose clock is behind may claim it.
-		claimer := false
-		for inc, d := range behind {
-			claimer = claimer || (inc != first.holder && reachable[inc] && skewed(d))
-		}
-		if !claimer {
-			return record.FaultRecord{}, nil, nil
-		}
 	}
 	held = append([]heldFence{first}, second...)
 	var txn registry.Txn

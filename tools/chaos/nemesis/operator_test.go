@@ -34,9 +34,9 @@ func TestOperatorDeletesFencesZooKeeper(t *testing.T) {
 // registry: 0, 2 and 5 held with a current fence, 1 held with a fence an
 // hour ahead, 3 reserved without a fence, 4 fenced without a reservation.
 // A deletion before the cluster has its ledger must delete nothing; with
-// the ledger, a deletion must delete nothing while no node whose clock is
-// minSkew behind the issuing holders' is free of a fault that cuts it off,
-// and then take the reservations and fences of 2, held
+// the ledger, a deletion must delete nothing while the lane has seen no
+// holder issue on them, or no node that would stamp again what it saw
+// stamped is free of a fault that cuts it off, and then take the reservations and fences of 2, held
 // by the issuing holder the least behind, and 0, whose holder is at least
 // minSkew further behind (5's is not), swap their holders' hints, and
 // touch nothing else; waitFences must return once the deleted fences are
@@ -97,16 +97,26 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		}
 	}
 	put(paths.Ledger, `{"createdBy":"g0.1"}`)
+	// Without spans no node would stamp again what was stamped: nothing
+	// goes.
+	if rec, deleted, err := m.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+		t.Fatalf("deletion with no holder seen issuing: %+v, %v, %v; want none", rec, deleted, err)
+	}
+	// The lane saw 2 and 5 issued on by their holders for the last minute.
+	m.spans = map[int][]span{
+		2: {{holder: "g2.1", from: time.Now().Add(-time.Minute), to: time.Now()}},
+		5: {{holder: "g5.1", behind: 500 * time.Millisecond, from: time.Now().Add(-time.Minute), to: time.Now()}},
+	}
 	// With every clock within minSkew of the issuing holders', no node
 	// would stamp again what another stamped: nothing goes.
 	closeClocks := &nemesis{cfg: Config{Pool: 6, Reservation: 600 * time.Millisecond,
-		Nodes: []Node{&clockNode{"g0.1", 0}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 500 * time.Millisecond}}}}
+		Nodes: []Node{&clockNode{"g0.1", 0}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 500 * time.Millisecond}}}, spans: m.spans}
 	if rec, deleted, err := closeClocks.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
 		t.Fatalf("deletion with the clocks within %v: %+v, %v, %v; want none", minSkew, rec, deleted, err)
 	}
 	// g0.1, the only node that far behind, cut off: it would not claim
 	// again until the fault ends, so nothing goes.
-	cutOff := &nemesis{cfg: m.cfg, unreachable: map[string]bool{"g0": true}}
+	cutOff := &nemesis{cfg: m.cfg, unreachable: map[string]bool{"g0": true}, spans: m.spans}
 	if rec, deleted, err := cutOff.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
 		t.Fatalf("deletion with the only node %v behind cut off: %+v, %v, %v; want none", minSkew, rec, deleted, err)
 	}
@@ -198,3 +208,34 @@ func (n *clockNode) Signal(syscall.Signal)            {}
 func (n *clockNode) Kill() error                      { return nil }
 func (n *clockNode) Start(time.Duration) error        { return nil }
 func (n *clockNode) Command(string) error             { return nil }
+
+// TestRestamps checks which claimers of worker id 1 would stamp again,
+// in their first stampWindow, milliseconds its holders were seen stamping:
+// g1.1 (clock right) issued on it from 20 s to 10 s ago, g2.2 (clock 5 s
+// behind) from 3 s ago until now.
+func TestRestamps(t *testing.T) {
+	now := time.Now()
+	m := &nemesis{spans: map[int][]span{1: {
+		{holder: "g1.1", from: now.Add(-20 * time.Second), to: now.Add(-10 * time.Second)},
+		{holder: "g2.2", behind: 5 * time.Second, from: now.Add(-3 * time.Second), to: now},
+	}}}
+	for _, tc := range []struct {
+		behind time.Duration
+		want   bool
+	}{
+		{0, false},                       // stamps only milliseconds after every holder's
+		{500 * time.Millisecond, false},  // less than minSkew behind g1.1
+		{5 * time.Second, false},         // g1.1's milliseconds of 5 s ago: it was not issuing
+		{5500 * time.Millisecond, false}, // g2.2's: less than minSkew behind it; g1.1's of 5.5 s ago: not issuing
+		{8 * time.Second, true},          // g2.2's milliseconds of 3 s ago
+		{15 * time.Second, true},         // g1.1's milliseconds of 15 s ago
+		{25 * time.Second, false},        // g1.1's of 25 s ago, g2.2's of 20 s ago: none issuing
+	} {
+		if got := m.restamps(1, tc.behind, now); got != tc.want {
+			t.Errorf("restamps(1, %v) = %v, want %v", tc.behind, got, tc.want)
+		}
+	}
+	if m.restamps(2, 15*time.Second, now) {
+		t.Error("restamps(2, 15s) = true for an id never seen issued on")
+	}
+}
