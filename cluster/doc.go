@@ -10,14 +10,23 @@
 // the keys are issued and changed only by compare-and-set. Meanwhile:
 //   - a failed renewal whose outcome is unknown keeps the last committed
 //     limit: keys keep flowing until it is reached, then NextID waits;
-//   - a fence or reservation taken by someone else, or a lost session, stops
-//     issuing at once (NextID returns ErrNotIssuing), is logged at error level
-//     and counted in Stats; the node then starts a new session, re-acquires a
-//     worker id (its previous one if still free) and registers again.
+//   - a fence, reservation or worker_id node taken by someone else, or a
+//     lost session, stops issuing at once (NextID returns ErrNotIssuing), is
+//     logged at error level and counted in Stats; the node then starts a new
+//     session, re-acquires a worker id (its previous one if still free) and
+//     registers again.
 //
 // Guarantee: no two nodes ever issue the same key, given only a
 // linearizable registry that is never rolled back: the timestamps a holder
 // of a worker id may stamp are committed to the registry before they are
 // used, and a successor starts strictly above them. Paused processes, clock
 // steps, partitions and lease bugs cost availability, never uniqueness.
+//
+// The guarantee is between shardkeeper nodes. ShardingSphere nodes in the
+// same namespace neither write nor honour the fence: on ZooKeeper both
+// sides reserve a worker id exclusively; on etcd an upstream node's plain
+// put can overwrite a shardkeeper node's reservation, and the node stops
+// issuing on that id as soon as its watch delivers the change. Nodes leave
+// the lowest worker ids (below 128), where upstream nodes take theirs, to
+// them while higher ids are free.
 package cluster

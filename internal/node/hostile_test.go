@@ -167,11 +167,14 @@ func TestHostileDeletedFences(t *testing.T) {
 }
 
 // TestHostileHolderStopsOnForeignChange: a holder stops issuing as soon as
-// its fence or reservation is changed by someone else, long before its
-// next renewal (every 10 s here) would find out.
+// its fence, its reservation or its worker_id node is changed by someone
+// else (a ShardingSphere node on etcd overwrites a reservation with a
+// plain put), long before its next renewal (every 10 s here) would find
+// out.
 func TestHostileHolderStopsOnForeignChange(t *testing.T) {
 	for name, mk := range map[string]func(*testing.T) backend{"etcd": etcdBackend, "zookeeper": zookeeperBackend} {
-		for _, change := range []string{"fence overwritten", "fence deleted", "reservation deleted"} {
+		for _, change := range []string{"fence overwritten", "fence deleted", "reservation deleted", "reservation overwritten",
+			"worker_id overwritten", "worker_id deleted"} {
 			t.Run(name+"/"+change, func(t *testing.T) {
 				b := mk(t)
 				lost := make(chan Event, 4)
@@ -188,6 +191,7 @@ func TestHostileHolderStopsOnForeignChange(t *testing.T) {
 				ctx := testenv.Context(t)
 				fk, _ := paths.Fence(id)
 				res, _ := paths.Reservation(id)
+				wid, _ := paths.WorkerID("victim")
 				time.Sleep(200 * time.Millisecond) // the watch is up
 				var err error
 				switch change {
@@ -197,6 +201,12 @@ func TestHostileHolderStopsOnForeignChange(t *testing.T) {
 					err = r.Delete(ctx, fk)
 				case "reservation deleted":
 					err = r.Delete(ctx, res)
+				case "reservation overwritten":
+					_, err = r.Put(ctx, res, []byte("upstream-instance"))
+				case "worker_id overwritten":
+					_, err = r.Put(ctx, wid, []byte(strconv.Itoa((id+1)%(paths.MaxWorkerID+1))))
+				case "worker_id deleted":
+					err = r.Delete(ctx, wid)
 				}
 				if err != nil {
 					t.Fatal(err)

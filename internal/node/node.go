@@ -245,8 +245,8 @@ func (n *Node) run(ctx context.Context, hold *holding) {
 }
 
 // hold renews hold's reservation every W/3 until it is lost or ctx ends.
-// Meanwhile it watches the fence and the reservation: a change by anyone
-// else stops issuing at once. On a cluster without a ledger it creates
+// Meanwhile it watches the fence, the reservation and the worker_id node: a
+// change by anyone else stops issuing at once. On a cluster without a ledger it creates
 // one (see workerid.EnsureLedger) in the background.
 func (n *Node) hold(ctx context.Context, hold *holding) {
 	period := n.cfg.Reservation / 3
@@ -267,7 +267,7 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 			return
 		case err := <-foreign:
 			n.emit(EventLost, hold, err)
-			n.cfg.Logger.Error("worker id fence or reservation changed by someone else: stopped issuing keys; re-acquiring a worker id",
+			n.cfg.Logger.Error("worker id fence, reservation or worker_id node changed by someone else: stopped issuing keys; re-acquiring a worker id",
 				"worker_id", hold.h.WorkerID, "err", err)
 			return
 		case <-hold.sess.Done():
@@ -305,7 +305,8 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 }
 
 // watch revokes hold's generator and reports on foreign as soon as its
-// fence or reservation is changed by anyone else or disappears. A watch
+// fence, reservation or worker_id node is changed by anyone else or
+// disappears. A watch
 // that fails for another reason is started again after a pause (the
 // renewals' compare-and-set still guards the holding meanwhile).
 func (n *Node) watch(ctx context.Context, hold *holding, foreign chan<- error) {

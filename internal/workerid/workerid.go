@@ -14,7 +14,8 @@
 // reservation names, reads the hint (stable instances) and the chosen
 // candidate's fence only, and prefers the hint (unless its floor is more
 // than a second ahead), then a random free id whose fence is not in the
-// future, then the free id whose fence ends first. A starter that loses a
+// future, then the free id whose fence ends first; ids below UpstreamRange
+// come after all of them (they are ShardingSphere's, see UpstreamRange). A starter that loses a
 // race for an id picks another from what it read, and reads again after two
 // lost races in a row. A missing or corrupt fence never gives floor 0 once
 // the ledger exists: its floor is unknown (see Acquire).
@@ -51,9 +52,10 @@ const Count = paths.MaxWorkerID + 1
 var ErrExhausted = &CodedError{Code: 17001, SQLState: "HY000", Message: "Worker ID assigned failed, which should be in [0, 1024)."}
 
 // ErrLost is returned by Reserve when the fence or the reservation is no
-// longer this holder's: another holder took the id, or the session ended.
-// The caller must stop issuing at once.
-var ErrLost = errors.New("worker id lost: the fence or the reservation changed")
+// longer this holder's, and by Watch also when its worker_id node is not:
+// another holder took the id, or the session ended. The caller must stop
+// issuing at once.
+var ErrLost = errors.New("worker id lost: its fence, reservation or worker_id node changed")
 
 // CodedError is an error with ShardingSphere's vendor code and SQL state.
 type CodedError struct {
@@ -124,6 +126,7 @@ type Holding struct {
 	repo          registry.Repository
 	sess          registry.Session
 	resVersion    registry.Version // of /reservation/worker_id/{id}
+	nodeVersion   registry.Version // of /nodes/compute_nodes/worker_id/{instanceId}
 	mu            sync.Mutex
 	fenceVersion  registry.Version
 	reservedUntil int64
@@ -233,7 +236,7 @@ func Acquire(ctx context.Context, repo registry.Repository, sess registry.Sessio
 			}
 			return &Holding{
 				WorkerID: cand.id, InstanceID: instanceID, Epoch: next.Epoch, Floor: next.ReservedUntil,
-				Ledgered: view.ledgered, repo: repo, sess: sess, resVersion: v, fenceVersion: v, reservedUntil: next.ReservedUntil,
+				Ledgered: view.ledgered, repo: repo, sess: sess, resVersion: v, nodeVersion: v, fenceVersion: v, reservedUntil: next.ReservedUntil,
 			}, nil
 		}
 		var op *registry.OpError
@@ -494,17 +497,26 @@ func (o *occupancy) freeCount() int {
 	return n
 }
 
+// UpstreamRange is the number of lowest worker ids (0 to 127) that Acquire
+// leaves to ShardingSphere nodes in a mixed cluster. Upstream takes the
+// smallest id that no /nodes/compute_nodes/worker_id node names, and leaves
+// no persistent trace of the ids it held (its nodes are ephemeral and it
+// writes no fence), so the ids upstream nodes have held are the lowest
+// ones: an upstream node takes id k only while ids 0 to k-1 are all taken.
+// Acquire takes an id below UpstreamRange (the restart hint included) only
+// when no id from UpstreamRange up is free, so an id it takes was never
+// held by an upstream node unless UpstreamRange ids were taken at once, and
+// a starting upstream node, which goes for the lowest free id, does not
+// race a shardkeeper node for it.
+const UpstreamRange = 128
+
 // choose picks the next candidate: the hinted id unless its fence was
 // found further ahead than farAhead, then a random free id whose fence has
 // not been read (until maxFutureReads fences were found ahead), then the
-// read one whose floor is lowest.
+// read one whose floor is lowest. Ids below UpstreamRange, the hint
+// included, are candidates only when no other id is.
 func (o *occupancy) choose(rng *rand.Rand) (candidate, bool) {
-	if o.hint >= 0 && o.free(o.hint) {
-		if _, seen := o.future[o.hint]; !seen {
-			return candidate{id: o.hint}, true
-		}
-	}
-	var free []int
+	var free, low []int
 	var future *candidate
 	for id := 0; id < Count; id++ {
 		if !o.free(id) {
@@ -516,7 +528,19 @@ func (o *occupancy) choose(rng *rand.Rand) (candidate, bool) {
 			}
 			continue
 		}
-		free = append(free, id)
+		if id < UpstreamRange {
+			low = append(low, id)
+		} else {
+			free = append(free, id)
+		}
+	}
+	if o.hint >= 0 && o.free(o.hint) && (o.hint >= UpstreamRange || len(free) == 0) {
+		if _, seen := o.future[o.hint]; !seen {
+			return candidate{id: o.hint}, true
+		}
+	}
+	if len(free) == 0 {
+		free = low
 	}
 	switch {
 	case len(free) > 0 && len(o.future) < maxFutureReads:

@@ -331,3 +331,48 @@ func TestReserveAdoptsLostResponse(t *testing.T) {
 		t.Fatalf("limit = %d", h.ReservedUntil())
 	}
 }
+
+// TestUpstreamRangeComesLast: Acquire leaves the ids ShardingSphere nodes
+// take (the lowest, below UpstreamRange) while any other id is free, a
+// restart hint below the range included; once every id from UpstreamRange
+// up is reserved it takes them, the hint first.
+func TestUpstreamRangeComesLast(t *testing.T) {
+	ctx := testenv.Context(t)
+	r := memory.New()
+	for i := 0; i < 200; i++ {
+		h, err := Acquire(ctx, r, session(t, r), fmt.Sprintf("node-%d", i), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.WorkerID < UpstreamRange {
+			t.Fatalf("node %d took worker id %d below UpstreamRange (%d) while ids above were free", i, h.WorkerID, UpstreamRange)
+		}
+	}
+	setHint := func(inst string, id int) {
+		key, _ := paths.WorkerIDHint(inst)
+		if _, err := r.Put(ctx, key, []byte(strconv.Itoa(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setHint("stable-1", 5)
+	h, err := Acquire(ctx, r, session(t, r), "stable-1", Options{Stable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.WorkerID < UpstreamRange {
+		t.Fatalf("stable instance took its hinted id %d below UpstreamRange while ids above were free", h.WorkerID)
+	}
+	for id := UpstreamRange; id < Count; id++ {
+		key, _ := paths.Reservation(id)
+		if _, err := r.Put(ctx, key, []byte("filler")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setHint("stable-2", 5)
+	if h, err := Acquire(ctx, r, session(t, r), "stable-2", Options{Stable: true}); err != nil || h.WorkerID != 5 {
+		t.Fatalf("with every id from UpstreamRange up reserved, stable instance got %+v, %v; want its hinted id 5", h, err)
+	}
+	if h, err := Acquire(ctx, r, session(t, r), "late", Options{}); err != nil || h.WorkerID >= UpstreamRange {
+		t.Fatalf("with every id from UpstreamRange up reserved, got %+v, %v; want an id below %d", h, err, UpstreamRange)
+	}
+}
