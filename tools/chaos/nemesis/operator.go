@@ -51,6 +51,12 @@ const minSkew = time.Second
 // worker ids, and looks for ids to delete once its pause is over.
 const deletePoll = 250 * time.Millisecond
 
+// targetFor is how long after its pause the operator lane waits for ids
+// whose new holder would stamp again what was stamped on them (see
+// fenceDelete); then it deletes the ids it finds, so that a run where such
+// ids are rare still has its deletions.
+const targetFor = 3 * time.Second
+
 // stampWindow is how long a node that claimed a deleted worker id is
 // counted on to issue keys before a fault stops it.
 const stampWindow = time.Second
@@ -66,10 +72,11 @@ const keepUsable = 1
 // holders' hints (see fenceDelete), as an operator's etcdctl txn or
 // `registry rm --force` of those keys would. Every deletePoll it reads
 // which holders issue on which ids (the spans restamps looks at); after
-// each pause it looks at each poll for ids to delete, so that each
-// deletion hands a worker id to a node whose clock is behind the
-// milliseconds stamped on it (the deletions a fence must survive and the
-// negative control (iii) must fail on). It holds clocks for writing
+// each pause it looks at each poll for ids to delete, so that a deletion
+// hands a worker id to a node whose clock is behind the milliseconds
+// stamped on it (the deletions a fence must survive and the negative
+// control (iii) must fail on), and after targetFor more it takes what it
+// finds. It holds clocks for writing
 // from before it reads the fences until every deleted fence has been
 // written again by a new holder (so no node's clock is stepped meanwhile),
 // and records the fault from the deletion to then.
@@ -108,7 +115,8 @@ func (m *nemesis) operatorLane(ctx context.Context, rng *rand.Rand) {
 		var rec record.FaultRecord
 		var deleted []int
 		for try := 0; try < 10; try++ {
-			if rec, deleted, err = m.fenceDelete(ctx, repo, pick); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
+			relaxed := time.Since(due) > targetFor
+			if rec, deleted, err = m.fenceDelete(ctx, repo, pick, relaxed); err == nil || !retry.Sleep(ctx, 50*time.Millisecond) {
 				break
 			}
 		}
@@ -241,15 +249,16 @@ type heldFence struct {
 // alone if another node would stamp again what was stamped on it. It
 // considers only claimers without a partition, one-way loss, pause or
 // kill in progress, which would not see the deletion or claim again until
-// it ends, and deletes nothing when it finds no such pair or claimer: a
+// it ends, and deletes nothing when it finds no such pair or claimer (a
 // deletion whose claimers stamp only milliseconds nobody stamped tests
-// nothing. It deletes fewer ids, or none, so as to leave keepUsable ids of
+// nothing) unless relaxed: then it takes the first held id in that order
+// and the held id whose holder's clock is the most behind. It deletes fewer ids, or none, so as to leave keepUsable ids of
 // the pool usable (their fence exists and is not ahead). It deletes
 // nothing while the cluster has no ledger: until the ledger exists a
 // missing fence reads as a worker id never used (a new cluster), the case
 // the guarantee leaves open. It returns the fault (Start 0 when nothing
 // was deleted) and the deleted ids.
-func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64) (record.FaultRecord, []int, error) {
+func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pick uint64, relaxed bool) (record.FaultRecord, []int, error) {
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := repo.Get(c, paths.Ledger); err != nil {
@@ -314,6 +323,16 @@ func (m *nemesis) fenceDelete(ctx context.Context, repo registry.Repository, pic
 		}
 		if found {
 			break
+		}
+	}
+	if !found && relaxed && len(held) > 0 {
+		// The least behind, issuing if any, and the most behind of the
+		// others.
+		first, second, found = held[0], nil, true
+		if n == 2 && len(held) > 1 {
+			second = []heldFence{slices.MaxFunc(held[1:], func(a, b heldFence) int {
+				return cmp.Compare(behind[a.holder], behind[b.holder])
+			})}
 		}
 	}
 	if !found {

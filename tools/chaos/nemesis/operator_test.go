@@ -83,7 +83,7 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	hint0, _ := paths.WorkerIDHint("g0.1")
 	put(hint0, "0")
 	// Before the cluster has its ledger, nothing goes.
-	if rec, deleted, err := m.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+	if rec, deleted, err := m.fenceDelete(ctx, repo, 42, false); err != nil || rec.Start != 0 || len(deleted) != 0 {
 		t.Fatalf("deletion without the ledger: %+v, %v, %v; want none", rec, deleted, err)
 	}
 	for id := range 6 {
@@ -99,7 +99,7 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	put(paths.Ledger, `{"createdBy":"g0.1"}`)
 	// Without spans no node would stamp again what was stamped: nothing
 	// goes.
-	if rec, deleted, err := m.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+	if rec, deleted, err := m.fenceDelete(ctx, repo, 42, false); err != nil || rec.Start != 0 || len(deleted) != 0 {
 		t.Fatalf("deletion with no holder seen issuing: %+v, %v, %v; want none", rec, deleted, err)
 	}
 	// The lane saw 2 and 5 issued on by their holders for the last minute.
@@ -111,16 +111,16 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	// would stamp again what another stamped: nothing goes.
 	closeClocks := &nemesis{cfg: Config{Pool: 6, Reservation: 600 * time.Millisecond,
 		Nodes: []Node{&clockNode{"g0.1", 0}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 500 * time.Millisecond}}}, spans: m.spans}
-	if rec, deleted, err := closeClocks.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+	if rec, deleted, err := closeClocks.fenceDelete(ctx, repo, 42, false); err != nil || rec.Start != 0 || len(deleted) != 0 {
 		t.Fatalf("deletion with the clocks within %v: %+v, %v, %v; want none", minSkew, rec, deleted, err)
 	}
 	// g0.1, the only node that far behind, cut off: it would not claim
 	// again until the fault ends, so nothing goes.
 	cutOff := &nemesis{cfg: m.cfg, unreachable: map[string]bool{"g0": true}, spans: m.spans}
-	if rec, deleted, err := cutOff.fenceDelete(ctx, repo, 42); err != nil || rec.Start != 0 || len(deleted) != 0 {
+	if rec, deleted, err := cutOff.fenceDelete(ctx, repo, 42, false); err != nil || rec.Start != 0 || len(deleted) != 0 {
 		t.Fatalf("deletion with the only node %v behind cut off: %+v, %v, %v; want none", minSkew, rec, deleted, err)
 	}
-	rec, deleted, err := m.fenceDelete(ctx, repo, 42)
+	rec, deleted, err := m.fenceDelete(ctx, repo, 42, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 
 	// Usable now: 4 and 5 only, and 5 is held by an issuing holder with
 	// g0.1 10 s behind it: deleting it leaves one usable id.
-	rec, again, err := m.fenceDelete(ctx, repo, 1)
+	rec, again, err := m.fenceDelete(ctx, repo, 1, false)
 	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{5}) {
 		t.Errorf("deletion with two usable ids: %+v, %v, %v; want worker id 5", rec, again, err)
 	}
@@ -182,13 +182,13 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	// ids: 2 can go, alone.
 	reserve(2)
 	fence(2, time.Now().UnixMilli())
-	rec, again, err = m.fenceDelete(ctx, repo, 1)
+	rec, again, err = m.fenceDelete(ctx, repo, 1, false)
 	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{2}) {
 		t.Errorf("deletion with two usable ids: %+v, %v, %v; want worker id 2", rec, again, err)
 	}
 	// Usable: 4 only: nothing goes.
 	reserve(0)
-	rec, again, err = m.fenceDelete(ctx, repo, 1)
+	rec, again, err = m.fenceDelete(ctx, repo, 1, false)
 	if err != nil || rec.Start != 0 || len(again) != 0 {
 		t.Errorf("deletion with one usable id: %+v, %v, %v; want none", rec, again, err)
 	}
