@@ -46,16 +46,30 @@ type List struct {
 	Processes []Process `yaml:"processes,omitempty"`
 }
 
-// Marshal returns l as ShardingSphere's YamlEngine writes it: block style,
-// properties in alphabetical order, two-space indent.
+// Marshal returns l as ShardingSphere's YamlEngine writes it (SnakeYAML's
+// dumpAsMap): block style, properties in alphabetical order, the list's
+// items at the indentation of their key. An empty list is "{}".
 func (l List) Marshal() []byte {
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(l); err != nil {
-		panic(fmt.Sprintf("process: marshal a process list: %v", err)) // plain structs always encode
+	if len(l.Processes) == 0 {
+		return []byte("{}\n")
 	}
-	_ = enc.Close()
+	var b bytes.Buffer
+	b.WriteString("processes:\n")
+	for _, p := range l.Processes {
+		var item bytes.Buffer
+		enc := yaml.NewEncoder(&item)
+		enc.SetIndent(2)
+		if err := enc.Encode(p); err != nil {
+			panic(fmt.Sprintf("process: marshal a process: %v", err)) // a plain struct always encodes
+		}
+		_ = enc.Close()
+		prefix := "- "
+		for line := range strings.Lines(item.String()) {
+			b.WriteString(prefix)
+			b.WriteString(line)
+			prefix = "  "
+		}
+	}
 	return b.Bytes()
 }
 

@@ -152,8 +152,8 @@ func TestShowProcessListTriggerAnswered(t *testing.T) {
 		if err != nil {
 			t.Fatalf("execution node: %v", err)
 		}
-		want := "processes:\n  - completedUnitCount: 1\n    databaseName: sharding_db\n    hostname: 127.0.0.1\n    id: p1\n" +
-			"    idle: false\n    interrupted: false\n    sql: SHOW PROCESSLIST\n    startMillis: 1700000000000\n    totalUnitCount: 2\n    username: root\n"
+		want := "processes:\n- completedUnitCount: 1\n  databaseName: sharding_db\n  hostname: 127.0.0.1\n  id: p1\n" +
+			"  idle: false\n  interrupted: false\n  sql: SHOW PROCESSLIST\n  startMillis: 1700000000000\n  totalUnitCount: 2\n  username: root\n"
 		if string(kv.Value) != want {
 			t.Errorf("execution node:\n%s\nwant:\n%s", kv.Value, want)
 		}
