@@ -82,9 +82,11 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 		Nodes: []Node{&clockNode{"g0.1", 10 * time.Second}, &clockNode{"g2.1", 0}, &clockNode{"g5.1", 500 * time.Millisecond}}}}
 	hint0, _ := paths.WorkerIDHint("g0.1")
 	put(hint0, "0")
-	// Before the cluster has its ledger, nothing goes.
-	if rec, deleted, err := m.fenceDelete(ctx, repo, 42, false); err != nil || rec.Start != 0 || len(deleted) != 0 {
-		t.Fatalf("deletion without the ledger: %+v, %v, %v; want none", rec, deleted, err)
+	// Before the cluster has its ledger, nothing goes, relaxed or not.
+	for _, relaxed := range []bool{false, true} {
+		if rec, deleted, err := m.fenceDelete(ctx, repo, 42, relaxed); err != nil || rec.Start != 0 || len(deleted) != 0 {
+			t.Fatalf("deletion without the ledger (relaxed %v): %+v, %v, %v; want none", relaxed, rec, deleted, err)
+		}
 	}
 	for id := range 6 {
 		rkey, _ := paths.Reservation(id)
@@ -186,11 +188,13 @@ func testOperatorDeletesFences(t *testing.T, open func(context.Context, string) 
 	if err != nil || rec.Start == 0 || !slices.Equal(again, []int{2}) {
 		t.Errorf("deletion with two usable ids: %+v, %v, %v; want worker id 2", rec, again, err)
 	}
-	// Usable: 4 only: nothing goes.
+	// Usable: 4 only: nothing goes, relaxed or not.
 	reserve(0)
-	rec, again, err = m.fenceDelete(ctx, repo, 1, false)
-	if err != nil || rec.Start != 0 || len(again) != 0 {
-		t.Errorf("deletion with one usable id: %+v, %v, %v; want none", rec, again, err)
+	for _, relaxed := range []bool{false, true} {
+		rec, again, err = m.fenceDelete(ctx, repo, 1, relaxed)
+		if err != nil || rec.Start != 0 || len(again) != 0 {
+			t.Errorf("deletion with one usable id (relaxed %v): %+v, %v, %v; want none", relaxed, rec, again, err)
+		}
 	}
 }
 
