@@ -450,21 +450,29 @@ func (w *watch) fetchTree(roots []string, got map[string]*fetched) error {
 	return nil
 }
 
-// fetch reads p's data, then its children, arming both watches.
+// fetch reads p's data and its children at once (two requests in flight,
+// so a single new znode costs one round trip), arming both watches.
 func (w *watch) fetch(p string) (fetched, error) {
+	var (
+		names   []string
+		cstat   *zk.Stat
+		childCh <-chan zk.Event
+		cerr    error
+		listed  = make(chan struct{})
+	)
+	go func() {
+		defer close(listed)
+		names, cstat, childCh, cerr = w.conn.ChildrenW(p)
+	}()
 	data, stat, dataCh, err := w.conn.GetW(p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return fetched{state: fetchGone}, nil
-	}
-	if err != nil {
-		return fetched{}, err
-	}
-	names, cstat, childCh, err := w.conn.ChildrenW(p)
+	<-listed
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zk.ErrNoNode), errors.Is(cerr, zk.ErrNoNode):
 		return fetched{state: fetchGone}, nil
 	case err != nil:
 		return fetched{}, err
+	case cerr != nil:
+		return fetched{}, cerr
 	case cstat.Czxid != stat.Czxid:
 		return fetched{state: fetchReplaced}, nil
 	}
