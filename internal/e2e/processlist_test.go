@@ -60,7 +60,7 @@ func TestProcessListNamesAPausedNode(t *testing.T) {
 			// Resumed before the cleanup's SIGTERM, which a stopped process
 			// would not act on.
 			t.Cleanup(func() { _ = paused.cmd.Process.Signal(syscall.SIGCONT) })
-			const timeout = 2 * time.Second
+			const timeout = 3 * time.Second
 			start := time.Now()
 			c, err := process.Collect(ctx, r, timeout)
 			took := time.Since(start)
