@@ -557,35 +557,14 @@ func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
 	})
 }
 
-// snakeYAMLJar is Debian's libyaml-snake-java, the SnakeYAML 1.x that
-// ShardingSphere 5.5 uses.
-const snakeYAMLJar = "/usr/share/java/snakeyaml.jar"
-
 // loadWithSnakeYAML loads every value with SnakeYAML into the Java mirrors
 // of upstream's classes (testdata/snakeyaml/UpstreamLoad.java) and returns
 // the failures, each naming its key. Without a JDK or the jar it skips the
-// test, or fails it under SHARDKEEPER_REQUIRE_SERVERS=1 (scripts/servers.sh
-// installs both).
+// test (see testenv.SnakeYAML).
 func loadWithSnakeYAML(t *testing.T, values []persistedValue) ([]string, error) {
 	t.Helper()
-	javac, errC := exec.LookPath("javac")
-	java, errJ := exec.LookPath("java")
-	_, errS := os.Stat(snakeYAMLJar)
-	if err := errors.Join(errC, errJ, errS); err != nil {
-		msg := "the SnakeYAML check needs a JDK and " + snakeYAMLJar + " (Debian default-jdk-headless, libyaml-snake-java): " + err.Error()
-		if os.Getenv(testenv.EnvRequireServers) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	load := testenv.SnakeYAML(t, "testdata/snakeyaml/UpstreamLoad.java", "UpstreamLoad")
 	dir := t.TempDir()
-	src, err := filepath.Abs("testdata/snakeyaml/UpstreamLoad.java")
-	if err != nil {
-		return nil, err
-	}
-	if out, err := exec.Command(javac, "-d", dir, "-cp", snakeYAMLJar, src).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("javac: %v\n%s", err, out)
-	}
 	var manifest strings.Builder
 	for i, v := range values {
 		class, err := upstreamClass(v.k)
@@ -605,7 +584,7 @@ func loadWithSnakeYAML(t *testing.T, values []persistedValue) ([]string, error) 
 	if err := os.WriteFile(mf, []byte(manifest.String()), 0o644); err != nil {
 		return nil, err
 	}
-	out, err := exec.Command(java, "-cp", snakeYAMLJar+string(os.PathListSeparator)+dir, "UpstreamLoad", mf).CombinedOutput()
+	out, err := load(mf).CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	t.Logf("SnakeYAML: %s", lines[len(lines)-1])
 	var exit *exec.ExitError

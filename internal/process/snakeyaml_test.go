@@ -1,9 +1,7 @@
 package process_test
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,32 +10,14 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
-// snakeYAMLJar is Debian's libyaml-snake-java, the SnakeYAML 1.x that
-// ShardingSphere 5.5 uses.
-const snakeYAMLJar = "/usr/share/java/snakeyaml.jar"
-
 // snakeYAML compiles testdata/snakeyaml/ProcessListLoad.java and returns a
-// function running it with args. Without a JDK or the jar it skips the
-// test, or fails it under SHARDKEEPER_REQUIRE_SERVERS=1.
+// function running it with args (see testenv.SnakeYAML).
 func snakeYAML(t *testing.T) func(args ...string) string {
 	t.Helper()
-	javac, errC := exec.LookPath("javac")
-	java, errJ := exec.LookPath("java")
-	_, errS := os.Stat(snakeYAMLJar)
-	if err := errors.Join(errC, errJ, errS); err != nil {
-		msg := "the SnakeYAML check needs a JDK and " + snakeYAMLJar + " (Debian default-jdk-headless, libyaml-snake-java): " + err.Error()
-		if os.Getenv(testenv.EnvRequireServers) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command(javac, "-d", dir, "-cp", snakeYAMLJar, "testdata/snakeyaml/ProcessListLoad.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
+	load := testenv.SnakeYAML(t, "testdata/snakeyaml/ProcessListLoad.java", "ProcessListLoad")
 	return func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(java, append([]string{"-cp", snakeYAMLJar + string(os.PathListSeparator) + dir, "ProcessListLoad"}, args...)...).CombinedOutput()
+		out, err := load(args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ProcessListLoad %v: %v\n%s", args, err, out)
 		}
