@@ -119,6 +119,19 @@ func (t *Table) Add(p Process, kill func()) (remove func()) {
 	}
 }
 
+// Update changes the registered process id in place (a session's current
+// statement, its idle flag) and reports whether the table had it.
+func (t *Table) Update(id string, change func(*Process)) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.procs[id]
+	if ok {
+		change(&e.p)
+		e.p.ID = id
+	}
+	return ok
+}
+
 // List returns a copy of the processes, sorted by id.
 func (t *Table) List() []Process {
 	t.mu.Lock()

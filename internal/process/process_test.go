@@ -414,3 +414,19 @@ func TestCollectOverThreeNodes(t *testing.T) {
 		}
 	})
 }
+
+func TestTableUpdate(t *testing.T) {
+	tab := process.NewTable()
+	remove := tab.Add(process.Process{ID: "7", Username: "root", Idle: true}, nil)
+	if !tab.Update("7", func(p *process.Process) { p.SQL, p.Idle, p.ID = "SHOW COMPUTE NODES", false, "other" }) {
+		t.Fatal("Update of a registered process reported false")
+	}
+	got := tab.List()
+	if len(got) != 1 || got[0].ID != "7" || got[0].SQL != "SHOW COMPUTE NODES" || got[0].Idle || got[0].Username != "root" {
+		t.Fatalf("after Update: %+v", got)
+	}
+	remove()
+	if tab.Update("7", func(*process.Process) {}) {
+		t.Fatal("Update of a removed process reported true")
+	}
+}

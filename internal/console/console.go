@@ -1,0 +1,80 @@
+// Package console executes the DistSQL statements an operator types into a
+// MySQL or PostgreSQL client connected to a shardkeeper node: SHOW COMPUTE
+// NODES, SET DIST VARIABLE, SHOW PROCESSLIST and the rest (see
+// docs/distsql.md). The wire front ends (internal/mysqlfront,
+// internal/pgfront) authenticate a client, then hand every statement to an
+// Executor and write its Result or Error back in their protocol.
+package console
+
+import "context"
+
+// Session is one client connection, as the front end that accepted it
+// describes it. A front end creates it after authentication and passes the
+// same pointer with every statement of the connection; the Executor may
+// change Database (USE).
+type Session struct {
+	// ID is the process id SHOW PROCESSLIST shows and KILL takes; unique
+	// on this node.
+	ID string
+	// User is the authenticated user name; Host the client's address
+	// (host only, no port).
+	User string
+	Host string
+	// Database is the current logical database ("" when none).
+	Database string
+	// Protocol is "MySQL" or "PostgreSQL".
+	Protocol string
+}
+
+// ColumnType is how a front end declares a result column to its client.
+// Values are always sent as text.
+type ColumnType int
+
+const (
+	// Text is a character column (VARCHAR / text).
+	Text ColumnType = iota
+	// Int64 is a BIGINT column: its values are decimal integers.
+	Int64
+)
+
+// Column is one result column.
+type Column struct {
+	Name string
+	Type ColumnType
+}
+
+// Result is what a statement returns: a result set when Columns is not
+// empty, otherwise an OK with Affected rows. A nil *string in a row is
+// SQL NULL.
+type Result struct {
+	Columns  []Column
+	Rows     [][]*string
+	Affected uint64
+	// Warnings are shown to the client after the result (MySQL
+	// warnings, PostgreSQL notices); a statement that completed but could
+	// not reach every node names the nodes here.
+	Warnings []string
+}
+
+// Error is a statement's failure as the client sees it: ShardingSphere's
+// vendor code and SQL state where upstream has one for the failure.
+// Executors return *Error for every failure a client caused or should see;
+// any other error is reported as an internal error (code 30000, state
+// HY000), with its text.
+type Error struct {
+	// Code is the MySQL-protocol vendor code (e.g. 1045, 19000).
+	Code uint16
+	// SQLState is the five-character SQL state (e.g. "42000"), used by
+	// both protocols.
+	SQLState string
+	Message  string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Executor runs one statement of a session. It must be safe for
+// concurrent use by many sessions; ctx is cancelled when the session is
+// killed or the node shuts down.
+type Executor interface {
+	Execute(ctx context.Context, s *Session, query string) (*Result, error)
+}
