@@ -6,15 +6,19 @@
 // Executor and write its Result or Error back in their protocol.
 package console
 
-import "context"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+)
 
 // Session is one client connection, as the front end that accepted it
 // describes it. A front end creates it after authentication and passes the
 // same pointer with every statement of the connection; the Executor may
 // change Database (USE).
 type Session struct {
-	// ID is the process id SHOW PROCESSLIST shows and KILL takes; unique
-	// on this node.
+	// ID is the process id SHOW PROCESSLIST shows and KILL takes:
+	// NewSessionID's, unique across the cluster as upstream's are.
 	ID string
 	// User is the authenticated user name; Host the client's address
 	// (host only, no port).
@@ -77,4 +81,14 @@ func (e *Error) Error() string { return e.Message }
 // killed or the node shuts down.
 type Executor interface {
 	Execute(ctx context.Context, s *Session, query string) (*Result, error)
+}
+
+// NewSessionID returns a process id as ShardingSphere makes them: a random
+// UUID's 32 hex digits without dashes.
+func NewSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b[:])
 }
