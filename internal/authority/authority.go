@@ -1,0 +1,193 @@
+// Package authority reads the users a node accepts from ShardingSphere's
+// `authority` global rule (global.yaml's `authority:` key or `!AUTHORITY`
+// rule, or the registry's /rules/authority) and finds the user a client
+// logs in as, the way ShardingSphere-Proxy matches a Grantee.
+//
+// Passwords are kept in plain text, as upstream stores them: the MySQL and
+// PostgreSQL password methods need the password itself to check a
+// client's scramble.
+package authority
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+)
+
+// RuleType is the global rule type the users come from.
+const RuleType = "authority"
+
+// AnyHost is the host pattern that accepts every client address.
+const AnyHost = "%"
+
+// User is one configured user. Host is AnyHost ("%": any client) or an
+// exact host. An IP address is compared as an address (::ffff:10.0.0.1
+// is 10.0.0.1). "localhost" accepts every loopback address. Any other host
+// name accepts no client: upstream compares it with the client's IP
+// address text, which a name never equals, and no name is resolved here.
+type User struct {
+	Name     string
+	Host     string
+	Password string
+}
+
+// String is the user as upstream writes a grantee: name@host.
+func (u User) String() string { return u.Name + "@" + u.Host }
+
+// Users is the set of configured users, in configuration order. The zero
+// value and nil have no users. Safe for concurrent use (never modified).
+type Users struct {
+	list []User
+}
+
+// FromRules returns the users of the authority rule among rules (rules of
+// other types are ignored; with no authority rule, or one without users,
+// the result is Empty). The rule's `users` is a list whose items are
+// either mappings `{user: name@host, password: ...}` (ShardingSphere 5.1
+// and later; `admin` and `authenticationMethodName` are accepted and not
+// used) or strings `name@host:password` (5.0). A missing or empty host is
+// AnyHost. Every problem is reported at once, naming the item; a user name
+// that is empty, or the same name@host twice, is an error.
+func FromRules(rules ...config.Rule) (*Users, error) {
+	var rule *config.Rule
+	for i := range rules {
+		if rules[i].Type == RuleType {
+			rule = &rules[i]
+		}
+	}
+	if rule == nil || rule.Content["users"] == nil {
+		return &Users{}, nil
+	}
+	items, ok := rule.Content["users"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("authority: users: must be a list of {user: name@host, password: ...}, not %T", rule.Content["users"])
+	}
+	var errs []error
+	u := &Users{}
+	seen := map[string]int{}
+	for i, item := range items {
+		usr, err := parseUser(item)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("authority: users[%d]: %w", i, err))
+			continue
+		}
+		key := strings.ToLower(usr.String())
+		if j, dup := seen[key]; dup {
+			errs = append(errs, fmt.Errorf("authority: users[%d]: %s is configured twice (also users[%d])", i, usr, j))
+			continue
+		}
+		seen[key] = i
+		u.list = append(u.list, usr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func parseUser(item any) (User, error) {
+	switch v := item.(type) {
+	case string:
+		grantee, password, ok := strings.Cut(v, ":")
+		if !ok {
+			return User{}, fmt.Errorf("%q: want name@host:password or a mapping {user: name@host, password: ...}", v)
+		}
+		return newUser(grantee, password)
+	case map[string]any:
+		for k := range v {
+			switch k {
+			case "user", "password", "admin", "authenticationMethodName":
+			default:
+				return User{}, fmt.Errorf("unknown field %q (want user, password, admin, authenticationMethodName)", k)
+			}
+		}
+		grantee, ok := v["user"].(string)
+		if !ok {
+			return User{}, errors.New("user: must be a string name@host")
+		}
+		password, err := scalar(v["password"])
+		if err != nil {
+			return User{}, fmt.Errorf("%s: password: %w", grantee, err)
+		}
+		return newUser(grantee, password)
+	default:
+		return User{}, fmt.Errorf("must be a mapping {user: name@host, password: ...}, not %T", item)
+	}
+}
+
+// scalar is a YAML scalar as the text upstream's String field gets:
+// password: 123 is "123"; a missing password is "".
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case int:
+		return strconv.Itoa(x), nil
+	case uint64:
+		return strconv.FormatUint(x, 10), nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	default:
+		return "", fmt.Errorf("must be a string, not %T", v)
+	}
+}
+
+// newUser splits grantee at its first '@' as upstream's YamlUserSwapper
+// does: "name" alone and "name@" are name@%.
+func newUser(grantee, password string) (User, error) {
+	name, host, _ := strings.Cut(grantee, "@")
+	if name == "" {
+		return User{}, fmt.Errorf("user %q: the user name is empty; the legal format is name@host", grantee)
+	}
+	if host == "" {
+		host = AnyHost
+	}
+	return User{Name: name, Host: host, Password: password}, nil
+}
+
+// Empty reports whether no user is configured. A front end then accepts
+// only loopback clients, under any user name, without a password.
+func (u *Users) Empty() bool { return u == nil || len(u.list) == 0 }
+
+// List returns a copy of the users in configuration order.
+func (u *Users) List() []User {
+	if u == nil {
+		return nil
+	}
+	return append([]User(nil), u.list...)
+}
+
+// Lookup returns the first user, in configuration order, whose name
+// equals name (case-insensitively, as upstream) and whose Host accepts
+// client (see User). ok is false when none does.
+func (u *Users) Lookup(name string, client netip.Addr) (usr User, ok bool) {
+	if u == nil {
+		return User{}, false
+	}
+	for _, c := range u.list {
+		if strings.EqualFold(c.Name, name) && c.Accepts(client) {
+			return c, true
+		}
+	}
+	return User{}, false
+}
+
+// Accepts reports whether a client at addr may log in as u.
+func (u User) Accepts(addr netip.Addr) bool {
+	if u.Host == AnyHost {
+		return true
+	}
+	addr = addr.Unmap().WithZone("")
+	if h, err := netip.ParseAddr(u.Host); err == nil {
+		return addr.IsValid() && h.Unmap().WithZone("") == addr
+	}
+	return strings.EqualFold(u.Host, "localhost") && addr.IsLoopback()
+}

@@ -1,0 +1,190 @@
+package authority_test
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+)
+
+func globalRules(t *testing.T, yaml string) []config.Rule {
+	t.Helper()
+	cfg, err := config.ParseGlobal("global.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.GlobalRules
+}
+
+func TestFromRulesGlobalYAML(t *testing.T) {
+	rules := globalRules(t, `
+authority:
+  users:
+    - user: root@%
+      password: root
+    - user: sharding
+      password: 123
+      admin: true
+      authenticationMethodName: md5
+    - user: ops@10.0.0.7
+      password: s3cret
+    - user: local@localhost
+      password: l
+  privilege:
+    type: ALL_PERMITTED
+props:
+  sql-show: false
+`)
+	u, err := authority.FromRules(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Empty() {
+		t.Fatal("Empty() = true with four users")
+	}
+	want := []authority.User{
+		{Name: "root", Host: "%", Password: "root"},
+		{Name: "sharding", Host: "%", Password: "123"},
+		{Name: "ops", Host: "10.0.0.7", Password: "s3cret"},
+		{Name: "local", Host: "localhost", Password: "l"},
+	}
+	got := u.List()
+	if len(got) != len(want) {
+		t.Fatalf("List() = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("user %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestFromRulesTagAndOldStrings(t *testing.T) {
+	rules := globalRules(t, `
+rules:
+  - !AUTHORITY
+    users:
+      - root@127.0.0.1:pa:ss
+      - sharding@:sharding
+    provider:
+      type: ALL_PRIVILEGES_PERMITTED
+`)
+	u, err := authority.FromRules(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := u.List()
+	want := []authority.User{{Name: "root", Host: "127.0.0.1", Password: "pa:ss"}, {Name: "sharding", Host: "%", Password: "sharding"}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("List() = %+v, want %+v", got, want)
+	}
+}
+
+func TestFromRulesNone(t *testing.T) {
+	for name, rules := range map[string][]config.Rule{
+		"no rules":        nil,
+		"other rule":      {{Type: "transaction", Content: map[string]any{"defaultType": "LOCAL"}}},
+		"no users":        {{Type: "authority", Content: map[string]any{"privilege": map[string]any{"type": "ALL_PERMITTED"}}}},
+		"zero value rule": {{}},
+	} {
+		u, err := authority.FromRules(rules...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !u.Empty() {
+			t.Errorf("%s: Empty() = false", name)
+		}
+		if _, ok := u.Lookup("root", netip.MustParseAddr("127.0.0.1")); ok {
+			t.Errorf("%s: Lookup found a user", name)
+		}
+	}
+	var nilUsers *authority.Users
+	if !nilUsers.Empty() {
+		t.Error("nil Users: Empty() = false")
+	}
+}
+
+func TestFromRulesErrors(t *testing.T) {
+	rules := globalRules(t, `
+authority:
+  users:
+    - user: "@%"
+      password: x
+    - user: root@%
+      password: [1, 2]
+    - user: a@%
+      password: a
+    - user: A@%
+      password: b
+    - user: b
+      pasword: typo
+    - 42
+    - nocolon
+`)
+	_, err := authority.FromRules(rules...)
+	if err == nil {
+		t.Fatal("FromRules accepted a bad user list")
+	}
+	for _, want := range []string{
+		"users[0]: user \"@%\": the user name is empty",
+		"users[1]: root@%: password: must be a string",
+		"users[3]: A@% is configured twice (also users[2])",
+		"users[4]: unknown field \"pasword\"",
+		"users[5]: must be a mapping",
+		"users[6]: \"nocolon\": want name@host:password",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := authority.FromRules(config.Rule{Type: "authority", Content: map[string]any{"users": "root"}}); err == nil {
+		t.Error("users: root (not a list) accepted")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	u, err := authority.FromRules(config.Rule{Type: "authority", Content: map[string]any{"users": []any{
+		map[string]any{"user": "ops@10.0.0.7", "password": "exact"},
+		map[string]any{"user": "ops@%", "password": "any"},
+		map[string]any{"user": "v6@fe80::1", "password": "v6"},
+		map[string]any{"user": "local@localhost", "password": "lo"},
+		map[string]any{"user": "named@db.example.com", "password": "n"},
+		map[string]any{"user": "only@192.168.1.1", "password": "o"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, addr string
+		want       string // password of the user found; "" none
+	}{
+		{"ops", "10.0.0.7", "exact"},
+		{"OPS", "10.0.0.7", "exact"}, // names are case-insensitive, as upstream
+		{"ops", "::ffff:10.0.0.7", "exact"},
+		{"ops", "10.0.0.8", "any"}, // first match in order: % after the exact host
+		{"v6", "fe80::1", "v6"},
+		{"v6", "fe80::1%eth0", "v6"},
+		{"v6", "fe80::2", ""},
+		{"local", "127.0.0.1", "lo"},
+		{"local", "::1", "lo"},
+		{"local", "127.0.0.2", "lo"},
+		{"local", "10.0.0.1", ""},
+		{"named", "127.0.0.1", ""}, // names are never resolved
+		{"only", "192.168.1.1", "o"},
+		{"only", "192.168.1.2", ""},
+		{"nobody", "127.0.0.1", ""},
+	} {
+		got, ok := u.Lookup(c.name, netip.MustParseAddr(c.addr))
+		if c.want == "" {
+			if ok {
+				t.Errorf("Lookup(%s, %s) = %v, want none", c.name, c.addr, got)
+			}
+			continue
+		}
+		if !ok || got.Password != c.want {
+			t.Errorf("Lookup(%s, %s) = %+v, %v; want password %q", c.name, c.addr, got, ok, c.want)
+		}
+	}
+}
