@@ -72,6 +72,11 @@ type Error struct {
 	// both protocols.
 	SQLState string
 	Message  string
+	// Position is the 1-based character position in the statement text
+	// where a syntax error was found; 0 when the error has none. The
+	// PostgreSQL front end sends it as the error's position field, which
+	// psql shows as a caret under the statement.
+	Position int
 }
 
 func (e *Error) Error() string { return e.Message }
