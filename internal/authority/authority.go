@@ -33,6 +33,14 @@ type User struct {
 	Name     string
 	Host     string
 	Password string
+	// AuthenticationMethod is the password method the user must log in
+	// with: the type of the authenticator the user's
+	// authenticationMethodName (else the rule's defaultAuthenticator)
+	// names in the rule's authenticators, or that name itself when no
+	// authenticator has it; "" when neither is set (each front end then
+	// uses its protocol's default). A front end treats a method it does
+	// not know as its default, as upstream does.
+	AuthenticationMethod string
 }
 
 // String is the user as upstream writes a grantee: name@host.
@@ -49,7 +57,9 @@ type Users struct {
 // the result is Empty). The rule's `users` is a list whose items are
 // either mappings `{user: name@host, password: ...}` (ShardingSphere 5.1
 // and later; `admin` and `authenticationMethodName` are accepted and not
-// used) or strings `name@host:password` (5.0). A missing or empty host is
+// used) or strings `name@host:password` (5.0). A user's
+// authenticationMethodName, or the rule's defaultAuthenticator, is
+// resolved through the rule's authenticators (see User). A missing or empty host is
 // AnyHost. Every problem is reported at once, naming the item; a user name
 // that is empty, or the same name@host twice, is an error.
 func FromRules(rules ...config.Rule) (*Users, error) {
@@ -67,14 +77,26 @@ func FromRules(rules ...config.Rule) (*Users, error) {
 		return nil, fmt.Errorf("authority: users: must be a list of {user: name@host, password: ...}, not %T", rule.Content["users"])
 	}
 	var errs []error
+	authenticators, err := parseAuthenticators(rule.Content["authenticators"])
+	if err != nil {
+		errs = append(errs, err)
+	}
+	defaultMethod, _ := rule.Content["defaultAuthenticator"].(string)
 	u := &Users{}
 	seen := map[string]int{}
 	for i, item := range items {
-		usr, err := parseUser(item)
+		usr, method, err := parseUser(item)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("authority: users[%d]: %w", i, err))
 			continue
 		}
+		if method == "" {
+			method = defaultMethod
+		}
+		if typ, ok := authenticators[method]; ok {
+			method = typ
+		}
+		usr.AuthenticationMethod = method
 		key := strings.ToLower(usr.String())
 		if j, dup := seen[key]; dup {
 			errs = append(errs, fmt.Errorf("authority: users[%d]: %s is configured twice (also users[%d])", i, usr, j))
@@ -89,33 +111,64 @@ func FromRules(rules ...config.Rule) (*Users, error) {
 	return u, nil
 }
 
-func parseUser(item any) (User, error) {
+// parseAuthenticators reads the rule's authenticators: name -> {type: T}.
+func parseAuthenticators(v any) (map[string]string, error) {
+	out := map[string]string{}
+	if v == nil {
+		return out, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("authority: authenticators: must be a mapping of names to {type: ...}, not %T", v)
+	}
+	var errs []error
+	for name, a := range m {
+		am, _ := a.(map[string]any)
+		typ, _ := am["type"].(string)
+		if typ == "" {
+			errs = append(errs, fmt.Errorf("authority: authenticators.%s: type: must be a non-empty string", name))
+			continue
+		}
+		out[name] = typ
+	}
+	return out, errors.Join(errs...)
+}
+
+// parseUser reads one item of users and returns the user and its
+// authenticationMethodName.
+func parseUser(item any) (User, string, error) {
 	switch v := item.(type) {
 	case string:
 		grantee, password, ok := strings.Cut(v, ":")
 		if !ok {
-			return User{}, fmt.Errorf("%q: want name@host:password or a mapping {user: name@host, password: ...}", v)
+			return User{}, "", fmt.Errorf("%q: want name@host:password or a mapping {user: name@host, password: ...}", v)
 		}
-		return newUser(grantee, password)
+		u, err := newUser(grantee, password)
+		return u, "", err
 	case map[string]any:
 		for k := range v {
 			switch k {
 			case "user", "password", "admin", "authenticationMethodName":
 			default:
-				return User{}, fmt.Errorf("unknown field %q (want user, password, admin, authenticationMethodName)", k)
+				return User{}, "", fmt.Errorf("unknown field %q (want user, password, admin, authenticationMethodName)", k)
 			}
 		}
 		grantee, ok := v["user"].(string)
 		if !ok {
-			return User{}, errors.New("user: must be a string name@host")
+			return User{}, "", errors.New("user: must be a string name@host")
 		}
 		password, err := scalar(v["password"])
 		if err != nil {
-			return User{}, fmt.Errorf("%s: password: %w", grantee, err)
+			return User{}, "", fmt.Errorf("%s: password: %w", grantee, err)
 		}
-		return newUser(grantee, password)
+		method, err := scalar(v["authenticationMethodName"])
+		if err != nil {
+			return User{}, "", fmt.Errorf("%s: authenticationMethodName: %w", grantee, err)
+		}
+		u, err := newUser(grantee, password)
+		return u, method, err
 	default:
-		return User{}, fmt.Errorf("must be a mapping {user: name@host, password: ...}, not %T", item)
+		return User{}, "", fmt.Errorf("must be a mapping {user: name@host, password: ...}, not %T", item)
 	}
 }
 

@@ -46,7 +46,7 @@ props:
 	}
 	want := []authority.User{
 		{Name: "root", Host: "%", Password: "root"},
-		{Name: "sharding", Host: "%", Password: "123"},
+		{Name: "sharding", Host: "%", Password: "123", AuthenticationMethod: "md5"},
 		{Name: "ops", Host: "10.0.0.7", Password: "s3cret"},
 		{Name: "local", Host: "localhost", Password: "l"},
 	}
@@ -58,6 +58,42 @@ props:
 		if got[i] != want[i] {
 			t.Errorf("user %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+func TestFromRulesAuthenticators(t *testing.T) {
+	u, err := authority.FromRules(globalRules(t, `
+authority:
+  users:
+    - user: a
+      password: a
+    - user: b
+      password: b
+      authenticationMethodName: sha2
+    - user: c
+      password: c
+      authenticationMethodName: caching_sha2_password
+  authenticators:
+    sha2:
+      type: CACHING_SHA2_PASSWORD
+    native:
+      type: MYSQL_NATIVE_PASSWORD
+  defaultAuthenticator: native
+`)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, usr := range u.List() {
+		got = append(got, usr.Name+"="+usr.AuthenticationMethod)
+	}
+	if want := "a=MYSQL_NATIVE_PASSWORD b=CACHING_SHA2_PASSWORD c=caching_sha2_password"; strings.Join(got, " ") != want {
+		t.Errorf("methods = %s, want %s", strings.Join(got, " "), want)
+	}
+	if _, err := authority.FromRules(config.Rule{Type: "authority", Content: map[string]any{
+		"users": []any{}, "authenticators": map[string]any{"x": map[string]any{}},
+	}}); err == nil || !strings.Contains(err.Error(), "authenticators.x: type") {
+		t.Errorf("authenticator without type: err = %v", err)
 	}
 }
 
