@@ -43,6 +43,8 @@ func TestAdminAgainstServe(t *testing.T) {
 		}
 		return stdout
 	}
+	cli(0, "/readyz: ok", "health")
+	cli(0, "/livez: ok", "health", "--live")
 	cli(0, "cli-e2e PROXY 127.0.0.1 3307 OK Standalone", "nodes", "list")
 	cli(0, `"instance_id": "cli-e2e"`, "nodes", "show", "-o", "json")
 	cli(0, "instance_id: cli-e2e", "nodes", "show", "cli-e2e", "-o", "yaml")

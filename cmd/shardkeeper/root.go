@@ -44,7 +44,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newRegistryCommand())
+	root.AddCommand(newServeCommand(), newRegistryCommand(), newHealthCommand())
 	addAdminCommands(root)
 	return root
 }
