@@ -179,7 +179,14 @@ type Stats struct {
 	Refused         int64 // key requests refused while not issuing
 	Stalls          int64 // key requests that ran out of reserved time
 	CorruptValues   int64 // registry values reported and skipped
+	ClockStepsBack  int64 // steps back of the wall clock of at least ClockStepBack
 }
+
+// ClockStepBack is the smallest step back of the wall clock a node counts
+// in Stats.ClockStepsBack and logs (10 ms). Keys never go backwards, but
+// reservations are computed from the wall clock: after a step back longer
+// than the reservation, keys stall until the wall clock has caught up.
+const ClockStepBack = node.ClockStepBack
 
 // NewInstanceID returns a random version 4 UUID, ShardingSphere's default
 // instance id.

@@ -159,6 +159,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	counter("shardkeeper_worker_id_acquisitions_total", "Worker ids acquired (1 plus re-acquisitions).", st.Acquisitions)
 	counter("shardkeeper_worker_id_losses_total", "Worker ids lost (session or fence): issuing stopped until re-acquired.", st.Losses)
 	counter("shardkeeper_registry_corrupt_values_total", "Corrupt membership values skipped.", st.CorruptValues)
+	counter("shardkeeper_clock_steps_back_total", "Steps back of the wall clock of at least 10 ms seen between two fence renewals (reservations wait for the clock to catch up).", st.ClockStepsBack)
 	gauge("shardkeeper_worker_id", "The worker id this node holds, -1 while none.", float64(st.WorkerID))
 	gauge("shardkeeper_fence_reserved_until_seconds", "Unix time up to which this node may stamp keys (its last committed reservation).", float64(st.ReservedUntilMs)/1000)
 	issuing := 0.0
@@ -179,7 +180,15 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		readyV = 1
 	}
 	gauge("shardkeeper_ready", "1 while /readyz answers 200 (keys can be issued).", readyV)
-	gauge("shardkeeper_compute_nodes", "Online compute nodes this node sees.", float64(len(s.cfg.Node.Instances())))
+	instances := s.cfg.Node.Instances()
+	withID := 0
+	for _, in := range instances {
+		if in.WorkerID >= 0 {
+			withID++
+		}
+	}
+	gauge("shardkeeper_compute_nodes", "Online compute nodes this node sees.", float64(len(instances)))
+	gauge("shardkeeper_worker_ids_in_use", "Worker ids held by the online compute nodes this node sees (of 1024), ShardingSphere nodes included.", float64(withID))
 	gauge("shardkeeper_metadata_sequence", "Sequence number of the metadata snapshot this node serves.", float64(snap.Seq))
 	gauge("shardkeeper_databases", "Logical databases.", float64(len(snap.Databases)))
 	fmt.Fprintf(&b, "# HELP shardkeeper_cluster_state The cluster state (1 for the current one).\n# TYPE shardkeeper_cluster_state gauge\n")

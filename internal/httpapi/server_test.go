@@ -391,6 +391,7 @@ func TestMetricsAndStatus(t *testing.T) {
 		"shardkeeper_fence_renewals_total", "shardkeeper_fence_stalls_total", `shardkeeper_session_state{state="holding"} 1`,
 		`shardkeeper_registry_request_duration_seconds_bucket{op="commit",le="+Inf"}`, `shardkeeper_registry_watch_events_total{prefix="/nodes/compute_nodes"}`,
 		`shardkeeper_http_requests_total{route="GET /api/v1/keys"} 1`, "shardkeeper_ready 1",
+		"shardkeeper_worker_ids_in_use 1", "shardkeeper_compute_nodes 1", "shardkeeper_clock_steps_back_total 0",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)

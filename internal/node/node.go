@@ -255,6 +255,7 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	foreign := make(chan error, 1)
+	wall, mono := n.nowMillis(), time.Now()
 	if !n.cfg.UnsafeLeaseOnly {
 		go n.watch(watchCtx, hold, foreign)
 	}
@@ -280,6 +281,7 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 			return
 		case <-t.C:
 		}
+		wall, mono = n.checkClock(wall, mono)
 		if n.cfg.UnsafeLeaseOnly {
 			continue
 		}
@@ -302,6 +304,29 @@ func (n *Node) hold(ctx context.Context, hold *holding) {
 				"worker_id", hold.h.WorkerID, "reserved_until_ms", hold.h.ReservedUntil(), "err", err)
 		}
 	}
+}
+
+// ClockStepBack is the smallest step back of the wall clock a node counts
+// (Stats.ClockStepsBack) and logs. NTP slews a clock by at most 0.5 ms per
+// second; a larger difference between the wall clock and the monotonic
+// clock over one renewal period is a step. Keys never go backwards (the key
+// clock advances with the monotonic clock), but reservations are computed
+// from the wall clock: after a step back longer than the reservation, keys
+// stall until the wall clock has caught up.
+const ClockStepBack = 10 * time.Millisecond
+
+// checkClock compares how far the wall clock (the injected clock, if any)
+// and the monotonic clock moved since prevWall and prevMono, counts and
+// logs a step back of at least ClockStepBack, and returns the readings for
+// the next check.
+func (n *Node) checkClock(prevWall int64, prevMono time.Time) (int64, time.Time) {
+	wall, mono := n.nowMillis(), time.Now()
+	if back := mono.Sub(prevMono).Milliseconds() - (wall - prevWall); back >= ClockStepBack.Milliseconds() {
+		n.stats.clockStepsBack.Add(1)
+		n.cfg.Logger.Warn("the wall clock stepped back; time reservations wait for it to catch up (check NTP or chrony)",
+			"step_ms", back, "reservation", n.cfg.Reservation)
+	}
+	return wall, mono
 }
 
 // watch revokes hold's generator and reports on foreign as soon as its

@@ -15,10 +15,11 @@ type Stats struct {
 	Refused         int64 // key requests refused while not issuing
 	Stalls          int64 // key requests that ran out of reserved time
 	CorruptValues   int64 // registry values reported and skipped
+	ClockStepsBack  int64 // steps back of the wall clock of at least ClockStepBack
 }
 
 type counters struct {
-	keys, acquisitions, losses, renewals, renewalFailures, refused, stalls atomic.Int64
+	keys, acquisitions, losses, renewals, renewalFailures, refused, stalls, clockStepsBack atomic.Int64
 }
 
 // Stats returns the node's counters.
@@ -34,6 +35,7 @@ func (n *Node) Stats() Stats {
 		Refused:         n.stats.refused.Load(),
 		Stalls:          n.stats.stalls.Load(),
 		CorruptValues:   n.members.corrupt.Load(),
+		ClockStepsBack:  n.stats.clockStepsBack.Load(),
 	}
 	if h := n.current.Load(); h != nil {
 		s.ReservedUntilMs = h.h.ReservedUntil()
