@@ -62,7 +62,7 @@ func adminOnRegistry(t *testing.T, typ, servers string) {
 	db := config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{
 		"ds_0": config.NewDataSource("jdbc:postgresql://127.0.0.1:5432/demo_ds_0", "postgres", "hunter2"),
 	}}
-	if err := metadata.CreateDatabase(ctx, repo, db); err != nil {
+	if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
 		t.Fatal(err)
 	}
 	if err := metadata.PersistSchemas(ctx, repo, "sharding_db", []datasource.Schema{{Name: "public",

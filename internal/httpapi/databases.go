@@ -184,10 +184,6 @@ func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) {
 	}{s.cfg.Store.Current().ClusterState})
 }
 
-// lockClusterOperation is the exclusive operation LOCK/UNLOCK CLUSTER run
-// under.
-const lockClusterOperation = "lock_cluster"
-
 func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 	body, perr := readBody(w, r)
 	if perr != nil {
@@ -231,7 +227,9 @@ func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
 }
 
 // changeClusterState runs decide on the registry's cluster state under
-// the lock_cluster exclusive operation (waiting at most timeout for it)
+// the cluster lock of the configured layout (the lock_cluster exclusive
+// operation, or 5.5.2's global lock cluster_lock; waiting at most timeout
+// for it)
 // and writes the state it returns.
 func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, timeout time.Duration, decide func(cur string) (string, *Error)) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout+10*time.Second)
@@ -241,13 +239,13 @@ func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, time
 		s.writeError(w, err)
 		return
 	}
-	lockKey, _ := paths.ExclusiveOperation(lockClusterOperation)
+	lockKey := s.cfg.Layout.ClusterLock()
 	lctx, lcancel := context.WithTimeout(ctx, timeout)
 	lock, err := sess.Lock(lctx, lockKey)
 	lcancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			s.writeError(w, errorf(http.StatusConflict, CodeNone, "another node holds the %s operation; retry (waited %v)", lockClusterOperation, timeout))
+			s.writeError(w, errorf(http.StatusConflict, CodeNone, "another node holds the cluster lock %s; retry (waited %v)", lockKey, timeout))
 			return
 		}
 		s.writeError(w, err)

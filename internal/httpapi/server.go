@@ -29,6 +29,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	// conditional writes and the lock_cluster exclusive operation; zero
 	// means the registry's default.
 	SessionTTL time.Duration
+	// Layout is the ShardingSphere release layout the node writes
+	// (config.Repository.Layout): it picks the key of the cluster lock
+	// LOCK and UNLOCK hold (paths.Layout.ClusterLock).
+	Layout paths.Layout
 	// ModeType is "Cluster" or "Standalone" (the mode_type column).
 	ModeType string
 	// Token is the bearer token mutations need. Empty refuses every

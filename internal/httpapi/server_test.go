@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -347,7 +348,7 @@ func TestDatabases(t *testing.T) {
 	n := startNode(t, repo, "dbs", nil)
 	ctx := context.Background()
 	ds := config.NewDataSource("jdbc:postgresql://127.0.0.1:5432/demo_ds_0?password=hidden", "root", "secret")
-	err := metadata.CreateDatabase(ctx, repo, config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{"ds_0": ds},
+	err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{"ds_0": ds},
 		Rules: []config.Rule{{Type: "broadcast", Content: map[string]any{"tables": []any{"t_address"}}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -523,5 +524,57 @@ func (d *discardWriter) WriteHeader(s int)           { d.status = s }
 func TestInstrumentKeepsRangeReads(t *testing.T) {
 	if !registry.ListIsRangeRead(NewMetrics().Instrument(memory.New())) {
 		t.Fatal("the instrumented repository hides the backend's range reads")
+	}
+}
+
+// TestClusterLockFollowsLayout holds the cluster lock where a
+// ShardingSphere node of each target release takes it (5.5.2: the global
+// lock /lock/global/locks/cluster_lock; 5.5.3: the exclusive operation
+// /exclusive_operation/lock_cluster) and checks that LOCK CLUSTER waits for
+// that holder only.
+func TestClusterLockFollowsLayout(t *testing.T) {
+	for _, c := range []struct {
+		layout      paths.Layout
+		held, other string
+	}{
+		{paths.Layout552, "/lock/global/locks/cluster_lock", "/exclusive_operation/lock_cluster"},
+		{paths.Layout553, "/exclusive_operation/lock_cluster", "/lock/global/locks/cluster_lock"},
+	} {
+		t.Run(c.layout.String(), func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := memory.New()
+			n := startNode(t, repo, "node-a", func(cfg *Config) { cfg.Layout = c.layout })
+			upstream, err := repo.NewSession(ctx, registry.SessionOptions{TTL: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer upstream.Close(ctx)
+			// The other release's lock does not stop LOCK CLUSTER.
+			other, err := upstream.Lock(ctx, c.other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				State string `json:"state"`
+			}
+			put(t, n, "/api/v1/cluster/lock", `{"strategy":"WRITE","timeoutMillis":200}`).json(t, &st)
+			if st.State != "READ_ONLY" {
+				t.Fatalf("lock with %s held: %+v", c.other, st)
+			}
+			_ = other.Unlock(ctx)
+			// Its own release's lock does.
+			held, err := upstream.Lock(ctx, c.held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, n, "/api/v1/cluster/unlock", `{"timeoutMillis":200}`).apiError(t, 409, 0, c.held)
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			put(t, n, "/api/v1/cluster/unlock", `{"timeoutMillis":1000}`).json(t, &st)
+			if st.State != "OK" {
+				t.Fatalf("unlock: %+v", st)
+			}
+		})
 	}
 }

@@ -226,6 +226,59 @@ func TestNodeWritesEachReleasesTree(t *testing.T) {
 	}
 }
 
+// TestWritersWriteEachReleasesTree writes the example conf through the
+// writers the API, the CLI and the DistSQL front ends use (PersistGlobal,
+// CreateDatabase, PersistSchemas) for each target release: the tree is the
+// one Bootstrap writes (the same golden file), so every writer places
+// items as the target release does.
+func TestWritersWriteEachReleasesTree(t *testing.T) {
+	for _, layout := range []paths.Layout{paths.Layout552, paths.Layout553} {
+		t.Run(layout.String(), func(t *testing.T) {
+			ctx := testenv.Context(t)
+			cfg := exampleConfig(t)
+			repo := memory.New()
+			if err := PersistGlobal(ctx, repo, cfg.GlobalRules, cfg.Props); err != nil {
+				t.Fatal(err)
+			}
+			for _, db := range cfg.Databases {
+				if err := CreateDatabase(ctx, repo, layout, db); err != nil {
+					t.Fatal(err)
+				}
+				schemas, _ := fakeIntrospect(ctx, db)
+				if err := PersistSchemas(ctx, repo, db.Name, schemas); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden := "golden-" + layout.String() + ".yaml"
+			if got, want := dumpTree(t, repo), readTree(t, golden); !reflect.DeepEqual(got, want) {
+				for _, k := range sortedKeys(want) {
+					if got[k] != want[k] {
+						t.Errorf("%s = %q, want %q", k, got[k], want[k])
+					}
+				}
+				for _, k := range sortedKeys(got) {
+					if _, ok := want[k]; !ok {
+						t.Errorf("%s written, not in %s", k, golden)
+					}
+				}
+			}
+			// A default altered later goes to the target's place too.
+			strategy := map[string]any{"none": map[string]any{}}
+			if err := AlterRuleItem(ctx, repo, layout, "sharding_db", "sharding", "default_table_strategy", "", strategy); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := layout.RuleItem("sharding_db", "sharding", "default_table_strategy", "")
+			all, _ := paths.RuleItemPlacements("sharding_db", "sharding", "default_table_strategy", "")
+			for _, node := range all {
+				_, err := repo.Get(ctx, paths.ActiveVersion(node))
+				if (node == want) != (err == nil) {
+					t.Errorf("%s: %v (the %s target writes %s)", node, err, layout, want)
+				}
+			}
+		})
+	}
+}
+
 // TestDefaultsMoveBetweenLayouts checks that an item written in one
 // layout's place is read, and that writing it in the other's place leaves
 // one copy.

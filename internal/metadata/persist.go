@@ -260,10 +260,13 @@ func (w *writer) wait() error {
 }
 
 // PersistDatabase writes db to the registry: /metadata/{db}, then each data
-// source unit and each rule item as a new version, in paths.DefaultLayout.
-// ctx bounds the writes.
-func PersistDatabase(ctx context.Context, repo registry.Repository, db config.Database) error {
-	return persistDatabase(newWriter(ctx, repo, false), db)
+// source unit and each rule item as a new version, placed as layout (the
+// target release, config.Repository.Layout) places them. ctx bounds the
+// writes.
+func PersistDatabase(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error {
+	w := newWriter(ctx, repo, false)
+	w.layout = layout
+	return persistDatabase(w, db)
 }
 
 func persistDatabase(w *writer, db config.Database) error {

@@ -208,9 +208,10 @@ func DropRuleItem(ctx context.Context, repo registry.Repository, db, ruleType, i
 	return nil
 }
 
-// CreateDatabase persists a new logical database (units and rules). It
-// returns registry.ErrExists (wrapped) when the database exists.
-func CreateDatabase(ctx context.Context, repo registry.Repository, db config.Database) error {
+// CreateDatabase persists a new logical database (units and rules) in the
+// layout of the target release (see PersistDatabase). It returns
+// registry.ErrExists (wrapped) when the database exists.
+func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error {
 	key, err := paths.Database(db.Name)
 	if err != nil {
 		return err
@@ -218,7 +219,7 @@ func CreateDatabase(ctx context.Context, repo registry.Repository, db config.Dat
 	if _, err := repo.Create(ctx, key, nil); err != nil {
 		return fmt.Errorf("create database %s: %w", db.Name, err)
 	}
-	return PersistDatabase(ctx, repo, db)
+	return PersistDatabase(ctx, repo, layout, db)
 }
 
 // DropDatabase deletes database db with everything under it. It returns

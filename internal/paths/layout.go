@@ -103,3 +103,31 @@ func (l Layout) DatabaseListener(db string) (string, error) {
 	}
 	return join(DatabaseListenerRoot, db)
 }
+
+// The lock LOCK CLUSTER and UNLOCK CLUSTER hold while they change
+// /states/cluster_state, in each layout. 5.5.3 and later run them as the
+// exclusive operation lock_cluster (ExclusiveOperatorEngine,
+// LockClusterOperation); 5.5.0 to 5.5.2 take the global lock cluster_lock
+// (GlobalLockDefinition of ClusterLock: /lock/global/locks/{name}). Both
+// are the registry's lock recipe (Curator InterProcessMutex children on
+// ZooKeeper, an etcd lock on etcd) under that key.
+const (
+	ClusterLockOperation = "lock_cluster"
+	GlobalLockRoot552    = "/lock/global/locks"
+	ClusterLockName552   = "cluster_lock"
+)
+
+// ClusterLock is the key of the cluster lock: /exclusive_operation/lock_cluster,
+// or /lock/global/locks/cluster_lock in Layout552.
+func (l Layout) ClusterLock() string {
+	if l == Layout552 {
+		p, _ := GlobalLock552(ClusterLockName552)
+		return p
+	}
+	p, _ := ExclusiveOperation(ClusterLockOperation)
+	return p
+}
+
+// GlobalLock552 is /lock/global/locks/{name}, a 5.5.0-5.5.2 global lock
+// (GlobalLockDefinition).
+func GlobalLock552(name string) (string, error) { return join(GlobalLockRoot552, name) }

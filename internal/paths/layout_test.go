@@ -35,6 +35,9 @@ func TestLayoutsPlaceShardingDefaults(t *testing.T) {
 		{must(Layout552.RuleItem("db", "shadow", "default_shadow_algorithm_name", "")), "/metadata/db/rules/shadow/default_shadow_algorithm_name"},
 		{must(Layout553.DatabaseListener("db")), "/states/database_listener_coordinator/db"},
 		{must(Layout552.DatabaseListener("db")), "/states/listener_assisted/db"},
+		{Layout553.ClusterLock(), "/exclusive_operation/lock_cluster"},
+		{Layout552.ClusterLock(), "/lock/global/locks/cluster_lock"},
+		{must(GlobalLock552("statistics")), "/lock/global/locks/statistics"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)
