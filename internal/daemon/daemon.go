@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/process"
@@ -77,6 +78,7 @@ type Daemon struct {
 	repo       registry.Repository // Repo, instrumented by Metrics
 	frontends  []frontend          // in the order Close drains them
 	responder  *process.Responder  // answers the process triggers
+	acker      *distvar.Acker      // acknowledges applied /props versions
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	runDone    chan struct{}
@@ -87,7 +89,9 @@ type Daemon struct {
 // metadata (from the registry when it has databases, otherwise from
 // c.Conf, introspecting the real data sources), follows the registry and
 // answers the SHOW PROCESSLIST and KILL triggers addressed to the node
-// (those written while it started included). ctx bounds the start.
+// (those written while it started included), and publishes the /props
+// version it applied (distvar.Acker, for SET DIST VARIABLE). ctx bounds
+// the start.
 //
 // Start binds the ports of c.HTTP, c.RESP and c.UDP before it contacts the
 // registry: a busy port fails the start before any registry write. On any
@@ -162,6 +166,16 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		}
 	}()
 	d.responder = responder
+	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: node.InstanceID(), Store: store, SessionTTL: nc.SessionTTL, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			acker.Close()
+		}
+	}()
+	d.acker = acker
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.Repo, d.repo, d.Node, d.nodeConfig, d.Metadata, d.Metrics = rawRepo, repo, node, nc, store, metrics
 	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
@@ -225,8 +239,8 @@ func bootstrap(ctx context.Context, repo registry.Repository, c Config, log *slo
 //     /readyz and key requests answer 503 "the node is shutting down", so
 //     that probes see the shutdown rather than a refused connection.
 //  2. The node stops issuing, publishes its final fence and goes offline.
-//  3. The node stops answering process triggers: askers no longer list it
-//     once it is offline.
+//  3. The node stops answering process triggers (askers no longer list it
+//     once it is offline) and withdraws its props acknowledgement.
 //  4. The HTTP server closes its port; requests in flight finish (at most
 //     5 seconds), event streams are cut.
 //  5. The metadata watch stops and the registry client closes.
@@ -238,6 +252,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	nodeErr := d.Node.Close(ctx)
 	d.responder.Close()
+	d.acker.Close()
 	for i := len(d.frontends) - 1; i >= 0; i-- {
 		d.frontends[i].stop(ctx)
 	}

@@ -269,6 +269,8 @@ func (a *applier) activate(ctx context.Context, d *draft, k paths.Key, value []b
 	a.active[k.Node] = n
 	if err := a.set(d, k, content.Value); err != nil {
 		a.problem(vkey, err)
+	} else if k.Kind == paths.KindProps {
+		d.s.PropsVersion = n
 	}
 }
 
@@ -359,6 +361,7 @@ func (a *applier) remove(d *draft, k paths.Key) {
 		delete(d.s.GlobalRules, k.Name)
 	case paths.KindProps:
 		d.s.Props = config.Props{}
+		d.s.PropsVersion = -1
 	default:
 		return
 	}

@@ -69,28 +69,28 @@ func putFirst(ctx context.Context, repo registry.Repository, node string, conten
 // casVersioned replaces node's content with fn(old) only if nobody changed
 // its active_version meanwhile, retrying otherwise. old is nil when the node
 // has no active version.
-func casVersioned(ctx context.Context, repo registry.Repository, node string, fn func(old []byte) ([]byte, error)) error {
+func casVersioned(ctx context.Context, repo registry.Repository, node string, fn func(old []byte) ([]byte, error)) (int, error) {
 	for {
 		var old []byte
 		av, err := repo.Get(ctx, paths.ActiveVersion(node))
 		switch {
 		case errors.Is(err, registry.ErrNotFound):
 		case err != nil:
-			return err
+			return 0, err
 		default:
 			kv, err := repo.Get(ctx, paths.Version(node, atoi(av.Value)))
 			if err != nil && !errors.Is(err, registry.ErrNotFound) {
-				return err
+				return 0, err
 			}
 			old = kv.Value
 		}
 		content, err := fn(old)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		next := 0
 		for _, c := range children {
@@ -101,7 +101,7 @@ func casVersioned(ctx context.Context, repo registry.Repository, node string, fn
 		if _, err := repo.Create(ctx, paths.Version(node, next), content); errors.Is(err, registry.ErrExists) {
 			continue
 		} else if err != nil {
-			return err
+			return 0, err
 		}
 		val := []byte(strconv.Itoa(next))
 		if av.Key == "" {
@@ -114,16 +114,16 @@ func casVersioned(ctx context.Context, repo registry.Repository, node string, fn
 			continue
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, c := range children {
 			if n, err := strconv.Atoi(c); err == nil && n < next {
 				if err := repo.Delete(ctx, paths.Version(node, n)); err != nil {
-					return err
+					return next, err
 				}
 			}
 		}
-		return nil
+		return next, nil
 	}
 }
 

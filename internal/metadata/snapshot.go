@@ -13,6 +13,7 @@ type Snapshot struct {
 	Databases    map[string]*Database    // by name
 	GlobalRules  map[string]config.Rule  // by type: "authority", "transaction", ...
 	Props        config.Props            // as stored in /props (unset keys use defaults)
+	PropsVersion int                     // the /props active_version Props came from; -1 when none
 	ClusterState string                  // OK, READ_ONLY or UNAVAILABLE
 	ComputeNodes map[string]*ComputeNode // by instance id
 }
@@ -76,6 +77,7 @@ func emptySnapshot() *Snapshot {
 		Databases:    map[string]*Database{},
 		GlobalRules:  map[string]config.Rule{},
 		Props:        config.Props{},
+		PropsVersion: -1,
 		ClusterState: "OK",
 		ComputeNodes: map[string]*ComputeNode{},
 	}

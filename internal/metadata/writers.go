@@ -27,9 +27,16 @@ var (
 // types first. A concurrent SetProps is never lost: the write is a
 // compare-and-set on active_version, retried on conflict.
 func SetProps(ctx context.Context, repo registry.Repository, changes map[string]string) error {
+	_, err := MergeProps(ctx, repo, changes)
+	return err
+}
+
+// MergeProps is SetProps that also returns the /props version it wrote,
+// which nodes that apply it report (see Snapshot.PropsVersion).
+func MergeProps(ctx context.Context, repo registry.Repository, changes map[string]string) (version int, err error) {
 	for k, v := range changes {
 		if _, err := config.CheckProp(k, v); err != nil {
-			return fmt.Errorf("props.%s: %w", k, err)
+			return 0, fmt.Errorf("props.%s: %w", k, err)
 		}
 	}
 	return casVersioned(ctx, repo, paths.PropsRoot, func(old []byte) ([]byte, error) {

@@ -64,6 +64,10 @@ const (
 	// ExecutionNodesRoot holds the answers to SHOW PROCESSLIST triggers,
 	// /execution_nodes/{taskId}/{instanceId} (persistent, YAML process list).
 	ExecutionNodesRoot = "/execution_nodes"
+	// PropsAppliedRoot holds, per shardkeeper node, the /props version its
+	// metadata applied: /nodes/props_applied/{instanceId} (ephemeral;
+	// decimal version). ShardingSphere never reads it.
+	PropsAppliedRoot = "/nodes/props_applied"
 )
 
 // Online is /nodes/compute_nodes/online/{type}/{instanceId} (ephemeral; YAML
@@ -173,6 +177,10 @@ func ActiveVersion(node string) string { return node + "/" + ActiveVersionName }
 
 // Version is {node}/versions/{n} of a versioned node.
 func Version(node string, n int) string { return node + "/" + VersionsName + "/" + strconv.Itoa(n) }
+
+// PropsApplied is /nodes/props_applied/{instanceId}: the /props version
+// instanceID applied (ephemeral, decimal).
+func PropsApplied(instanceID string) (string, error) { return join(PropsAppliedRoot, instanceID) }
 
 // ExclusiveOperation is /exclusive_operation/{name}, a lock path.
 func ExclusiveOperation(name string) (string, error) { return join(ExclusiveRoot, name) }

@@ -1,0 +1,249 @@
+// Package distvar is SET DIST VARIABLE: a global property (ShardingSphere's
+// /props) changed by its variable name, persisted without touching the
+// other properties, and confirmed by every shardkeeper node that applied
+// it.
+//
+// The confirmation protocol: each shardkeeper node keeps an ephemeral key
+// /nodes/props_applied/{instanceId} (see Acker) whose value is the /props
+// active_version its metadata store has applied. Set writes the new /props
+// version N, then watches those keys until every online node that has one
+// reports N or later, or until its timeout: the nodes still behind are
+// named in Outcome.Pending. ShardingSphere nodes read /props themselves but
+// never write an acknowledgement (and never read these keys): an online
+// node without a props_applied key is listed in Outcome.Unacknowledging,
+// not waited for.
+package distvar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// DefaultTimeout is how long Set waits for acknowledgements when
+// Options.Timeout is zero.
+const DefaultTimeout = 3 * time.Second
+
+// Error is a refused SET DIST VARIABLE with ShardingSphere's vendor code
+// and SQL state: UnsupportedVariableException (12010, 44000) for a name
+// that is no property, InvalidVariableValueException (12011, HY004) for a
+// value of the wrong type.
+type Error struct {
+	Code     uint16
+	SQLState string
+	Message  string
+	Err      error // the cause of an invalid value, for logs; may be nil
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Property returns the property a variable name designates: name is the
+// upper- or lower-case enum name of a ConfigurationPropertyKey or
+// TemporaryConfigurationPropertyKey (sql_show, SQL_SHOW), as upstream's
+// SetDistVariableExecutor takes it. Dashed names (sql-show) are not
+// variable names upstream and are refused as it refuses them. The error
+// is an *Error with code 12010.
+func Property(name string) (config.PropKey, error) {
+	if !strings.ContainsRune(name, '-') {
+		key := strings.ReplaceAll(strings.ToLower(name), "_", "-")
+		if k, ok := config.LookupProp(key); ok {
+			return k, nil
+		}
+	}
+	return config.PropKey{}, &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+}
+
+// Check validates value for the variable name and returns the property key
+// (dashed, as /props stores it) and the value's canonical form. Booleans
+// must be true or false (upstream's Boolean.valueOf turns any other text
+// into false without a word), numbers must fit their Java type, enums must
+// be one of their values, and proxy-meta-data-collector-cron must be a
+// Quartz cron expression of 6 or 7 fields. The error is an *Error: 12010
+// for the name, 12011 for the value.
+func Check(name, value string) (key, canonical string, err error) {
+	k, err := Property(name)
+	if err != nil {
+		return "", "", err
+	}
+	canonical, cerr := config.CheckProp(k.Name, value)
+	if cerr == nil && k.Name == "proxy-meta-data-collector-cron" {
+		if n := len(strings.Fields(value)); n != 6 && n != 7 {
+			cerr = fmt.Errorf("%q is not a cron expression of 6 or 7 fields", value)
+		}
+	}
+	if cerr == nil && k.Name == "proxy-frontend-database-protocol-type" && value != "" {
+		canonical, cerr = databaseType(value)
+	}
+	if cerr != nil {
+		return "", "", &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cerr}
+	}
+	if len(k.Values) > 0 {
+		canonical = strings.ToUpper(canonical)
+	}
+	return k.Name, canonical, nil
+}
+
+// databaseTypes are the front-end protocol types ShardingSphere's
+// DatabaseType SPI knows, in their canonical spelling.
+var databaseTypes = []string{"MySQL", "PostgreSQL", "openGauss", "MariaDB", "Oracle", "SQLServer", "H2", "SQL92", "ClickHouse", "Doris", "Hive", "Presto", "Firebird", "Sybase"}
+
+func databaseType(value string) (string, error) {
+	for _, t := range databaseTypes {
+		if strings.EqualFold(t, value) {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not a database type (%s)", value, strings.Join(databaseTypes, ", "))
+}
+
+// Options configures Set.
+type Options struct {
+	// Timeout bounds the wait for acknowledgements (not the write); zero
+	// means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Outcome is what Set did.
+type Outcome struct {
+	// Key and Value are the property and canonical value written; Version
+	// is the /props version that holds them.
+	Key     string
+	Value   string
+	Version int
+	// Applied are the shardkeeper nodes that reported Version (or later),
+	// Pending those that did not within the timeout, Unacknowledging the
+	// online nodes that publish no acknowledgement (ShardingSphere nodes,
+	// or a shardkeeper node still starting): they read /props by
+	// themselves. Each list is sorted.
+	Applied         []string
+	Pending         []string
+	Unacknowledging []string
+}
+
+// Set checks name and value (see Check), merges the property into the
+// registry's /props as a new version (the other properties are kept; a
+// concurrent change of another property is not lost), then waits until
+// every online shardkeeper node has applied that version or opts.Timeout
+// passes. It returns an *Error for a bad name or value, before anything
+// is written. A timeout is not an error: the nodes that did not confirm
+// are in Outcome.Pending. ctx bounds everything; when it ends during the
+// wait, Set returns the Outcome so far and ctx's error.
+func Set(ctx context.Context, repo registry.Repository, name, value string, opts Options) (Outcome, error) {
+	key, canonical, err := Check(name, value)
+	if err != nil {
+		return Outcome{}, err
+	}
+	version, err := metadata.MergeProps(ctx, repo, map[string]string{key: canonical})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("persist /props: %w", err)
+	}
+	out := Outcome{Key: key, Value: canonical, Version: version}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = Wait(wctx, repo, version, &out)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = nil
+	}
+	return out, err
+}
+
+// Wait fills out's Applied, Pending and Unacknowledging for /props version
+// version: it reads the online nodes, then watches the acknowledgements
+// until every online node that acknowledges reports version or later, or
+// ctx ends (then it returns ctx's error with out filled as far as known).
+func Wait(ctx context.Context, repo registry.Repository, version int, out *Outcome) error {
+	online, err := onlineIDs(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("list online nodes: %w", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	initial, changes, err := repo.Watch(wctx, paths.PropsAppliedRoot)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", paths.PropsAppliedRoot, err)
+	}
+	acks := map[string]int{}
+	record := func(kv registry.KV, deleted bool) {
+		if registry.IsUnder(kv.Key, paths.PropsAppliedRoot) && kv.Key != paths.PropsAppliedRoot {
+			id := registry.Base(kv.Key)
+			if deleted {
+				delete(acks, id)
+				return
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(string(kv.Value)))
+			if err != nil {
+				n = -1
+			}
+			acks[id] = n
+		}
+	}
+	for _, kv := range initial {
+		record(kv, false)
+	}
+	for {
+		if tally(online, acks, version, out) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-changes:
+			if !ok || ev.Err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("watch %s: %w", paths.PropsAppliedRoot, ev.Err)
+			}
+			record(ev.KV, ev.Type == registry.EventDelete)
+		}
+	}
+}
+
+// tally sorts online into out's lists and reports whether nobody is
+// pending.
+func tally(online []string, acks map[string]int, version int, out *Outcome) bool {
+	out.Applied, out.Pending, out.Unacknowledging = nil, nil, nil
+	for _, id := range online {
+		n, ok := acks[id]
+		switch {
+		case !ok:
+			out.Unacknowledging = append(out.Unacknowledging, id)
+		case n >= version:
+			out.Applied = append(out.Applied, id)
+		default:
+			out.Pending = append(out.Pending, id)
+		}
+	}
+	return len(out.Pending) == 0
+}
+
+// onlineIDs returns the sorted instance ids under the online root.
+func onlineIDs(ctx context.Context, repo registry.Repository) ([]string, error) {
+	kvs, err := repo.List(ctx, paths.OnlineRoot)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, kv := range kvs {
+		if kind, id, _, ok := paths.InstanceIDFrom(kv.Key); ok && kind == "online" {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}

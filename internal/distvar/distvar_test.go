@@ -1,0 +1,220 @@
+package distvar
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+)
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name, value    string
+		key, canonical string
+		code           uint16
+	}{
+		{name: "sql_show", value: "TRUE", key: "sql-show", canonical: "true"},
+		{name: "SQL_SHOW", value: "false", key: "sql-show", canonical: "false"},
+		{name: "sql_show", value: "1", code: 12011},
+		{name: "sql-show", value: "true", code: 12010},
+		{name: "no_such_variable", value: "1", code: 12010},
+		{name: "worker_id", value: "1", code: 12010},
+		{name: "kernel_executor_size", value: " 16", key: "kernel-executor-size", canonical: "16"},
+		{name: "kernel_executor_size", value: "99999999999", code: 12011},
+		{name: "proxy_frontend_connection_idle_timeout", value: "99999999999", key: "proxy-frontend-connection-idle-timeout", canonical: "99999999999"},
+		{name: "metadata_identifier_case_sensitivity", value: "insensitive", key: "metadata-identifier-case-sensitivity", canonical: "INSENSITIVE"},
+		{name: "metadata_identifier_case_sensitivity", value: "upper", code: 12011},
+		{name: "proxy_meta_data_collector_cron", value: "0 0 3 * * ?", key: "proxy-meta-data-collector-cron", canonical: "0 0 3 * * ?"},
+		{name: "proxy_meta_data_collector_cron", value: "daily", code: 12011},
+		{name: "proxy_frontend_database_protocol_type", value: "postgresql", key: "proxy-frontend-database-protocol-type", canonical: "PostgreSQL"},
+		{name: "proxy_frontend_database_protocol_type", value: "Cobol", code: 12011},
+	} {
+		key, canonical, err := Check(tc.name, tc.value)
+		if tc.code != 0 {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != tc.code {
+				t.Errorf("Check(%q, %q) = %v, want error %d", tc.name, tc.value, err, tc.code)
+			}
+			continue
+		}
+		if err != nil || key != tc.key || canonical != tc.canonical {
+			t.Errorf("Check(%q, %q) = %q, %q, %v; want %q, %q", tc.name, tc.value, key, canonical, err, tc.key, tc.canonical)
+		}
+	}
+}
+
+// backend opens repositories on a fresh namespace of a real registry.
+type backend struct {
+	name string
+	open func(t testing.TB) registry.Repository
+}
+
+func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, name := range []string{"etcd", "zookeeper"} {
+		t.Run(name, func(t *testing.T) { f(t, openBackend(t, name)) })
+	}
+}
+
+// openBackend returns a fresh namespace of the real etcd or ZooKeeper.
+func openBackend(t testing.TB, name string) backend {
+	if name == "etcd" {
+		s := etcdtest.New(t)
+		ns := s.Namespace(t, "sk_distvar_")
+		return backend{name: name, open: func(t testing.TB) registry.Repository { return s.Open(t, ns) }}
+	}
+	s := zktest.New(t)
+	ns := s.Namespace(t, "sk_distvar_")
+	return backend{name: name, open: func(t testing.TB) registry.Repository { return s.Open(t, ns) }}
+}
+
+// member is one shardkeeper node's share of the protocol: a metadata store
+// following the registry and its Acker.
+type member struct {
+	id    string
+	store *metadata.Store
+	stop  context.CancelFunc // holds the store still: it applies nothing more
+	done  chan struct{}
+}
+
+func startMember(t testing.TB, repo registry.Repository, id string) *member {
+	t.Helper()
+	ctx := testenv.Context(t)
+	store, err := metadata.Load(ctx, repo, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &member{id: id, store: store}
+	m.run()
+	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: id, Store: store, SessionTTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); m.stop(); <-m.done })
+	return m
+}
+
+func (m *member) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop, m.done = cancel, make(chan struct{})
+	go func() { defer close(m.done); _ = m.store.Run(ctx) }()
+}
+
+// goOnline registers ids as online proxies, as ShardingSphere does.
+func goOnline(t testing.TB, repo registry.Repository, ids ...string) {
+	t.Helper()
+	ctx := testenv.Context(t)
+	sess, err := repo.NewSession(ctx, registry.SessionOptions{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	for _, id := range ids {
+		key, err := paths.Online(paths.Proxy, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.PutEphemeral(ctx, key, []byte("attribute: 127.0.0.1@3307\ndatabaseName: ''\nversion: 5.5.2\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSetWaitsForEveryNode(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := testenv.Context(t)
+		repo := b.open(t)
+		if err := metadata.SetProps(ctx, repo, map[string]string{"sql-simple": "true"}); err != nil {
+			t.Fatal(err)
+		}
+		var members []*member
+		for _, id := range []string{"node-a", "node-b", "node-c"} {
+			members = append(members, startMember(t, b.open(t), id))
+		}
+		// upstream is a ShardingSphere node: online, no acknowledgement.
+		goOnline(t, repo, "node-a", "node-b", "node-c", "upstream")
+
+		start := time.Now()
+		out, err := Set(ctx, repo, "sql_show", "true", Options{Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		if !slices.Equal(out.Applied, []string{"node-a", "node-b", "node-c"}) || out.Pending != nil || !slices.Equal(out.Unacknowledging, []string{"upstream"}) {
+			t.Fatalf("outcome %+v, want applied on node-a..c, upstream unacknowledging", out)
+		}
+		if elapsed >= 20*time.Second {
+			t.Fatalf("Set took %v: it waited for its timeout although every node applied", elapsed)
+		}
+		// Every member's snapshot has the value when Set returns.
+		for _, m := range members {
+			if p := m.store.Current().Props; p["sql-show"] != "true" || p["sql-simple"] != "true" {
+				t.Errorf("%s applied props %v, want sql-show and sql-simple true", m.id, p)
+			}
+		}
+	})
+}
+
+func TestSetNamesTheNodeHeldStill(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := testenv.Context(t)
+		repo := b.open(t)
+		a := startMember(t, b.open(t), "node-a")
+		startMember(t, b.open(t), "node-b")
+		c := startMember(t, b.open(t), "node-c")
+		goOnline(t, repo, "node-a", "node-b", "node-c")
+		// node-c's watch is held still: its session (and its last
+		// acknowledgement) lives on, but it applies nothing.
+		c.stop()
+		<-c.done
+
+		const timeout = time.Second
+		start := time.Now()
+		out, err := Set(ctx, repo, "sql_show", "true", Options{Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		if !slices.Equal(out.Pending, []string{"node-c"}) || !slices.Equal(out.Applied, []string{"node-a", "node-b"}) {
+			t.Fatalf("outcome %+v, want node-c pending, node-a and node-b applied", out)
+		}
+		if elapsed < timeout || elapsed > timeout+5*time.Second {
+			t.Fatalf("Set returned after %v, want its timeout %v (plus the write)", elapsed, timeout)
+		}
+		if got := a.store.Current().Props["sql-show"]; got != "true" {
+			t.Fatalf("node-a applied sql-show=%q", got)
+		}
+
+		// Released, node-c catches up and confirms the version.
+		c.run()
+		if err := Wait(ctx, repo, out.Version, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out.Applied, []string{"node-a", "node-b", "node-c"}) {
+			t.Fatalf("after release: %+v", out)
+		}
+	})
+}
+
+func TestSetRefusesBeforeWriting(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := testenv.Context(t)
+		repo := b.open(t)
+		_, err := Set(ctx, repo, "sql_show", "yes", Options{})
+		var e *Error
+		if !errors.As(err, &e) || e.Code != 12011 || e.SQLState != "HY004" || e.Message != "Invalid variable value 'yes'." {
+			t.Fatalf("Set(sql_show, yes) = %v", err)
+		}
+		if _, err := repo.Get(ctx, paths.ActiveVersion(paths.PropsRoot)); !errors.Is(err, registry.ErrNotFound) {
+			t.Fatalf("a refused SET wrote /props: %v", err)
+		}
+	})
+}
