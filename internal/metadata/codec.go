@@ -235,19 +235,25 @@ func encodeProps(p config.Props) []byte {
 	return marshal(p.Typed())
 }
 
+// decodeProps reads /props. A value is kept as its text (an unknown key's
+// list or map as flow YAML); known keys are checked and canonicalised.
 func decodeProps(data []byte) (config.Props, error) {
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("props: %w", err)
 	}
 	p := config.Props{}
+	root := docRoot(&doc)
+	if root == nil || root.Tag == "!!null" {
+		return p, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return p, fmt.Errorf("props: not a YAML mapping")
+	}
 	var errs []string
-	for k, v := range raw {
-		s := fmt.Sprint(v)
-		if v == nil {
-			s = ""
-		}
-		canon, err := config.CheckProp(k, s)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i].Value, root.Content[i+1]
+		canon, err := config.CheckProp(k, propText(v))
 		if err != nil {
 			errs = append(errs, k+": "+err.Error())
 			continue
@@ -259,6 +265,94 @@ func decodeProps(data []byte) (config.Props, error) {
 		return p, fmt.Errorf("props: %s", strings.Join(errs, "; "))
 	}
 	return p, nil
+}
+
+// propText is a props value as text: a scalar as written (null as ""), a
+// list or map as one line of flow YAML.
+func propText(v *yaml.Node) string {
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	switch {
+	case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+		return ""
+	case v.Kind == yaml.ScalarNode:
+		return v.Value
+	}
+	c := *v
+	c.Style = yaml.FlowStyle
+	return strings.TrimSpace(string(marshal(&c)))
+}
+
+// mergeProps returns the /props document old (nil: none) with changes
+// applied. A changed key's value is typed by its property type; an unknown
+// key's keeps the YAML type of its old value when the new text has that
+// type, and is a string otherwise. Every other entry is kept as read, YAML
+// type, lists and maps included. Keys are sorted.
+func mergeProps(old []byte, changes map[string]string) ([]byte, error) {
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	if len(bytes.TrimSpace(old)) > 0 {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(old, &doc); err != nil {
+			return nil, fmt.Errorf("props: %w", err)
+		}
+		if r := docRoot(&doc); r != nil && r.Tag != "!!null" {
+			if r.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("props: not a YAML mapping")
+			}
+			m = r
+		}
+	}
+	for _, k := range sortedKeys(changes) {
+		canon, err := config.CheckProp(k, changes[k])
+		if err != nil {
+			return nil, fmt.Errorf("props.%s: %w", k, err)
+		}
+		i := 0
+		for i < len(m.Content) && m.Content[i].Value != k {
+			i += 2
+		}
+		if i >= len(m.Content) {
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, nil)
+		}
+		m.Content[i+1] = propNode(k, canon, m.Content[i+1])
+	}
+	pairs := make([][2]*yaml.Node, 0, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		pairs = append(pairs, [2]*yaml.Node{m.Content[i], m.Content[i+1]})
+	}
+	sort.SliceStable(pairs, func(a, b int) bool { return pairs[a][0].Value < pairs[b][0].Value })
+	m.Content = m.Content[:0]
+	for _, p := range pairs {
+		m.Content = append(m.Content, p[0], p[1])
+	}
+	m.Style = 0
+	return marshal(m), nil
+}
+
+// propNode is the YAML value of property k set to text (see mergeProps);
+// old is its current value, or nil.
+func propNode(k, text string, old *yaml.Node) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text}
+	if key, ok := config.LookupProp(k); ok {
+		switch key.Type {
+		case config.PropBool:
+			n.Tag = "!!bool"
+		case config.PropInt, config.PropLong:
+			n.Tag = "!!int"
+		}
+		return n
+	}
+	if old == nil || old.Kind != yaml.ScalarNode || old.Tag == "!!str" || old.Tag == "!!null" {
+		return n
+	}
+	var probe yaml.Node
+	if yaml.Unmarshal([]byte(text), &probe) == nil {
+		if r := docRoot(&probe); r != nil && r.Kind == yaml.ScalarNode && r.Tag == old.Tag && r.Style == 0 {
+			n.Tag = old.Tag
+		}
+	}
+	return n
 }
 
 func encodeRuleContent(content map[string]any) []byte { return marshal(content) }

@@ -8,6 +8,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
 func TestTableCodecKeepsNamesThatLookLikeOtherTypes(t *testing.T) {
@@ -72,5 +75,93 @@ func TestUnitWithMapValuedPropertiesRoundTrips(t *testing.T) {
 	ds.CustomPoolProps["poolName"] = "pool-2"
 	if got := ds.Map()["poolName"]; got != "pool-2" {
 		t.Fatalf("poolName = %v", got)
+	}
+}
+
+// upstreamProps is a /props version holding keys this node does not know,
+// of every YAML type, next to known ones.
+const upstreamProps = `sql-show: false
+kernel-executor-size: 16
+foo: 3
+ratio: 0.5
+enabled-somewhere: true
+quoted: '3'
+list:
+- a
+- 2
+map:
+  x: 1
+  y: [b]
+empty: null
+`
+
+func TestSetPropsKeepsUnknownPropsTyped(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	if _, err := putVersioned(ctx, repo, paths.PropsRoot, []byte(upstreamProps)); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetProps(ctx, repo, map[string]string{"sql-show": "TRUE", "foo": "4", "quoted": "5", "new-one": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	av := get(t, repo, paths.ActiveVersion(paths.PropsRoot))
+	out := get(t, repo, paths.Version(paths.PropsRoot, atoi([]byte(av))))
+	var got, want map[string]any
+	if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(upstreamProps), &want); err != nil {
+		t.Fatal(err)
+	}
+	// The changed keys: a known boolean typed, an unknown int stays an
+	// int, an unknown string stays a string, a new unknown key is a string.
+	want["sql-show"], want["foo"], want["quoted"], want["new-one"] = true, 4, "5", "7"
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("props written back:\n%s\nwant the values of\n%v", out, want)
+	}
+	s, err := Load(ctx, repo, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Current().Props
+	if p["foo"] != "4" || p["list"] != "[a, 2]" || p["map"] != "{x: 1, y: [b]}" || p["empty"] != "" || p["sql-show"] != "true" {
+		t.Fatalf("loaded props = %v", p)
+	}
+}
+
+// TestUnitAlteredFromSnapshotKeepsWhatItRead loads a unit ShardingSphere
+// wrote, alters one property of the loaded unit and checks that every
+// other property is written back with its YAML type.
+func TestUnitAlteredFromSnapshotKeepsWhatItRead(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	node, _ := paths.Unit("db", "ds_0")
+	if _, err := repo.Put(ctx, "/metadata/db", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := putVersioned(ctx, repo, node, []byte(upstreamUnit)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(ctx, repo, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := s.Current().Databases["db"].Units["ds_0"]
+	ds.MaxPoolSize = 20
+	if err := AlterUnit(ctx, repo, "db", "ds_0", ds); err != nil {
+		t.Fatal(err)
+	}
+	out := get(t, repo, paths.Version(node, atoi([]byte(get(t, repo, paths.ActiveVersion(node))))))
+	var got, want map[string]any
+	if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(upstreamUnit), &want); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "readOnly") // false, the default, is left out
+	want["maxPoolSize"] = 20
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("unit written back:\n%s\nwant the values of\n%s", out, upstreamUnit)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -24,8 +23,10 @@ var (
 
 // SetProps merges changes into the registry's props and persists the result
 // as a new /props version. Values are checked against the known property
-// types first. A concurrent SetProps is never lost: the write is a
-// compare-and-set on active_version, retried on conflict.
+// types first. Every other key is written back as read, with its YAML type
+// (an unknown "foo: 3" stays an int, a list stays a list). A concurrent
+// SetProps is never lost: the write is a compare-and-set on
+// active_version, retried on conflict.
 func SetProps(ctx context.Context, repo registry.Repository, changes map[string]string) error {
 	_, err := MergeProps(ctx, repo, changes)
 	return err
@@ -40,20 +41,12 @@ func MergeProps(ctx context.Context, repo registry.Repository, changes map[strin
 		}
 	}
 	return casVersioned(ctx, repo, paths.PropsRoot, func(old []byte) ([]byte, error) {
-		props := config.Props{}
 		if old != nil {
-			p, err := decodeProps(old)
-			if err != nil {
+			if _, err := decodeProps(old); err != nil {
 				return nil, fmt.Errorf("current /props: %w", err)
 			}
-			props = p
 		}
-		props = maps.Clone(props)
-		for k, v := range changes {
-			canon, _ := config.CheckProp(k, v)
-			props[k] = canon
-		}
-		return encodeProps(props), nil
+		return mergeProps(old, changes)
 	})
 }
 
