@@ -19,6 +19,8 @@ install_servers() {
 	command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 	[ -f /usr/share/java/snakeyaml.jar ] || need+=(libyaml-snake-java)
 	command -v chromium >/dev/null 2>&1 || need+=(chromium)
+	# internal/pgfront's tests drive the real psql.
+	command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 	if [ ${#need[@]} -gt 0 ]; then
 		echo "servers: installing ${need[*]} from Debian packages" >&2
 		local sudo=""

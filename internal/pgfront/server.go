@@ -1,0 +1,305 @@
+// Package pgfront serves a node's DistSQL console over the PostgreSQL wire
+// protocol (version 3.0), so that psql, pgx and every other PostgreSQL
+// client can operate the cluster the way ShardingSphere-Proxy operators do.
+// pgx's pgproto3 encodes and decodes every message; this package is the
+// session loop around it.
+//
+// A connection goes through:
+//
+//   - startup, bounded by Config.StartupTimeout: an SSLRequest is answered
+//     with TLS when Config.TLS is set (else 'N'), a GSSENCRequest is
+//     refused ('N'), a CancelRequest cancels the running statement of the
+//     session whose key it carries (and gets no answer, as in PostgreSQL);
+//     a request for protocol 3.2 or for protocol options is answered with
+//     NegotiateProtocolVersion and served as 3.0;
+//   - authentication against Config.Users: SCRAM-SHA-256 (and
+//     SCRAM-SHA-256-PLUS with tls-server-end-point channel binding over
+//     TLS). Clients from other hosts than loopback must use TLS. With no
+//     users configured only loopback clients are accepted, under any user
+//     name and without a password; others get FATAL 28000. A wrong password
+//     or unknown user gets FATAL 28P01 and is logged without the password;
+//   - ParameterStatus (server_version, client_encoding UTF8, DateStyle,
+//     integer_datetimes, standard_conforming_strings...), BackendKeyData
+//     and ReadyForQuery;
+//   - statements: the simple query protocol (several statements separated
+//     by ';' run in order, the first failure ends the query) and the
+//     extended protocol as drivers use it (Parse, Bind, Describe, Execute,
+//     Sync, Close, Flush), without parameters.
+//
+// Results are sent as text (int8 columns in binary when a Bind asks for
+// it): console.Int64 columns are int8, the others text. Warnings become
+// NoticeResponse messages, a *console.Error an ErrorResponse with its SQL
+// state (and its position), any other error one with state HY000.
+//
+// The extended protocol's Describe of a prepared statement needs the
+// result's columns before Execute: the statement is run then, and the
+// first Execute of a portal bound to it afterwards returns that run's
+// result instead of running the statement again, so a driver's
+// prepare-then-execute runs a statement once.
+//
+// Every session is a process in Config.Processes while it is open (its
+// user, client host, database, start time and current statement); killing
+// the process closes the connection.
+//
+// Bounds: a message body is at most Config.MaxMessageSize bytes (a longer
+// one ends the session with FATAL 08P01), at most Config.MaxConns
+// connections are served at once (one more gets FATAL 53300 "sorry, too
+// many clients already"), a session keeps at most maxPrepared prepared
+// statements and portals. A malformed message ends its session with an
+// error; other sessions go on.
+package pgfront
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+)
+
+// Defaults of Config's bounds.
+const (
+	DefaultMaxConns       = 256
+	DefaultMaxMessageSize = 1 << 20
+	DefaultStartupTimeout = 10 * time.Second
+)
+
+// ServerVersion is the server_version a client sees. psql and drivers
+// read the leading number; the rest names the server.
+const ServerVersion = "14.0 (shardkeeper)"
+
+// Config configures a Server.
+type Config struct {
+	// Executor runs the statements (required).
+	Executor console.Executor
+	// Processes, when set, lists every open session as a process.
+	Processes *process.Table
+	// Users are the accounts clients log in as; nil or empty accepts only
+	// loopback clients, under any user name, without a password.
+	Users *authority.Users
+	// TLS, when set, answers SSLRequest with TLS.
+	TLS *tls.Config
+	// Logger receives connection and authentication events; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxConns caps the connections served at once; 0 means
+	// DefaultMaxConns.
+	MaxConns int
+	// MaxMessageSize caps one message's body in bytes; 0 means
+	// DefaultMaxMessageSize.
+	MaxMessageSize int
+	// StartupTimeout bounds the startup and authentication of a
+	// connection; 0 means DefaultStartupTimeout.
+	StartupTimeout time.Duration
+}
+
+// Server serves the PostgreSQL protocol. Create it with New, run it with
+// Serve, end it with Close. It is safe for concurrent use.
+type Server struct {
+	c   Config
+	log *slog.Logger
+
+	ctx    context.Context // cancelled by Close: ends every statement
+	cancel context.CancelFunc
+	slots  chan struct{} // one per connection served
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	lns      map[net.Listener]struct{}
+	conns    map[net.Conn]struct{}
+	sessions map[uint32]*session // by BackendKeyData process id
+}
+
+// New checks c and returns a Server; it does no I/O.
+func New(c Config) (*Server, error) {
+	var errs []error
+	if c.Executor == nil {
+		errs = append(errs, errors.New("pgfront: Config.Executor is nil"))
+	}
+	if c.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("pgfront: MaxConns %d: want 0 (the default, %d) or more", c.MaxConns, DefaultMaxConns))
+	}
+	if c.MaxMessageSize < 0 {
+		errs = append(errs, fmt.Errorf("pgfront: MaxMessageSize %d: want 0 (the default, %d) or more", c.MaxMessageSize, DefaultMaxMessageSize))
+	}
+	if c.StartupTimeout < 0 {
+		errs = append(errs, fmt.Errorf("pgfront: StartupTimeout %v: want 0 (the default, %v) or more", c.StartupTimeout, DefaultStartupTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = DefaultStartupTimeout
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		c: c, log: log, ctx: ctx, cancel: cancel,
+		slots:    make(chan struct{}, c.MaxConns),
+		lns:      map[net.Listener]struct{}{},
+		conns:    map[net.Conn]struct{}{},
+		sessions: map[uint32]*session{},
+	}, nil
+}
+
+// ErrServerClosed is what Serve returns after Close.
+var ErrServerClosed = errors.New("pgfront: server closed")
+
+// Serve accepts connections on ln and serves each on its own goroutine
+// until Close, then returns ErrServerClosed; it returns another error when
+// ln fails. ln is closed when Serve returns.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.lns, ln)
+		s.mu.Unlock()
+		_ = ln.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("postgresql: accept failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+				}
+				continue
+			}
+			return fmt.Errorf("pgfront: accept: %w", err)
+		}
+		backoff = 0
+		if !s.track(nc) {
+			_ = nc.Close()
+			return ErrServerClosed
+		}
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(nc)
+			s.serveConn(nc)
+		}()
+	}
+}
+
+// track records nc so that Close can close it; false after Close.
+func (s *Server) track(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[nc] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(nc net.Conn) {
+	_ = nc.Close()
+	s.mu.Lock()
+	delete(s.conns, nc)
+	s.mu.Unlock()
+}
+
+// Close stops accepting, cancels every running statement, closes every
+// connection and waits, bounded by ctx, until their goroutines returned.
+// Idempotent.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		_ = ln.Close()
+	}
+	for nc := range s.conns {
+		_ = nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pgfront: sessions still running: %w", ctx.Err())
+	}
+}
+
+// register gives sess a process id and secret key for BackendKeyData and
+// makes it reachable by CancelRequest.
+func (s *Server) register(sess *session) {
+	secret := make([]byte, 4)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		_, _ = rand.Read(secret)
+		pid := binary.BigEndian.Uint32(b[:]) & 0x7fffffff // psql prints it signed
+		if _, taken := s.sessions[pid]; pid != 0 && !taken {
+			sess.pid, sess.secret = pid, secret
+			s.sessions[pid] = sess
+			return
+		}
+	}
+}
+
+func (s *Server) unregister(sess *session) {
+	s.mu.Lock()
+	if s.sessions[sess.pid] == sess {
+		delete(s.sessions, sess.pid)
+	}
+	s.mu.Unlock()
+}
+
+// cancelRequest cancels the running statement of the session with process
+// id pid when secret is its key; it reports whether it matched.
+func (s *Server) cancelRequest(pid uint32, secret []byte) bool {
+	s.mu.Lock()
+	sess := s.sessions[pid]
+	s.mu.Unlock()
+	if sess == nil || subtle.ConstantTimeCompare(sess.secret, secret) != 1 {
+		return false
+	}
+	sess.cancelStatement()
+	return true
+}

@@ -1,0 +1,358 @@
+package pgfront
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/xdg-go/scram"
+
+	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+)
+
+// errTooManyFiles is the accept error that passes once connections close.
+var errTooManyFiles = syscall.EMFILE
+
+// maxStartupPacket is PostgreSQL's MAX_STARTUP_PACKET_LENGTH.
+const maxStartupPacket = 10_000
+
+// SCRAM mechanisms as PostgreSQL names them.
+const (
+	mechSCRAM     = "SCRAM-SHA-256"
+	mechSCRAMPlus = "SCRAM-SHA-256-PLUS"
+	scramIters    = 4096 // PostgreSQL's scram_iterations default
+)
+
+// fatal is a startup failure sent to the client as a FATAL ErrorResponse.
+type fatal struct {
+	code, msg string
+}
+
+func (f *fatal) Error() string { return f.msg }
+
+// serveConn serves one accepted connection until it ends.
+func (s *Server) serveConn(nc net.Conn) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConns)
+		sendFatal(nc, &fatal{"53300", "sorry, too many clients already"})
+		return
+	}
+	_ = nc.SetDeadline(time.Now().Add(s.c.StartupTimeout))
+	sess, err := s.startup(nc)
+	if err != nil {
+		var f *fatal
+		switch {
+		case errors.Is(err, errCancelRequest):
+		case errors.As(err, &f):
+			sendFatal(sess.conn(nc), f)
+		case errors.Is(err, io.EOF), sess == nil:
+			s.log.Debug("postgresql: connection ended during startup", "client", nc.RemoteAddr().String(), "err", err)
+		default:
+			s.log.Info("postgresql: connection ended during startup", "client", nc.RemoteAddr().String(), "err", err)
+			sendFatal(sess.conn(nc), &fatal{"08P01", "invalid startup: " + err.Error()})
+		}
+		return
+	}
+	_ = sess.nc.SetDeadline(time.Time{})
+	sess.run()
+}
+
+// errCancelRequest ends a connection that carried a CancelRequest.
+var errCancelRequest = errors.New("cancel request")
+
+// sendFatal writes one FATAL ErrorResponse to w, best effort.
+func sendFatal(w io.Writer, f *fatal) {
+	be := pgproto3.NewBackend(bytes.NewReader(nil), w)
+	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: f.code, Message: f.msg})
+	_ = be.Flush()
+}
+
+// conn is the connection to answer on: the session's (TLS) connection
+// once startup made one, else nc.
+func (sess *session) conn(nc net.Conn) net.Conn {
+	if sess != nil && sess.nc != nil {
+		return sess.nc
+	}
+	return nc
+}
+
+// readStartup reads one length-prefixed startup packet from r and decodes
+// it with pgproto3. It reads exactly the packet: nothing sent after it (a
+// client's first TLS bytes) is consumed.
+func readStartup(r io.Reader) (pgproto3.FrontendMessage, error) {
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(head[:])))
+	if n < 8 || n > maxStartupPacket {
+		return nil, fmt.Errorf("startup packet length %d: want 8 to %d bytes", n, maxStartupPacket)
+	}
+	buf := make([]byte, n)
+	copy(buf, head[:])
+	if _, err := io.ReadFull(r, buf[4:]); err != nil {
+		return nil, fmt.Errorf("startup packet: %w", err)
+	}
+	return pgproto3.NewBackend(bytes.NewReader(buf), nil).ReceiveStartupMessage()
+}
+
+// startup runs the startup and authentication of nc and returns the
+// session, ready for statements. On error the returned session, when not
+// nil, has the connection to send the error on.
+func (s *Server) startup(nc net.Conn) (*session, error) {
+	sess := &session{srv: s, nc: nc}
+	client := remoteAddr(nc)
+	tlsDone := false
+	for {
+		msg, err := readStartup(sess.nc)
+		if err != nil {
+			return sess, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.SSLRequest:
+			if tlsDone || s.c.TLS == nil {
+				if _, err := sess.nc.Write([]byte{'N'}); err != nil {
+					return sess, err
+				}
+				continue
+			}
+			if _, err := sess.nc.Write([]byte{'S'}); err != nil {
+				return sess, err
+			}
+			tc := tls.Server(nc, s.c.TLS)
+			if err := tc.Handshake(); err != nil {
+				return nil, fmt.Errorf("tls handshake: %w", err)
+			}
+			sess.nc, tlsDone = tc, true
+		case *pgproto3.GSSEncRequest:
+			if _, err := sess.nc.Write([]byte{'N'}); err != nil {
+				return sess, err
+			}
+		case *pgproto3.CancelRequest:
+			if !s.cancelRequest(m.ProcessID, m.SecretKey) {
+				s.log.Info("postgresql: cancel request for no session of this node", "client", client.String())
+			}
+			return nil, errCancelRequest
+		case *pgproto3.StartupMessage:
+			return sess, s.authenticate(sess, m, client, tlsDone)
+		default:
+			return sess, fmt.Errorf("unexpected startup message %T", msg)
+		}
+	}
+}
+
+// remoteAddr is nc's client address (invalid when it is not an IP).
+func remoteAddr(nc net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// authenticate checks the StartupMessage m's user against the configured
+// users and finishes the startup: AuthenticationOk, ParameterStatus,
+// BackendKeyData, ReadyForQuery.
+func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client netip.Addr, viaTLS bool) error {
+	user, database := m.Parameters["user"], m.Parameters["database"]
+	if user == "" {
+		return &fatal{"28000", "no PostgreSQL user name specified in startup packet"}
+	}
+	if database == "" {
+		database = user
+	}
+	be := pgproto3.NewBackend(sess.nc, sess.nc)
+	be.SetMaxBodyLen(s.c.MaxMessageSize)
+	sess.be = be
+	if m.ProtocolVersion != pgproto3.ProtocolVersion30 || hasProtocolOptions(m.Parameters) {
+		be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: protocolOptions(m.Parameters)})
+	}
+	loopback := client.IsValid() && client.IsLoopback()
+	host := client.String()
+	if !client.IsValid() {
+		host = sess.nc.RemoteAddr().String()
+	}
+	switch {
+	case s.c.Users.Empty():
+		if !loopback {
+			s.log.Warn("postgresql: connection refused: no users are configured, so only loopback clients may connect", "client", host, "user", user)
+			return &fatal{"28000", fmt.Sprintf("no users are configured on this node (global.yaml's authority rule), so it accepts only loopback clients, not %s: add users to the authority rule or connect from the node's host", host)}
+		}
+	case !loopback && !viaTLS:
+		s.log.Warn("postgresql: connection refused: a client from another host without TLS", "client", host, "user", user)
+		if s.c.TLS == nil {
+			return &fatal{"28000", fmt.Sprintf("connections from other hosts than loopback need TLS, and this node serves none: start it with --tls-cert and --tls-key, then connect with sslmode=require (client %s)", host)}
+		}
+		return &fatal{"28000", fmt.Sprintf("connections from other hosts than loopback need TLS: connect with sslmode=require or verify-full (client %s)", host)}
+	default:
+		if err := s.scram(sess, be, user, client, viaTLS); err != nil {
+			return err
+		}
+	}
+	be.Send(&pgproto3.AuthenticationOk{})
+	sess.console = console.Session{ID: console.NewSessionID(), User: user, Host: host, Database: database, Protocol: "PostgreSQL"}
+	for _, p := range [][2]string{
+		{"server_version", ServerVersion},
+		{"server_encoding", "UTF8"},
+		{"client_encoding", "UTF8"},
+		{"DateStyle", "ISO, MDY"},
+		{"IntervalStyle", "postgres"},
+		{"TimeZone", "UTC"},
+		{"integer_datetimes", "on"},
+		{"standard_conforming_strings", "on"},
+		{"is_superuser", "on"},
+		{"session_authorization", user},
+		{"application_name", m.Parameters["application_name"]},
+	} {
+		be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+	}
+	s.register(sess)
+	be.Send(&pgproto3.BackendKeyData{ProcessID: sess.pid, SecretKey: sess.secret})
+	be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	if err := be.Flush(); err != nil {
+		s.unregister(sess)
+		return err
+	}
+	sess.ctx, sess.end = context.WithCancel(s.ctx)
+	if s.c.Processes != nil {
+		sess.removeProc = s.c.Processes.Add(process.Process{
+			ID: sess.console.ID, Username: user, Hostname: host, DatabaseName: database,
+			StartMillis: time.Now().UnixMilli(), Idle: true,
+		}, sess.kill)
+	}
+	s.log.Info("postgresql: session started", "session", sess.console.ID, "user", user, "client", host, "tls", viaTLS)
+	return nil
+}
+
+func hasProtocolOptions(params map[string]string) bool { return len(protocolOptions(params)) > 0 }
+
+// protocolOptions are the _pq_. options of a startup message, which this
+// server does not know.
+func protocolOptions(params map[string]string) []string {
+	var opts []string
+	for k := range params {
+		if len(k) > 4 && k[:4] == "_pq_" {
+			opts = append(opts, k)
+		}
+	}
+	return opts
+}
+
+// scram runs a SCRAM-SHA-256 exchange for user (RFC 5802, 7677, as
+// PostgreSQL does it: the user name inside SCRAM is ignored). An unknown
+// user goes through the same exchange with a random password, so that
+// the answer does not tell which users exist.
+func (s *Server) scram(sess *session, be *pgproto3.Backend, user string, client netip.Addr, viaTLS bool) error {
+	u, known := s.c.Users.Lookup(user, client)
+	password := u.Password
+	if !known {
+		password = rand.Text()
+	}
+	salt := make([]byte, 16)
+	_, _ = rand.Read(salt)
+	sc, err := scram.SHA256.NewClient(user, password, "")
+	if err != nil {
+		// A password SASLprep refuses is used as it is, as libpq does.
+		if sc, err = scram.SHA256.NewClientUnprepped(user, password, ""); err != nil {
+			return fmt.Errorf("scram: %w", err)
+		}
+	}
+	creds, err := sc.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt), Iters: scramIters})
+	if err != nil {
+		return fmt.Errorf("scram: %w", err)
+	}
+	srv, err := scram.SHA256.NewServer(func(string) (scram.StoredCredentials, error) { return creds, nil })
+	if err != nil {
+		return fmt.Errorf("scram: %w", err)
+	}
+	mechs := []string{mechSCRAM}
+	conv := srv.NewConversation()
+	if cb, ok := s.channelBinding(); ok && viaTLS {
+		mechs = []string{mechSCRAMPlus, mechSCRAM}
+		conv = srv.NewConversationWithChannelBinding(cb)
+	}
+	failed := func(reason string) error {
+		s.log.Warn("postgresql: authentication failed", "user", user, "client", client.String(), "reason", reason)
+		return &fatal{"28P01", fmt.Sprintf("password authentication failed for user %q", user)}
+	}
+	be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: mechs})
+	if err := be.Flush(); err != nil {
+		return err
+	}
+	if err := be.SetAuthType(pgproto3.AuthTypeSASL); err != nil {
+		return err
+	}
+	msg, err := be.Receive()
+	if err != nil {
+		return err
+	}
+	first, ok := msg.(*pgproto3.SASLInitialResponse)
+	if !ok {
+		return &fatal{"08P01", fmt.Sprintf("expected a SASL initial response, got %T", msg)}
+	}
+	if first.AuthMechanism != mechSCRAM && (first.AuthMechanism != mechSCRAMPlus || len(mechs) == 1) {
+		return &fatal{"08P01", fmt.Sprintf("client selected an invalid SASL authentication mechanism %q", first.AuthMechanism)}
+	}
+	out, err := conv.Step(string(first.Data))
+	if err != nil {
+		return failed("scram client-first: " + err.Error())
+	}
+	be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
+	if err := be.Flush(); err != nil {
+		return err
+	}
+	if err := be.SetAuthType(pgproto3.AuthTypeSASLContinue); err != nil {
+		return err
+	}
+	msg, err = be.Receive()
+	if err != nil {
+		return err
+	}
+	final, ok := msg.(*pgproto3.SASLResponse)
+	if !ok {
+		return &fatal{"08P01", fmt.Sprintf("expected a SASL response, got %T", msg)}
+	}
+	out, err = conv.Step(string(final.Data))
+	switch {
+	case err != nil && !known:
+		return failed("no user " + user + " may connect from " + client.String())
+	case err != nil || !conv.Valid():
+		return failed("wrong password")
+	}
+	be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
+	_ = be.SetAuthType(pgproto3.AuthTypeOk)
+	return nil
+}
+
+// channelBinding is the tls-server-end-point channel binding (RFC 5929)
+// of the server's certificate; ok is false when Config.TLS does not have
+// exactly one certificate (with several, which one a client got is not
+// known here), and SCRAM-SHA-256-PLUS is then not offered.
+func (s *Server) channelBinding() (scram.ChannelBinding, bool) {
+	c := s.c.TLS
+	if c == nil || len(c.Certificates) != 1 || c.GetCertificate != nil || len(c.Certificates[0].Certificate) == 0 {
+		return scram.ChannelBinding{}, false
+	}
+	leaf, err := x509.ParseCertificate(c.Certificates[0].Certificate[0])
+	if err != nil {
+		return scram.ChannelBinding{}, false
+	}
+	// The library hashes a certificate the way RFC 5929 says when it is
+	// the peer's: hand it ours as such.
+	cb, err := scram.NewTLSServerEndpointBinding(&tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}})
+	return cb, err == nil
+}
