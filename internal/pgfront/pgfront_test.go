@@ -630,3 +630,38 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswordMethods: a user whose authenticationMethodName names MD5 or
+// PASSWORD (upstream's PostgreSQL authenticator types) logs in with that
+// method, with psql and pgx; a wrong password is refused the same way.
+func TestPasswordMethods(t *testing.T) {
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: users(t, `
+authority:
+  users:
+    - user: m@%
+      password: md5 pass
+      authenticationMethodName: pg_md5
+    - user: c@127.0.0.1
+      password: clear pass
+      authenticationMethodName: password
+  authenticators:
+    pg_md5:
+      type: MD5
+`)})
+	for _, tc := range []struct{ user, password string }{{"m", "md5 pass"}, {"c", "clear pass"}} {
+		c := connect(t, dsn(addr, tc.user, tc.password, ""))
+		var n int64
+		if err := c.QueryRow(testenv.Context(t), "COUNT").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out, err := psql(t, []string{"PGPASSWORD=" + tc.password}, dsn(addr, tc.user, "", ""), "-A", "-t", "-c", "SHOW THINGS")
+		if err != nil || out != "a;b|-7\nc|\n" {
+			t.Fatalf("psql as %s: %v\n%s", tc.user, err, out)
+		}
+		_, err = pgx.Connect(testenv.Context(t), dsn(addr, tc.user, "wrong", ""))
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "28P01" {
+			t.Fatalf("%s with a wrong password: %v, want 28P01", tc.user, err)
+		}
+	}
+}

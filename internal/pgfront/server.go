@@ -14,7 +14,9 @@
 //     NegotiateProtocolVersion and served as 3.0;
 //   - authentication against Config.Users: SCRAM-SHA-256 (and
 //     SCRAM-SHA-256-PLUS with tls-server-end-point channel binding over
-//     TLS). Clients from other hosts than loopback must use TLS. With no
+//     TLS), or MD5 or clear text for a user whose authority entry names
+//     upstream's MD5 or PASSWORD authenticator. Clients from other hosts
+//     than loopback must use TLS. With no
 //     users configured only loopback clients are accepted, under any user
 //     name and without a password; others get FATAL 28000. A wrong password
 //     or unknown user gets FATAL 28P01 and is logged without the password;

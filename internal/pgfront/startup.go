@@ -3,15 +3,19 @@ package pgfront
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 
@@ -199,7 +203,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		}
 		return &fatal{"28000", fmt.Sprintf("connections from other hosts than loopback need TLS: connect with sslmode=require or verify-full (client %s)", host)}
 	default:
-		if err := s.scram(sess, be, user, client, viaTLS); err != nil {
+		if err := s.checkPassword(sess, be, user, client, viaTLS); err != nil {
 			return err
 		}
 	}
@@ -252,16 +256,80 @@ func protocolOptions(params map[string]string) []string {
 	return opts
 }
 
-// scram runs a SCRAM-SHA-256 exchange for user (RFC 5802, 7677, as
-// PostgreSQL does it: the user name inside SCRAM is ignored). An unknown
-// user goes through the same exchange with a random password, so that
-// the answer does not tell which users exist.
-func (s *Server) scram(sess *session, be *pgproto3.Backend, user string, client netip.Addr, viaTLS bool) error {
+// checkPassword authenticates user with the password method its
+// authority entry names (its AuthenticationMethod, as upstream's
+// PostgreSQL authenticator types): MD5, PASSWORD (clear text, which only
+// reaches here over TLS or loopback), and SCRAM-SHA-256 for SCRAM_SHA256,
+// no method or any other.
+func (s *Server) checkPassword(sess *session, be *pgproto3.Backend, user string, client netip.Addr, viaTLS bool) error {
 	u, known := s.c.Users.Lookup(user, client)
 	password := u.Password
 	if !known {
 		password = rand.Text()
 	}
+	reason := "wrong password"
+	if !known {
+		reason = "no user " + user + " may connect from " + client.String()
+	}
+	failed := func() error {
+		s.log.Warn("postgresql: authentication failed", "user", user, "client", client.String(), "reason", reason)
+		return &fatal{"28P01", fmt.Sprintf("password authentication failed for user %q", user)}
+	}
+	switch strings.ToUpper(u.AuthenticationMethod) {
+	case "MD5":
+		salt := make([]byte, 4)
+		_, _ = rand.Read(salt)
+		be.Send(&pgproto3.AuthenticationMD5Password{Salt: [4]byte(salt)})
+		got, err := passwordMessage(be, pgproto3.AuthTypeMD5Password)
+		if err != nil {
+			return err
+		}
+		inner := md5.Sum([]byte(password + user))
+		outer := md5.Sum(append([]byte(hex.EncodeToString(inner[:])), salt...))
+		if subtle.ConstantTimeCompare([]byte(got), []byte("md5"+hex.EncodeToString(outer[:]))) != 1 {
+			return failed()
+		}
+		return nil
+	case "PASSWORD":
+		be.Send(&pgproto3.AuthenticationCleartextPassword{})
+		got, err := passwordMessage(be, pgproto3.AuthTypeCleartextPassword)
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(password)) != 1 {
+			return failed()
+		}
+		return nil
+	}
+	return s.scram(sess, be, user, password, viaTLS, failed)
+}
+
+// passwordMessage asks for the client's PasswordMessage after the
+// authentication request sent on be.
+func passwordMessage(be *pgproto3.Backend, authType uint32) (string, error) {
+	if err := be.Flush(); err != nil {
+		return "", err
+	}
+	if err := be.SetAuthType(authType); err != nil {
+		return "", err
+	}
+	msg, err := be.Receive()
+	if err != nil {
+		return "", err
+	}
+	pm, ok := msg.(*pgproto3.PasswordMessage)
+	if !ok {
+		return "", &fatal{"08P01", fmt.Sprintf("expected a password message, got %T", msg)}
+	}
+	return pm.Password, nil
+}
+
+// scram runs a SCRAM-SHA-256 exchange for user (RFC 5802, 7677, as
+// PostgreSQL does it: the user name inside SCRAM is ignored). An unknown
+// user goes through the same exchange with a random password, so that
+// the answer does not tell which users exist. failed reports a failed
+// exchange.
+func (s *Server) scram(sess *session, be *pgproto3.Backend, user, password string, viaTLS bool, failed func() error) error {
 	salt := make([]byte, 16)
 	_, _ = rand.Read(salt)
 	sc, err := scram.SHA256.NewClient(user, password, "")
@@ -285,10 +353,6 @@ func (s *Server) scram(sess *session, be *pgproto3.Backend, user string, client 
 		mechs = []string{mechSCRAMPlus, mechSCRAM}
 		conv = srv.NewConversationWithChannelBinding(cb)
 	}
-	failed := func(reason string) error {
-		s.log.Warn("postgresql: authentication failed", "user", user, "client", client.String(), "reason", reason)
-		return &fatal{"28P01", fmt.Sprintf("password authentication failed for user %q", user)}
-	}
 	be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: mechs})
 	if err := be.Flush(); err != nil {
 		return err
@@ -309,7 +373,8 @@ func (s *Server) scram(sess *session, be *pgproto3.Backend, user string, client 
 	}
 	out, err := conv.Step(string(first.Data))
 	if err != nil {
-		return failed("scram client-first: " + err.Error())
+		s.log.Warn("postgresql: authentication failed", "user", user, "reason", "scram client-first: "+err.Error())
+		return &fatal{"28P01", fmt.Sprintf("password authentication failed for user %q", user)}
 	}
 	be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
 	if err := be.Flush(); err != nil {
@@ -327,11 +392,8 @@ func (s *Server) scram(sess *session, be *pgproto3.Backend, user string, client 
 		return &fatal{"08P01", fmt.Sprintf("expected a SASL response, got %T", msg)}
 	}
 	out, err = conv.Step(string(final.Data))
-	switch {
-	case err != nil && !known:
-		return failed("no user " + user + " may connect from " + client.String())
-	case err != nil || !conv.Valid():
-		return failed("wrong password")
+	if err != nil || !conv.Valid() {
+		return failed()
 	}
 	be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
 	_ = be.SetAuthType(pgproto3.AuthTypeOk)
