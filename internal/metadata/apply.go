@@ -40,6 +40,7 @@ type draft struct {
 	dbs     map[string]bool // databases already copied in this batch
 	schemas map[string]bool // "db/schema" already copied
 	nodes   bool
+	states  bool // DataSourceStates already copied
 	changes []Change
 }
 
@@ -147,6 +148,10 @@ func (a *applier) problem(key string, err error) {
 
 func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live bool) {
 	key := ev.KV.Key
+	if db, group, unit, isQDS, ok := paths.ParseQualifiedDataSource(key); isQDS {
+		a.dataSourceState(d, ev, QualifiedDataSource{db, group, unit}, ok)
+		return
+	}
 	if kind, id, typ, ok := paths.InstanceIDFrom(key); ok {
 		a.computeNode(d, ev, kind, id, typ)
 		return
@@ -156,10 +161,12 @@ func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live b
 		return
 	}
 	del := ev.Type == registry.EventDelete
+	if k.Kind != paths.KindDatabaseListener && k.Database != "" && a.dropAnnounced(k.Database) {
+		return // being dropped: followed again when the announcement goes
+	}
 	switch k.Kind {
 	case paths.KindDatabaseListener:
-		// Announcements of databases created or dropped: the databases
-		// themselves arrive under /metadata.
+		a.databaseListener(ctx, d, k.Database, live)
 		return
 	case paths.KindClusterState:
 		state := strings.TrimSpace(string(ev.KV.Value))

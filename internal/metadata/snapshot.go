@@ -16,6 +16,10 @@ type Snapshot struct {
 	PropsVersion int                     // the /props active_version Props came from; -1 when none
 	ClusterState string                  // OK, READ_ONLY or UNAVAILABLE
 	ComputeNodes map[string]*ComputeNode // by instance id
+	// DataSourceStates are the states ShardingSphere keeps under
+	// /nodes/qualified_data_sources, by read data source: StateEnabled or
+	// StateDisabled. A data source without an entry is enabled.
+	DataSourceStates map[QualifiedDataSource]string
 }
 
 // Database is one logical database.
@@ -74,11 +78,12 @@ type Change struct {
 
 func emptySnapshot() *Snapshot {
 	return &Snapshot{
-		Databases:    map[string]*Database{},
-		GlobalRules:  map[string]config.Rule{},
-		Props:        config.Props{},
-		PropsVersion: -1,
-		ClusterState: "OK",
-		ComputeNodes: map[string]*ComputeNode{},
+		Databases:        map[string]*Database{},
+		GlobalRules:      map[string]config.Rule{},
+		Props:            config.Props{},
+		PropsVersion:     -1,
+		ClusterState:     "OK",
+		ComputeNodes:     map[string]*ComputeNode{},
+		DataSourceStates: map[QualifiedDataSource]string{},
 	}
 }

@@ -1,0 +1,73 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Coordinator creates and drops logical databases as ShardingSphere's
+// cluster mode does (ClusterMetaDataManagerPersistService with
+// ClusterDatabaseListenerPersistCoordinator): besides the database's
+// nodes it announces the change on the database listener coordinator, an
+// ephemeral node of Session,
+// /states/database_listener_coordinator/{db} = CREATE or DROP
+// (/states/listener_assisted/{db} = CREATE_DATABASE or DROP_DATABASE in
+// Layout552), so that ShardingSphere nodes start or stop following the
+// database. Every shardkeeper node follows announcements too (see Store).
+// The announcement is deleted once the change is written; ShardingSphere
+// nodes also delete it after handling it, and it goes with Session.
+type Coordinator struct {
+	Repo    registry.Repository
+	Session registry.Session
+	Layout  paths.Layout
+}
+
+// CreateDatabase persists db (its units and rules; no schemas), as
+// CreateDatabase does, announcing CREATE after /metadata/{db} exists. It
+// returns registry.ErrExists (wrapped) when the database exists. ctx
+// bounds the registry calls.
+func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) error {
+	key, err := paths.Database(db.Name)
+	if err != nil {
+		return err
+	}
+	announce, err := c.Layout.DatabaseListener(db.Name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Repo.Create(ctx, key, nil); err != nil {
+		return fmt.Errorf("create database %s: %w", db.Name, err)
+	}
+	if err := c.Session.PutEphemeral(ctx, announce, []byte(c.Layout.ListenerValue(true))); err != nil {
+		return fmt.Errorf("announce database %s: %w", db.Name, err)
+	}
+	err = PersistDatabase(ctx, c.Repo, c.Layout, db)
+	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
+}
+
+// DropDatabase announces DROP, then deletes database db with everything
+// under it. It returns ErrNoDatabase when the database does not exist.
+// ctx bounds the registry calls.
+func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
+	key, err := paths.Database(db)
+	if err != nil {
+		return err
+	}
+	announce, err := c.Layout.DatabaseListener(db)
+	if err != nil {
+		return err
+	}
+	if err := requireDatabase(ctx, c.Repo, db); err != nil {
+		return err
+	}
+	if err := c.Session.PutEphemeral(ctx, announce, []byte(c.Layout.ListenerValue(false))); err != nil {
+		return fmt.Errorf("announce the drop of database %s: %w", db, err)
+	}
+	err = c.Repo.Delete(ctx, key)
+	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
+}
