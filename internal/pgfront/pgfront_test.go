@@ -115,7 +115,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func users(t *testing.T, yaml string) *authority.Users {
+func users(t *testing.T, yaml string) func() (*authority.Users, error) {
 	t.Helper()
 	cfg, err := config.ParseGlobal("global.yaml", []byte(yaml))
 	if err != nil {
@@ -125,7 +125,7 @@ func users(t *testing.T, yaml string) *authority.Users {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return u
+	return func() (*authority.Users, error) { return u, nil }
 }
 
 const rootUsers = `
@@ -663,5 +663,18 @@ authority:
 		if !errors.As(err, &pe) || pe.Code != "28P01" {
 			t.Fatalf("%s with a wrong password: %v, want 28P01", tc.user, err)
 		}
+	}
+}
+
+// TestUsersError: when the users cannot be read, connections are refused
+// with FATAL 28000 naming the problem, loopback ones included.
+func TestUsersError(t *testing.T) {
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: func() (*authority.Users, error) {
+		return nil, errors.New("authority: users[0]: user: must be a string name@host")
+	}})
+	_, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "", ""))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "28000" || !strings.Contains(pe.Message, "users[0]") {
+		t.Fatalf("with unreadable users: %v, want FATAL 28000 naming the problem", err)
 	}
 }

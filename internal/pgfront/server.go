@@ -86,9 +86,12 @@ type Config struct {
 	Executor console.Executor
 	// Processes, when set, lists every open session as a process.
 	Processes *process.Table
-	// Users are the accounts clients log in as; nil or empty accepts only
-	// loopback clients, under any user name, without a password.
-	Users *authority.Users
+	// Users returns the accounts clients log in as; it is called once per
+	// connection, so that changes to the authority rule apply to the next
+	// connection. A nil func, or nil or empty users, accepts only loopback
+	// clients, under any user name, without a password. An error refuses
+	// the connection (FATAL 28000 with the error's text).
+	Users func() (*authority.Users, error)
 	// TLS, when set, answers SSLRequest with TLS.
 	TLS *tls.Config
 	// Logger receives connection and authentication events; nil means

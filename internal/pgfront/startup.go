@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/xdg-go/scram"
 
+	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
@@ -190,8 +191,16 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 	if !client.IsValid() {
 		host = sess.nc.RemoteAddr().String()
 	}
+	var users *authority.Users
+	if s.c.Users != nil {
+		var err error
+		if users, err = s.c.Users(); err != nil {
+			s.log.Error("postgresql: connection refused: the users are not known", "client", host, "user", user, "err", err)
+			return &fatal{"28000", "this node cannot check passwords: " + err.Error()}
+		}
+	}
 	switch {
-	case s.c.Users.Empty():
+	case users.Empty():
 		if !loopback {
 			s.log.Warn("postgresql: connection refused: no users are configured, so only loopback clients may connect", "client", host, "user", user)
 			return &fatal{"28000", fmt.Sprintf("no users are configured on this node (global.yaml's authority rule), so it accepts only loopback clients, not %s: add users to the authority rule or connect from the node's host", host)}
@@ -203,7 +212,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		}
 		return &fatal{"28000", fmt.Sprintf("connections from other hosts than loopback need TLS: connect with sslmode=require or verify-full (client %s)", host)}
 	default:
-		if err := s.checkPassword(sess, be, user, client, viaTLS); err != nil {
+		if err := s.checkPassword(sess, be, users, user, client, viaTLS); err != nil {
 			return err
 		}
 	}
@@ -261,8 +270,8 @@ func protocolOptions(params map[string]string) []string {
 // PostgreSQL authenticator types): MD5, PASSWORD (clear text, which only
 // reaches here over TLS or loopback), and SCRAM-SHA-256 for SCRAM_SHA256,
 // no method or any other.
-func (s *Server) checkPassword(sess *session, be *pgproto3.Backend, user string, client netip.Addr, viaTLS bool) error {
-	u, known := s.c.Users.Lookup(user, client)
+func (s *Server) checkPassword(sess *session, be *pgproto3.Backend, users *authority.Users, user string, client netip.Addr, viaTLS bool) error {
+	u, known := users.Lookup(user, client)
 	password := u.Password
 	if !known {
 		password = rand.Text()
