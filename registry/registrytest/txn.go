@@ -134,6 +134,30 @@ func testCommit(t *testing.T, h Harness) {
 		t.Fatal("a Delete op must remove exactly its key")
 	}
 
+	// A key and its descendants created by one Commit, the child's
+	// condition first: the key is created before them, with its value.
+	if _, err := s.Commit(c, registry.Txn{
+		Conds: []registry.Cond{{Key: "/txn/tree/a/b/c"}, {Key: "/txn/tree/a"}, {Key: "/txn/tree/a/b2"}},
+		Ops: []registry.Op{
+			{Key: "/txn/tree/a/b/c", Value: []byte("c")}, {Key: "/txn/tree/a", Value: []byte("a")}, {Key: "/txn/tree/a/b2", Value: []byte("b2")},
+		},
+	}); err != nil {
+		t.Fatalf("Commit of a key and its descendants: %v", err)
+	}
+	for key, want := range map[string]string{"/txn/tree/a": "a", "/txn/tree/a/b/c": "c", "/txn/tree/a/b2": "b2"} {
+		if got := mustGet(t, other, key); string(got.Value) != want {
+			t.Fatalf("%s = %q, want %q", key, got.Value, want)
+		}
+	}
+	_, err = s.Commit(c, registry.Txn{
+		Conds: []registry.Cond{{Key: "/txn/tree/a/x"}, {Key: "/txn/tree/a"}},
+		Ops:   []registry.Op{{Key: "/txn/tree/a/x", Value: []byte("x")}, {Key: "/txn/tree/a", Value: []byte("again")}},
+	})
+	wantErr(t, "Commit creating an existing key with a child", err, registry.ErrExists)
+	if exists(t, other, "/txn/tree/a/x") {
+		t.Fatal("a failed Commit created a child")
+	}
+
 	// Malformed transactions are refused before any I/O.
 	_, err = s.Commit(c, registry.Txn{Ops: []registry.Op{{Key: "/txn/unguarded", Value: []byte("x")}}})
 	wantErr(t, "op without condition", err, registry.ErrBadTxn)

@@ -19,7 +19,8 @@ import (
 // absence is asserted by the create of the key, or by a create and delete
 // pair when the key is not written. Missing parents of created keys are
 // created by the same multi, as persistent znodes with empty data, so a
-// Commit that fails leaves none behind. Ephemeral puts create ephemeral
+// Commit that fails leaves none behind; a created key that is an ancestor
+// of another created key is created before it. Ephemeral puts create ephemeral
 // znodes; a put of an existing znode sets its data and keeps its kind.
 // ctx bounds the reads and stops the retries; the multi itself is bounded
 // by the connection's timeouts.
@@ -67,11 +68,35 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	for _, o := range txn.Ops {
 		ops[o.Key] = o
 	}
+	// A key the multi creates that is an ancestor of another created key
+	// goes with the missing parents, at its depth, so that it exists
+	// before its descendants are created.
+	promoted := map[string]*zk.CreateRequest{}
+	for _, c := range txn.Conds {
+		o, written := ops[c.Key]
+		if c.Version != 0 || !written || o.Delete {
+			continue
+		}
+		p := s.r.full(c.Key)
+		for _, q := range creates {
+			if strings.HasPrefix(q, p+"/") {
+				flags := int32(0)
+				if o.Ephemeral {
+					flags = zk.FlagEphemeral
+				}
+				promoted[c.Key] = &zk.CreateRequest{Path: p, Data: o.Value, Acl: s.r.acl, Flags: flags}
+				break
+			}
+		}
+	}
 	var reqs []any
 	versionAt := -1 // index of a request whose Stat carries the multi's zxid
 	for _, c := range txn.Conds {
 		p := s.r.full(c.Key)
 		o, written := ops[c.Key]
+		if promoted[c.Key] != nil {
+			continue
+		}
 		switch {
 		case c.Version == 0 && (!written || o.Delete):
 			reqs = append(reqs, &zk.CreateRequest{Path: p, Acl: s.r.acl}, &zk.DeleteRequest{Path: p, Version: -1})
@@ -101,19 +126,32 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 				return 0, convertError("commit", first, err)
 			}
 		}
-		all := make([]any, 0, len(parents)+len(reqs))
+		front := make([]*zk.CreateRequest, 0, len(parents)+len(promoted))
 		for _, p := range parents {
-			all = append(all, &zk.CreateRequest{Path: p, Acl: s.r.acl})
+			front = append(front, &zk.CreateRequest{Path: p, Acl: s.r.acl})
+		}
+		for _, r := range promoted {
+			front = append(front, r)
+		}
+		slices.SortFunc(front, func(a, b *zk.CreateRequest) int {
+			return cmp.Or(cmp.Compare(strings.Count(a.Path, "/"), strings.Count(b.Path, "/")), strings.Compare(a.Path, b.Path))
+		})
+		all := make([]any, 0, len(front)+len(reqs))
+		for _, r := range front {
+			all = append(all, r)
 		}
 		res, at, err := multiAt(s.conn, append(all, reqs...)...)
 		if err == nil {
 			if versionAt >= 0 {
-				return registry.Version(res[len(parents)+versionAt].Stat.Mzxid), nil
+				return registry.Version(res[len(front)+versionAt].Stat.Mzxid), nil
 			}
 			return 0, nil // only deletes and checks: no written key to version
 		}
 		failed := err
-		parentFailed := at >= 0 && at < len(parents)
+		if at >= 0 && at < len(front) && promoted[s.r.key(front[at].Path)] != nil && errors.Is(failed, zk.ErrNodeExists) {
+			return 0, s.whichFailed(ctx, txn.Conds, failed)
+		}
+		parentFailed := at >= 0 && at < len(front)
 		if (parentFailed || errors.Is(failed, zk.ErrNoNode)) && attempt < 5 {
 			// A parent is missing, or one the multi creates appeared (or
 			// lost its own parent) meanwhile: look again.
@@ -127,7 +165,7 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 			}
 		}
 		if parentFailed {
-			return 0, s.convert("commit", s.r.key(parents[at]), failed)
+			return 0, s.convert("commit", s.r.key(front[at].Path), failed)
 		}
 		if errors.Is(failed, zk.ErrNodeExists) || errors.Is(failed, zk.ErrNoNode) || errors.Is(failed, zk.ErrBadVersion) {
 			return 0, s.whichFailed(ctx, txn.Conds, failed)

@@ -1,0 +1,273 @@
+package dbconfig
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+)
+
+// The algorithm types ShardingSphere ships, by SPI (upper case).
+var (
+	shardingAlgorithmTypes = []string{"INLINE", "MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "INTERVAL", "CLASS_BASED", "COMPLEX_INLINE", "HINT_INLINE", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
+	keyGeneratorTypes      = []string{"SNOWFLAKE", "UUID", "COSID", "COSID_SNOWFLAKE", "NANOID"}
+	auditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
+)
+
+// checkRules checks db's rules as ShardingSphere's import checkers do
+// before anything is written: every data source a rule names is a storage
+// unit of db (or a readwrite-splitting or shadow data source the rules
+// define), every algorithm a strategy names is defined, and every
+// algorithm's type exists. It returns every problem, each an *Error.
+func checkRules(db config.Database) []*Error {
+	sources := map[string]bool{}
+	for name := range db.DataSources {
+		sources[name] = true
+	}
+	// Logical data sources other rules define.
+	for _, r := range db.Rules {
+		switch r.Type {
+		case "readwrite_splitting":
+			for name := range mapOf(r.Content["dataSourceGroups"]) {
+				sources[name] = true
+			}
+			for name := range mapOf(r.Content["dataSources"]) {
+				sources[name] = true
+			}
+		case "shadow":
+			for name := range mapOf(r.Content["dataSources"]) {
+				sources[name] = true
+			}
+		}
+	}
+	var errs []*Error
+	missing := func(rule string, names []string) {
+		var absent []string
+		for _, n := range names {
+			if !sources[n] && !slices.Contains(absent, n) {
+				absent = append(absent, n)
+			}
+		}
+		if len(absent) > 0 {
+			errs = append(errs, &Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(absent, ", "), db.Name)})
+			_ = rule
+		}
+	}
+	for _, r := range db.Rules {
+		switch r.Type {
+		case "sharding":
+			errs = append(errs, checkSharding(db.Name, r.Content, missing)...)
+		case "readwrite_splitting":
+			for _, g := range mapOf(r.Content["dataSourceGroups"]) {
+				gm := mapOf(g)
+				var names []string
+				if w, ok := gm["writeDataSourceName"].(string); ok {
+					names = append(names, w)
+				}
+				for _, rd := range listOf(gm["readDataSourceNames"]) {
+					names = append(names, fmt.Sprint(rd))
+				}
+				missing("readwrite_splitting", names)
+			}
+		case "broadcast", "single", "encrypt", "mask", "shadow":
+		}
+	}
+	return errs
+}
+
+func checkSharding(dbName string, c map[string]any, missing func(string, []string)) []*Error {
+	var errs []*Error
+	algorithms := mapOf(c["shardingAlgorithms"])
+	generators := mapOf(c["keyGenerators"])
+	auditors := mapOf(c["auditors"])
+	checkTypes := func(kind string, defs map[string]any, known []string) {
+		for _, name := range sortedNames(defs) {
+			typ, _ := mapOf(defs[name])["type"].(string)
+			if typ == "" {
+				errs = append(errs, &Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
+				continue
+			}
+			if !slices.Contains(known, strings.ToUpper(typ)) {
+				errs = append(errs, &Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
+			}
+		}
+	}
+	checkTypes("sharding", algorithms, shardingAlgorithmTypes)
+	checkTypes("key generate", generators, keyGeneratorTypes)
+	checkTypes("sharding audit", auditors, auditorTypes)
+	strategy := func(where string, s any) {
+		for _, kind := range []string{"standard", "complex", "hint"} {
+			name, _ := mapOf(mapOf(s)[kind])["shardingAlgorithmName"].(string)
+			if name != "" {
+				if _, ok := algorithms[name]; !ok {
+					errs = append(errs, &Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'sharding' algorithm '%s' on %s.%s is unregistered.", name, dbName, where)})
+				}
+			}
+		}
+	}
+	generator := func(where string, s any) {
+		if name, _ := mapOf(s)["keyGeneratorName"].(string); name != "" {
+			if _, ok := generators[name]; !ok {
+				errs = append(errs, &Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'key generate' algorithm '%s' on %s.%s is unregistered.", name, dbName, where)})
+			}
+		}
+	}
+	tables := mapOf(c["tables"])
+	for _, name := range sortedNames(tables) {
+		t := mapOf(tables[name])
+		if nodes, _ := t["actualDataNodes"].(string); nodes != "" {
+			missing("sharding", dataSourcesOfNodes(nodes))
+		}
+		strategy(name, t["databaseStrategy"])
+		strategy(name, t["tableStrategy"])
+		generator(name, t["keyGenerateStrategy"])
+	}
+	auto := mapOf(c["autoTables"])
+	for _, name := range sortedNames(auto) {
+		t := mapOf(auto[name])
+		if ds, _ := t["actualDataSources"].(string); ds != "" {
+			var names []string
+			for _, part := range splitTop(ds) {
+				names = append(names, expand(strings.TrimSpace(part))...)
+			}
+			missing("sharding", names)
+		}
+		strategy(name, t["shardingStrategy"])
+		generator(name, t["keyGenerateStrategy"])
+	}
+	strategy("default", c["defaultDatabaseStrategy"])
+	strategy("default", c["defaultTableStrategy"])
+	generator("default", c["defaultKeyGenerateStrategy"])
+	return errs
+}
+
+// dataSourcesOfNodes returns the data source names of an actualDataNodes
+// expression ("ds_${0..1}.t_order_${0..1}, ds_2.t_x"), expanding the
+// inline ranges and lists of the data source part. A part it cannot
+// expand (any other Groovy) is left out: nothing is claimed about it.
+func dataSourcesOfNodes(nodes string) []string {
+	var out []string
+	for _, node := range splitTop(nodes) {
+		node = strings.TrimSpace(node)
+		ds := node
+		if i := topDot(node); i >= 0 {
+			ds = node[:i]
+		}
+		out = append(out, expand(ds)...)
+	}
+	return out
+}
+
+// splitTop splits s at the commas outside ${...}.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// topDot is the index of the first '.' outside ${...}, or -1.
+func topDot(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case '.':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+var (
+	inlineRe = regexp.MustCompile(`\$\{([^}]*)\}|\$->\{([^}]*)\}`)
+	rangeRe  = regexp.MustCompile(`^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$`)
+	listRe   = regexp.MustCompile(`^\s*\[(.*)\]\s*$`)
+)
+
+// expand evaluates the ${a..b} and ${['x', 'y']} parts of an inline
+// expression into every name it stands for (bounded to 10,000 names). It
+// returns nil for an expression it cannot evaluate.
+func expand(expr string) []string {
+	loc := inlineRe.FindStringSubmatchIndex(expr)
+	if loc == nil {
+		if strings.ContainsAny(expr, "${}") {
+			return nil
+		}
+		return []string{expr}
+	}
+	body := expr[loc[2]:loc[3]]
+	if loc[2] < 0 {
+		body = expr[loc[4]:loc[5]]
+	}
+	var values []string
+	if m := rangeRe.FindStringSubmatch(body); m != nil {
+		a, _ := strconv.Atoi(m[1])
+		b, _ := strconv.Atoi(m[2])
+		if b < a || b-a > 10000 {
+			return nil
+		}
+		for i := a; i <= b; i++ {
+			values = append(values, strconv.Itoa(i))
+		}
+	} else if m := listRe.FindStringSubmatch(body); m != nil {
+		for _, v := range strings.Split(m[1], ",") {
+			values = append(values, strings.Trim(strings.TrimSpace(v), `'"`))
+		}
+	} else {
+		return nil
+	}
+	var out []string
+	for _, v := range values {
+		rest := expand(expr[loc[1]:])
+		if rest == nil {
+			return nil
+		}
+		for _, r := range rest {
+			out = append(out, expr[:loc[0]]+v+r)
+			if len(out) > 10000 {
+				return nil
+			}
+		}
+	}
+	return out
+}
+
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func listOf(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func sortedNames(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

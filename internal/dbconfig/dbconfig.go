@@ -1,0 +1,314 @@
+// Package dbconfig is EXPORT DATABASE CONFIGURATION and IMPORT DATABASE
+// CONFIGURATION: a logical database (its storage units and rules) as the
+// YAML of a database-*.yaml file, written the way ShardingSphere's
+// DatabaseExportMetaDataGenerator writes it, and read back all or nothing.
+//
+// Import validates everything before it writes anything: the YAML, the
+// database name, every storage unit (a real connection), every rule
+// (references to units and algorithms, algorithm types). Then it writes
+// the whole database in one registry transaction (an etcd Txn, a
+// ZooKeeper multi). A database too big for one transaction (see
+// DefaultMaxTxnKeys, DefaultMaxTxnBytes) is written in several, in order;
+// when one of them fails, the ones before are deleted again. Either way a
+// failed import leaves the registry as it was.
+package dbconfig
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Error is a refused import or export with ShardingSphere's vendor code
+// and SQL state.
+type Error struct {
+	Code     uint16
+	SQLState string
+	Message  string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// unsupported is UnsupportedSQLOperationException (30001, 0A000).
+func unsupported(format string, args ...any) *Error {
+	return &Error{Code: 30001, SQLState: "0A000", Message: "Unsupported SQL operation: " + fmt.Sprintf(format, args...)}
+}
+
+// Export returns database db of snap as ShardingSphere exports it:
+// databaseName, then dataSources (each unit's standard connection and pool
+// properties, the password included: the export is what an import needs),
+// then rules, each a tagged YAML item (!SHARDING, ...). It returns an
+// *Error (10000-style: no such database) when snap has no database db.
+func Export(snap *metadata.Snapshot, db string) ([]byte, error) {
+	d := snap.Databases[db]
+	if d == nil {
+		return nil, &Error{Code: 10000, SQLState: "42S02", Message: fmt.Sprintf("Database '%s' does not exist.", db)}
+	}
+	var b bytes.Buffer
+	b.WriteString("databaseName: " + yamlScalar(d.Name) + "\n")
+	if len(d.Units) > 0 {
+		b.WriteString("dataSources:\n")
+		for _, name := range slices.Sorted(mapsKeys(d.Units)) {
+			b.WriteString("  " + yamlScalar(name) + ":\n")
+			m := d.Units[name].Map()
+			for _, k := range slices.Sorted(mapsKeys(m)) {
+				v, err := yaml.Marshal(map[string]any{k: m[k]})
+				if err != nil {
+					return nil, fmt.Errorf("unit %s: %s: %w", name, k, err)
+				}
+				b.WriteString(indent(string(v), "    "))
+			}
+		}
+	}
+	if len(d.Rules) > 0 {
+		var nodes []*yaml.Node
+		for _, typ := range slices.Sorted(mapsKeys(d.Rules)) {
+			r := d.Rules[typ]
+			if len(r.Content) == 0 {
+				continue
+			}
+			var n yaml.Node
+			if err := n.Encode(r.Content); err != nil {
+				return nil, fmt.Errorf("rule %s: %w", typ, err)
+			}
+			n.Tag = "!" + strings.ToUpper(typ)
+			nodes = append(nodes, &n)
+		}
+		if len(nodes) > 0 {
+			var buf bytes.Buffer
+			enc := yaml.NewEncoder(&buf)
+			enc.SetIndent(2)
+			if err := enc.Encode(&yaml.Node{Kind: yaml.SequenceNode, Content: nodes}); err != nil {
+				return nil, fmt.Errorf("rules: %w", err)
+			}
+			_ = enc.Close()
+			b.WriteString("rules:\n")
+			b.Write(buf.Bytes())
+		}
+	}
+	return b.Bytes(), nil
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func yamlScalar(s string) string {
+	out, err := yaml.Marshal(s)
+	if err != nil {
+		return s
+	}
+	return strings.TrimSuffix(string(out), "\n")
+}
+
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}
+
+// Options configures Import.
+type Options struct {
+	// Layout places the rule items (the target release).
+	Layout paths.Layout
+	// Ping checks one storage unit with a real connection; nil means
+	// datasource.Ping.
+	Ping func(ctx context.Context, unit string, ds config.DataSource) error
+	// Introspect, when set, reads the real schemas of the database, whose
+	// tables are written in the same transaction(s).
+	Introspect func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
+	// Session commits the transactions; nil means a session of Import's
+	// own, closed before it returns.
+	Session registry.Session
+	// MaxTxnKeys and MaxTxnBytes bound one transaction; zero means
+	// DefaultMaxTxnKeys, DefaultMaxTxnBytes.
+	MaxTxnKeys  int
+	MaxTxnBytes int
+	// ListenerHold is how long the database listener coordinator node
+	// (/states/database_listener_coordinator/{db} = CREATE, through which
+	// ShardingSphere nodes add a database) stays after the write; zero
+	// means one second.
+	ListenerHold time.Duration
+}
+
+// Result says what Import wrote.
+type Result struct {
+	Database     string
+	Keys         int // registry keys written
+	Transactions int
+}
+
+// pingParallelism bounds the storage units Import connects to at once.
+const pingParallelism = 8
+
+// Import reads a database configuration (a database-*.yaml document,
+// source names it in messages) and creates the database in the registry,
+// all or nothing (see the package doc). It returns an *Error for every
+// refusal, before anything is written: no databaseName (30001), a database
+// that exists with storage units (30001), no storage units (10101), units
+// that do not connect (10110), rules that fail their checks (102xx-104xx;
+// the first problem's code, every problem in the message). ctx bounds
+// everything.
+func Import(ctx context.Context, repo registry.Repository, source string, data []byte, opts Options) (Result, error) {
+	db, err := config.ParseDatabase(source, data)
+	if err != nil {
+		if strings.Contains(err.Error(), "databaseName") && strings.Contains(err.Error(), "required") {
+			return Result{}, unsupported("Property `databaseName` in imported config is required")
+		}
+		return Result{}, &Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: invalid database configuration: %v", err)}
+	}
+	if db == nil || db.Name == "" {
+		return Result{}, unsupported("Property `databaseName` in imported config is required")
+	}
+	dbKey, err := paths.Database(db.Name)
+	if err != nil {
+		return Result{}, unsupported("database name %q: %v", db.Name, err)
+	}
+	units, err := repo.Children(ctx, dbKey+"/data_sources/units")
+	if err != nil {
+		return Result{}, err
+	}
+	if len(units) > 0 {
+		return Result{}, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
+	}
+	if len(db.DataSources) == 0 {
+		return Result{}, &Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db.Name)}
+	}
+	if err := pingAll(ctx, *db, opts.Ping); err != nil {
+		return Result{}, err
+	}
+	if errs := checkRules(*db); len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Message
+		}
+		return Result{}, &Error{Code: errs[0].Code, SQLState: errs[0].SQLState, Message: strings.Join(msgs, " ")}
+	}
+	kvs, err := metadata.DatabaseWrites(opts.Layout, *db)
+	if err != nil {
+		return Result{}, unsupported("%v", err)
+	}
+	if opts.Introspect != nil {
+		schemas, err := opts.Introspect(ctx, *db)
+		if err != nil {
+			return Result{}, &Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", db.Name, err)}
+		}
+		more, err := metadata.SchemaWrites(db.Name, schemas)
+		if err != nil {
+			return Result{}, err
+		}
+		kvs = append(kvs, more...)
+	}
+	undo, err := newUndoer(ctx, repo, dbKey)
+	if err != nil {
+		return Result{}, err
+	}
+	var conds []registry.Cond
+	if undo.hadDB {
+		// An empty database (no units) may be imported into: keep its node
+		// as it is, and require it unchanged.
+		kv, err := repo.Get(ctx, dbKey)
+		if err != nil {
+			return Result{}, err
+		}
+		conds = append(conds, registry.Cond{Key: dbKey, Version: kv.Version})
+		kvs = slices.DeleteFunc(kvs, func(kv registry.KV) bool { return kv.Key == dbKey })
+	}
+	sess := opts.Session
+	if sess == nil {
+		s, err := repo.NewSession(ctx, registry.SessionOptions{})
+		if err != nil {
+			return Result{}, fmt.Errorf("open a registry session for the import: %w", err)
+		}
+		defer s.Close(context.WithoutCancel(ctx))
+		sess = s
+	}
+	listener, err := opts.Layout.DatabaseListener(db.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	maxKeys, maxBytes := opts.MaxTxnKeys, opts.MaxTxnBytes
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxTxnKeys
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxTxnBytes
+	}
+	// The first transaction carries the conditions, the last one the
+	// coordinator: leave room for them.
+	txns, err := commitAll(ctx, sess, kvs, conds, registry.KV{Key: listener, Value: []byte("CREATE")}, maxKeys-1-len(conds), maxBytes, undo.undo)
+	if err != nil {
+		var oe *registry.OpError
+		if errors.As(err, &oe) && (errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion)) {
+			return Result{}, unsupported("Database `%s` changed during the import (%s); nothing was imported", db.Name, oe.Key)
+		}
+		return Result{}, fmt.Errorf("import database %s: %w", db.Name, err)
+	}
+	hold := opts.ListenerHold
+	if hold <= 0 {
+		hold = time.Second
+	}
+	t := time.NewTimer(hold)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	_ = repo.Delete(context.WithoutCancel(ctx), listener)
+	return Result{Database: db.Name, Keys: len(kvs), Transactions: txns}, nil
+}
+
+// pingAll connects to every unit of db, at most pingParallelism at once,
+// and returns 10110 naming every unit that failed.
+func pingAll(ctx context.Context, db config.Database, ping func(context.Context, string, config.DataSource) error) error {
+	if ping == nil {
+		ping = datasource.Ping
+	}
+	names := slices.Sorted(mapsKeys(db.DataSources))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, pingParallelism)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = ping(ctx, name, db.DataSources[name])
+		}()
+	}
+	wg.Wait()
+	var msgs []string
+	for i, err := range errs {
+		if err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s: %v", names[i], err))
+		}
+	}
+	if len(msgs) > 0 {
+		return &Error{Code: 10110, SQLState: "08000", Message: fmt.Sprintf("Storage units can not connect, error messages are: [%s].", strings.Join(msgs, "; "))}
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package dbconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+)
+
+func eachBackend(t *testing.T, f func(t *testing.T, open func(t testing.TB) registry.Repository)) {
+	t.Run("etcd", func(t *testing.T) {
+		s := etcdtest.New(t)
+		ns := s.Namespace(t, "sk_dbconfig_")
+		f(t, func(t testing.TB) registry.Repository { return s.Open(t, ns) })
+	})
+	t.Run("zookeeper", func(t *testing.T) {
+		s := zktest.New(t)
+		ns := s.Namespace(t, "sk_dbconfig_")
+		f(t, func(t testing.TB) registry.Repository { return s.Open(t, ns) })
+	})
+}
+
+// configYAML is a database file with two SQLite units in dir, a sharding
+// rule over them, and lastRule appended as the rules' last item.
+func configYAML(dir, name, lastRule string) []byte {
+	return fmt.Appendf(nil, `databaseName: %s
+dataSources:
+  ds_0:
+    url: jdbc:sqlite:%s
+    username: ""
+    password: ""
+  ds_1:
+    url: jdbc:sqlite:%s
+    username: ""
+    password: ""
+rules:
+- !SHARDING
+  tables:
+    t_order:
+      actualDataNodes: ds_${0..1}.t_order_${0..1}
+      tableStrategy:
+        standard:
+          shardingColumn: order_id
+          shardingAlgorithmName: t_order_inline
+      keyGenerateStrategy:
+        column: order_id
+        keyGeneratorName: snowflake
+  defaultDatabaseStrategy:
+    standard:
+      shardingColumn: user_id
+      shardingAlgorithmName: database_inline
+  shardingAlgorithms:
+    database_inline:
+      type: INLINE
+      props:
+        algorithm-expression: ds_${user_id %% 2}
+    t_order_inline:
+      type: INLINE
+      props:
+        algorithm-expression: t_order_${order_id %% 2}
+  keyGenerators:
+    snowflake:
+      type: SNOWFLAKE
+- !BROADCAST
+  tables:
+  - t_address
+%s`, name, filepath.Join(dir, "ds0.db"), filepath.Join(dir, "ds1.db"), lastRule)
+}
+
+// badLastRule is a readwrite-splitting rule over a unit that does not
+// exist: only the rule checks can find it.
+const badLastRule = `- !READWRITE_SPLITTING
+  dataSourceGroups:
+    rw:
+      writeDataSourceName: ds_0
+      readDataSourceNames:
+      - ds_9
+`
+
+// dump returns every key of the namespace with its value.
+func dump(t testing.TB, repo registry.Repository) map[string]string {
+	t.Helper()
+	kvs, err := repo.List(testenv.Context(t), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[kv.Key] = string(kv.Value)
+	}
+	return out
+}
+
+// seed writes a database that is not imported, so that the namespace is
+// not empty.
+func seed(t testing.TB, repo registry.Repository, dir string) {
+	t.Helper()
+	ctx := testenv.Context(t)
+	db := config.Database{Name: "other_db", DataSources: map[string]config.DataSource{"ds": config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, "other.db"), "", "")}}
+	if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := metadata.SetProps(ctx, repo, map[string]string{"sql-show": "true"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestImportExportRoundTrip(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		ctx := testenv.Context(t)
+		repo, dir := open(t), t.TempDir()
+		seed(t, repo, dir)
+		data := configYAML(dir, "sharding_db", "")
+		res, err := Import(ctx, repo, "sharding_db.yaml", data, Options{ListenerHold: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Transactions != 1 {
+			t.Errorf("import took %d transactions, want 1", res.Transactions)
+		}
+		store, err := metadata.Load(ctx, repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Export(store.Current(), "sharding_db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := config.ParseDatabase("in", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := config.ParseDatabase("exported", out)
+		if err != nil {
+			t.Fatalf("the export does not parse: %v\n%s", err, out)
+		}
+		if !strings.HasPrefix(string(out), "databaseName: sharding_db\ndataSources:\n  ds_0:\n") {
+			t.Errorf("export does not start as upstream's:\n%s", out)
+		}
+		for name, ds := range want.DataSources {
+			if !ds.Equal(got.DataSources[name]) {
+				t.Errorf("unit %s: exported %v, imported %v", name, got.DataSources[name], ds)
+			}
+		}
+		if len(got.Rules) != 2 {
+			t.Fatalf("exported rules %v", got.Rules)
+		}
+		for _, r := range want.Rules {
+			g, _ := got.Rule(r.Type)
+			if !reflect.DeepEqual(g.Content, r.Content) {
+				t.Errorf("rule %s: exported %v, imported %v", r.Type, g.Content, r.Content)
+			}
+		}
+		// The exported file imports as another database.
+		again := bytes.Replace(out, []byte("databaseName: sharding_db"), []byte("databaseName: copy_db"), 1)
+		if _, err := Import(ctx, repo, "copy", again, Options{ListenerHold: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		// The listener coordinator node is gone again.
+		if _, err := repo.Get(ctx, mustKey(paths.DefaultLayout.DatabaseListener("copy_db"))); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("coordinator node left behind: %v", err)
+		}
+		// A second import of a database with units is refused.
+		_, err = Import(ctx, repo, "again", data, Options{})
+		var e *Error
+		if !errors.As(err, &e) || e.Code != 30001 || !strings.Contains(e.Message, "exists and is not empty") {
+			t.Fatalf("re-import: %v", err)
+		}
+	})
+}
+
+func mustKey(k string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// A failed import leaves the registry byte-identical: refused by its
+// checks (an error in the last rule, a unit that does not connect), and
+// failed half-way through several transactions (rolled back).
+func TestFailedImportLeavesRegistryAsItWas(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		ctx := testenv.Context(t)
+		repo, dir := open(t), t.TempDir()
+		seed(t, repo, dir)
+		before := dump(t, repo)
+
+		_, err := Import(ctx, repo, "bad.yaml", configYAML(dir, "sharding_db", badLastRule), Options{})
+		var e *Error
+		if !errors.As(err, &e) || e.Code != 10102 || !strings.Contains(e.Message, "ds_9") {
+			t.Fatalf("import with a bad last rule: %v", err)
+		}
+		if after := dump(t, repo); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a refused import changed the registry:\nbefore %v\nafter  %v", before, after)
+		}
+
+		unreachable := strings.Replace(string(configYAML(dir, "sharding_db", "")), "jdbc:sqlite:"+filepath.Join(dir, "ds1.db"), "jdbc:mysql://127.0.0.1:1/nothing", 1)
+		testenv.TCPRefused(t, "127.0.0.1:1")
+		_, err = Import(ctx, repo, "unreachable.yaml", []byte(unreachable), Options{})
+		if !errors.As(err, &e) || e.Code != 10110 || !strings.Contains(e.Message, "ds_1") {
+			t.Fatalf("import with a unit that does not connect: %v", err)
+		}
+		if after := dump(t, repo); !reflect.DeepEqual(before, after) {
+			t.Fatal("an import refused for a unit changed the registry")
+		}
+
+		// Valid, but written in transactions of 4 keys, the third of which
+		// fails: the first two are rolled back.
+		var commits atomic.Int32
+		faulty := fault.Wrap(repo, func(op, key string) fault.Action {
+			if op == "commit" && commits.Add(1) == 3 {
+				return fault.Action{Err: registry.ErrUnavailable}
+			}
+			return fault.Action{}
+		})
+		sess, err := faulty.NewSession(ctx, registry.SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close(ctx)
+		_, err = Import(ctx, repo, "big.yaml", configYAML(dir, "sharding_db", ""), Options{Session: sess, MaxTxnKeys: 5})
+		if !errors.Is(err, registry.ErrUnavailable) || commits.Load() != 3 {
+			t.Fatalf("import failing in its third transaction: %v (%d commits)", err, commits.Load())
+		}
+		if after := dump(t, repo); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a rolled-back import changed the registry:\nbefore %v\nafter  %v", before, after)
+		}
+
+		// The same in several transactions without a fault succeeds.
+		res, err := Import(ctx, repo, "big.yaml", configYAML(dir, "sharding_db", ""), Options{MaxTxnKeys: 5, ListenerHold: time.Millisecond})
+		if err != nil || res.Transactions < 3 {
+			t.Fatalf("import in small transactions: %+v, %v", res, err)
+		}
+	})
+}
+
+func TestCheckRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, rule string
+		code       uint16
+		want       string
+	}{
+		{"unknown algorithm type", "- !SHARDING\n  shardingAlgorithms:\n    a:\n      type: NO_SUCH\n", 10404, "NO_SUCH"},
+		{"unregistered algorithm", "- !SHARDING\n  defaultTableStrategy:\n    standard:\n      shardingColumn: id\n      shardingAlgorithmName: missing\n", 10402, "missing"},
+		{"unknown unit", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_${0..2}.t\n", 10102, "ds_2"},
+		{"listed units", "- !SHARDING\n  autoTables:\n    t:\n      actualDataSources: ds_0, ds_${['1','x']}\n", 10102, "ds_x"},
+		{"unregistered key generator", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_0.t\n      keyGenerateStrategy:\n        column: id\n        keyGeneratorName: kg\n", 10402, "kg"},
+	} {
+		db, err := config.ParseDatabase(tc.name, fmt.Appendf(nil, "databaseName: d\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:/x\n  ds_1:\n    url: jdbc:sqlite:/y\nrules:\n%s", tc.rule))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := checkRules(*db)
+		if len(errs) == 0 || errs[0].Code != tc.code || !strings.Contains(errs[0].Message, tc.want) {
+			t.Errorf("%s: %v, want %d naming %s", tc.name, errs, tc.code, tc.want)
+		}
+	}
+	db, _ := config.ParseDatabase("ok", configYAML("/tmp", "d", ""))
+	if errs := checkRules(*db); len(errs) > 0 {
+		t.Errorf("a valid configuration: %v", errs)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	if CheckFileAccess("127.0.0.1", false) != nil || CheckFileAccess("::1", false) != nil || CheckFileAccess("10.0.0.5", true) != nil {
+		t.Fatal("loopback or a configured user refused")
+	}
+	var e *Error
+	if err := CheckFileAccess("10.0.0.5", false); !errors.As(err, &e) || e.Code != 30001 {
+		t.Fatalf("remote without a configured user: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "x.yaml")
+	if err := WriteFile(p, []byte("databaseName: x\n")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("exported file mode %v, %v", st.Mode(), err)
+	}
+	if b, err := ReadFile(p); err != nil || string(b) != "databaseName: x\n" {
+		t.Fatalf("ReadFile = %q, %v", b, err)
+	}
+	if _, err := ReadFile(p + ".missing"); !errors.As(err, &e) || e.Code != 30020 {
+		t.Fatalf("missing file: %v", err)
+	}
+}
