@@ -11,6 +11,14 @@ run: build
 test:
 	scripts/test.sh
 
+# image: the container image (deploy/container/Containerfile), FROM scratch
+# with the static binary built here, with podman or docker, whichever is
+# installed; IMAGE names it.
+.PHONY: image
+IMAGE ?= shardkeeper:latest
+image:
+	scripts/image.sh $(IMAGE)
+
 # bench-workerid: the worker-id startup benchmark (N nodes at once, ours
 # against ShardingSphere's algorithm) on real etcd and ZooKeeper, which it
 # starts itself. BASELINE_MAX=1024 also runs the baseline at 1024 nodes (very
