@@ -82,7 +82,10 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 }
 
 // writeJSON writes v as JSON with status 200.
-func (s *Server) writeJSON(w http.ResponseWriter, v any) {
+func (s *Server) writeJSON(w http.ResponseWriter, v any) { s.writeJSONStatus(w, http.StatusOK, v) }
+
+// writeJSONStatus writes v as JSON with status.
+func (s *Server) writeJSONStatus(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -93,6 +96,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, v any) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Cache-Control"] = noStore
+	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
 

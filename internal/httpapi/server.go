@@ -51,7 +51,8 @@ type Config struct {
 	SessionTTL time.Duration
 	// Layout is the ShardingSphere release layout the node writes
 	// (config.Repository.Layout): it picks the key of the cluster lock
-	// LOCK and UNLOCK hold (paths.Layout.ClusterLock).
+	// LOCK and UNLOCK hold (paths.Layout.ClusterLock) and the database
+	// listener coordinator's node of CREATE and DROP DATABASE.
 	Layout paths.Layout
 	// ModeType is "Cluster" or "Standalone" (the mode_type column).
 	ModeType string

@@ -124,6 +124,7 @@ type status struct {
 	WorkersError string            `json:"workersError,omitempty"`
 	MetadataSeq  uint64            `json:"metadataSeq"`
 	Databases    []dbSummary       `json:"databases"`
+	DataSources  []dataSourceState `json:"dataSources"` // readwrite-splitting read data sources and their states
 	KeysIssued   int64             `json:"keysIssued"`
 	Renewals     int64             `json:"fenceRenewals"`
 	Stalls       int64             `json:"fenceStalls"`
@@ -139,7 +140,7 @@ func (s *Server) status(ctx context.Context) status {
 		Now: s.cfg.Now().UnixMilli(), InstanceID: s.cfg.Node.InstanceID(), WorkerID: st.WorkerID, Issuing: st.Issuing,
 		Ready: ready, NotReady: why, ModeType: s.cfg.ModeType, ClusterState: snap.ClusterState,
 		Self: s.selfRow(), Nodes: s.rows(), WorkerIDs: workerid.Count, MetadataSeq: snap.Seq,
-		Databases: s.summaries(snap), KeysIssued: st.Keys, Renewals: st.Renewals, Stalls: st.Stalls, Losses: st.Losses,
+		Databases: s.summaries(snap), DataSources: dataSourceStates(snap), KeysIssued: st.Keys, Renewals: st.Renewals, Stalls: st.Stalls, Losses: st.Losses,
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	cells, err := s.workerMap(lctx)

@@ -315,3 +315,32 @@ func SetDataSourceState(ctx context.Context, repo registry.Repository, q Qualifi
 	_, err = repo.Put(ctx, key, EncodeDataSourceState(state))
 	return err
 }
+
+// ReadwriteGroup is a readwrite-splitting data source group of a database
+// rule: its name and read data sources.
+type ReadwriteGroup struct {
+	Name  string
+	Reads []string
+}
+
+// ReadwriteGroups returns db's readwrite-splitting groups sorted by name
+// (none without a readwrite_splitting rule).
+func ReadwriteGroups(db *Database) []ReadwriteGroup {
+	rule, ok := db.Rules["readwrite_splitting"]
+	if !ok {
+		return nil
+	}
+	var out []ReadwriteGroup
+	for _, field := range []string{"dataSourceGroups", "dataSources"} {
+		groups := stringMap(rule.Content[field])
+		for _, name := range slices.Sorted(maps.Keys(groups)) {
+			g := ReadwriteGroup{Name: name}
+			list, _ := stringMap(groups[name])["readDataSourceNames"].([]any)
+			for _, e := range list {
+				g.Reads = append(g.Reads, fmt.Sprint(e))
+			}
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -1,0 +1,220 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// dataSourceState is one row of GET /api/v1/readwrite-splitting/states:
+// a read data source of a readwrite-splitting group and its state
+// (ShardingSphere's SHOW STATUS FROM READWRITE_SPLITTING RULES).
+type dataSourceState struct {
+	Database    string `json:"database"`
+	Group       string `json:"group"`
+	StorageUnit string `json:"storageUnit"`
+	State       string `json:"state"` // ENABLED or DISABLED
+	// Configured is false for a state in the registry whose data source
+	// no readwrite-splitting rule of the database names.
+	Configured bool `json:"configured"`
+}
+
+// dataSourceStates lists every read data source of every
+// readwrite-splitting group in snap with its state (ENABLED unless the
+// registry says otherwise), then the registry's states of data sources no
+// rule names.
+func dataSourceStates(snap *metadata.Snapshot) []dataSourceState {
+	out := []dataSourceState{}
+	seen := map[metadata.QualifiedDataSource]bool{}
+	for _, db := range slices.Sorted(maps.Keys(snap.Databases)) {
+		for _, g := range metadata.ReadwriteGroups(snap.Databases[db]) {
+			for _, unit := range g.Reads {
+				q := metadata.QualifiedDataSource{Database: db, Group: g.Name, Unit: unit}
+				seen[q] = true
+				state := cmp.Or(snap.DataSourceStates[q], metadata.StateEnabled)
+				out = append(out, dataSourceState{db, g.Name, unit, state, true})
+			}
+		}
+	}
+	var extra []dataSourceState
+	for q, state := range snap.DataSourceStates {
+		if !seen[q] {
+			extra = append(extra, dataSourceState{q.Database, q.Group, q.Unit, state, false})
+		}
+	}
+	slices.SortFunc(extra, func(a, b dataSourceState) int {
+		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Group, b.Group), cmp.Compare(a.StorageUnit, b.StorageUnit))
+	})
+	return append(out, extra...)
+}
+
+func (s *Server) handleDataSourceStates(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, struct {
+		DataSources []dataSourceState `json:"dataSources"`
+	}{dataSourceStates(s.cfg.Store.Current())})
+}
+
+// handleSetDataSourceState is PUT
+// /api/v1/readwrite-splitting/{db}/{group}/{unit}/state with
+// {"state":"ENABLE"|"DISABLE"}: ShardingSphere's ALTER READWRITE_SPLITTING
+// RULE group ENABLE|DISABLE unit FROM db, with its checks, messages and
+// codes, made against this node's view. It writes
+// /nodes/qualified_data_sources/{db}.{group}.{unit} as ShardingSphere
+// does and answers with the row once this node applied it (at most 3 s).
+func (s *Server) handleSetDataSourceState(w http.ResponseWriter, r *http.Request) {
+	db, group, unit := r.PathValue("db"), r.PathValue("group"), r.PathValue("unit")
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	action, perr := parseStateBody(body)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	enable := action == "ENABLE"
+	q, err := metadata.CheckDataSourceState(s.cfg.Store.Current(), db, group, unit, enable)
+	if err != nil {
+		s.writeError(w, checkError(err))
+		return
+	}
+	state := metadata.StateDisabled
+	if enable {
+		state = metadata.StateEnabled
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	if err := metadata.SetDataSourceState(ctx, s.cfg.Repo, q, state); err != nil {
+		if errors.Is(err, registry.ErrBadKey) {
+			s.writeError(w, badRequest("%v", err))
+			return
+		}
+		s.writeError(w, err)
+		return
+	}
+	s.log.Info("data source state set", "data_source", q.String(), "state", state)
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool {
+		return cmp.Or(snap.DataSourceStates[q], metadata.StateEnabled) == state
+	})
+	s.writeJSON(w, dataSourceState{q.Database, q.Group, q.Unit, state, true})
+}
+
+// checkError maps a refused change (a *metadata.CheckError) onto an HTTP
+// answer with ShardingSphere's code and message.
+func checkError(err error) error {
+	var ce *metadata.CheckError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	status := http.StatusConflict
+	if ce.NotFound {
+		status = http.StatusNotFound
+	}
+	return errorf(status, ce.Code, "%s", ce.Message)
+}
+
+// handleCreateDatabase is POST /api/v1/databases with {"name": db}:
+// CREATE DATABASE. The empty database is announced on the database
+// listener coordinator as ShardingSphere announces it (see
+// metadata.Coordinator); the answer comes once this node applied it (at
+// most 3 s).
+func (s *Server) handleCreateDatabase(w http.ResponseWriter, r *http.Request) {
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	var v struct {
+		Name string `json:"name"`
+	}
+	if perr := decodeObject(body, &v, `{"name":"database"}`); perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	if v.Name == "" {
+		s.writeError(w, badRequest(`missing field name: want {"name":"database"}`))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	c, err := s.coordinator(ctx)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	err = c.CreateDatabase(ctx, config.Database{Name: v.Name})
+	switch {
+	case errors.Is(err, registry.ErrExists):
+		s.writeError(w, errorf(http.StatusConflict, CodeNone, "Database '%s' already exists.", v.Name))
+		return
+	case errors.Is(err, registry.ErrBadKey):
+		s.writeError(w, badRequest("database name %s: %v", quote(v.Name), err))
+		return
+	case err != nil:
+		s.writeError(w, err)
+		return
+	}
+	s.log.Info("database created", "database", v.Name)
+	s.waitDatabase(ctx, v.Name, true)
+	s.writeJSONStatus(w, http.StatusCreated, struct {
+		Name string `json:"name"`
+	}{v.Name})
+}
+
+// handleDropDatabase is DELETE /api/v1/databases/{db}: DROP DATABASE,
+// announced as ShardingSphere announces it.
+func (s *Server) handleDropDatabase(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("db")
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	c, err := s.coordinator(ctx)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	err = c.DropDatabase(ctx, name)
+	switch {
+	case errors.Is(err, metadata.ErrNoDatabase):
+		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "Unknown database '%s'.", name))
+		return
+	case errors.Is(err, registry.ErrBadKey):
+		s.writeError(w, badRequest("database name %s: %v", quote(name), err))
+		return
+	case err != nil:
+		s.writeError(w, err)
+		return
+	}
+	s.log.Info("database dropped", "database", name)
+	s.waitDatabase(ctx, name, false)
+	s.writeJSON(w, struct {
+		Dropped string `json:"dropped"`
+	}{name})
+}
+
+// coordinator returns a metadata.Coordinator on the server's session.
+func (s *Server) coordinator(ctx context.Context) (metadata.Coordinator, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return metadata.Coordinator{}, err
+	}
+	return metadata.Coordinator{Repo: s.cfg.Repo, Session: sess, Layout: s.cfg.Layout}, nil
+}
+
+// waitDatabase waits (at most 3 s) until this node's view has database
+// name (exists) or not.
+func (s *Server) waitDatabase(ctx context.Context, name string, exists bool) {
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return (snap.Databases[name] != nil) == exists })
+}
