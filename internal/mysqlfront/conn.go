@@ -1,0 +1,130 @@
+package mysqlfront
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// maxChunk is the payload length of a MySQL packet that another packet
+// continues.
+const maxChunk = 1<<24 - 1
+
+var errHandshakeTooLarge = errors.New("the client sent more than 64 KiB before logging in")
+
+// limitConn bounds what a client can make a session buffer. It sits under
+// go-mysql's packet reader and follows the MySQL packet framing of the
+// bytes it passes up: a logical packet (chunks of 2^24-1 bytes and the
+// shorter one that ends them) longer than max fails the read before the
+// reader allocates for it, after an ER_NET_PACKET_TOO_LARGE packet to the
+// client. Before authentication at most budget bytes are read in all.
+//
+// On a server with TLS, the first packet of 32 bytes is the client's
+// SSLRequest: the bytes after it are TLS records, which limitConn passes
+// unframed; the session then puts another limitConn above the TLS layer.
+type limitConn struct {
+	net.Conn
+	host       net.Addr // RemoteAddr: the client's address without its port
+	max        int
+	framing    bool
+	sslRequest bool  // the first packet may be an SSLRequest
+	budget     int64 // bytes left before authentication; < 0: no bound
+
+	hdr       [4]byte
+	nhdr      int  // header bytes seen of the current chunk
+	remaining int  // payload bytes left of the current chunk
+	total     int  // payload bytes of the current logical packet
+	more      bool // the current chunk is continued
+	first     bool // the first packet was seen
+	tlsNext   bool // the current packet is an SSLRequest
+	err       error
+}
+
+type hostAddr string
+
+func (hostAddr) Network() string  { return "tcp" }
+func (a hostAddr) String() string { return string(a) }
+
+func (c *limitConn) RemoteAddr() net.Addr {
+	if c.host != nil {
+		return c.host
+	}
+	return c.Conn.RemoteAddr()
+}
+
+func (c *limitConn) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.Conn.Read(p)
+	if c.budget >= 0 {
+		c.budget -= int64(n)
+		if c.budget < 0 {
+			c.err = errHandshakeTooLarge
+			return 0, c.err
+		}
+	}
+	if c.framing && n > 0 {
+		if e := c.scan(p[:n]); e != nil {
+			c.err = e
+			return 0, e
+		}
+	}
+	return n, err
+}
+
+// scan follows the framing over b, which the reader is about to get.
+func (c *limitConn) scan(b []byte) error {
+	for len(b) > 0 {
+		if !c.framing {
+			return nil
+		}
+		if c.remaining == 0 && c.nhdr < 4 {
+			k := copy(c.hdr[c.nhdr:], b)
+			c.nhdr += k
+			b = b[k:]
+			if c.nhdr < 4 {
+				return nil
+			}
+			length := int(c.hdr[0]) | int(c.hdr[1])<<8 | int(c.hdr[2])<<16
+			c.total += length
+			if c.total > c.max {
+				e := mysql.NewError(mysql.ER_NET_PACKET_TOO_LARGE, fmt.Sprintf("Got a packet bigger than 'max_allowed_packet' bytes (%d)", c.max))
+				_ = writeErrPacket(c.Conn, c.hdr[3]+1, e)
+				return e
+			}
+			c.remaining, c.more = length, length == maxChunk
+			if !c.first {
+				c.first = true
+				// An SSLRequest: TLS records follow its payload.
+				c.tlsNext = c.sslRequest && length == 32
+			}
+		}
+		k := min(c.remaining, len(b))
+		c.remaining -= k
+		b = b[k:]
+		if c.remaining == 0 {
+			c.nhdr = 0
+			if !c.more {
+				c.total = 0
+			}
+			if c.tlsNext {
+				c.framing = false
+			}
+		}
+	}
+	return nil
+}
+
+// writeErrPacket writes e as one MySQL ERR packet with sequence number
+// seq.
+func writeErrPacket(w io.Writer, seq byte, e *mysql.MyError) error {
+	payload := append([]byte{mysql.ERR_HEADER, byte(e.Code), byte(e.Code >> 8), '#'}, e.State...)
+	payload = append(payload, e.Message...)
+	pkt := append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
+	_, err := w.Write(pkt)
+	return err
+}

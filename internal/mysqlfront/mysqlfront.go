@@ -1,0 +1,244 @@
+// Package mysqlfront is the MySQL-protocol front end of a shardkeeper node:
+// a MySQL or MariaDB client (the mysql and mariadb command-line clients,
+// go-sql-driver/mysql, JDBC, GUIs) logs in with a user of the authority
+// rule and types DistSQL, which the front end hands to a console.Executor.
+// The wire protocol is github.com/go-mysql-org/go-mysql's server package;
+// this package adds the users, TLS, the bounds a network client must not
+// exceed (connections, packet size, handshake and idle time), sessions as
+// processes for SHOW PROCESSLIST and KILL, and the translation of console
+// results and errors into result sets, OK and ERR packets.
+package mysqlfront
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+)
+
+// Defaults of Config's bounds.
+const (
+	// DefaultMaxConnections is the number of sessions served at once.
+	DefaultMaxConnections = 100
+	// DefaultMaxPacketSize is the largest statement accepted, in bytes
+	// (MySQL's max_allowed_packet): room for IMPORT METADATA of a large
+	// cluster.
+	DefaultMaxPacketSize = 16 << 20
+	// DefaultIdleTimeout closes a session that sent nothing for this long
+	// (MySQL's wait_timeout).
+	DefaultIdleTimeout = 8 * time.Hour
+	// DefaultHandshakeTimeout bounds the login: TLS, handshake and
+	// password exchange.
+	DefaultHandshakeTimeout = 10 * time.Second
+)
+
+// ServerVersion is the version the front end announces in its handshake
+// and SELECT @@version shows: a MySQL version clients accept, then the
+// product, as ShardingSphere-Proxy announces "5.7.22-ShardingSphere-Proxy
+// 5.5.3". It names shardkeeper, not ShardingSphere-Proxy.
+const ServerVersion = "5.7.22-" + cluster.Version
+
+// handshakeBudget bounds what a client may send before it is
+// authenticated (TLS handshake, handshake response, password exchange).
+const handshakeBudget = 64 << 10
+
+// Config configures a Server.
+type Config struct {
+	// Executor runs every statement. Required.
+	Executor console.Executor
+	// Users returns the users a client may log in as; it is called for
+	// every connection, so a change of the authority rule applies to the
+	// next login. Nil, or Empty users, accept only loopback clients, under
+	// any user name and without a password. An error refuses the
+	// connection (and is logged).
+	Users func() (*authority.Users, error)
+	// Processes, when set, lists every authenticated session while it
+	// runs, so SHOW PROCESSLIST shows it and KILL ends it.
+	Processes *process.Table
+	// TLS, when set, lets clients switch to TLS (mysql --ssl). Clients
+	// without TLS are still served.
+	TLS *tls.Config
+	// Bounds; zero means the Default* above.
+	MaxConnections   int
+	MaxPacketSize    int
+	IdleTimeout      time.Duration
+	HandshakeTimeout time.Duration
+	// Logger receives the front end's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves the MySQL protocol on listeners. Create it with New.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	// rsaKey is caching_sha2_password's key for the password exchange
+	// without TLS: the TLS certificate's RSA key, else one made on first
+	// use.
+	rsaKey func() (*rsa.PrivateKey, error)
+
+	mu       sync.Mutex
+	closed   bool
+	lns      map[net.Listener]bool
+	sessions map[*session]bool
+	wg       sync.WaitGroup
+}
+
+// New checks cfg and returns a Server. It does no I/O.
+func New(cfg Config) (*Server, error) {
+	if cfg.Executor == nil {
+		return nil, errors.New("mysqlfront: Config.Executor is required")
+	}
+	if cfg.MaxConnections < 0 || cfg.MaxPacketSize < 0 || cfg.IdleTimeout < 0 || cfg.HandshakeTimeout < 0 {
+		return nil, fmt.Errorf("mysqlfront: negative bound in %+v", cfg)
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxPacketSize == 0 {
+		cfg.MaxPacketSize = DefaultMaxPacketSize
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, lns: map[net.Listener]bool{}, sessions: map[*session]bool{}}
+	var key *rsa.PrivateKey
+	if cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 {
+		key, _ = cfg.TLS.Certificates[0].PrivateKey.(*rsa.PrivateKey)
+	}
+	s.rsaKey = sync.OnceValues(func() (*rsa.PrivateKey, error) {
+		if key != nil {
+			return key, nil
+		}
+		return rsa.GenerateKey(rand.Reader, 2048)
+	})
+	return s, nil
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("mysqlfront: server closed")
+
+// Serve accepts connections on ln and serves each on a goroutine of its
+// own until Shutdown, which closes ln; it then returns ErrServerClosed.
+// Any other accept error is returned (and ln is closed).
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.lns, ln)
+		s.mu.Unlock()
+		_ = ln.Close()
+	}()
+	var backoff time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			if temporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		ss := newSession(s, conn)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = conn.Close()
+			return ErrServerClosed
+		}
+		over := len(s.sessions) >= s.cfg.MaxConnections
+		if !over {
+			s.sessions[ss] = true
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			if over {
+				ss.refuse(errTooManyConnections)
+				return
+			}
+			defer s.remove(ss)
+			ss.serve()
+		}()
+	}
+}
+
+// temporary reports whether an accept error is one accept may recover
+// from: a timeout or a resource shortage (too many open files).
+func temporary(err error) bool {
+	var te interface{ Temporary() bool }
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.As(err, &te) && te.Temporary()
+}
+
+func (s *Server) remove(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}
+
+// Connections returns the number of connections served, authenticated
+// or not.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Shutdown closes every listener, cancels the statement of every session
+// and closes its connection, then waits for the session goroutines,
+// bounded by ctx. Idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		_ = ln.Close()
+	}
+	for ss := range s.sessions {
+		ss.kill()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("mysqlfront: sessions did not end: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,516 @@
+package mysqlfront_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+// executor answers a few fixed statements, as a stand-in for the DistSQL
+// engine: the front end's job is the wire, not the statements.
+type executor struct {
+	blocked chan string // receives the session id of a BLOCK statement
+}
+
+func str(s string) *string { return &s }
+
+func (e *executor) Execute(ctx context.Context, s *console.Session, q string) (*console.Result, error) {
+	q = strings.TrimRight(strings.TrimSpace(q), ";")
+	switch {
+	case strings.EqualFold(q, "SHOW ROWS"):
+		return &console.Result{
+			Columns: []console.Column{{Name: "name"}, {Name: "n", Type: console.Int64}, {Name: "maybe"}},
+			Rows:    [][]*string{{str("a"), str("1"), nil}, {str("b"), str("-2"), str("x")}},
+		}, nil
+	case strings.EqualFold(q, "SHOW EMPTY"):
+		return &console.Result{Columns: []console.Column{{Name: "c"}}}, nil
+	case strings.EqualFold(q, "WHOAMI"):
+		return &console.Result{
+			Columns: []console.Column{{Name: "id"}, {Name: "user"}, {Name: "host"}, {Name: "db"}, {Name: "protocol"}},
+			Rows:    [][]*string{{str(s.ID), str(s.User), str(s.Host), str(s.Database), str(s.Protocol)}},
+		}, nil
+	case strings.EqualFold(q, "WARN"):
+		return &console.Result{Affected: 3, Warnings: []string{"node b did not answer", "node c did not answer"}}, nil
+	case strings.EqualFold(q, "FAIL"):
+		return nil, &console.Error{Code: 19000, SQLState: "44000", Message: "Compute node `x` does not exist."}
+	case strings.EqualFold(q, "BROKEN"):
+		return nil, errors.New("disk on fire")
+	case strings.EqualFold(q, "BLOCK"):
+		e.blocked <- s.ID
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case strings.HasPrefix(strings.ToUpper(q), "USE "):
+		db := strings.Trim(q[4:], "` ")
+		if db == "nope" {
+			return nil, &console.Error{Code: 1049, SQLState: "42000", Message: "Unknown database 'nope'"}
+		}
+		s.Database = db
+		return &console.Result{}, nil
+	case strings.HasPrefix(strings.ToUpper(q), "SELECT @@"), strings.HasPrefix(strings.ToUpper(q), "SET "):
+		return &console.Result{}, nil
+	}
+	return nil, &console.Error{Code: 1064, SQLState: "42000", Message: "You have an error in your SQL syntax: " + q}
+}
+
+type front struct {
+	srv  *mysqlfront.Server
+	addr string
+	exec *executor
+	log  *testenv.SyncBuffer
+	proc *process.Table
+}
+
+func start(t *testing.T, cfg mysqlfront.Config) *front {
+	t.Helper()
+	f := &front{exec: &executor{blocked: make(chan string, 4)}, log: &testenv.SyncBuffer{}, proc: process.NewTable()}
+	cfg.Executor = f.exec
+	cfg.Processes = f.proc
+	cfg.Logger = slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := mysqlfront.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, mysqlfront.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+		if t.Failed() {
+			t.Logf("front end log:\n%s", f.log.LastLines(40))
+		}
+	})
+	f.srv, f.addr = srv, ln.Addr().String()
+	return f
+}
+
+func (f *front) dsn(user, password, params string) string {
+	c := gomysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr = user, password, "tcp", f.addr
+	c.Timeout = 10 * time.Second
+	dsn := c.FormatDSN()
+	if params != "" {
+		if strings.Contains(dsn, "?") {
+			dsn += "&" + params
+		} else {
+			dsn += "?" + params
+		}
+	}
+	return dsn
+}
+
+func open(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func conn(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(testenv.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func rows(t *testing.T, c interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, q string) [][]string {
+	t.Helper()
+	rs, err := c.QueryContext(testenv.Context(t), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rs.Close()
+	cols, _ := rs.Columns()
+	var out [][]string
+	for rs.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = v.String
+			if !v.Valid {
+				row[i] = "NULL"
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mysqlError(t *testing.T, err error) *gomysql.MySQLError {
+	t.Helper()
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) {
+		t.Fatalf("error %v (%T) is not a MySQL error", err, err)
+	}
+	return me
+}
+
+func TestResultSetsOKAndErrors(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	db := open(t, f.dsn("anyone", "", ""))
+	c := conn(t, db)
+
+	rs, err := c.QueryContext(testenv.Context(t), "SHOW ROWS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _ := rs.ColumnTypes()
+	var names []string
+	for _, ct := range types {
+		names = append(names, ct.Name()+":"+ct.DatabaseTypeName())
+	}
+	rs.Close()
+	if got, want := strings.Join(names, ","), "name:VARCHAR,n:BIGINT,maybe:VARCHAR"; got != want {
+		t.Errorf("columns = %s, want %s", got, want)
+	}
+	if got := fmt.Sprint(rows(t, c, "SHOW ROWS")); got != "[[a 1 NULL] [b -2 x]]" {
+		t.Errorf("rows = %s", got)
+	}
+	if got := rows(t, c, "SHOW EMPTY"); len(got) != 0 {
+		t.Errorf("SHOW EMPTY = %v, want no rows", got)
+	}
+	res, err := c.ExecContext(testenv.Context(t), "WARN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 3 {
+		t.Errorf("affected = %d, want 3", n)
+	}
+
+	_, err = c.ExecContext(testenv.Context(t), "FAIL")
+	if me := mysqlError(t, err); me.Number != 19000 || string(me.SQLState[:]) != "44000" || me.Message != "Compute node `x` does not exist." {
+		t.Errorf("FAIL: %d %s %q", me.Number, me.SQLState, me.Message)
+	}
+	_, err = c.ExecContext(testenv.Context(t), "BROKEN")
+	if me := mysqlError(t, err); me.Number != 30000 || string(me.SQLState[:]) != "HY000" || !strings.Contains(me.Message, "disk on fire") {
+		t.Errorf("BROKEN: %d %s %q", me.Number, me.SQLState, me.Message)
+	}
+	// The session survives its errors.
+	who := rows(t, c, "WHOAMI")
+	if len(who) != 1 || who[0][1] != "anyone" || who[0][2] != "127.0.0.1" || who[0][4] != "MySQL" || len(who[0][0]) != 32 {
+		t.Errorf("WHOAMI = %v", who)
+	}
+}
+
+func TestShowWarnings(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	c := conn(t, open(t, f.dsn("root", "", "")))
+	if _, err := c.ExecContext(testenv.Context(t), "WARN"); err != nil {
+		t.Fatal(err)
+	}
+	want := "[[Warning 1105 node b did not answer] [Warning 1105 node c did not answer]]"
+	if got := fmt.Sprint(rows(t, c, "SHOW WARNINGS")); got != want {
+		t.Errorf("SHOW WARNINGS = %s, want %s", got, want)
+	}
+	// SHOW WARNINGS keeps them; the next statement replaces them.
+	if got := fmt.Sprint(rows(t, c, "show  warnings ;")); got != want {
+		t.Errorf("second SHOW WARNINGS = %s, want %s", got, want)
+	}
+	_, _ = c.ExecContext(testenv.Context(t), "FAIL")
+	if got := fmt.Sprint(rows(t, c, "SHOW WARNINGS")); got != "[[Error 19000 Compute node `x` does not exist.]]" {
+		t.Errorf("after an error, SHOW WARNINGS = %s", got)
+	}
+	rows(t, c, "SHOW ROWS")
+	if got := rows(t, c, "SHOW WARNINGS"); len(got) != 0 {
+		t.Errorf("after a clean statement, SHOW WARNINGS = %v", got)
+	}
+}
+
+func TestUseDatabase(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	db := open(t, f.dsn("root", "", ""))
+	c := conn(t, db)
+	if _, err := c.ExecContext(testenv.Context(t), "USE sharding_db"); err != nil {
+		t.Fatal(err)
+	}
+	if who := rows(t, c, "WHOAMI"); who[0][3] != "sharding_db" {
+		t.Errorf("db after USE = %q", who[0][3])
+	}
+	// The database of the DSN goes through the executor at login.
+	cfg := gomysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "tcp", f.addr, "logic_db"
+	if who := rows(t, open(t, cfg.FormatDSN()), "WHOAMI"); who[0][3] != "logic_db" {
+		t.Errorf("db from the handshake = %q", who[0][3])
+	}
+	cfg.DBName = "nope"
+	err := open(t, cfg.FormatDSN()).PingContext(testenv.Context(t))
+	if me := mysqlError(t, err); me.Number != 1049 {
+		t.Errorf("unknown database at login: %v", me)
+	}
+}
+
+func users(t *testing.T, yaml string) func() (*authority.Users, error) {
+	t.Helper()
+	cfg, err := config.ParseGlobal("global.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := authority.FromRules(cfg.GlobalRules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() (*authority.Users, error) { return u, nil }
+}
+
+const usersYAML = `
+authority:
+  users:
+    - user: root@%
+      password: r00t-pw
+    - user: sha2@127.0.0.1
+      password: sha2-pw
+      authenticationMethodName: caching_sha2_password
+    - user: elsewhere@10.9.9.9
+      password: x
+`
+
+func TestPasswords(t *testing.T) {
+	f := start(t, mysqlfront.Config{Users: users(t, usersYAML)})
+	ctx := testenv.Context(t)
+	for _, c := range []struct{ user, password, params string }{
+		{"root", "r00t-pw", ""},
+		{"ROOT", "r00t-pw", ""}, // names are case-insensitive, as upstream
+		{"root", "r00t-pw", "allowNativePasswords=true"},
+		{"sha2", "sha2-pw", ""}, // caching_sha2_password: RSA exchange without TLS
+	} {
+		if err := open(t, f.dsn(c.user, c.password, c.params)).PingContext(ctx); err != nil {
+			t.Errorf("%s/%s: %v", c.user, c.password, err)
+		}
+	}
+	// A second sha2 login: no cached fast path across connections.
+	if err := open(t, f.dsn("sha2", "sha2-pw", "")).PingContext(ctx); err != nil {
+		t.Errorf("second sha2 login: %v", err)
+	}
+	for _, c := range []struct{ user, password string }{
+		{"root", "wrong-pw"},
+		{"root", ""},
+		{"sha2", "r00t-pw"},
+		{"nobody", "r00t-pw"},
+		{"elsewhere", "x"}, // not from this host
+	} {
+		err := open(t, f.dsn(c.user, c.password, "")).PingContext(ctx)
+		me := mysqlError(t, err)
+		if me.Number != 1045 || string(me.SQLState[:]) != "28000" || !strings.Contains(me.Message, "Access denied for user '"+c.user+"'@'127.0.0.1'") {
+			t.Errorf("%s/%s: got %d %s %q, want 1045 28000 Access denied", c.user, c.password, me.Number, me.SQLState, me.Message)
+		}
+	}
+	logs := f.log.String()
+	if !strings.Contains(logs, "access denied") || !strings.Contains(logs, "user=root") {
+		t.Errorf("refused logins not logged:\n%s", logs)
+	}
+	for _, pw := range []string{"wrong-pw", "r00t-pw", "sha2-pw"} {
+		if strings.Contains(logs, pw) {
+			t.Errorf("the log contains the password %q:\n%s", pw, logs)
+		}
+	}
+}
+
+// selfSigned returns a server TLS config and a client one that trusts it.
+func selfSigned(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
+		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+}
+
+func TestTLS(t *testing.T) {
+	srvTLS, cliTLS := selfSigned(t)
+	f := start(t, mysqlfront.Config{Users: users(t, usersYAML), TLS: srvTLS, MaxPacketSize: 4096})
+	if err := gomysql.RegisterTLSConfig("mysqlfront-test", cliTLS); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testenv.Context(t)
+	for _, user := range []struct{ name, pw string }{{"root", "r00t-pw"}, {"sha2", "sha2-pw"}} {
+		c := conn(t, open(t, f.dsn(user.name, user.pw, "tls=mysqlfront-test")))
+		if got := rows(t, c, "SHOW ROWS"); len(got) != 2 {
+			t.Errorf("%s over TLS: %v", user.name, got)
+		}
+		// The packet bound holds above TLS too.
+		_, err := c.ExecContext(ctx, "SHOW "+strings.Repeat("x", 5000))
+		if err == nil {
+			t.Errorf("%s: a 5000-byte statement passed a 4096-byte bound over TLS", user.name)
+		}
+	}
+	// A client without TLS is still served.
+	if err := open(t, f.dsn("root", "r00t-pw", "")).PingContext(ctx); err != nil {
+		t.Errorf("without TLS: %v", err)
+	}
+	if err := open(t, f.dsn("root", "wrong", "tls=mysqlfront-test")).PingContext(ctx); mysqlError(t, err).Number != 1045 {
+		t.Errorf("wrong password over TLS: %v", err)
+	}
+}
+
+func TestPacketTooLarge(t *testing.T) {
+	f := start(t, mysqlfront.Config{MaxPacketSize: 1024})
+	db := open(t, f.dsn("root", "", ""))
+	c := conn(t, db)
+	_, err := c.ExecContext(testenv.Context(t), "SHOW "+strings.Repeat("x", 2000))
+	if me := mysqlError(t, err); me.Number != 1153 || !strings.Contains(me.Message, "max_allowed_packet") {
+		t.Errorf("oversized statement: %v", me)
+	}
+	testenv.Eventually(t, "the session to close", func() bool { return f.srv.Connections() == 0 })
+	// The node keeps serving.
+	if got := rows(t, conn(t, db), "SHOW ROWS"); len(got) != 2 {
+		t.Errorf("after an oversized packet: %v", got)
+	}
+}
+
+func TestMaxConnections(t *testing.T) {
+	f := start(t, mysqlfront.Config{MaxConnections: 2})
+	db := open(t, f.dsn("root", "", ""))
+	db.SetMaxIdleConns(0) // a closed *sql.Conn closes its connection
+	c1, c2 := conn(t, db), conn(t, db)
+	_ = c1.PingContext(testenv.Context(t))
+	_ = c2.PingContext(testenv.Context(t))
+	err := open(t, f.dsn("root", "", "")).PingContext(testenv.Context(t))
+	if me := mysqlError(t, err); me.Number != 1040 {
+		t.Errorf("third connection: %v, want 1040", me)
+	}
+	_ = c1.Close()
+	testenv.Eventually(t, "a connection slot", func() bool { return f.srv.Connections() < 2 })
+	if err := open(t, f.dsn("root", "", "")).PingContext(testenv.Context(t)); err != nil {
+		t.Errorf("after a close: %v", err)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	f := start(t, mysqlfront.Config{IdleTimeout: 300 * time.Millisecond})
+	c := conn(t, open(t, f.dsn("root", "", "")))
+	rows(t, c, "SHOW ROWS")
+	testenv.Eventually(t, "the idle session to close", func() bool { return f.srv.Connections() == 0 })
+	if len(f.proc.List()) != 0 {
+		t.Errorf("an idle-closed session is still a process: %v", f.proc.List())
+	}
+}
+
+func TestProcessesAndKill(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	c := conn(t, open(t, f.dsn("ops", "", "")))
+	if _, err := c.ExecContext(testenv.Context(t), "USE db1"); err != nil {
+		t.Fatal(err)
+	}
+	id := rows(t, c, "WHOAMI")[0][0]
+	ps := f.proc.List()
+	if len(ps) != 1 || ps[0].ID != id || ps[0].Username != "ops" || ps[0].Hostname != "127.0.0.1" || ps[0].DatabaseName != "db1" || !ps[0].Idle || ps[0].StartMillis == 0 {
+		t.Fatalf("processes = %+v", ps)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.ExecContext(context.Background(), "BLOCK")
+		errc <- err
+	}()
+	if got := <-f.exec.blocked; got != id {
+		t.Fatalf("blocked session %s, want %s", got, id)
+	}
+	ps = f.proc.List()
+	if len(ps) != 1 || ps[0].SQL != "BLOCK" || ps[0].Idle {
+		t.Errorf("while running, processes = %+v", ps)
+	}
+	if !f.proc.Kill(id) {
+		t.Fatal("Kill did not find the session")
+	}
+	if err := <-errc; err == nil {
+		t.Error("the killed statement succeeded")
+	}
+	testenv.Eventually(t, "the killed session to end", func() bool { return len(f.proc.List()) == 0 && f.srv.Connections() == 0 })
+}
+
+func TestShutdownEndsStatements(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	c := conn(t, open(t, f.dsn("root", "", "")))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.ExecContext(context.Background(), "BLOCK")
+		errc <- err
+	}()
+	<-f.exec.blocked
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err == nil {
+		t.Error("a statement survived Shutdown")
+	}
+	if _, err := net.DialTimeout("tcp", f.addr, time.Second); err == nil {
+		t.Error("the port still accepts after Shutdown")
+	}
+}
+
+func TestPreparedStatementsRefused(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	db := open(t, f.dsn("root", "", ""))
+	_, err := db.ExecContext(testenv.Context(t), "SHOW ROWS WHERE x = ?", 1)
+	if me := mysqlError(t, err); me.Number != 1295 || !strings.Contains(me.Message, "interpolateParams=true") {
+		t.Errorf("prepared: %v", me)
+	}
+	db = open(t, f.dsn("root", "", "interpolateParams=true"))
+	if _, err := db.ExecContext(testenv.Context(t), "WARN"); err != nil {
+		t.Errorf("interpolated: %v", err)
+	}
+}

@@ -1,0 +1,74 @@
+package mysqlfront
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/shardkeeper/shardkeeper/internal/console"
+)
+
+// warningCode is the code SHOW WARNINGS shows for a console warning
+// (ER_UNKNOWN_ERROR: console warnings have no MySQL code of their own).
+const warningCode = mysql.ER_UNKNOWN_ERROR
+
+// internalErrorCode is ShardingSphere's code for an unexpected failure.
+const internalErrorCode = 30000
+
+// toMyError is err as the client sees it: a *console.Error with its code
+// and state, anything else as ShardingSphere's 30000 / HY000 with its text.
+func toMyError(err error) *mysql.MyError {
+	var ce *console.Error
+	if errors.As(err, &ce) {
+		state := ce.SQLState
+		if len(state) != 5 {
+			state = mysql.DEFAULT_MYSQL_STATE
+		}
+		return &mysql.MyError{Code: ce.Code, State: state, Message: ce.Message}
+	}
+	return &mysql.MyError{Code: internalErrorCode, State: mysql.DEFAULT_MYSQL_STATE, Message: "Unknown exception: " + err.Error()}
+}
+
+// toResult is r as a MySQL result: a text result set when r has columns,
+// else an OK with r.Affected.
+func toResult(r *console.Result) (*mysql.Result, error) {
+	if len(r.Columns) == 0 {
+		return &mysql.Result{AffectedRows: r.Affected}, nil
+	}
+	rs := mysql.NewResultset(len(r.Columns))
+	for i, c := range r.Columns {
+		f := &mysql.Field{Name: []byte(c.Name), Charset: 33, Type: mysql.MYSQL_TYPE_VAR_STRING}
+		if c.Type == console.Int64 {
+			f.Charset, f.Type, f.Flag = 63, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG
+		}
+		rs.Fields[i] = f
+	}
+	for i, row := range r.Rows {
+		if len(row) != len(r.Columns) {
+			return nil, toMyError(fmt.Errorf("result row %d has %d values for %d columns", i, len(row), len(r.Columns)))
+		}
+		var data []byte
+		for _, v := range row {
+			if v == nil {
+				data = append(data, 0xfb) // NULL
+				continue
+			}
+			data = append(data, mysql.PutLengthEncodedString([]byte(*v))...)
+		}
+		rs.RowDatas = append(rs.RowDatas, data)
+	}
+	return mysql.NewResult(rs), nil
+}
+
+// warningsResultset is SHOW WARNINGS: Level, Code, Message.
+func warningsResultset(ws []warning) *mysql.Resultset {
+	r := &console.Result{Columns: []console.Column{{Name: "Level"}, {Name: "Code", Type: console.Int64}, {Name: "Message"}}}
+	for _, w := range ws {
+		level, code, msg := w.level, strconv.Itoa(int(w.code)), w.message
+		r.Rows = append(r.Rows, []*string{&level, &code, &msg})
+	}
+	res, _ := toResult(r) // rows match the columns
+	return res.Resultset
+}
