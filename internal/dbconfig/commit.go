@@ -40,27 +40,30 @@ func batches(kvs []registry.KV, maxKeys, maxBytes int) [][]registry.KV {
 	return out
 }
 
-// commitAll writes kvs, every one of which must be absent, plus the
-// ephemeral extra (when its Key is set) in the last transaction, and
-// conds (keys that must keep their version) in the first. Within the
-// limits it is one transaction: all or nothing. Beyond them it commits
-// several in order and, when one fails, deletes what the earlier ones
-// wrote with rollback, and returns the failure (joined with the
+// commitAll writes kvs, every one of which must be absent, with head's
+// conditions in the first transaction and tail (conditions and writes,
+// such as ephemeral announcements or replaced versions) in the last.
+// Within the limits it is one transaction: all or nothing. Beyond them it
+// commits several in order and, when one fails, deletes what the earlier
+// ones wrote with rollback, and returns the failure (joined with the
 // rollback's, if that failed too).
-func commitAll(ctx context.Context, sess registry.Session, kvs []registry.KV, conds []registry.Cond, extra registry.KV, maxKeys, maxBytes int, rollback func(ctx context.Context) error) (txns int, err error) {
-	parts := batches(kvs, maxKeys, maxBytes)
+func commitAll(ctx context.Context, sess registry.Session, kvs []registry.KV, head []registry.Cond, tail registry.Txn, maxKeys, maxBytes int, rollback func(ctx context.Context) error) (txns int, err error) {
+	parts := batches(kvs, max(1, maxKeys-len(head)-len(tail.Conds)), maxBytes)
+	if len(parts) == 0 {
+		parts = [][]registry.KV{nil}
+	}
 	for i, part := range parts {
 		var txn registry.Txn
 		if i == 0 {
-			txn.Conds = append(txn.Conds, conds...)
+			txn.Conds = append(txn.Conds, head...)
 		}
 		for _, kv := range part {
 			txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
 			txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
 		}
-		if i == len(parts)-1 && extra.Key != "" {
-			txn.Conds = append(txn.Conds, registry.Cond{Key: extra.Key})
-			txn.Ops = append(txn.Ops, registry.Op{Key: extra.Key, Value: extra.Value, Ephemeral: true})
+		if i == len(parts)-1 {
+			txn.Conds = append(txn.Conds, tail.Conds...)
+			txn.Ops = append(txn.Ops, tail.Ops...)
 		}
 		if _, err := sess.Commit(ctx, txn); err != nil {
 			if i == 0 {

@@ -174,82 +174,121 @@ const pingParallelism = 8
 // the first problem's code, every problem in the message). ctx bounds
 // everything.
 func Import(ctx context.Context, repo registry.Repository, source string, data []byte, opts Options) (Result, error) {
+	p, err := prepare(ctx, repo, source, data, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	txns, err := write(ctx, repo, []*plan{p}, registry.Txn{}, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Database: p.name, Keys: len(p.kvs), Transactions: txns}, nil
+}
+
+// plan is one database ready to be written.
+type plan struct {
+	name     string
+	kvs      []registry.KV   // keys to create
+	conds    []registry.Cond // keys that must keep their version
+	undo     *undoer
+	listener registry.KV // the CREATE announcement
+}
+
+// prepare parses and checks one database configuration and reads what the
+// registry holds of it; it writes nothing.
+func prepare(ctx context.Context, repo registry.Repository, source string, data []byte, opts Options) (*plan, error) {
 	db, err := config.ParseDatabase(source, data)
 	if err != nil {
 		if strings.Contains(err.Error(), "databaseName") && strings.Contains(err.Error(), "required") {
-			return Result{}, unsupported("Property `databaseName` in imported config is required")
+			return nil, unsupported("Property `databaseName` in imported config is required")
 		}
-		return Result{}, &Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: invalid database configuration: %v", err)}
+		return nil, unsupported("invalid database configuration: %v", err)
 	}
 	if db == nil || db.Name == "" {
-		return Result{}, unsupported("Property `databaseName` in imported config is required")
+		return nil, unsupported("Property `databaseName` in imported config is required")
 	}
 	dbKey, err := paths.Database(db.Name)
 	if err != nil {
-		return Result{}, unsupported("database name %q: %v", db.Name, err)
+		return nil, unsupported("database name %q: %v", db.Name, err)
 	}
 	units, err := repo.Children(ctx, dbKey+"/data_sources/units")
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if len(units) > 0 {
-		return Result{}, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
+		return nil, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
 	}
 	if len(db.DataSources) == 0 {
-		return Result{}, &Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db.Name)}
+		return nil, &Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db.Name)}
 	}
 	if err := pingAll(ctx, *db, opts.Ping); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if errs := checkRules(*db); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
 			msgs[i] = e.Message
 		}
-		return Result{}, &Error{Code: errs[0].Code, SQLState: errs[0].SQLState, Message: strings.Join(msgs, " ")}
+		return nil, &Error{Code: errs[0].Code, SQLState: errs[0].SQLState, Message: strings.Join(msgs, " ")}
 	}
 	kvs, err := metadata.DatabaseWrites(opts.Layout, *db)
 	if err != nil {
-		return Result{}, unsupported("%v", err)
+		return nil, unsupported("%v", err)
 	}
 	if opts.Introspect != nil {
 		schemas, err := opts.Introspect(ctx, *db)
 		if err != nil {
-			return Result{}, &Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", db.Name, err)}
+			return nil, &Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", db.Name, err)}
 		}
 		more, err := metadata.SchemaWrites(db.Name, schemas)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
 		kvs = append(kvs, more...)
 	}
-	undo, err := newUndoer(ctx, repo, dbKey)
-	if err != nil {
-		return Result{}, err
+	p := &plan{name: db.Name, kvs: kvs}
+	if p.undo, err = newUndoer(ctx, repo, dbKey); err != nil {
+		return nil, err
 	}
-	var conds []registry.Cond
-	if undo.hadDB {
+	if p.undo.hadDB {
 		// An empty database (no units) may be imported into: keep its node
 		// as it is, and require it unchanged.
 		kv, err := repo.Get(ctx, dbKey)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
-		conds = append(conds, registry.Cond{Key: dbKey, Version: kv.Version})
-		kvs = slices.DeleteFunc(kvs, func(kv registry.KV) bool { return kv.Key == dbKey })
+		p.conds = append(p.conds, registry.Cond{Key: dbKey, Version: kv.Version})
+		p.kvs = slices.DeleteFunc(p.kvs, func(kv registry.KV) bool { return kv.Key == dbKey })
+	}
+	listener, err := opts.Layout.DatabaseListener(db.Name)
+	if err != nil {
+		return nil, err
+	}
+	p.listener = registry.KV{Key: listener, Value: []byte(opts.Layout.ListenerValue(true))}
+	return p, nil
+}
+
+// write commits the plans' keys and tail (see commitAll), with the
+// plans' announcements in the last transaction, and deletes the
+// announcements after opts.ListenerHold. It returns how many
+// transactions it took.
+func write(ctx context.Context, repo registry.Repository, plans []*plan, tail registry.Txn, opts Options) (int, error) {
+	var kvs []registry.KV
+	var head []registry.Cond
+	for _, p := range plans {
+		kvs = append(kvs, p.kvs...)
+		head = append(head, p.conds...)
+		tail.Conds = append(tail.Conds, registry.Cond{Key: p.listener.Key})
+		tail.Ops = append(tail.Ops, registry.Op{Key: p.listener.Key, Value: p.listener.Value, Ephemeral: true})
 	}
 	sess := opts.Session
 	if sess == nil {
 		s, err := repo.NewSession(ctx, registry.SessionOptions{})
 		if err != nil {
-			return Result{}, fmt.Errorf("open a registry session for the import: %w", err)
+			return 0, fmt.Errorf("open a registry session for the import: %w", err)
 		}
 		defer s.Close(context.WithoutCancel(ctx))
 		sess = s
-	}
-	listener, err := opts.Layout.DatabaseListener(db.Name)
-	if err != nil {
-		return Result{}, err
 	}
 	maxKeys, maxBytes := opts.MaxTxnKeys, opts.MaxTxnBytes
 	if maxKeys <= 0 {
@@ -258,15 +297,20 @@ func Import(ctx context.Context, repo registry.Repository, source string, data [
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxTxnBytes
 	}
-	// The first transaction carries the conditions, the last one the
-	// coordinator: leave room for them.
-	txns, err := commitAll(ctx, sess, kvs, conds, registry.KV{Key: listener, Value: []byte("CREATE")}, maxKeys-1-len(conds), maxBytes, undo.undo)
+	undo := func(ctx context.Context) error {
+		var errs []error
+		for _, p := range plans {
+			errs = append(errs, p.undo.undo(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	txns, err := commitAll(ctx, sess, kvs, head, tail, maxKeys, maxBytes, undo)
 	if err != nil {
 		var oe *registry.OpError
-		if errors.As(err, &oe) && (errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion)) {
-			return Result{}, unsupported("Database `%s` changed during the import (%s); nothing was imported", db.Name, oe.Key)
+		if errors.As(err, &oe) && (errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound)) {
+			return txns, unsupported("%s changed during the import; nothing was imported", oe.Key)
 		}
-		return Result{}, fmt.Errorf("import database %s: %w", db.Name, err)
+		return txns, fmt.Errorf("import: %w", err)
 	}
 	hold := opts.ListenerHold
 	if hold <= 0 {
@@ -278,8 +322,10 @@ func Import(ctx context.Context, repo registry.Repository, source string, data [
 	case <-ctx.Done():
 		t.Stop()
 	}
-	_ = repo.Delete(context.WithoutCancel(ctx), listener)
-	return Result{Database: db.Name, Keys: len(kvs), Transactions: txns}, nil
+	for _, p := range plans {
+		_ = repo.Delete(context.WithoutCancel(ctx), p.listener.Key)
+	}
+	return txns, nil
 }
 
 // pingAll connects to every unit of db, at most pingParallelism at once,

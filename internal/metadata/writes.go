@@ -1,7 +1,10 @@
 package metadata
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
@@ -76,4 +79,78 @@ func SchemaWrites(db string, schemas []datasource.Schema) ([]registry.KV, error)
 		}
 	}
 	return out, nil
+}
+
+// GlobalWrites returns the conditions and writes of one registry
+// transaction that replaces each global rule of rules, and the props when
+// props is not nil, with a new version: the next version node is created,
+// active_version moves to it, and the older versions are deleted, each
+// conditioned on the state read here, so that the transaction fails
+// (ErrBadVersion, ErrExists) when anything changed meanwhile. ctx bounds
+// the reads.
+func GlobalWrites(ctx context.Context, repo registry.Repository, rules []config.Rule, props config.Props) ([]registry.Cond, []registry.Op, error) {
+	var conds []registry.Cond
+	var ops []registry.Op
+	replace := func(node string, content []byte) error {
+		av := paths.ActiveVersion(node)
+		cur, err := repo.Get(ctx, av)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			conds = append(conds, registry.Cond{Key: av})
+		case err != nil:
+			return err
+		default:
+			conds = append(conds, registry.Cond{Key: av, Version: cur.Version})
+		}
+		children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
+		if err != nil {
+			return err
+		}
+		next := 0
+		for _, c := range children {
+			if n, err := strconv.Atoi(c); err == nil {
+				next = max(next, n+1)
+			}
+		}
+		for _, c := range children {
+			if n, err := strconv.Atoi(c); err == nil {
+				kv, err := repo.Get(ctx, paths.Version(node, n))
+				if errors.Is(err, registry.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+				ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+			}
+		}
+		vkey := paths.Version(node, next)
+		conds = append(conds, registry.Cond{Key: vkey})
+		ops = append(ops, registry.Op{Key: vkey, Value: content}, registry.Op{Key: av, Value: []byte(strconv.Itoa(next))})
+		return nil
+	}
+	for _, r := range rules {
+		if !config.IsGlobalRuleType(r.Type) {
+			return nil, nil, fmt.Errorf("%q is not a global rule type", r.Type)
+		}
+		node, err := paths.GlobalRule(r.Type)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := replace(node, encodeRuleContent(r.Content)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if props != nil {
+		for k, v := range props {
+			if _, err := config.CheckProp(k, v); err != nil {
+				return nil, nil, fmt.Errorf("props.%s: %w", k, err)
+			}
+		}
+		if err := replace(paths.PropsRoot, encodeProps(props)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return conds, ops, nil
 }
