@@ -46,6 +46,7 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/databases/{db}", read, s.handleDatabase)
 	handle("DELETE", "/api/v1/databases/{db}", mutation, s.handleDropDatabase)
 	handle("GET", "/api/v1/readwrite-splitting/states", read, s.handleDataSourceStates)
+	handle("GET", "/api/v1/statistics", read, s.handleStatistics)
 	handle("PUT", "/api/v1/readwrite-splitting/{db}/{group}/{unit}/state", mutation, s.handleSetDataSourceState)
 	handle("GET", "/api/v1/cluster/state", read, s.handleClusterState)
 	handle("PUT", "/api/v1/cluster/lock", mutation, s.handleLock)

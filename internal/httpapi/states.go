@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/statistics"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -217,4 +218,25 @@ func (s *Server) waitDatabase(ctx context.Context, name string, exists bool) {
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return (snap.Databases[name] != nil) == exists })
+}
+
+// handleStatistics is GET /api/v1/statistics[?database=db]: the
+// statistics ShardingSphere nodes collected into the registry
+// (/statistics/databases), read on each call, at most
+// statistics.DefaultMaxRows rows (truncated says more exist); values that
+// cannot be read are named in problems.
+func (s *Server) handleStatistics(w http.ResponseWriter, r *http.Request) {
+	db := r.URL.Query().Get("database")
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	st, err := statistics.Load(ctx, s.cfg.Repo, db, 0)
+	if errors.Is(err, registry.ErrBadKey) {
+		s.writeError(w, badRequest("database %s: %v", quote(db), err))
+		return
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, st)
 }

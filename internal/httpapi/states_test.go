@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
@@ -227,4 +228,26 @@ func TestCreateDropDatabaseAnnounced(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestStatistics(t *testing.T) {
+	repo := memory.New()
+	n := startNode(t, repo, "stats-node", nil)
+	ctx := testenv.Context(t)
+	for k, v := range map[string]string{
+		"/statistics/databases/shardingsphere/schemas/shardingsphere/tables/sharding_table_statistics/k1": "rows:\n- 1\n- sharding_db\nuniqueKey: k1\n",
+		"/statistics/databases/shardingsphere/schemas/shardingsphere/tables/sharding_table_statistics/k2": "rows: {oops",
+	} {
+		if _, err := repo.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := get(t, n, "/api/v1/statistics")
+	if r.status != 200 || !strings.Contains(string(r.body), `{"uniqueKey":"k1","rows":[1,"sharding_db"]}`) || !strings.Contains(string(r.body), "k2: not a YamlRowStatistics") {
+		t.Fatalf("GET statistics: %d %s", r.status, r.body)
+	}
+	if r := get(t, n, "/api/v1/statistics?database=other"); r.status != 200 || string(r.body) != "{\"databases\":[]}\n" {
+		t.Fatalf("GET statistics of a database without any: %d %s", r.status, r.body)
+	}
+	get(t, n, "/api/v1/statistics?database=a/b").apiError(t, 400, 0, "database")
 }
