@@ -25,6 +25,8 @@ install_servers() {
 	command -v podman >/dev/null 2>&1 || need+=(podman)
 	command -v runc >/dev/null 2>&1 || need+=(runc)
 	[ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+	# deploy/ checks the alerting rules with promtool check and test rules.
+	command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 	if [ ${#need[@]} -gt 0 ]; then
 		echo "servers: installing ${need[*]} from Debian packages" >&2
 		local sudo=""

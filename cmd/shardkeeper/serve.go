@@ -134,7 +134,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 			}
 			<-ctx.Done()
 			fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
-			closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			closeCtx, cancel := context.WithTimeout(context.Background(), daemon.CloseTimeout)
 			defer cancel()
 			if err := d.Close(closeCtx); err != nil {
 				return err

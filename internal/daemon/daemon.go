@@ -232,6 +232,20 @@ func bootstrap(ctx context.Context, repo registry.Repository, c Config, log *slo
 	return metadata.Bootstrap(ctx, repo, sess, c.Conf, metadata.Options{Introspect: datasource.Introspect, Logger: log})
 }
 
+// CloseTimeout is what serve gives Close on SIGTERM: the bound of its
+// registry writes (final fence, offline) and of the requests in flight.
+const CloseTimeout = 15 * time.Second
+
+// watchStopWait bounds Close's wait for the metadata watch to stop.
+const watchStopWait = 5 * time.Second
+
+// MaxCloseTime is the longest Close takes with a ctx of CloseTimeout (20 s):
+// a supervisor's grace period (Kubernetes' terminationGracePeriodSeconds,
+// systemd's TimeoutStopSec) must be longer, or the node is killed before its
+// session is closed and its worker id stays reserved until the session
+// expires.
+const MaxCloseTime = CloseTimeout + watchStopWait
+
 // Close leaves the cluster, in this order:
 //
 //  1. Every front end stops taking key requests: the key services (RESP,
@@ -259,8 +273,8 @@ func (d *Daemon) Close(ctx context.Context) error {
 	d.cancel()
 	select {
 	case <-d.runDone:
-	case <-time.After(5 * time.Second):
-		d.log.Warn("metadata watch did not stop within 5s")
+	case <-time.After(watchStopWait):
+		d.log.Warn("metadata watch did not stop in time", "waited", watchStopWait)
 	}
 	return errors.Join(nodeErr, d.Repo.Close())
 }
