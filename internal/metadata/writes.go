@@ -92,43 +92,9 @@ func GlobalWrites(ctx context.Context, repo registry.Repository, rules []config.
 	var conds []registry.Cond
 	var ops []registry.Op
 	replace := func(node string, content []byte) error {
-		av := paths.ActiveVersion(node)
-		cur, err := repo.Get(ctx, av)
-		switch {
-		case errors.Is(err, registry.ErrNotFound):
-			conds = append(conds, registry.Cond{Key: av})
-		case err != nil:
-			return err
-		default:
-			conds = append(conds, registry.Cond{Key: av, Version: cur.Version})
-		}
-		children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
-		if err != nil {
-			return err
-		}
-		next := 0
-		for _, c := range children {
-			if n, err := strconv.Atoi(c); err == nil {
-				next = max(next, n+1)
-			}
-		}
-		for _, c := range children {
-			if n, err := strconv.Atoi(c); err == nil {
-				kv, err := repo.Get(ctx, paths.Version(node, n))
-				if errors.Is(err, registry.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
-				ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
-			}
-		}
-		vkey := paths.Version(node, next)
-		conds = append(conds, registry.Cond{Key: vkey})
-		ops = append(ops, registry.Op{Key: vkey, Value: content}, registry.Op{Key: av, Value: []byte(strconv.Itoa(next))})
-		return nil
+		c, o, err := ReplaceWrites(ctx, repo, node, content)
+		conds, ops = append(conds, c...), append(ops, o...)
+		return err
 	}
 	for _, r := range rules {
 		if !config.IsGlobalRuleType(r.Type) {
@@ -154,3 +120,50 @@ func GlobalWrites(ctx context.Context, repo registry.Repository, rules []config.
 	}
 	return conds, ops, nil
 }
+
+// ReplaceWrites returns the conditions and writes of a registry
+// transaction that makes content the next version of the versioned node
+// (see GlobalWrites); the node may be new. ctx bounds the reads.
+func ReplaceWrites(ctx context.Context, repo registry.Repository, node string, content []byte) (conds []registry.Cond, ops []registry.Op, err error) {
+	av := paths.ActiveVersion(node)
+	cur, err := repo.Get(ctx, av)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		conds = append(conds, registry.Cond{Key: av})
+	case err != nil:
+		return nil, nil, err
+	default:
+		conds = append(conds, registry.Cond{Key: av, Version: cur.Version})
+	}
+	children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := 0
+	for _, c := range children {
+		if n, err := strconv.Atoi(c); err == nil {
+			next = max(next, n+1)
+		}
+	}
+	for _, c := range children {
+		if n, err := strconv.Atoi(c); err == nil {
+			kv, err := repo.Get(ctx, paths.Version(node, n))
+			if errors.Is(err, registry.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+			ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+		}
+	}
+	vkey := paths.Version(node, next)
+	conds = append(conds, registry.Cond{Key: vkey})
+	ops = append(ops, registry.Op{Key: vkey, Value: content}, registry.Op{Key: av, Value: []byte(strconv.Itoa(next))})
+	return conds, ops, nil
+}
+
+// UnitContent is the content of a storage unit's version node: ds's
+// properties as ShardingSphere stores them.
+func UnitContent(ds config.DataSource) []byte { return encodeUnit(ds) }

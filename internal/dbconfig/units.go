@@ -1,0 +1,332 @@
+package dbconfig
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Unit is one storage unit of a REGISTER or ALTER STORAGE UNIT statement,
+// in statement order.
+type Unit struct {
+	Name       string
+	DataSource config.DataSource
+}
+
+// UnitOptions configures the storage unit statements.
+type UnitOptions struct {
+	// Ping checks a unit with a real connection; nil means
+	// datasource.Ping.
+	Ping func(ctx context.Context, unit string, ds config.DataSource) error
+	// Session commits the transaction; nil means a session of the
+	// statement's own.
+	Session registry.Session
+}
+
+func noDatabase(db string) *Error {
+	return &Error{Code: 10000, SQLState: "42S02", Message: fmt.Sprintf("Database '%s' does not exist.", db)}
+}
+
+func duplicateUnits(names []string) *Error {
+	return &Error{Code: 10104, SQLState: "42S01", Message: fmt.Sprintf("Duplicate storage unit names '[%s]'.", strings.Join(names, ", "))}
+}
+
+func missingUnits(db string, names []string) *Error {
+	return &Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(names, ", "), db)}
+}
+
+// statementDuplicates returns the names given twice in units.
+func statementDuplicates(units []Unit) []string {
+	seen, dup := map[string]bool{}, []string{}
+	for _, u := range units {
+		if seen[u.Name] && !slices.Contains(dup, u.Name) {
+			dup = append(dup, u.Name)
+		}
+		seen[u.Name] = true
+	}
+	return dup
+}
+
+// RegisterUnits runs REGISTER STORAGE UNIT [IF NOT EXISTS] on database db
+// of snap (the node's current view): as upstream's
+// RegisterStorageUnitExecutor, names given twice, names of existing units
+// (skipped instead with ifNotExists) and names of logical data sources the
+// rules define are refused with 10104, then every unit is connected to
+// (10110 names each that fails), and only then are all of them written in
+// one registry transaction, in the layout's place, each as version 0.
+// It returns the units written.
+func RegisterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db string, units []Unit, ifNotExists bool, opts UnitOptions) ([]string, error) {
+	d := snap.Databases[db]
+	if d == nil {
+		return nil, noDatabase(db)
+	}
+	if dup := statementDuplicates(units); len(dup) > 0 {
+		return nil, duplicateUnits(dup)
+	}
+	logical := logicalDataSources(d)
+	var todo []Unit
+	var taken []string
+	for _, u := range units {
+		if _, ok := d.Units[u.Name]; ok || logical[u.Name] {
+			if ifNotExists && !logical[u.Name] {
+				continue
+			}
+			taken = append(taken, u.Name)
+			continue
+		}
+		todo = append(todo, u)
+	}
+	if len(taken) > 0 {
+		return nil, duplicateUnits(taken)
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	cfg := config.Database{Name: db, DataSources: map[string]config.DataSource{}}
+	for _, u := range todo {
+		cfg.DataSources[u.Name] = u.DataSource
+	}
+	if err := pingAll(ctx, cfg, opts.Ping); err != nil {
+		return nil, err
+	}
+	var txn registry.Txn
+	var names []string
+	for _, u := range todo {
+		node, err := paths.Unit(db, u.Name)
+		if err != nil {
+			return nil, unsupported("storage unit name %q: %v", u.Name, err)
+		}
+		for _, kv := range []registry.KV{{Key: paths.Version(node, 0), Value: metadata.UnitContent(u.DataSource)}, {Key: paths.ActiveVersion(node), Value: []byte("0")}} {
+			txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
+			txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
+		}
+		names = append(names, u.Name)
+	}
+	if err := commitOne(ctx, repo, opts.Session, txn); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// AlterUnits runs ALTER STORAGE UNIT on database db of snap: names given
+// twice are refused (10104), units that do not exist too (10102), and so is
+// a change of a unit's host, port or database (10111: ShardingSphere
+// alters the pool, not what it points to; unregister and register
+// instead). Every unit is connected to (10110) before all of them are
+// written as new versions in one registry transaction.
+func AlterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db string, units []Unit, opts UnitOptions) error {
+	d := snap.Databases[db]
+	if d == nil {
+		return noDatabase(db)
+	}
+	if dup := statementDuplicates(units); len(dup) > 0 {
+		return duplicateUnits(dup)
+	}
+	var absent, moved []string
+	for _, u := range units {
+		cur, ok := d.Units[u.Name]
+		if !ok {
+			absent = append(absent, u.Name)
+			continue
+		}
+		if !sameTarget(cur, u.DataSource) {
+			moved = append(moved, u.Name)
+		}
+	}
+	if len(absent) > 0 {
+		return missingUnits(db, absent)
+	}
+	if len(moved) > 0 {
+		return &Error{Code: 10111, SQLState: "0A000", Message: fmt.Sprintf("Can not alter connection info in storage units: '[%s]'.", strings.Join(moved, ", "))}
+	}
+	cfg := config.Database{Name: db, DataSources: map[string]config.DataSource{}}
+	for _, u := range units {
+		cfg.DataSources[u.Name] = u.DataSource
+	}
+	if err := pingAll(ctx, cfg, opts.Ping); err != nil {
+		return err
+	}
+	var txn registry.Txn
+	for _, u := range units {
+		node, err := paths.Unit(db, u.Name)
+		if err != nil {
+			return unsupported("storage unit name %q: %v", u.Name, err)
+		}
+		conds, ops, err := metadata.ReplaceWrites(ctx, repo, node, metadata.UnitContent(u.DataSource))
+		if err != nil {
+			return err
+		}
+		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
+	}
+	return commitOne(ctx, repo, opts.Session, txn)
+}
+
+// sameTarget reports whether two data sources point to the same database
+// (host, port and database name; the file for SQLite).
+func sameTarget(a, b config.DataSource) bool {
+	ta, errA := datasource.Translate(a)
+	tb, errB := datasource.Translate(b)
+	if errA != nil || errB != nil {
+		return a.URL == b.URL
+	}
+	return ta.Dialect == tb.Dialect && ta.Host == tb.Host && ta.Database == tb.Database
+}
+
+// UnregisterUnits runs UNREGISTER STORAGE UNIT [IF EXISTS] on database db
+// of snap: units that do not exist are refused (10102) unless ifExists,
+// and so are units a rule uses (10103 names the rule types), except single
+// and broadcast tables when ignoreSingle / ignoreBroadcast (IGNORE SINGLE
+// TABLES, IGNORE BROADCAST TABLES). Then the units are deleted. It
+// returns the units removed.
+func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db string, names []string, ifExists, ignoreSingle, ignoreBroadcast bool) ([]string, error) {
+	d := snap.Databases[db]
+	if d == nil {
+		return nil, noDatabase(db)
+	}
+	var absent, todo []string
+	for _, n := range names {
+		if _, ok := d.Units[n]; !ok {
+			if !ifExists {
+				absent = append(absent, n)
+			}
+			continue
+		}
+		if !slices.Contains(todo, n) {
+			todo = append(todo, n)
+		}
+	}
+	if len(absent) > 0 {
+		return nil, missingUnits(db, absent)
+	}
+	used := unitsInUse(d, ignoreSingle, ignoreBroadcast)
+	for _, n := range todo {
+		if rules := used[n]; len(rules) > 0 {
+			return nil, &Error{Code: 10103, SQLState: "44000", Message: fmt.Sprintf("Storage unit '%s' still used by '[%s]'.", n, strings.Join(rules, ", "))}
+		}
+	}
+	for _, n := range todo {
+		node, err := paths.Unit(db, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := repo.Delete(ctx, node); err != nil {
+			return nil, fmt.Errorf("unregister storage unit %s: %w", n, err)
+		}
+	}
+	return todo, nil
+}
+
+// unitsInUse maps each data source name a rule of d refers to onto the
+// names of those rules' types, upper case as upstream names them
+// (ShardingRule, ...).
+func unitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[string][]string {
+	out := map[string][]string{}
+	add := func(rule string, names []string) {
+		for _, n := range names {
+			if !slices.Contains(out[n], rule) {
+				out[n] = append(out[n], rule)
+			}
+		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
+		c := d.Rules[typ].Content
+		switch typ {
+		case "sharding":
+			for _, t := range mapOf(c["tables"]) {
+				if nodes, _ := mapOf(t)["actualDataNodes"].(string); nodes != "" {
+					add("ShardingRule", dataSourcesOfNodes(nodes))
+				}
+			}
+			for _, t := range mapOf(c["autoTables"]) {
+				if ds, _ := mapOf(t)["actualDataSources"].(string); ds != "" {
+					for _, part := range splitTop(ds) {
+						add("ShardingRule", expand(strings.TrimSpace(part)))
+					}
+				}
+			}
+		case "readwrite_splitting":
+			for _, g := range mapOf(c["dataSourceGroups"]) {
+				gm := mapOf(g)
+				if w, ok := gm["writeDataSourceName"].(string); ok {
+					add("ReadwriteSplittingRule", []string{w})
+				}
+				for _, r := range listOf(gm["readDataSourceNames"]) {
+					add("ReadwriteSplittingRule", []string{fmt.Sprint(r)})
+				}
+			}
+		case "shadow":
+			for _, s := range mapOf(c["dataSources"]) {
+				sm := mapOf(s)
+				for _, k := range []string{"productionDataSourceName", "shadowDataSourceName"} {
+					if v, ok := sm[k].(string); ok {
+						add("ShadowRule", []string{v})
+					}
+				}
+			}
+		case "single":
+			if ignoreSingle {
+				continue
+			}
+			for _, t := range listOf(c["tables"]) {
+				// ds.table, ds.schema.table, or wildcards (*.*): a named
+				// data source is in use.
+				if ds, _, ok := strings.Cut(fmt.Sprint(t), "."); ok && ds != "*" {
+					add("SingleRule", []string{ds})
+				}
+			}
+		case "broadcast":
+			// Broadcast tables live on every unit: a unit is in use when
+			// the rule has tables, unless ignored.
+			if ignoreBroadcast || len(listOf(c["tables"])) == 0 {
+				continue
+			}
+			for name := range d.Units {
+				add("BroadcastRule", []string{name})
+			}
+		}
+	}
+	return out
+}
+
+// logicalDataSources are the data source names the rules of d define
+// (readwrite-splitting groups, shadow data sources).
+func logicalDataSources(d *metadata.Database) map[string]bool {
+	out := map[string]bool{}
+	for typ, r := range d.Rules {
+		switch typ {
+		case "readwrite_splitting":
+			for name := range mapOf(r.Content["dataSourceGroups"]) {
+				out[name] = true
+			}
+		case "shadow":
+			for name := range mapOf(r.Content["dataSources"]) {
+				out[name] = true
+			}
+		}
+	}
+	return out
+}
+
+// commitOne commits txn with sess, or a session of its own.
+func commitOne(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) error {
+	if sess == nil {
+		s, err := repo.NewSession(ctx, registry.SessionOptions{})
+		if err != nil {
+			return fmt.Errorf("open a registry session: %w", err)
+		}
+		defer s.Close(context.WithoutCancel(ctx))
+		sess = s
+	}
+	if _, err := sess.Commit(ctx, txn); err != nil {
+		return fmt.Errorf("write the storage units (nothing was written): %w", err)
+	}
+	return nil
+}
