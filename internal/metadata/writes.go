@@ -167,3 +167,23 @@ func ReplaceWrites(ctx context.Context, repo registry.Repository, node string, c
 // UnitContent is the content of a storage unit's version node: ds's
 // properties as ShardingSphere stores them.
 func UnitContent(ds config.DataSource) []byte { return encodeUnit(ds) }
+
+// DropTable deletes table db.schema.table (its versions included).
+// Deleting a missing table is not an error.
+func DropTable(ctx context.Context, repo registry.Repository, db, schema, table string) error {
+	node, err := paths.Table(db, schema, table)
+	if err != nil {
+		return err
+	}
+	return repo.Delete(ctx, node)
+}
+
+// DropView deletes view db.schema.view. Deleting a missing view is not an
+// error.
+func DropView(ctx context.Context, repo registry.Repository, db, schema, view string) error {
+	node, err := paths.View(db, schema, view)
+	if err != nil {
+		return err
+	}
+	return repo.Delete(ctx, node)
+}
