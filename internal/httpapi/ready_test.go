@@ -75,3 +75,40 @@ func TestHostileReadyzFutureFloor(t *testing.T) {
 		}
 	})
 }
+
+// TestKeysRefusedWithoutWorkerID: a node that lost its worker id and
+// cannot take another (every other id is taken) answers key requests 503,
+// counts each in shardkeeper_key_requests_refused_total (what the
+// refused-keys alert reads) and says why on /readyz.
+func TestKeysRefusedWithoutWorkerID(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	for id := 0; id < 1024; id++ {
+		if id != 7 {
+			res, _ := paths.Reservation(id)
+			if _, err := repo.Put(ctx, res, []byte("filler")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n := startNode(t, repo, "loser", nil)
+	if r := get(t, n, "/api/v1/keys"); r.status != 200 {
+		t.Fatalf("GET /api/v1/keys while holding = %d %s", r.status, r.body)
+	}
+	res, _ := paths.Reservation(7)
+	if _, err := repo.Put(ctx, res, []byte("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the loss to be noticed", func() bool { return n.node.WorkerID() == -1 })
+	for range 2 {
+		if r := get(t, n, "/api/v1/keys?count=5"); r.status != 503 {
+			t.Fatalf("GET /api/v1/keys without a worker id = %d %s", r.status, r.body)
+		}
+	}
+	if r := get(t, n, "/readyz"); r.status != 503 || !strings.Contains(string(r.body), "holds no worker id") {
+		t.Fatalf("/readyz without a worker id = %d %s", r.status, r.body)
+	}
+	if m := get(t, n, "/metrics"); !strings.Contains(string(m.body), "\nshardkeeper_key_requests_refused_total 2\n") {
+		t.Fatalf("shardkeeper_key_requests_refused_total is not 2 after two refused requests:\n%s", m.body)
+	}
+}

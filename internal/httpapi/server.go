@@ -313,13 +313,14 @@ func (s *Server) changes() <-chan struct{} {
 	return s.changed
 }
 
-// admits reports whether the node takes key requests, and why not.
+// admits reports whether the node takes key requests, and why not: not
+// while it shuts down, is disabled or the cluster is UNAVAILABLE. A node
+// without a worker id takes them and refuses each (ErrNotIssuing), so
+// that shardkeeper_key_requests_refused_total counts them.
 func (s *Server) admits() (bool, string) {
 	switch {
 	case s.draining.Load():
 		return false, "the node is shutting down"
-	case s.cfg.Node.WorkerID() < 0:
-		return false, "the node holds no worker id with a valid time reservation (see its logs)"
 	case s.disabled.Load():
 		return false, "this compute node is disabled (CIRCUIT_BREAK): enable it with PUT /api/v1/nodes/" + s.cfg.Node.InstanceID() + "/state"
 	case s.unavailable.Load():
@@ -335,6 +336,9 @@ func (s *Server) admits() (bool, string) {
 func (s *Server) ready() (bool, string) {
 	if ok, why := s.admits(); !ok {
 		return false, why
+	}
+	if s.cfg.Node.WorkerID() < 0 {
+		return false, "the node holds no worker id with a valid time reservation (see its logs)"
 	}
 	if !s.cfg.Node.Ready() {
 		return false, "the node cannot issue a key now: its clock is not yet past its worker id's floor, or its time reservation has run out (see its logs)"

@@ -384,6 +384,7 @@ func (n *Node) Ready() bool {
 func (n *Node) NextID(ctx context.Context) (int64, error) {
 	g := n.gen.Load()
 	if g == nil {
+		n.stats.refused.Add(1)
 		return 0, ErrNotIssuing
 	}
 	k, err := g.NextID(ctx)
@@ -406,6 +407,7 @@ func (n *Node) NextIDs(ctx context.Context, count int) ([]int64, error) {
 func (n *Node) AppendIDs(ctx context.Context, dst []int64, count int) ([]int64, error) {
 	g := n.gen.Load()
 	if g == nil {
+		n.stats.refused.Add(1)
 		return dst, ErrNotIssuing
 	}
 	before := len(dst)

@@ -490,8 +490,15 @@ func TestCloseAfterLosingTheWorkerID(t *testing.T) {
 	})
 	memory.Expire(a.current.Load().sess.(*fault.Session).Unwrap())
 	testenv.Eventually(t, "the loss to be noticed", func() bool { return a.Stats().Losses >= 1 && a.WorkerID() == -1 })
+	refused := a.Stats().Refused
 	if _, err := a.NextID(testenv.Context(t)); !errors.Is(err, ErrNotIssuing) {
 		t.Fatalf("NextID while not holding = %v", err)
+	}
+	if _, err := a.NextIDs(testenv.Context(t), 3); !errors.Is(err, ErrNotIssuing) {
+		t.Fatalf("NextIDs while not holding = %v", err)
+	}
+	if got := a.Stats().Refused - refused; got != 2 {
+		t.Fatalf("Stats().Refused grew by %d for two refused requests, want 2 (the metric the refused-keys alert reads)", got)
 	}
 	if err := a.Close(testenv.Context(t)); err != nil {
 		t.Fatalf("Close while not holding a worker id: %v", err)
