@@ -21,6 +21,8 @@ install_servers() {
 	command -v chromium >/dev/null 2>&1 || need+=(chromium)
 	# internal/pgfront's tests drive the real psql.
 	command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+	# internal/e2e drives the MySQL console with the real mariadb client.
+	command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 	# internal/e2e builds the container image and runs it with podman on runc.
 	command -v podman >/dev/null 2>&1 || need+=(podman)
 	command -v runc >/dev/null 2>&1 || need+=(runc)

@@ -148,6 +148,7 @@ func (ss *session) serve() {
 	ss.log.Debug("mysql: session started", "user", ss.cs.User, "id", ss.cs.ID)
 	for {
 		_ = ss.raw.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+		_ = ss.raw.SetWriteDeadline(time.Now().Add(cfg.IdleTimeout + writeTimeout))
 		if err := ss.command(); err != nil {
 			if ss.ctx.Err() == nil && !errors.Is(err, errQuit) {
 				ss.log.Info("mysql: session closed", "user", ss.cs.User, "id", ss.cs.ID, "err", err)
@@ -177,6 +178,10 @@ func (ss *session) login(protocol *server.Server, lc *limitConn) (c *server.Conn
 }
 
 var errQuit = errors.New("client quit")
+
+// writeTimeout bounds writing a statement's answer to a client that does
+// not read it (MySQL's net_write_timeout).
+const writeTimeout = 60 * time.Second
 
 // command answers one command. A malformed packet that makes the
 // protocol code panic ends the session with an ERR packet.
@@ -292,6 +297,7 @@ func (ss *session) execute(query string) (*mysql.Result, error) {
 	ss.setRunning(query)
 	res, err := ss.srv.cfg.Executor.Execute(ss.ctx, &ss.cs, query)
 	ss.setRunning("")
+	_ = ss.raw.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err != nil {
 		e := toMyError(err)
 		ss.warnings = []warning{{level: "Error", code: e.Code, message: e.Message}}
