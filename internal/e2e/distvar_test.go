@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+// TestSetDistVariableNamesAPausedNode runs three serve processes on real
+// etcd and on real ZooKeeper and sets a dist variable as SET DIST VARIABLE
+// does: with every node running it returns once all three applied the new
+// /props version, well before its timeout; with one paused by SIGSTOP
+// (still online: its session has not expired) it returns at its timeout
+// naming that node, and the node applies the value once resumed.
+func TestSetDistVariableNamesAPausedNode(t *testing.T) {
+	for _, reg := range []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}} {
+		t.Run(reg.name, func(t *testing.T) {
+			var servers []string
+			if reg.typ == config.RepositoryEtcd {
+				servers = testenv.EtcdEndpoints(t)
+			} else {
+				servers = testenv.ZooKeeperServers(t)
+			}
+			ctx := testenv.Context(t)
+			repo := config.Repository{Type: reg.typ, ServerLists: servers, Namespace: testenv.Namespace("sk_e2e_"),
+				TimeToLive: 30 * time.Second, ConnectTimeout: 10 * time.Second}
+			conf := t.TempDir()
+			global := fmt.Sprintf("mode:\n  type: Cluster\n  repository:\n    type: %s\n    props:\n      namespace: %s\n      server-lists: %s\n      timeToLiveSeconds: 30\n",
+				reg.typ, repo.Namespace, strings.Join(servers, ","))
+			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var procs []*proc
+			for i := 1; i <= 3; i++ {
+				procs = append(procs, startServe(t, conf, fmt.Sprintf("e2e-dv-%d", i), 3500+i))
+			}
+			r, err := connect.Open(ctx, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			all := []string{"e2e-dv-1", "e2e-dv-2", "e2e-dv-3"}
+			start := time.Now()
+			out, err := distvar.Set(ctx, r, "sql_show", "true", distvar.Options{Timeout: 20 * time.Second})
+			if err != nil || !slices.Equal(out.Applied, all) || len(out.Pending)+len(out.Unacknowledging) != 0 {
+				t.Fatalf("SET with every node running = %+v, %v; want all three applied", out, err)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("SET with every node running took %v", took)
+			}
+
+			paused := procs[1]
+			if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			resumed := false
+			t.Cleanup(func() {
+				if !resumed {
+					_ = paused.cmd.Process.Signal(syscall.SIGCONT)
+				}
+			})
+			const timeout = 3 * time.Second
+			start = time.Now()
+			out, err = distvar.Set(ctx, r, "sql_show", "false", distvar.Options{Timeout: timeout})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out.Pending, []string{"e2e-dv-2"}) || !slices.Equal(out.Applied, []string{"e2e-dv-1", "e2e-dv-3"}) {
+				t.Fatalf("SET with e2e-dv-2 paused = %+v; want e2e-dv-2 pending, the others applied", out)
+			}
+			if took < timeout || took > timeout+5*time.Second {
+				t.Errorf("SET took %v with a timeout of %v", took, timeout)
+			}
+			t.Logf("%s: the paused node named after %v (timeout %v)", reg.name, took.Round(time.Millisecond), timeout)
+
+			if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			resumed = true
+			if err := distvar.Wait(ctx, r, out.Version, &out); err != nil || !slices.Equal(out.Applied, all) {
+				t.Fatalf("after SIGCONT: %+v, %v; want all three applied", out, err)
+			}
+		})
+	}
+}
