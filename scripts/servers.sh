@@ -29,6 +29,8 @@ install_servers() {
 	[ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 	# deploy/ checks the alerting rules with promtool check and test rules.
 	command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+	# deploy/systemd checks the unit with systemd-analyze and systemd-sysusers.
+	{ command -v systemd-analyze && command -v systemd-sysusers; } >/dev/null 2>&1 || need+=(systemd)
 	if [ ${#need[@]} -gt 0 ]; then
 		echo "servers: installing ${need[*]} from Debian packages" >&2
 		local sudo=""

@@ -19,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/sdnotify"
 )
 
 // defaultHTTPAddr is where serve's HTTP API listens unless --http says
@@ -54,7 +55,10 @@ peerUrl prop asks for one.
 
 The HTTP API, status page (/), metrics (/metrics) and probes (/livez,
 /readyz) listen on --http (default ` + defaultHTTPAddr + `; --http off disables them).
-Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken + `.`,
+Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken + `.
+
+Under systemd (Type=notify) serve sends READY=1 on $NOTIFY_SOCKET once every
+port answers, and STOPPING=1 when it begins to leave.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -126,6 +130,11 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 				fmt.Fprintf(out, "shardkeeper: datagram key service on udp %s (one request, one reply per datagram; no authentication)\n", d.UDPAddr)
 			}
 			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
+			// systemd's Type=notify: ready once every port answers.
+			notifySocket := os.Getenv(sdnotify.EnvSocket)
+			if err := sdnotify.Notify(notifySocket, fmt.Sprintf("%s\nSTATUS=serving keys on worker id %d", sdnotify.Ready, d.Node.WorkerID())); err != nil {
+				log.Warn("could not tell the service manager the node is ready", "err", err)
+			}
 			ctx := cmd.Context()
 			if stopAfter > 0 {
 				var cancel context.CancelFunc
@@ -134,6 +143,9 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 			}
 			<-ctx.Done()
 			fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
+			if err := sdnotify.Notify(notifySocket, sdnotify.Stopping+"\nSTATUS=leaving: no more keys, final fence, offline"); err != nil {
+				log.Warn("could not tell the service manager the node is stopping", "err", err)
+			}
 			closeCtx, cancel := context.WithTimeout(context.Background(), daemon.CloseTimeout)
 			defer cancel()
 			if err := d.Close(closeCtx); err != nil {
