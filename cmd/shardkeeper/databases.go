@@ -76,7 +76,7 @@ func newDatabasesCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "databases",
 		Aliases: []string{"database", "db"},
-		Short:   "Logical databases: list, show (storage units, rules, tables)",
+		Short:   "Logical databases: list, show (storage units, rules, tables), create, drop",
 		Example: `  shardkeeper databases list --conf ./conf
   shardkeeper databases show sharding_db --server http://127.0.0.1:8080 -o yaml`,
 	}
@@ -128,6 +128,8 @@ func newDatabasesCommand() *cobra.Command {
 				return outputSections(cmd.OutOrStdout(), t.output, databaseSections(view), view)
 			},
 		},
+		databaseCreateCommand(t),
+		databaseDropCommand(t),
 	)
 	return cmd
 }

@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -15,46 +13,12 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// dataSourceState is one row of GET /api/v1/readwrite-splitting/states:
-// a read data source of a readwrite-splitting group and its state
-// (ShardingSphere's SHOW STATUS FROM READWRITE_SPLITTING RULES).
-type dataSourceState struct {
-	Database    string `json:"database"`
-	Group       string `json:"group"`
-	StorageUnit string `json:"storageUnit"`
-	State       string `json:"state"` // ENABLED or DISABLED
-	// Configured is false for a state in the registry whose data source
-	// no readwrite-splitting rule of the database names.
-	Configured bool `json:"configured"`
-}
+// dataSourceState is one row of GET /api/v1/readwrite-splitting/states.
+type dataSourceState = metadata.DataSourceStateRow
 
-// dataSourceStates lists every read data source of every
-// readwrite-splitting group in snap with its state (ENABLED unless the
-// registry says otherwise), then the registry's states of data sources no
-// rule names.
+// dataSourceStates lists the read data sources and their states.
 func dataSourceStates(snap *metadata.Snapshot) []dataSourceState {
-	out := []dataSourceState{}
-	seen := map[metadata.QualifiedDataSource]bool{}
-	for _, db := range slices.Sorted(maps.Keys(snap.Databases)) {
-		for _, g := range metadata.ReadwriteGroups(snap.Databases[db]) {
-			for _, unit := range g.Reads {
-				q := metadata.QualifiedDataSource{Database: db, Group: g.Name, Unit: unit}
-				seen[q] = true
-				state := cmp.Or(snap.DataSourceStates[q], metadata.StateEnabled)
-				out = append(out, dataSourceState{db, g.Name, unit, state, true})
-			}
-		}
-	}
-	var extra []dataSourceState
-	for q, state := range snap.DataSourceStates {
-		if !seen[q] {
-			extra = append(extra, dataSourceState{q.Database, q.Group, q.Unit, state, false})
-		}
-	}
-	slices.SortFunc(extra, func(a, b dataSourceState) int {
-		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Group, b.Group), cmp.Compare(a.StorageUnit, b.StorageUnit))
-	})
-	return append(out, extra...)
+	return metadata.DataSourceStateRows(snap)
 }
 
 func (s *Server) handleDataSourceStates(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +72,7 @@ func (s *Server) handleSetDataSourceState(w http.ResponseWriter, r *http.Request
 	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool {
 		return cmp.Or(snap.DataSourceStates[q], metadata.StateEnabled) == state
 	})
-	s.writeJSON(w, dataSourceState{q.Database, q.Group, q.Unit, state, true})
+	s.writeJSON(w, dataSourceState{Database: q.Database, Group: q.Group, StorageUnit: q.Unit, State: state, Configured: true})
 }
 
 // checkError maps a refused change (a *metadata.CheckError) onto an HTTP

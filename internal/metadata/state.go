@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -343,4 +344,46 @@ func ReadwriteGroups(db *Database) []ReadwriteGroup {
 		}
 	}
 	return out
+}
+
+// DataSourceStateRow is a read data source of a readwrite-splitting group
+// and its state (ShardingSphere's SHOW STATUS FROM READWRITE_SPLITTING
+// RULES), as the API and CLI show it.
+type DataSourceStateRow struct {
+	Database    string `json:"database"`
+	Group       string `json:"group"`
+	StorageUnit string `json:"storageUnit"`
+	State       string `json:"state"` // ENABLED or DISABLED
+	// Configured is false for a state in the registry whose data source
+	// no readwrite-splitting rule of the database names.
+	Configured bool `json:"configured"`
+}
+
+// DataSourceStateRows lists every read data source of every
+// readwrite-splitting group in snap with its state (ENABLED unless the
+// registry says otherwise), then the registry's states of data sources no
+// rule names.
+func DataSourceStateRows(snap *Snapshot) []DataSourceStateRow {
+	out := []DataSourceStateRow{}
+	seen := map[QualifiedDataSource]bool{}
+	for _, db := range slices.Sorted(maps.Keys(snap.Databases)) {
+		for _, g := range ReadwriteGroups(snap.Databases[db]) {
+			for _, unit := range g.Reads {
+				q := QualifiedDataSource{Database: db, Group: g.Name, Unit: unit}
+				seen[q] = true
+				state := cmp.Or(snap.DataSourceStates[q], StateEnabled)
+				out = append(out, DataSourceStateRow{db, g.Name, unit, state, true})
+			}
+		}
+	}
+	var extra []DataSourceStateRow
+	for q, state := range snap.DataSourceStates {
+		if !seen[q] {
+			extra = append(extra, DataSourceStateRow{q.Database, q.Group, q.Unit, state, false})
+		}
+	}
+	slices.SortFunc(extra, func(a, b DataSourceStateRow) int {
+		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Group, b.Group), cmp.Compare(a.StorageUnit, b.StorageUnit))
+	})
+	return append(out, extra...)
 }
