@@ -98,20 +98,13 @@ const KindDataSourceState = "data_source_state"
 // announcement for db, "CREATE" or "DROP" ("" when none), from either
 // layout's node, as the mirror holds it.
 func (a *applier) announcement(db string) string {
-	for _, l := range []paths.Layout{paths.Layout553, paths.Layout552} {
-		key, err := l.DatabaseListener(db)
-		if err != nil {
-			return ""
-		}
-		kv, ok := a.mirror[key]
-		if !ok {
-			continue
-		}
-		switch v, _ := parseAnnouncement(kv.Value); v {
-		case paths.ListenerDrop:
-			return v
-		case paths.ListenerCreate:
-			return v
+	// db comes from a parsed key: the keys are built without validating it
+	// again, as this runs for every event under /metadata.
+	for _, root := range []string{paths.DatabaseListenerRoot, paths.DatabaseListenerRoot552} {
+		if kv, ok := a.mirror[root+"/"+db]; ok {
+			if v, err := parseAnnouncement(kv.Value); err == nil {
+				return v
+			}
 		}
 	}
 	return ""

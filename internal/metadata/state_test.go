@@ -266,3 +266,20 @@ func TestDatabaseListenerOnRealRegistries(t *testing.T) {
 		})
 	}
 }
+
+func TestParseAnnouncement(t *testing.T) {
+	for in, want := range map[string]string{
+		"CREATE": "CREATE", "DROP": "DROP", "CREATE_DATABASE": "CREATE", "DROP_DATABASE": "DROP", " DROP\n": "DROP",
+		"databaseName: foo_db\nlistenerAssistedType: DROP_DATABASE\n":   "DROP",
+		"listenerAssistedType: CREATE_DATABASE\ndatabaseName: foo_db\n": "CREATE",
+	} {
+		if got, err := parseAnnouncement([]byte(in)); err != nil || got != want {
+			t.Errorf("parseAnnouncement(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "create", "MAYBE", "listenerAssistedType: ALTER"} {
+		if got, err := parseAnnouncement([]byte(in)); err == nil {
+			t.Errorf("parseAnnouncement(%q) = %q, want an error", in, got)
+		}
+	}
+}
