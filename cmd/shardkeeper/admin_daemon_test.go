@@ -94,6 +94,16 @@ func TestAdminAgainstServe(t *testing.T) {
 	}
 	cli(0, "name storage_units tables", "databases", "list")
 	cli(1, "nope", "databases", "show", "nope")
+
+	cli(0, "database made_db created", "databases", "create", "made_db", "--token", "e2e-token")
+	cli(0, "made_db 0 0", "databases", "list")
+	cli(1, "Database 'made_db' already exists.", "databases", "create", "made_db", "--token", "e2e-token")
+	cli(1, "Unsupported SQL operation: The current database has no `class org.apache.shardingsphere.readwritesplitting.rule.ReadwriteSplittingRule` rules. (code 30001)",
+		"readwrite-splitting", "disable", "made_db", "g", "u", "--token", "e2e-token")
+	cli(0, "database made_db dropped", "databases", "drop", "made_db", "--token", "e2e-token")
+	cli(1, "Unknown database 'made_db'.", "databases", "drop", "made_db", "--token", "e2e-token")
+	cli(0, "database group storage_unit status configured", "readwrite-splitting", "status")
+	cli(0, "database schema table unique_key rows", "statistics", "show")
 }
 
 // embeddedConfDir returns a conf dir whose global.yaml runs a standalone
