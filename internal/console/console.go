@@ -28,6 +28,11 @@ type Session struct {
 	Database string
 	// Protocol is "MySQL" or "PostgreSQL".
 	Protocol string
+	// Variables are the session variables the client SET (names lower
+	// case; user variables with their leading @). Only the Executor
+	// reads and writes it, one statement at a time; nil until the first
+	// SET.
+	Variables map[string]string
 }
 
 // ColumnType is how a front end declares a result column to its client.

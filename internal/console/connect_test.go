@@ -1,0 +1,108 @@
+package console
+
+import (
+	"context"
+	"reflect"
+	"testing"
+)
+
+// The statements the mariadb client and the Go drivers send before the
+// prompt: each answers as a MySQL server would.
+func TestConnectStatements(t *testing.T) {
+	e := New(Deps{})
+	s := newSession()
+	run := func(q string) *Result {
+		t.Helper()
+		res, err := e.Execute(context.Background(), s, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return res
+	}
+	res := run("select @@version_comment limit 1")
+	if got := rowStrings(res); !reflect.DeepEqual(columnNames(res), []string{"@@version_comment"}) || !reflect.DeepEqual(got, [][]string{{VersionComment}}) {
+		t.Errorf("version_comment: %v %v", columnNames(res), got)
+	}
+	if got := rowStrings(run("SELECT DATABASE()")); !reflect.DeepEqual(got, [][]string{{"NULL"}}) {
+		t.Errorf("DATABASE() = %v", got)
+	}
+	run("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
+	run("SET autocommit = OFF, @x = 'v'")
+	res = run("SELECT @@session.autocommit AS ac, @@character_set_client, @@collation_connection, @x, @missing, USER()")
+	want := [][]string{{"0", "utf8mb4", "utf8mb4_bin", "v", "NULL", "root@127.0.0.1"}}
+	if got := rowStrings(res); !reflect.DeepEqual(got, want) {
+		t.Errorf("after SET: %v, want %v", got, want)
+	}
+	if got := columnNames(res); got[0] != "ac" || got[1] != "@@character_set_client" {
+		t.Errorf("columns %v", got)
+	}
+	if res.Columns[0].Type != Int64 {
+		t.Errorf("@@autocommit is not declared BIGINT")
+	}
+	if got := rowStrings(run("SELECT @@max_allowed_packet")); got[0][0] != "16777216" {
+		t.Errorf("max_allowed_packet %v", got)
+	}
+	if res := run("SELECT 1 LIMIT 0"); len(res.Rows) != 0 || len(res.Columns) != 1 {
+		t.Errorf("LIMIT 0: %v", rowStrings(res))
+	}
+	if got := rowStrings(run("SHOW VARIABLES LIKE 'lower_case_table_names'")); !reflect.DeepEqual(got, [][]string{{"lower_case_table_names", "0"}}) {
+		t.Errorf("SHOW VARIABLES: %v", got)
+	}
+	run("BEGIN")
+	run("COMMIT")
+	if res := run("SHOW WARNINGS"); len(res.Rows) != 0 {
+		t.Errorf("warnings %v", rowStrings(res))
+	}
+
+	for q, code := range map[string]uint16{
+		"SELECT @@no_such_variable": 1193,
+		"SELECT no_such_function()": 1305,
+		"SET GLOBAL autocommit = 1": 30001,
+		"SHOW TABLES":               1046,
+	} {
+		_, err := e.Execute(context.Background(), s, q)
+		ce, ok := err.(*Error)
+		if !ok || ce.Code != code {
+			t.Errorf("%s: %v, want code %d", q, err, code)
+		}
+	}
+}
+
+func TestPostgreSQLConnectStatements(t *testing.T) {
+	e := New(Deps{})
+	s := &Session{ID: NewSessionID(), User: "postgres", Host: "127.0.0.1", Protocol: "PostgreSQL"}
+	for q, want := range map[string]string{
+		"SHOW server_version":         PostgreSQLServerVersion,
+		"select pg_catalog.version()": "PostgreSQL " + PostgreSQLServerVersion,
+		"SELECT current_user":         "postgres",
+	} {
+		res, err := e.Execute(context.Background(), s, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := rowStrings(res); got[0][0] != want {
+			t.Errorf("%s = %v, want %q", q, got, want)
+		}
+	}
+	if _, err := e.Execute(context.Background(), s, "SET application_name = 'psql'"); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := e.Execute(context.Background(), s, "SHOW application_name")
+	if got := rowStrings(res); got[0][0] != "psql" {
+		t.Errorf("application_name %v", got)
+	}
+}
+
+func TestMatchLike(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"sql_%", "sql_show", true}, {"sql_%", "SQL_SHOW", true}, {"sql\\_%", "sqlxshow", false},
+		{"s_l%", "sql", true}, {"%", "", true}, {"a*", "a*", true}, {"a*", "ab", false}, {"[x]", "[x]", true},
+	} {
+		if got := matchLike(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("matchLike(%q, %q) = %v", tc.pattern, tc.s, got)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// Deps are what an Engine works with. Repo, Node and Metadata are
+// required; the rest have defaults.
+type Deps struct {
+	// Repo is the registry the node runs on.
+	Repo registry.Repository
+	// Node is the running node: its instance id, worker id, membership
+	// view and key generator.
+	Node *cluster.Node
+	// NodeConfig is the configuration Node was opened with (its host,
+	// port and type show in SHOW COMPUTE NODE INFO before the node's own
+	// registration comes back through the watch).
+	NodeConfig cluster.Config
+	// Metadata is the node's live view of the logical databases, rules
+	// and props.
+	Metadata *metadata.Store
+	// Processes is the node's session table (SHOW PROCESSLIST lists it,
+	// KILL ends its sessions); nil means an empty table.
+	Processes *process.Table
+	// Mode is the node's `mode:` (SHOW COMPUTE NODE MODE); secrets are
+	// never shown.
+	Mode config.Mode
+	// ModeType is "Cluster" or "Standalone" as SHOW COMPUTE NODES shows
+	// it; empty means Mode.Type, or Cluster.
+	ModeType string
+	// ProcessTimeout bounds how long SHOW PROCESSLIST and KILL wait for
+	// the other nodes; zero means DefaultProcessTimeout.
+	ProcessTimeout time.Duration
+	// Logger receives the engine's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultProcessTimeout is how long SHOW PROCESSLIST and KILL wait for the
+// other nodes' answers by default.
+const DefaultProcessTimeout = 3 * time.Second
+
+// MaxNextKeys bounds SHOW NEXT KEYS COUNT n.
+const MaxNextKeys = 100_000
+
+// Engine is the Executor of a node: it parses each statement with
+// internal/distsql and runs it against the node's registry, membership
+// view, metadata and session table. It is safe for concurrent use.
+type Engine struct {
+	d   Deps
+	log *slog.Logger
+}
+
+// New returns an Engine over d. It does no I/O.
+func New(d Deps) *Engine {
+	if d.Processes == nil {
+		d.Processes = process.NewTable()
+	}
+	if d.ProcessTimeout <= 0 {
+		d.ProcessTimeout = DefaultProcessTimeout
+	}
+	if d.ModeType == "" {
+		d.ModeType = d.Mode.Type
+		if d.ModeType == "" {
+			d.ModeType = config.ModeCluster
+		}
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Engine{d: d, log: log}
+}
+
+var _ Executor = (*Engine)(nil)
+
+// Execute parses query and runs it for session s. Failures a client caused
+// or should see are *Error with ShardingSphere's vendor code and SQL
+// state; a syntax error is code 12000, state 42000, naming the line,
+// column and the text near the error.
+func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result, error) {
+	st, err := distsql.Parse(query)
+	if err != nil {
+		var se *distsql.SyntaxError
+		if errors.As(err, &se) {
+			return nil, &Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error()}
+		}
+		return nil, err
+	}
+	return e.Run(ctx, s, st)
+}
+
+// Run runs a parsed statement for session s (Execute without the parse).
+func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Result, error) {
+	switch st := st.(type) {
+	case *distsql.Empty:
+		return nil, &Error{Code: 12002, SQLState: "42000", Message: "SQL String can not be NULL or empty."}
+
+	// computenodes.go
+	case *distsql.ShowComputeNodes:
+		return e.showComputeNodes(ctx, s, st)
+	case *distsql.ShowComputeNodeInfo:
+		return e.showComputeNodeInfo(ctx, s, st)
+	case *distsql.ShowComputeNodeMode:
+		return e.showComputeNodeMode(ctx, s, st)
+	case *distsql.EnableComputeNode:
+		return e.setComputeNodeState(ctx, st.InstanceID, true)
+	case *distsql.DisableComputeNode:
+		return e.setComputeNodeState(ctx, st.InstanceID, false)
+	case *distsql.LabelComputeNode:
+		return e.labelComputeNode(ctx, s, st)
+	case *distsql.UnlabelComputeNode:
+		return e.unlabelComputeNode(ctx, s, st)
+
+	// variables.go, setvariable.go
+	case *distsql.ShowDistVariables:
+		return e.showDistVariables(ctx, s, st)
+	case *distsql.ShowDistVariable:
+		return e.showDistVariable(ctx, s, st)
+	case *distsql.SetDistVariable:
+		return e.setDistVariable(ctx, s, st)
+
+	// lock.go
+	case *distsql.LockCluster:
+		return e.lockCluster(ctx, s, st)
+	case *distsql.UnlockCluster:
+		return e.unlockCluster(ctx, s, st)
+
+	// storageunits.go, storageunits_rdl.go
+	case *distsql.ShowStorageUnits:
+		return e.showStorageUnits(ctx, s, st)
+	case *distsql.RegisterStorageUnit:
+		return e.registerStorageUnit(ctx, s, st)
+	case *distsql.AlterStorageUnit:
+		return e.alterStorageUnit(ctx, s, st)
+	case *distsql.UnregisterStorageUnit:
+		return e.unregisterStorageUnit(ctx, s, st)
+
+	// sharding.go
+	case *distsql.ShowShardingTableRules:
+		return e.showShardingTableRules(ctx, s, st)
+	case *distsql.ShowShardingAlgorithms:
+		return e.showShardingAlgorithms(ctx, s, st)
+	case *distsql.ShowShardingKeyGenerators:
+		return e.showShardingKeyGenerators(ctx, s, st)
+
+	// keys.go
+	case *distsql.ShowKeyGenerateAlgorithmPlugins:
+		return e.showKeyGenerateAlgorithmPlugins(ctx, s, st)
+	case *distsql.ShowNextKeys:
+		return e.showNextKeys(ctx, s, st)
+
+	// refresh.go
+	case *distsql.RefreshDatabaseMetadata:
+		return e.refreshDatabaseMetadata(ctx, s, st)
+
+	// importexport.go
+	case *distsql.ExportDatabaseConfiguration:
+		return e.exportDatabaseConfiguration(ctx, s, st)
+	case *distsql.ImportDatabaseConfiguration:
+		return e.importDatabaseConfiguration(ctx, s, st)
+	case *distsql.ExportMetadata:
+		return e.exportMetadata(ctx, s, st)
+	case *distsql.ImportMetadata:
+		return e.importMetadata(ctx, s, st)
+
+	// processlist.go
+	case *distsql.ShowProcesslist:
+		return e.showProcesslist(ctx, s, st)
+	case *distsql.Kill:
+		return e.kill(ctx, s, st)
+
+	// connect.go
+	case *distsql.Select:
+		return e.selectStatement(ctx, s, st)
+	case *distsql.SetVariables:
+		return e.setVariables(ctx, s, st)
+	case *distsql.ShowDatabases:
+		return e.showDatabases(ctx, s, st)
+	case *distsql.ShowTables:
+		return e.showTables(ctx, s, st)
+	case *distsql.ShowVariables:
+		return e.showVariables(ctx, s, st)
+	case *distsql.ShowWarnings:
+		return &Result{Columns: []Column{{Name: "Level"}, {Name: "Code", Type: Int64}, {Name: "Message"}}}, nil
+	case *distsql.Use:
+		return e.use(ctx, s, st)
+	case *distsql.Transaction:
+		return &Result{}, nil
+	}
+	return nil, unsupported(fmt.Sprintf("%T", st))
+}
+
+// notYet is the answer of a statement the grammar reads but this node does
+// not run yet.
+func notYet(statement string) error {
+	return &Error{Code: 30001, SQLState: "0A000",
+		Message: fmt.Sprintf("Unsupported SQL operation: %s is not available on this shardkeeper node yet.", statement)}
+}
+
+func unsupported(what string) error {
+	return &Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
+}
+
+// str returns a pointer to s, for result rows.
+func str(s string) *string { return &s }
+
+// textColumns returns Text columns named names.
+func textColumns(names ...string) []Column {
+	cols := make([]Column, len(names))
+	for i, n := range names {
+		cols[i] = Column{Name: n}
+	}
+	return cols
+}

@@ -1,0 +1,240 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// backends runs fn on a fresh namespace of real etcd and of real
+// ZooKeeper.
+func backends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) registry.Repository)) {
+	t.Run("etcd", func(t *testing.T) {
+		s := etcdtest.New(t)
+		ns := s.Namespace(t, "console")
+		fn(t, func(t *testing.T) registry.Repository { return s.Open(t, ns) })
+	})
+	t.Run("zookeeper", func(t *testing.T) {
+		s := zktest.New(t)
+		ns := s.Namespace(t, "console")
+		fn(t, func(t *testing.T) registry.Repository { return s.Open(t, ns) })
+	})
+}
+
+// testNode is one node with its engine on a shared registry.
+type testNode struct {
+	repo   registry.Repository
+	node   *cluster.Node
+	store  *metadata.Store
+	procs  *process.Table
+	engine *Engine
+}
+
+// startNode opens a node, its metadata store, process responder and engine
+// on repo; cleanup closes them. cfg may be nil.
+func startNode(t *testing.T, repo registry.Repository, id string, cfg *config.Config) *testNode {
+	t.Helper()
+	ctx := testenv.Context(t)
+	nc := cluster.Config{InstanceID: id, Port: 3307, Reservation: 600 * time.Millisecond, Labels: nil, Logger: quietLogger()}
+	node, err := cluster.Open(ctx, repo, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := metadata.Bootstrap(ctx, repo, nil, cfg, metadata.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); _ = store.Run(runCtx) }()
+	procs := process.NewTable()
+	responder, err := process.Open(ctx, repo, process.Config{InstanceID: id, Table: procs, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := config.Mode{Type: config.ModeCluster, Repository: config.Repository{Type: config.RepositoryEtcd, Namespace: "governance_ds",
+		ServerLists: []string{"http://127.0.0.1:2379"}, Password: "hidden-secret", TimeToLive: 30 * time.Second}}
+	e := New(Deps{Repo: repo, Node: node, NodeConfig: nc, Metadata: store, Processes: procs, Mode: mode,
+		ProcessTimeout: 3 * time.Second, Logger: quietLogger()})
+	t.Cleanup(func() {
+		responder.Close()
+		stop()
+		<-runDone
+		_ = node.Close(context.Background())
+	})
+	testenv.Eventually(t, "node "+id+" to see itself", func() bool {
+		for _, inst := range node.Instances() {
+			if inst.ID == id {
+				return true
+			}
+		}
+		return false
+	})
+	return &testNode{repo: repo, node: node, store: store, procs: procs, engine: e}
+}
+
+func newSession() *Session {
+	return &Session{ID: NewSessionID(), User: "root", Host: "127.0.0.1", Protocol: "MySQL"}
+}
+
+// exec runs query and fails the test on an error.
+func exec(t *testing.T, n *testNode, s *Session, query string) *Result {
+	t.Helper()
+	res, err := n.engine.Execute(testenv.Context(t), s, query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return res
+}
+
+// execError runs query and returns its *Error, failing the test when it
+// succeeds or fails otherwise.
+func execError(t *testing.T, n *testNode, s *Session, query string) *Error {
+	t.Helper()
+	_, err := n.engine.Execute(testenv.Context(t), s, query)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: err = %v, want *console.Error", query, err)
+	}
+	return e
+}
+
+func columnNames(res *Result) []string {
+	out := make([]string, len(res.Columns))
+	for i, c := range res.Columns {
+		out[i] = c.Name
+	}
+	return out
+}
+
+func rowStrings(res *Result) [][]string {
+	out := make([][]string, len(res.Rows))
+	for i, r := range res.Rows {
+		for _, v := range r {
+			if v == nil {
+				out[i] = append(out[i], "NULL")
+			} else {
+				out[i] = append(out[i], *v)
+			}
+		}
+	}
+	return out
+}
+
+func TestSyntaxErrorCode(t *testing.T) {
+	e := New(Deps{})
+	_, err := e.Execute(context.Background(), newSession(), "SHOW COMPUTE NODEZ")
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Code != 12000 || ce.SQLState != "42000" {
+		t.Fatalf("err = %#v, want code 12000 state 42000", err)
+	}
+	want := "You have an error in your SQL syntax: near 'NODEZ' at line 1 column 14: NODES or NODE expected"
+	if ce.Message != want {
+		t.Errorf("message %q, want %q", ce.Message, want)
+	}
+	_, err = e.Execute(context.Background(), newSession(), " ; ")
+	if !errors.As(err, &ce) || ce.Code != 12002 {
+		t.Errorf("empty statement: %v", err)
+	}
+}
+
+func TestComputeNodes(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		a := startNode(t, repo, "node-a", nil)
+		startNode(t, repo, "node-b", nil)
+		testenv.Eventually(t, "node-a to see node-b", func() bool { return len(a.node.Instances()) == 2 })
+		s := newSession()
+
+		res := exec(t, a, s, "SHOW COMPUTE NODES")
+		want := []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "labels", "version", "database_name"}
+		if got := columnNames(res); !reflect.DeepEqual(got, want) {
+			t.Fatalf("columns %v, want upstream's %v", got, want)
+		}
+		rows := rowStrings(res)
+		if len(rows) != 2 || rows[0][0] != "node-a" || rows[1][0] != "node-b" {
+			t.Fatalf("rows %v", rows)
+		}
+		for _, r := range rows {
+			if r[1] != "PROXY" || r[2] != "127.0.0.1" || r[3] != "3307" || r[4] != "OK" || r[5] != "Cluster" || r[8] != cluster.Version {
+				t.Errorf("row %v", r)
+			}
+			if w, err := strconv.Atoi(r[6]); err != nil || w < 0 {
+				t.Errorf("worker_id %q, want the node's real worker id", r[6])
+			}
+		}
+		if rows[0][6] != strconv.Itoa(a.node.WorkerID()) {
+			t.Errorf("worker_id %s, node holds %d", rows[0][6], a.node.WorkerID())
+		}
+
+		res = exec(t, a, s, "show compute node info")
+		want = []string{"instance_id", "host", "port", "status", "mode_type", "worker_id", "labels", "version"}
+		if got := columnNames(res); !reflect.DeepEqual(got, want) {
+			t.Fatalf("INFO columns %v, want %v", got, want)
+		}
+		if got := rowStrings(res); len(got) != 1 || got[0][0] != "node-a" || got[0][5] != strconv.Itoa(a.node.WorkerID()) {
+			t.Errorf("INFO rows %v", got)
+		}
+
+		res = exec(t, a, s, "SHOW COMPUTE NODE MODE")
+		if got := columnNames(res); !reflect.DeepEqual(got, []string{"type", "repository", "props"}) {
+			t.Fatalf("MODE columns %v", got)
+		}
+		row := rowStrings(res)[0]
+		if row[0] != "Cluster" || row[1] != "etcd" || !strings.Contains(row[2], `"namespace":"governance_ds"`) || !strings.Contains(row[2], `"timeToLiveSeconds":30`) {
+			t.Errorf("MODE row %v", row)
+		}
+		if strings.Contains(row[2], "hidden-secret") {
+			t.Errorf("MODE shows the repository password: %s", row[2])
+		}
+	})
+}
+
+func TestShowNextKeys(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		n := startNode(t, open(t), "keys", nil)
+		s := newSession()
+		res := exec(t, n, s, "SHOW NEXT KEYS")
+		if len(res.Rows) != 1 || res.Columns[0].Name != "key" || res.Columns[0].Type != Int64 {
+			t.Fatalf("SHOW NEXT KEYS: %v %v", columnNames(res), rowStrings(res))
+		}
+		res = exec(t, n, s, "SHOW NEXT KEYS COUNT 1000")
+		rows := rowStrings(res)
+		if len(rows) != 1000 {
+			t.Fatalf("%d keys", len(rows))
+		}
+		prev := int64(0)
+		for _, r := range rows {
+			k, err := strconv.ParseInt(r[0], 10, 64)
+			if err != nil || k <= prev {
+				t.Fatalf("key %q after %d: not increasing", r[0], prev)
+			}
+			if w := int(k>>12) & 1023; w != n.node.WorkerID() {
+				t.Fatalf("key %d has worker id %d, node holds %d", k, w, n.node.WorkerID())
+			}
+			prev = k
+		}
+		for _, q := range []string{"SHOW NEXT KEYS COUNT 0", "SHOW NEXT KEYS COUNT 100001"} {
+			if e := execError(t, n, s, q); e.Code != 1210 {
+				t.Errorf("%s: %v", q, e)
+			}
+		}
+	})
+}
