@@ -9,8 +9,10 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -44,6 +46,19 @@ type Deps struct {
 	ProcessTimeout time.Duration
 	// Logger receives the engine's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Layout is the registry layout the node writes (its target
+	// ShardingSphere release): where rule items, the cluster lock and
+	// the database listener coordinator go.
+	Layout paths.Layout
+	// SetVariableTimeout bounds how long SET DIST VARIABLE waits for the
+	// nodes to apply the value; zero means distvar.DefaultTimeout.
+	SetVariableTimeout time.Duration
+	// Ping checks a storage unit with a real connection before REGISTER,
+	// ALTER or IMPORT writes it; nil means datasource.Ping.
+	Ping func(ctx context.Context, unit string, ds config.DataSource) error
+	// Introspect reads the real schemas of a database's units (REFRESH
+	// DATABASE METADATA, IMPORT); nil means datasource.Introspect.
+	Introspect func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
 }
 
 // DefaultProcessTimeout is how long SHOW PROCESSLIST and KILL wait for the

@@ -2,16 +2,80 @@ package console
 
 import (
 	"context"
+	"errors"
+	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 )
 
-// LOCK CLUSTER and UNLOCK CLUSTER.
+// LOCK CLUSTER and UNLOCK CLUSTER (internal/clusterlock): the cluster state
+// changed under the layout's cluster lock, with upstream's checks. Both
+// return once this node's view shows the new state (at most 3 s later),
+// so that the session's next statement sees it.
 
-func (e *Engine) lockCluster(ctx context.Context, s *Session, st *distsql.LockCluster) (*Result, error) {
-	return nil, notYet("LOCK CLUSTER")
+func (e *Engine) lockCluster(ctx context.Context, _ *Session, st *distsql.LockCluster) (*Result, error) {
+	if err := e.clusterModeRequired(); err != nil {
+		return nil, err
+	}
+	state, err := clusterlock.Lock(ctx, e.d.Repo, st.Strategy, clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(st.TimeoutMillis) * time.Millisecond})
+	if err != nil {
+		return nil, lockError(err)
+	}
+	e.awaitClusterState(ctx, state)
+	return &Result{}, nil
 }
 
-func (e *Engine) unlockCluster(ctx context.Context, s *Session, st *distsql.UnlockCluster) (*Result, error) {
-	return nil, notYet("UNLOCK CLUSTER")
+func (e *Engine) unlockCluster(ctx context.Context, _ *Session, st *distsql.UnlockCluster) (*Result, error) {
+	if err := e.clusterModeRequired(); err != nil {
+		return nil, err
+	}
+	if err := clusterlock.Unlock(ctx, e.d.Repo, clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(st.TimeoutMillis) * time.Millisecond}); err != nil {
+		return nil, lockError(err)
+	}
+	e.awaitClusterState(ctx, clusterlock.StateOK)
+	return &Result{}, nil
+}
+
+// clusterModeRequired is upstream's DistSQLExecutorClusterModeRequired:
+// "Mode must be 'cluster'." (17000).
+func (e *Engine) clusterModeRequired() error {
+	if e.d.ModeType != config.ModeCluster {
+		return &Error{Code: 17000, SQLState: "44000", Message: "Mode must be 'cluster'."}
+	}
+	return nil
+}
+
+func (e *Engine) awaitClusterState(ctx context.Context, state string) {
+	e.await(ctx, func(s *metadata.Snapshot) bool { return s.ClusterState == state })
+}
+
+// awaitTimeout bounds how long a statement that changed the registry
+// waits for this node's view to show the change.
+const awaitTimeout = 3 * time.Second
+
+// await waits until cond holds for this node's metadata view, at most
+// awaitTimeout: the change is in the registry either way, and the view
+// follows it.
+func (e *Engine) await(ctx context.Context, cond func(*metadata.Snapshot) bool) {
+	if e.d.Metadata == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, awaitTimeout)
+	defer cancel()
+	_, _ = e.d.Metadata.Wait(wctx, cond)
+}
+
+func lockError(err error) error {
+	var le *clusterlock.Error
+	if errors.As(err, &le) {
+		return &Error{Code: le.Code, SQLState: le.SQLState, Message: le.Message}
+	}
+	var busy *clusterlock.BusyError
+	if errors.As(err, &busy) {
+		return &Error{Code: 30000, SQLState: "HY000", Message: "Unknown exception: " + busy.Error()}
+	}
+	return err
 }

@@ -2,20 +2,158 @@ package console
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 )
 
-// REGISTER, ALTER and UNREGISTER STORAGE UNIT.
+// REGISTER, ALTER and UNREGISTER STORAGE UNIT on the session's database
+// (internal/dbconfig): every check and connection before anything is
+// written, upstream's codes.
 
 func (e *Engine) registerStorageUnit(ctx context.Context, s *Session, st *distsql.RegisterStorageUnit) (*Result, error) {
-	return nil, notYet("REGISTER STORAGE UNIT")
+	db, err := sessionDatabase(s)
+	if err != nil {
+		return nil, err
+	}
+	units, err := unitsOf(s, st.Units)
+	if err != nil {
+		return nil, err
+	}
+	names, err := dbconfig.RegisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, st.IfNotExists, dbconfig.UnitOptions{Ping: e.d.Ping})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	e.awaitUnits(ctx, db, names, true)
+	return &Result{Affected: uint64(len(names))}, nil
 }
 
 func (e *Engine) alterStorageUnit(ctx context.Context, s *Session, st *distsql.AlterStorageUnit) (*Result, error) {
-	return nil, notYet("ALTER STORAGE UNIT")
+	db, err := sessionDatabase(s)
+	if err != nil {
+		return nil, err
+	}
+	units, err := unitsOf(s, st.Units)
+	if err != nil {
+		return nil, err
+	}
+	if err := dbconfig.AlterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, dbconfig.UnitOptions{Ping: e.d.Ping}); err != nil {
+		return nil, dbError(err)
+	}
+	return &Result{Affected: uint64(len(units))}, nil
 }
 
 func (e *Engine) unregisterStorageUnit(ctx context.Context, s *Session, st *distsql.UnregisterStorageUnit) (*Result, error) {
-	return nil, notYet("UNREGISTER STORAGE UNIT")
+	db, err := sessionDatabase(s)
+	if err != nil {
+		return nil, err
+	}
+	names, err := dbconfig.UnregisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, st.Names, st.IfExists, st.IgnoreSingleTables, false)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	e.awaitUnits(ctx, db, names, false)
+	return &Result{Affected: uint64(len(names))}, nil
+}
+
+// sessionDatabase is the session's current database, which the RDL
+// statements work on: upstream's NoDatabaseSelectedException without USE.
+func sessionDatabase(s *Session) (string, error) {
+	if s.Database == "" {
+		return "", &Error{Code: 10000, SQLState: "42S02", Message: "Database is required."}
+	}
+	return s.Database, nil
+}
+
+// unitsOf turns the statement's unit definitions into data sources: the
+// URL form as given, the HOST/PORT/DB form as a JDBC URL of the session's
+// protocol (as upstream builds it from the front end's database type),
+// PROPERTIES as pool properties over the defaults.
+func unitsOf(s *Session, defs []distsql.StorageUnit) ([]dbconfig.Unit, error) {
+	out := make([]dbconfig.Unit, 0, len(defs))
+	for _, d := range defs {
+		url := d.URL
+		if url == "" {
+			scheme := "mysql"
+			if s.Protocol == "PostgreSQL" {
+				scheme = "postgresql"
+			}
+			url = fmt.Sprintf("jdbc:%s://%s/%s", scheme, joinHostPort(d.Host, d.Port), d.DB)
+		}
+		m := config.NewDataSource(url, d.User, d.Password).Map()
+		for _, p := range d.Properties {
+			m[p.Key] = propertyValue(p.Value)
+		}
+		data, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		ds, err := config.ParseDataSource("statement", d.Name, data)
+		if err != nil {
+			return nil, &Error{Code: 10100, SQLState: "HY000", Message: fmt.Sprintf("Can not register storage units '%s': %v", d.Name, err)}
+		}
+		out = append(out, dbconfig.Unit{Name: d.Name, DataSource: ds})
+	}
+	return out, nil
+}
+
+func joinHostPort(host string, port int) string {
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+// propertyValue is a PROPERTIES value with its YAML type.
+func propertyValue(v distsql.Value) any {
+	switch v.Kind {
+	case distsql.IntValue:
+		if n, err := strconv.ParseInt(v.Text, 10, 64); err == nil {
+			return n
+		}
+	case distsql.BoolValue:
+		return v.Text == "true"
+	case distsql.NullValue:
+		return nil
+	}
+	return v.Text
+}
+
+// awaitUnits waits (at most 3 s) until this node's view has (or, with
+// present false, no longer has) the units, so that the session's next
+// SHOW STORAGE UNITS shows the change.
+func (e *Engine) awaitUnits(ctx context.Context, db string, names []string, present bool) {
+	if len(names) == 0 {
+		return
+	}
+	e.await(ctx, func(s *metadata.Snapshot) bool {
+		d := s.Databases[db]
+		for _, n := range names {
+			ok := false
+			if d != nil {
+				_, ok = d.Units[n]
+			}
+			if ok != present {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// dbError converts a *dbconfig.Error into the client's *Error.
+func dbError(err error) error {
+	var de *dbconfig.Error
+	if errors.As(err, &de) {
+		return &Error{Code: de.Code, SQLState: de.SQLState, Message: de.Message}
+	}
+	return err
 }
