@@ -38,11 +38,12 @@ bench-snowflake:
 	go run ./tools/snowflakebench -rounds 3
 
 # bench-metadata: the metadata benchmarks on real etcd and ZooKeeper
-# (a props change seen by 10 nodes; 10,000 tables persisted and loaded).
+# (a props change seen by 10 nodes; a read data source state seen by 3;
+# 10,000 tables persisted and loaded).
 .PHONY: bench-metadata
 bench-metadata:
 	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
-		go test ./internal/metadata -run "^$$" -bench "PropsPropagation" -benchtime 200x && \
+		go test ./internal/metadata -run "^$$" -bench "PropsPropagation|DataSourceStatePropagation" -benchtime 200x && \
 		go test ./internal/metadata -run "^$$" -bench "Tables10k" -benchtime 1x -timeout 30m'
 
 # bench-keys: the key-service benchmark on loopback, in one run: a node's
