@@ -56,7 +56,7 @@ func (e *Engine) unregisterStorageUnit(ctx context.Context, s *Session, st *dist
 	if err != nil {
 		return nil, err
 	}
-	names, err := dbconfig.UnregisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, st.Names, st.IfExists, st.IgnoreSingleTables, false)
+	names, err := dbconfig.UnregisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, st.Names, st.IfExists, st.IgnoreSingleTables, st.IgnoreBroadcastTables)
 	if err != nil {
 		return nil, dbError(err)
 	}

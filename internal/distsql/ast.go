@@ -176,11 +176,13 @@ type RegisterStorageUnit struct {
 type AlterStorageUnit struct{ Units []StorageUnit }
 
 // UnregisterStorageUnit is UNREGISTER STORAGE UNIT [IF EXISTS] name[, name...]
-// [IGNORE SINGLE TABLES].
+// [IGNORE SINGLE TABLES | IGNORE BROADCAST TABLES | IGNORE SINGLE, BROADCAST
+// TABLES].
 type UnregisterStorageUnit struct {
-	IfExists           bool
-	Names              []string
-	IgnoreSingleTables bool
+	IfExists              bool
+	Names                 []string
+	IgnoreSingleTables    bool
+	IgnoreBroadcastTables bool
 }
 
 // Sharding rules (RQL).

@@ -322,7 +322,22 @@ func (p *parser) top() Statement {
 		for p.symbol(",") {
 			st.Names = append(st.Names, p.identifier("storage unit name"))
 		}
-		st.IgnoreSingleTables = p.keywords("IGNORE", "SINGLE", "TABLES")
+		if p.keyword("IGNORE") {
+			// IGNORE SINGLE TABLES, IGNORE BROADCAST TABLES, IGNORE SINGLE,
+			// BROADCAST TABLES (either order).
+			for {
+				if p.keyword("BROADCAST") {
+					st.IgnoreBroadcastTables = true
+				} else {
+					p.expect("SINGLE")
+					st.IgnoreSingleTables = true
+				}
+				if !p.symbol(",") {
+					break
+				}
+			}
+			p.expect("TABLES")
+		}
 		return st
 	case "KILL":
 		p.i++

@@ -66,6 +66,8 @@ func TestParse(t *testing.T) {
 			&AlterStorageUnit{Units: []StorageUnit{{Name: "ds_0", URL: "jdbc:mysql://h/db", User: "root", HasPassword: true, Properties: []Property{}}}}},
 		{"UNREGISTER STORAGE UNIT ds_0", &UnregisterStorageUnit{Names: []string{"ds_0"}}},
 		{"UNREGISTER STORAGE UNIT IF EXISTS ds_0, ds_1 IGNORE SINGLE TABLES", &UnregisterStorageUnit{IfExists: true, Names: []string{"ds_0", "ds_1"}, IgnoreSingleTables: true}},
+		{"UNREGISTER STORAGE UNIT ds_0 IGNORE BROADCAST TABLES", &UnregisterStorageUnit{Names: []string{"ds_0"}, IgnoreBroadcastTables: true}},
+		{"UNREGISTER STORAGE UNIT ds_0 IGNORE BROADCAST, SINGLE TABLES", &UnregisterStorageUnit{Names: []string{"ds_0"}, IgnoreSingleTables: true, IgnoreBroadcastTables: true}},
 
 		// Sharding.
 		{"SHOW SHARDING TABLE RULES", &ShowShardingTableRules{}},
