@@ -299,3 +299,39 @@ func TestFiles(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// A database bigger than one transaction allows (etcd's 128 operations)
+// is imported with the default limits in several transactions.
+func TestImportBigDatabase(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		ctx := testenv.Context(t)
+		repo, dir := open(t), t.TempDir()
+		var b strings.Builder
+		b.WriteString(strings.TrimSuffix(string(configYAML(dir, "big_db", "")), "\n"))
+		b.WriteString("\n- !SINGLE\n  tables:\n")
+		for i := range 300 {
+			fmt.Fprintf(&b, "  - ds_%d.t_single_%d\n", i%2, i)
+		}
+		b.WriteString("- !ENCRYPT\n  tables:\n")
+		for i := range 150 {
+			fmt.Fprintf(&b, "    t_user_%d:\n      columns:\n        pwd:\n          cipher:\n            name: pwd_cipher\n            encryptorName: aes\n", i)
+		}
+		b.WriteString("  encryptors:\n    aes:\n      type: AES\n      props:\n        aes-key-value: \"123456abc\"\n        digest-algorithm-name: SHA-1\n")
+		res, err := Import(ctx, repo, "big.yaml", []byte(b.String()), Options{ListenerHold: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Transactions < 3 {
+			t.Fatalf("%d keys in %d transactions", res.Keys, res.Transactions)
+		}
+		store, err := metadata.Load(ctx, repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := store.Current().Databases["big_db"]
+		if d == nil || len(mapOf(d.Rules["encrypt"].Content["tables"])) != 150 {
+			t.Fatalf("big_db after import: %v", d)
+		}
+		t.Logf("%d keys in %d transactions", res.Keys, res.Transactions)
+	})
+}
