@@ -3,6 +3,9 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,6 +13,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"gopkg.in/yaml.v3"
 )
 
 // SHOW COMPUTE NODES / NODE INFO / NODE MODE, ENABLE / DISABLE and
@@ -115,14 +120,158 @@ func (e *Engine) showComputeNodeMode(_ context.Context, _ *Session, _ *distsql.S
 		Rows: [][]*string{{str(typ), str(r.Type), str(string(js))}}}, nil
 }
 
-func (e *Engine) labelComputeNode(ctx context.Context, s *Session, st *distsql.LabelComputeNode) (*Result, error) {
-	return nil, notYet("LABEL COMPUTE NODE")
+// stateError is a refused ENABLE / DISABLE as ShardingSphere reports it.
+func stateError(err error) error {
+	var se *computenode.StateError
+	if errors.As(err, &se) {
+		return &Error{Code: computenode.StateCode, SQLState: "0A000", Message: se.Error()}
+	}
+	return err
 }
 
-func (e *Engine) unlabelComputeNode(ctx context.Context, s *Session, st *distsql.UnlabelComputeNode) (*Result, error) {
-	return nil, notYet("UNLABEL COMPUTE NODE")
-}
-
+// setComputeNodeState is ENABLE / DISABLE COMPUTE NODE with
+// ShardingSphere's checks (computenode.SetState): the node must be online,
+// and the node the session is connected to cannot be disabled.
 func (e *Engine) setComputeNodeState(ctx context.Context, id string, enable bool) (*Result, error) {
-	return nil, notYet("ENABLE / DISABLE COMPUTE NODE")
+	if _, err := computenode.SetState(ctx, e.d.Repo, id, enable, e.d.Node.InstanceID()); err != nil {
+		return nil, stateError(err)
+	}
+	return &Result{}, nil
+}
+
+// labelComputeNode is LABEL (merge: the given labels first, then the
+// node's others) or RELABEL (replace) COMPUTE NODE.
+func (e *Engine) labelComputeNode(ctx context.Context, _ *Session, st *distsql.LabelComputeNode) (*Result, error) {
+	return e.relabel(ctx, st.InstanceID, func(old []string) []string {
+		out := dedupe(st.Labels)
+		if !st.Relabel {
+			for _, l := range old {
+				if !slices.Contains(out, l) {
+					out = append(out, l)
+				}
+			}
+		}
+		return out
+	})
+}
+
+// unlabelComputeNode is UNLABEL COMPUTE NODE: without labels it removes
+// them all.
+func (e *Engine) unlabelComputeNode(ctx context.Context, _ *Session, st *distsql.UnlabelComputeNode) (*Result, error) {
+	return e.relabel(ctx, st.InstanceID, func(old []string) []string {
+		out := []string{}
+		if len(st.Labels) > 0 {
+			for _, l := range old {
+				if !slices.Contains(st.Labels, l) {
+					out = append(out, l)
+				}
+			}
+		}
+		return out
+	})
+}
+
+// maxLabels bounds the labels of one node.
+const maxLabels = 64
+
+func dedupe(labels []string) []string {
+	out := make([]string, 0, len(labels))
+	for _, l := range labels {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// relabel rewrites the labels node of online compute node id as change
+// makes it from the current labels, with a compare-and-set. An existing
+// labels node keeps its owner (it goes with the node that published it);
+// a node that published none gets one owned by this engine's registry
+// session, as a ShardingSphere node writes it with its own.
+func (e *Engine) relabel(ctx context.Context, id string, change func(old []string) []string) (*Result, error) {
+	notOnline := &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: `%s` does not exist.", id)}
+	if registry.ValidateName(id) != nil {
+		return nil, notOnline
+	}
+	online := false
+	for _, inst := range e.d.Node.Instances() {
+		online = online || inst.ID == id
+	}
+	if !online {
+		return nil, notOnline
+	}
+	key, _ := paths.Labels(id)
+	for attempt := 0; attempt < 10; attempt++ {
+		var old []string
+		var version registry.Version
+		kv, err := e.d.Repo.Get(ctx, key)
+		switch {
+		case err == nil:
+			version = kv.Version
+			if err := yaml.Unmarshal(kv.Value, &old); err != nil {
+				e.log.Warn("labels node is not a YAML list; replacing it", "key", key, "error", err)
+				old = nil
+			}
+		case !errors.Is(err, registry.ErrNotFound):
+			return nil, err
+		}
+		labels := change(old)
+		if len(labels) > maxLabels {
+			return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: a compute node has at most %d labels.", maxLabels)}
+		}
+		for _, l := range labels {
+			if l == "" || len(l) > 128 || strings.ContainsAny(l, ",\n") {
+				return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: invalid label %q (1 to 128 characters, no comma or line break).", l)}
+			}
+		}
+		value := []byte("[]\n")
+		if len(labels) > 0 {
+			value, _ = yaml.Marshal(labels)
+		}
+		sess, owned, err := e.labelSession(ctx, version != 0)
+		if err != nil {
+			return nil, err
+		}
+		_, err = sess.Commit(ctx, registry.Txn{
+			Conds: []registry.Cond{{Key: key, Version: version}},
+			Ops:   []registry.Op{{Key: key, Value: value, Ephemeral: version == 0}},
+		})
+		if !owned {
+			_ = sess.Close(context.WithoutCancel(ctx))
+		}
+		if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound) {
+			continue // changed meanwhile: read again
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Result{}, nil
+	}
+	return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: the labels of compute node %s kept changing; retry.", id)}
+}
+
+// labelSession returns the session to commit a labels change with: a
+// short one when the key exists (the write keeps the key's owner), the
+// engine's own long-lived one (owned true) to create a key.
+func (e *Engine) labelSession(ctx context.Context, exists bool) (sess registry.Session, owned bool, err error) {
+	if exists {
+		sess, err = e.d.Repo.NewSession(ctx, registry.SessionOptions{})
+		return sess, false, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess != nil {
+		select {
+		case <-e.sess.Done():
+			e.sess = nil
+		default:
+			return e.sess, true, nil
+		}
+	}
+	if e.closed {
+		return nil, false, errors.New("console: engine closed")
+	}
+	e.sess, err = e.d.Repo.NewSession(ctx, registry.SessionOptions{})
+	return e.sess, true, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
@@ -74,6 +75,10 @@ const MaxNextKeys = 100_000
 type Engine struct {
 	d   Deps
 	log *slog.Logger
+
+	mu     sync.Mutex
+	sess   registry.Session // owns the labels nodes the engine created; nil until needed
+	closed bool
 }
 
 // New returns an Engine over d. It does no I/O.
@@ -98,6 +103,21 @@ func New(d Deps) *Engine {
 }
 
 var _ Executor = (*Engine)(nil)
+
+// Close ends the engine's registry session, if it opened one: the labels
+// nodes LABEL COMPUTE NODE created for nodes that had none go with it, as
+// they go with a ShardingSphere node that wrote them. Statements after
+// Close that need the session fail.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	sess := e.sess
+	e.sess, e.closed = nil, true
+	e.mu.Unlock()
+	if sess == nil {
+		return nil
+	}
+	return sess.Close(ctx)
+}
 
 // Execute parses query and runs it for session s. Failures a client caused
 // or should see are *Error with ShardingSphere's vendor code and SQL

@@ -74,6 +74,7 @@ func startNode(t *testing.T, repo registry.Repository, id string, cfg *config.Co
 	e := New(Deps{Repo: repo, Node: node, NodeConfig: nc, Metadata: store, Processes: procs, Mode: mode,
 		ProcessTimeout: 3 * time.Second, Logger: quietLogger()})
 	t.Cleanup(func() {
+		_ = e.Close(context.Background())
 		responder.Close()
 		stop()
 		<-runDone
@@ -235,6 +236,128 @@ func TestShowNextKeys(t *testing.T) {
 			if e := execError(t, n, s, q); e.Code != 1210 {
 				t.Errorf("%s: %v", q, e)
 			}
+		}
+	})
+}
+
+func TestEnableDisableComputeNode(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		a := startNode(t, repo, "node-a", nil)
+		startNode(t, repo, "node-b", nil)
+		testenv.Eventually(t, "node-a to see node-b", func() bool { return len(a.node.Instances()) == 2 })
+		s := newSession()
+		status := func(id string) string {
+			for _, r := range rowStrings(exec(t, a, s, "SHOW COMPUTE NODES")) {
+				if r[0] == id {
+					return r[4]
+				}
+			}
+			return "absent"
+		}
+		exec(t, a, s, "DISABLE COMPUTE NODE 'node-b'")
+		testenv.Eventually(t, "node-b to show CIRCUIT_BREAK", func() bool { return status("node-b") == "CIRCUIT_BREAK" })
+		for q, msg := range map[string]string{
+			"DISABLE COMPUTE NODE 'node-b'":  "Unsupported SQL operation: `node-b` compute node has been disabled.",
+			"DISABLE COMPUTE NODE `node-a`":  "Unsupported SQL operation: `node-a` is the currently in use instance and cannot be disabled.",
+			"ENABLE COMPUTE NODE 'no-such'":  "Unsupported SQL operation: `no-such` does not exist.",
+			"LABEL COMPUTE NODE 'x' WITH l1": "Unsupported SQL operation: `x` does not exist.",
+		} {
+			if msg == "" {
+				continue
+			}
+			e := execError(t, a, s, q)
+			if e.Code != 30001 || e.SQLState != "0A000" || e.Message != msg {
+				t.Errorf("%s: %d %s %q, want 30001 0A000 %q", q, e.Code, e.SQLState, e.Message, msg)
+			}
+		}
+		exec(t, a, s, "ENABLE COMPUTE NODE 'node-b'")
+		testenv.Eventually(t, "node-b to show OK", func() bool { return status("node-b") == "OK" })
+	})
+}
+
+func TestLabelComputeNode(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		a := startNode(t, repo, "node-a", nil)
+		startNode(t, repo, "node-b", nil)
+		testenv.Eventually(t, "node-a to see node-b", func() bool { return len(a.node.Instances()) == 2 })
+		s := newSession()
+		labels := func(id string) string {
+			for _, r := range rowStrings(exec(t, a, s, "SHOW COMPUTE NODES")) {
+				if r[0] == id {
+					return r[7]
+				}
+			}
+			return "absent"
+		}
+		exec(t, a, s, "LABEL COMPUTE NODE 'node-b' WITH sh1, sh2")
+		testenv.Eventually(t, "labels sh1,sh2", func() bool { return labels("node-b") == "sh1,sh2" })
+		kv, err := repo.Get(testenv.Context(t), "/nodes/compute_nodes/labels/node-b")
+		if err != nil || string(kv.Value) != "- sh1\n- sh2\n" {
+			t.Fatalf("labels node %q %v, want ShardingSphere's YAML list", kv.Value, err)
+		}
+		exec(t, a, s, "LABEL COMPUTE NODE 'node-b' WITH sh3, sh1")
+		testenv.Eventually(t, "labels merged", func() bool { return labels("node-b") == "sh3,sh1,sh2" })
+		exec(t, a, s, "UNLABEL COMPUTE NODE 'node-b' WITH sh1")
+		testenv.Eventually(t, "sh1 removed", func() bool { return labels("node-b") == "sh3,sh2" })
+		exec(t, a, s, "RELABEL COMPUTE NODE 'node-b' WITH only")
+		testenv.Eventually(t, "relabelled", func() bool { return labels("node-b") == "only" })
+		exec(t, a, s, "UNLABEL COMPUTE NODE 'node-b'")
+		testenv.Eventually(t, "no labels", func() bool { return labels("node-b") == "" })
+		exec(t, a, s, "LABEL COMPUTE NODE 'node-a' WITH self")
+		testenv.Eventually(t, "self labelled", func() bool { return labels("node-a") == "self" })
+		if got := rowStrings(exec(t, a, s, "SHOW COMPUTE NODE INFO"))[0][6]; got != "self" {
+			t.Errorf("INFO labels %q", got)
+		}
+	})
+}
+
+func TestDistVariables(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		n := startNode(t, repo, "vars", nil)
+		s := newSession()
+		res := exec(t, n, s, "SHOW DIST VARIABLES")
+		if got := columnNames(res); !reflect.DeepEqual(got, []string{"variable_name", "variable_value"}) {
+			t.Fatalf("columns %v", got)
+		}
+		rows := rowStrings(res)
+		names := map[string]string{}
+		for i, r := range rows {
+			names[r[0]] = r[1]
+			if i > 0 && rows[i-1][0] >= r[0] {
+				t.Errorf("not sorted: %s before %s", rows[i-1][0], r[0])
+			}
+		}
+		if names["sql_show"] != "false" || names["cached_connections"] != "0" || names["proxy_default_port"] != "3307" {
+			t.Errorf("rows %v", rows)
+		}
+		if _, ok := names["proxy_meta_data_collector_cron"]; ok {
+			t.Errorf("a temporary property is listed without TEMP")
+		}
+		if len(rows) != len(config.KnownProps)-len(temporaryProps)+1 {
+			t.Errorf("%d rows, want every configuration property and cached_connections", len(rows))
+		}
+		temp := rowStrings(exec(t, n, s, "SHOW TEMP DIST VARIABLES"))
+		if len(temp) != len(temporaryProps) || temp[0][0] != "instance_connection_enabled" {
+			t.Errorf("TEMP rows %v", temp)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW DIST VARIABLES LIKE 'sql_s%'")); !reflect.DeepEqual(got, [][]string{{"sql_show", "false"}, {"sql_simple", "false"}}) {
+			t.Errorf("LIKE: %v", got)
+		}
+		if err := metadata.SetProps(testenv.Context(t), repo, map[string]string{"sql-show": "true"}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "sql_show true", func() bool {
+			return reflect.DeepEqual(rowStrings(exec(t, n, s, "SHOW DIST VARIABLE WHERE NAME = SQL_SHOW")), [][]string{{"sql_show", "true"}})
+		})
+		if got := rowStrings(exec(t, n, s, "SHOW DIST VARIABLE WHERE NAME = cached_connections")); got[0][1] != "0" {
+			t.Errorf("cached_connections %v", got)
+		}
+		e := execError(t, n, s, "SHOW DIST VARIABLE WHERE NAME = worker_id")
+		if e.Code != 12010 || e.SQLState != "44000" || e.Message != "Can not support variable 'WORKER_ID'." {
+			t.Errorf("worker_id: %+v", e)
 		}
 	})
 }
