@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,28 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
+
+// dumpAll returns every key of the namespace with its value, except the
+// running node's own registration and fence (/nodes, /reservation), which
+// it renews by itself.
+func dumpAll(t *testing.T, repo registry.Repository) map[string]string {
+	t.Helper()
+	kvs, err := repo.List(testenv.Context(t), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		if registry.IsUnder(kv.Key, "/nodes") || registry.IsUnder(kv.Key, "/reservation") {
+			continue
+		}
+		out[kv.Key] = string(kv.Value)
+	}
+	if len(out) == 0 {
+		t.Fatal("the dump is empty")
+	}
+	return out
+}
 
 // acknowledge starts n's props acknowledgement, as the daemon does.
 func acknowledge(t *testing.T, n *testNode) {
@@ -74,6 +97,20 @@ func TestDatabaseStatements(t *testing.T) {
 		}
 		local, remote := newSession(), newSession()
 		remote.Host = "192.0.2.7"
+
+		// An error in the last rule: the registry stays byte-identical.
+		bad := filepath.Join(dir, "bad.yaml")
+		badYAML := yaml + "- !READWRITE_SPLITTING\n  dataSourceGroups:\n    rw:\n      writeDataSourceName: ds_0\n      readDataSourceNames:\n      - ds_9\n"
+		if err := os.WriteFile(bad, []byte(badYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := dumpAll(t, n.repo)
+		if e := execError(t, n, local, "IMPORT DATABASE CONFIGURATION FROM FILE '"+bad+"'"); e.Code != 10102 {
+			t.Fatalf("import with a bad last rule: %+v", e)
+		}
+		if after := dumpAll(t, n.repo); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a refused IMPORT changed the registry:\nbefore %v\nafter  %v", before, after)
+		}
 		if e := execError(t, n, remote, "IMPORT DATABASE CONFIGURATION FROM FILE '"+file+"'"); e.Code != 30001 {
 			t.Fatalf("a file path from a remote session without users: %+v", e)
 		}
