@@ -62,3 +62,22 @@ func TestListenerValue(t *testing.T) {
 		t.Error("listener values differ from ShardingSphere's")
 	}
 }
+
+// FuzzParseState: the parsers of qualified data source and statistics keys
+// never panic, and what they accept round-trips.
+func FuzzParseState(f *testing.F) {
+	for _, s := range []string{"/nodes/qualified_data_sources/a.b.c", "/nodes/qualified_data_sources/..", "/statistics/databases/db/schemas/s/tables/t/r",
+		"/statistics/databases//", "/statistics/databases/db/schemas", "/nodes/qualified_data_sources/a.b.c/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		if db, g, u, _, ok := ParseQualifiedDataSource(key); ok {
+			if p, err := QualifiedDataSource(db, g, u); err == nil && p != key {
+				t.Errorf("%q parses as %s %s %s, which builds %q", key, db, g, u, p)
+			}
+		}
+		if k, ok := ParseStatistics(key); ok && k.Database == "" {
+			t.Errorf("%q parses without a database: %+v", key, k)
+		}
+	})
+}
