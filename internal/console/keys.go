@@ -10,8 +10,14 @@ import (
 
 // SHOW KEY GENERATE ALGORITHM PLUGINS and SHOW NEXT KEYS.
 
-func (e *Engine) showKeyGenerateAlgorithmPlugins(ctx context.Context, s *Session, st *distsql.ShowKeyGenerateAlgorithmPlugins) (*Result, error) {
-	return nil, notYet("SHOW KEY GENERATE ALGORITHM PLUGINS")
+// showKeyGenerateAlgorithmPlugins lists the key generate algorithms a
+// sharding rule of the cluster may name, as ShardingSphere lists its
+// built-in ones: type, type_aliases, description.
+func (e *Engine) showKeyGenerateAlgorithmPlugins(_ context.Context, _ *Session, _ *distsql.ShowKeyGenerateAlgorithmPlugins) (*Result, error) {
+	return &Result{Columns: textColumns("type", "type_aliases", "description"), Rows: [][]*string{
+		strs("SNOWFLAKE", "", "Snowflake: 41-bit milliseconds, 10-bit worker id, 12-bit sequence; the worker id comes from the cluster"),
+		strs("UUID", "", "Random UUID (version 4) as a string"),
+	}}, nil
 }
 
 // showNextKeys is SHOW NEXT KEYS [COUNT n], shardkeeper's own statement:

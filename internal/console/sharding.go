@@ -2,20 +2,212 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 )
 
-// SHOW SHARDING TABLE RULES, ALGORITHMS and KEY GENERATORS.
+// SHOW SHARDING TABLE RULES, ALGORITHMS and KEY GENERATORS: read-only views
+// of a database's sharding rule, with ShardingSphere's columns.
 
-func (e *Engine) showShardingTableRules(ctx context.Context, s *Session, st *distsql.ShowShardingTableRules) (*Result, error) {
-	return nil, notYet("SHOW SHARDING TABLE RULES")
+var shardingTableRuleColumns = textColumns("table", "actual_data_nodes", "actual_data_sources", "database_strategy_type",
+	"database_sharding_column", "database_sharding_algorithm_type", "database_sharding_algorithm_props", "table_strategy_type",
+	"table_sharding_column", "table_sharding_algorithm_type", "table_sharding_algorithm_props", "key_generate_column",
+	"key_generator_type", "key_generator_props", "auditor_types", "allow_hint_disable")
+
+// shardingRule returns the sharding rule content of the statement's
+// database (nil when it has none).
+func (e *Engine) shardingRule(s *Session, from string) (map[string]any, error) {
+	db, err := e.database(s, from)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := db.Rules["sharding"]
+	if !ok {
+		return nil, nil
+	}
+	return r.Content, nil
 }
 
-func (e *Engine) showShardingAlgorithms(ctx context.Context, s *Session, st *distsql.ShowShardingAlgorithms) (*Result, error) {
-	return nil, notYet("SHOW SHARDING ALGORITHMS")
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
-func (e *Engine) showShardingKeyGenerators(ctx context.Context, s *Session, st *distsql.ShowShardingKeyGenerators) (*Result, error) {
-	return nil, notYet("SHOW SHARDING KEY GENERATORS")
+func asText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = asText(e)
+		}
+		return strings.Join(parts, ",")
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// propsJSON renders algorithm props as ShardingSphere shows Properties: ""
+// when empty, JSON otherwise.
+func propsJSON(v any) string {
+	m := asMap(v)
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// strategy reads a strategy map ({standard: {...}}, {complex: ...},
+// {hint: ...}, {none: ...}): its type, sharding column(s) and algorithm.
+type strategy struct {
+	typ, column, algorithm string
+	present                bool
+}
+
+func readStrategy(v any) strategy {
+	m := asMap(v)
+	for _, typ := range []string{"standard", "complex", "hint", "none"} {
+		if body, ok := m[typ]; ok {
+			b := asMap(body)
+			col := asText(b["shardingColumn"])
+			if typ == "complex" {
+				col = asText(b["shardingColumns"])
+			}
+			return strategy{typ: strings.ToUpper(typ), column: col, algorithm: asText(b["shardingAlgorithmName"]), present: true}
+		}
+	}
+	return strategy{}
+}
+
+func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *distsql.ShowShardingTableRules) (*Result, error) {
+	rule, err := e.shardingRule(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: shardingTableRuleColumns, Rows: [][]*string{}}
+	if rule == nil {
+		return res, nil
+	}
+	algorithms := asMap(rule["shardingAlgorithms"])
+	generators := asMap(rule["keyGenerators"])
+	auditors := asMap(rule["auditors"])
+	strategyCells := func(sc strategy) (typ, col, algType, algProps string) {
+		if !sc.present {
+			return "", "", "", ""
+		}
+		if sc.typ == "NONE" {
+			return sc.typ, "", "", ""
+		}
+		alg := asMap(algorithms[sc.algorithm])
+		return sc.typ, sc.column, asText(alg["type"]), propsJSON(alg["props"])
+	}
+	pick := func(own, def any) any {
+		if own != nil {
+			return own
+		}
+		return def
+	}
+	keyCells := func(ks any) (col, typ, props string) {
+		k := asMap(ks)
+		if k == nil {
+			return "", "", ""
+		}
+		gen := asMap(generators[asText(k["keyGeneratorName"])])
+		return asText(k["column"]), asText(gen["type"]), propsJSON(gen["props"])
+	}
+	auditCells := func(as any) (types, allow string) {
+		a := asMap(as)
+		if a == nil {
+			return "", ""
+		}
+		var list []string
+		if names, ok := a["auditorNames"].([]any); ok {
+			for _, n := range names {
+				list = append(list, asText(asMap(auditors[asText(n)])["type"]))
+			}
+		}
+		allowHint := "false"
+		if b, ok := a["allowHintDisable"].(bool); ok && b {
+			allowHint = "true"
+		}
+		return strings.Join(list, ","), allowHint
+	}
+	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
+	tables := asMap(rule["tables"])
+	for _, name := range sortedKeys(tables) {
+		if !match(name) {
+			continue
+		}
+		t := asMap(tables[name])
+		dbType, dbCol, dbAlg, dbProps := strategyCells(readStrategy(pick(t["databaseStrategy"], rule["defaultDatabaseStrategy"])))
+		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["tableStrategy"], rule["defaultTableStrategy"])))
+		kCol, kType, kProps := keyCells(pick(t["keyGenerateStrategy"], rule["defaultKeyGenerateStrategy"]))
+		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
+		res.Rows = append(res.Rows, strs(name, asText(t["actualDataNodes"]), "", dbType, dbCol, dbAlg, dbProps,
+			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
+	}
+	autoTables := asMap(rule["autoTables"])
+	for _, name := range sortedKeys(autoTables) {
+		if !match(name) {
+			continue
+		}
+		t := asMap(autoTables[name])
+		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["shardingStrategy"], rule["defaultTableStrategy"])))
+		kCol, kType, kProps := keyCells(pick(t["keyGenerateStrategy"], rule["defaultKeyGenerateStrategy"]))
+		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
+		res.Rows = append(res.Rows, strs(name, "", asText(t["actualDataSources"]), "", "", "", "",
+			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
+	}
+	return res, nil
+}
+
+func strs(values ...string) []*string {
+	out := make([]*string, len(values))
+	for i := range values {
+		out[i] = &values[i]
+	}
+	return out
+}
+
+// namedAlgorithms lists a name -> {type, props} section of the rule.
+func (e *Engine) namedAlgorithms(s *Session, from, section string) (*Result, error) {
+	rule, err := e.shardingRule(s, from)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
+	algs := asMap(rule[section])
+	for _, name := range sortedKeys(algs) {
+		a := asMap(algs[name])
+		res.Rows = append(res.Rows, strs(name, asText(a["type"]), propsJSON(a["props"])))
+	}
+	return res, nil
+}
+
+func (e *Engine) showShardingAlgorithms(_ context.Context, s *Session, st *distsql.ShowShardingAlgorithms) (*Result, error) {
+	return e.namedAlgorithms(s, st.Database, "shardingAlgorithms")
+}
+
+func (e *Engine) showShardingKeyGenerators(_ context.Context, s *Session, st *distsql.ShowShardingKeyGenerators) (*Result, error) {
+	return e.namedAlgorithms(s, st.Database, "keyGenerators")
 }

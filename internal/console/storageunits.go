@@ -2,12 +2,230 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 )
 
 // SHOW STORAGE UNITS.
 
-func (e *Engine) showStorageUnits(ctx context.Context, s *Session, st *distsql.ShowStorageUnits) (*Result, error) {
-	return nil, notYet("SHOW STORAGE UNITS")
+// storageUnitColumns are ShardingSphere's SHOW STORAGE UNITS columns.
+var storageUnitColumns = []Column{
+	{Name: "name"}, {Name: "type"}, {Name: "host"}, {Name: "port", Type: Int64}, {Name: "db"},
+	{Name: "connection_timeout_milliseconds", Type: Int64}, {Name: "idle_timeout_milliseconds", Type: Int64},
+	{Name: "max_lifetime_milliseconds", Type: Int64}, {Name: "max_pool_size", Type: Int64}, {Name: "min_pool_size", Type: Int64},
+	{Name: "read_only"}, {Name: "other_attributes"},
+}
+
+// database returns the logical database a statement names (FROM db) or the
+// session's, with MySQL's errors for none and for an unknown one.
+func (e *Engine) database(s *Session, from string) (*metadata.Database, error) {
+	name := from
+	if name == "" {
+		name = s.Database
+	}
+	if name == "" {
+		return nil, noDatabaseSelected()
+	}
+	db := e.d.Metadata.Current().Databases[name]
+	if db == nil {
+		return nil, unknownDatabase(name)
+	}
+	return db, nil
+}
+
+// showStorageUnits lists the storage units of a database, sorted by name,
+// with the host, port and database of their URL, their pool settings and,
+// as JSON in other_attributes, their other pool properties and the URL's
+// query properties. WHERE USAGE_COUNT = n keeps the units n rule types use;
+// LIKE filters by name.
+func (e *Engine) showStorageUnits(_ context.Context, s *Session, st *distsql.ShowStorageUnits) (*Result, error) {
+	db, err := e.database(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(db.Units))
+	for n := range db.Units {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var usage map[string]int
+	if st.UsageCount != nil {
+		usage = unitUsage(db)
+	}
+	res := &Result{Columns: storageUnitColumns, Rows: [][]*string{}}
+	for _, n := range names {
+		if st.Like != nil && !matchLike(*st.Like, n) {
+			continue
+		}
+		if st.UsageCount != nil && int64(usage[n]) != *st.UsageCount {
+			continue
+		}
+		res.Rows = append(res.Rows, storageUnitRow(n, db.Units[n]))
+	}
+	return res, nil
+}
+
+func storageUnitRow(name string, ds config.DataSource) []*string {
+	typ, host, port, dbName, query := parseJDBC(ds.URL)
+	other := map[string]any{}
+	for k, v := range ds.CustomPoolProps {
+		other[k] = v
+	}
+	for k, v := range ds.Extra {
+		if _, ok := other[k]; !ok {
+			other[k] = v
+		}
+	}
+	delete(other, "dataSourceProperties")
+	if len(query) > 0 {
+		other["queryProperties"] = query
+	}
+	js, err := json.Marshal(other)
+	if err != nil {
+		js = []byte("{}")
+	}
+	ms := func(d int64) *string { return str(strconv.FormatInt(d, 10)) }
+	return []*string{
+		str(name), str(typ), str(host), str(port), str(dbName),
+		ms(ds.ConnectionTimeout.Milliseconds()), ms(ds.IdleTimeout.Milliseconds()), ms(ds.MaxLifetime.Milliseconds()),
+		str(strconv.Itoa(ds.MaxPoolSize)), str(strconv.Itoa(ds.MinPoolSize)), str(strconv.FormatBool(ds.ReadOnly)), str(string(js)),
+	}
+}
+
+// parseJDBC splits a JDBC URL into what SHOW STORAGE UNITS shows: the
+// database type (ShardingSphere's names), host, port (the type's default
+// when absent), database and query properties.
+func parseJDBC(raw string) (typ, host, port, db string, query map[string]string) {
+	rest, ok := strings.CutPrefix(raw, "jdbc:")
+	if !ok {
+		return "", "", "", "", nil
+	}
+	scheme, after, _ := strings.Cut(rest, ":")
+	switch scheme {
+	case "mysql":
+		typ, port = "MySQL", "3306"
+	case "mariadb":
+		typ, port = "MariaDB", "3306"
+	case "postgresql":
+		typ, port = "PostgreSQL", "5432"
+	case "sqlite":
+		p, _, _ := strings.Cut(after, "?")
+		return "SQLite", "", "", p, nil
+	default:
+		typ = scheme
+	}
+	u, err := url.Parse(scheme + ":" + after)
+	if err != nil {
+		return typ, "", "", "", nil
+	}
+	host = u.Hostname()
+	if p := u.Port(); p != "" {
+		port = p
+	}
+	db = strings.TrimPrefix(u.Path, "/")
+	for k, v := range u.Query() {
+		if query == nil {
+			query = map[string]string{}
+		}
+		query[k] = strings.Join(v, ",")
+	}
+	return typ, host, port, db, query
+}
+
+// unitUsage counts, per storage unit, the rule types of db whose
+// configuration names the unit: as a whole name in one of its strings,
+// with Groovy inline ranges (ds_${0..1}, ds_${['a','b']}) expanded.
+func unitUsage(db *metadata.Database) map[string]int {
+	usage := map[string]int{}
+	for _, r := range db.Rules {
+		used := map[string]bool{}
+		walkStrings(r.Content, func(s string) {
+			for _, x := range expandInline(s, maxInlineExpansion) {
+				for _, tok := range strings.FieldsFunc(x, func(r rune) bool {
+					return r == '.' || r == ',' || r == ' ' || r == '\t' || r == '\n'
+				}) {
+					if _, ok := db.Units[tok]; ok {
+						used[tok] = true
+					}
+				}
+			}
+		})
+		for u := range used {
+			usage[u]++
+		}
+	}
+	return usage
+}
+
+func walkStrings(v any, fn func(string)) {
+	switch x := v.(type) {
+	case string:
+		fn(x)
+	case map[string]any:
+		for k, e := range x {
+			fn(k)
+			walkStrings(e, fn)
+		}
+	case []any:
+		for _, e := range x {
+			walkStrings(e, fn)
+		}
+	}
+}
+
+// maxInlineExpansion bounds the strings one inline expression expands to.
+const maxInlineExpansion = 4096
+
+// expandInline expands the ${a..b} and ${[x, y]} parts of a Groovy inline
+// expression into every combination, at most limit strings; a part it
+// cannot read stays as written.
+func expandInline(s string, limit int) []string {
+	start := strings.Index(s, "${")
+	if start < 0 {
+		start = strings.Index(s, "$->{")
+	}
+	if start < 0 {
+		return []string{s}
+	}
+	open := strings.IndexByte(s[start:], '{') + start
+	end := strings.IndexByte(s[open:], '}')
+	if end < 0 {
+		return []string{s}
+	}
+	end += open
+	inner := strings.TrimSpace(s[open+1 : end])
+	var values []string
+	if a, b, ok := strings.Cut(inner, ".."); ok {
+		lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+		hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+		if err1 != nil || err2 != nil || hi < lo || hi-lo >= limit {
+			return []string{s}
+		}
+		for i := lo; i <= hi; i++ {
+			values = append(values, strconv.Itoa(i))
+		}
+	} else if strings.HasPrefix(inner, "[") && strings.HasSuffix(inner, "]") {
+		for _, v := range strings.Split(inner[1:len(inner)-1], ",") {
+			values = append(values, strings.Trim(strings.TrimSpace(v), `'"`))
+		}
+	} else {
+		return []string{s}
+	}
+	var out []string
+	for _, v := range values {
+		for _, tail := range expandInline(s[end+1:], limit) {
+			out = append(out, s[:start]+v+tail)
+			if len(out) >= limit {
+				return out
+			}
+		}
+	}
+	return out
 }

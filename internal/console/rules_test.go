@@ -1,0 +1,141 @@
+package console
+
+import (
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// persistShardingDB writes upstream's example sharding database
+// (testdata/shardingsphere/database-sharding-mysql.yaml) plus an unused
+// unit to the registry and waits until n's store has it.
+func persistShardingDB(t *testing.T, repo registry.Repository, n *testNode) {
+	t.Helper()
+	const file = "../../testdata/shardingsphere/database-sharding-mysql.yaml"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := config.ParseDatabase(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.DataSources["ds_spare"] = config.DataSource{URL: "jdbc:postgresql://db.example:5433/spare?sslmode=disable", Username: "u", Password: "never-shown", MaxPoolSize: 5}
+	if err := metadata.PersistDatabase(testenv.Context(t), repo, paths.DefaultLayout, *db); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the store to load sharding_db", func() bool {
+		d := n.store.Current().Databases["sharding_db"]
+		return d != nil && len(d.Units) == 3 && d.Rules["sharding"].Content != nil
+	})
+}
+
+func TestStorageUnitsAndShardingRules(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		n := startNode(t, repo, "rules", nil)
+		persistShardingDB(t, repo, n)
+		s := newSession()
+
+		if e := execError(t, n, s, "SHOW STORAGE UNITS"); e.Code != 1046 || e.SQLState != "3D000" {
+			t.Errorf("without a database: %+v", e)
+		}
+		if e := execError(t, n, s, "USE nope"); e.Code != 1049 || e.SQLState != "42000" || e.Message != "Unknown database 'nope'" {
+			t.Errorf("USE nope: %+v", e)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW DATABASES")); !reflect.DeepEqual(got, [][]string{{"sharding_db"}}) {
+			t.Errorf("SHOW DATABASES %v", got)
+		}
+		exec(t, n, s, "USE sharding_db")
+		if got := rowStrings(exec(t, n, s, "SELECT DATABASE()")); got[0][0] != "sharding_db" {
+			t.Errorf("DATABASE() = %v", got)
+		}
+
+		res := exec(t, n, s, "SHOW STORAGE UNITS")
+		want := []string{"name", "type", "host", "port", "db", "connection_timeout_milliseconds", "idle_timeout_milliseconds",
+			"max_lifetime_milliseconds", "max_pool_size", "min_pool_size", "read_only", "other_attributes"}
+		if got := columnNames(res); !reflect.DeepEqual(got, want) {
+			t.Fatalf("columns %v, want upstream's %v", got, want)
+		}
+		rows := rowStrings(res)
+		wantRows := [][]string{
+			{"ds_0", "MySQL", "127.0.0.1", "3306", "demo_ds_0", "30000", "60000", "1800000", "50", "1", "false", `{"queryProperties":{"useSSL":"false"}}`},
+			{"ds_1", "MySQL", "127.0.0.1", "3306", "demo_ds_1", "30000", "60000", "1800000", "50", "1", "false", `{"queryProperties":{"useSSL":"false"}}`},
+			{"ds_spare", "PostgreSQL", "db.example", "5433", "spare", "0", "0", "0", "5", "0", "false", `{"queryProperties":{"sslmode":"disable"}}`},
+		}
+		if !reflect.DeepEqual(rows, wantRows) {
+			t.Errorf("rows\n%v\nwant\n%v", rows, wantRows)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW STORAGE UNITS FROM sharding_db WHERE USAGE_COUNT = 0")); len(got) != 1 || got[0][0] != "ds_spare" {
+			t.Errorf("USAGE_COUNT = 0: %v", got)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW STORAGE UNITS WHERE USAGE_COUNT = 1")); len(got) != 2 || got[0][0] != "ds_0" {
+			t.Errorf("USAGE_COUNT = 1: %v", got)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW STORAGE UNITS LIKE '%spare'")); len(got) != 1 {
+			t.Errorf("LIKE: %v", got)
+		}
+
+		res = exec(t, n, s, "SHOW SHARDING TABLE RULES FROM sharding_db")
+		if got := columnNames(res); !reflect.DeepEqual(got, columnNames(&Result{Columns: shardingTableRuleColumns})) || len(got) != 16 {
+			t.Fatalf("columns %v", got)
+		}
+		wantRules := [][]string{
+			{"t_order", "ds_${0..1}.t_order_${0..1}", "", "STANDARD", "user_id", "INLINE", `{"algorithm-expression":"ds_${user_id % 2}"}`,
+				"STANDARD", "order_id", "INLINE", `{"algorithm-expression":"t_order_${order_id % 2}"}`, "order_id", "SNOWFLAKE", "",
+				"DML_SHARDING_CONDITIONS", "true"},
+			{"t_order_item", "ds_${0..1}.t_order_item_${0..1}", "", "STANDARD", "user_id", "INLINE", `{"algorithm-expression":"ds_${user_id % 2}"}`,
+				"STANDARD", "order_id", "INLINE", `{"algorithm-expression":"t_order_item_${order_id % 2}"}`, "order_item_id", "SNOWFLAKE", "",
+				"DML_SHARDING_CONDITIONS", "true"},
+		}
+		if got := rowStrings(res); !reflect.DeepEqual(got, wantRules) {
+			t.Errorf("rules\n%v\nwant\n%v", got, wantRules)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW SHARDING TABLE RULE T_ORDER_ITEM")); len(got) != 1 || got[0][0] != "t_order_item" {
+			t.Errorf("one rule: %v", got)
+		}
+		res = exec(t, n, s, "SHOW SHARDING ALGORITHMS")
+		if got := columnNames(res); !reflect.DeepEqual(got, []string{"name", "type", "props"}) {
+			t.Errorf("algorithm columns %v", got)
+		}
+		if got := rowStrings(res); len(got) != 3 || !reflect.DeepEqual(got[0], []string{"database_inline", "INLINE", `{"algorithm-expression":"ds_${user_id % 2}"}`}) {
+			t.Errorf("algorithms %v", got)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW SHARDING KEY GENERATORS")); !reflect.DeepEqual(got, [][]string{{"snowflake", "SNOWFLAKE", ""}}) {
+			t.Errorf("key generators %v", got)
+		}
+		res = exec(t, n, s, "SHOW KEY GENERATE ALGORITHM PLUGINS")
+		if got := columnNames(res); !reflect.DeepEqual(got, []string{"type", "type_aliases", "description"}) || rowStrings(res)[0][0] != "SNOWFLAKE" {
+			t.Errorf("plugins %v %v", got, rowStrings(res))
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW TABLES")); len(got) != 0 {
+			t.Logf("SHOW TABLES: %v", got)
+		}
+	})
+}
+
+func TestExpandInline(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"ds_${0..1}.t_${0..1}", []string{"ds_0.t_0", "ds_0.t_1", "ds_1.t_0", "ds_1.t_1"}},
+		{"ds_${['a', 'b']}.t", []string{"ds_a.t", "ds_b.t"}},
+		{"ds_$->{0..1}", []string{"ds_0", "ds_1"}},
+		{"ds_${user_id % 2}", []string{"ds_${user_id % 2}"}},
+		{"plain", []string{"plain"}},
+	} {
+		if got := expandInline(tc.in, 100); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("expandInline(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if got := expandInline("x${0..9}${0..9}${0..9}${0..9}", 50); len(got) != 50 {
+		t.Errorf("bound: %d strings", len(got))
+	}
+}
