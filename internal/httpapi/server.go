@@ -264,7 +264,7 @@ func (s *Server) follow(ctx context.Context) {
 	cancelSub := s.cfg.Store.Subscribe(func(snap *metadata.Snapshot, changes []metadata.Change) {
 		s.unavailable.Store(snap.ClusterState == "UNAVAILABLE")
 		for _, c := range changes {
-			if c.Database != "" {
+			if c.Database != "" && c.Kind != metadata.KindDataSourceState { // a state is not the database's metadata
 				s.dbVers.Store(c.Database, snap.Seq)
 			}
 		}
