@@ -236,13 +236,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	return nil, unsupported(fmt.Sprintf("%T", st))
 }
 
-// notYet is the answer of a statement the grammar reads but this node does
-// not run yet.
-func notYet(statement string) error {
-	return &Error{Code: 30001, SQLState: "0A000",
-		Message: fmt.Sprintf("Unsupported SQL operation: %s is not available on this shardkeeper node yet.", statement)}
-}
-
 func unsupported(what string) error {
 	return &Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
 }

@@ -2,16 +2,74 @@ package console
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// SHOW PROCESSLIST and KILL across the cluster.
+// SHOW PROCESSLIST and KILL across the cluster, through ShardingSphere's
+// trigger protocol (internal/process): every online node, ShardingSphere
+// nodes included, answers; a node that does not answer within
+// Deps.ProcessTimeout is named in the result's warnings.
 
-func (e *Engine) showProcesslist(ctx context.Context, s *Session, st *distsql.ShowProcesslist) (*Result, error) {
-	return nil, notYet("SHOW PROCESSLIST")
+var processlistColumns = []Column{
+	{Name: "Id"}, {Name: "User"}, {Name: "Host"}, {Name: "db"}, {Name: "Command"},
+	{Name: "Time", Type: Int64}, {Name: "State"}, {Name: "Info"},
 }
 
-func (e *Engine) kill(ctx context.Context, s *Session, st *distsql.Kill) (*Result, error) {
-	return nil, notYet("KILL")
+// maxInfo is how much of a statement SHOW PROCESSLIST shows without FULL.
+const maxInfo = 100
+
+func (e *Engine) showProcesslist(ctx context.Context, _ *Session, st *distsql.ShowProcesslist) (*Result, error) {
+	c, err := process.Collect(ctx, e.d.Repo, e.d.ProcessTimeout)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	res := &Result{Columns: processlistColumns, Rows: [][]*string{}}
+	for _, p := range c.Processes() {
+		command, state, info := "Sleep", "", ""
+		if !p.Idle {
+			command = "Execute"
+			state = fmt.Sprintf("Executing %d/%d", p.CompletedUnitCount, p.TotalUnitCount)
+			info = p.SQL
+			if !st.Full && len(info) > maxInfo {
+				info = info[:maxInfo]
+			}
+		}
+		secs := int64(0)
+		if p.StartMillis > 0 && now > p.StartMillis {
+			secs = (now - p.StartMillis) / 1000
+		}
+		res.Rows = append(res.Rows, strs(p.ID, p.Username, p.Hostname, p.DatabaseName, command, strconv.FormatInt(secs, 10), state, info))
+	}
+	res.Warnings = unansweredWarnings(c.Unanswered, e.d.ProcessTimeout, "its sessions are not listed")
+	return res, nil
+}
+
+func unansweredWarnings(nodes []string, timeout time.Duration, consequence string) []string {
+	if len(nodes) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("compute node(s) %s did not answer within %v: %s", strings.Join(nodes, ", "), timeout, consequence)}
+}
+
+// kill asks every online node to end the process: the node that runs it
+// closes the session. The protocol does not say which node had it; nodes
+// that did not answer are named in the warnings.
+func (e *Engine) kill(ctx context.Context, _ *Session, st *distsql.Kill) (*Result, error) {
+	unanswered, err := process.Kill(ctx, e.d.Repo, st.ProcessID, e.d.ProcessTimeout)
+	if errors.Is(err, registry.ErrBadKey) {
+		return nil, &Error{Code: 1094, SQLState: "HY000", Message: fmt.Sprintf("Unknown thread id: %s", st.ProcessID)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Warnings: unansweredWarnings(unanswered, e.d.ProcessTimeout, "the process may still run there")}, nil
 }
