@@ -42,6 +42,15 @@ var sessionDefaults = map[string]string{
 	"character_set_connection": "utf8mb4",
 	"character_set_results":    "utf8mb4",
 	"character_set_server":     "utf8mb4",
+	"character_set_database":   "utf8mb4",
+	"character_set_system":     "utf8mb3",
+	"character_set_filesystem": "binary",
+	"collation_database":       "utf8mb4_general_ci",
+	"default_storage_engine":   "InnoDB",
+	"protocol_version":         "10",
+	"sql_auto_is_null":         "0",
+	"sql_safe_updates":         "0",
+	"session_track_gtids":      "OFF",
 	"collation_connection":     "utf8mb4_general_ci",
 	"collation_server":         "utf8mb4_general_ci",
 	"init_connect":             "",
@@ -111,7 +120,7 @@ func (e *Engine) selectStatement(_ context.Context, s *Session, st *distsql.Sele
 		}
 		name := item.Alias
 		if name == "" {
-			name = item.Text
+			name = columnName(s, item)
 		}
 		res.Columns = append(res.Columns, Column{Name: name, Type: typ})
 		row = append(row, v)
@@ -120,6 +129,22 @@ func (e *Engine) selectStatement(_ context.Context, s *Session, st *distsql.Sele
 		res.Rows = [][]*string{row}
 	}
 	return res, nil
+}
+
+// columnName is the column a SELECT item without an alias makes: the
+// expression as typed in MySQL; the function or variable name, or
+// ?column?, in PostgreSQL.
+func columnName(s *Session, item distsql.SelectItem) string {
+	if s.Protocol != "PostgreSQL" {
+		return item.Text
+	}
+	switch x := item.Expr.(type) {
+	case distsql.Call:
+		return x.Name
+	case distsql.Variable:
+		return x.Name
+	}
+	return "?column?"
 }
 
 // eval evaluates one SELECT expression.

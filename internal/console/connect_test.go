@@ -74,6 +74,7 @@ func TestPostgreSQLConnectStatements(t *testing.T) {
 	for q, want := range map[string]string{
 		"SHOW server_version":         PostgreSQLServerVersion,
 		"select pg_catalog.version()": "PostgreSQL " + PostgreSQLServerVersion,
+		"SELECT current_database()":   "NULL",
 		"SELECT current_user":         "postgres",
 	} {
 		res, err := e.Execute(context.Background(), s, q)
@@ -84,10 +85,17 @@ func TestPostgreSQLConnectStatements(t *testing.T) {
 			t.Errorf("%s = %v, want %q", q, got, want)
 		}
 	}
+	res, err := e.Execute(context.Background(), s, "SELECT version(), 1, current_user AS me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := columnNames(res); !reflect.DeepEqual(got, []string{"version", "?column?", "me"}) {
+		t.Errorf("PostgreSQL column names %v", got)
+	}
 	if _, err := e.Execute(context.Background(), s, "SET application_name = 'psql'"); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := e.Execute(context.Background(), s, "SHOW application_name")
+	res, _ = e.Execute(context.Background(), s, "SHOW application_name")
 	if got := rowStrings(res); got[0][0] != "psql" {
 		t.Errorf("application_name %v", got)
 	}

@@ -628,17 +628,21 @@ func (p *parser) lockCluster() Statement {
 	p.expect("CLUSTER", "WITH")
 	st := &LockCluster{}
 	if p.keyword("LOCK_STRATEGY") {
-		// LOCK_STRATEGY(TYPE(NAME='WRITE'))
+		// LOCK_STRATEGY(TYPE(NAME='WRITE')) or LOCK_STRATEGY(TYPE='WRITE')
 		p.expectSymbol("(")
 		p.expect("TYPE")
-		p.expectSymbol("(")
-		p.expect("NAME")
-		p.expectSymbol("=")
-		st.Strategy = strings.ToUpper(p.str("lock strategy name"))
-		if p.symbol(",") {
-			p.properties()
+		if p.symbol("=") {
+			st.Strategy = strings.ToUpper(p.str("lock strategy name"))
+		} else {
+			p.expectSymbol("(")
+			p.expect("NAME")
+			p.expectSymbol("=")
+			st.Strategy = strings.ToUpper(p.str("lock strategy name"))
+			if p.symbol(",") {
+				p.properties()
+			}
+			p.expectSymbol(")")
 		}
-		p.expectSymbol(")")
 		p.expectSymbol(")")
 	} else {
 		st.Strategy = strings.ToUpper(p.identOrString("lock strategy (WRITE or READ_WRITE)"))

@@ -47,6 +47,7 @@ func TestParse(t *testing.T) {
 		{"LOCK CLUSTER WITH read_write TIMEOUT 2000", &LockCluster{Strategy: "READ_WRITE", TimeoutMillis: 2000}},
 		{"LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME='WRITE'))", &LockCluster{Strategy: "WRITE"}},
 		{"LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME=\"READ_WRITE\")) TIMEOUT 10", &LockCluster{Strategy: "READ_WRITE", TimeoutMillis: 10}},
+		{`LOCK CLUSTER WITH LOCK_STRATEGY(TYPE="WRITE") TIMEOUT 2000`, &LockCluster{Strategy: "WRITE", TimeoutMillis: 2000}},
 		{"UNLOCK CLUSTER", &UnlockCluster{}},
 		{"UNLOCK CLUSTER TIMEOUT 500", &UnlockCluster{TimeoutMillis: 500}},
 
