@@ -268,13 +268,18 @@ func (e *Engine) setVariables(_ context.Context, s *Session, st *distsql.SetVari
 	return &Result{}, nil
 }
 
-// unknownDatabase is MySQL's ER_BAD_DB_ERROR, as ShardingSphere answers it.
-func unknownDatabase(name string) error {
+// unknownDatabase is ShardingSphere's UnknownDatabaseException as its
+// front ends answer it: MySQL's ER_BAD_DB_ERROR (1049, 42000), PostgreSQL's
+// invalid_catalog_name (3D000).
+func unknownDatabase(s *Session, name string) error {
+	if s.Protocol == "PostgreSQL" {
+		return &Error{Code: 1049, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
+	}
 	return &Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", name)}
 }
 
-// noDatabaseSelected is MySQL's ER_NO_DB_ERROR, as ShardingSphere answers
-// a statement that needs a database without one.
+// noDatabaseSelected is ShardingSphere's NoDatabaseSelectedException as
+// its front ends answer it: MySQL's ER_NO_DB_ERROR (1046, 3D000).
 func noDatabaseSelected() error {
 	return &Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
 }
@@ -334,7 +339,7 @@ func (e *Engine) showTables(_ context.Context, s *Session, st *distsql.ShowTable
 	}
 	d := e.d.Metadata.Current().Databases[db]
 	if d == nil {
-		return nil, unknownDatabase(db)
+		return nil, unknownDatabase(s, db)
 	}
 	cols := textColumns("Tables_in_" + db)
 	if st.Full {
@@ -396,7 +401,7 @@ func (e *Engine) showVariables(_ context.Context, s *Session, st *distsql.ShowVa
 
 func (e *Engine) use(_ context.Context, s *Session, st *distsql.Use) (*Result, error) {
 	if e.d.Metadata.Current().Databases[st.Database] == nil {
-		return nil, unknownDatabase(st.Database)
+		return nil, unknownDatabase(s, st.Database)
 	}
 	s.Database = st.Database
 	return &Result{}, nil

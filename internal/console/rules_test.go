@@ -49,6 +49,10 @@ func TestStorageUnitsAndShardingRules(t *testing.T) {
 		if e := execError(t, n, s, "USE nope"); e.Code != 1049 || e.SQLState != "42000" || e.Message != "Unknown database 'nope'" {
 			t.Errorf("USE nope: %+v", e)
 		}
+		pg := &Session{ID: NewSessionID(), User: "postgres", Protocol: "PostgreSQL"}
+		if e := execError(t, n, pg, "SHOW STORAGE UNITS FROM nope"); e.SQLState != "3D000" || e.Message != `database "nope" does not exist` {
+			t.Errorf("PostgreSQL unknown database: %+v", e)
+		}
 		if got := rowStrings(exec(t, n, s, "SHOW DATABASES")); !reflect.DeepEqual(got, [][]string{{"sharding_db"}}) {
 			t.Errorf("SHOW DATABASES %v", got)
 		}

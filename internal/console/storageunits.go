@@ -35,7 +35,7 @@ func (e *Engine) database(s *Session, from string) (*metadata.Database, error) {
 	}
 	db := e.d.Metadata.Current().Databases[name]
 	if db == nil {
-		return nil, unknownDatabase(name)
+		return nil, unknownDatabase(s, name)
 	}
 	return db, nil
 }
