@@ -24,7 +24,7 @@ func TestAdminAgainstServe(t *testing.T) {
 	}
 	t.Setenv(envServer, "")
 	t.Setenv(envToken, "")
-	output, stop := startServe(t, "--conf", dir, "--instance-id", "cli-e2e", "--http", "127.0.0.1:0", "--token-file", tokenFile, "--resp", "127.0.0.1:0")
+	output, stop := startServe(t, "--conf", dir, "--instance-id", "cli-e2e", "--http", "127.0.0.1:0", "--token-file", tokenFile, "--resp", "127.0.0.1:0", "--port", "3307")
 	defer stop()
 	m := regexp.MustCompile(`HTTP API and status page on (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(output())
 	if m == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/sdnotify"
 )
@@ -26,6 +28,11 @@ import (
 // otherwise; when it is busy (and --http was not given) serve takes a free
 // port and says which.
 const defaultHTTPAddr = "127.0.0.1:8080"
+
+// defaultMySQLAddr is where serve's MySQL console listens unless --mysql
+// says otherwise: ShardingSphere-Proxy's port. When it is busy (and
+// --mysql was not given) serve takes a free port and says which.
+const defaultMySQLAddr = "127.0.0.1:3307"
 
 func newServeCommand() *cobra.Command {
 	f := &registryFlags{}
@@ -37,6 +44,8 @@ func newServeCommand() *cobra.Command {
 		respAddr  string
 		respMax   int
 		udpAddr   string
+		mysqlAddr string
+		mysqlMax  int
 		hf        httpFlags
 	)
 	cmd := &cobra.Command{
@@ -104,9 +113,14 @@ port answers, and STOPPING=1 when it begins to leave.`,
 			if err != nil {
 				return err
 			}
+			flags := cmd.Flags()
+			mysqlConf, err := hf.mysqlConfig(cmd.Context(), mysqlAddr, flags.Changed("mysql"), !flags.Changed("port"), mysqlMax)
+			if err != nil {
+				return err
+			}
 			node.Logger = log
 			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
-				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr)})
+				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr), MySQL: mysqlConf})
 			if err != nil {
 				return err
 			}
@@ -128,6 +142,10 @@ port answers, and STOPPING=1 when it begins to leave.`,
 			}
 			if d.UDPAddr != "" {
 				fmt.Fprintf(out, "shardkeeper: datagram key service on udp %s (one request, one reply per datagram; no authentication)\n", d.UDPAddr)
+			}
+			if d.MySQLAddr != "" {
+				host, port, _ := net.SplitHostPort(d.MySQLAddr)
+				fmt.Fprintf(out, "shardkeeper: DistSQL console over the MySQL protocol on %s (mariadb -h %s -P %s -u USER -p; TLS %v)\n", d.MySQLAddr, host, port, mysqlConf.TLS != nil)
 			}
 			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
 			// systemd's Type=notify: ready once every port answers.
@@ -159,7 +177,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl := cmd.Flags()
 	fl.StringVar(&node.InstanceID, "instance-id", "", "stable instance id (default: a new UUID per start); a restarted node with the same id gets its worker id back")
 	fl.StringVar(&node.Host, "host", "127.0.0.1", "host published in the online node (attribute ip@port)")
-	fl.IntVar(&node.Port, "port", 3307, "port published in the online node")
+	fl.IntVar(&node.Port, "port", 3307, "port published in the online node (default: the bound --mysql port)")
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")
 	fl.DurationVar(&maxBorrow, "max-borrow", 0, "how far ahead of the clock a burst of keys may be stamped instead of waiting for the next millisecond (each ms is 4096 keys; whole ms; 0 never borrows; at most --reservation: never past the committed reservation)")
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
@@ -167,11 +185,13 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
 	fl.IntVar(&respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
 	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
+	fl.StringVar(&mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
+	fl.IntVar(&mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
 	fl.StringSliceVar(&hf.allowedHosts, "allowed-hosts", nil, "host names the HTTP API answers to besides localhost, IP addresses and the --http host (others get 421, against DNS rebinding); *.example.com for a domain, * for any")
-	fl.StringVar(&hf.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; needs --tls-key)")
+	fl.StringVar(&hf.tlsCert, "tls-cert", "", "serve HTTPS, and TLS on the DistSQL console, with this certificate (PEM; needs --tls-key)")
 	fl.StringVar(&hf.tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	return cmd
 }
@@ -206,23 +226,57 @@ func (h httpFlags) config(ctx context.Context, explicit bool) (*daemon.HTTPConfi
 	} else {
 		c.Token = strings.TrimSpace(os.Getenv(httpapi.EnvToken))
 	}
+	tc, err := h.tlsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.TLS = tc
+	return c, nil
+}
+
+// tlsConfig is the TLS of --tls-cert and --tls-key; nil without them.
+// ctx bounds reading the files.
+func (h httpFlags) tlsConfig(ctx context.Context) (*tls.Config, error) {
 	if (h.tlsCert == "") != (h.tlsKey == "") {
 		return nil, fmt.Errorf("--tls-cert and --tls-key go together")
 	}
-	if h.tlsCert != "" {
-		certPEM, err := config.ReadFile(ctx, h.tlsCert, config.MaxFileSize)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-cert: %w", err)
-		}
-		keyPEM, err := config.ReadFile(ctx, h.tlsKey, config.MaxFileSize)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-key: %w", err)
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		c.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if h.tlsCert == "" {
+		return nil, nil
+	}
+	certPEM, err := config.ReadFile(ctx, h.tlsCert, config.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert: %w", err)
+	}
+	keyPEM, err := config.ReadFile(ctx, h.tlsKey, config.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// mysqlConfig is the console of serve --mysql addr, with the TLS of
+// --tls-cert/--tls-key; nil when addr is "" or "off". explicit says
+// whether --mysql was given (only the default address falls back to a
+// free port when busy); publish whether the bound port is the node's
+// published port (--port not given).
+func (h httpFlags) mysqlConfig(ctx context.Context, addr string, explicit, publish bool, maxConns int) (*daemon.MySQLConfig, error) {
+	if addr == "" || strings.EqualFold(addr, "off") {
+		return nil, nil
+	}
+	if maxConns < 0 {
+		return nil, usagef("--mysql-max-connections %d: want 0 (the default, %d) or more", maxConns, mysqlfront.DefaultMaxConnections)
+	}
+	tc, err := h.tlsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &daemon.MySQLConfig{Addr: addr, TLS: tc, PublishPort: publish, MaxConnections: maxConns}
+	if !explicit {
+		c.FallbackAddr = "127.0.0.1:0"
 	}
 	return c, nil
 }

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
@@ -51,6 +53,9 @@ type Config struct {
 	RESP *RESPConfig
 	// UDP, when set, serves keys over UDP datagrams.
 	UDP *UDPConfig
+	// MySQL, when set, serves the DistSQL console over the MySQL
+	// protocol.
+	MySQL *MySQLConfig
 }
 
 // Daemon is a running node. Close it to leave the cluster.
@@ -72,11 +77,18 @@ type Daemon struct {
 	// (empty without Config.RESP, Config.UDP).
 	RESPAddr string
 	UDPAddr  string
+	// Console runs the DistSQL statements of the MySQL and PostgreSQL
+	// consoles' sessions.
+	Console *console.Engine
+	// MySQLAddr is the bound address of the MySQL console (empty without
+	// Config.MySQL).
+	MySQLAddr string
 
 	cfg        Config
 	nodeConfig cluster.Config      // Config.Node with the defaults Start filled in
 	repo       registry.Repository // Repo, instrumented by Metrics
 	frontends  []frontend          // in the order Close drains them
+	mysqlPort  int                 // the MySQL console's bound port
 	responder  *process.Responder  // answers the process triggers
 	acker      *distvar.Acker      // acknowledges applied /props versions
 	log        *slog.Logger
@@ -93,10 +105,11 @@ type Daemon struct {
 // version it applied (distvar.Acker, for SET DIST VARIABLE). ctx bounds
 // the start.
 //
-// Start binds the ports of c.HTTP, c.RESP and c.UDP before it contacts the
-// registry: a busy port fails the start before any registry write. On any
-// failure every port it bound is closed again. The front ends answer once
-// Start returns.
+// Start binds the ports of c.HTTP, c.RESP, c.UDP and c.MySQL before it
+// contacts the registry: a busy port fails the start before any registry
+// write. On any failure every port it bound is closed again. The front
+// ends answer once Start returns; the MySQL console's sessions run their
+// statements on d.Console.
 func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	log := c.Logger
 	if log == nil {
@@ -134,6 +147,9 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	}
 	if c.MaxBorrow > 0 {
 		nc.Snowflake.MaxBorrow = c.MaxBorrow
+	}
+	if c.MySQL != nil && c.MySQL.PublishPort {
+		nc.Port = d.mysqlPort
 	}
 	if nc.SessionTTL == 0 {
 		nc.SessionTTL = c.Repository.TimeToLive
@@ -176,6 +192,11 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		}
 	}()
 	d.acker = acker
+	d.Console = console.New(console.Deps{
+		Repo: repo, Node: node, NodeConfig: nc, Metadata: store, Processes: d.Processes,
+		Mode: config.Mode{Type: c.ModeType, Repository: c.Repository}, ModeType: c.ModeType,
+		Layout: c.Repository.Layout, Logger: log,
+	})
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.Repo, d.repo, d.Node, d.nodeConfig, d.Metadata, d.Metrics = rawRepo, repo, node, nc, store, metrics
 	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
@@ -195,7 +216,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	return d, nil
 }
 
-// bind binds the configured front ends: HTTP, RESP, UDP.
+// bind binds the configured front ends: HTTP, RESP, UDP, MySQL.
 func (d *Daemon) bind() error {
 	if c := d.cfg.HTTP; c != nil {
 		h, err := bindHTTP(c, d.log)
@@ -218,7 +239,26 @@ func (d *Daemon) bind() error {
 		}
 		d.frontends, d.UDPAddr = append(d.frontends, k), k.addr
 	}
+	if c := d.cfg.MySQL; c != nil {
+		m, err := bindMySQL(c, d.log)
+		if err != nil {
+			return err
+		}
+		d.frontends, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m.ln.Addr().String(), m.port()
+	}
 	return nil
+}
+
+// users are the users of the authority rule in the node's current
+// metadata (the registry's global rules, which bootstrap seeds from the
+// conf dir), read at each call so that a changed rule applies to the next
+// login. No rule means no users.
+func (d *Daemon) users() (*authority.Users, error) {
+	rule, ok := d.Metadata.Current().GlobalRules[authority.RuleType]
+	if !ok {
+		return nil, nil
+	}
+	return authority.FromRules(rule)
 }
 
 // bootstrap runs the metadata bootstrap under its registry lock, held
