@@ -94,3 +94,66 @@ func TestSetDistVariableNamesAPausedNode(t *testing.T) {
 		})
 	}
 }
+
+// TestSetDistVariableOverMySQL types SET DIST VARIABLE into the mariadb
+// client connected to one of three serve processes on real etcd and real
+// ZooKeeper: with every node running it answers without warnings, and
+// another node shows the value at once; with one node paused by SIGSTOP
+// it answers after its timeout (3 s) with a warning naming that node.
+func TestSetDistVariableOverMySQL(t *testing.T) {
+	requireMariaDB(t)
+	for _, reg := range []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}} {
+		t.Run(reg.name, func(t *testing.T) {
+			var servers []string
+			if reg.typ == config.RepositoryEtcd {
+				servers = testenv.EtcdEndpoints(t)
+			} else {
+				servers = testenv.ZooKeeperServers(t)
+			}
+			conf := t.TempDir()
+			global := fmt.Sprintf("mode:\n  type: Cluster\n  repository:\n    type: %s\n    props:\n      namespace: %s\n      server-lists: %s\n      timeToLiveSeconds: 30\n",
+				reg.typ, testenv.Namespace("sk_e2e_"), strings.Join(servers, ","))
+			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var nodes []*mysqlNode
+			for i := 1; i <= 3; i++ {
+				nodes = append(nodes, startMySQLNode(t, conf, fmt.Sprintf("e2e-sv-%d", i), "127.0.0.1"))
+			}
+			set := func(value string) (string, time.Duration) {
+				t.Helper()
+				start := time.Now()
+				rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "", "SET DIST VARIABLE sql_show = "+value, "--show-warnings")
+				if err != nil {
+					t.Fatalf("SET DIST VARIABLE sql_show = %s: %v\n%s", value, err, stderr)
+				}
+				var out []string
+				for _, r := range rows {
+					out = append(out, strings.Join(r, "\t"))
+				}
+				return strings.Join(out, "\n") + stderr, time.Since(start)
+			}
+			if out, _ := set("true"); strings.Contains(out, "Warning") {
+				t.Fatalf("SET with every node running warned:\n%s", out)
+			}
+			rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[2].port, "root", "", "SHOW DIST VARIABLE WHERE NAME = sql_show")
+			if err != nil || len(rows) != 2 || column(t, rows, "variable_value")[0] != "true" {
+				t.Fatalf("SHOW DIST VARIABLE on another node: %v, %v\n%s", rows, err, stderr)
+			}
+
+			paused := nodes[1]
+			if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = paused.cmd.Process.Signal(syscall.SIGCONT) })
+			out, took := set("false")
+			if !strings.Contains(out, "Warning") || !strings.Contains(out, paused.id) || strings.Contains(out, nodes[2].id) {
+				t.Fatalf("SET with %s paused: want a warning naming it (and only it):\n%s", paused.id, out)
+			}
+			if took < distvar.DefaultTimeout || took > distvar.DefaultTimeout+10*time.Second {
+				t.Errorf("SET with a paused node took %v, want its timeout %v", took, distvar.DefaultTimeout)
+			}
+			t.Logf("%s: %v\n%s", reg.name, took.Round(time.Millisecond), out)
+		})
+	}
+}
