@@ -176,7 +176,8 @@ const mysqlUsers = `authority:
 // command-line client and go-sql-driver/mysql, as an operator and an
 // application would: the cluster's compute nodes from every node, errors
 // with their codes, passwords (native and caching_sha2, wrong ones
-// refused with 1045) and TLS with the node's certificate.
+// refused with 1045), TLS with the node's certificate, SHOW PROCESSLIST
+// across the cluster and KILL of a session on another node.
 func TestMySQLConsole(t *testing.T) {
 	requireMariaDB(t)
 	for _, reg := range []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}} {
@@ -264,6 +265,57 @@ func TestMySQLConsole(t *testing.T) {
 				t.Errorf("TLS with another CA: err %v, stderr %q; want ERROR 2026 (TLS/SSL error)", err, stderr)
 			}
 
+			// One session per node, one user per node; SHOW PROCESSLIST
+			// from any node lists all three.
+			ctx := testenv.Context(t)
+			var conns []*sql.Conn
+			for i, n := range nodes {
+				c, err := openMySQL(t, n.port, fmt.Sprintf("u%d", i+1), fmt.Sprintf("p%d", i+1), "").Conn(ctx)
+				if err != nil {
+					t.Fatalf("u%d on %s: %v", i+1, n.id, err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+				if err := c.PingContext(ctx); err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, c)
+			}
+			var u3ID string
+			for _, n := range nodes {
+				rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "root", "SHOW PROCESSLIST")
+				if err != nil {
+					t.Fatalf("SHOW PROCESSLIST on %s: %v\n%s", n.id, err, stderr)
+				}
+				users, ids := column(t, rows, "User"), column(t, rows, "Id")
+				for _, u := range []string{"u1", "u2", "u3"} {
+					i := slices.Index(users, u)
+					if i < 0 {
+						t.Errorf("SHOW PROCESSLIST on %s lacks %s's session: %v", n.id, u, rows)
+						continue
+					}
+					if u == "u3" {
+						u3ID = ids[i]
+					}
+				}
+			}
+			if u3ID == "" {
+				t.FailNow()
+			}
+
+			// KILL on node 1 of u3's session on node 3.
+			if _, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "root", "KILL '"+u3ID+"'"); err != nil {
+				t.Fatalf("KILL %s: %v\n%s", u3ID, err, stderr)
+			}
+			testenv.Eventually(t, "u3's session to end", func() bool {
+				return conns[2].PingContext(ctx) != nil
+			})
+			rows, _, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "root", "root", "SHOW PROCESSLIST")
+			if err != nil || slices.Contains(column(t, rows, "Id"), u3ID) || !slices.Contains(column(t, rows, "User"), "u1") {
+				t.Errorf("after KILL, SHOW PROCESSLIST = %v, %v; want u3's session gone, u1's there", rows, err)
+			}
+			if err := conns[0].PingContext(ctx); err != nil {
+				t.Errorf("u1's session ended with u3's: %v", err)
+			}
 		})
 	}
 }
