@@ -225,6 +225,15 @@ func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live b
 		if !ok || strings.TrimSpace(string(av.Value)) != strconv.Itoa(k.Version) {
 			return
 		}
+		if v, ok := a.active[k.Node]; ok && v == k.Version && live {
+			// The active version rewritten in place: ShardingSphere's
+			// plain puts do that when two nodes persist the same node
+			// at once, or with two versions listed on etcd.
+			if err := a.set(d, k, ev.KV.Value); err != nil {
+				a.problem(key, err)
+			}
+			return
+		}
 		a.activate(ctx, d, k, av.Value, live)
 	case k.Leaf == paths.ActiveVersionName && !del:
 		if cur, ok := a.mirror[key]; !ok || string(cur.Value) != string(ev.KV.Value) {

@@ -37,7 +37,12 @@ type Options struct {
 // global rules, props and databases, then the schemas opts.Introspect reads
 // from the real data sources (path A), in the layout of
 // cfg.Mode.Repository.Layout, and loads the result. So two nodes
-// starting together on an empty registry end with one consistent copy.
+// starting together on an empty registry end with one consistent copy. A
+// ShardingSphere node takes no lock and may persist at the same time: a
+// node another writer reached first keeps that writer's active version,
+// active_version only moves up, and nothing is deleted, so every
+// active_version names an existing version (docs/guarantees.md, "First
+// start next to ShardingSphere nodes").
 // sess may be nil only when nothing else can write the registry
 // (standalone). The returned Store is loaded; call its Run to follow
 // changes. ctx bounds the whole bootstrap.

@@ -17,9 +17,12 @@ import (
 const persistParallelism = 32
 
 // putVersioned writes content as the next version of node, makes it active,
-// then deletes the older versions (reference 1.5). Versions are created
-// exclusively, so concurrent writers never overwrite each other's version;
-// the last active_version write wins.
+// then deletes the older versions it listed (reference 1.5). Versions are
+// created exclusively, so concurrent writers never overwrite each other's
+// version, and active_version only moves up: it is a compare-and-set from
+// the value read, skipped when another writer has made a newer version
+// active meanwhile (its view is newer than ours; our version stays until
+// the node's next write). It returns the version active when it is done.
 func putVersioned(ctx context.Context, repo registry.Repository, node string, content []byte) (int, error) {
 	children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
 	if err != nil {
@@ -32,19 +35,13 @@ func putVersioned(ctx context.Context, repo registry.Repository, node string, co
 			next = max(next, n+1)
 		}
 	}
-	for {
-		_, err := repo.Create(ctx, paths.Version(node, next), content)
-		if errors.Is(err, registry.ErrExists) {
-			next++
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		break
-	}
-	if _, err := repo.Put(ctx, paths.ActiveVersion(node), []byte(strconv.Itoa(next))); err != nil {
+	next, err = createVersion(ctx, repo, node, next, content)
+	if err != nil {
 		return 0, err
+	}
+	active, err := raiseActive(ctx, repo, node, next)
+	if err != nil || active != next {
+		return active, err
 	}
 	for _, n := range old {
 		if n < next {
@@ -54,6 +51,79 @@ func putVersioned(ctx context.Context, repo registry.Repository, node string, co
 		}
 	}
 	return next, nil
+}
+
+// createVersion creates {node}/versions/{n} for the first n >= from that
+// does not exist yet and returns n.
+func createVersion(ctx context.Context, repo registry.Repository, node string, from int, content []byte) (int, error) {
+	for n := from; ; n++ {
+		_, err := repo.Create(ctx, paths.Version(node, n), content)
+		if errors.Is(err, registry.ErrExists) {
+			continue
+		}
+		return n, err
+	}
+}
+
+// raiseActive sets node's active_version to n unless it already holds n or
+// a larger version, by compare-and-set from the value it reads, retried
+// when another writer changes it in between. It returns the active version
+// it leaves (n, or the larger one found).
+func raiseActive(ctx context.Context, repo registry.Repository, node string, n int) (int, error) {
+	key, val := paths.ActiveVersion(node), []byte(strconv.Itoa(n))
+	for {
+		kv, err := repo.Get(ctx, key)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			_, err = repo.Create(ctx, key, val)
+		case err != nil:
+			return 0, err
+		default:
+			if cur := atoi(kv.Value); cur >= n {
+				return cur, nil
+			}
+			_, err = repo.Update(ctx, key, val, kv.Version)
+		}
+		if errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+}
+
+// putContended writes content as node's first version when another writer
+// (a ShardingSphere node persisting its local configuration at its first
+// start, which takes no lock) may be writing the same node: if node already
+// has an active version the other writer's is kept; otherwise a new version
+// is created exclusively and made active only if no newer one is. Nothing
+// is deleted: a version the other writer listed may still become its
+// active_version (upstream writes the version, then active_version, then
+// deletes the older ones, with plain puts).
+func putContended(ctx context.Context, repo registry.Repository, node string, content []byte) error {
+	if _, err := repo.Get(ctx, paths.ActiveVersion(node)); err == nil {
+		return nil
+	} else if !errors.Is(err, registry.ErrNotFound) {
+		return err
+	}
+	children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
+	if err != nil {
+		return err
+	}
+	next := 0
+	for _, c := range children {
+		if n, err := strconv.Atoi(c); err == nil && n >= 0 {
+			next = max(next, n+1)
+		}
+	}
+	n, err := createVersion(ctx, repo, node, next, content)
+	if err != nil {
+		return err
+	}
+	_, err = raiseActive(ctx, repo, node, n)
+	return err
 }
 
 // putFirst writes version 0 of a node known to be new (an empty registry
@@ -218,8 +288,9 @@ func (w *writer) put(key string, err error) {
 }
 
 // commit writes version 0 and active_version of every node in one Commit
-// conditioned on all of them being absent; if one exists after all, it
-// falls back to the versioned write of each node.
+// conditioned on all of them being absent; if one exists after all
+// (another node persisted meanwhile), it falls back to putContended for
+// each node.
 func (w *writer) commit(batch []versionedNode) {
 	w.sem <- struct{}{}
 	w.wg.Add(1)
@@ -234,7 +305,7 @@ func (w *writer) commit(batch []versionedNode) {
 		_, err := w.sess.Commit(w.ctx, txn)
 		if errors.Is(err, registry.ErrExists) {
 			for _, b := range batch {
-				if _, err := putVersioned(w.ctx, w.repo, b.node, b.content); err != nil {
+				if err := putContended(w.ctx, w.repo, b.node, b.content); err != nil {
 					w.fail(err)
 					return
 				}
