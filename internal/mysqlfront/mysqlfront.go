@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
@@ -43,11 +42,11 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 )
 
-// ServerVersion is the version the front end announces in its handshake
-// and SELECT @@version shows: a MySQL version clients accept, then the
+// ServerVersion is the version the front end announces in its handshake,
+// the one SELECT @@version shows: a MySQL version clients accept, then the
 // product, as ShardingSphere-Proxy announces "5.7.22-ShardingSphere-Proxy
 // 5.5.3". It names shardkeeper, not ShardingSphere-Proxy.
-const ServerVersion = "5.7.22-" + cluster.Version
+const ServerVersion = console.MySQLServerVersion
 
 // handshakeBudget bounds what a client may send before it is
 // authenticated (TLS handshake, handshake response, password exchange).
