@@ -189,8 +189,9 @@ func (u *upstreamWriter) write(ctx context.Context, tree map[string]string) erro
 
 // TestFirstStartNextToUpstream starts a shardkeeper node (Bootstrap, with
 // the example conf) on an empty registry while a ShardingSphere node
-// persists the same conf (its exact 5.5.3 tree, written as upstream writes
-// it), many rounds on real etcd and ZooKeeper. The upstream writer always
+// persists the same conf (its exact 5.5.3 or 5.5.2 tree, written as
+// upstream writes it; the node targets the same release), many rounds on
+// real etcd and ZooKeeper. The upstream writer always
 // persists, as when its check of /metadata ran before anything was written.
 // It starts at once, as soon as the shardkeeper node holds its bootstrap
 // lock (between the node's check and its writes), or once the node's first
@@ -204,37 +205,43 @@ func (u *upstreamWriter) write(ctx context.Context, tree map[string]string) erro
 // version; the registry loads without problems into the conf's model; and
 // the shardkeeper node's own view reaches that model.
 func TestFirstStartNextToUpstream(t *testing.T) {
-	rounds := 24
-	if testing.Short() {
-		rounds = 6
-	}
-	upstreamTree := readTree(t, "shardingsphere-5.5.3.yaml")
-	want := model(t, loadTree(t, upstreamTree))
-	for _, b := range realBackends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			var contended, both, nodes int
-			for round := range rounds {
-				c, two, n := firstStartRound(t, b, round, upstreamTree, want)
-				if c > 0 {
-					contended++
+	backends := realBackends(t)
+	for _, target := range []struct {
+		layout paths.Layout
+		rounds int
+	}{{paths.Layout553, 24}, {paths.Layout552, 12}} {
+		rounds := target.rounds
+		if testing.Short() {
+			rounds = 4
+		}
+		upstreamTree := readTree(t, "shardingsphere-"+target.layout.String()+".yaml")
+		want := model(t, loadTree(t, upstreamTree))
+		for _, b := range backends {
+			t.Run(target.layout.String()+"/"+b.name, func(t *testing.T) {
+				var contended, both, nodes int
+				for round := range rounds {
+					c, two, n := firstStartRound(t, b, target.layout, round, upstreamTree, want)
+					if c > 0 {
+						contended++
+					}
+					if two > 0 {
+						both++
+					}
+					nodes += n
 				}
-				if two > 0 {
-					both++
+				t.Logf("%d rounds, %d versioned nodes: in %d the upstream writer found the node's versions under its own; in %d both kept a version of some node", rounds, nodes, contended, both)
+				if contended == 0 {
+					t.Fatal("no round overlapped the two writers: the test proved nothing")
 				}
-				nodes += n
-			}
-			t.Logf("%d rounds, %d versioned nodes: in %d the upstream writer found the node's versions under its own; in %d both kept a version of some node", rounds, nodes, contended, both)
-			if contended == 0 {
-				t.Fatal("no round overlapped the two writers: the test proved nothing")
-			}
-		})
+			})
+		}
 	}
 }
 
 // firstStartRound runs one round and returns how many nodes the upstream
 // writer found versions of, how many nodes hold two versions or more at the
 // end (both writers' versions kept) and how many nodes it wrote.
-func firstStartRound(t *testing.T, b backend, round int, upstreamTree map[string]string, want any) (contended, both, nodes int) {
+func firstStartRound(t *testing.T, b backend, layout paths.Layout, round int, upstreamTree map[string]string, want any) (contended, both, nodes int) {
 	ctx := testenv.Context(t)
 	repo := b.open(t)
 	up := &upstreamWriter{repo: another(t, repo), etcd: b.name == "etcd", active: map[string]int{}, slow: round%4 == 3}
@@ -285,7 +292,9 @@ func firstStartRound(t *testing.T, b backend, round int, upstreamTree map[string
 			return err == nil && len(vs) > 0
 		})
 	}
-	store, err := Bootstrap(ctx, repo, sess, exampleConfig(t), Options{Introspect: fakeIntrospect, Logger: quietLog()})
+	cfg := exampleConfig(t)
+	cfg.Mode.Repository.Layout = layout
+	store, err := Bootstrap(ctx, repo, sess, cfg, Options{Introspect: fakeIntrospect, Logger: quietLog()})
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("round %d: Bootstrap: %v", round, err)
