@@ -32,17 +32,33 @@ var computeNodeInfoColumns = []Column{
 	{Name: "worker_id", Type: Int64}, {Name: "labels"}, {Name: "version"},
 }
 
+// nodeRows are SHOW COMPUTE NODES' rows for one membership view; changed
+// is closed when the view changes.
+type nodeRows struct {
+	rows    [][]*string
+	changed <-chan struct{}
+}
+
+// showComputeNodes lists the node's membership view. The rows are built
+// once per view and shared by every statement until the view changes
+// (front ends only read them).
 func (e *Engine) showComputeNodes(_ context.Context, _ *Session, _ *distsql.ShowComputeNodes) (*Result, error) {
-	list := e.d.Node.Instances()
-	res := &Result{Columns: computeNodesColumns, Rows: make([][]*string, 0, len(list))}
+	if c := e.nodeRows.Load(); c != nil {
+		select {
+		case <-c.changed:
+		default:
+			return &Result{Columns: computeNodesColumns, Rows: c.rows}, nil
+		}
+	}
+	list, changed := e.d.Node.InstancesChanged()
+	rows := make([][]*string, 0, len(list))
 	for _, inst := range list {
 		r := computenode.RowOf(inst, e.d.ModeType)
-		res.Rows = append(res.Rows, []*string{
-			str(r.InstanceID), str(r.InstanceType), str(r.Host), str(strconv.Itoa(r.Port)), str(r.Status),
-			str(r.ModeType), str(strconv.Itoa(r.WorkerID)), str(strings.Join(r.Labels, ",")), str(r.Version), str(r.DatabaseName),
-		})
+		rows = append(rows, strs(r.InstanceID, r.InstanceType, r.Host, strconv.Itoa(r.Port), r.Status,
+			r.ModeType, strconv.Itoa(r.WorkerID), strings.Join(r.Labels, ","), r.Version, r.DatabaseName))
 	}
-	return res, nil
+	e.nodeRows.Store(&nodeRows{rows: rows, changed: changed})
+	return &Result{Columns: computeNodesColumns, Rows: rows}, nil
 }
 
 // self is this node's row: from the membership view, or built from its

@@ -54,7 +54,8 @@ type Column struct {
 
 // Result is what a statement returns: a result set when Columns is not
 // empty, otherwise an OK with Affected rows. A nil *string in a row is
-// SQL NULL.
+// SQL NULL. Results may share their Columns and Rows with other results
+// (cached views): a front end reads them and never modifies them.
 type Result struct {
 	Columns  []Column
 	Rows     [][]*string

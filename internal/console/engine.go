@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
@@ -75,6 +76,8 @@ const MaxNextKeys = 100_000
 type Engine struct {
 	d   Deps
 	log *slog.Logger
+
+	nodeRows atomic.Pointer[nodeRows] // SHOW COMPUTE NODES of the current membership view
 
 	mu     sync.Mutex
 	sess   registry.Session // owns the labels nodes the engine created; nil until needed

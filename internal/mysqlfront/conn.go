@@ -25,6 +25,14 @@ var errHandshakeTooLarge = errors.New("the client sent more than 64 KiB before l
 // On a server with TLS, the first packet of 32 bytes is the client's
 // SSLRequest: the bytes after it are TLS records, which limitConn passes
 // unframed; the session then puts another limitConn above the TLS layer.
+//
+// Once the client is logged in (buffer set), it also gathers what go-mysql
+// writes (a packet per write: a result set of 100 rows would be more than
+// 100 system calls and TCP segments) and sends it before the next read,
+// when maxPending bytes are waiting, or on flush, which the session calls
+// before it closes the connection: an answer always goes out before the
+// wait for the client's next packet. Over TLS only the limitConn above the
+// TLS layer gathers.
 type limitConn struct {
 	net.Conn
 	host       net.Addr // RemoteAddr: the client's address without its port
@@ -41,6 +49,57 @@ type limitConn struct {
 	first     bool // the first packet was seen
 	tlsNext   bool // the current packet is an SSLRequest
 	err       error
+
+	buffer  bool   // gather writes
+	pending []byte // written, not yet sent
+	werr    error  // the first failed send; later writes fail with it
+}
+
+// maxPending bounds the bytes limitConn gathers before it sends them.
+const maxPending = 64 << 10
+
+func (c *limitConn) Write(p []byte) (int, error) {
+	if !c.buffer {
+		return c.Conn.Write(p)
+	}
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	if len(c.pending)+len(p) > maxPending {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+		if len(p) > maxPending {
+			n, err := c.Conn.Write(p)
+			if err != nil {
+				c.werr = err
+			}
+			return n, err
+		}
+	}
+	c.pending = append(c.pending, p...)
+	return len(p), nil
+}
+
+// flush sends what Write gathered.
+func (c *limitConn) flush() error {
+	if c.werr != nil || len(c.pending) == 0 {
+		return c.werr
+	}
+	_, err := c.Conn.Write(c.pending)
+	c.pending = c.pending[:0]
+	if cap(c.pending) > maxPending {
+		c.pending = nil
+	}
+	if err != nil {
+		c.werr = err
+	}
+	return err
+}
+
+func (c *limitConn) Close() error {
+	_ = c.flush()
+	return c.Conn.Close()
 }
 
 type hostAddr string
@@ -58,6 +117,9 @@ func (c *limitConn) RemoteAddr() net.Addr {
 func (c *limitConn) Read(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
+	}
+	if err := c.flush(); err != nil {
+		return 0, err
 	}
 	n, err := c.Conn.Read(p)
 	if c.budget >= 0 {
@@ -93,6 +155,7 @@ func (c *limitConn) scan(b []byte) error {
 			c.total += length
 			if c.total > c.max {
 				e := mysql.NewError(mysql.ER_NET_PACKET_TOO_LARGE, fmt.Sprintf("Got a packet bigger than 'max_allowed_packet' bytes (%d)", c.max))
+				_ = c.flush()
 				_ = writeErrPacket(c.Conn, c.hdr[3]+1, e)
 				return e
 			}

@@ -137,6 +137,10 @@ func (ss *session) serve() {
 		// Bound the packets above TLS; lc only sees records.
 		conn.Conn.Conn = &limitConn{Conn: t, host: lc.host, max: cfg.MaxPacketSize, framing: true, budget: -1}
 	}
+	if c, ok := conn.Conn.Conn.(*limitConn); ok {
+		c.buffer = true
+		defer func() { _ = c.flush() }() // before kill closes the connection
+	}
 	conn.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	if t := cfg.Processes; t != nil {
 		remove := t.Add(process.Process{
