@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bufio"
+	"database/sql"
 	"errors"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -29,8 +31,9 @@ import (
 // test's etcd without credentials (the test server has no authentication),
 // and every listening address on loopback port 0. The node starts as the
 // pod's name, /readyz answers 200, /metrics refuses a scrape without the
-// token and answers the ServiceMonitor's, and SIGTERM makes it leave (no
-// online node) well within terminationGracePeriodSeconds.
+// token and answers the ServiceMonitor's, the DistSQL console takes the
+// Secret's authority user with its password only, and SIGTERM makes it
+// leave (no online node) well within terminationGracePeriodSeconds.
 func TestStatefulSetCommandRuns(t *testing.T) {
 	endpoints := testenv.EtcdEndpoints(t)
 	m := loadManifests(t)
@@ -42,22 +45,25 @@ func TestStatefulSetCommandRuns(t *testing.T) {
 
 	// The Secret volumes, as the kubelet lays them out.
 	root := t.TempDir()
-	var global struct {
-		Mode struct {
-			Type       string `json:"type"`
-			Repository struct {
-				Type  string            `json:"type"`
-				Props map[string]string `json:"props"`
-			} `json:"repository"`
-		} `json:"mode"`
-	}
-	if err := yaml.UnmarshalStrict([]byte(m.secret.StringData["global.yaml"]), &global); err != nil {
+	var global map[string]any
+	if err := yaml.Unmarshal([]byte(m.secret.StringData["global.yaml"]), &global); err != nil {
 		t.Fatalf("the example Secret's global.yaml: %v", err)
 	}
-	props := global.Mode.Repository.Props
+	props, ok := dig(global, "mode", "repository", "props").(map[string]any)
+	if !ok {
+		t.Fatalf("the example Secret's global.yaml has no mode.repository.props: %v", global)
+	}
 	props["server-lists"], props["namespace"] = strings.Join(endpoints, ","), ns
 	delete(props, "username")
 	delete(props, "password")
+	users, _ := dig(global, "authority", "users").([]any)
+	if len(users) == 0 {
+		t.Fatal("the example Secret's global.yaml has no authority users: the DistSQL console would take loopback clients only")
+	}
+	user, _ := users[0].(map[string]any)
+	consoleUser, _ := user["user"].(string)
+	consoleUser, _, _ = strings.Cut(consoleUser, "@")
+	consolePassword, _ := user["password"].(string)
 	globalYAML, err := yaml.Marshal(global)
 	if err != nil {
 		t.Fatal(err)
@@ -125,13 +131,14 @@ func TestStatefulSetCommandRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	httpAddr := make(chan string, 1)
+	started := make(chan string, 1)
 	go func() {
+		var out strings.Builder
 		sc := bufio.NewScanner(stdout)
-		re := regexp.MustCompile(`HTTP API and status page on http://([^/]+)/`)
 		for sc.Scan() {
-			if mm := re.FindStringSubmatch(sc.Text()); mm != nil {
-				httpAddr <- mm[1]
+			out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "shardkeeper: running") {
+				started <- out.String()
 			}
 		}
 		exited <- cmd.Wait()
@@ -142,15 +149,24 @@ func TestStatefulSetCommandRuns(t *testing.T) {
 			<-exited
 		}
 	})
-	var base string
+	var out string
 	select {
-	case a := <-httpAddr:
-		base = "http://" + a
+	case out = <-started:
 	case err := <-exited:
 		t.Fatalf("serve %s exited: %v\n%s", strings.Join(args, " "), err, stderr.LastLines(20))
 	case <-ctx.Done():
 		t.Fatalf("serve did not start: %s", stderr.LastLines(20))
 	}
+	addr := func(re string) string {
+		t.Helper()
+		mm := regexp.MustCompile(re).FindStringSubmatch(out)
+		if mm == nil {
+			t.Fatalf("serve printed no line matching %q:\n%s", re, out)
+		}
+		return mm[1]
+	}
+	base := "http://" + addr(`HTTP API and status page on http://([^/]+)/`)
+	mysqlAddr := addr(`DistSQL console over the MySQL protocol on (\S+) `)
 	testenv.Eventually(t, "/readyz to answer 200", func() bool { code, _ := httpGet(t, base+"/readyz"); return code == http.StatusOK })
 	if code, _ := httpGet(t, base+"/metrics"); code != http.StatusForbidden {
 		t.Errorf("/metrics without the token = %d, want 403 (--open-reads=false)", code)
@@ -164,6 +180,36 @@ func TestStatefulSetCommandRuns(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics with the ServiceMonitor's token = %d", resp.StatusCode)
+	}
+
+	// The DistSQL console takes the Secret's authority user, and only with
+	// its password.
+	nodes := 0
+	db := mysqlDB(t, mysqlAddr, consoleUser, consolePassword)
+	rows, err := db.QueryContext(ctx, "SHOW COMPUTE NODES")
+	if err != nil {
+		t.Fatalf("SHOW COMPUTE NODES as %s: %v", consoleUser, err)
+	}
+	for rows.Next() {
+		var id string
+		cols, _ := rows.Columns()
+		dst := make([]any, len(cols))
+		dst[0] = &id
+		for i := 1; i < len(dst); i++ {
+			dst[i] = new(sql.RawBytes)
+		}
+		if err := rows.Scan(dst...); err != nil {
+			t.Fatal(err)
+		}
+		if id == podName {
+			nodes++
+		}
+	}
+	if err := rows.Close(); err != nil || nodes != 1 {
+		t.Fatalf("SHOW COMPUTE NODES lists %s %d times (%v), want once", podName, nodes, err)
+	}
+	if err := mysqlDB(t, mysqlAddr, consoleUser, consolePassword+"-wrong").PingContext(ctx); mysqlErrNumber(err) != 1045 {
+		t.Fatalf("login with a wrong password: %v, want error 1045", err)
 	}
 
 	repo, err := connect.Open(ctx, config.Repository{Type: config.RepositoryEtcd, ServerLists: endpoints, Namespace: ns, ConnectTimeout: 10 * time.Second})
@@ -196,4 +242,36 @@ func TestStatefulSetCommandRuns(t *testing.T) {
 	if _, err := repo.Get(ctx, online); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("online node after SIGTERM: %v, want it gone", err)
 	}
+}
+
+// dig returns the value at the path of keys in nested maps, or nil.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func mysqlDB(t *testing.T, addr, user, password string) *sql.DB {
+	t.Helper()
+	c := gomysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr, c.Timeout = user, password, "tcp", addr, 10*time.Second
+	db, err := sql.Open("mysql", c.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func mysqlErrNumber(err error) uint16 {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
 }
