@@ -46,6 +46,7 @@ func newServeCommand() *cobra.Command {
 		udpAddr   string
 		mysqlAddr string
 		mysqlMax  int
+		pgAddr    string
 		hf        httpFlags
 	)
 	cmd := &cobra.Command{
@@ -118,9 +119,13 @@ port answers, and STOPPING=1 when it begins to leave.`,
 			if err != nil {
 				return err
 			}
+			pgConf, err := hf.postgreSQLConfig(cmd.Context(), pgAddr)
+			if err != nil {
+				return err
+			}
 			node.Logger = log
 			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
-				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr), MySQL: mysqlConf})
+				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf})
 			if err != nil {
 				return err
 			}
@@ -146,6 +151,10 @@ port answers, and STOPPING=1 when it begins to leave.`,
 			if d.MySQLAddr != "" {
 				host, port, _ := net.SplitHostPort(d.MySQLAddr)
 				fmt.Fprintf(out, "shardkeeper: DistSQL console over the MySQL protocol on %s (mariadb -h %s -P %s -u USER -p; TLS %v)\n", d.MySQLAddr, host, port, mysqlConf.TLS != nil)
+			}
+			if d.PostgreSQLAddr != "" {
+				host, port, _ := net.SplitHostPort(d.PostgreSQLAddr)
+				fmt.Fprintf(out, "shardkeeper: DistSQL console over the PostgreSQL protocol on %s (psql -h %s -p %s -U USER; TLS %v)\n", d.PostgreSQLAddr, host, port, pgConf.TLS != nil)
 			}
 			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
 			// systemd's Type=notify: ready once every port answers.
@@ -187,6 +196,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
 	fl.StringVar(&mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.IntVar(&mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
+	fl.StringVar(&pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
@@ -279,6 +289,19 @@ func (h httpFlags) mysqlConfig(ctx context.Context, addr string, explicit, publi
 		c.FallbackAddr = "127.0.0.1:0"
 	}
 	return c, nil
+}
+
+// postgreSQLConfig is the console of serve --postgresql addr, with the
+// TLS of --tls-cert/--tls-key; nil when addr is "" or "off".
+func (h httpFlags) postgreSQLConfig(ctx context.Context, addr string) (*daemon.PostgreSQLConfig, error) {
+	if addr == "" || strings.EqualFold(addr, "off") {
+		return nil, nil
+	}
+	tc, err := h.tlsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.PostgreSQLConfig{Addr: addr, TLS: tc}, nil
 }
 
 // newLogger returns a text or JSON logger whose every line carries the

@@ -56,6 +56,9 @@ type Config struct {
 	// MySQL, when set, serves the DistSQL console over the MySQL
 	// protocol.
 	MySQL *MySQLConfig
+	// PostgreSQL, when set, serves the DistSQL console over the
+	// PostgreSQL protocol.
+	PostgreSQL *PostgreSQLConfig
 }
 
 // Daemon is a running node. Close it to leave the cluster.
@@ -83,6 +86,9 @@ type Daemon struct {
 	// MySQLAddr is the bound address of the MySQL console (empty without
 	// Config.MySQL).
 	MySQLAddr string
+	// PostgreSQLAddr is the bound address of the PostgreSQL console (empty
+	// without Config.PostgreSQL).
+	PostgreSQLAddr string
 
 	cfg        Config
 	nodeConfig cluster.Config      // Config.Node with the defaults Start filled in
@@ -216,7 +222,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	return d, nil
 }
 
-// bind binds the configured front ends: HTTP, RESP, UDP, MySQL.
+// bind binds the configured front ends: HTTP, RESP, UDP, MySQL, PostgreSQL.
 func (d *Daemon) bind() error {
 	if c := d.cfg.HTTP; c != nil {
 		h, err := bindHTTP(c, d.log)
@@ -245,6 +251,13 @@ func (d *Daemon) bind() error {
 			return err
 		}
 		d.frontends, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m.ln.Addr().String(), m.port()
+	}
+	if c := d.cfg.PostgreSQL; c != nil {
+		p, err := bindPostgreSQL(c)
+		if err != nil {
+			return err
+		}
+		d.frontends, d.PostgreSQLAddr = append(d.frontends, p), p.ln.Addr().String()
 	}
 	return nil
 }
@@ -289,15 +302,19 @@ const MaxCloseTime = CloseTimeout + watchStopWait
 // Close leaves the cluster, in this order:
 //
 //  1. Every front end stops taking key requests: the key services (RESP,
-//     UDP) stop answering and close their ports; HTTP keeps its port, and
-//     /readyz and key requests answer 503 "the node is shutting down", so
-//     that probes see the shutdown rather than a refused connection.
+//     UDP) stop answering and close their ports, the MySQL and
+//     PostgreSQL consoles close their ports and end their sessions; HTTP
+//     keeps its port, and /readyz and key requests answer 503 "the node
+//     is shutting down", so that probes see the shutdown rather than a
+//     refused connection.
 //  2. The node stops issuing, publishes its final fence and goes offline.
 //  3. The node stops answering process triggers (askers no longer list it
 //     once it is offline) and withdraws its props acknowledgement.
 //  4. The HTTP server closes its port; requests in flight finish (at most
 //     5 seconds), event streams are cut.
-//  5. The metadata watch stops and the registry client closes.
+//  5. The console engine closes its registry session (the labels nodes
+//     it created go), the metadata watch stops and the registry client
+//     closes.
 //
 // ctx bounds the registry writes and the waits for requests in flight.
 func (d *Daemon) Close(ctx context.Context) error {
@@ -310,11 +327,12 @@ func (d *Daemon) Close(ctx context.Context) error {
 	for i := len(d.frontends) - 1; i >= 0; i-- {
 		d.frontends[i].stop(ctx)
 	}
+	consoleErr := d.Console.Close(ctx)
 	d.cancel()
 	select {
 	case <-d.runDone:
 	case <-time.After(watchStopWait):
 		d.log.Warn("metadata watch did not stop in time", "waited", watchStopWait)
 	}
-	return errors.Join(nodeErr, d.Repo.Close())
+	return errors.Join(nodeErr, consoleErr, d.Repo.Close())
 }

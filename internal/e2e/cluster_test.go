@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,11 +50,17 @@ func freePort(t *testing.T) int {
 }
 
 // startServe runs serve --conf conf with its own instance id and HTTP port
-// and the extra arguments, and waits until /readyz answers 200.
+// and the extra arguments, and waits until /readyz answers 200 (over
+// HTTPS, not checking the certificate, when extra has --tls-cert).
 func startServe(t *testing.T, conf, id string, port int, extra ...string) *proc {
 	t.Helper()
 	httpPort := freePort(t)
-	p := &proc{id: id, url: fmt.Sprintf("http://127.0.0.1:%d", httpPort), done: make(chan error, 1)}
+	scheme, probe := "http", http.DefaultClient
+	if slices.Contains(extra, "--tls-cert") {
+		scheme = "https"
+		probe = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
+	p := &proc{id: id, url: fmt.Sprintf("%s://127.0.0.1:%d", scheme, httpPort), done: make(chan error, 1)}
 	args := []string{"serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
 		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--log-format", "json", "--reservation", "1500ms"}
 	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), append(args, extra...)...)
@@ -71,7 +79,7 @@ func startServe(t *testing.T, conf, id string, port int, extra ...string) *proc 
 			t.Fatalf("%s exited at start: %v\nstdout:\n%s\nstderr:\n%s", id, err, p.stdout.String(), p.stderr.String())
 		default:
 		}
-		if r, err := http.Get(p.url + "/readyz"); err == nil {
+		if r, err := probe.Get(p.url + "/readyz"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
 				return p

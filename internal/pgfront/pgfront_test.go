@@ -301,6 +301,11 @@ func TestPsql(t *testing.T) {
 	if err == nil || !strings.Contains(out, "ERROR:  You have an error in your SQL syntax: SHOW  NODES") || !strings.Contains(out, "LINE 1: SHOW  NODES\n             ^") {
 		t.Fatalf("psql with a syntax error: %v\n%s", err, out)
 	}
+	// In a query of several statements, the position is in the whole text.
+	out, err = psql(t, pass, dsn(addr, "root", "", ""), "-c", "SHOW THINGS;\n  SHOW  NODES")
+	if err == nil || !strings.Contains(out, "LINE 2:   SHOW  NODES\n               ^") {
+		t.Fatalf("psql with a syntax error in the second statement: %v\n%s", err, out)
+	}
 	out, err = psql(t, []string{"PGPASSWORD=wrong"}, dsn(addr, "root", "", ""), "-c", "SHOW THINGS")
 	if err == nil || !strings.Contains(out, `password authentication failed for user "root"`) {
 		t.Fatalf("psql with a wrong password: %v\n%s", err, out)

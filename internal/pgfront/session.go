@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -205,14 +206,23 @@ func errorResponse(err error) *pgproto3.ErrorResponse {
 func (sess *session) simpleQuery(text string) {
 	delete(sess.stmts, "")
 	delete(sess.portals, "")
-	stmts := Split(text)
+	stmts := split(text)
 	if len(stmts) == 0 {
 		sess.be.Send(&pgproto3.EmptyQueryResponse{})
 		return
 	}
-	for _, q := range stmts {
+	for _, p := range stmts {
+		q := p.text
 		res, err := sess.exec(q)
 		if err != nil {
+			// A position is the statement's; the client counts in the
+			// whole query text.
+			var ce *console.Error
+			if errors.As(err, &ce) && ce.Position > 0 && p.start > 0 {
+				moved := *ce
+				moved.Position += utf8.RuneCountInString(text[:p.start])
+				err = &moved
+			}
 			sess.fail(err, false)
 			return
 		}

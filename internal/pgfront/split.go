@@ -8,23 +8,41 @@ import "strings"
 // line, /* ... */). Each statement is trimmed of spaces; empty statements
 // (only spaces or comments) are left out.
 func Split(text string) []string {
+	var stmts []string
+	for _, p := range split(text) {
+		stmts = append(stmts, p.text)
+	}
+	return stmts
+}
+
+// piece is one statement of a query text and its byte offset there.
+type piece struct {
+	text  string
+	start int
+}
+
+// split is Split with the offsets of the statements.
+func split(text string) []piece {
 	var (
-		stmts []string
-		start int
+		pieces []piece
+		start  int
 	)
-	add := func(s string) {
-		if strings.TrimSpace(stripComments(s)) != "" {
-			stmts = append(stmts, strings.TrimSpace(s))
+	add := func(from, to int) {
+		s := text[from:to]
+		if strings.TrimSpace(stripComments(s)) == "" {
+			return
 		}
+		lead := len(s) - len(strings.TrimLeft(s, " \t\r\n\f\v"))
+		pieces = append(pieces, piece{text: strings.TrimSpace(s), start: from + lead})
 	}
 	scan(text, func(i int, c byte, quoted bool) {
 		if c == ';' && !quoted {
-			add(text[start:i])
+			add(start, i)
 			start = i + 1
 		}
 	})
-	add(text[start:])
-	return stmts
+	add(start, len(text))
+	return pieces
 }
 
 // stripComments returns q with its comments replaced by a space.

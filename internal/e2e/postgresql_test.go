@@ -1,0 +1,255 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+// tlsFiles writes a CA, and a certificate for 127.0.0.1 and localhost
+// signed by it with its key, and returns the three PEM files.
+func tlsFiles(t *testing.T) (caFile, certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shardkeeper e2e CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, certFile, keyFile = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "node.pem"), filepath.Join(dir, "node-key.pem")
+	for f, b := range map[string]*pem.Block{
+		caFile:   {Type: "CERTIFICATE", Bytes: caDER},
+		certFile: {Type: "CERTIFICATE", Bytes: der},
+		keyFile:  {Type: "PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return caFile, certFile, keyFile
+}
+
+// pgDSN is a libpq connection string to the console at addr.
+func pgDSN(addr, user, password, ssl string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	s := fmt.Sprintf("host=%s port=%s user=%s dbname=sharding_db connect_timeout=10 %s", host, port, user, ssl)
+	if password != "" {
+		s += " password='" + password + "'"
+	}
+	return s
+}
+
+// upstreamComputeNodeColumns are SHOW COMPUTE NODES' columns as
+// ShardingSphere's ShowComputeNodesExecutor names them.
+var upstreamComputeNodeColumns = []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "labels", "version", "database_name"}
+
+// TestPostgreSQLConsole runs two serve processes with --postgresql and
+// TLS, with a user in the authority rule, on real etcd and on real
+// ZooKeeper, and drives them with pgx and the real psql: SCRAM over
+// sslmode=verify-full, SHOW COMPUTE NODES with upstream's columns and
+// both nodes, a syntax error's SQL state and position, a wrong password refused
+// (28P01), and a cancel request cutting a statement short.
+func TestPostgreSQLConsole(t *testing.T) {
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Fatal("psql not found: scripts/servers.sh installs Debian postgresql-client")
+	}
+	for _, reg := range []struct{ name, typ string }{{"etcd", "etcd"}, {"ZooKeeper", "ZooKeeper"}} {
+		t.Run(reg.name, func(t *testing.T) {
+			var servers string
+			if reg.typ == "etcd" {
+				servers = strings.Join(testenv.EtcdEndpoints(t), ",")
+			} else {
+				servers = strings.Join(testenv.ZooKeeperServers(t), ",")
+			}
+			postgreSQLConsole(t, writeConf(t, reg.typ, servers))
+		})
+	}
+}
+
+func postgreSQLConsole(t *testing.T, conf string) {
+	f, err := os.OpenFile(filepath.Join(conf, "global.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("authority:\n  users:\n    - user: root@%\n      password: \"r00t pass\"\n  privilege:\n    type: ALL_PERMITTED\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	caFile, certFile, keyFile := tlsFiles(t)
+	var procs []*proc
+	var addrs []string
+	for i := 1; i <= 2; i++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		procs = append(procs, startServe(t, conf, fmt.Sprintf("pg-node-%d", i), 3300+i,
+			"--postgresql", addr, "--tls-cert", certFile, "--tls-key", keyFile))
+		addrs = append(addrs, addr)
+	}
+	ctx := testenv.Context(t)
+	verify := "sslmode=verify-full sslrootcert=" + caFile
+	c, err := pgx.Connect(ctx, pgDSN(addrs[0], "root", "r00t pass", verify+" channel_binding=require"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+
+	// SHOW COMPUTE NODES: upstream's columns, both nodes, worker ids.
+	var ids []string
+	testenv.Eventually(t, "SHOW COMPUTE NODES lists both nodes", func() bool {
+		rows, err := c.Query(ctx, "SHOW COMPUTE NODES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for _, fd := range rows.FieldDescriptions() {
+			cols = append(cols, fd.Name)
+		}
+		if !slices.Equal(cols, upstreamComputeNodeColumns) {
+			t.Fatalf("SHOW COMPUTE NODES columns %q, want upstream's %q", cols, upstreamComputeNodeColumns)
+		}
+		ids = ids[:0]
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, ok := v[6].(int64); !ok || w < 0 {
+				t.Fatalf("worker_id %#v: want an int8 of 0 or more", v[6])
+			}
+			ids = append(ids, fmt.Sprint(v[0]))
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		slices.Sort(ids)
+		return slices.Equal(ids, []string{"pg-node-1", "pg-node-2"})
+	})
+
+	// psql on the other node, over TLS, with -c and -f.
+	out, err := psqlRun(t, "r00t pass", pgDSN(addrs[1], "root", "", verify), "-A", "-t", "-F", ",", "-c", "SHOW COMPUTE NODES")
+	if err != nil || !strings.Contains(out, "pg-node-1,") || !strings.Contains(out, "pg-node-2,") {
+		t.Fatalf("psql SHOW COMPUTE NODES: %v\n%s", err, out)
+	}
+	file := filepath.Join(t.TempDir(), "statements.sql")
+	if err := os.WriteFile(file, []byte("SHOW COMPUTE NODE INFO;\nSHOW DIST VARIABLES LIKE 'sql_show';\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = psqlRun(t, "r00t pass", pgDSN(addrs[1], "root", "", verify), "-A", "-t", "-F", ",", "-f", file)
+	if err != nil || !strings.HasPrefix(out, "pg-node-2,") || !strings.Contains(out, "sql_show,false") {
+		t.Fatalf("psql -f: %v\n%s", err, out)
+	}
+
+	// A syntax error: upstream's SQL state.
+	_, err = c.Exec(ctx, "SHOW COMPUTE NODEZ")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42000" || pe.Position != 14 {
+		t.Fatalf("a syntax error: %#v, want SQL state 42000 at position 14", err)
+	}
+	out, err = psqlRun(t, "r00t pass", pgDSN(addrs[1], "root", "", verify), "-c", "SHOW COMPUTE NODEZ")
+	if err == nil || !strings.Contains(out, "ERROR:  You have an error in your SQL syntax") || !strings.Contains(out, "LINE 1: SHOW COMPUTE NODEZ\n                     ^") {
+		t.Fatalf("psql with a syntax error: %v\n%s", err, out)
+	}
+
+	// A wrong password.
+	_, err = pgx.Connect(ctx, pgDSN(addrs[1], "root", "wrong", verify))
+	if !errors.As(err, &pe) || pe.Code != "28P01" {
+		t.Fatalf("a wrong password: %v, want 28P01", err)
+	}
+	out, err = psqlRun(t, "wrong", pgDSN(addrs[0], "root", "", verify), "-c", "SHOW COMPUTE NODES")
+	if err == nil || !strings.Contains(out, `password authentication failed for user "root"`) {
+		t.Fatalf("psql with a wrong password: %v\n%s", err, out)
+	}
+
+	// Cancel: with pg-node-2 paused (still online), SET DIST VARIABLE on
+	// pg-node-1 waits for it up to its timeout (3 s); pgx's cancel request
+	// when its context ends cuts the wait short.
+	c3, err := pgx.Connect(ctx, pgDSN(addrs[0], "root", "r00t pass", verify))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close(context.Background())
+	if err := procs[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer procs[1].cmd.Process.Signal(syscall.SIGCONT)
+	done := make(chan struct{})
+	go func() {
+		// Cancel requests until the statement ends: one that arrives
+		// before it runs cancels nothing.
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				_ = c3.PgConn().CancelRequest(ctx)
+			}
+		}
+	}()
+	start := time.Now()
+	_, err = c3.Exec(ctx, "SET DIST VARIABLE sql_show = true")
+	close(done)
+	if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 2500*time.Millisecond {
+		t.Fatalf("SET DIST VARIABLE with a paused node, cancelled: %v after %v, want 57014 well before its 3 s wait ends", err, time.Since(start))
+	}
+	t.Logf("cancelled SET DIST VARIABLE returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// psqlRun runs psql -X -v ON_ERROR_STOP=1 with args and the password.
+func psqlRun(t *testing.T, password string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "psql", append([]string{"-X", "-v", "ON_ERROR_STOP=1"}, args...)...)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
