@@ -96,7 +96,8 @@ var upstreamComputeNodeColumns = []string{"instance_id", "instance_type", "host"
 // ZooKeeper, and drives them with pgx and the real psql: SCRAM over
 // sslmode=verify-full, SHOW COMPUTE NODES with upstream's columns and
 // both nodes, a syntax error's SQL state and position, a wrong password refused
-// (28P01), and a cancel request cutting a statement short.
+// (28P01), one node's SHOW PROCESSLIST listing, and its KILL ending, the
+// other node's session, and a cancel request cutting a statement short.
 func TestPostgreSQLConsole(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Fatal("psql not found: scripts/servers.sh installs Debian postgresql-client")
@@ -207,6 +208,43 @@ func postgreSQLConsole(t *testing.T, conf string) {
 		t.Fatalf("psql with a wrong password: %v\n%s", err, out)
 	}
 
+	// The other node lists this session and kills it.
+	var connID int64
+	if err := c.QueryRow(ctx, "SELECT CONNECTION_ID()").Scan(&connID); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := pgx.Connect(ctx, pgDSN(addrs[1], "root", "r00t pass", verify))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(context.Background())
+	rows, err := c2.Query(ctx, "SHOW PROCESSLIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	var listed []string
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, fmt.Sprint(v))
+		if pid := fmt.Sprint(v[0]); len(pid) == 32 && pid[:8] == fmt.Sprintf("%08x", connID) && v[1] == "root" && v[2] == "127.0.0.1" && v[3] == "sharding_db" {
+			id = pid
+		}
+	}
+	if rows.Err() != nil || id == "" {
+		t.Fatalf("SHOW PROCESSLIST on pg-node-2 does not list pg-node-1's session %08x... as root@127.0.0.1 on sharding_db (%v):\n%s", connID, rows.Err(), strings.Join(listed, "\n"))
+	}
+	if _, err := c2.Exec(ctx, "KILL '"+id+"'"); err != nil {
+		t.Fatalf("KILL %s: %v", id, err)
+	}
+	testenv.Eventually(t, "the killed session is closed", func() bool {
+		_, err := c.Exec(ctx, "SHOW COMPUTE NODE INFO")
+		return err != nil
+	})
+
 	// Cancel: with pg-node-2 paused (still online), SET DIST VARIABLE on
 	// pg-node-1 waits for it up to its timeout (3 s); pgx's cancel request
 	// when its context ends cuts the wait short.
@@ -215,6 +253,15 @@ func postgreSQLConsole(t *testing.T, conf string) {
 		t.Fatal(err)
 	}
 	defer c3.Close(context.Background())
+	// Both nodes acknowledge props versions (a node starts doing so
+	// shortly after it starts): a SET answers without warnings.
+	testenv.Eventually(t, "SET DIST VARIABLE without warnings", func() bool {
+		out, err := psqlRun(t, "r00t pass", pgDSN(addrs[0], "root", "", verify), "-c", "SET DIST VARIABLE sql_show = false")
+		if err != nil {
+			t.Fatalf("SET DIST VARIABLE: %v\n%s", err, out)
+		}
+		return !strings.Contains(out, "WARNING")
+	})
 	if err := procs[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
