@@ -238,6 +238,14 @@ func parseProps(p *problems, n *yaml.Node) Props {
 		k, v := n.Content[i], n.Content[i+1]
 		field := "props." + k.Value
 		if v.Kind != yaml.ScalarNode {
+			// A property ShardingSphere does not define may hold a list
+			// or map (Properties keeps any value): kept as flow YAML.
+			if _, known := LookupProp(k.Value); !known && (v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode) {
+				if text, err := flowText(v); err == nil {
+					props[k.Value] = text
+					continue
+				}
+			}
 			p.add(v, field, "must be a scalar value")
 			continue
 		}

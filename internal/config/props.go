@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // PropType is the value type of a known property.
@@ -133,14 +135,18 @@ func (p Props) With(name, value string) (Props, error) {
 // Keys returns the set keys in sorted order.
 func (p Props) Keys() []string { return slices.Sorted(maps.Keys(p)) }
 
-// Typed returns the props as YAML-ready values: booleans and numbers typed
-// for known keys, strings otherwise (how ShardingSphere writes /props).
+// Typed returns the props as YAML-ready values (how ShardingSphere writes
+// /props): booleans and numbers typed for known keys; for unknown keys the
+// YAML value their text reads as when it is a plain number or boolean, or a
+// flow list or map (the text of a list or map read from YAML), a string
+// otherwise.
 func (p Props) Typed() map[string]any {
 	out := make(map[string]any, len(p))
 	for k, v := range p {
 		out[k] = v
 		key, ok := LookupProp(k)
 		if !ok {
+			out[k] = typedText(v)
 			continue
 		}
 		switch key.Type {
@@ -188,4 +194,42 @@ func CheckProp(name, value string) (string, error) {
 		return "", fmt.Errorf("%q is not one of %s", value, strings.Join(key.Values, ", "))
 	}
 	return value, nil
+}
+
+// maxTypedText bounds the text typedText parses.
+const maxTypedText = 4096
+
+// typedText is an unknown property's text as the value it reads as in
+// YAML when that is a plain integer, float or boolean ("3", "0.5",
+// "true"), or a flow list or map ("[a, b]", "{x: 1}"); any other text
+// (quoted, block collections, "a: b", ...) stays a string.
+func typedText(s string) any {
+	if s == "" || len(s) > maxTypedText || strings.TrimSpace(s) != s {
+		return s
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal([]byte(s), &doc) != nil || len(doc.Content) != 1 {
+		return s
+	}
+	n := doc.Content[0]
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Style == 0 && (n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!bool"):
+	case (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) && n.Style == yaml.FlowStyle:
+	default:
+		return s
+	}
+	var x any
+	if n.Decode(&x) != nil {
+		return s
+	}
+	return x
+}
+
+// flowText is a YAML list or map as one line of flow YAML, how Props keeps
+// an unknown property whose value is one.
+func flowText(n *yaml.Node) (string, error) {
+	c := *n
+	c.Style = yaml.FlowStyle
+	b, err := yaml.Marshal(&c)
+	return strings.TrimSpace(string(b)), err
 }

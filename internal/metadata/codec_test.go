@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -163,5 +164,25 @@ func TestUnitAlteredFromSnapshotKeepsWhatItRead(t *testing.T) {
 	want["maxPoolSize"] = 20
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("unit written back:\n%s\nwant the values of\n%s", out, upstreamUnit)
+	}
+}
+
+// TestPropsFromConfigKeepTheirType persists props as the first start does
+// (from global.yaml): an unknown "foo: 3" is an int in /props, a list a
+// list, and reading them back gives the same props.
+func TestPropsFromConfigKeepTheirType(t *testing.T) {
+	p := config.Props{"foo": "3", "hosts": "[a, b]", "name": "x", "sql-show": "true"}
+	out := encodeProps(p)
+	var got map[string]any
+	if err := yaml.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"foo": 3, "hosts": []any{"a", "b"}, "name": "x", "sql-show": true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("/props = %s", out)
+	}
+	back, err := decodeProps(out)
+	if err != nil || !reflect.DeepEqual(back, p) {
+		t.Fatalf("read back %v, %v; want %v", back, err, p)
 	}
 }
