@@ -3,10 +3,17 @@ package mysqlfront
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,9 +40,9 @@ type pipeConn struct {
 
 func (c pipeConn) RemoteAddr() net.Addr { return c.remote }
 
-var fuzzServer = sync.OnceValue(func() *Server {
+func newFuzzServer(tlsConfig *tls.Config) *Server {
 	s, err := New(Config{
-		Executor: echoExecutor{}, MaxPacketSize: 1 << 16,
+		Executor: echoExecutor{}, MaxPacketSize: 1 << 16, TLS: tlsConfig,
 		HandshakeTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -43,7 +50,23 @@ var fuzzServer = sync.OnceValue(func() *Server {
 		panic(err)
 	}
 	return s
-})
+}
+
+var (
+	fuzzServer    = sync.OnceValue(func() *Server { return newFuzzServer(nil) })
+	fuzzTLSServer = sync.OnceValue(func() *Server {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			panic(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			panic(err)
+		}
+		return newFuzzServer(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	})
+)
 
 // packet frames payload as one MySQL packet with sequence number seq.
 func packet(seq byte, payload []byte) []byte {
@@ -72,7 +95,10 @@ func loginPacket() []byte {
 // leaves a packet unfinished ends it by the idle or handshake timeout).
 // It fails the test when the session does not end.
 func runSession(t testing.TB, remote string, login bool, input []byte) []byte {
-	s := fuzzServer()
+	return runSessionOn(t, fuzzServer(), remote, login, input)
+}
+
+func runSessionOn(t testing.TB, s *Server, remote string, login bool, input []byte) []byte {
 	client, srv := net.Pipe()
 	ss := newSession(s, pipeConn{srv, &net.TCPAddr{IP: net.ParseIP(remote), Port: 40000}})
 	done := make(chan struct{})
@@ -107,36 +133,45 @@ func runSession(t testing.TB, remote string, login bool, input []byte) []byte {
 	return out.Bytes()
 }
 
-// FuzzSession feeds raw bytes to a session, as the handshake response
-// (login false) or as commands after a login: whatever they are, the
-// session ends (no panic, no hang), and the front end serves the next
-// client.
+// FuzzSession feeds raw bytes to a session of a front end without TLS or
+// with it (withTLS), as the handshake response (login false) or as
+// commands after a login: whatever they are, the session ends (no panic,
+// no hang), and the front end serves the next client.
 func FuzzSession(f *testing.F) {
-	f.Add(false, []byte{})
-	f.Add(false, loginPacket())
-	f.Add(false, packet(1, []byte{0x00, 0x02}))
-	f.Add(false, packet(1, make([]byte, 32))) // an SSLRequest on a server without TLS
-	f.Add(true, packet(0, []byte{mysql.COM_QUERY, 'S', 'H', 'O', 'W'}))
-	f.Add(true, packet(0, nil)) // an empty command packet
-	f.Add(true, packet(0, []byte{mysql.COM_PING}))
-	f.Add(true, packet(0, []byte{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0}))
-	f.Add(true, packet(0, []byte{mysql.COM_STMT_PREPARE, 'x'}))
-	f.Add(true, packet(0, []byte{mysql.COM_FIELD_LIST, 't', 0}))
-	f.Add(true, packet(0, []byte{mysql.COM_BINLOG_DUMP, 1}))
-	f.Add(true, packet(0, []byte{mysql.COM_BINLOG_DUMP_GTID, 1, 2}))
-	f.Add(true, packet(0, []byte{mysql.COM_REGISTER_SLAVE}))
-	f.Add(true, packet(0, []byte{mysql.COM_STMT_SEND_LONG_DATA, 1}))
-	f.Add(true, packet(0, []byte{mysql.COM_STMT_RESET}))
-	f.Add(true, []byte{0xff, 0xff, 0xff, 0, 1, 2, 3})         // a continued chunk that never ends
-	f.Add(true, []byte{0xff, 0xff, 0xfe, 0, mysql.COM_QUERY}) // longer than the bound
-	f.Add(true, packet(5, []byte{mysql.COM_QUERY, 'x'}))      // out of sequence
-	f.Fuzz(func(t *testing.T, login bool, input []byte) {
-		runSession(t, "127.0.0.1", login, input)
+	sslRequest := packet(1, append(binary.LittleEndian.AppendUint32(nil, mysql.CLIENT_PROTOCOL_41|mysql.CLIENT_SECURE_CONNECTION|mysql.CLIENT_SSL), make([]byte, 28)...))
+	f.Add(false, false, []byte{})
+	f.Add(false, false, loginPacket())
+	f.Add(false, false, packet(1, []byte{0x00, 0x02}))
+	f.Add(false, false, sslRequest) // an SSLRequest on a server without TLS
+	f.Add(true, false, sslRequest)
+	f.Add(true, false, append(slices.Clone(sslRequest), 0x16, 0x03, 0x01, 0xff, 0xff, 0, 0)) // then a broken ClientHello
+	f.Add(true, false, loginPacket())                                                        // no TLS on a TLS server
+	f.Add(true, true, packet(0, []byte{mysql.COM_QUERY, 'S'}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_QUERY, 'S', 'H', 'O', 'W'}))
+	f.Add(false, true, packet(0, nil)) // an empty command packet
+	f.Add(false, true, packet(0, []byte{mysql.COM_PING}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_STMT_PREPARE, 'x'}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_FIELD_LIST, 't', 0}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_BINLOG_DUMP, 1}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_BINLOG_DUMP_GTID, 1, 2}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_REGISTER_SLAVE}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_STMT_SEND_LONG_DATA, 1}))
+	f.Add(false, true, packet(0, []byte{mysql.COM_STMT_RESET}))
+	f.Add(false, true, []byte{0xff, 0xff, 0xff, 0, 1, 2, 3})         // a continued chunk that never ends
+	f.Add(false, true, []byte{0xff, 0xff, 0xfe, 0, mysql.COM_QUERY}) // longer than the bound
+	f.Add(false, true, packet(5, []byte{mysql.COM_QUERY, 'x'}))      // out of sequence
+	f.Fuzz(func(t *testing.T, withTLS, login bool, input []byte) {
+		s := fuzzServer()
+		if withTLS {
+			s = fuzzTLSServer()
+		}
+		runSessionOn(t, s, "127.0.0.1", login, input)
 		if login {
 			return
 		}
 		// The next client still logs in and is answered.
-		out := runSession(t, "127.0.0.1", true, packet(0, []byte{mysql.COM_QUERY, 'o', 'k'}))
+		out := runSessionOn(t, s, "127.0.0.1", true, packet(0, []byte{mysql.COM_QUERY, 'o', 'k'}))
 		if !bytes.Contains(out, []byte("ok")) {
 			t.Fatalf("a good client after input %q got %q", input, out)
 		}
