@@ -72,13 +72,21 @@ func (m *Metrics) observe(op int, start time.Time, err error) {
 	}
 	s.count.Add(1)
 	s.sumNs.Add(int64(d))
-	if err != nil && !isCtxErr(err) {
+	if err != nil && !isCtxErr(err) && !isAnswer(err) {
 		s.errors.Add(1)
 	}
 }
 
 func isCtxErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// isAnswer reports whether err is the registry's answer about the state of
+// a key (absent, present, changed, locked): the call worked, so it is not
+// counted in shardkeeper_registry_errors_total.
+func isAnswer(err error) bool {
+	return errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrExists) ||
+		errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrLocked)
 }
 
 func counterIn(mu *sync.Mutex, m map[string]*atomic.Int64, key string) *atomic.Int64 {
@@ -216,7 +224,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_sum{op=%q} %s\n", opNames[op], fmtFloat(time.Duration(s.sumNs.Load()).Seconds()))
 		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_count{op=%q} %d\n", opNames[op], count)
 	}
-	b.WriteString("# HELP shardkeeper_registry_errors_total Registry calls that failed, by operation.\n# TYPE shardkeeper_registry_errors_total counter\n")
+	b.WriteString("# HELP shardkeeper_registry_errors_total Registry calls that failed, by operation (not found, exists, version mismatch and locked are answers, not failures).\n# TYPE shardkeeper_registry_errors_total counter\n")
 	for op := range m.ops {
 		if n := m.ops[op].errors.Load(); n > 0 || m.ops[op].count.Load() > 0 {
 			fmt.Fprintf(&b, "shardkeeper_registry_errors_total{op=%q} %d\n", opNames[op], n)
