@@ -46,6 +46,20 @@ bench-metadata:
 		go test ./internal/metadata -run "^$$" -bench "PropsPropagation|DataSourceStatePropagation" -benchtime 200x && \
 		go test ./internal/metadata -run "^$$" -bench "Tables10k" -benchtime 1x -timeout 30m'
 
+# bench-distsql: the DistSQL console over the MySQL protocol on real etcd,
+# in one run: SHOW COMPUTE NODES with 100 registered nodes sent at 1,000
+# statements/s (p50/p99 next to SELECT 1 through the same front end), its
+# closed-loop cost, and SHOW NEXT KEYS [COUNT 1000] keys/s next to
+# PostgreSQL nextval (pgbench at 127.0.0.1:5432 db test). Installs
+# postgresql-client when pgbench is missing.
+.PHONY: bench-distsql
+bench-distsql:
+	@command -v pgbench >/dev/null || { sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq postgresql-client >/dev/null; }
+	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
+		go test ./internal/console -run "^$$" -bench "DistSQL(ShowComputeNodes|NextKeys)\b" -benchtime 1x -timeout 10m && \
+		go test ./internal/console -run "^$$" -bench "DistSQLShowComputeNodesCPU" -benchtime 4000x'
+
 # bench-keys: the key-service benchmark on loopback, in one run: a node's
 # single-key requests/s over RESP (redis-benchmark, the same command line as
 # against Redis), over UDP and RESP with keybench's own generator (the same

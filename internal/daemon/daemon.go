@@ -322,6 +322,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 		f.drain(ctx)
 	}
 	nodeErr := d.Node.Close(ctx)
+	_ = d.Console.Close(ctx) // the labels nodes its LABEL statements created go with the node
 	d.responder.Close()
 	d.acker.Close()
 	for i := len(d.frontends) - 1; i >= 0; i-- {

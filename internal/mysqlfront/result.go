@@ -45,21 +45,48 @@ func toResult(r *console.Result) (*mysql.Result, error) {
 		}
 		rs.Fields[i] = f
 	}
+	// Every row's text encoding goes into one buffer, sized first.
+	size := 0
 	for i, row := range r.Rows {
 		if len(row) != len(r.Columns) {
 			return nil, toMyError(fmt.Errorf("result row %d has %d values for %d columns", i, len(row), len(r.Columns)))
 		}
-		var data []byte
+		for _, v := range row {
+			size++
+			if v != nil {
+				size += 8 + len(*v)
+			}
+		}
+	}
+	buf := make([]byte, 0, size)
+	rs.RowDatas = make([]mysql.RowData, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		start := len(buf)
 		for _, v := range row {
 			if v == nil {
-				data = append(data, 0xfb) // NULL
+				buf = append(buf, 0xfb) // NULL
 				continue
 			}
-			data = append(data, mysql.PutLengthEncodedString([]byte(*v))...)
+			buf = appendLengthEncodedString(buf, *v)
 		}
-		rs.RowDatas = append(rs.RowDatas, data)
+		rs.RowDatas = append(rs.RowDatas, buf[start:len(buf):len(buf)])
 	}
 	return mysql.NewResult(rs), nil
+}
+
+// appendLengthEncodedString appends s as a MySQL length-encoded string.
+func appendLengthEncodedString(b []byte, s string) []byte {
+	switch n := uint64(len(s)); {
+	case n < 251:
+		b = append(b, byte(n))
+	case n < 1<<16:
+		b = append(b, 0xfc, byte(n), byte(n>>8))
+	case n < 1<<24:
+		b = append(b, 0xfd, byte(n), byte(n>>8), byte(n>>16))
+	default:
+		b = append(b, 0xfe, byte(n), byte(n>>8), byte(n>>16), byte(n>>24), byte(n>>32), byte(n>>40), byte(n>>48), byte(n>>56))
+	}
+	return append(b, s...)
 }
 
 // warningsResultset is SHOW WARNINGS: Level, Code, Message.
