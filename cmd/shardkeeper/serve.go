@@ -20,6 +20,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
+	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/sdnotify"
 )
@@ -47,6 +48,7 @@ func newServeCommand() *cobra.Command {
 		mysqlAddr string
 		mysqlMax  int
 		pgAddr    string
+		pgMax     int
 		hf        httpFlags
 	)
 	cmd := &cobra.Command{
@@ -119,7 +121,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 			if err != nil {
 				return err
 			}
-			pgConf, err := hf.postgreSQLConfig(cmd.Context(), pgAddr)
+			pgConf, err := hf.postgreSQLConfig(cmd.Context(), pgAddr, pgMax)
 			if err != nil {
 				return err
 			}
@@ -197,6 +199,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.IntVar(&mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
 	fl.StringVar(&pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
+	fl.IntVar(&pgMax, "postgresql-max-connections", pgfront.DefaultMaxConns, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
@@ -292,16 +295,20 @@ func (h httpFlags) mysqlConfig(ctx context.Context, addr string, explicit, publi
 }
 
 // postgreSQLConfig is the console of serve --postgresql addr, with the
-// TLS of --tls-cert/--tls-key; nil when addr is "" or "off".
-func (h httpFlags) postgreSQLConfig(ctx context.Context, addr string) (*daemon.PostgreSQLConfig, error) {
+// TLS of --tls-cert/--tls-key and at most maxConns sessions; nil when
+// addr is "" or "off".
+func (h httpFlags) postgreSQLConfig(ctx context.Context, addr string, maxConns int) (*daemon.PostgreSQLConfig, error) {
 	if addr == "" || strings.EqualFold(addr, "off") {
 		return nil, nil
+	}
+	if maxConns < 0 {
+		return nil, usagef("--postgresql-max-connections %d: want 0 (the default, %d) or more", maxConns, pgfront.DefaultMaxConns)
 	}
 	tc, err := h.tlsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &daemon.PostgreSQLConfig{Addr: addr, TLS: tc}, nil
+	return &daemon.PostgreSQLConfig{Addr: addr, TLS: tc, MaxConns: maxConns}, nil
 }
 
 // newLogger returns a text or JSON logger whose every line carries the

@@ -213,6 +213,9 @@ func postgreSQLConsole(t *testing.T, conf string) {
 	if err := c.QueryRow(ctx, "SELECT CONNECTION_ID()").Scan(&connID); err != nil {
 		t.Fatal(err)
 	}
+	if uint32(connID) != c.PgConn().PID() {
+		t.Fatalf("CONNECTION_ID() %d, BackendKeyData process id %d: want the same", connID, c.PgConn().PID())
+	}
 	c2, err := pgx.Connect(ctx, pgDSN(addrs[1], "root", "r00t pass", verify))
 	if err != nil {
 		t.Fatal(err)

@@ -240,6 +240,9 @@ func TestPgx(t *testing.T) {
 			if user != "root" || host != "127.0.0.1" || db != "sharding_db" || protocol != "PostgreSQL" || len(id) != 32 {
 				t.Fatalf("session %q %q %q %q %q", user, host, db, protocol, id)
 			}
+			if pid := fmt.Sprintf("%08x", c.PgConn().PID()); pid != id[:8] {
+				t.Fatalf("BackendKeyData process id %s: want the session id's first 8 hex digits (%s)", pid, id)
+			}
 			var listed bool
 			for _, p := range procs.List() {
 				if p.ID == id {

@@ -56,11 +56,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -269,19 +269,23 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 }
 
-// register gives sess a process id and secret key for BackendKeyData and
-// makes it reachable by CancelRequest.
+// register gives sess its session id (console.NewSessionID) and, for
+// BackendKeyData, a process id and secret key, and makes it reachable by
+// CancelRequest. The process id is the number of the session id's first
+// 8 hex digits, which is what the console answers for pg_backend_pid()
+// and CONNECTION_ID(), so that a driver's PID names the session in SHOW
+// PROCESSLIST.
 func (s *Server) register(sess *session) {
 	secret := make([]byte, 4)
+	_, _ = rand.Read(secret)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		_, _ = rand.Read(secret)
-		pid := binary.BigEndian.Uint32(b[:]) & 0x7fffffff // psql prints it signed
+		id := console.NewSessionID()
+		n, _ := strconv.ParseUint(id[:8], 16, 32)
+		pid := uint32(n)
 		if _, taken := s.sessions[pid]; pid != 0 && !taken {
-			sess.pid, sess.secret = pid, secret
+			sess.console.ID, sess.pid, sess.secret = id, pid, secret
 			s.sessions[pid] = sess
 			return
 		}

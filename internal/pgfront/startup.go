@@ -217,7 +217,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		}
 	}
 	be.Send(&pgproto3.AuthenticationOk{})
-	sess.console = console.Session{ID: console.NewSessionID(), User: user, Host: host, Database: database, Protocol: "PostgreSQL"}
+	sess.console = console.Session{User: user, Host: host, Database: database, Protocol: "PostgreSQL"}
 	for _, p := range [][2]string{
 		{"server_version", ServerVersion},
 		{"server_encoding", "UTF8"},
