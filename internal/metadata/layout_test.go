@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -322,3 +323,47 @@ func TestDefaultsMoveBetweenLayouts(t *testing.T) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestUnknownFieldsRoundTrip loads a 5.5.3 tree in which a rule item and a
+// global rule carry fields this node does not know (an int, a list, a map),
+// writes the loaded database and global rule back (as EXPORT then IMPORT,
+// or ALTER, do) and checks that every value keeps its YAML type.
+func TestUnknownFieldsRoundTrip(t *testing.T) {
+	ctx := testenv.Context(t)
+	tree := readTree(t, "shardingsphere-5.5.3.yaml")
+	const item = "/metadata/sharding_db/rules/sharding/tables/t_order/versions/0"
+	const global = "/rules/sql_federation/versions/0"
+	extra := "futureLimit: 3\nfutureList:\n- a\n- 2\nfutureMap:\n  k: true\n"
+	tree[item] += extra
+	tree[global] += extra
+	s := loadTree(t, tree)
+
+	repo := memory.New()
+	db := s.Databases["sharding_db"]
+	cfg := config.Database{Name: "sharding_db", DataSources: db.Units}
+	for _, typ := range sortedKeys(db.Rules) {
+		cfg.Rules = append(cfg.Rules, db.Rules[typ])
+	}
+	if err := PersistDatabase(ctx, repo, paths.Layout553, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := AlterGlobalRule(ctx, repo, s.GlobalRules["sql_federation"]); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{item, global} {
+		var got, want map[string]any
+		if err := yaml.Unmarshal([]byte(get(t, repo, key)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(tree[key]), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got["futureLimit"], 3) || !reflect.DeepEqual(got["futureList"], []any{"a", 2}) ||
+			!reflect.DeepEqual(got["futureMap"], map[string]any{"k": true}) {
+			t.Fatalf("%s written back:\n%s", key, get(t, repo, key))
+		}
+		if g, w := normaliseModel(t, got), normaliseModel(t, want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s written back as %v, want %v", key, g, w)
+		}
+	}
+}
