@@ -307,14 +307,14 @@ const MaxCloseTime = CloseTimeout + watchStopWait
 //     keeps its port, and /readyz and key requests answer 503 "the node
 //     is shutting down", so that probes see the shutdown rather than a
 //     refused connection.
-//  2. The node stops issuing, publishes its final fence and goes offline.
+//  2. The node stops issuing, publishes its final fence and goes offline;
+//     the console engine closes its registry session (the labels nodes
+//     its LABEL statements created go with the node).
 //  3. The node stops answering process triggers (askers no longer list it
 //     once it is offline) and withdraws its props acknowledgement.
 //  4. The HTTP server closes its port; requests in flight finish (at most
 //     5 seconds), event streams are cut.
-//  5. The console engine closes its registry session (the labels nodes
-//     it created go), the metadata watch stops and the registry client
-//     closes.
+//  5. The metadata watch stops and the registry client closes.
 //
 // ctx bounds the registry writes and the waits for requests in flight.
 func (d *Daemon) Close(ctx context.Context) error {
@@ -328,12 +328,11 @@ func (d *Daemon) Close(ctx context.Context) error {
 	for i := len(d.frontends) - 1; i >= 0; i-- {
 		d.frontends[i].stop(ctx)
 	}
-	consoleErr := d.Console.Close(ctx)
 	d.cancel()
 	select {
 	case <-d.runDone:
 	case <-time.After(watchStopWait):
 		d.log.Warn("metadata watch did not stop in time", "waited", watchStopWait)
 	}
-	return errors.Join(nodeErr, consoleErr, d.Repo.Close())
+	return errors.Join(nodeErr, d.Repo.Close())
 }
