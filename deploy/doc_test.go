@@ -1,8 +1,9 @@
 // Package deploy tests what deploy/ ships: the Kubernetes manifests
 // (decoded strictly into the API types, checked for the invariants a
 // deployment relies on), the Prometheus rules (promtool check and unit
-// tests) and the Grafana dashboard (its queries parse, and every metric
-// name they and the rules use exists in a live node's /metrics).
+// tests, and a real Prometheus server scraping a live node) and the
+// Grafana dashboard (its queries parse, and every metric name they and the
+// rules use exists in a live node's /metrics).
 package deploy
 
 import (
