@@ -106,7 +106,7 @@ func TestUnit(t *testing.T) {
 
 	for _, want := range []string{
 		`(?m)^Type=notify$`, `(?m)^NotifyAccess=main$`,
-		`(?m)^ExecStart=/usr/local/bin/shardkeeper serve `,
+		`(?m)^ExecStart=/usr/local/bin/shardkeeper serve --conf /etc/shardkeeper --instance-id=%H \$SHARDKEEPER_OPTS$`,
 		`(?m)^User=shardkeeper$`, `(?m)^StateDirectory=shardkeeper$`, `(?m)^WorkingDirectory=/var/lib/shardkeeper$`,
 		`(?m)^ProtectSystem=strict$`, `(?m)^NoNewPrivileges=yes$`, `(?m)^CapabilityBoundingSet=$`,
 	} {

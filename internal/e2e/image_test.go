@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,11 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
@@ -41,9 +46,13 @@ var podmanRunFlags = []string{"--runtime", "runc", "--ulimit", "nofile=20000:200
 //     podman's 10 s grace period): it exits 0 within the grace period and
 //     its online, worker_id and reservation nodes are gone from the registry when stop
 //     returns, while the other two stay online and issue keys;
+//   - SHOW COMPUTE NODES over the MySQL and PostgreSQL consoles lists the
+//     three;
 //   - the image's default command (embedded registry in the /data volume,
 //     read-only root, ports published): HTTP, Redis-protocol and UDP keys
-//     through the published ports, and a restart on the same volume.
+//     through the published ports, the consoles' refusal of a client from
+//     outside the container without users configured, and a restart on the
+//     same volume.
 //
 // It prints the image's size.
 func TestContainerImage(t *testing.T) {
@@ -87,16 +96,19 @@ func threeContainers(t *testing.T, image string, endpoints []string) {
 	defer repo.Close()
 
 	var ctrs []*container
+	var mysqlPorts, pgPorts []int
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("%s-%d", c.Mode.Repository.Namespace, i)
 		url := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		mysqlPorts, pgPorts = append(mysqlPorts, freePort(t)), append(pgPorts, freePort(t))
 		ctrs = append(ctrs, runContainer(t, name, url,
 			// No volume at all (the image's /data is not mounted): a node on
 			// etcd writes nothing. The HEALTHCHECK probes $SHARDKEEPER_SERVER
 			// when --http is not 8080.
 			[]string{"--network", "host", "--read-only", "--read-only-tmpfs=false", "--image-volume", "ignore",
 				"-v", conf + ":/conf:ro", "-e", "SHARDKEEPER_SERVER=" + url},
-			image, "serve", "--conf", "/conf", "--instance-id", name, "--http", strings.TrimPrefix(url, "http://")))
+			image, "serve", "--conf", "/conf", "--instance-id", name, "--http", strings.TrimPrefix(url, "http://"),
+			"--mysql", fmt.Sprintf("127.0.0.1:%d", mysqlPorts[i-1]), "--postgresql", fmt.Sprintf("127.0.0.1:%d", pgPorts[i-1])))
 	}
 	for _, ctr := range ctrs {
 		ctr.waitReady(t)
@@ -168,6 +180,29 @@ func threeContainers(t *testing.T, image string, endpoints []string) {
 	}
 	t.Logf("worker ids %v; 30000 distinct keys", workers)
 
+	// The DistSQL consoles (loopback clients, no users configured): SHOW
+	// COMPUTE NODES over the MySQL protocol on the first container and over
+	// the PostgreSQL protocol on the second lists the three.
+	var names []string
+	for _, ctr := range ctrs {
+		names = append(names, ctr.name)
+	}
+	slices.Sort(names)
+	db := openMySQL(t, mysqlPorts[0], "root", "", "")
+	testenv.Eventually(t, "SHOW COMPUTE NODES over MySQL on "+ctrs[0].name+" to list the three", func() bool {
+		got, err := mysqlInstanceIDs(t, db)
+		return err == nil && slices.Equal(got, names)
+	})
+	pg, err := pgx.Connect(ctx, pgDSN(fmt.Sprintf("127.0.0.1:%d", pgPorts[1]), "root", "", "sslmode=disable"))
+	if err != nil {
+		t.Fatalf("PostgreSQL console of %s: %v", ctrs[1].name, err)
+	}
+	defer pg.Close(ctx)
+	testenv.Eventually(t, "SHOW COMPUTE NODES over PostgreSQL on "+ctrs[1].name+" to list the three", func() bool {
+		got, err := pgInstanceIDs(t, pg)
+		return err == nil && slices.Equal(got, names)
+	})
+
 	// podman stop: SIGTERM to PID 1, SIGKILL after the grace period.
 	const grace = 10 * time.Second
 	stopped, rest := ctrs[0], ctrs[1:]
@@ -230,9 +265,10 @@ func threeContainers(t *testing.T, image string, endpoints []string) {
 func embeddedContainer(t *testing.T, image string) {
 	volume := testenv.Namespace("sk-e2e-data-")
 	t.Cleanup(func() { _ = exec.Command("podman", "volume", "rm", "-f", volume).Run() })
-	httpPort, respPort, udpPort := freePort(t), freePort(t), freePort(t)
+	httpPort, mysqlPort, pgPort, respPort, udpPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	flags := []string{"--read-only", "--read-only-tmpfs=false", "-v", volume + ":/data",
-		"-p", fmt.Sprintf("127.0.0.1:%d:8080", httpPort), "-p", fmt.Sprintf("127.0.0.1:%d:6380", respPort),
+		"-p", fmt.Sprintf("127.0.0.1:%d:8080", httpPort), "-p", fmt.Sprintf("127.0.0.1:%d:3307", mysqlPort),
+		"-p", fmt.Sprintf("127.0.0.1:%d:5432", pgPort), "-p", fmt.Sprintf("127.0.0.1:%d:6380", respPort),
 		"-p", fmt.Sprintf("127.0.0.1:%d:6381/udp", udpPort)}
 	url := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	for run := 1; run <= 2; run++ {
@@ -246,6 +282,16 @@ func embeddedContainer(t *testing.T, image string) {
 			_, err := udpKey(fmt.Sprintf("127.0.0.1:%d", udpPort), time.Second)
 			return err == nil
 		})
+		// The consoles answer through the published ports and, with no
+		// users configured, refuse a client from outside the container,
+		// saying why.
+		ctx := testenv.Context(t)
+		if err := openMySQL(t, mysqlPort, "root", "", "").PingContext(ctx); err == nil || !strings.Contains(err.Error(), "no users are configured") {
+			t.Fatalf("run %d: MySQL login through the published port: %v; want a refusal: no users are configured", run, err)
+		}
+		if _, err := pgx.Connect(ctx, pgDSN(fmt.Sprintf("127.0.0.1:%d", pgPort), "root", "", "sslmode=disable")); err == nil || !strings.Contains(err.Error(), "no users are configured") {
+			t.Fatalf("run %d: PostgreSQL login through the published port: %v; want a refusal: no users are configured", run, err)
+		}
 		if logs := ctr.logs(); run == 2 && !strings.Contains(logs, "reusing registry data in shardkeeper-data") {
 			t.Fatalf("run 2 on volume %s: the registry data was not kept:\n%s", volume, logs)
 		}
@@ -345,4 +391,62 @@ func fetchKeys(url string, n int) (httpapi.Keys, error) {
 		return b, fmt.Errorf("GET /api/v1/keys?count=%d: status %d, %d keys, %v", n, resp.StatusCode, len(b.Keys), err)
 	}
 	return b, nil
+}
+
+// mysqlInstanceIDs returns the sorted instance_id column of SHOW COMPUTE
+// NODES over db.
+func mysqlInstanceIDs(t *testing.T, db *sql.DB) ([]string, error) {
+	t.Helper()
+	rows, err := db.QueryContext(testenv.Context(t), "SHOW COMPUTE NODES")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	i := slices.Index(cols, "instance_id")
+	if i < 0 {
+		return nil, fmt.Errorf("no instance_id column in %v", cols)
+	}
+	var ids []string
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for j := range vals {
+			ptrs[j] = &vals[j]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		ids = append(ids, string(vals[i]))
+	}
+	slices.Sort(ids)
+	return ids, rows.Err()
+}
+
+// pgInstanceIDs returns the sorted instance_id column of SHOW COMPUTE
+// NODES over c.
+func pgInstanceIDs(t *testing.T, c *pgx.Conn) ([]string, error) {
+	t.Helper()
+	rows, err := c.Query(testenv.Context(t), "SHOW COMPUTE NODES")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	i := slices.IndexFunc(rows.FieldDescriptions(), func(f pgconn.FieldDescription) bool { return f.Name == "instance_id" })
+	if i < 0 {
+		return nil, fmt.Errorf("no instance_id column")
+	}
+	var ids []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, fmt.Sprint(vals[i]))
+	}
+	slices.Sort(ids)
+	return ids, rows.Err()
 }
