@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/chaostest"
 )
 
 // tlsFiles writes a CA, and a certificate for 127.0.0.1 and localhost
@@ -302,4 +303,35 @@ func psqlRun(t *testing.T, password string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// TestPostgreSQLLoopbackOnlyWithoutUsers runs a node with no authority
+// users and its PostgreSQL console on every address: psql on loopback
+// gets in under any name without a password, psql from another network
+// namespace gets FATAL 28000 saying why, and the node logs the refusal.
+func TestPostgreSQLLoopbackOnlyWithoutUsers(t *testing.T) {
+	chaostest.RequireTools(t, "psql")
+	netw, hosts := chaostest.Network(t, "client")
+	conf := writeConf(t, "etcd", strings.Join(testenv.EtcdEndpoints(t), ","))
+	port := freePort(t)
+	p := startServe(t, conf, "pg-nousers", 3301, "--postgresql", fmt.Sprintf("0.0.0.0:%d", port))
+	testenv.Eventually(t, "the start log to say the console is loopback only", func() bool {
+		return strings.Contains(p.stderr.String(), "postgresql console: no users in the authority rule: only loopback clients are accepted")
+	})
+	out, err := psqlRun(t, "", pgDSN(fmt.Sprintf("127.0.0.1:%d", port), "anyone", "", "sslmode=disable"), "-A", "-t", "-c", "SHOW COMPUTE NODE INFO")
+	if err != nil || !strings.HasPrefix(out, "pg-nousers|") {
+		t.Fatalf("psql on loopback: %v\n%s", err, out)
+	}
+	client := hosts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := client.Command(ctx, "psql", "-X", pgDSN(fmt.Sprintf("%s:%d", netw.Gateway(), port), "anyone", "", "sslmode=prefer"), "-c", "SHOW COMPUTE NODE INFO")
+	b, err := cmd.CombinedOutput()
+	want := fmt.Sprintf("FATAL:  no users are configured on this node (global.yaml's authority rule), so it accepts only loopback clients, not %s", client.Addr)
+	if err == nil || !strings.Contains(string(b), want) {
+		t.Fatalf("psql from %s: %v\n%s\nwant %q", client.Addr, err, b, want)
+	}
+	testenv.Eventually(t, "the refusal in the log", func() bool {
+		return strings.Contains(p.stderr.String(), "connection refused: no users are configured") && strings.Contains(p.stderr.String(), client.Addr.String())
+	})
 }
