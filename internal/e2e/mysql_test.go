@@ -257,6 +257,12 @@ func TestMySQLConsole(t *testing.T) {
 			if err != nil || len(rows) != 2 || column(t, rows, "instance_id")[0] != nodes[1].id {
 				t.Errorf("TLS with the CA: rows %v, err %v, stderr %q", rows, err, stderr)
 			}
+			// Without TLS, caching_sha2_password's password goes RSA-encrypted
+			// with the key the client asks the node for.
+			rows, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO", "--skip-ssl")
+			if err != nil || len(rows) != 2 {
+				t.Errorf("caching_sha2 without TLS: rows %v, err %v, stderr %q", rows, err, stderr)
+			}
 			other := t.TempDir()
 			writeCert(t, other)
 			_, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO",

@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 )
 
@@ -220,5 +222,38 @@ func TestNonLoopbackRefusedWithoutUsers(t *testing.T) {
 	// An IPv4-mapped loopback address is loopback.
 	if out := runSession(t, "::ffff:127.0.0.1", true, packet(0, []byte{mysql.COM_QUERY, 'o', 'k'})); !bytes.Contains(out, []byte("ok")) {
 		t.Errorf("a mapped loopback client got %q", out)
+	}
+}
+
+// TestUndecryptablePasswordIsAccessDenied: a caching_sha2_password login
+// without TLS whose password is not encrypted with the node's RSA key (the
+// mariadb client sends it in clear text) is refused with 1045, not an
+// internal error.
+func TestUndecryptablePasswordIsAccessDenied(t *testing.T) {
+	u, err := authority.FromRules(config.Rule{Type: authority.RuleType, Content: map[string]any{"users": []any{
+		map[string]any{"user": "sha", "password": "pw", "authenticationMethodName": "caching_sha2_password"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Executor: echoExecutor{}, Users: func() (*authority.Users, error) { return u, nil },
+		HandshakeTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p []byte
+	p = binary.LittleEndian.AppendUint32(p, mysql.CLIENT_PROTOCOL_41|mysql.CLIENT_SECURE_CONNECTION|mysql.CLIENT_PLUGIN_AUTH)
+	p = binary.LittleEndian.AppendUint32(p, 1<<24)
+	p = append(p, 33)
+	p = append(p, make([]byte, 23)...)
+	p = append(p, "sha\x00"...)
+	p = append(p, 32)
+	p = append(p, bytes.Repeat([]byte{7}, 32)...) // a scramble the empty cache cannot confirm
+	p = append(p, mysql.AUTH_CACHING_SHA2_PASSWORD+"\x00"...)
+	input := append(packet(1, p), packet(3, []byte("pw\x00"))...) // the password in clear text
+	out := runSessionOn(t, s, "127.0.0.1", false, input)
+	codes, msgs := errPackets(out)
+	if len(codes) != 1 || codes[0] != mysql.ER_ACCESS_DENIED_ERROR {
+		t.Errorf("ERR packets %v %q, want one 1045", codes, msgs)
 	}
 }

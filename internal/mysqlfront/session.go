@@ -125,7 +125,7 @@ func (ss *session) serve() {
 		sslRequest: cfg.TLS != nil, budget: handshakeBudget}
 	_ = ss.raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
 	protocol := server.NewServerWithAuth(ServerVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD,
-		rsaKey, cfg.TLS, &server.DefaultAuthenticationProvider{})
+		rsaKey, cfg.TLS, authProvider{&server.DefaultAuthenticationProvider{}, ss.log})
 	conn, err := ss.login(protocol, lc)
 	if err != nil {
 		return // OnAuthFailure logged it
@@ -224,6 +224,25 @@ func (ss *session) GetCredential(username string) (server.Credential, bool, erro
 		return server.Credential{Passwords: []string{hex.EncodeToString(b[:])}, AuthPluginName: mysql.AUTH_NATIVE_PASSWORD}, true, nil
 	}
 	return server.Credential{Passwords: []string{u.Password}, AuthPluginName: authPlugin(u.AuthenticationMethod)}, true, nil
+}
+
+// authProvider is go-mysql's password checks, with a caching_sha2
+// password that cannot be decrypted refused as a wrong password (1045)
+// rather than as an internal error. Without TLS the client must encrypt
+// it with the node's RSA key; the mariadb client (10.11) sends it in
+// clear text instead unless it is told --skip-ssl (or uses TLS).
+type authProvider struct {
+	*server.DefaultAuthenticationProvider
+	log *slog.Logger
+}
+
+func (p authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
+	err := p.DefaultAuthenticationProvider.Authenticate(c, plugin, data)
+	if errors.Is(err, rsa.ErrDecryption) {
+		p.log.Warn("mysql: the client's caching_sha2_password password is not encrypted with the node's RSA key; connect with TLS (mariadb --ssl), or mariadb --skip-ssl without TLS", "user", c.GetUser())
+		return server.ErrAccessDenied
+	}
+	return err
 }
 
 // needsRSA reports whether a user logs in with caching_sha2_password,
