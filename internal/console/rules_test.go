@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -30,9 +31,16 @@ func persistShardingDB(t *testing.T, repo registry.Repository, n *testNode) {
 	if err := metadata.PersistDatabase(testenv.Context(t), repo, paths.DefaultLayout, *db); err != nil {
 		t.Fatal(err)
 	}
+	// The rules arrive item by item: wait for every item of the file.
 	testenv.Eventually(t, "the store to load sharding_db", func() bool {
 		d := n.store.Current().Databases["sharding_db"]
-		return d != nil && len(d.Units) == 3 && d.Rules["sharding"].Content != nil
+		if d == nil || len(d.Units) != 3 || d.Rules["broadcast"].Content == nil {
+			return false
+		}
+		c := d.Rules["sharding"].Content
+		return len(asMapT(c["tables"])) == 2 && len(asMapT(c["shardingAlgorithms"])) == 3 && len(asMapT(c["keyGenerators"])) == 1 &&
+			len(asMapT(c["auditors"])) == 1 && c["defaultDatabaseStrategy"] != nil && c["defaultTableStrategy"] != nil &&
+			c["defaultAuditStrategy"] != nil && c["bindingTables"] != nil
 	})
 }
 
@@ -118,8 +126,24 @@ func TestStorageUnitsAndShardingRules(t *testing.T) {
 		if got := columnNames(res); !reflect.DeepEqual(got, []string{"type", "type_aliases", "description"}) || rowStrings(res)[0][0] != "SNOWFLAKE" {
 			t.Errorf("plugins %v %v", got, rowStrings(res))
 		}
-		if got := rowStrings(exec(t, n, s, "SHOW TABLES")); len(got) != 0 {
-			t.Logf("SHOW TABLES: %v", got)
+		schemas := []datasource.Schema{{Name: "sharding_db",
+			Tables: map[string]datasource.Table{"t_order": {Name: "t_order", Columns: []datasource.Column{{Name: "order_id", DataType: -5, TypeName: "BIGINT", PrimaryKey: true}}}},
+			Views:  map[string]datasource.View{"v_order": {Name: "v_order", Definition: "SELECT order_id FROM t_order"}}}}
+		if err := metadata.PersistSchemas(testenv.Context(t), repo, "sharding_db", schemas); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the store to load the tables", func() bool {
+			return len(rowStrings(exec(t, n, s, "SHOW TABLES"))) == 2
+		})
+		res = exec(t, n, s, "SHOW FULL TABLES FROM sharding_db")
+		if got := columnNames(res); !reflect.DeepEqual(got, []string{"Tables_in_sharding_db", "Table_type"}) {
+			t.Errorf("SHOW FULL TABLES columns %v", got)
+		}
+		if got := rowStrings(res); !reflect.DeepEqual(got, [][]string{{"t_order", "BASE TABLE"}, {"v_order", "VIEW"}}) {
+			t.Errorf("SHOW FULL TABLES %v", got)
+		}
+		if got := rowStrings(exec(t, n, s, "SHOW TABLES LIKE 't\\_%'")); !reflect.DeepEqual(got, [][]string{{"t_order"}}) {
+			t.Errorf("SHOW TABLES LIKE %v", got)
 		}
 	})
 }
@@ -142,4 +166,9 @@ func TestExpandInline(t *testing.T) {
 	if got := expandInline("x${0..9}${0..9}${0..9}${0..9}", 50); len(got) != 50 {
 		t.Errorf("bound: %d strings", len(got))
 	}
+}
+
+func asMapT(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
