@@ -49,8 +49,8 @@ var podmanRunFlags = []string{"--runtime", "runc", "--ulimit", "nofile=20000:200
 //   - SHOW COMPUTE NODES over the MySQL and PostgreSQL consoles lists the
 //     three;
 //   - the image's default command (embedded registry in the /data volume,
-//     read-only root, ports published): HTTP, Redis-protocol and UDP keys
-//     through the published ports, the consoles' refusal of a client from
+//     read-only root, ports published): healthy, HTTP, Redis-protocol and
+//     UDP keys through the published ports, the consoles' refusal of a client from
 //     outside the container without users configured, and a restart on the
 //     same volume.
 //
@@ -274,6 +274,10 @@ func embeddedContainer(t *testing.T, image string) {
 	for run := 1; run <= 2; run++ {
 		ctr := runContainer(t, fmt.Sprintf("%s-%d", volume, run), url, flags, image)
 		ctr.waitReady(t)
+		// The default command and the HEALTHCHECK agree on the port.
+		if out, err := exec.Command("podman", "healthcheck", "run", ctr.name).CombinedOutput(); err != nil {
+			t.Fatalf("run %d: podman healthcheck run: %v\n%s", run, err, out)
+		}
 		if _, err := fetchKeys(url, 10); err != nil {
 			t.Fatalf("run %d: HTTP keys through the published port: %v", run, err)
 		}
