@@ -114,13 +114,18 @@ func threeContainers(t *testing.T, image string, endpoints []string) {
 		ctr.waitReady(t)
 	}
 
-	// Non-root, no capabilities, healthy.
+	// Non-root, no capabilities, PID 1, healthy.
 	for _, ctr := range ctrs {
 		status := ctr.procStatus(t)
 		for _, field := range []string{"Uid", "Gid"} {
 			if got := strings.Fields(status[field]); len(got) != 4 || got[0] != imageUID || got[1] != imageUID || got[2] != imageUID || got[3] != imageUID {
 				t.Fatalf("%s: %s %q in the container's /proc status; want %s for real, effective, saved and file system", ctr.name, field, status[field], imageUID)
 			}
+		}
+		// serve itself is PID 1 of the container (no init): SIGTERM from
+		// podman stop below goes to it.
+		if nspid := strings.Fields(status["NSpid"]); len(nspid) < 2 || nspid[len(nspid)-1] != "1" {
+			t.Fatalf("%s: NSpid %q; want serve as PID 1 of its namespace", ctr.name, status["NSpid"])
 		}
 		if status["CapEff"] != "0000000000000000" {
 			t.Fatalf("%s: effective capabilities %s; want none", ctr.name, status["CapEff"])
