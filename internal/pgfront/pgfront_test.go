@@ -686,3 +686,13 @@ func TestUsersError(t *testing.T) {
 		t.Fatalf("with unreadable users: %v, want FATAL 28000 naming the problem", err)
 	}
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func listenLoopback(t testing.TB) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
