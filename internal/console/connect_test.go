@@ -68,6 +68,37 @@ func TestConnectStatements(t *testing.T) {
 	}
 }
 
+// What MySQL Connector/J and the mariadb client's status command read on
+// connect, as they send it.
+func TestDriverConnectQueries(t *testing.T) {
+	e := New(Deps{})
+	s := newSession()
+	for _, q := range []string{
+		"/* mysql-connector-j-8.4.0 (Revision: 1c3f5c149e0bfe31c7fbeb24e2d260cd890972c4) */SELECT  @@session.auto_increment_increment AS auto_increment_increment, " +
+			"@@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, " +
+			"@@character_set_server AS character_set_server, @@collation_server AS collation_server, @@collation_connection AS collation_connection, " +
+			"@@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, " +
+			"@@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@performance_schema AS performance_schema, " +
+			"@@query_cache_size AS query_cache_size, @@query_cache_type AS query_cache_type, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, " +
+			"@@time_zone AS time_zone, @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout",
+		"SET character_set_results = NULL",
+		"SET autocommit=1",
+		"SELECT @@session.transaction_read_only",
+		"select @@character_set_client, @@character_set_connection, @@character_set_server, @@character_set_database limit 1",
+		"SHOW SESSION VARIABLES LIKE 'lower_case_table_names'",
+		"SELECT current_user()",
+	} {
+		res, err := e.Execute(context.Background(), s, q)
+		if err != nil {
+			t.Errorf("%.60s...: %v", q, err)
+			continue
+		}
+		if len(res.Columns) > 0 && len(res.Rows) != 1 {
+			t.Errorf("%.60s...: %d rows", q, len(res.Rows))
+		}
+	}
+}
+
 func TestPostgreSQLConnectStatements(t *testing.T) {
 	e := New(Deps{})
 	s := &Session{ID: NewSessionID(), User: "postgres", Host: "127.0.0.1", Protocol: "PostgreSQL"}
