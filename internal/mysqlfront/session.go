@@ -53,7 +53,8 @@ type session struct {
 	pendingDB string // database named in the handshake, used once authenticated
 	cs        console.Session
 	conn      *server.Conn
-	warnings  []warning // of the last statement, for SHOW WARNINGS
+	warnings  []warning  // of the last statement, for SHOW WARNINGS
+	out       *limitConn // gathers the answers once logged in; flushed after each command
 }
 
 type warning struct {
@@ -138,7 +139,7 @@ func (ss *session) serve() {
 		conn.Conn.Conn = &limitConn{Conn: t, host: lc.host, max: cfg.MaxPacketSize, framing: true, budget: -1}
 	}
 	if c, ok := conn.Conn.Conn.(*limitConn); ok {
-		c.buffer = true
+		c.buffer, ss.out = true, c
 		defer func() { _ = c.flush() }() // before kill closes the connection
 	}
 	conn.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
@@ -199,7 +200,14 @@ func (ss *session) command() (err error) {
 			}
 		}
 	}()
-	if err := conn.HandleCommand(); err != nil {
+	err = conn.HandleCommand()
+	if ss.out != nil {
+		// The answer goes out now, under the write deadline set for it.
+		if ferr := ss.out.flush(); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if conn.Closed() {
