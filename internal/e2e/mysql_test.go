@@ -228,6 +228,16 @@ func TestMySQLConsole(t *testing.T) {
 				}
 			}
 
+			// The interactive client reaches its prompt (it asks for
+			// @@version_comment on connect) and answers at it; script(1)
+			// gives it a terminal.
+			interactive := exec.Command("script", "-qec", fmt.Sprintf("mariadb --protocol=TCP -h 127.0.0.1 -P %d -u root -proot", nodes[2].port), "/dev/null")
+			interactive.Stdin = strings.NewReader("SHOW COMPUTE NODE INFO;\nquit\n")
+			screen, err := interactive.CombinedOutput()
+			if err != nil || !strings.Contains(string(screen), "Server version: 5.7.22-shardkeeper") || !strings.Contains(string(screen), "| "+nodes[2].id) {
+				t.Errorf("interactive mariadb: %v\n%s", err, screen)
+			}
+
 			// Errors carry their codes, in the client and in the driver.
 			_, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "root", "SHOW COMPUTE BANANAS")
 			if err == nil || !strings.Contains(stderr, "ERROR 12000 (42000)") {
