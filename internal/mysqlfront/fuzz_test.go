@@ -198,7 +198,7 @@ func errPackets(out []byte) (codes []uint16, msgs []string) {
 	return codes, msgs
 }
 
-func TestMalformedPacketClosesSession(t *testing.T) {
+func TestHostileMySQLMalformedPacket(t *testing.T) {
 	out := runSession(t, "127.0.0.1", true, packet(0, nil))
 	codes, msgs := errPackets(out)
 	if len(codes) != 1 || codes[0] != mysql.ER_MALFORMED_PACKET {

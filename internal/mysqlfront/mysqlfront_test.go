@@ -405,7 +405,7 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-func TestPacketTooLarge(t *testing.T) {
+func TestHostileMySQLPacketTooLarge(t *testing.T) {
 	f := start(t, mysqlfront.Config{MaxPacketSize: 1024})
 	db := open(t, f.dsn("root", "", ""))
 	c := conn(t, db)
@@ -420,7 +420,7 @@ func TestPacketTooLarge(t *testing.T) {
 	}
 }
 
-func TestMaxConnections(t *testing.T) {
+func TestHostileMySQLMaxConnections(t *testing.T) {
 	f := start(t, mysqlfront.Config{MaxConnections: 2})
 	db := open(t, f.dsn("root", "", ""))
 	db.SetMaxIdleConns(0) // a closed *sql.Conn closes its connection
