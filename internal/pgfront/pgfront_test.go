@@ -580,16 +580,30 @@ func TestKill(t *testing.T) {
 	testenv.Eventually(t, "the killed session leaves the process table", func() bool { return len(procs.List()) == 0 })
 }
 
-// TestMaxConns: one connection over MaxConns gets FATAL 53300; after the
-// first closes, a new one is served.
+// TestMaxConns: one connection over MaxConns gets FATAL 53300, a cancel
+// request still gets through; after the first closes, a new one is
+// served.
 func TestMaxConns(t *testing.T) {
-	addr := server(t, pgfront.Config{Executor: newTestExec(), MaxConns: 1})
+	e := newTestExec()
+	addr := server(t, pgfront.Config{Executor: e, MaxConns: 1})
 	c := connect(t, dsn(addr, "root", "", ""))
 	_, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "", ""))
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "53300" {
 		t.Fatalf("a second connection with MaxConns 1: %v, want 53300", err)
 	}
+	// A cancel request gets through a full node.
+	go func() {
+		<-e.sleeping
+		if err := c.PgConn().CancelRequest(testenv.Context(t)); err != nil {
+			t.Error(err)
+		}
+	}()
+	_, err = c.Exec(testenv.Context(t), "SLEEP")
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("SLEEP cancelled on a full node: %v, want 57014", err)
+	}
+	<-e.stopped
 	_ = c.Close(testenv.Context(t))
 	testenv.Eventually(t, "a connection after the first closed", func() bool {
 		c, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "", ""))

@@ -46,7 +46,8 @@
 // Bounds: a message body is at most Config.MaxMessageSize bytes (a longer
 // one ends the session with FATAL 08P01), at most Config.MaxConns
 // connections are served at once (one more gets FATAL 53300 "sorry, too
-// many clients already"), a session keeps at most maxPrepared prepared
+// many clients already" after its first packet, unless that packet is a
+// CancelRequest, which is honoured), a session keeps at most maxPrepared prepared
 // statements and portals. A malformed message ends its session with an
 // error; other sessions go on.
 package pgfront

@@ -53,6 +53,15 @@ func (s *Server) serveConn(nc net.Conn) {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	default:
+		// A cancel request still gets through a full node: it is what
+		// frees one. Anything else is refused after its first packet.
+		_ = nc.SetDeadline(time.Now().Add(s.c.StartupTimeout))
+		if msg, err := readStartup(nc); err == nil {
+			if m, ok := msg.(*pgproto3.CancelRequest); ok {
+				s.cancelRequest(m.ProcessID, m.SecretKey)
+				return
+			}
+		}
 		s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConns)
 		sendFatal(nc, &fatal{"53300", "sorry, too many clients already"})
 		return
