@@ -514,3 +514,16 @@ func TestPreparedStatementsRefused(t *testing.T) {
 		t.Errorf("interpolated: %v", err)
 	}
 }
+
+func TestUnreadableAuthorityRefusesLogins(t *testing.T) {
+	f := start(t, mysqlfront.Config{Users: func() (*authority.Users, error) {
+		return nil, errors.New("authority: users[0]: unknown field \"pasword\"")
+	}})
+	err := open(t, f.dsn("root", "", "")).PingContext(testenv.Context(t))
+	if me := mysqlError(t, err); me.Number != 1045 || !strings.Contains(me.Message, "cannot read its authority rule") {
+		t.Errorf("login with an unreadable rule: %v", me)
+	}
+	testenv.Eventually(t, "the reason in the log", func() bool {
+		return strings.Contains(f.log.String(), "pasword")
+	})
+}
