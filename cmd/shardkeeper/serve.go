@@ -188,7 +188,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl := cmd.Flags()
 	fl.StringVar(&node.InstanceID, "instance-id", "", "stable instance id (default: a new UUID per start); a restarted node with the same id gets its worker id back")
 	fl.StringVar(&node.Host, "host", "127.0.0.1", "host published in the online node (attribute ip@port)")
-	fl.IntVar(&node.Port, "port", 3307, "port published in the online node (default: the bound --mysql port)")
+	fl.IntVar(&node.Port, "port", 3307, "port published in the online node; without --port, the port --mysql bound (this default with --mysql off)")
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")
 	fl.DurationVar(&maxBorrow, "max-borrow", 0, "how far ahead of the clock a burst of keys may be stamped instead of waiting for the next millisecond (each ms is 4096 keys; whole ms; 0 never borrows; at most --reservation: never past the committed reservation)")
 	fl.StringVar(&logFormat, "log-format", "text", "text or json")
