@@ -1,20 +1,15 @@
 package httpapi
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
-	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // dbSummary is one row of GET /api/v1/databases.
@@ -174,110 +169,4 @@ func toString(v any) string {
 		return s
 	}
 	return fmt.Sprint(v)
-}
-
-// --- cluster state (LOCK / UNLOCK CLUSTER) ---
-
-func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, struct {
-		State string `json:"state"`
-	}{s.cfg.Store.Current().ClusterState})
-}
-
-func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
-	body, perr := readBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	req, perr := parseLockBody(body)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	target := "READ_ONLY"
-	if req.Strategy == "READ_WRITE" {
-		target = "UNAVAILABLE"
-	}
-	s.changeClusterState(w, r, req.Timeout, func(cur string) (string, *Error) {
-		if cur != "OK" {
-			return "", errorf(http.StatusConflict, CodeClusterLocked, "Cluster is already locked.")
-		}
-		return target, nil
-	})
-}
-
-func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
-	body, perr := readBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	timeout, perr := parseUnlockBody(body)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.changeClusterState(w, r, timeout, func(cur string) (string, *Error) {
-		if cur == "OK" {
-			return "", errorf(http.StatusConflict, CodeClusterNotLocked, "Cluster is not locked.")
-		}
-		return "OK", nil
-	})
-}
-
-// changeClusterState runs decide on the registry's cluster state under
-// the cluster lock of the configured layout (the lock_cluster exclusive
-// operation, or 5.5.2's global lock cluster_lock; waiting at most timeout
-// for it)
-// and writes the state it returns.
-func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, timeout time.Duration, decide func(cur string) (string, *Error)) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout+10*time.Second)
-	defer cancel()
-	sess, err := s.session(ctx)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	lockKey := s.cfg.Layout.ClusterLock()
-	lctx, lcancel := context.WithTimeout(ctx, timeout)
-	lock, err := sess.Lock(lctx, lockKey)
-	lcancel()
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			s.writeError(w, errorf(http.StatusConflict, CodeNone, "another node holds the cluster lock %s; retry (waited %v)", lockKey, timeout))
-			return
-		}
-		s.writeError(w, err)
-		return
-	}
-	defer func() { _ = lock.Unlock(context.WithoutCancel(ctx)) }()
-	cur := "OK"
-	kv, err := s.cfg.Repo.Get(ctx, paths.ClusterState)
-	switch {
-	case err == nil:
-		if v := strings.TrimSpace(string(kv.Value)); v != "" {
-			cur = v
-		}
-	case errors.Is(err, registry.ErrNotFound):
-	default:
-		s.writeError(w, err)
-		return
-	}
-	next, perr := decide(cur)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	if _, err := s.cfg.Repo.Put(ctx, paths.ClusterState, []byte(next)); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	s.log.Info("cluster state changed", "from", cur, "to", next)
-	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
-	defer wcancel()
-	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return snap.ClusterState == next })
-	s.writeJSON(w, struct {
-		State string `json:"state"`
-	}{next})
 }

@@ -15,8 +15,6 @@ const (
 	CodeNone                 = 0
 	CodeUnsupportedVariable  = 12010 // "Can not support variable '%s'."
 	CodeInvalidVariableValue = 12011 // "Invalid variable value '%s'."
-	CodeClusterLocked        = 15030 // "Cluster is already locked."
-	CodeClusterNotLocked     = 15031 // "Cluster is not locked."
 	CodeUnsupportedOperation = 30001 // "Unsupported SQL operation: %s."
 )
 

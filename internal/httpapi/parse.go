@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 )
 
@@ -152,11 +153,8 @@ func parseValueBody(body []byte) (string, *Error) {
 // lockRequest is the body of PUT /api/v1/cluster/lock.
 type lockRequest struct {
 	Strategy string        // WRITE or READ_WRITE
-	Timeout  time.Duration // of the lock_cluster exclusive operation
+	Timeout  time.Duration // the wait for the cluster lock
 }
-
-// defaultLockTimeout is ShardingSphere's lock_cluster timeout.
-const defaultLockTimeout = 3000 * time.Millisecond
 
 // parseLockBody reads {"strategy":"WRITE"|"READ_WRITE","timeoutMillis":N}.
 func parseLockBody(body []byte) (lockRequest, *Error) {
@@ -171,8 +169,8 @@ func parseLockBody(body []byte) (lockRequest, *Error) {
 	if v.Strategy == nil {
 		return lockRequest{}, badRequest("missing field strategy: want %s", want)
 	}
-	req := lockRequest{Strategy: strings.ToUpper(strings.TrimSpace(*v.Strategy)), Timeout: defaultLockTimeout}
-	if req.Strategy != "WRITE" && req.Strategy != "READ_WRITE" {
+	req := lockRequest{Strategy: strings.ToUpper(strings.TrimSpace(*v.Strategy)), Timeout: clusterlock.DefaultTimeout}
+	if _, err := clusterlock.StateFor(req.Strategy); err != nil {
 		return lockRequest{}, badRequest("strategy %s: want WRITE or READ_WRITE", quote(*v.Strategy))
 	}
 	if t, err := parseTimeout(v.TimeoutMillis); err != nil {
@@ -186,7 +184,7 @@ func parseLockBody(body []byte) (lockRequest, *Error) {
 // parseUnlockBody reads an optional {"timeoutMillis":N}.
 func parseUnlockBody(body []byte) (time.Duration, *Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return defaultLockTimeout, nil
+		return clusterlock.DefaultTimeout, nil
 	}
 	var v struct {
 		TimeoutMillis *int64 `json:"timeoutMillis"`
@@ -199,7 +197,7 @@ func parseUnlockBody(body []byte) (time.Duration, *Error) {
 		return 0, err
 	}
 	if t == 0 {
-		t = defaultLockTimeout
+		t = clusterlock.DefaultTimeout
 	}
 	return t, nil
 }

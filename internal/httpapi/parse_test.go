@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
 )
 
 func TestParseCount(t *testing.T) {
@@ -102,7 +104,7 @@ func TestParseLockBodies(t *testing.T) {
 		t.Fatalf("lock = %+v, %v", req, err)
 	}
 	req, err = parseLockBody([]byte(`{"strategy":"WRITE"}`))
-	if err != nil || req.Timeout != defaultLockTimeout {
+	if err != nil || req.Timeout != clusterlock.DefaultTimeout {
 		t.Fatalf("lock default timeout = %+v, %v", req, err)
 	}
 	for _, bad := range []string{``, `{}`, `{"strategy":"READ"}`, `{"strategy":"WRITE","timeoutMillis":0}`, `{"strategy":"WRITE","timeoutMillis":"5"}`} {
@@ -110,7 +112,7 @@ func TestParseLockBodies(t *testing.T) {
 			t.Errorf("lock %s: %v", bad, err)
 		}
 	}
-	if d, err := parseUnlockBody(nil); err != nil || d != defaultLockTimeout {
+	if d, err := parseUnlockBody(nil); err != nil || d != clusterlock.DefaultTimeout {
 		t.Fatalf("unlock empty = %v, %v", d, err)
 	}
 	if d, err := parseUnlockBody([]byte(`{"timeoutMillis":100}`)); err != nil || d != 100*time.Millisecond {

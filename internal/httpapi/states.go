@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/statistics"
@@ -203,4 +204,95 @@ func (s *Server) handleStatistics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, st)
+}
+
+// handleClusterState is GET /api/v1/cluster/state: the cluster state in
+// this node's view.
+func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, struct {
+		State string `json:"state"`
+	}{s.cfg.Store.Current().ClusterState})
+}
+
+// handleLock is PUT /api/v1/cluster/lock with
+// {"strategy":"WRITE"|"READ_WRITE","timeoutMillis":N}: LOCK CLUSTER
+// (clusterlock.Lock).
+func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	req, perr := parseLockBody(body)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	s.changeClusterState(w, r, req.Timeout, func(ctx context.Context, op clusterlock.Op) (string, error) {
+		return clusterlock.Lock(ctx, s.cfg.Repo, req.Strategy, op)
+	})
+}
+
+// handleUnlock is PUT /api/v1/cluster/unlock with an optional
+// {"timeoutMillis":N}: UNLOCK CLUSTER (clusterlock.Unlock).
+func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	timeout, perr := parseUnlockBody(body)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	s.changeClusterState(w, r, timeout, func(ctx context.Context, op clusterlock.Op) (string, error) {
+		return clusterlock.StateOK, clusterlock.Unlock(ctx, s.cfg.Repo, op)
+	})
+}
+
+// changeClusterState runs change on the server's session under the
+// cluster lock of the configured layout, waiting at most timeout for the
+// lock, and answers with the state change wrote once this node applied it
+// (at most 3 s).
+func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, timeout time.Duration, change func(context.Context, clusterlock.Op) (string, error)) {
+	ctx, cancel := context.WithTimeout(r.Context(), timeout+10*time.Second)
+	defer cancel()
+	sess, err := s.session(ctx)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	next, err := change(ctx, clusterlock.Op{Layout: s.cfg.Layout, Session: sess, Timeout: timeout})
+	if err != nil {
+		s.writeError(w, lockError(err))
+		return
+	}
+	s.log.Info("cluster state changed", "to", next)
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer wcancel()
+	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return snap.ClusterState == next })
+	s.writeJSON(w, struct {
+		State string `json:"state"`
+	}{next})
+}
+
+// lockError maps a refused LOCK or UNLOCK CLUSTER onto an HTTP answer:
+// 15030 (already locked), 15031 (not locked) and a cluster lock held past
+// the timeout are 409, an unknown strategy is 400, with clusterlock's
+// code and message.
+func lockError(err error) error {
+	var le *clusterlock.Error
+	if errors.As(err, &le) {
+		status := http.StatusConflict
+		if le.Code != clusterlock.ErrLocked.Code && le.Code != clusterlock.ErrNotLocked.Code {
+			status = http.StatusBadRequest
+		}
+		return errorf(status, int(le.Code), "%s", le.Message)
+	}
+	var busy *clusterlock.BusyError
+	if errors.As(err, &busy) {
+		return errorf(http.StatusConflict, CodeNone, "%s", busy.Error())
+	}
+	return err
 }
