@@ -188,6 +188,16 @@ func postgreSQLConsole(t *testing.T, conf string) {
 		t.Fatalf("psql -f: %v\n%s", err, out)
 	}
 
+	// The interactive psql reaches its prompt and answers at it; script(1)
+	// gives it a terminal.
+	interactive := exec.Command("script", "-qec", "psql -X -P pager=off \""+pgDSN(addrs[1], "root", "", verify)+"\"", "/dev/null")
+	interactive.Env = append(os.Environ(), "PGPASSWORD=r00t pass")
+	interactive.Stdin = strings.NewReader("SHOW COMPUTE NODE INFO;\n\\q\n")
+	screen, err := interactive.CombinedOutput()
+	if err != nil || !strings.Contains(string(screen), "server 14.0") || !strings.Contains(string(screen), "sharding_db=#") || !strings.Contains(string(screen), " pg-node-2 ") {
+		t.Fatalf("interactive psql: %v\n%s", err, screen)
+	}
+
 	// A syntax error: upstream's SQL state.
 	_, err = c.Exec(ctx, "SHOW COMPUTE NODEZ")
 	var pe *pgconn.PgError
