@@ -54,13 +54,18 @@ free_port() {
 	return 1
 }
 
-# wait_for runs "$@" until it succeeds, for at most 60 s.
+# wait_for WHAT PID CMD... runs CMD until it succeeds, for at most 60 s; it
+# gives up at once when the server's process PID has exited.
 wait_for() {
-	local what=$1
-	shift
+	local what=$1 pid=$2
+	shift 2
 	for _ in $(seq 1 300); do
 		if "$@" >/dev/null 2>&1; then
 			return 0
+		fi
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "servers: $what exited; its log follows" >&2
+			return 1
 		fi
 		sleep 0.2
 	done
@@ -90,14 +95,24 @@ start_servers() {
 	SK_SERVERS_DIR=$(mktemp -d /tmp/shardkeeper-servers.XXXXXX)
 	trap stop_servers EXIT
 
-	local ec ep zp
-	ec=$(free_port) && ep=$(free_port) && zp=$(free_port) || return 1
-	etcd --name sk --data-dir "$SK_SERVERS_DIR/etcd" \
-		--listen-client-urls "http://127.0.0.1:$ec" --advertise-client-urls "http://127.0.0.1:$ec" \
-		--listen-peer-urls "http://127.0.0.1:$ep" --initial-advertise-peer-urls "http://127.0.0.1:$ep" \
-		--initial-cluster "sk=http://127.0.0.1:$ep" --log-level error \
-		>"$SK_SERVERS_DIR/etcd.log" 2>&1 &
-	SK_ETCD_PID=$!
+	local ec ep zp attempt
+	zp=$(free_port) || return 1
+	# A free port can be taken by someone else before etcd binds it: then
+	# etcd exits at once, and it is started again on other ports.
+	for attempt in 1 2 3; do
+		ec=$(free_port) && ep=$(free_port) || return 1
+		rm -rf "$SK_SERVERS_DIR/etcd"
+		etcd --name sk --data-dir "$SK_SERVERS_DIR/etcd" \
+			--listen-client-urls "http://127.0.0.1:$ec" --advertise-client-urls "http://127.0.0.1:$ec" \
+			--listen-peer-urls "http://127.0.0.1:$ep" --initial-advertise-peer-urls "http://127.0.0.1:$ep" \
+			--initial-cluster "sk=http://127.0.0.1:$ep" --log-level error \
+			>"$SK_SERVERS_DIR/etcd.log" 2>&1 &
+		SK_ETCD_PID=$!
+		sleep 0.5
+		kill -0 "$SK_ETCD_PID" 2>/dev/null && break
+		grep -q "address already in use" "$SK_SERVERS_DIR/etcd.log" || break
+		echo "servers: etcd's port was taken meanwhile (attempt $attempt); trying other ports" >&2
+	done
 
 	mkdir -p "$SK_SERVERS_DIR/zk/data"
 	# Short ticks keep session-expiry tests fast (min session timeout 2 ticks);
@@ -119,9 +134,9 @@ CFG
 		>"$SK_SERVERS_DIR/zk.log" 2>&1 &
 	SK_ZK_PID=$!
 
-	wait_for "etcd on 127.0.0.1:$ec" etcdctl --endpoints "http://127.0.0.1:$ec" endpoint health ||
+	wait_for "etcd on 127.0.0.1:$ec" "$SK_ETCD_PID" etcdctl --endpoints "http://127.0.0.1:$ec" endpoint health ||
 		{ tail -20 "$SK_SERVERS_DIR/etcd.log" >&2; return 1; }
-	wait_for "ZooKeeper on 127.0.0.1:$zp" zk_ok "$zp" ||
+	wait_for "ZooKeeper on 127.0.0.1:$zp" "$SK_ZK_PID" zk_ok "$zp" ||
 		{ tail -20 "$SK_SERVERS_DIR/zk.log" >&2; return 1; }
 
 	export SHARDKEEPER_ETCD_ENDPOINTS="http://127.0.0.1:$ec"
