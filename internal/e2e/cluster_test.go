@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -18,8 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 const token = "e2e-token"
@@ -156,43 +160,122 @@ func nodes(t *testing.T, p *proc) []nodeRow {
 	return v.Nodes
 }
 
-// writeConf writes a conf dir whose global.yaml points at the registry.
+// registries are the real registries the cluster tests run on.
+var registries = []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}}
+
+// eachRegistry runs f as one subtest per real registry, named after it,
+// with the registry's type.
+func eachRegistry(t *testing.T, f func(t *testing.T, typ string)) {
+	for _, reg := range registries {
+		t.Run(reg.name, func(t *testing.T) { f(t, reg.typ) })
+	}
+}
+
+// registryServers returns the comma-separated servers of the real
+// registry typ (testenv.EtcdEndpoints or testenv.ZooKeeperServers).
+func registryServers(t *testing.T, typ string) string {
+	t.Helper()
+	if typ == config.RepositoryEtcd {
+		return strings.Join(testenv.EtcdEndpoints(t), ",")
+	}
+	return strings.Join(testenv.ZooKeeperServers(t), ",")
+}
+
+// writeConf writes a conf dir whose global.yaml points at a fresh
+// namespace of the registry typ at servers (comma-separated), with a
+// session time to live of 10 s.
 func writeConf(t *testing.T, typ, servers string) string {
 	t.Helper()
-	ns := testenv.Namespace("sk_e2e_")
+	return writeGlobal(t, typ, servers, 10, "")
+}
+
+// writeGlobal writes a conf dir whose global.yaml points at a fresh
+// namespace of the registry typ at servers (comma-separated), with
+// timeToLiveSeconds ttl (left out when 0) and the YAML extra (top-level
+// sections such as authority) after the mode.
+func writeGlobal(t *testing.T, typ, servers string, ttl int, extra string) string {
+	t.Helper()
 	conf := t.TempDir()
-	global := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + ns +
-		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 10\n"
-	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+	global := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: " + testenv.Namespace("sk_e2e_") +
+		"\n      server-lists: " + servers + "\n"
+	if ttl > 0 {
+		global += fmt.Sprintf("      timeToLiveSeconds: %d\n", ttl)
+	}
+	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return conf
 }
 
+// clusterOptions says how startCluster configures and runs its nodes.
+type clusterOptions struct {
+	prefix string   // instance ids prefix-1 to prefix-n
+	port   int      // serve nodes: node i publishes port+i
+	mysql  bool     // nodes with their MySQL console on 127.0.0.1 (startMySQLNode), no HTTP API
+	ttl    int      // timeToLiveSeconds in global.yaml; 0 leaves the registry's default
+	global string   // YAML appended to global.yaml, e.g. an authority rule
+	extra  []string // more serve arguments, for every node
+	// seed, when set, runs on the registry client before the first node
+	// starts; cleanups it registers run after the nodes stopped.
+	seed func(ctx context.Context, repo registry.Repository)
+}
+
+// cluster is n serve processes on one fresh namespace of a real
+// registry, and a client of that namespace.
+type cluster struct {
+	conf  string              // the conf dir with global.yaml
+	repo  registry.Repository // the client, closed after the nodes stopped
+	procs []*proc             // the nodes in order
+	mysql []*mysqlNode        // with clusterOptions.mysql, the nodes in order (procs holds their processes)
+}
+
+// startCluster writes a conf dir for a fresh namespace of the real
+// registry typ, opens a client of it from that conf (as serve reads it),
+// runs opts.seed and starts n nodes one after the other, each waited for
+// until it runs (serve nodes: until /readyz answers 200). The nodes are
+// stopped at the test's cleanup, then the client is closed.
+func startCluster(t *testing.T, typ string, n int, opts clusterOptions) *cluster {
+	t.Helper()
+	c := &cluster{conf: writeGlobal(t, typ, registryServers(t, typ), opts.ttl, opts.global)}
+	ctx := testenv.Context(t)
+	mode, err := config.LoadMode(ctx, c.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.repo, err = connect.Open(ctx, mode.Repository); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.repo.Close() })
+	if opts.seed != nil {
+		opts.seed(ctx, c.repo)
+	}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("%s-%d", opts.prefix, i)
+		if opts.mysql {
+			m := startMySQLNode(t, c.conf, id, "127.0.0.1", opts.extra...)
+			c.mysql = append(c.mysql, m)
+			c.procs = append(c.procs, m.proc)
+		} else {
+			c.procs = append(c.procs, startServe(t, c.conf, id, opts.port+i, opts.extra...))
+		}
+	}
+	return c
+}
+
 // TestThreeNodes runs three serve processes on one conf dir, on real etcd
 // and on real ZooKeeper, and drives them through the HTTP API.
 func TestThreeNodes(t *testing.T) {
-	for _, reg := range []struct{ name, typ string }{{"etcd", "etcd"}, {"ZooKeeper", "ZooKeeper"}} {
-		t.Run(reg.name, func(t *testing.T) {
-			var servers string
-			if reg.typ == "etcd" {
-				servers = strings.Join(testenv.EtcdEndpoints(t), ",")
-			} else {
-				servers = strings.Join(testenv.ZooKeeperServers(t), ",")
-			}
-			threeNodes(t, writeConf(t, reg.typ, servers))
-		})
-	}
+	eachRegistry(t, func(t *testing.T, typ string) {
+		start := time.Now()
+		procs := startCluster(t, typ, 3, clusterOptions{prefix: "e2e-node", port: 3300, ttl: 10}).procs
+		t.Logf("3 nodes ready in %v", time.Since(start).Round(time.Millisecond))
+		threeNodes(t, procs)
+	})
 }
 
-func threeNodes(t *testing.T, conf string) {
-	start := time.Now()
-	var procs []*proc
-	for i := 1; i <= 3; i++ {
-		procs = append(procs, startServe(t, conf, fmt.Sprintf("e2e-node-%d", i), 3300+i))
-	}
-	t.Logf("3 nodes ready in %v", time.Since(start).Round(time.Millisecond))
-
+// threeNodes drives three running nodes (instance ids e2e-node-1 to 3,
+// ports 3301 to 3303) through the HTTP API.
+func threeNodes(t *testing.T, procs []*proc) {
 	// Membership: every node shows three rows with distinct worker ids.
 	for _, p := range procs {
 		testenv.Eventually(t, p.id+" sees 3 nodes", func() bool { return len(nodes(t, p)) == 3 })

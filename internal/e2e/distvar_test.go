@@ -1,17 +1,12 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
@@ -23,76 +18,53 @@ import (
 // (still online: its session has not expired) it returns at its timeout
 // naming that node, and the node applies the value once resumed.
 func TestSetDistVariableNamesAPausedNode(t *testing.T) {
-	for _, reg := range []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}} {
-		t.Run(reg.name, func(t *testing.T) {
-			var servers []string
-			if reg.typ == config.RepositoryEtcd {
-				servers = testenv.EtcdEndpoints(t)
-			} else {
-				servers = testenv.ZooKeeperServers(t)
-			}
-			ctx := testenv.Context(t)
-			repo := config.Repository{Type: reg.typ, ServerLists: servers, Namespace: testenv.Namespace("sk_e2e_"),
-				TimeToLive: 30 * time.Second, ConnectTimeout: 10 * time.Second}
-			conf := t.TempDir()
-			global := fmt.Sprintf("mode:\n  type: Cluster\n  repository:\n    type: %s\n    props:\n      namespace: %s\n      server-lists: %s\n      timeToLiveSeconds: 30\n",
-				reg.typ, repo.Namespace, strings.Join(servers, ","))
-			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var procs []*proc
-			for i := 1; i <= 3; i++ {
-				procs = append(procs, startServe(t, conf, fmt.Sprintf("e2e-dv-%d", i), 3500+i))
-			}
-			r, err := connect.Open(ctx, repo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			all := []string{"e2e-dv-1", "e2e-dv-2", "e2e-dv-3"}
-			start := time.Now()
-			out, err := distvar.Set(ctx, r, "sql_show", "true", distvar.Options{Timeout: 20 * time.Second})
-			if err != nil || !slices.Equal(out.Applied, all) || len(out.Pending)+len(out.Unacknowledging) != 0 {
-				t.Fatalf("SET with every node running = %+v, %v; want all three applied", out, err)
-			}
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("SET with every node running took %v", took)
-			}
+	eachRegistry(t, func(t *testing.T, typ string) {
+		ctx := testenv.Context(t)
+		cl := startCluster(t, typ, 3, clusterOptions{prefix: "e2e-dv", port: 3500, ttl: 30})
+		procs, r := cl.procs, cl.repo
+		all := []string{"e2e-dv-1", "e2e-dv-2", "e2e-dv-3"}
+		start := time.Now()
+		out, err := distvar.Set(ctx, r, "sql_show", "true", distvar.Options{Timeout: 20 * time.Second})
+		if err != nil || !slices.Equal(out.Applied, all) || len(out.Pending)+len(out.Unacknowledging) != 0 {
+			t.Fatalf("SET with every node running = %+v, %v; want all three applied", out, err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("SET with every node running took %v", took)
+		}
 
-			paused := procs[1]
-			if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			resumed := false
-			t.Cleanup(func() {
-				if !resumed {
-					_ = paused.cmd.Process.Signal(syscall.SIGCONT)
-				}
-			})
-			const timeout = 3 * time.Second
-			start = time.Now()
-			out, err = distvar.Set(ctx, r, "sql_show", "false", distvar.Options{Timeout: timeout})
-			took := time.Since(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(out.Pending, []string{"e2e-dv-2"}) || !slices.Equal(out.Applied, []string{"e2e-dv-1", "e2e-dv-3"}) {
-				t.Fatalf("SET with e2e-dv-2 paused = %+v; want e2e-dv-2 pending, the others applied", out)
-			}
-			if took < timeout || took > timeout+5*time.Second {
-				t.Errorf("SET took %v with a timeout of %v", took, timeout)
-			}
-			t.Logf("%s: the paused node named after %v (timeout %v)", reg.name, took.Round(time.Millisecond), timeout)
-
-			if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
-			resumed = true
-			if err := distvar.Wait(ctx, r, out.Version, &out); err != nil || !slices.Equal(out.Applied, all) {
-				t.Fatalf("after SIGCONT: %+v, %v; want all three applied", out, err)
+		paused := procs[1]
+		if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		resumed := false
+		t.Cleanup(func() {
+			if !resumed {
+				_ = paused.cmd.Process.Signal(syscall.SIGCONT)
 			}
 		})
-	}
+		const timeout = 3 * time.Second
+		start = time.Now()
+		out, err = distvar.Set(ctx, r, "sql_show", "false", distvar.Options{Timeout: timeout})
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out.Pending, []string{"e2e-dv-2"}) || !slices.Equal(out.Applied, []string{"e2e-dv-1", "e2e-dv-3"}) {
+			t.Fatalf("SET with e2e-dv-2 paused = %+v; want e2e-dv-2 pending, the others applied", out)
+		}
+		if took < timeout || took > timeout+5*time.Second {
+			t.Errorf("SET took %v with a timeout of %v", took, timeout)
+		}
+		t.Logf("%s: the paused node named after %v (timeout %v)", typ, took.Round(time.Millisecond), timeout)
+
+		if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		resumed = true
+		if err := distvar.Wait(ctx, r, out.Version, &out); err != nil || !slices.Equal(out.Applied, all) {
+			t.Fatalf("after SIGCONT: %+v, %v; want all three applied", out, err)
+		}
+	})
 }
 
 // TestSetDistVariableOverMySQL types SET DIST VARIABLE into the mariadb
@@ -102,58 +74,41 @@ func TestSetDistVariableNamesAPausedNode(t *testing.T) {
 // it answers after its timeout (3 s) with a warning naming that node.
 func TestSetDistVariableOverMySQL(t *testing.T) {
 	requireMariaDB(t)
-	for _, reg := range []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}} {
-		t.Run(reg.name, func(t *testing.T) {
-			var servers []string
-			if reg.typ == config.RepositoryEtcd {
-				servers = testenv.EtcdEndpoints(t)
-			} else {
-				servers = testenv.ZooKeeperServers(t)
+	eachRegistry(t, func(t *testing.T, typ string) {
+		nodes := startCluster(t, typ, 3, clusterOptions{prefix: "e2e-sv", mysql: true, ttl: 30}).mysql
+		set := func(value string) (string, time.Duration) {
+			t.Helper()
+			start := time.Now()
+			rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "", "SET DIST VARIABLE sql_show = "+value, "--show-warnings")
+			if err != nil {
+				t.Fatalf("SET DIST VARIABLE sql_show = %s: %v\n%s", value, err, stderr)
 			}
-			conf := t.TempDir()
-			global := fmt.Sprintf("mode:\n  type: Cluster\n  repository:\n    type: %s\n    props:\n      namespace: %s\n      server-lists: %s\n      timeToLiveSeconds: 30\n",
-				reg.typ, testenv.Namespace("sk_e2e_"), strings.Join(servers, ","))
-			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
-				t.Fatal(err)
+			var out []string
+			for _, r := range rows {
+				out = append(out, strings.Join(r, "\t"))
 			}
-			var nodes []*mysqlNode
-			for i := 1; i <= 3; i++ {
-				nodes = append(nodes, startMySQLNode(t, conf, fmt.Sprintf("e2e-sv-%d", i), "127.0.0.1"))
-			}
-			set := func(value string) (string, time.Duration) {
-				t.Helper()
-				start := time.Now()
-				rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "", "SET DIST VARIABLE sql_show = "+value, "--show-warnings")
-				if err != nil {
-					t.Fatalf("SET DIST VARIABLE sql_show = %s: %v\n%s", value, err, stderr)
-				}
-				var out []string
-				for _, r := range rows {
-					out = append(out, strings.Join(r, "\t"))
-				}
-				return strings.Join(out, "\n") + stderr, time.Since(start)
-			}
-			if out, _ := set("true"); strings.Contains(out, "Warning") {
-				t.Fatalf("SET with every node running warned:\n%s", out)
-			}
-			rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[2].port, "root", "", "SHOW DIST VARIABLE WHERE NAME = sql_show")
-			if err != nil || len(rows) != 2 || column(t, rows, "variable_value")[0] != "true" {
-				t.Fatalf("SHOW DIST VARIABLE on another node: %v, %v\n%s", rows, err, stderr)
-			}
+			return strings.Join(out, "\n") + stderr, time.Since(start)
+		}
+		if out, _ := set("true"); strings.Contains(out, "Warning") {
+			t.Fatalf("SET with every node running warned:\n%s", out)
+		}
+		rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[2].port, "root", "", "SHOW DIST VARIABLE WHERE NAME = sql_show")
+		if err != nil || len(rows) != 2 || column(t, rows, "variable_value")[0] != "true" {
+			t.Fatalf("SHOW DIST VARIABLE on another node: %v, %v\n%s", rows, err, stderr)
+		}
 
-			paused := nodes[1]
-			if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = paused.cmd.Process.Signal(syscall.SIGCONT) })
-			out, took := set("false")
-			if !strings.Contains(out, "Warning") || !strings.Contains(out, paused.id) || strings.Contains(out, nodes[2].id) {
-				t.Fatalf("SET with %s paused: want a warning naming it (and only it):\n%s", paused.id, out)
-			}
-			if took < distvar.DefaultTimeout || took > distvar.DefaultTimeout+10*time.Second {
-				t.Errorf("SET with a paused node took %v, want its timeout %v", took, distvar.DefaultTimeout)
-			}
-			t.Logf("%s: %v\n%s", reg.name, took.Round(time.Millisecond), out)
-		})
-	}
+		paused := nodes[1]
+		if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = paused.cmd.Process.Signal(syscall.SIGCONT) })
+		out, took := set("false")
+		if !strings.Contains(out, "Warning") || !strings.Contains(out, paused.id) || strings.Contains(out, nodes[2].id) {
+			t.Fatalf("SET with %s paused: want a warning naming it (and only it):\n%s", paused.id, out)
+		}
+		if took < distvar.DefaultTimeout || took > distvar.DefaultTimeout+10*time.Second {
+			t.Errorf("SET with a paused node took %v, want its timeout %v", took, distvar.DefaultTimeout)
+		}
+		t.Logf("%s: %v\n%s", typ, took.Round(time.Millisecond), out)
+	})
 }

@@ -160,7 +160,7 @@ func requireMariaDB(t *testing.T) {
 
 const mysqlUsers = `authority:
   users:
-    - user: root@%%
+    - user: root@%
       password: root
     - user: u1
       password: p1
@@ -180,160 +180,144 @@ const mysqlUsers = `authority:
 // across the cluster and KILL of a session on another node.
 func TestMySQLConsole(t *testing.T) {
 	requireMariaDB(t)
-	for _, reg := range []struct{ name, typ string }{{"etcd", config.RepositoryEtcd}, {"ZooKeeper", config.RepositoryZooKeeper}} {
-		t.Run(reg.name, func(t *testing.T) {
-			var servers []string
-			if reg.typ == config.RepositoryEtcd {
-				servers = testenv.EtcdEndpoints(t)
-			} else {
-				servers = testenv.ZooKeeperServers(t)
+	eachRegistry(t, func(t *testing.T, typ string) {
+		certs := t.TempDir()
+		writeCert(t, certs)
+		nodes := startCluster(t, typ, 3, clusterOptions{prefix: "e2e-my", mysql: true, ttl: 30, global: mysqlUsers,
+			extra: []string{"--tls-cert", filepath.Join(certs, "cert.pem"), "--tls-key", filepath.Join(certs, "key.pem")}}).mysql
+		wantWorkers := map[string]string{}
+		for _, n := range nodes {
+			wantWorkers[n.id] = strconv.Itoa(n.workerID)
+		}
+
+		// SHOW COMPUTE NODES on each node, with the mariadb client.
+		for _, n := range nodes {
+			rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "root", "SHOW COMPUTE NODES")
+			if err != nil {
+				t.Fatalf("%s: mariadb: %v\n%s", n.id, err, stderr)
 			}
-			conf := t.TempDir()
-			global := fmt.Sprintf("mode:\n  type: Cluster\n  repository:\n    type: %s\n    props:\n      namespace: %s\n      server-lists: %s\n      timeToLiveSeconds: 30\n"+mysqlUsers,
-				reg.typ, testenv.Namespace("sk_e2e_"), strings.Join(servers, ","))
-			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+			ids, workers, ports := column(t, rows, "instance_id"), column(t, rows, "worker_id"), column(t, rows, "port")
+			got := map[string]string{}
+			for i := range ids {
+				got[ids[i]] = workers[i]
+			}
+			if fmt.Sprint(got) != fmt.Sprint(wantWorkers) {
+				t.Errorf("SHOW COMPUTE NODES on %s: worker ids %v, want %v", n.id, got, wantWorkers)
+			}
+			for i, id := range ids {
+				for _, m := range nodes {
+					if m.id == id && ports[i] != strconv.Itoa(m.port) {
+						t.Errorf("SHOW COMPUTE NODES on %s: %s port %s, want %d", n.id, id, ports[i], m.port)
+					}
+				}
+			}
+		}
+
+		// The interactive client reaches its prompt (it asks for
+		// @@version_comment on connect) and answers at it; script(1)
+		// gives it a terminal.
+		interactive := exec.Command("script", "-qec", fmt.Sprintf("mariadb --protocol=TCP -h 127.0.0.1 -P %d -u root -proot", nodes[2].port), "/dev/null")
+		interactive.Stdin = strings.NewReader("SHOW COMPUTE NODE INFO;\nquit\n")
+		screen, err := interactive.CombinedOutput()
+		if err != nil || !strings.Contains(string(screen), "Server version: 5.7.22-shardkeeper") || !strings.Contains(string(screen), "| "+nodes[2].id) {
+			t.Errorf("interactive mariadb: %v\n%s", err, screen)
+		}
+
+		// Errors carry their codes, in the client and in the driver.
+		_, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "root", "SHOW COMPUTE BANANAS")
+		if err == nil || !strings.Contains(stderr, "ERROR 12000 (42000)") {
+			t.Errorf("syntax error: err %v, stderr %q; want ERROR 12000 (42000)", err, stderr)
+		}
+		_, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "wrong", "SHOW COMPUTE NODES")
+		if err == nil || !strings.Contains(stderr, "ERROR 1045 (28000): Access denied for user 'root'@'127.0.0.1'") {
+			t.Errorf("wrong password: err %v, stderr %q; want ERROR 1045 (28000)", err, stderr)
+		}
+		testenv.Eventually(t, "the refused login in the log", func() bool {
+			return strings.Contains(nodes[0].stderr.String(), "access denied")
+		})
+		if strings.Contains(nodes[0].stderr.String(), "wrong") {
+			t.Errorf("the log has the wrong password:\n%s", nodes[0].stderr.LastLines(20))
+		}
+		db := openMySQL(t, nodes[0].port, "root", "root", "")
+		_, err = db.ExecContext(testenv.Context(t), "DISABLE COMPUTE NODE 'e2e-my-1'")
+		var me *gomysql.MySQLError
+		if !errors.As(err, &me) || me.Number == 0 || !strings.Contains(me.Message, "e2e-my-1") {
+			t.Errorf("DISABLE of the node itself: %v, want a MySQL error naming it", err)
+		}
+
+		// TLS: with the node's CA the client verifies the certificate;
+		// with another CA it refuses, so the session really is TLS.
+		rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO",
+			"--ssl", "--ssl-ca="+filepath.Join(certs, "ca.pem"), "--ssl-verify-server-cert")
+		if err != nil || len(rows) != 2 || column(t, rows, "instance_id")[0] != nodes[1].id {
+			t.Errorf("TLS with the CA: rows %v, err %v, stderr %q", rows, err, stderr)
+		}
+		// Without TLS, caching_sha2_password's password goes RSA-encrypted
+		// with the key the client asks the node for.
+		rows, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO", "--skip-ssl")
+		if err != nil || len(rows) != 2 {
+			t.Errorf("caching_sha2 without TLS: rows %v, err %v, stderr %q", rows, err, stderr)
+		}
+		other := t.TempDir()
+		writeCert(t, other)
+		_, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO",
+			"--ssl", "--ssl-ca="+filepath.Join(other, "ca.pem"), "--ssl-verify-server-cert")
+		if err == nil || !strings.Contains(stderr, "ERROR 2026") {
+			t.Errorf("TLS with another CA: err %v, stderr %q; want ERROR 2026 (TLS/SSL error)", err, stderr)
+		}
+
+		// One session per node, one user per node; SHOW PROCESSLIST
+		// from any node lists all three.
+		ctx := testenv.Context(t)
+		var conns []*sql.Conn
+		for i, n := range nodes {
+			c, err := openMySQL(t, n.port, fmt.Sprintf("u%d", i+1), fmt.Sprintf("p%d", i+1), "").Conn(ctx)
+			if err != nil {
+				t.Fatalf("u%d on %s: %v", i+1, n.id, err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			if err := c.PingContext(ctx); err != nil {
 				t.Fatal(err)
 			}
-			writeCert(t, conf)
-			tlsFlags := []string{"--tls-cert", filepath.Join(conf, "cert.pem"), "--tls-key", filepath.Join(conf, "key.pem")}
-			var nodes []*mysqlNode
-			for i := 1; i <= 3; i++ {
-				nodes = append(nodes, startMySQLNode(t, conf, fmt.Sprintf("e2e-my-%d", i), "127.0.0.1", tlsFlags...))
+			conns = append(conns, c)
+		}
+		var u3ID string
+		for _, n := range nodes {
+			rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "root", "SHOW PROCESSLIST")
+			if err != nil {
+				t.Fatalf("SHOW PROCESSLIST on %s: %v\n%s", n.id, err, stderr)
 			}
-			wantWorkers := map[string]string{}
-			for _, n := range nodes {
-				wantWorkers[n.id] = strconv.Itoa(n.workerID)
+			users, ids := column(t, rows, "User"), column(t, rows, "Id")
+			for _, u := range []string{"u1", "u2", "u3"} {
+				i := slices.Index(users, u)
+				if i < 0 {
+					t.Errorf("SHOW PROCESSLIST on %s lacks %s's session: %v", n.id, u, rows)
+					continue
+				}
+				if u == "u3" {
+					u3ID = ids[i]
+				}
 			}
+		}
+		if u3ID == "" {
+			t.FailNow()
+		}
 
-			// SHOW COMPUTE NODES on each node, with the mariadb client.
-			for _, n := range nodes {
-				rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "root", "SHOW COMPUTE NODES")
-				if err != nil {
-					t.Fatalf("%s: mariadb: %v\n%s", n.id, err, stderr)
-				}
-				ids, workers, ports := column(t, rows, "instance_id"), column(t, rows, "worker_id"), column(t, rows, "port")
-				got := map[string]string{}
-				for i := range ids {
-					got[ids[i]] = workers[i]
-				}
-				if fmt.Sprint(got) != fmt.Sprint(wantWorkers) {
-					t.Errorf("SHOW COMPUTE NODES on %s: worker ids %v, want %v", n.id, got, wantWorkers)
-				}
-				for i, id := range ids {
-					for _, m := range nodes {
-						if m.id == id && ports[i] != strconv.Itoa(m.port) {
-							t.Errorf("SHOW COMPUTE NODES on %s: %s port %s, want %d", n.id, id, ports[i], m.port)
-						}
-					}
-				}
-			}
-
-			// The interactive client reaches its prompt (it asks for
-			// @@version_comment on connect) and answers at it; script(1)
-			// gives it a terminal.
-			interactive := exec.Command("script", "-qec", fmt.Sprintf("mariadb --protocol=TCP -h 127.0.0.1 -P %d -u root -proot", nodes[2].port), "/dev/null")
-			interactive.Stdin = strings.NewReader("SHOW COMPUTE NODE INFO;\nquit\n")
-			screen, err := interactive.CombinedOutput()
-			if err != nil || !strings.Contains(string(screen), "Server version: 5.7.22-shardkeeper") || !strings.Contains(string(screen), "| "+nodes[2].id) {
-				t.Errorf("interactive mariadb: %v\n%s", err, screen)
-			}
-
-			// Errors carry their codes, in the client and in the driver.
-			_, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "root", "SHOW COMPUTE BANANAS")
-			if err == nil || !strings.Contains(stderr, "ERROR 12000 (42000)") {
-				t.Errorf("syntax error: err %v, stderr %q; want ERROR 12000 (42000)", err, stderr)
-			}
-			_, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "wrong", "SHOW COMPUTE NODES")
-			if err == nil || !strings.Contains(stderr, "ERROR 1045 (28000): Access denied for user 'root'@'127.0.0.1'") {
-				t.Errorf("wrong password: err %v, stderr %q; want ERROR 1045 (28000)", err, stderr)
-			}
-			testenv.Eventually(t, "the refused login in the log", func() bool {
-				return strings.Contains(nodes[0].stderr.String(), "access denied")
-			})
-			if strings.Contains(nodes[0].stderr.String(), "wrong") {
-				t.Errorf("the log has the wrong password:\n%s", nodes[0].stderr.LastLines(20))
-			}
-			db := openMySQL(t, nodes[0].port, "root", "root", "")
-			_, err = db.ExecContext(testenv.Context(t), "DISABLE COMPUTE NODE 'e2e-my-1'")
-			var me *gomysql.MySQLError
-			if !errors.As(err, &me) || me.Number == 0 || !strings.Contains(me.Message, "e2e-my-1") {
-				t.Errorf("DISABLE of the node itself: %v, want a MySQL error naming it", err)
-			}
-
-			// TLS: with the node's CA the client verifies the certificate;
-			// with another CA it refuses, so the session really is TLS.
-			rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO",
-				"--ssl", "--ssl-ca="+filepath.Join(conf, "ca.pem"), "--ssl-verify-server-cert")
-			if err != nil || len(rows) != 2 || column(t, rows, "instance_id")[0] != nodes[1].id {
-				t.Errorf("TLS with the CA: rows %v, err %v, stderr %q", rows, err, stderr)
-			}
-			// Without TLS, caching_sha2_password's password goes RSA-encrypted
-			// with the key the client asks the node for.
-			rows, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO", "--skip-ssl")
-			if err != nil || len(rows) != 2 {
-				t.Errorf("caching_sha2 without TLS: rows %v, err %v, stderr %q", rows, err, stderr)
-			}
-			other := t.TempDir()
-			writeCert(t, other)
-			_, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO",
-				"--ssl", "--ssl-ca="+filepath.Join(other, "ca.pem"), "--ssl-verify-server-cert")
-			if err == nil || !strings.Contains(stderr, "ERROR 2026") {
-				t.Errorf("TLS with another CA: err %v, stderr %q; want ERROR 2026 (TLS/SSL error)", err, stderr)
-			}
-
-			// One session per node, one user per node; SHOW PROCESSLIST
-			// from any node lists all three.
-			ctx := testenv.Context(t)
-			var conns []*sql.Conn
-			for i, n := range nodes {
-				c, err := openMySQL(t, n.port, fmt.Sprintf("u%d", i+1), fmt.Sprintf("p%d", i+1), "").Conn(ctx)
-				if err != nil {
-					t.Fatalf("u%d on %s: %v", i+1, n.id, err)
-				}
-				t.Cleanup(func() { _ = c.Close() })
-				if err := c.PingContext(ctx); err != nil {
-					t.Fatal(err)
-				}
-				conns = append(conns, c)
-			}
-			var u3ID string
-			for _, n := range nodes {
-				rows, stderr, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "root", "SHOW PROCESSLIST")
-				if err != nil {
-					t.Fatalf("SHOW PROCESSLIST on %s: %v\n%s", n.id, err, stderr)
-				}
-				users, ids := column(t, rows, "User"), column(t, rows, "Id")
-				for _, u := range []string{"u1", "u2", "u3"} {
-					i := slices.Index(users, u)
-					if i < 0 {
-						t.Errorf("SHOW PROCESSLIST on %s lacks %s's session: %v", n.id, u, rows)
-						continue
-					}
-					if u == "u3" {
-						u3ID = ids[i]
-					}
-				}
-			}
-			if u3ID == "" {
-				t.FailNow()
-			}
-
-			// KILL on node 1 of u3's session on node 3.
-			if _, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "root", "KILL '"+u3ID+"'"); err != nil {
-				t.Fatalf("KILL %s: %v\n%s", u3ID, err, stderr)
-			}
-			testenv.Eventually(t, "u3's session to end", func() bool {
-				return conns[2].PingContext(ctx) != nil
-			})
-			rows, _, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "root", "root", "SHOW PROCESSLIST")
-			if err != nil || slices.Contains(column(t, rows, "Id"), u3ID) || !slices.Contains(column(t, rows, "User"), "u1") {
-				t.Errorf("after KILL, SHOW PROCESSLIST = %v, %v; want u3's session gone, u1's there", rows, err)
-			}
-			if err := conns[0].PingContext(ctx); err != nil {
-				t.Errorf("u1's session ended with u3's: %v", err)
-			}
+		// KILL on node 1 of u3's session on node 3.
+		if _, stderr, err := mariadb(t, localCmd, "127.0.0.1", nodes[0].port, "root", "root", "KILL '"+u3ID+"'"); err != nil {
+			t.Fatalf("KILL %s: %v\n%s", u3ID, err, stderr)
+		}
+		testenv.Eventually(t, "u3's session to end", func() bool {
+			return conns[2].PingContext(ctx) != nil
 		})
-	}
+		rows, _, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "root", "root", "SHOW PROCESSLIST")
+		if err != nil || slices.Contains(column(t, rows, "Id"), u3ID) || !slices.Contains(column(t, rows, "User"), "u1") {
+			t.Errorf("after KILL, SHOW PROCESSLIST = %v, %v; want u3's session gone, u1's there", rows, err)
+		}
+		if err := conns[0].PingContext(ctx); err != nil {
+			t.Errorf("u1's session ended with u3's: %v", err)
+		}
+	})
 }
 
 func openMySQL(t *testing.T, port int, user, password, params string) *sql.DB {
@@ -361,13 +345,7 @@ func TestMySQLLoopbackOnlyWithoutUsers(t *testing.T) {
 	requireMariaDB(t)
 	chaostest.RequireTools(t, "mariadb")
 	netw, hosts := chaostest.Network(t, "client")
-	conf := t.TempDir()
-	servers := testenv.EtcdEndpoints(t)
-	global := fmt.Sprintf("mode:\n  type: Cluster\n  repository:\n    type: etcd\n    props:\n      namespace: %s\n      server-lists: %s\n",
-		testenv.Namespace("sk_e2e_"), strings.Join(servers, ","))
-	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	conf := writeGlobal(t, config.RepositoryEtcd, registryServers(t, config.RepositoryEtcd), 0, "")
 	n := startMySQLNode(t, conf, "e2e-my-nousers", "0.0.0.0")
 	testenv.Eventually(t, "the start log to say the console is loopback only", func() bool {
 		return strings.Contains(n.stderr.String(), "only loopback clients are accepted")
