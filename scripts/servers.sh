@@ -54,12 +54,13 @@ free_port() {
 	return 1
 }
 
-# wait_for WHAT PID CMD... runs CMD until it succeeds, for at most 60 s; it
-# gives up at once when the server's process PID has exited.
+# wait_for WHAT PID CMD... runs CMD (which must bound its own time) until it
+# succeeds, for at most 60 s; it gives up at once when the server's process
+# PID has exited.
 wait_for() {
-	local what=$1 pid=$2
+	local what=$1 pid=$2 deadline=$((SECONDS + 60))
 	shift 2
-	for _ in $(seq 1 300); do
+	while [ "$SECONDS" -lt "$deadline" ]; do
 		if "$@" >/dev/null 2>&1; then
 			return 0
 		fi
@@ -134,7 +135,7 @@ CFG
 		>"$SK_SERVERS_DIR/zk.log" 2>&1 &
 	SK_ZK_PID=$!
 
-	wait_for "etcd on 127.0.0.1:$ec" "$SK_ETCD_PID" etcdctl --endpoints "http://127.0.0.1:$ec" endpoint health ||
+	wait_for "etcd on 127.0.0.1:$ec" "$SK_ETCD_PID" etcdctl --dial-timeout 1s --command-timeout 2s --endpoints "http://127.0.0.1:$ec" endpoint health ||
 		{ tail -20 "$SK_SERVERS_DIR/etcd.log" >&2; return 1; }
 	wait_for "ZooKeeper on 127.0.0.1:$zp" "$SK_ZK_PID" zk_ok "$zp" ||
 		{ tail -20 "$SK_SERVERS_DIR/zk.log" >&2; return 1; }
