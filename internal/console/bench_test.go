@@ -97,7 +97,7 @@ func startBenchConsole(b *testing.B, peers, conns int) *benchConsole {
 		b.Fatal(err)
 	}
 	go func() { _ = front.Serve(ln) }()
-	b.Cleanup(func() { _ = front.Shutdown(context.Background()) })
+	b.Cleanup(func() { _ = front.Close(context.Background()) })
 	db, err := sql.Open("mysql", "root@tcp("+ln.Addr().String()+")/")
 	if err != nil {
 		b.Fatal(err)

@@ -253,7 +253,7 @@ func (d *Daemon) bind() error {
 		d.frontends, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m.ln.Addr().String(), m.port()
 	}
 	if c := d.cfg.PostgreSQL; c != nil {
-		p, err := bindPostgreSQL(c)
+		p, err := bindPostgreSQL(c, d.log)
 		if err != nil {
 			return err
 		}

@@ -1,13 +1,9 @@
 package daemon
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"syscall"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
@@ -35,83 +31,21 @@ type MySQLConfig struct {
 	IdleTimeout time.Duration
 }
 
-// mysqlFrontend serves the DistSQL console over the MySQL protocol.
-type mysqlFrontend struct {
-	c    *MySQLConfig
-	ln   net.Listener
-	log  *slog.Logger
-	srv  *mysqlfront.Server
-	done chan struct{} // closed when Serve returned; nil before serve
-}
-
 // bindMySQL checks c and binds its address, or the fallback when the
 // address is in use and a fallback is configured.
-func bindMySQL(c *MySQLConfig, log *slog.Logger) (*mysqlFrontend, error) {
+func bindMySQL(c *MySQLConfig, log *slog.Logger) (*consoleFrontend, error) {
 	if c.MaxConnections < 0 || c.IdleTimeout < 0 {
 		return nil, fmt.Errorf("mysql: MaxConnections %d, IdleTimeout %v: want 0 (the defaults) or more", c.MaxConnections, c.IdleTimeout)
 	}
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil && c.FallbackAddr != "" && errors.Is(err, syscall.EADDRINUSE) {
-		log.Warn("mysql address in use; using another port", "addr", c.Addr, "fallback", c.FallbackAddr)
-		ln, err = net.Listen("tcp", c.FallbackAddr)
-	}
+	ln, err := bindConsole("mysql", c.Addr, c.FallbackAddr, log)
 	if err != nil {
-		return nil, fmt.Errorf("mysql: listen on %s: %w", c.Addr, err)
+		return nil, err
 	}
-	return &mysqlFrontend{c: c, ln: ln}, nil
-}
-
-// port is the bound port.
-func (m *mysqlFrontend) port() int { return m.ln.Addr().(*net.TCPAddr).Port }
-
-func (m *mysqlFrontend) serve(d *Daemon) error {
-	srv, err := mysqlfront.New(mysqlfront.Config{
-		Executor: d.Console, Users: d.users, Processes: d.Processes, TLS: m.c.TLS,
-		MaxConnections: m.c.MaxConnections, IdleTimeout: m.c.IdleTimeout, Logger: d.log,
-	})
-	if err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	m.srv, m.log, m.done = srv, d.log, done
-	go func() {
-		defer close(done)
-		if err := srv.Serve(m.ln); err != nil && !errors.Is(err, mysqlfront.ErrServerClosed) {
-			d.log.Error("mysql console stopped", "err", err)
-		}
-	}()
-	addr := m.ln.Addr().String()
-	users, err := d.users()
-	switch {
-	case err != nil:
-		d.log.Error("mysql console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
-	case users.Empty():
-		d.log.Warn("mysql console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password", "addr", addr)
-	}
-	d.log.Info("mysql console listening", "addr", addr, "tls", m.c.TLS != nil, "version", mysqlfront.ServerVersion)
-	return nil
-}
-
-// drain ends the console: the port closes and every session ends, its
-// running statement cancelled (ctx bounds the wait for them).
-func (m *mysqlFrontend) drain(ctx context.Context) {
-	m.stop(ctx)
-}
-
-func (m *mysqlFrontend) stop(ctx context.Context) {
-	if m.srv == nil {
-		_ = m.ln.Close()
-		return
-	}
-	if m.done == nil {
-		return
-	}
-	if err := m.srv.Shutdown(ctx); err != nil {
-		m.log.Warn("mysql console did not drain", "err", err)
-	}
-	select {
-	case <-m.done:
-		m.done = nil
-	case <-ctx.Done():
-	}
+	return &consoleFrontend{name: "mysql", version: mysqlfront.ServerVersion, tls: c.TLS != nil, ln: ln,
+		open: func(d *Daemon) (consoleServer, error) {
+			return mysqlfront.New(mysqlfront.Config{
+				Executor: d.Console, Users: d.users, Processes: d.Processes, TLS: c.TLS,
+				MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Logger: d.log,
+			})
+		}}, nil
 }

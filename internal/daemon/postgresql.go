@@ -1,11 +1,9 @@
 package daemon
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"net"
+	"log/slog"
 
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 )
@@ -22,67 +20,20 @@ type PostgreSQLConfig struct {
 	MaxConns int
 }
 
-// pgFrontend serves the DistSQL console over the PostgreSQL protocol.
-type pgFrontend struct {
-	c    *PostgreSQLConfig
-	ln   net.Listener
-	srv  *pgfront.Server
-	done chan struct{} // closed when Serve returned; nil before serve
-}
-
 // bindPostgreSQL checks c and binds its address.
-func bindPostgreSQL(c *PostgreSQLConfig) (*pgFrontend, error) {
+func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, error) {
 	if c.MaxConns < 0 {
 		return nil, fmt.Errorf("postgresql: MaxConns %d: want 0 (the default, %d) or more", c.MaxConns, pgfront.DefaultMaxConns)
 	}
-	ln, err := net.Listen("tcp", c.Addr)
+	ln, err := bindConsole("postgresql", c.Addr, "", log)
 	if err != nil {
-		return nil, fmt.Errorf("postgresql: listen on %s: %w", c.Addr, err)
+		return nil, err
 	}
-	return &pgFrontend{c: c, ln: ln}, nil
-}
-
-func (p *pgFrontend) serve(d *Daemon) error {
-	srv, err := pgfront.New(pgfront.Config{
-		Executor: d.Console, Processes: d.Processes, Users: d.users,
-		TLS: p.c.TLS, Logger: d.log, MaxConns: p.c.MaxConns,
-	})
-	if err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	p.srv, p.done = srv, done
-	go func() {
-		defer close(done)
-		if err := srv.Serve(p.ln); err != nil && !errors.Is(err, pgfront.ErrServerClosed) {
-			d.log.Error("postgresql console stopped", "err", err)
-		}
-	}()
-	users, err := d.users()
-	switch {
-	case err != nil:
-		d.log.Error("postgresql console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
-	case users.Empty():
-		d.log.Warn("postgresql console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password", "addr", p.ln.Addr().String())
-	}
-	d.log.Info("postgresql console listening", "addr", p.ln.Addr().String(), "tls", p.c.TLS != nil)
-	return nil
-}
-
-// drain ends the console: the port closes and every session ends, its
-// running statement cancelled (ctx bounds the wait for them).
-func (p *pgFrontend) drain(ctx context.Context) {
-	p.stop(ctx)
-}
-
-func (p *pgFrontend) stop(ctx context.Context) {
-	if p.srv == nil {
-		_ = p.ln.Close()
-		return
-	}
-	_ = p.srv.Close(ctx)
-	if p.done != nil {
-		<-p.done
-		p.done = nil
-	}
+	return &consoleFrontend{name: "postgresql", version: pgfront.ServerVersion, tls: c.TLS != nil, ln: ln,
+		open: func(d *Daemon) (consoleServer, error) {
+			return pgfront.New(pgfront.Config{
+				Executor: d.Console, Processes: d.Processes, Users: d.users,
+				TLS: c.TLS, Logger: d.log, MaxConns: c.MaxConns,
+			})
+		}}, nil
 }

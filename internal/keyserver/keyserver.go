@@ -41,15 +41,15 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 )
 
 // MaxBatch is the largest n of NEXTID n and NEXTIDB n.
@@ -137,34 +137,6 @@ func refuse(nc net.Conn) {
 	_ = nc.Close()
 }
 
-// acceptBackoff paces an accept loop while the process is out of file
-// descriptors or socket memory: the listener is fine, and accepting
-// resumes once connections close.
-type acceptBackoff struct{ pause time.Duration }
-
-// retry reports whether err, from Accept, passes: EMFILE, ENFILE,
-// ENOBUFS or ENOMEM. Then it waits first (5 ms, doubling to 1 s, as
-// net/http does), and reports false if ctx ends meanwhile. Other errors
-// end serving.
-func (b *acceptBackoff) retry(ctx context.Context, err error) bool {
-	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) &&
-		!errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.ENOMEM) {
-		return false
-	}
-	b.pause = min(max(2*b.pause, 5*time.Millisecond), time.Second)
-	t := time.NewTimer(b.pause)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// accepted resets the pause after a successful Accept.
-func (b *acceptBackoff) accepted() { b.pause = 0 }
-
 // Serve answers RESP clients on ln with keys from src until ctx ends or
 // ln fails, with the zero Config. See ServeConfig.
 func Serve(ctx context.Context, ln net.Listener, src Source) error {
@@ -222,18 +194,18 @@ func serveGoroutines(ctx context.Context, ln net.Listener, src Source, cl *clien
 	}()
 	var (
 		err     error
-		backoff acceptBackoff
+		backoff connserver.Backoff
 	)
 	for {
 		var nc net.Conn
 		nc, err = ln.Accept()
 		if err != nil {
-			if backoff.retry(ctx, err) {
+			if backoff.Retry(ctx, err) {
 				continue
 			}
 			break
 		}
-		backoff.accepted()
+		backoff.Accepted()
 		if !cl.admit() {
 			refuse(nc)
 			continue

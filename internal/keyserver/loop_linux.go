@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 )
 
 // eventLoops says serveLoops exists on this platform.
@@ -76,18 +78,18 @@ func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, cl *client
 	}()
 	var (
 		err     error
-		backoff acceptBackoff
+		backoff connserver.Backoff
 	)
 	for i := 0; ; i++ {
 		var tc *net.TCPConn
 		tc, err = ln.AcceptTCP()
 		if err != nil {
-			if backoff.retry(ctx, err) {
+			if backoff.Retry(ctx, err) {
 				continue
 			}
 			break
 		}
-		backoff.accepted()
+		backoff.Accepted()
 		if !cl.admit() {
 			refuse(tc)
 			continue

@@ -102,7 +102,7 @@ func runSession(t testing.TB, remote string, login bool, input []byte) []byte {
 
 func runSessionOn(t testing.TB, s *Server, remote string, login bool, input []byte) []byte {
 	client, srv := net.Pipe()
-	ss := newSession(s, pipeConn{srv, &net.TCPAddr{IP: net.ParseIP(remote), Port: 40000}})
+	ss := newSession(context.Background(), s, pipeConn{srv, &net.TCPAddr{IP: net.ParseIP(remote), Port: 40000}})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

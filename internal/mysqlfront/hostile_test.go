@@ -26,7 +26,7 @@ func pipeNet(t *testing.T, name string, s *Server) {
 			return nil, err
 		}
 		client, srv := net.Pipe()
-		ss := newSession(s, pipeConn{srv, remote})
+		ss := newSession(context.Background(), s, pipeConn{srv, remote})
 		go ss.serve()
 		return client, nil
 	})

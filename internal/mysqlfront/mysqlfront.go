@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
@@ -77,7 +78,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Server serves the MySQL protocol on listeners. Create it with New.
+// Server serves the MySQL protocol on listeners. Create it with New. It
+// is safe for concurrent use.
 type Server struct {
 	cfg Config
 	log *slog.Logger
@@ -85,12 +87,7 @@ type Server struct {
 	// without TLS: the TLS certificate's RSA key, else one made on first
 	// use.
 	rsaKey func() (*rsa.PrivateKey, error)
-
-	mu       sync.Mutex
-	closed   bool
-	lns      map[net.Listener]bool
-	sessions map[*session]bool
-	wg       sync.WaitGroup
+	conns  *connserver.Server
 }
 
 // New checks cfg and returns a Server. It does no I/O.
@@ -116,7 +113,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, lns: map[net.Listener]bool{}, sessions: map[*session]bool{}}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.conns = connserver.New(connserver.Config{
+		Name: "mysqlfront", Max: cfg.MaxConnections, Logger: cfg.Logger,
+		Serve:  func(ctx context.Context, nc net.Conn) { newSession(ctx, s, nc).serve() },
+		Refuse: func(ctx context.Context, nc net.Conn) { newSession(ctx, s, nc).refuse(errTooManyConnections) },
+	})
 	var key *rsa.PrivateKey
 	if cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 {
 		key, _ = cfg.TLS.Certificates[0].PrivateKey.(*rsa.PrivateKey)
@@ -130,114 +132,20 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ErrServerClosed is returned by Serve after Shutdown.
-var ErrServerClosed = errors.New("mysqlfront: server closed")
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = connserver.ErrServerClosed
 
 // Serve accepts connections on ln and serves each on a goroutine of its
-// own until Shutdown, which closes ln; it then returns ErrServerClosed.
-// Any other accept error is returned (and ln is closed).
-func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		_ = ln.Close()
-		return ErrServerClosed
-	}
-	s.lns[ln] = true
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.lns, ln)
-		s.mu.Unlock()
-		_ = ln.Close()
-	}()
-	var backoff time.Duration
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return ErrServerClosed
-			}
-			if temporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
-			}
-			return err
-		}
-		backoff = 0
-		ss := newSession(s, conn)
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			_ = conn.Close()
-			return ErrServerClosed
-		}
-		over := len(s.sessions) >= s.cfg.MaxConnections
-		if !over {
-			s.sessions[ss] = true
-		}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			if over {
-				ss.refuse(errTooManyConnections)
-				return
-			}
-			defer s.remove(ss)
-			ss.serve()
-		}()
-	}
-}
-
-// temporary reports whether an accept error is one accept may recover
-// from: a timeout or a resource shortage (too many open files).
-func temporary(err error) bool {
-	var te interface{ Temporary() bool }
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.As(err, &te) && te.Temporary()
-}
-
-func (s *Server) remove(ss *session) {
-	s.mu.Lock()
-	delete(s.sessions, ss)
-	s.mu.Unlock()
-}
+// own until Close, which closes ln; it then returns ErrServerClosed.
+// Any other accept error is returned (and ln is closed). A connection
+// over Config.MaxConnections gets error 1040 instead of a handshake.
+func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln) }
 
 // Connections returns the number of connections served, authenticated
-// or not.
-func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sessions)
-}
+// or not, within Config.MaxConnections.
+func (s *Server) Connections() int { return s.conns.Connections() }
 
-// Shutdown closes every listener, cancels the statement of every session
+// Close closes every listener, cancels the statement of every session
 // and closes its connection, then waits for the session goroutines,
 // bounded by ctx. Idempotent.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	for ln := range s.lns {
-		_ = ln.Close()
-	}
-	for ss := range s.sessions {
-		ss.kill()
-	}
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("mysqlfront: sessions did not end: %w", ctx.Err())
-	}
-}
+func (s *Server) Close(ctx context.Context) error { return s.conns.Close(ctx) }

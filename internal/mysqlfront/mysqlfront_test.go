@@ -101,8 +101,8 @@ func start(t *testing.T, cfg mysqlfront.Config) *front {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
 		}
 		if err := <-served; !errors.Is(err, mysqlfront.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
@@ -480,7 +480,7 @@ func TestProcessesAndKill(t *testing.T) {
 	testenv.Eventually(t, "the killed session to end", func() bool { return len(f.proc.List()) == 0 && f.srv.Connections() == 0 })
 }
 
-func TestShutdownEndsStatements(t *testing.T) {
+func TestCloseEndsStatements(t *testing.T) {
 	f := start(t, mysqlfront.Config{})
 	c := conn(t, open(t, f.dsn("root", "", "")))
 	errc := make(chan error, 1)
@@ -491,14 +491,14 @@ func TestShutdownEndsStatements(t *testing.T) {
 	<-f.exec.blocked
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := f.srv.Shutdown(ctx); err != nil {
+	if err := f.srv.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err == nil {
-		t.Error("a statement survived Shutdown")
+		t.Error("a statement survived Close")
 	}
 	if _, err := net.DialTimeout("tcp", f.addr, time.Second); err == nil {
-		t.Error("the port still accepts after Shutdown")
+		t.Error("the port still accepts after Close")
 	}
 }
 

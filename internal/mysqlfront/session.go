@@ -63,8 +63,8 @@ type warning struct {
 	message string
 }
 
-func newSession(s *Server, raw net.Conn) *session {
-	ctx, cancel := context.WithCancel(context.Background())
+func newSession(ctx context.Context, s *Server, raw net.Conn) *session {
+	ctx, cancel := context.WithCancel(ctx)
 	addr := remoteAddr(raw)
 	return &session{
 		srv: s, raw: raw, addr: addr, ctx: ctx, cancel: cancel,

@@ -55,7 +55,7 @@ func runSession(t testing.TB, s *Server, ln net.Listener, in []byte) []byte {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.serveConn(srv)
+		s.serveConn(context.Background(), srv)
 		_ = srv.Close()
 	}()
 	out := make(chan []byte, 1)

@@ -66,6 +66,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
@@ -112,18 +113,11 @@ type Config struct {
 // Server serves the PostgreSQL protocol. Create it with New, run it with
 // Serve, end it with Close. It is safe for concurrent use.
 type Server struct {
-	c   Config
-	log *slog.Logger
-
-	ctx    context.Context // cancelled by Close: ends every statement
-	cancel context.CancelFunc
-	slots  chan struct{} // one per connection served
-	wg     sync.WaitGroup
+	c     Config
+	log   *slog.Logger
+	conns *connserver.Server
 
 	mu       sync.Mutex
-	closed   bool
-	lns      map[net.Listener]struct{}
-	conns    map[net.Conn]struct{}
 	sessions map[uint32]*session // by BackendKeyData process id
 }
 
@@ -158,117 +152,30 @@ func New(c Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
-		c: c, log: log, ctx: ctx, cancel: cancel,
-		slots:    make(chan struct{}, c.MaxConns),
-		lns:      map[net.Listener]struct{}{},
-		conns:    map[net.Conn]struct{}{},
-		sessions: map[uint32]*session{},
-	}, nil
+	s := &Server{c: c, log: log, sessions: map[uint32]*session{}}
+	s.conns = connserver.New(connserver.Config{
+		Name: "pgfront", Max: c.MaxConns, Logger: log,
+		Serve: s.serveConn, Refuse: s.refuse,
+	})
+	return s, nil
 }
 
 // ErrServerClosed is what Serve returns after Close.
-var ErrServerClosed = errors.New("pgfront: server closed")
+var ErrServerClosed = connserver.ErrServerClosed
 
 // Serve accepts connections on ln and serves each on its own goroutine
 // until Close, then returns ErrServerClosed; it returns another error when
 // ln fails. ln is closed when Serve returns.
-func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		_ = ln.Close()
-		return ErrServerClosed
-	}
-	s.lns[ln] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.lns, ln)
-		s.mu.Unlock()
-		_ = ln.Close()
-	}()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return ErrServerClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("postgresql: accept failed; retrying", "err", err, "in", backoff)
-				select {
-				case <-time.After(backoff):
-				case <-s.ctx.Done():
-				}
-				continue
-			}
-			return fmt.Errorf("pgfront: accept: %w", err)
-		}
-		backoff = 0
-		if !s.track(nc) {
-			_ = nc.Close()
-			return ErrServerClosed
-		}
-		go func() {
-			defer s.wg.Done()
-			defer s.untrack(nc)
-			s.serveConn(nc)
-		}()
-	}
-}
+func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln) }
 
-// track records nc so that Close can close it; false after Close.
-func (s *Server) track(nc net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns[nc] = struct{}{}
-	s.wg.Add(1)
-	return true
-}
-
-func (s *Server) untrack(nc net.Conn) {
-	_ = nc.Close()
-	s.mu.Lock()
-	delete(s.conns, nc)
-	s.mu.Unlock()
-}
+// Connections returns the number of connections served within
+// Config.MaxConns.
+func (s *Server) Connections() int { return s.conns.Connections() }
 
 // Close stops accepting, cancels every running statement, closes every
 // connection and waits, bounded by ctx, until their goroutines returned.
 // Idempotent.
-func (s *Server) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	for ln := range s.lns {
-		_ = ln.Close()
-	}
-	for nc := range s.conns {
-		_ = nc.Close()
-	}
-	s.mu.Unlock()
-	s.cancel()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("pgfront: sessions still running: %w", ctx.Err())
-	}
-}
+func (s *Server) Close(ctx context.Context) error { return s.conns.Close(ctx) }
 
 // register gives sess its session id (console.NewSessionID) and, for
 // BackendKeyData, a process id and secret key, and makes it reachable by

@@ -112,7 +112,7 @@ func (sess *session) run() {
 			switch {
 			case killed:
 				s.log.Info("postgresql: session killed", "session", sess.console.ID)
-			case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil:
+			case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || sess.ctx.Err() != nil:
 				s.log.Debug("postgresql: session ended", "session", sess.console.ID, "err", err)
 			default:
 				s.log.Info("postgresql: session ended on a malformed message", "session", sess.console.ID, "err", err)

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -26,9 +25,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
-
-// errTooManyFiles is the accept error that passes once connections close.
-var errTooManyFiles = syscall.EMFILE
 
 // maxStartupPacket is PostgreSQL's MAX_STARTUP_PACKET_LENGTH.
 const maxStartupPacket = 10_000
@@ -47,27 +43,26 @@ type fatal struct {
 
 func (f *fatal) Error() string { return f.msg }
 
-// serveConn serves one accepted connection until it ends.
-func (s *Server) serveConn(nc net.Conn) {
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	default:
-		// A cancel request still gets through a full node: it is what
-		// frees one. Anything else is refused after its first packet.
-		_ = nc.SetDeadline(time.Now().Add(s.c.StartupTimeout))
-		if msg, err := readStartup(nc); err == nil {
-			if m, ok := msg.(*pgproto3.CancelRequest); ok {
-				s.cancelRequest(m.ProcessID, m.SecretKey)
-				return
-			}
-		}
-		s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConns)
-		sendFatal(nc, &fatal{"53300", "sorry, too many clients already"})
-		return
-	}
+// refuse answers a connection over Config.MaxConns. A cancel request
+// still gets through a full node: it is what frees one. Anything else is
+// refused after its first packet.
+func (s *Server) refuse(_ context.Context, nc net.Conn) {
 	_ = nc.SetDeadline(time.Now().Add(s.c.StartupTimeout))
-	sess, err := s.startup(nc)
+	if msg, err := readStartup(nc); err == nil {
+		if m, ok := msg.(*pgproto3.CancelRequest); ok {
+			s.cancelRequest(m.ProcessID, m.SecretKey)
+			return
+		}
+	}
+	s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConns)
+	sendFatal(nc, &fatal{"53300", "sorry, too many clients already"})
+}
+
+// serveConn serves one accepted connection until it ends; ctx ends its
+// statements.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+	_ = nc.SetDeadline(time.Now().Add(s.c.StartupTimeout))
+	sess, err := s.startup(ctx, nc)
 	if err != nil {
 		var f *fatal
 		switch {
@@ -128,8 +123,8 @@ func readStartup(r io.Reader) (pgproto3.FrontendMessage, error) {
 // startup runs the startup and authentication of nc and returns the
 // session, ready for statements. On error the returned session, when not
 // nil, has the connection to send the error on.
-func (s *Server) startup(nc net.Conn) (*session, error) {
-	sess := &session{srv: s, nc: nc}
+func (s *Server) startup(ctx context.Context, nc net.Conn) (*session, error) {
+	sess := &session{srv: s, nc: nc, ctx: ctx}
 	client := remoteAddr(nc)
 	tlsDone := false
 	for {
@@ -249,7 +244,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		s.unregister(sess)
 		return err
 	}
-	sess.ctx, sess.end = context.WithCancel(s.ctx)
+	sess.ctx, sess.end = context.WithCancel(sess.ctx)
 	if s.c.Processes != nil {
 		sess.removeProc = s.c.Processes.Add(process.Process{
 			ID: sess.console.ID, Username: user, Hostname: host, DatabaseName: database,

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"syscall"
+
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
+)
+
+// consoleServer is a DistSQL console server of one wire protocol
+// (mysqlfront.Server, pgfront.Server).
+type consoleServer interface {
+	Serve(ln net.Listener) error
+	Close(ctx context.Context) error
+}
+
+// consoleFrontend serves the DistSQL console over one wire protocol.
+type consoleFrontend struct {
+	name    string // the protocol in logs and errors: mysql, postgresql
+	version string // the server version clients see
+	tls     bool
+	ln      net.Listener
+	// open makes the server once the node serves.
+	open func(d *Daemon) (consoleServer, error)
+	log  *slog.Logger
+	srv  consoleServer
+	done chan struct{} // closed when Serve returned; nil before serve
+}
+
+// bindConsole binds addr, or fallback (with a warning) when addr is in
+// use and fallback is set.
+func bindConsole(name, addr, fallback string, log *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil && fallback != "" && errors.Is(err, syscall.EADDRINUSE) {
+		log.Warn(name+" address in use; using another port", "addr", addr, "fallback", fallback)
+		ln, err = net.Listen("tcp", fallback)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s: %w", name, addr, err)
+	}
+	return ln, nil
+}
+
+// port is the bound port.
+func (f *consoleFrontend) port() int { return f.ln.Addr().(*net.TCPAddr).Port }
+
+func (f *consoleFrontend) serve(d *Daemon) error {
+	srv, err := f.open(d)
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	f.srv, f.log, f.done = srv, d.log, done
+	go func() {
+		defer close(done)
+		if err := srv.Serve(f.ln); err != nil && !errors.Is(err, connserver.ErrServerClosed) {
+			d.log.Error(f.name+" console stopped", "err", err)
+		}
+	}()
+	addr := f.ln.Addr().String()
+	users, err := d.users()
+	switch {
+	case err != nil:
+		d.log.Error(f.name+" console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
+	case users.Empty():
+		d.log.Warn(f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password", "addr", addr)
+	}
+	d.log.Info(f.name+" console listening", "addr", addr, "tls", f.tls, "version", f.version)
+	return nil
+}
+
+// drain ends the console: the port closes and every session ends, its
+// running statement cancelled (ctx bounds the wait for them).
+func (f *consoleFrontend) drain(ctx context.Context) {
+	f.stop(ctx)
+}
+
+func (f *consoleFrontend) stop(ctx context.Context) {
+	if f.srv == nil {
+		_ = f.ln.Close()
+		return
+	}
+	if f.done == nil {
+		return
+	}
+	if err := f.srv.Close(ctx); err != nil {
+		f.log.Warn(f.name+" console did not drain", "err", err)
+	}
+	select {
+	case <-f.done:
+		f.done = nil
+	case <-ctx.Done():
+	}
+}
