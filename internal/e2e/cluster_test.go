@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -110,6 +111,63 @@ func (p *proc) stop(t *testing.T) error {
 		}
 	})
 	return p.exitErr
+}
+
+// pause stops p with SIGSTOP and returns once every thread of p is
+// stopped: kill returns when the signal is queued, and on a loaded machine
+// p's running threads go on (reading watch events, writing to the
+// registry) until the thread the kernel picked gets a CPU and stops the
+// group. p is resumed with SIGCONT at the test's cleanup, before its
+// SIGTERM, which a stopped process would not act on.
+func (p *proc) pause(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) })
+	testenv.Eventually(t, p.id+" stopped by SIGSTOP", func() bool {
+		stopped, err := allThreadsStopped(p.cmd.Process.Pid)
+		if err != nil {
+			t.Fatalf("%s: %v", p.id, err)
+		}
+		return stopped
+	})
+}
+
+// resume continues p after pause.
+func (p *proc) resume(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// allThreadsStopped reports whether no thread of process pid can run: each
+// is stopped (T, t) or gone (Z, X), as /proc/pid/task/*/stat says.
+func allThreadsStopped(pid int) (bool, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("read the threads of process %d: %w", pid, err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the command name, which is in parentheses and
+		// may hold any character.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return false, fmt.Errorf("%s/%s/stat: no state in %q", dir, task.Name(), b)
+		}
+		switch b[i+2] {
+		case 'T', 't', 'Z', 'X':
+		default:
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 var client = &http.Client{Timeout: 30 * time.Second}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,15 +32,7 @@ func TestSetDistVariableNamesAPausedNode(t *testing.T) {
 		}
 
 		paused := procs[1]
-		if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		resumed := false
-		t.Cleanup(func() {
-			if !resumed {
-				_ = paused.cmd.Process.Signal(syscall.SIGCONT)
-			}
-		})
+		paused.pause(t)
 		const timeout = 3 * time.Second
 		start = time.Now()
 		out, err = distvar.Set(ctx, r, "sql_show", "false", distvar.Options{Timeout: timeout})
@@ -57,10 +48,7 @@ func TestSetDistVariableNamesAPausedNode(t *testing.T) {
 		}
 		t.Logf("%s: the paused node named after %v (timeout %v)", typ, took.Round(time.Millisecond), timeout)
 
-		if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
-		resumed = true
+		paused.resume(t)
 		if err := distvar.Wait(ctx, r, out.Version, &out); err != nil || !slices.Equal(out.Applied, all) {
 			t.Fatalf("after SIGCONT: %+v, %v; want all three applied", out, err)
 		}
@@ -98,10 +86,7 @@ func TestSetDistVariableOverMySQL(t *testing.T) {
 		}
 
 		paused := nodes[1]
-		if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = paused.cmd.Process.Signal(syscall.SIGCONT) })
+		paused.pause(t)
 		out, took := set("false")
 		if !strings.Contains(out, "Warning") || !strings.Contains(out, paused.id) || strings.Contains(out, nodes[2].id) {
 			t.Fatalf("SET with %s paused: want a warning naming it (and only it):\n%s", paused.id, out)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,12 +25,7 @@ func TestProcessListNamesAPausedNode(t *testing.T) {
 		}
 
 		paused := procs[1]
-		if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		// Resumed before the cleanup's SIGTERM, which a stopped process
-		// would not act on.
-		t.Cleanup(func() { _ = paused.cmd.Process.Signal(syscall.SIGCONT) })
+		paused.pause(t)
 		const timeout = 3 * time.Second
 		start := time.Now()
 		c, err := process.Collect(ctx, r, timeout)
