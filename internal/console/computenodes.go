@@ -136,21 +136,12 @@ func (e *Engine) showComputeNodeMode(_ context.Context, _ *Session, _ *distsql.S
 		Rows: [][]*string{{str(typ), str(r.Type), str(string(js))}}}, nil
 }
 
-// stateError is a refused ENABLE / DISABLE as ShardingSphere reports it.
-func stateError(err error) error {
-	var se *computenode.StateError
-	if errors.As(err, &se) {
-		return &Error{Code: computenode.StateCode, SQLState: "0A000", Message: se.Error()}
-	}
-	return err
-}
-
 // setComputeNodeState is ENABLE / DISABLE COMPUTE NODE with
 // ShardingSphere's checks (computenode.SetState): the node must be online,
 // and the node the session is connected to cannot be disabled.
 func (e *Engine) setComputeNodeState(ctx context.Context, id string, enable bool) (*Result, error) {
 	if _, err := computenode.SetState(ctx, e.d.Repo, id, enable, e.d.Node.InstanceID()); err != nil {
-		return nil, stateError(err)
+		return nil, opError(nil, err)
 	}
 	return &Result{}, nil
 }
@@ -206,7 +197,7 @@ func dedupe(labels []string) []string {
 // a node that published none gets one owned by this engine's registry
 // session, as a ShardingSphere node writes it with its own.
 func (e *Engine) relabel(ctx context.Context, id string, change func(old []string) []string) (*Result, error) {
-	notOnline := &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: `%s` does not exist.", id)}
+	notOnline := unsupported(fmt.Sprintf("`%s` does not exist", id))
 	if registry.ValidateName(id) != nil {
 		return nil, notOnline
 	}
@@ -234,7 +225,7 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 		}
 		labels := change(old)
 		if len(labels) > maxLabels {
-			return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: a compute node has at most %d labels.", maxLabels)}
+			return nil, unsupported(fmt.Sprintf("a compute node has at most %d labels", maxLabels))
 		}
 		for _, l := range labels {
 			if l == "" || len(l) > 128 || strings.ContainsAny(l, ",\n") {

@@ -268,22 +268,6 @@ func (e *Engine) setVariables(_ context.Context, s *Session, st *distsql.SetVari
 	return &Result{}, nil
 }
 
-// unknownDatabase is ShardingSphere's UnknownDatabaseException as its
-// front ends answer it: MySQL's ER_BAD_DB_ERROR (1049, 42000), PostgreSQL's
-// invalid_catalog_name (3D000).
-func unknownDatabase(s *Session, name string) error {
-	if s.Protocol == "PostgreSQL" {
-		return &Error{Code: 1049, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
-	}
-	return &Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", name)}
-}
-
-// noDatabaseSelected is ShardingSphere's NoDatabaseSelectedException as
-// its front ends answer it: MySQL's ER_NO_DB_ERROR (1046, 3D000).
-func noDatabaseSelected() error {
-	return &Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
-}
-
 // matchLike reports whether s matches the SQL LIKE pattern (% any run, _
 // one character, \ escapes), case-insensitively.
 func matchLike(pattern, s string) bool {

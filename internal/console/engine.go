@@ -241,10 +241,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	return nil, unsupported(fmt.Sprintf("%T", st))
 }
 
-func unsupported(what string) error {
-	return &Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
-}
-
 // str returns a pointer to s, for result rows.
 func str(s string) *string { return &s }
 

@@ -29,7 +29,7 @@ func (e *Engine) exportDatabaseConfiguration(_ context.Context, s *Session, st *
 	}
 	data, err := dbconfig.Export(e.d.Metadata.Current(), db)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	out := string(data)
 	if st.File != "" {
@@ -48,7 +48,7 @@ func (e *Engine) importDatabaseConfiguration(ctx context.Context, s *Session, st
 	}
 	res, err := dbconfig.Import(ctx, e.d.Repo, st.File, data, e.importOptions())
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	e.awaitDatabases(ctx, res.Database)
 	return &Result{}, nil
@@ -57,7 +57,7 @@ func (e *Engine) importDatabaseConfiguration(ctx context.Context, s *Session, st
 func (e *Engine) exportMetadata(_ context.Context, s *Session, st *distsql.ExportMetadata) (*Result, error) {
 	data, err := dbconfig.ExportMetadata(e.d.Metadata.Current())
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	info := base64.StdEncoding.EncodeToString(data)
 	if st.File != "" {
@@ -80,11 +80,11 @@ func (e *Engine) importMetadata(ctx context.Context, s *Session, st *distsql.Imp
 		data, err = dbconfig.DecodeMetadata(st.Value)
 	}
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	names, err := dbconfig.ImportMetadata(ctx, e.d.Repo, data, e.importOptions())
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	e.awaitDatabases(ctx, names...)
 	return &Result{}, nil
@@ -122,7 +122,7 @@ func (e *Engine) fileAccess(s *Session) error {
 			}
 		}
 	}
-	return dbError(dbconfig.CheckFileAccess(s.Host, configured))
+	return opError(s, dbconfig.CheckFileAccess(s.Host, configured))
 }
 
 func (e *Engine) readFile(s *Session, path string) ([]byte, error) {
@@ -130,12 +130,12 @@ func (e *Engine) readFile(s *Session, path string) ([]byte, error) {
 		return nil, err
 	}
 	data, err := dbconfig.ReadFile(path)
-	return data, dbError(err)
+	return data, opError(s, err)
 }
 
 func (e *Engine) writeFile(s *Session, path string, data []byte) error {
 	if err := e.fileAccess(s); err != nil {
 		return err
 	}
-	return dbError(dbconfig.WriteFile(path, data))
+	return opError(s, dbconfig.WriteFile(path, data))
 }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
@@ -16,24 +15,24 @@ import (
 // return once this node's view shows the new state (at most 3 s later),
 // so that the session's next statement sees it.
 
-func (e *Engine) lockCluster(ctx context.Context, _ *Session, st *distsql.LockCluster) (*Result, error) {
+func (e *Engine) lockCluster(ctx context.Context, s *Session, st *distsql.LockCluster) (*Result, error) {
 	if err := e.clusterModeRequired(); err != nil {
 		return nil, err
 	}
 	state, err := clusterlock.Lock(ctx, e.d.Repo, st.Strategy, clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(st.TimeoutMillis) * time.Millisecond})
 	if err != nil {
-		return nil, lockError(err)
+		return nil, opError(s, err)
 	}
 	e.awaitClusterState(ctx, state)
 	return &Result{}, nil
 }
 
-func (e *Engine) unlockCluster(ctx context.Context, _ *Session, st *distsql.UnlockCluster) (*Result, error) {
+func (e *Engine) unlockCluster(ctx context.Context, s *Session, st *distsql.UnlockCluster) (*Result, error) {
 	if err := e.clusterModeRequired(); err != nil {
 		return nil, err
 	}
 	if err := clusterlock.Unlock(ctx, e.d.Repo, clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(st.TimeoutMillis) * time.Millisecond}); err != nil {
-		return nil, lockError(err)
+		return nil, opError(s, err)
 	}
 	e.awaitClusterState(ctx, clusterlock.StateOK)
 	return &Result{}, nil
@@ -66,16 +65,4 @@ func (e *Engine) await(ctx context.Context, cond func(*metadata.Snapshot) bool) 
 	wctx, cancel := context.WithTimeout(ctx, awaitTimeout)
 	defer cancel()
 	_, _ = e.d.Metadata.Wait(wctx, cond)
-}
-
-func lockError(err error) error {
-	var le *clusterlock.Error
-	if errors.As(err, &le) {
-		return &Error{Code: le.Code, SQLState: le.SQLState, Message: le.Message}
-	}
-	var busy *clusterlock.BusyError
-	if errors.As(err, &busy) {
-		return &Error{Code: 30000, SQLState: "HY000", Message: "Unknown exception: " + busy.Error()}
-	}
-	return err
 }

@@ -129,6 +129,25 @@ func TestDatabaseStatements(t *testing.T) {
 			t.Fatalf("EXPORT TO FILE = %v", *res.Rows[0][0])
 		}
 
+		// An unknown database and none selected are answered as USE and
+		// SHOW answer them: 1049 (42000), 1046 (3D000).
+		for _, q := range []string{"EXPORT DATABASE CONFIGURATION FROM nope", "REFRESH DATABASE METADATA nope"} {
+			if e := execError(t, n, local, q); e.Code != 1049 || e.SQLState != "42000" || e.Message != "Unknown database 'nope'" {
+				t.Errorf("%s: %+v", q, e)
+			}
+		}
+		pg := &Session{ID: NewSessionID(), User: "postgres", Protocol: "PostgreSQL"}
+		if e := execError(t, n, pg, "EXPORT DATABASE CONFIGURATION FROM nope"); e.Code != 1049 || e.SQLState != "3D000" || e.Message != `database "nope" does not exist` {
+			t.Errorf("EXPORT of an unknown database over PostgreSQL: %+v", e)
+		}
+		if e := execError(t, n, local, "UNREGISTER STORAGE UNIT ds_1"); e.Code != 1046 || e.SQLState != "3D000" || e.Message != "No database selected" {
+			t.Errorf("UNREGISTER without a database: %+v", e)
+		}
+		local.Database = "nope"
+		if e := execError(t, n, local, "UNREGISTER STORAGE UNIT ds_1"); e.Code != 1049 || e.SQLState != "42000" {
+			t.Errorf("UNREGISTER in an unknown database: %+v", e)
+		}
+
 		local.Database = "sharding_db"
 		exec(t, n, local, fmt.Sprintf("REGISTER STORAGE UNIT ds_2 (URL='jdbc:sqlite:%s', USER='', PROPERTIES('maxPoolSize'=3))", filepath.Join(dir, "2.db")))
 		if u, ok := n.store.Current().Databases["sharding_db"].Units["ds_2"]; !ok || u.MaxPoolSize != 3 {

@@ -12,10 +12,10 @@ import (
 // (every table with FORCE). The result's affected rows are the tables and
 // views written and deleted.
 
-func (e *Engine) refreshDatabaseMetadata(ctx context.Context, _ *Session, st *distsql.RefreshDatabaseMetadata) (*Result, error) {
+func (e *Engine) refreshDatabaseMetadata(ctx context.Context, s *Session, st *distsql.RefreshDatabaseMetadata) (*Result, error) {
 	out, err := dbconfig.Refresh(ctx, e.d.Repo, e.d.Metadata.Current(), st.Database, st.Force, e.d.Introspect)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	var n uint64
 	for _, r := range out {

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -15,17 +14,13 @@ import (
 // Deps.SetVariableTimeout with the nodes that did not named in warnings
 // (see internal/distvar and docs/distsql.md).
 
-func (e *Engine) setDistVariable(ctx context.Context, _ *Session, st *distsql.SetDistVariable) (*Result, error) {
+func (e *Engine) setDistVariable(ctx context.Context, s *Session, st *distsql.SetDistVariable) (*Result, error) {
 	if st.Value.Kind == distsql.NullValue {
-		return nil, &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", st.Value.Text)}
+		return nil, invalidVariableValue(st.Value.Text)
 	}
 	out, err := distvar.Set(ctx, e.d.Repo, st.Name, st.Value.Text, distvar.Options{Timeout: e.d.SetVariableTimeout})
 	if err != nil {
-		var de *distvar.Error
-		if errors.As(err, &de) {
-			return nil, &Error{Code: de.Code, SQLState: de.SQLState, Message: de.Message}
-		}
-		return nil, err
+		return nil, opError(s, err)
 	}
 	res := &Result{}
 	if len(out.Pending) > 0 {

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ func (e *Engine) registerStorageUnit(ctx context.Context, s *Session, st *distsq
 	}
 	names, err := dbconfig.RegisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, st.IfNotExists, dbconfig.UnitOptions{Ping: e.d.Ping})
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	e.awaitUnits(ctx, db, names, true)
 	return &Result{Affected: uint64(len(names))}, nil
@@ -46,7 +45,7 @@ func (e *Engine) alterStorageUnit(ctx context.Context, s *Session, st *distsql.A
 		return nil, err
 	}
 	if err := dbconfig.AlterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, dbconfig.UnitOptions{Ping: e.d.Ping}); err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	return &Result{Affected: uint64(len(units))}, nil
 }
@@ -58,7 +57,7 @@ func (e *Engine) unregisterStorageUnit(ctx context.Context, s *Session, st *dist
 	}
 	names, err := dbconfig.UnregisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, st.Names, st.IfExists, st.IgnoreSingleTables, st.IgnoreBroadcastTables)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, opError(s, err)
 	}
 	e.awaitUnits(ctx, db, names, false)
 	return &Result{Affected: uint64(len(names))}, nil
@@ -68,7 +67,7 @@ func (e *Engine) unregisterStorageUnit(ctx context.Context, s *Session, st *dist
 // statements work on: upstream's NoDatabaseSelectedException without USE.
 func sessionDatabase(s *Session) (string, error) {
 	if s.Database == "" {
-		return "", &Error{Code: 10000, SQLState: "42S02", Message: "Database is required."}
+		return "", noDatabaseSelected()
 	}
 	return s.Database, nil
 }
@@ -147,13 +146,4 @@ func (e *Engine) awaitUnits(ctx context.Context, db string, names []string, pres
 		}
 		return true
 	})
-}
-
-// dbError converts a *dbconfig.Error into the client's *Error.
-func dbError(err error) error {
-	var de *dbconfig.Error
-	if errors.As(err, &de) {
-		return &Error{Code: de.Code, SQLState: de.SQLState, Message: de.Message}
-	}
-	return err
 }

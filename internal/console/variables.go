@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -34,11 +33,6 @@ func variableName(prop string) string { return strings.ReplaceAll(prop, "-", "_"
 // SQL_SHOW) stands for.
 func lookupVariable(name string) (config.PropKey, bool) {
 	return config.LookupProp(strings.ReplaceAll(strings.ToLower(name), "_", "-"))
-}
-
-// unsupportedVariable is ShardingSphere's UnsupportedVariableException.
-func unsupportedVariable(name string) error {
-	return &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
 }
 
 var variableColumns = textColumns("variable_name", "variable_value")

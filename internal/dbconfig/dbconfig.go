@@ -42,6 +42,15 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// UnknownDatabaseError is the error of a call on a database the metadata
+// does not hold (ShardingSphere's UnknownDatabaseException; each front
+// end answers it with its own code).
+type UnknownDatabaseError struct {
+	Name string
+}
+
+func (e *UnknownDatabaseError) Error() string { return fmt.Sprintf("Unknown database '%s'.", e.Name) }
+
 // unsupported is UnsupportedSQLOperationException (30001, 0A000).
 func unsupported(format string, args ...any) *Error {
 	return &Error{Code: 30001, SQLState: "0A000", Message: "Unsupported SQL operation: " + fmt.Sprintf(format, args...)}
@@ -51,11 +60,11 @@ func unsupported(format string, args ...any) *Error {
 // databaseName, then dataSources (each unit's standard connection and pool
 // properties, the password included: the export is what an import needs),
 // then rules, each a tagged YAML item (!SHARDING, ...). It returns an
-// *Error (10000-style: no such database) when snap has no database db.
+// *UnknownDatabaseError when snap has no database db.
 func Export(snap *metadata.Snapshot, db string) ([]byte, error) {
 	d := snap.Databases[db]
 	if d == nil {
-		return nil, &Error{Code: 10000, SQLState: "42S02", Message: fmt.Sprintf("Database '%s' does not exist.", db)}
+		return nil, noDatabase(db)
 	}
 	var b bytes.Buffer
 	b.WriteString("databaseName: " + yamlScalar(d.Name) + "\n")

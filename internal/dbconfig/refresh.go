@@ -26,7 +26,7 @@ type Refreshed struct {
 // registry copy in snap differs (every one with force: the node's
 // introspection replaces the registry's copy) and deletes those the
 // databases no longer have. introspect nil means datasource.Introspect.
-// It returns 10000 for an unknown database and 10012 when a unit cannot
+// It returns an *UnknownDatabaseError for an unknown database and 10012 when a unit cannot
 // be read; nothing of that database is written then.
 func Refresh(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db string, force bool, introspect func(context.Context, config.Database) ([]datasource.Schema, error)) ([]Refreshed, error) {
 	if introspect == nil {

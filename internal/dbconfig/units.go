@@ -31,9 +31,7 @@ type UnitOptions struct {
 	Session registry.Session
 }
 
-func noDatabase(db string) *Error {
-	return &Error{Code: 10000, SQLState: "42S02", Message: fmt.Sprintf("Database '%s' does not exist.", db)}
-}
+func noDatabase(db string) error { return &UnknownDatabaseError{Name: db} }
 
 func duplicateUnits(names []string) *Error {
 	return &Error{Code: 10104, SQLState: "42S01", Message: fmt.Sprintf("Duplicate storage unit names '[%s]'.", strings.Join(names, ", "))}

@@ -48,7 +48,8 @@ func TestStorageUnits(t *testing.T) {
 		if _, err := RegisterUnits(ctx, repo, snap(), "sharding_db", []Unit{{"ds_0", sqlite("x.db")}}, false, UnitOptions{}); code(err) != 10104 {
 			t.Fatalf("existing name: %v", err)
 		}
-		if _, err := RegisterUnits(ctx, repo, snap(), "no_db", []Unit{{"ds_9", sqlite("x.db")}}, false, UnitOptions{}); code(err) != 10000 {
+		var unknown *UnknownDatabaseError
+		if _, err := RegisterUnits(ctx, repo, snap(), "no_db", []Unit{{"ds_9", sqlite("x.db")}}, false, UnitOptions{}); !errors.As(err, &unknown) || unknown.Name != "no_db" {
 			t.Fatalf("no database: %v", err)
 		}
 		testenv.TCPRefused(t, "127.0.0.1:1")

@@ -1,0 +1,85 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+)
+
+// The errors below are built here and nowhere else in the console, with
+// the codes ShardingSphere-Proxy's front ends answer them with.
+
+// unknownDatabase is ShardingSphere's UnknownDatabaseException as its
+// front ends answer it: MySQL's ER_BAD_DB_ERROR (1049, 42000), PostgreSQL's
+// invalid_catalog_name (3D000).
+func unknownDatabase(s *Session, name string) *Error {
+	if s != nil && s.Protocol == "PostgreSQL" {
+		return &Error{Code: 1049, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
+	}
+	return &Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", name)}
+}
+
+// noDatabaseSelected is ShardingSphere's NoDatabaseSelectedException as
+// its front ends answer it: MySQL's ER_NO_DB_ERROR (1046, 3D000).
+func noDatabaseSelected() *Error {
+	return &Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
+}
+
+// unsupported is ShardingSphere's UnsupportedSQLOperationException
+// (30001, 0A000): "Unsupported SQL operation: <what>."
+func unsupported(what string) *Error {
+	return &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
+}
+
+// unsupportedVariable is ShardingSphere's UnsupportedVariableException
+// (12010, 44000).
+func unsupportedVariable(name string) *Error {
+	return &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+}
+
+// invalidVariableValue is ShardingSphere's InvalidVariableValueException
+// (12011, HY004).
+func invalidVariableValue(value string) *Error {
+	return &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value)}
+}
+
+// unknownException is what ShardingSphere answers for an exception it has
+// no code for (30000, HY000).
+func unknownException(err error) *Error {
+	return &Error{Code: 30000, SQLState: "HY000", Message: "Unknown exception: " + err.Error()}
+}
+
+// opError converts the refusals of the packages the console runs
+// statements through (dbconfig, distvar, clusterlock, computenode) into
+// the client's *Error for session s; other errors pass unchanged.
+func opError(s *Session, err error) error {
+	var (
+		unknown *dbconfig.UnknownDatabaseError
+		de      *dbconfig.Error
+		ve      *distvar.Error
+		le      *clusterlock.Error
+		busy    *clusterlock.BusyError
+		se      *computenode.StateError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown):
+		return unknownDatabase(s, unknown.Name)
+	case errors.As(err, &de):
+		return &Error{Code: de.Code, SQLState: de.SQLState, Message: de.Message}
+	case errors.As(err, &ve):
+		return &Error{Code: ve.Code, SQLState: ve.SQLState, Message: ve.Message}
+	case errors.As(err, &le):
+		return &Error{Code: le.Code, SQLState: le.SQLState, Message: le.Message}
+	case errors.As(err, &busy):
+		return unknownException(busy)
+	case errors.As(err, &se):
+		return &Error{Code: computenode.StateCode, SQLState: "0A000", Message: se.Error()}
+	}
+	return err
+}
