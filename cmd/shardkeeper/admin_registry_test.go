@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -25,29 +22,15 @@ import (
 // ZooKeeper with a real node online.
 func TestAdminOnRegistry(t *testing.T) {
 	for _, reg := range realRegistries(t) {
-		t.Run(reg.name, func(t *testing.T) { adminOnRegistry(t, reg.typ, reg.servers) })
+		t.Run(reg.name, func(t *testing.T) { adminOnRegistry(t, reg) })
 	}
 }
 
-func adminOnRegistry(t *testing.T, typ, servers string) {
-	ns := testenv.Namespace("sk_admin_")
-	conf := t.TempDir()
-	global := clusterModeYAML(typ, servers, ns)
-	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
-		t.Fatal(err)
-	}
+func adminOnRegistry(t *testing.T, reg realRegistry) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	repo, err := openFromFlags(ctx, &registryFlags{confDir: conf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
-	defer func() {
-		for _, p := range []string{"/nodes", "/reservation", "/metadata", "/props"} {
-			_ = repo.Delete(context.Background(), p)
-		}
-	}()
+	conf := clusterConf(t, reg, "sk_admin_", "", nil)
+	repo := openConf(ctx, t, conf, "/nodes", "/reservation", "/metadata", "/props")
 	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "admin-test", Port: 3399,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // run executes the CLI in-process and returns its standard output.
@@ -217,17 +219,47 @@ func clusterModeYAML(typ, servers, ns string) string {
 		"\n      server-lists: " + servers + "\n      timeToLiveSeconds: 15\n"
 }
 
+// clusterConf writes a conf dir whose global.yaml is clusterModeYAML for
+// reg and a fresh namespace named from nsPrefix, followed by extra (other
+// top-level sections), and the files (name to content) next to it, all
+// mode 0600.
+func clusterConf(t *testing.T, reg realRegistry, nsPrefix, extra string, files map[string]string) string {
+	t.Helper()
+	conf := t.TempDir()
+	all := map[string]string{"global.yaml": clusterModeYAML(reg.typ, reg.servers, testenv.Namespace(nsPrefix)) + extra}
+	maps.Copy(all, files)
+	for name, content := range all {
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conf
+}
+
+// openConf opens the registry of conf as the CLI does (--conf conf). At
+// the test's cleanup it deletes the paths clean (what the test wrote in its
+// namespace), then closes the client.
+func openConf(ctx context.Context, t *testing.T, conf string, clean ...string) registry.Repository {
+	t.Helper()
+	repo, err := openFromFlags(ctx, &registryFlags{confDir: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, p := range clean {
+			_ = repo.Delete(context.Background(), p)
+		}
+		_ = repo.Close()
+	})
+	return repo
+}
+
 // TestServeClusterNode runs `serve --conf DIR` on real etcd and ZooKeeper:
 // the node registers online with a worker id, and leaves on SIGTERM.
 func TestServeClusterNode(t *testing.T) {
 	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) {
-			ns := testenv.Namespace("sk_serve_")
-			conf := t.TempDir()
-			global := clusterModeYAML(reg.typ, reg.servers, ns)
-			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			conf := clusterConf(t, reg, "sk_serve_", "", nil)
 			flags := []string{"--conf", conf}
 			_, stop := startServe(t, "--conf", conf, "--instance-id", "serve-test", "--port", "3399")
 			online := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/online/proxy/serve-test"}, flags...)...)

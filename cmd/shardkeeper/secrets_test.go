@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -115,15 +113,12 @@ func TestHostileRegistryGetHidesSecrets(t *testing.T) {
 // registry is read directly.
 func TestHostileSecretsThroughCLI(t *testing.T) {
 	for _, reg := range realRegistries(t) {
-		t.Run(reg.name, func(t *testing.T) { secretsThroughCLI(t, reg.typ, reg.servers) })
+		t.Run(reg.name, func(t *testing.T) { secretsThroughCLI(t, reg) })
 	}
 }
 
-func secretsThroughCLI(t *testing.T, typ, servers string) {
-	ns := testenv.Namespace("sk_secrets_cli_")
-	conf := t.TempDir()
-	global := clusterModeYAML(typ, servers, ns) +
-		"authority:\n  users:\n    - user: root@%\n      password: rootpw\n    - user: sharding\n      password: shardpw\n  privilege:\n    type: ALL_PERMITTED\n"
+func secretsThroughCLI(t *testing.T, reg realRegistry) {
+	users := "authority:\n  users:\n    - user: root@%\n      password: rootpw\n    - user: sharding\n      password: shardpw\n  privilege:\n    type: ALL_PERMITTED\n"
 	database := `databaseName: secret_db
 dataSources:
   ds_0:
@@ -153,23 +148,10 @@ rules:
         sm4-key: sm4key0123456789
         sm4-mode: ECB
 `
-	for name, content := range map[string]string{"global.yaml": global, "database-secret.yaml": database} {
-		if err := os.WriteFile(filepath.Join(conf, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conf := clusterConf(t, reg, "sk_secrets_cli_", users, map[string]string{"database-secret.yaml": database})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	repo, err := openFromFlags(ctx, &registryFlags{confDir: conf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
-	defer func() {
-		for _, p := range []string{"/nodes", "/reservation", "/metadata", "/rules", "/props"} {
-			_ = repo.Delete(context.Background(), p)
-		}
-	}()
+	repo := openConf(ctx, t, conf, "/nodes", "/reservation", "/metadata", "/rules", "/props")
 	// The registry is filled from the conf dir as a first node would, but
 	// without connecting to the unit (nobody listens on its port): serve
 	// then loads it from the registry.

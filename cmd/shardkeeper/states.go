@@ -135,66 +135,76 @@ func dataSourceStateCommand(t *target, verb string) *cobra.Command {
 // drop: CREATE and DROP DATABASE, announced on the database listener
 // coordinator as ShardingSphere announces them.
 func databaseCreateCommand(t *target) *cobra.Command {
-	return &cobra.Command{
-		Use: "create DATABASE", Short: "Create an empty logical database (CREATE DATABASE)", Args: args(1, 1, "DATABASE"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := t.check(); err != nil {
-				return err
-			}
-			if err := registry.ValidateName(a[0]); err != nil {
-				return usagef("DATABASE %q: %v", a[0], err)
-			}
-			if t.useServer() {
-				c, err := t.client()
-				if err != nil {
-					return err
-				}
-				if err := c.do(cmd.Context(), http.MethodPost, "/api/v1/databases", map[string]string{"name": a[0]}, nil); err != nil {
-					return err
-				}
-			} else if err := withCoordinator(cmd.Context(), t, func(ctx context.Context, c metadata.Coordinator) error {
-				err := c.CreateDatabase(ctx, config.Database{Name: a[0]})
-				if errors.Is(err, registry.ErrExists) {
-					return fmt.Errorf("Database '%s' already exists.", a[0])
-				}
-				return err
-			}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "database %s created\n", a[0])
-			return nil
+	return databaseChange{
+		verb: "create", done: "created", short: "Create an empty logical database (CREATE DATABASE)",
+		api: func(db string) (string, string, any) {
+			return http.MethodPost, "/api/v1/databases", map[string]string{"name": db}
 		},
-	}
+		change: func(ctx context.Context, c metadata.Coordinator, db string) error {
+			err := c.CreateDatabase(ctx, config.Database{Name: db})
+			if errors.Is(err, registry.ErrExists) {
+				return fmt.Errorf("Database '%s' already exists.", db)
+			}
+			return err
+		},
+	}.command(t)
 }
 
 func databaseDropCommand(t *target) *cobra.Command {
+	return databaseChange{
+		verb: "drop", done: "dropped", short: "Drop a logical database with everything under it (DROP DATABASE)",
+		api: func(db string) (string, string, any) {
+			return http.MethodDelete, "/api/v1/databases/" + url.PathEscape(db), nil
+		},
+		change: func(ctx context.Context, c metadata.Coordinator, db string) error {
+			err := c.DropDatabase(ctx, db)
+			if errors.Is(err, metadata.ErrNoDatabase) {
+				return fmt.Errorf("Unknown database '%s'.", db)
+			}
+			return err
+		},
+	}.command(t)
+}
+
+// databaseChange is a databases command that changes one database.
+type databaseChange struct {
+	verb, done, short string // "create", "created", the help line
+	// api returns the request that makes the change through a node's
+	// HTTP API (--server).
+	api func(db string) (method, path string, body any)
+	// change makes it on the registry (--conf or the registry flags).
+	change func(ctx context.Context, c metadata.Coordinator, db string) error
+}
+
+// command is `databases {verb} DATABASE`: the name checked, the change
+// made through the node or on the registry (withCoordinator), then
+// "database DATABASE {done}" printed.
+func (d databaseChange) command(t *target) *cobra.Command {
 	return &cobra.Command{
-		Use: "drop DATABASE", Short: "Drop a logical database with everything under it (DROP DATABASE)", Args: args(1, 1, "DATABASE"),
+		Use: d.verb + " DATABASE", Short: d.short, Args: args(1, 1, "DATABASE"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := t.check(); err != nil {
 				return err
 			}
-			if err := registry.ValidateName(a[0]); err != nil {
-				return usagef("DATABASE %q: %v", a[0], err)
+			db := a[0]
+			if err := registry.ValidateName(db); err != nil {
+				return usagef("DATABASE %q: %v", db, err)
 			}
 			if t.useServer() {
 				c, err := t.client()
 				if err != nil {
 					return err
 				}
-				if err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/databases/"+url.PathEscape(a[0]), nil, nil); err != nil {
+				method, path, body := d.api(db)
+				if err := c.do(cmd.Context(), method, path, body, nil); err != nil {
 					return err
 				}
 			} else if err := withCoordinator(cmd.Context(), t, func(ctx context.Context, c metadata.Coordinator) error {
-				err := c.DropDatabase(ctx, a[0])
-				if errors.Is(err, metadata.ErrNoDatabase) {
-					return fmt.Errorf("Unknown database '%s'.", a[0])
-				}
-				return err
+				return d.change(ctx, c, db)
 			}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "database %s dropped\n", a[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "database %s %s\n", db, d.done)
 			return nil
 		},
 	}

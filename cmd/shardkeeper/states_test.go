@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // TestSharedStateOnRegistry runs readwrite-splitting, statistics and
@@ -19,23 +16,10 @@ import (
 func TestSharedStateOnRegistry(t *testing.T) {
 	for _, reg := range realRegistries(t) {
 		t.Run(reg.name, func(t *testing.T) {
-			ns := testenv.Namespace("sk_state_")
-			conf := t.TempDir()
-			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(clusterModeYAML(reg.typ, reg.servers, ns)), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			repo, err := openFromFlags(ctx, &registryFlags{confDir: conf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer repo.Close()
-			defer func() {
-				for _, p := range []string{"/nodes", "/metadata", "/statistics", "/states"} {
-					_ = repo.Delete(context.Background(), p)
-				}
-			}()
+			conf := clusterConf(t, reg, "sk_state_", "", nil)
+			repo := openConf(ctx, t, conf, "/nodes", "/metadata", "/statistics", "/states")
 			ds := config.NewDataSource("jdbc:mysql://127.0.0.1:3306/x", "root", "")
 			if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rw_db",
 				DataSources: map[string]config.DataSource{"write_ds": ds, "read_ds_0": ds},
