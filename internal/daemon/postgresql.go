@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 )
@@ -18,12 +19,15 @@ type PostgreSQLConfig struct {
 	// MaxConns caps the connections served at once; 0 means
 	// pgfront.DefaultMaxConns.
 	MaxConns int
+	// IdleTimeout closes sessions idle this long; 0 means
+	// pgfront.DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // bindPostgreSQL checks c and binds its address.
 func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, error) {
-	if c.MaxConns < 0 {
-		return nil, fmt.Errorf("postgresql: MaxConns %d: want 0 (the default, %d) or more", c.MaxConns, pgfront.DefaultMaxConns)
+	if c.MaxConns < 0 || c.IdleTimeout < 0 {
+		return nil, fmt.Errorf("postgresql: MaxConns %d, IdleTimeout %v: want 0 (the defaults) or more", c.MaxConns, c.IdleTimeout)
 	}
 	ln, err := bindConsole("postgresql", c.Addr, "", log)
 	if err != nil {
@@ -33,7 +37,7 @@ func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, er
 		open: func(d *Daemon) (consoleServer, error) {
 			return pgfront.New(pgfront.Config{
 				Executor: d.Console, Processes: d.Processes, Users: d.users,
-				TLS: c.TLS, Logger: d.log, MaxConns: c.MaxConns,
+				TLS: c.TLS, Logger: d.log, MaxConns: c.MaxConns, IdleTimeout: c.IdleTimeout,
 			})
 		}}, nil
 }

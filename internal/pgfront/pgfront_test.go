@@ -614,6 +614,23 @@ func TestMaxConns(t *testing.T) {
 	})
 }
 
+// TestIdleTimeout: a session that sends nothing for IdleTimeout is closed
+// with FATAL 57P05 and leaves the process table.
+func TestIdleTimeout(t *testing.T) {
+	procs := process.NewTable()
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Processes: procs, IdleTimeout: 300 * time.Millisecond})
+	c := connect(t, dsn(addr, "root", "", ""))
+	if _, err := c.Exec(testenv.Context(t), "COUNT"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the idle session to close", func() bool { return len(procs.List()) == 0 })
+	_, err := c.Exec(testenv.Context(t), "COUNT")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57P05" {
+		t.Errorf("a statement after the idle timeout: %v, want FATAL 57P05", err)
+	}
+}
+
 // TestStartupTimeout: a client that sends nothing is disconnected after
 // StartupTimeout.
 func TestStartupTimeout(t *testing.T) {

@@ -47,7 +47,8 @@
 // one ends the session with FATAL 08P01), at most Config.MaxConns
 // connections are served at once (one more gets FATAL 53300 "sorry, too
 // many clients already" after its first packet, unless that packet is a
-// CancelRequest, which is honoured), a session keeps at most maxPrepared prepared
+// CancelRequest, which is honoured), a session idle for Config.IdleTimeout
+// is closed with FATAL 57P05, a session keeps at most maxPrepared prepared
 // statements and portals. A malformed message ends its session with an
 // error; other sessions go on.
 package pgfront
@@ -76,6 +77,9 @@ const (
 	DefaultMaxConns       = 256
 	DefaultMaxMessageSize = 1 << 20
 	DefaultStartupTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a session that sent nothing for this long,
+	// the same bound as the MySQL console's (MySQL's wait_timeout).
+	DefaultIdleTimeout = 8 * time.Hour
 )
 
 // ServerVersion is the server_version a client sees. psql and drivers
@@ -108,6 +112,10 @@ type Config struct {
 	// StartupTimeout bounds the startup and authentication of a
 	// connection; 0 means DefaultStartupTimeout.
 	StartupTimeout time.Duration
+	// IdleTimeout closes a session that sent nothing for this long between
+	// statements, with FATAL 57P05 (PostgreSQL's idle_session_timeout); 0
+	// means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // Server serves the PostgreSQL protocol. Create it with New, run it with
@@ -136,6 +144,9 @@ func New(c Config) (*Server, error) {
 	if c.StartupTimeout < 0 {
 		errs = append(errs, fmt.Errorf("pgfront: StartupTimeout %v: want 0 (the default, %v) or more", c.StartupTimeout, DefaultStartupTimeout))
 	}
+	if c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("pgfront: IdleTimeout %v: want 0 (the default, %v) or more", c.IdleTimeout, DefaultIdleTimeout))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -147,6 +158,9 @@ func New(c Config) (*Server, error) {
 	}
 	if c.StartupTimeout == 0 {
 		c.StartupTimeout = DefaultStartupTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	log := c.Logger
 	if log == nil {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -104,6 +106,7 @@ func (sess *session) run() {
 	}()
 	sess.stmts, sess.portals = map[string]*prepared{}, map[string]*portal{}
 	for {
+		_ = sess.nc.SetReadDeadline(time.Now().Add(s.c.IdleTimeout))
 		msg, err := sess.be.Receive()
 		if err != nil {
 			sess.mu.Lock()
@@ -112,6 +115,11 @@ func (sess *session) run() {
 			switch {
 			case killed:
 				s.log.Info("postgresql: session killed", "session", sess.console.ID)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				s.log.Info("postgresql: session closed: idle too long", "session", sess.console.ID, "idle_timeout", s.c.IdleTimeout)
+				_ = sess.nc.SetWriteDeadline(time.Now().Add(time.Second))
+				sess.be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P05", Message: "terminating connection due to idle-session timeout"})
+				_ = sess.be.Flush()
 			case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || sess.ctx.Err() != nil:
 				s.log.Debug("postgresql: session ended", "session", sess.console.ID, "err", err)
 			default:
