@@ -10,22 +10,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
-
-func eachBackend(t *testing.T, f func(t *testing.T, open func(t testing.TB) registry.Repository)) {
-	t.Run("etcd", func(t *testing.T) {
-		s := etcdtest.New(t)
-		ns := s.Namespace(t, "sk_clusterlock_")
-		f(t, func(t testing.TB) registry.Repository { return s.Open(t, ns) })
-	})
-	t.Run("zookeeper", func(t *testing.T) {
-		s := zktest.New(t)
-		ns := s.Namespace(t, "sk_clusterlock_")
-		f(t, func(t testing.TB) registry.Repository { return s.Open(t, ns) })
-	})
-}
 
 func state(t testing.TB, repo registry.Repository) string {
 	t.Helper()
@@ -37,7 +23,7 @@ func state(t testing.TB, repo registry.Repository) string {
 }
 
 func TestLockUnlock(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_clusterlock_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		repo := open(t)
 		if err := Unlock(ctx, repo, Op{}); err != ErrNotLocked {
@@ -71,7 +57,7 @@ func TestLockUnlock(t *testing.T) {
 // Concurrent LOCKs from many clients: exactly one wins, the others are
 // told the cluster is locked.
 func TestLockRace(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_clusterlock_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		const n = 6
 		repos := make([]registry.Repository, n)
@@ -107,7 +93,7 @@ func TestLockRace(t *testing.T) {
 // A lock held elsewhere for longer than the timeout: LOCK gives up with a
 // BusyError and writes nothing.
 func TestLockBusy(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_clusterlock_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		holder := open(t)
 		sess, err := holder.NewSession(ctx, registry.SessionOptions{})

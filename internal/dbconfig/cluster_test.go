@@ -14,25 +14,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
-// eachBackendFresh runs f on real etcd and ZooKeeper with a function that
-// opens a repository on a namespace of its own at every call.
-func eachBackendFresh(t *testing.T, f func(t *testing.T, fresh func() registry.Repository)) {
-	t.Run("etcd", func(t *testing.T) {
-		s := etcdtest.New(t)
-		f(t, func() registry.Repository { return s.Open(t, s.Namespace(t, "sk_dbconfig_")) })
-	})
-	t.Run("zookeeper", func(t *testing.T) {
-		s := zktest.New(t)
-		f(t, func() registry.Repository { return s.Open(t, s.Namespace(t, "sk_dbconfig_")) })
-	})
-}
-
 func TestExportImportMetadata(t *testing.T) {
-	eachBackendFresh(t, func(t *testing.T, fresh func() registry.Repository) {
+	realtest.EachFresh(t, "sk_dbconfig_", func(t *testing.T, fresh func() registry.Repository) {
 		ctx := testenv.Context(t)
 		src, dir := fresh(), t.TempDir()
 		seed(t, src, dir)

@@ -17,23 +17,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
-
-func eachBackend(t *testing.T, f func(t *testing.T, open func(t testing.TB) registry.Repository)) {
-	t.Run("etcd", func(t *testing.T) {
-		s := etcdtest.New(t)
-		ns := s.Namespace(t, "sk_dbconfig_")
-		f(t, func(t testing.TB) registry.Repository { return s.Open(t, ns) })
-	})
-	t.Run("zookeeper", func(t *testing.T) {
-		s := zktest.New(t)
-		ns := s.Namespace(t, "sk_dbconfig_")
-		f(t, func(t testing.TB) registry.Repository { return s.Open(t, ns) })
-	})
-}
 
 // configYAML is a database file with two SQLite units in dir, a sharding
 // rule over them, and lastRule appended as the rules' last item.
@@ -121,7 +107,7 @@ func seed(t testing.TB, repo registry.Repository, dir string) {
 }
 
 func TestImportExportRoundTrip(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		repo, dir := open(t), t.TempDir()
 		seed(t, repo, dir)
@@ -195,7 +181,7 @@ func mustKey(k string, err error) string {
 // checks (an error in the last rule, a unit that does not connect), and
 // failed half-way through several transactions (rolled back).
 func TestFailedImportLeavesRegistryAsItWas(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		repo, dir := open(t), t.TempDir()
 		seed(t, repo, dir)
@@ -303,7 +289,7 @@ func TestFiles(t *testing.T) {
 // A database bigger than one transaction allows (etcd's 128 operations)
 // is imported with the default limits in several transactions.
 func TestImportBigDatabase(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		repo, dir := open(t), t.TempDir()
 		var b strings.Builder

@@ -11,10 +11,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
 func TestStorageUnits(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		repo, dir := open(t), t.TempDir()
 		if _, err := Import(ctx, repo, "s", configYAML(dir, "sharding_db", ""), Options{ListenerHold: time.Millisecond}); err != nil {
