@@ -28,11 +28,8 @@ func TestExportImportMetadata(t *testing.T) {
 		if err := metadata.AlterGlobalRule(ctx, src, config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "XA", "providerType": "Atomikos"}}); err != nil {
 			t.Fatal(err)
 		}
-		srcStore, err := metadata.Load(ctx, src, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := ExportMetadata(srcStore.Current())
+		a := loadSnapshot(ctx, t, src)
+		out, err := ExportMetadata(a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,11 +50,7 @@ func TestExportImportMetadata(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(names, []string{"other_db", "sharding_db"}) {
 			t.Fatalf("ImportMetadata = %v, %v", names, err)
 		}
-		dstStore, err := metadata.Load(ctx, dst, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := srcStore.Current(), dstStore.Current()
+		b := loadSnapshot(ctx, t, dst)
 		if !maps.Equal(a.Props, b.Props) || !reflect.DeepEqual(a.GlobalRules, b.GlobalRules) {
 			t.Fatalf("props %v / %v, rules %v / %v", a.Props, b.Props, a.GlobalRules, b.GlobalRules)
 		}

@@ -2,6 +2,7 @@ package dbconfig
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,28 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
+
+// importShardingDB imports configYAML of sharding_db, with its SQLite
+// units in a fresh temporary directory, into repo, and returns that
+// directory.
+func importShardingDB(ctx context.Context, t testing.TB, repo registry.Repository) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := Import(ctx, repo, "s", configYAML(dir, "sharding_db", ""), Options{ListenerHold: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// loadSnapshot returns the metadata in repo as a node loads it at start.
+func loadSnapshot(ctx context.Context, t testing.TB, repo registry.Repository) *metadata.Snapshot {
+	t.Helper()
+	s, err := metadata.Load(ctx, repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Current()
+}
 
 // configYAML is a database file with two SQLite units in dir, a sharding
 // rule over them, and lastRule appended as the rules' last item.
@@ -119,11 +142,7 @@ func TestImportExportRoundTrip(t *testing.T) {
 		if res.Transactions != 1 {
 			t.Errorf("import took %d transactions, want 1", res.Transactions)
 		}
-		store, err := metadata.Load(ctx, repo, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := Export(store.Current(), "sharding_db")
+		out, err := Export(loadSnapshot(ctx, t, repo), "sharding_db")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,11 +329,7 @@ func TestImportBigDatabase(t *testing.T) {
 		if res.Transactions < 3 {
 			t.Fatalf("%d keys in %d transactions", res.Keys, res.Transactions)
 		}
-		store, err := metadata.Load(ctx, repo, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := store.Current().Databases["big_db"]
+		d := loadSnapshot(ctx, t, repo).Databases["big_db"]
 		if d == nil || len(mapOf(d.Rules["encrypt"].Content["tables"])) != 150 {
 			t.Fatalf("big_db after import: %v", d)
 		}

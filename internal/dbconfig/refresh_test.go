@@ -3,7 +3,6 @@ package dbconfig
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
@@ -16,10 +15,8 @@ import (
 func TestRefresh(t *testing.T) {
 	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
-		repo, dir := open(t), t.TempDir()
-		if _, err := Import(ctx, repo, "s", configYAML(dir, "sharding_db", ""), Options{ListenerHold: time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
+		repo := open(t)
+		dir := importShardingDB(ctx, t, repo)
 		exec := func(unit, file, sql string) {
 			t.Helper()
 			db, err := datasource.Open(ctx, unit, config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, file), "", ""))
@@ -31,13 +28,7 @@ func TestRefresh(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		snap := func() *metadata.Snapshot {
-			s, err := metadata.Load(ctx, repo, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s.Current()
-		}
+		snap := func() *metadata.Snapshot { return loadSnapshot(ctx, t, repo) }
 		refresh := func(force bool) Refreshed {
 			t.Helper()
 			out, err := Refresh(ctx, repo, snap(), "sharding_db", force, nil)

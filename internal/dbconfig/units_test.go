@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
@@ -17,17 +16,9 @@ import (
 func TestStorageUnits(t *testing.T) {
 	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
-		repo, dir := open(t), t.TempDir()
-		if _, err := Import(ctx, repo, "s", configYAML(dir, "sharding_db", ""), Options{ListenerHold: time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-		snap := func() *metadata.Snapshot {
-			s, err := metadata.Load(ctx, repo, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s.Current()
-		}
+		repo := open(t)
+		dir := importShardingDB(ctx, t, repo)
+		snap := func() *metadata.Snapshot { return loadSnapshot(ctx, t, repo) }
 		sqlite := func(name string) config.DataSource {
 			return config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, name), "", "")
 		}

@@ -150,7 +150,8 @@ func parseValueBody(body []byte) (string, *Error) {
 	return string(v.Value), nil
 }
 
-// lockRequest is the body of PUT /api/v1/cluster/lock.
+// lockRequest is the body of PUT /api/v1/cluster/lock (of
+// /api/v1/cluster/unlock: the timeout only).
 type lockRequest struct {
 	Strategy string        // WRITE or READ_WRITE
 	Timeout  time.Duration // the wait for the cluster lock

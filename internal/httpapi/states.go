@@ -217,53 +217,48 @@ func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) {
 // handleLock is PUT /api/v1/cluster/lock with
 // {"strategy":"WRITE"|"READ_WRITE","timeoutMillis":N}: LOCK CLUSTER
 // (clusterlock.Lock).
-func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
-	body, perr := readBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	req, perr := parseLockBody(body)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.changeClusterState(w, r, req.Timeout, func(ctx context.Context, op clusterlock.Op) (string, error) {
-		return clusterlock.Lock(ctx, s.cfg.Repo, req.Strategy, op)
-	})
-}
+func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) { s.changeClusterState(w, r, true) }
 
 // handleUnlock is PUT /api/v1/cluster/unlock with an optional
 // {"timeoutMillis":N}: UNLOCK CLUSTER (clusterlock.Unlock).
 func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
+	s.changeClusterState(w, r, false)
+}
+
+// changeClusterState runs LOCK CLUSTER (lock) or UNLOCK CLUSTER as the
+// body asks, on the server's session, under the cluster lock of the
+// configured layout, and answers with the state it wrote once this node
+// applied it (at most 3 s).
+func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock bool) {
 	body, perr := readBody(w, r)
 	if perr != nil {
 		s.writeError(w, perr)
 		return
 	}
-	timeout, perr := parseUnlockBody(body)
+	var req lockRequest
+	if lock {
+		req, perr = parseLockBody(body)
+	} else {
+		req.Timeout, perr = parseUnlockBody(body)
+	}
 	if perr != nil {
 		s.writeError(w, perr)
 		return
 	}
-	s.changeClusterState(w, r, timeout, func(ctx context.Context, op clusterlock.Op) (string, error) {
-		return clusterlock.StateOK, clusterlock.Unlock(ctx, s.cfg.Repo, op)
-	})
-}
-
-// changeClusterState runs change on the server's session under the
-// cluster lock of the configured layout, waiting at most timeout for the
-// lock, and answers with the state change wrote once this node applied it
-// (at most 3 s).
-func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, timeout time.Duration, change func(context.Context, clusterlock.Op) (string, error)) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), req.Timeout+10*time.Second)
 	defer cancel()
 	sess, err := s.session(ctx)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	next, err := change(ctx, clusterlock.Op{Layout: s.cfg.Layout, Session: sess, Timeout: timeout})
+	op := clusterlock.Op{Layout: s.cfg.Layout, Session: sess, Timeout: req.Timeout}
+	next := clusterlock.StateOK
+	if lock {
+		next, err = clusterlock.Lock(ctx, s.cfg.Repo, req.Strategy, op)
+	} else {
+		err = clusterlock.Unlock(ctx, s.cfg.Repo, op)
+	}
 	if err != nil {
 		s.writeError(w, lockError(err))
 		return
