@@ -65,11 +65,29 @@ func startServe(t *testing.T, conf, id string, port int, extra ...string) *proc 
 		scheme = "https"
 		probe = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	}
-	p := &proc{id: id, url: fmt.Sprintf("%s://127.0.0.1:%d", scheme, httpPort), done: make(chan error, 1)}
+	p := &proc{id: id, url: fmt.Sprintf("%s://127.0.0.1:%d", scheme, httpPort)}
 	args := []string{"serve", "--conf", conf, "--instance-id", id, "--port", fmt.Sprint(port),
 		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--log-format", "json", "--reservation", "1500ms"}
-	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), append(args, extra...)...)
-	p.cmd.Env = append(os.Environ(), "SHARDKEEPER_TOKEN="+token)
+	p.start(t, append(args, extra...), []string{"SHARDKEEPER_TOKEN=" + token}, "ready", func() bool {
+		r, err := probe.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+	return p
+}
+
+// start runs the shardkeeper binary with args as p, with env added to the
+// environment, stops it at the test's cleanup, and polls ready every
+// 50 ms until it reports true. The test fails, with p's output, when p
+// exits first or is not ready (what) in 60 s.
+func (p *proc) start(t *testing.T, args, env []string, what string, ready func() bool) {
+	t.Helper()
+	p.done = make(chan error, 1)
+	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -77,23 +95,16 @@ func startServe(t *testing.T, conf, id string, port int, extra ...string) *proc 
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.stop(t) })
 	deadline := time.Now().Add(60 * time.Second)
-	for {
+	for !ready() {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			t.Fatalf("%s exited at start: %v\nstdout:\n%s\nstderr:\n%s", id, err, p.stdout.String(), p.stderr.String())
-		default:
-		}
-		if r, err := probe.Get(p.url + "/readyz"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return p
-			}
+			t.Fatalf("%s exited at start: %v\nstdout:\n%s\nstderr:\n%s", p.id, err, p.stdout.String(), p.stderr.String())
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready in 60s\nstdout:\n%s\nstderr:\n%s", id, p.stdout.String(), p.stderr.String())
+			t.Fatalf("%s not %s in 60s\nstdout:\n%s\nstderr:\n%s", p.id, what, p.stdout.String(), p.stderr.String())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -44,28 +44,10 @@ var workerIDLine = regexp.MustCompile(`holds worker id (\d+)`)
 func startMySQLNode(t *testing.T, conf, id, listenHost string, extra ...string) *mysqlNode {
 	t.Helper()
 	port := freePort(t)
-	p := &proc{id: id, done: make(chan error, 1)}
+	p := &proc{id: id}
 	args := []string{"serve", "--conf", conf, "--instance-id", id, "--port", strconv.Itoa(port),
 		"--mysql", net.JoinHostPort(listenHost, strconv.Itoa(port)), "--http", "off", "--log-format", "json", "--reservation", "1500ms"}
-	p.cmd = exec.Command(testenv.ShardkeeperBinary(t), append(args, extra...)...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.stop(t) })
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(p.stdout.String(), "shardkeeper: running") {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s exited at start: %v\nstdout:\n%s\nstderr:\n%s", id, err, p.stdout.String(), p.stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not running in 60s\nstdout:\n%s\nstderr:\n%s", id, p.stdout.String(), p.stderr.String())
-		}
-	}
+	p.start(t, append(args, extra...), nil, "running", func() bool { return strings.Contains(p.stdout.String(), "shardkeeper: running") })
 	m := workerIDLine.FindStringSubmatch(p.stdout.String())
 	if m == nil {
 		t.Fatalf("%s: no worker id in the serve output:\n%s", id, p.stdout.String())
