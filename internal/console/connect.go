@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/process"
 )
 
 // What MySQL and PostgreSQL clients send on connect: SELECT @@var,
@@ -202,21 +203,11 @@ func (e *Engine) eval(s *Session, x distsql.Expr) (*string, ColumnType, error) {
 		case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
 			return str(time.Now().UTC().Format("2006-01-02 15:04:05")), Text, nil
 		case "connection_id", "pg_backend_pid":
-			return str(strconv.FormatUint(sessionNumber(s.ID), 10)), Int64, nil
+			return str(strconv.FormatUint(uint64(process.Number(s.ID)), 10)), Int64, nil
 		}
 		return nil, Text, &Error{Code: 1305, SQLState: "42000", Message: fmt.Sprintf("FUNCTION %s does not exist", x.Name)}
 	}
 	return nil, Text, unsupported(fmt.Sprintf("expression %T", x))
-}
-
-// sessionNumber is a number for a session id (CONNECTION_ID()): the first
-// 8 hex digits of the id, 0 when it has none.
-func sessionNumber(id string) uint64 {
-	if len(id) > 8 {
-		id = id[:8]
-	}
-	n, _ := strconv.ParseUint(id, 16, 32)
-	return n
 }
 
 func (e *Engine) setVariables(_ context.Context, s *Session, st *distsql.SetVariables) (*Result, error) {

@@ -47,6 +47,12 @@ func invalidVariableValue(value string) *Error {
 	return &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value)}
 }
 
+// unknownThread is MySQL's ER_NO_SUCH_THREAD (1094, HY000), KILL's
+// answer for a process nobody has.
+func unknownThread(id string) *Error {
+	return &Error{Code: 1094, SQLState: "HY000", Message: fmt.Sprintf("Unknown thread id: %s", id)}
+}
+
 // unknownException is what ShardingSphere answers for an exception it has
 // no code for (30000, HY000).
 func unknownException(err error) *Error {

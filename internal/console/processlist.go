@@ -53,6 +53,13 @@ func (e *Engine) showProcesslist(ctx context.Context, _ *Session, st *distsql.Sh
 	return res, nil
 }
 
+// isNumber reports whether id is a decimal process number rather than a
+// process id.
+func isNumber(id string) bool {
+	_, err := strconv.ParseUint(id, 10, 32)
+	return err == nil
+}
+
 func unansweredWarnings(nodes []string, timeout time.Duration, consequence string) []string {
 	if len(nodes) == 0 {
 		return nil
@@ -60,13 +67,28 @@ func unansweredWarnings(nodes []string, timeout time.Duration, consequence strin
 	return []string{fmt.Sprintf("compute node(s) %s did not answer within %v: %s", strings.Join(nodes, ", "), timeout, consequence)}
 }
 
-// kill asks every online node to end the process: the node that runs it
-// closes the session. The protocol does not say which node had it; nodes
-// that did not answer are named in the warnings.
+// kill ends a process, named by its id or by its number (CONNECTION_ID(),
+// the MySQL handshake's connection id, the PostgreSQL process id: what the
+// mariadb client's Ctrl-C sends as KILL QUERY n).
+//
+// KILL QUERY cancels the running statement of a session of this node and
+// leaves the session open; a number no session of this node has is 1094,
+// a process id of another node is ended as by KILL. KILL [CONNECTION] asks every online node to end the process (the node
+// that runs it closes the session; shardkeeper nodes resolve numbers too).
+// The protocol does not say which node had it; nodes that did not answer
+// are named in the warnings.
 func (e *Engine) kill(ctx context.Context, _ *Session, st *distsql.Kill) (*Result, error) {
+	if st.Query {
+		if e.d.Processes.Cancel(st.ProcessID) {
+			return &Result{}, nil
+		}
+		if isNumber(st.ProcessID) {
+			return nil, unknownThread(st.ProcessID)
+		}
+	}
 	unanswered, err := process.Kill(ctx, e.d.Repo, st.ProcessID, e.d.ProcessTimeout)
 	if errors.Is(err, registry.ErrBadKey) {
-		return nil, &Error{Code: 1094, SQLState: "HY000", Message: fmt.Sprintf("Unknown thread id: %s", st.ProcessID)}
+		return nil, unknownThread(st.ProcessID)
 	}
 	if err != nil {
 		return nil, err

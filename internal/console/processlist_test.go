@@ -20,9 +20,9 @@ func TestProcesslistAndKillAcrossNodes(t *testing.T) {
 		long := "SHOW COMPUTE NODES /* " + strings.Repeat("x", 200) + " */"
 		killed := make(chan struct{})
 		b.procs.Add(process.Process{ID: "b0000000000000000000000000000001", Username: "root", Hostname: "10.0.0.9",
-			DatabaseName: "sharding_db", SQL: long, StartMillis: time.Now().Add(-3 * time.Second).UnixMilli(), TotalUnitCount: 1}, func() { close(killed) })
+			DatabaseName: "sharding_db", SQL: long, StartMillis: time.Now().Add(-3 * time.Second).UnixMilli(), TotalUnitCount: 1}, func() { close(killed) }, nil)
 		a.procs.Add(process.Process{ID: "a0000000000000000000000000000001", Username: "admin", Hostname: "127.0.0.1", Idle: true,
-			StartMillis: time.Now().UnixMilli()}, nil)
+			StartMillis: time.Now().UnixMilli()}, nil, nil)
 		testenv.Eventually(t, "node-a to see node-b", func() bool { return len(a.node.Instances()) == 2 })
 		s := newSession()
 

@@ -163,7 +163,7 @@ func TestProcessTriggers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Processes.Add(process.Process{ID: "s1", Username: "admin"}, nil)
+	d.Processes.Add(process.Process{ID: "s1", Username: "admin"}, nil, nil)
 	r, err := connect.Open(ctx, repo)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,13 @@
 package mysqlfront
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -40,6 +43,10 @@ type limitConn struct {
 	framing    bool
 	sslRequest bool  // the first packet may be an SSLRequest
 	budget     int64 // bytes left before authentication; < 0: no bound
+	// connID, when not 0, replaces the connection id of the initial
+	// handshake (the first packet written), so that the id a client
+	// shows and sends in KILL QUERY is the session's process.Number.
+	connID uint32
 
 	hdr       [4]byte
 	nhdr      int  // header bytes seen of the current chunk
@@ -59,6 +66,10 @@ type limitConn struct {
 const maxPending = 64 << 10
 
 func (c *limitConn) Write(p []byte) (int, error) {
+	if c.connID != 0 {
+		p = withConnID(p, c.connID)
+		c.connID = 0
+	}
 	if !c.buffer {
 		return c.Conn.Write(p)
 	}
@@ -79,6 +90,22 @@ func (c *limitConn) Write(p []byte) (int, error) {
 	}
 	c.pending = append(c.pending, p...)
 	return len(p), nil
+}
+
+// withConnID returns a copy of the initial handshake packet p (header,
+// protocol version 10, server version, NUL, connection id, ...) with
+// connection id id; p itself when it is no such packet.
+func withConnID(p []byte, id uint32) []byte {
+	if len(p) < 5 || p[4] != 10 {
+		return p
+	}
+	end := bytes.IndexByte(p[5:], 0)
+	if end < 0 || 5+end+1+4 > len(p) {
+		return p
+	}
+	out := slices.Clone(p)
+	binary.LittleEndian.PutUint32(out[5+end+1:], id)
+	return out
 }
 
 // flush sends what Write gathered.

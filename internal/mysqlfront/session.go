@@ -26,6 +26,7 @@ import (
 // Errors the front end answers before or instead of a login.
 var (
 	errTooManyConnections = mysql.NewError(mysql.ER_CON_COUNT_ERROR, "Too many connections")
+	errInterrupted        = mysql.NewError(mysql.ER_QUERY_INTERRUPTED, "Query execution was interrupted")
 	errUsersUnreadable    = mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, "Access denied: the node cannot read its authority rule (see its log)")
 )
 
@@ -48,6 +49,10 @@ type session struct {
 	cancel context.CancelFunc
 	once   sync.Once
 
+	stmtMu     sync.Mutex
+	stmtCancel context.CancelFunc // of the running statement; nil between statements
+	cancelled  bool               // KILL QUERY cancelled the running statement
+
 	users     *authority.Users
 	authed    bool
 	pendingDB string // database named in the handshake, used once authenticated
@@ -66,10 +71,14 @@ type warning struct {
 func newSession(ctx context.Context, s *Server, raw net.Conn) *session {
 	ctx, cancel := context.WithCancel(ctx)
 	addr := remoteAddr(raw)
+	id := console.NewSessionID()
+	for process.Number(id) == 0 { // the handshake's connection id; clients take 0 for none
+		id = console.NewSessionID()
+	}
 	return &session{
 		srv: s, raw: raw, addr: addr, ctx: ctx, cancel: cancel,
 		log: s.log.With("client", addr.String()),
-		cs:  console.Session{ID: console.NewSessionID(), Host: addr.String(), Protocol: "MySQL"},
+		cs:  console.Session{ID: id, Host: addr.String(), Protocol: "MySQL"},
 	}
 }
 
@@ -89,6 +98,18 @@ func (ss *session) kill() {
 		ss.cancel()
 		_ = ss.raw.Close()
 	})
+}
+
+// cancelStatement cancels the running statement, if any, and leaves the
+// session open (KILL QUERY): the client gets error 1317. Safe for
+// concurrent use.
+func (ss *session) cancelStatement() {
+	ss.stmtMu.Lock()
+	defer ss.stmtMu.Unlock()
+	if ss.stmtCancel != nil {
+		ss.cancelled = true
+		ss.stmtCancel()
+	}
 }
 
 // refuse answers the connection with e instead of a handshake and closes
@@ -123,7 +144,7 @@ func (ss *session) serve() {
 		}
 	}
 	lc := &limitConn{Conn: ss.raw, host: hostAddr(ss.addr.String()), max: cfg.MaxPacketSize, framing: true,
-		sslRequest: cfg.TLS != nil, budget: handshakeBudget}
+		sslRequest: cfg.TLS != nil, budget: handshakeBudget, connID: process.Number(ss.cs.ID)}
 	_ = ss.raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
 	protocol := server.NewServerWithAuth(ServerVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD,
 		rsaKey, cfg.TLS, authProvider{&server.DefaultAuthenticationProvider{}, ss.log})
@@ -147,7 +168,7 @@ func (ss *session) serve() {
 		remove := t.Add(process.Process{
 			ID: ss.cs.ID, Username: ss.cs.User, Hostname: ss.cs.Host, DatabaseName: ss.cs.Database,
 			StartMillis: time.Now().UnixMilli(), Idle: true,
-		}, ss.kill)
+		}, ss.kill, ss.cancelStatement)
 		defer remove()
 	}
 	ss.log.Debug("mysql: session started", "user", ss.cs.User, "id", ss.cs.ID)
@@ -326,11 +347,23 @@ func (ss *session) HandleQuery(query string) (*mysql.Result, error) {
 func (ss *session) execute(query string) (*mysql.Result, error) {
 	query = strings.Clone(query)
 	ss.setRunning(query)
-	res, err := ss.srv.cfg.Executor.Execute(ss.ctx, &ss.cs, query)
+	ctx, cancel := context.WithCancel(ss.ctx)
+	ss.stmtMu.Lock()
+	ss.stmtCancel, ss.cancelled = cancel, false
+	ss.stmtMu.Unlock()
+	res, err := ss.srv.cfg.Executor.Execute(ctx, &ss.cs, query)
+	ss.stmtMu.Lock()
+	ss.stmtCancel = nil
+	interrupted := ss.cancelled && ss.ctx.Err() == nil
+	ss.stmtMu.Unlock()
+	cancel()
 	ss.setRunning("")
 	_ = ss.raw.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err != nil {
 		e := toMyError(err)
+		if interrupted {
+			e = errInterrupted
+		}
 		ss.warnings = []warning{{level: "Error", code: e.Code, message: e.Message}}
 		ss.setWarnings(0)
 		return nil, e

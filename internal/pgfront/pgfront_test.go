@@ -580,6 +580,31 @@ func TestKill(t *testing.T) {
 	testenv.Eventually(t, "the killed session leaves the process table", func() bool { return len(procs.List()) == 0 })
 }
 
+// TestKillQuery: KILL QUERY of the session's process id (its
+// BackendKeyData PID, in decimal) cancels the running statement with 57014
+// and the session goes on.
+func TestKillQuery(t *testing.T) {
+	e := newTestExec()
+	procs := process.NewTable()
+	addr := server(t, pgfront.Config{Executor: e, Processes: procs})
+	c := connect(t, dsn(addr, "root", "", ""))
+	go func() {
+		<-e.sleeping
+		if !procs.Cancel(fmt.Sprint(c.PgConn().PID())) {
+			t.Error("Cancel did not find the session by its PID")
+		}
+	}()
+	_, err := c.Exec(testenv.Context(t), "SLEEP")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("SLEEP after KILL QUERY: %v, want 57014", err)
+	}
+	<-e.stopped
+	if _, err := c.Exec(testenv.Context(t), "COUNT"); err != nil {
+		t.Fatalf("the session after KILL QUERY: %v", err)
+	}
+}
+
 // TestMaxConns: one connection over MaxConns gets FATAL 53300, a cancel
 // request still gets through; after the first closes, a new one is
 // served.

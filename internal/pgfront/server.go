@@ -62,7 +62,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -193,10 +192,9 @@ func (s *Server) Close(ctx context.Context) error { return s.conns.Close(ctx) }
 
 // register gives sess its session id (console.NewSessionID) and, for
 // BackendKeyData, a process id and secret key, and makes it reachable by
-// CancelRequest. The process id is the number of the session id's first
-// 8 hex digits, which is what the console answers for pg_backend_pid()
-// and CONNECTION_ID(), so that a driver's PID names the session in SHOW
-// PROCESSLIST.
+// CancelRequest. The process id is the session id's process.Number, which
+// is what the console answers for pg_backend_pid() and CONNECTION_ID(),
+// so that a driver's PID names the session in SHOW PROCESSLIST and KILL.
 func (s *Server) register(sess *session) {
 	secret := make([]byte, 4)
 	_, _ = rand.Read(secret)
@@ -204,8 +202,7 @@ func (s *Server) register(sess *session) {
 	defer s.mu.Unlock()
 	for {
 		id := console.NewSessionID()
-		n, _ := strconv.ParseUint(id[:8], 16, 32)
-		pid := uint32(n)
+		pid := process.Number(id)
 		if _, taken := s.sessions[pid]; pid != 0 && !taken {
 			sess.console.ID, sess.pid, sess.secret = id, pid, secret
 			s.sessions[pid] = sess

@@ -249,7 +249,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		sess.removeProc = s.c.Processes.Add(process.Process{
 			ID: sess.console.ID, Username: user, Hostname: host, DatabaseName: database,
 			StartMillis: time.Now().UnixMilli(), Idle: true,
-		}, sess.kill)
+		}, sess.kill, sess.cancelStatement)
 	}
 	s.log.Info("postgresql: session started", "session", sess.console.ID, "user", user, "client", host, "tls", viaTLS)
 	return nil

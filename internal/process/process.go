@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -92,9 +93,10 @@ type Table struct {
 }
 
 type entry struct {
-	p    Process
-	kill func()
-	once sync.Once
+	p      Process
+	kill   func()
+	cancel func()
+	once   sync.Once
 }
 
 // NewTable returns an empty table.
@@ -102,11 +104,13 @@ func NewTable() *Table { return &Table{procs: map[string]*entry{}} }
 
 // Add registers p under p.ID, replacing a process with the same id. kill
 // is called at most once, outside the table's lock, when a KILL for p.ID
-// arrives; it must make the session stop and may be nil. The returned
-// function removes p again (not a process that replaced it); calling it
-// twice is harmless.
-func (t *Table) Add(p Process, kill func()) (remove func()) {
-	e := &entry{p: p, kill: kill}
+// arrives; it must make the session stop and may be nil. cancel is called,
+// outside the lock, for each KILL QUERY; it must cancel the statement the
+// session runs, if any, and leave the session open; nil means KILL QUERY
+// finds nothing to cancel. The returned function removes p again (not a
+// process that replaced it); calling it twice is harmless.
+func (t *Table) Add(p Process, kill, cancel func()) (remove func()) {
+	e := &entry{p: p, kill: kill, cancel: cancel}
 	t.mu.Lock()
 	t.procs[p.ID] = e
 	t.mu.Unlock()
@@ -144,18 +148,63 @@ func (t *Table) List() []Process {
 	return out
 }
 
-// Kill marks the process id interrupted and calls its kill function. It
-// reports whether the table had the process; an unknown id is no error
-// (the process may have ended meanwhile).
+// Kill marks the process id interrupted and calls its kill function. id
+// is a process id or its Number in decimal (MySQL's KILL of a
+// CONNECTION_ID()). It reports whether the table had the process; an
+// unknown id is no error (the process may have ended meanwhile).
 func (t *Table) Kill(id string) bool {
 	t.mu.Lock()
-	e, ok := t.procs[id]
-	if ok {
+	e := t.lookup(id)
+	if e != nil {
 		e.p.Interrupted = true
 	}
 	t.mu.Unlock()
-	if ok && e.kill != nil {
+	if e != nil && e.kill != nil {
 		e.once.Do(e.kill)
 	}
-	return ok
+	return e != nil
+}
+
+// Cancel cancels the running statement of process id (KILL QUERY), which
+// is a process id or its Number in decimal, and leaves the session open.
+// It reports whether the table had the process.
+func (t *Table) Cancel(id string) bool {
+	t.mu.Lock()
+	e := t.lookup(id)
+	t.mu.Unlock()
+	if e != nil && e.cancel != nil {
+		e.cancel()
+	}
+	return e != nil
+}
+
+// lookup finds the entry of a process id or of its decimal Number; nil
+// when there is none. The caller holds t.mu.
+func (t *Table) lookup(id string) *entry {
+	if e, ok := t.procs[id]; ok {
+		return e
+	}
+	n, err := strconv.ParseUint(id, 10, 32)
+	if err != nil || n == 0 {
+		return nil
+	}
+	for pid, e := range t.procs {
+		if Number(pid) == uint32(n) {
+			return e
+		}
+	}
+	return nil
+}
+
+// Number is the number a process id stands for where a protocol needs a
+// number (MySQL's CONNECTION_ID() and handshake connection id,
+// PostgreSQL's process id): the value of its first 8 hex digits, 0 when
+// it has none. For ShardingSphere's random process ids numbers of
+// different sessions collide with a chance of 2^-32 per pair.
+func Number(id string) uint32 {
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	n, _ := strconv.ParseUint(id, 16, 32)
+	return uint32(n)
 }

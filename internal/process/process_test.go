@@ -139,7 +139,7 @@ func TestShowProcessListTriggerAnswered(t *testing.T) {
 
 		p := process.Process{ID: "p1", StartMillis: 1700000000000, SQL: "SHOW PROCESSLIST", DatabaseName: "sharding_db",
 			Username: "root", Hostname: "127.0.0.1", TotalUnitCount: 2, CompletedUnitCount: 1}
-		table.Add(p, nil)
+		table.Add(p, nil, nil)
 		other := mustKey(paths.ShowProcessListTrigger("i2", "task1"))
 		mine := mustKey(paths.ShowProcessListTrigger("i1", "task1"))
 		for _, k := range []string{other, mine} {
@@ -176,7 +176,7 @@ func TestKillProcessTrigger(t *testing.T) {
 		repo, asker := b.open(t), b.open(t)
 		table := process.NewTable()
 		var killed atomic.Int32
-		table.Add(process.Process{ID: "p1"}, func() { killed.Add(1) })
+		table.Add(process.Process{ID: "p1"}, func() { killed.Add(1) }, nil)
 		openResponder(t, repo, "i1", table)
 
 		unknown := mustKey(paths.KillProcessTrigger("i1", "nope"))
@@ -271,7 +271,7 @@ func triggerLatencies(t testing.TB, b backend, n int) []time.Duration {
 	ctx := testenv.Context(t)
 	id := testenv.Namespace("lat_")
 	table := process.NewTable()
-	table.Add(process.Process{ID: "p1", SQL: "select 1"}, nil)
+	table.Add(process.Process{ID: "p1", SQL: "select 1"}, nil, nil)
 	repo, asker := b.open(t), b.open(t)
 	r := openResponder(t, repo, id, table)
 	defer r.Close()
@@ -370,7 +370,8 @@ func TestCollectOverThreeNodes(t *testing.T) {
 					if pid == "b0" {
 						killed.Add(1)
 					}
-				})
+				}, nil)
+
 			}
 			r := openResponder(t, repo, id, tables[id])
 			if id == "c" {
@@ -417,7 +418,7 @@ func TestCollectOverThreeNodes(t *testing.T) {
 
 func TestTableUpdate(t *testing.T) {
 	tab := process.NewTable()
-	remove := tab.Add(process.Process{ID: "7", Username: "root", Idle: true}, nil)
+	remove := tab.Add(process.Process{ID: "7", Username: "root", Idle: true}, nil, nil)
 	if !tab.Update("7", func(p *process.Process) { p.SQL, p.Idle, p.ID = "SHOW COMPUTE NODES", false, "other" }) {
 		t.Fatal("Update of a registered process reported false")
 	}
@@ -428,5 +429,27 @@ func TestTableUpdate(t *testing.T) {
 	remove()
 	if tab.Update("7", func(*process.Process) {}) {
 		t.Fatal("Update of a removed process reported true")
+	}
+}
+
+// TestTableByNumber: KILL QUERY and KILL find a process by its id and by
+// its Number in decimal (MySQL's CONNECTION_ID()); KILL QUERY cancels
+// without killing.
+func TestTableByNumber(t *testing.T) {
+	tab := process.NewTable()
+	var killed, cancelled atomic.Int32
+	id := "0000002a5b6c4d7e8f901a2b3c4d5e6f"
+	tab.Add(process.Process{ID: id}, func() { killed.Add(1) }, func() { cancelled.Add(1) })
+	if n := process.Number(id); n != 42 {
+		t.Fatalf("Number(%s) = %d, want 42", id, n)
+	}
+	if !tab.Cancel("42") || !tab.Cancel(id) || cancelled.Load() != 2 || killed.Load() != 0 {
+		t.Fatalf("Cancel by number and id: cancelled %d, killed %d", cancelled.Load(), killed.Load())
+	}
+	if tab.Cancel("43") || tab.Kill("43") || tab.Kill("0") || tab.Kill("-42") {
+		t.Fatal("a number no process has matched")
+	}
+	if !tab.Kill("42") || killed.Load() != 1 {
+		t.Fatalf("Kill by number: killed %d", killed.Load())
 	}
 }

@@ -1,0 +1,175 @@
+package console_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	gmclient "github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+)
+
+// TestKillQueryByConnectionID is the mariadb client's Ctrl-C: a SET DIST
+// VARIABLE waits for a paused node (one whose acknowledgement never
+// moves); KILL QUERY with the session's CONNECTION_ID() from a second
+// connection cancels it with 1317 and the session goes on; KILL with the
+// number closes the session. The id the handshake announces (the one the
+// mariadb client sends) is CONNECTION_ID().
+func TestKillQueryByConnectionID(t *testing.T) {
+	s := etcdtest.New(t)
+	repo := s.Open(t, s.Namespace(t, "kill"))
+	ctx := testenv.Context(t)
+	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "kill-a", Port: 3307, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Close(context.Background()) })
+	store, err := metadata.Bootstrap(ctx, repo, nil, nil, metadata.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = store.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	procs := process.NewTable()
+	responder, err := process.Open(ctx, repo, process.Config{InstanceID: "kill-a", Table: procs, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(responder.Close)
+	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: "kill-a", Store: store, SessionTTL: 10 * time.Second, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(acker.Close)
+
+	// The paused node: online, its acknowledgement stuck at version 0.
+	sess, err := repo.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	online, _ := paths.Online(paths.Proxy, "kill-paused")
+	applied, _ := paths.PropsApplied("kill-paused")
+	for k, v := range map[string]string{online: "attribute: 10.0.0.9@3307\ndatabaseName: \"\"\nversion: " + cluster.Version + "\n", applied: "0"} {
+		if err := sess.PutEphemeral(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the node to see the paused one", func() bool { return len(node.Instances()) == 2 })
+
+	engine := console.New(console.Deps{Repo: repo, Node: node, Metadata: store, Processes: procs,
+		SetVariableTimeout: 10 * time.Minute, ProcessTimeout: 3 * time.Second, Logger: quiet()})
+	t.Cleanup(func() { _ = engine.Close(context.Background()) })
+	front, err := mysqlfront.New(mysqlfront.Config{Executor: engine, Processes: procs, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = front.Serve(ln) }()
+	t.Cleanup(func() { _ = front.Close(context.Background()) })
+	addr := ln.Addr().String()
+
+	// The handshake's connection id is CONNECTION_ID().
+	gc, err := gmclient.Connect(addr, "root", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gc.Execute("SELECT CONNECTION_ID()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.GetUint(0, 0); uint32(got) != gc.GetConnectionID() {
+		t.Errorf("CONNECTION_ID() = %d, the handshake announced %d", got, gc.GetConnectionID())
+	}
+	_ = gc.Close()
+
+	db, err := sql.Open("mysql", "root@tcp("+addr+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	a, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var id uint32
+	if err := a.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.ExecContext(ctx, "SET DIST VARIABLE sql_show = true")
+		errc <- err
+	}()
+	testenv.Eventually(t, "SET DIST VARIABLE to wait for the paused node", func() bool {
+		for _, p := range procs.List() {
+			if process.Number(p.ID) == id && !p.Idle && strings.HasPrefix(p.SQL, "SET DIST VARIABLE") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := b.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id)); err != nil {
+		t.Fatalf("KILL QUERY %d: %v", id, err)
+	}
+	var me *gomysql.MySQLError
+	select {
+	case err := <-errc:
+		if !errors.As(err, &me) || me.Number != 1317 {
+			t.Fatalf("the killed SET DIST VARIABLE returned %v, want error 1317", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("KILL QUERY did not end the waiting SET DIST VARIABLE")
+	}
+	var again uint32
+	if err := a.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&again); err != nil || again != id {
+		t.Fatalf("the session after KILL QUERY: %d, %v; want it open as %d", again, err, id)
+	}
+
+	if _, err := b.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id^1)); !errors.As(err, &me) || me.Number != 1094 {
+		t.Errorf("KILL QUERY of a number no session has: %v, want 1094", err)
+	}
+
+	if _, err := b.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+		t.Fatalf("KILL %d: %v", id, err)
+	}
+	testenv.Eventually(t, "the killed session to leave the process table", func() bool {
+		for _, p := range procs.List() {
+			if process.Number(p.ID) == id {
+				return false
+			}
+		}
+		return true
+	})
+	if err := a.PingContext(ctx); err == nil {
+		t.Error("the connection of a killed session still answers")
+	}
+}
