@@ -9,6 +9,8 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
 // BenchmarkSetDistVariable measures SET DIST VARIABLE on a cluster of 10
@@ -20,12 +22,12 @@ import (
 // SetDistVariableExecutor returns after its write plus an unconditional
 // 3 s wait for its own node (reference 6.3), and confirms no other node.
 func BenchmarkSetDistVariable(b *testing.B) {
-	eachBackendB(b, func(b *testing.B, be backend) {
-		repo := be.open(b)
+	realtest.Each(b, "sk_distvar_", func(b *testing.B, open func(t testing.TB) registry.Repository) {
+		repo := open(b)
 		ids := make([]string, 10)
 		for i := range ids {
 			ids[i] = fmt.Sprintf("node-%02d", i)
-			startMember(b, be.open(b), ids[i])
+			startMember(b, open(b), ids[i])
 		}
 		goOnline(b, repo, ids...)
 		ctx := testenv.Context(b)
@@ -56,12 +58,6 @@ func BenchmarkSetDistVariable(b *testing.B) {
 		b.ReportMetric(ms(pct(lat, 99)), "p99-ms")
 		b.ReportMetric(ms(pct(base, 99)), "write-p99-ms")
 	})
-}
-
-func eachBackendB(b *testing.B, f func(b *testing.B, be backend)) {
-	for _, name := range []string{"etcd", "zookeeper"} {
-		b.Run(name, func(b *testing.B) { f(b, openBackend(b, name)) })
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -12,8 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
-	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
 func TestCheck(t *testing.T) {
@@ -50,30 +49,6 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%q, %q) = %q, %q, %v; want %q, %q", tc.name, tc.value, key, canonical, err, tc.key, tc.canonical)
 		}
 	}
-}
-
-// backend opens repositories on a fresh namespace of a real registry.
-type backend struct {
-	name string
-	open func(t testing.TB) registry.Repository
-}
-
-func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
-	for _, name := range []string{"etcd", "zookeeper"} {
-		t.Run(name, func(t *testing.T) { f(t, openBackend(t, name)) })
-	}
-}
-
-// openBackend returns a fresh namespace of the real etcd or ZooKeeper.
-func openBackend(t testing.TB, name string) backend {
-	if name == "etcd" {
-		s := etcdtest.New(t)
-		ns := s.Namespace(t, "sk_distvar_")
-		return backend{name: name, open: func(t testing.TB) registry.Repository { return s.Open(t, ns) }}
-	}
-	s := zktest.New(t)
-	ns := s.Namespace(t, "sk_distvar_")
-	return backend{name: name, open: func(t testing.TB) registry.Repository { return s.Open(t, ns) }}
 }
 
 // member is one shardkeeper node's share of the protocol: a metadata store
@@ -129,15 +104,15 @@ func goOnline(t testing.TB, repo registry.Repository, ids ...string) {
 }
 
 func TestSetWaitsForEveryNode(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	realtest.Each(t, "sk_distvar_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
-		repo := b.open(t)
+		repo := open(t)
 		if err := metadata.SetProps(ctx, repo, map[string]string{"sql-simple": "true"}); err != nil {
 			t.Fatal(err)
 		}
 		var members []*member
 		for _, id := range []string{"node-a", "node-b", "node-c"} {
-			members = append(members, startMember(t, b.open(t), id))
+			members = append(members, startMember(t, open(t), id))
 		}
 		// upstream is a ShardingSphere node: online, no acknowledgement.
 		goOnline(t, repo, "node-a", "node-b", "node-c", "upstream")
@@ -164,12 +139,12 @@ func TestSetWaitsForEveryNode(t *testing.T) {
 }
 
 func TestSetNamesTheNodeHeldStill(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	realtest.Each(t, "sk_distvar_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
-		repo := b.open(t)
-		a := startMember(t, b.open(t), "node-a")
-		startMember(t, b.open(t), "node-b")
-		c := startMember(t, b.open(t), "node-c")
+		repo := open(t)
+		a := startMember(t, open(t), "node-a")
+		startMember(t, open(t), "node-b")
+		c := startMember(t, open(t), "node-c")
 		goOnline(t, repo, "node-a", "node-b", "node-c")
 		// node-c's watch is held still: its session (and its last
 		// acknowledgement) lives on, but it applies nothing.
@@ -205,9 +180,9 @@ func TestSetNamesTheNodeHeldStill(t *testing.T) {
 }
 
 func TestSetRefusesBeforeWriting(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	realtest.Each(t, "sk_distvar_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
-		repo := b.open(t)
+		repo := open(t)
 		_, err := Set(ctx, repo, "sql_show", "yes", Options{})
 		var e *Error
 		if !errors.As(err, &e) || e.Code != 12011 || e.SQLState != "HY004" || e.Message != "Invalid variable value 'yes'." {

@@ -15,9 +15,10 @@ import (
 
 // Each runs f on each real registry with one fresh namespace, named from
 // prefix: every call of open is one more client of that namespace, closed
-// at the cleanup of the test it is given.
-func Each(t *testing.T, prefix string, f func(t *testing.T, open func(t testing.TB) registry.Repository)) {
-	each(t, func(t *testing.T, s server) {
+// at the cleanup of the test it is given. t is a *testing.T or a
+// *testing.B; f runs as its subtests or sub-benchmarks.
+func Each[T runner[T]](t T, prefix string, f func(t T, open func(t testing.TB) registry.Repository)) {
+	each(t, func(t T, s server) {
 		ns := s.namespace(t, prefix)
 		f(t, func(t testing.TB) registry.Repository { return s.open(t, ns) })
 	})
@@ -38,12 +39,19 @@ type server struct {
 	open      func(t testing.TB, ns string) registry.Repository
 }
 
-func each(t *testing.T, f func(t *testing.T, s server)) {
-	t.Run("etcd", func(t *testing.T) {
+// runner is *testing.T or *testing.B: a test that runs subtests of its
+// own type.
+type runner[T any] interface {
+	testing.TB
+	Run(name string, f func(T)) bool
+}
+
+func each[T runner[T]](t T, f func(t T, s server)) {
+	t.Run("etcd", func(t T) {
 		s := etcdtest.New(t)
 		f(t, server{namespace: s.Namespace, open: func(t testing.TB, ns string) registry.Repository { return s.Open(t, ns) }})
 	})
-	t.Run("zookeeper", func(t *testing.T) {
+	t.Run("zookeeper", func(t T) {
 		s := zktest.New(t)
 		f(t, server{namespace: s.Namespace, open: func(t testing.TB, ns string) registry.Repository { return s.Open(t, ns) }})
 	})
