@@ -31,18 +31,7 @@ func TestAdminAgainstServe(t *testing.T) {
 		t.Fatalf("no HTTP address in the serve output:\n%s", output())
 	}
 	url := m[1]
-	cli := func(code int, want string, args ...string) string {
-		t.Helper()
-		stdout, stderr, got := runCLI(t, append(args, "--server", url)...)
-		out := stdout
-		if code != 0 {
-			out = stderr
-		}
-		if got != code || !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
-			t.Fatalf("shardkeeper %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, want, stdout, stderr)
-		}
-		return stdout
-	}
+	cli := cliExpect(t, "--server", url)
 	cli(0, "/readyz: ok", "health")
 	cli(0, "/livez: ok", "health", "--live")
 	cli(0, "cli-e2e PROXY 127.0.0.1 3307 OK Standalone", "nodes", "list")

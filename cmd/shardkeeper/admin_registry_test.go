@@ -53,19 +53,7 @@ func adminOnRegistry(t *testing.T, reg realRegistry) {
 		t.Fatal(err)
 	}
 
-	cli := func(code int, want string, args ...string) string {
-		t.Helper()
-		stdout, stderr, got := runCLI(t, append(args, "--conf", conf)...)
-		out := stdout
-		if code != 0 {
-			out = stderr
-		}
-		// Column widths vary with the values: compare with spaces collapsed.
-		if got != code || !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
-			t.Fatalf("shardkeeper %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, want, stdout, stderr)
-		}
-		return stdout
-	}
+	cli := cliExpect(t, "--conf", conf)
 	wid := strconv.Itoa(node.WorkerID())
 	cli(0, "admin-test   PROXY           127.0.0.1   3399   OK       Cluster     "+wid, "nodes", "list")
 	cli(0, `"worker_id": `+wid, "nodes", "show", "admin-test", "-o", "json")

@@ -34,6 +34,26 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), exitCode(err)
 }
 
+// cliExpect returns a runner of shardkeeper with flags appended to its
+// arguments: it fails the test unless the command exits with code and its
+// stdout (stderr when code is not 0) contains want, both compared with
+// runs of white space collapsed (column widths vary with the values). It
+// returns stdout.
+func cliExpect(t *testing.T, flags ...string) func(code int, want string, args ...string) string {
+	return func(code int, want string, args ...string) string {
+		t.Helper()
+		stdout, stderr, got := runCLI(t, append(args, flags...)...)
+		out := stdout
+		if code != 0 {
+			out = stderr
+		}
+		if got != code || !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Fatalf("shardkeeper %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, want, stdout, stderr)
+		}
+		return stdout
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,17 +27,7 @@ func TestSharedStateOnRegistry(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			cli := func(code int, want string, args ...string) {
-				t.Helper()
-				stdout, stderr, got := runCLI(t, append(args, "--conf", conf)...)
-				out := stdout
-				if code != 0 {
-					out = stderr
-				}
-				if got != code || !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
-					t.Fatalf("shardkeeper %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, want, stdout, stderr)
-				}
-			}
+			cli := cliExpect(t, "--conf", conf)
 			cli(0, "rw_db readwrite_ds read_ds_0 ENABLED true", "readwrite-splitting", "status")
 			cli(0, "read data source rw_db.readwrite_ds.read_ds_0 disabled (state DISABLED)", "readwrite-splitting", "disable", "rw_db", "READWRITE_DS", "read_ds_0")
 			kv, err := repo.Get(ctx, "/nodes/qualified_data_sources/rw_db.readwrite_ds.read_ds_0")
