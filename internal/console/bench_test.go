@@ -51,11 +51,7 @@ func startBenchConsole(b *testing.B, peers, conns int) *benchConsole {
 	s := etcdtest.New(b)
 	repo := s.Open(b, s.Namespace(b, "distsqlbench"))
 	ctx := testenv.Context(b)
-	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "bench-self", Port: 3307, Logger: quiet()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = node.Close(context.Background()) })
+	mc := startMySQLConsole(b, repo, "bench-self", console.Deps{})
 	if peers > 0 {
 		sess, err := repo.NewSession(ctx, registry.SessionOptions{})
 		if err != nil {
@@ -77,28 +73,8 @@ func startBenchConsole(b *testing.B, peers, conns int) *benchConsole {
 			}
 		}
 	}
-	testenv.Eventually(b, "the node to see every peer", func() bool { return len(node.Instances()) == peers+1 })
-	store, err := metadata.Bootstrap(ctx, repo, nil, nil, metadata.Options{Logger: quiet()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = store.Run(runCtx) }()
-	b.Cleanup(func() { stop(); <-done })
-	engine := console.New(console.Deps{Repo: repo, Node: node, Metadata: store, Logger: quiet()})
-	b.Cleanup(func() { _ = engine.Close(context.Background()) })
-	front, err := mysqlfront.New(mysqlfront.Config{Executor: engine, Logger: quiet()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = front.Serve(ln) }()
-	b.Cleanup(func() { _ = front.Close(context.Background()) })
-	db, err := sql.Open("mysql", "root@tcp("+ln.Addr().String()+")/")
+	testenv.Eventually(b, "the node to see every peer", func() bool { return len(mc.node.Instances()) == peers+1 })
+	db, err := sql.Open("mysql", "root@tcp("+mc.addr+")/")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +84,52 @@ func startBenchConsole(b *testing.B, peers, conns int) *benchConsole {
 	if err := db.PingContext(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return &benchConsole{node: node, engine: engine, db: db, addr: ln.Addr().String()}
+	return &benchConsole{node: mc.node, engine: mc.engine, db: db, addr: mc.addr}
+}
+
+// mysqlConsole is a node with its metadata store and engine behind the
+// MySQL front end on a loopback port.
+type mysqlConsole struct {
+	node   *cluster.Node
+	store  *metadata.Store
+	engine *console.Engine
+	addr   string // the MySQL front end's host:port
+}
+
+// startMySQLConsole opens node id on repo, its metadata store and an
+// engine with deps (Repo, Node, Metadata and Logger filled in) behind a
+// MySQL front end that lists its sessions in deps.Processes; cleanup
+// closes them.
+func startMySQLConsole(tb testing.TB, repo registry.Repository, id string, deps console.Deps) *mysqlConsole {
+	tb.Helper()
+	ctx := testenv.Context(tb)
+	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: id, Port: 3307, Logger: quiet()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = node.Close(context.Background()) })
+	store, err := metadata.Bootstrap(ctx, repo, nil, nil, metadata.Options{Logger: quiet()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = store.Run(runCtx) }()
+	tb.Cleanup(func() { stop(); <-done })
+	deps.Repo, deps.Node, deps.Metadata, deps.Logger = repo, node, store, quiet()
+	engine := console.New(deps)
+	tb.Cleanup(func() { _ = engine.Close(context.Background()) })
+	front, err := mysqlfront.New(mysqlfront.Config{Executor: engine, Processes: deps.Processes, Logger: quiet()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go func() { _ = front.Serve(ln) }()
+	tb.Cleanup(func() { _ = front.Close(context.Background()) })
+	return &mysqlConsole{node: node, store: store, engine: engine, addr: ln.Addr().String()}
 }
 
 // drain runs query and reads every row.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -35,26 +32,14 @@ func TestKillQueryByConnectionID(t *testing.T) {
 	s := etcdtest.New(t)
 	repo := s.Open(t, s.Namespace(t, "kill"))
 	ctx := testenv.Context(t)
-	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "kill-a", Port: 3307, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = node.Close(context.Background()) })
-	store, err := metadata.Bootstrap(ctx, repo, nil, nil, metadata.Options{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = store.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
 	procs := process.NewTable()
+	mc := startMySQLConsole(t, repo, "kill-a", console.Deps{Processes: procs, SetVariableTimeout: 10 * time.Minute, ProcessTimeout: 3 * time.Second})
 	responder, err := process.Open(ctx, repo, process.Config{InstanceID: "kill-a", Table: procs, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(responder.Close)
-	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: "kill-a", Store: store, SessionTTL: 10 * time.Second, Logger: quiet()})
+	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: "kill-a", Store: mc.store, SessionTTL: 10 * time.Second, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,22 +58,8 @@ func TestKillQueryByConnectionID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, "the node to see the paused one", func() bool { return len(node.Instances()) == 2 })
-
-	engine := console.New(console.Deps{Repo: repo, Node: node, Metadata: store, Processes: procs,
-		SetVariableTimeout: 10 * time.Minute, ProcessTimeout: 3 * time.Second, Logger: quiet()})
-	t.Cleanup(func() { _ = engine.Close(context.Background()) })
-	front, err := mysqlfront.New(mysqlfront.Config{Executor: engine, Processes: procs, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = front.Serve(ln) }()
-	t.Cleanup(func() { _ = front.Close(context.Background()) })
-	addr := ln.Addr().String()
+	testenv.Eventually(t, "the node to see the paused one", func() bool { return len(mc.node.Instances()) == 2 })
+	addr := mc.addr
 
 	// The handshake's connection id is CONNECTION_ID().
 	gc, err := gmclient.Connect(addr, "root", "", "")

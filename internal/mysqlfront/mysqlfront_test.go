@@ -2,17 +2,10 @@ package mysqlfront_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -21,8 +14,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
-	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -288,19 +281,6 @@ func TestUseDatabase(t *testing.T) {
 	}
 }
 
-func users(t *testing.T, yaml string) func() (*authority.Users, error) {
-	t.Helper()
-	cfg, err := config.ParseGlobal("global.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := authority.FromRules(cfg.GlobalRules...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func() (*authority.Users, error) { return u, nil }
-}
-
 const usersYAML = `
 authority:
   users:
@@ -314,7 +294,7 @@ authority:
 `
 
 func TestPasswords(t *testing.T) {
-	f := start(t, mysqlfront.Config{Users: users(t, usersYAML)})
+	f := start(t, mysqlfront.Config{Users: consoletest.Users(t, usersYAML)})
 	ctx := testenv.Context(t)
 	for _, c := range []struct{ user, password, params string }{
 		{"root", "r00t-pw", ""},
@@ -354,33 +334,9 @@ func TestPasswords(t *testing.T) {
 	}
 }
 
-// selfSigned returns a server TLS config and a client one that trusts it.
-func selfSigned(t *testing.T) (server, client *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
-		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
-}
-
 func TestTLS(t *testing.T) {
-	srvTLS, cliTLS := selfSigned(t)
-	f := start(t, mysqlfront.Config{Users: users(t, usersYAML), TLS: srvTLS, MaxPacketSize: 4096})
+	srvTLS, cliTLS, _ := consoletest.TLS(t)
+	f := start(t, mysqlfront.Config{Users: consoletest.Users(t, usersYAML), TLS: srvTLS, MaxPacketSize: 4096})
 	if err := gomysql.RegisterTLSConfig("mysqlfront-test", cliTLS); err != nil {
 		t.Fatal(err)
 	}

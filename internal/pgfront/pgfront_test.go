@@ -2,17 +2,10 @@ package pgfront_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -27,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
-	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -115,19 +108,6 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func users(t *testing.T, yaml string) func() (*authority.Users, error) {
-	t.Helper()
-	cfg, err := config.ParseGlobal("global.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := authority.FromRules(cfg.GlobalRules...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func() (*authority.Users, error) { return u, nil }
-}
-
 const rootUsers = `
 authority:
   users:
@@ -164,7 +144,7 @@ func connect(t *testing.T, conn string) *pgx.Conn {
 func TestPgx(t *testing.T) {
 	e := newTestExec()
 	procs := process.NewTable()
-	addr := server(t, pgfront.Config{Executor: e, Users: users(t, rootUsers), Processes: procs})
+	addr := server(t, pgfront.Config{Executor: e, Users: consoletest.Users(t, rootUsers), Processes: procs})
 	ctx := testenv.Context(t)
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -278,7 +258,7 @@ func psql(t *testing.T, env []string, args ...string) (string, error) {
 // statement list split at ';' outside quotes, notices, a syntax error with
 // its position, and a wrong password.
 func TestPsql(t *testing.T) {
-	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: users(t, rootUsers)})
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers)})
 	pass := []string{"PGPASSWORD=r00t pass"}
 	out, err := psql(t, pass, dsn(addr, "root", "", ""), "-c", "SHOW THINGS")
 	if err != nil {
@@ -319,7 +299,7 @@ func TestPsql(t *testing.T) {
 // 28P01; the log names the user and client, never the password.
 func TestWrongPassword(t *testing.T) {
 	var log testenv.SyncBuffer
-	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: users(t, rootUsers), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers), Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	for _, user := range []string{"root", "nobody"} {
 		_, err := pgx.Connect(testenv.Context(t), dsn(addr, user, "Wr0ngPassw0rd", ""))
 		var pe *pgconn.PgError
@@ -336,52 +316,12 @@ func TestWrongPassword(t *testing.T) {
 	}
 }
 
-// testCA writes a CA and a server certificate for 127.0.0.1 and
-// localhost into a directory and returns the server's tls.Config and the
-// CA file.
-func testCA(t *testing.T) (*tls.Config, string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shardkeeper test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}, caFile
-}
-
 // TestTLS: psql and pgx with sslmode=verify-full against a test CA, with
 // SCRAM-SHA-256-PLUS channel binding required; a client that asks for no
 // TLS still connects on loopback.
 func TestTLS(t *testing.T) {
-	tc, caFile := testCA(t)
-	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: users(t, rootUsers), TLS: tc})
+	tc, _, caFile := consoletest.TLS(t)
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers), TLS: tc})
 	verify := "sslmode=verify-full sslrootcert=" + caFile + " channel_binding=require"
 	conn := strings.Replace(dsn(addr, "root", "", verify), "sslmode=disable ", "", 1)
 	out, err := psql(t, []string{"PGPASSWORD=r00t pass"}, conn, "-A", "-t", "-c", "SHOW THINGS")
@@ -473,8 +413,8 @@ func TestOtherHosts(t *testing.T) {
 	}
 
 	ln2, _ := otherHost(t)
-	tc, _ := testCA(t)
-	addr2 := serveOn(t, pgfront.Config{Executor: newTestExec(), Users: users(t, rootUsers), TLS: tc}, ln2)
+	tc, _, _ := consoletest.TLS(t)
+	addr2 := serveOn(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers), TLS: tc}, ln2)
 	_, err = pgx.Connect(testenv.Context(t), dsn(addr2, "root", "r00t pass", ""))
 	if !errors.As(err, &pe) || pe.Code != "28000" || !strings.Contains(pe.Message, "need TLS") {
 		t.Fatalf("a client from another host without TLS: %v, want FATAL 28000", err)
@@ -699,7 +639,7 @@ func TestSplit(t *testing.T) {
 // PASSWORD (upstream's PostgreSQL authenticator types) logs in with that
 // method, with psql and pgx; a wrong password is refused the same way.
 func TestPasswordMethods(t *testing.T) {
-	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: users(t, `
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, `
 authority:
   users:
     - user: m@%
