@@ -376,7 +376,7 @@ func (sess *session) parse(m *pgproto3.Parse) {
 		return
 	}
 	if _, ok := sess.stmts[m.Name]; !ok && m.Name != "" && len(sess.stmts) >= maxPrepared {
-		sess.fail(&console.Error{SQLState: "54000", Message: fmt.Sprintf("too many prepared statements (at most %d): close some", maxPrepared)}, true)
+		sess.fail(tooMany("prepared statements"), true)
 		return
 	}
 	if m.Name != "" {
@@ -401,7 +401,7 @@ func (sess *session) parse(m *pgproto3.Parse) {
 func (sess *session) bind(m *pgproto3.Bind) {
 	ps, ok := sess.stmts[m.PreparedStatement]
 	if !ok {
-		sess.fail(&console.Error{SQLState: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}, true)
+		sess.fail(noPrepared(m.PreparedStatement), true)
 		return
 	}
 	if len(m.Parameters) > 0 {
@@ -415,7 +415,7 @@ func (sess *session) bind(m *pgproto3.Bind) {
 		}
 	}
 	if _, ok := sess.portals[m.DestinationPortal]; !ok && m.DestinationPortal != "" && len(sess.portals) >= maxPrepared {
-		sess.fail(&console.Error{SQLState: "54000", Message: fmt.Sprintf("too many portals (at most %d): close some", maxPrepared)}, true)
+		sess.fail(tooMany("portals"), true)
 		return
 	}
 	p := &portal{stmt: ps, formats: append([]int16(nil), m.ResultFormatCodes...), out: ps.pending}
@@ -442,7 +442,7 @@ func (sess *session) describe(m *pgproto3.Describe) {
 	if m.ObjectType == 'S' {
 		ps, ok := sess.stmts[m.Name]
 		if !ok {
-			sess.fail(&console.Error{SQLState: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", m.Name)}, true)
+			sess.fail(noPrepared(m.Name), true)
 			return
 		}
 		if ps.pending == nil {
@@ -456,7 +456,7 @@ func (sess *session) describe(m *pgproto3.Describe) {
 	} else {
 		p, ok := sess.portals[m.Name]
 		if !ok {
-			sess.fail(&console.Error{SQLState: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Name)}, true)
+			sess.fail(noPortal(m.Name), true)
 			return
 		}
 		if p.out == nil {
@@ -473,7 +473,7 @@ func (sess *session) describe(m *pgproto3.Describe) {
 		return
 	}
 	if len(formats) > 1 && len(formats) != len(out.res.Columns) {
-		sess.fail(&console.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message has %d result formats but the query has %d columns", len(formats), len(out.res.Columns))}, true)
+		sess.fail(formatsMismatch(len(formats), len(out.res.Columns)), true)
 		return
 	}
 	sess.be.Send(rowDescription(out.res.Columns, formats))
@@ -482,7 +482,7 @@ func (sess *session) describe(m *pgproto3.Describe) {
 func (sess *session) execute(m *pgproto3.Execute) {
 	p, ok := sess.portals[m.Portal]
 	if !ok {
-		sess.fail(&console.Error{SQLState: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Portal)}, true)
+		sess.fail(noPortal(m.Portal), true)
 		return
 	}
 	if p.stmt.query == "" {
@@ -498,7 +498,7 @@ func (sess *session) execute(m *pgproto3.Execute) {
 	}
 	res := p.out.res
 	if len(p.formats) > 1 && len(p.formats) != len(res.Columns) {
-		sess.fail(&console.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message has %d result formats but the query has %d columns", len(p.formats), len(res.Columns))}, true)
+		sess.fail(formatsMismatch(len(p.formats), len(res.Columns)), true)
 		return
 	}
 	if err := sess.sendRows(res, p.formats, p.sent, int(m.MaxRows)); err != nil {
@@ -512,4 +512,29 @@ func (sess *session) execute(m *pgproto3.Execute) {
 	}
 	p.sent = len(res.Rows)
 	sess.complete(p.stmt.query, res)
+}
+
+// The extended protocol's refusals that several messages share, with
+// PostgreSQL's SQL states and texts.
+
+// noPrepared is invalid_sql_statement_name (26000).
+func noPrepared(name string) *console.Error {
+	return &console.Error{SQLState: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", name)}
+}
+
+// noPortal is invalid_cursor_name (34000).
+func noPortal(name string) *console.Error {
+	return &console.Error{SQLState: "34000", Message: fmt.Sprintf("portal %q does not exist", name)}
+}
+
+// formatsMismatch is a Bind whose result formats do not fit the columns
+// (protocol_violation, 08P01).
+func formatsMismatch(formats, columns int) *console.Error {
+	return &console.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message has %d result formats but the query has %d columns", formats, columns)}
+}
+
+// tooMany is program_limit_exceeded (54000) for the session's bound of
+// maxPrepared prepared statements or portals.
+func tooMany(what string) *console.Error {
+	return &console.Error{SQLState: "54000", Message: fmt.Sprintf("too many %s (at most %d): close some", what, maxPrepared)}
 }
