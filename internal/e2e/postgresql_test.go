@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -276,10 +275,8 @@ func postgreSQLConsole(t *testing.T, conf string) {
 		}
 		return !strings.Contains(out, "WARNING")
 	})
-	if err := procs[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer procs[1].cmd.Process.Signal(syscall.SIGCONT)
+	procs[1].pause(t)
+	defer procs[1].resume(t)
 	done := make(chan struct{})
 	go func() {
 		// Cancel requests until the statement ends: one that arrives
