@@ -58,7 +58,7 @@ func states(t *testing.T, n *testNode) map[string]string {
 	return out
 }
 
-// TestDataSourceStateSeenByThreeNodes is issue 14's acceptance: a
+// TestDataSourceStateSeenByThreeNodes: a
 // qualified data source state changed through the API of one node is seen
 // by three nodes on one real registry, and the registry holds it in
 // ShardingSphere's format, byte for byte what ShardingSphere's YAML
