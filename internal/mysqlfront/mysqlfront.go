@@ -6,7 +6,11 @@
 // this package adds the users, TLS, the bounds a network client must not
 // exceed (connections, packet size, handshake and idle time), sessions as
 // processes for SHOW PROCESSLIST and KILL, and the translation of console
-// results and errors into result sets, OK and ERR packets.
+// results and errors into result sets, OK and ERR packets. The handshake
+// announces the session id's process.Number as the connection id, so that
+// the KILL QUERY a client sends on Ctrl-C names the session; the cancelled
+// statement fails with 1317. The accept loop and connection bookkeeping
+// are internal/connserver's.
 package mysqlfront
 
 import (

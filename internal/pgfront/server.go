@@ -41,7 +41,9 @@
 //
 // Every session is a process in Config.Processes while it is open (its
 // user, client host, database, start time and current statement); killing
-// the process closes the connection.
+// the process closes the connection, KILL QUERY cancels its statement as a
+// CancelRequest does. The accept loop and connection bookkeeping are
+// internal/connserver's.
 //
 // Bounds: a message body is at most Config.MaxMessageSize bytes (a longer
 // one ends the session with FATAL 08P01), at most Config.MaxConns
