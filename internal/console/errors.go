@@ -36,15 +36,15 @@ func unsupported(what string) *Error {
 }
 
 // unsupportedVariable is ShardingSphere's UnsupportedVariableException
-// (12010, 44000).
-func unsupportedVariable(name string) *Error {
-	return &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+// (12010, 44000), as distvar builds it.
+func unsupportedVariable(name string) error {
+	return opError(nil, distvar.UnsupportedVariable(name))
 }
 
 // invalidVariableValue is ShardingSphere's InvalidVariableValueException
-// (12011, HY004).
-func invalidVariableValue(value string) *Error {
-	return &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value)}
+// (12011, HY004), as distvar builds it.
+func invalidVariableValue(value string) error {
+	return opError(nil, distvar.InvalidValue(value, nil))
 }
 
 // unknownThread is MySQL's ER_NO_SUCH_THREAD (1094, HY000), KILL's

@@ -48,6 +48,18 @@ func (e *Error) Error() string { return e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// UnsupportedVariable is UnsupportedVariableException (12010, 44000): name
+// is no variable.
+func UnsupportedVariable(name string) *Error {
+	return &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+}
+
+// InvalidValue is InvalidVariableValueException (12011, HY004): value does
+// not fit the variable; cause says why, for logs, and may be nil.
+func InvalidValue(value string, cause error) *Error {
+	return &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cause}
+}
+
 // Property returns the property a variable name designates: name is the
 // upper- or lower-case enum name of a ConfigurationPropertyKey or
 // TemporaryConfigurationPropertyKey (sql_show, SQL_SHOW), as upstream's
@@ -61,7 +73,7 @@ func Property(name string) (config.PropKey, error) {
 			return k, nil
 		}
 	}
-	return config.PropKey{}, &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+	return config.PropKey{}, UnsupportedVariable(name)
 }
 
 // Check validates value for the variable name and returns the property key
@@ -86,7 +98,7 @@ func Check(name, value string) (key, canonical string, err error) {
 		canonical, cerr = databaseType(value)
 	}
 	if cerr != nil {
-		return "", "", &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cerr}
+		return "", "", InvalidValue(value, cerr)
 	}
 	if len(k.Values) > 0 {
 		canonical = strings.ToUpper(canonical)
