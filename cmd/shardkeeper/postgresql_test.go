@@ -28,7 +28,7 @@ func TestServePostgreSQLFlags(t *testing.T) {
 		t.Fatalf("--postgresql-max-connections -1: %v", err)
 	}
 	c, err := hf.postgreSQLConfig(ctx, "127.0.0.1:0", 7)
-	if err != nil || c.Addr != "127.0.0.1:0" || c.MaxConns != 7 || c.TLS != nil {
+	if err != nil || c.Addr != "127.0.0.1:0" || c.MaxConnections != 7 || c.TLS != nil {
 		t.Fatalf("--postgresql 127.0.0.1:0: %+v, %v", c, err)
 	}
 	hf.tlsCert = "cert.pem"

@@ -199,7 +199,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.IntVar(&mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
 	fl.StringVar(&pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
-	fl.IntVar(&pgMax, "postgresql-max-connections", pgfront.DefaultMaxConns, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
+	fl.IntVar(&pgMax, "postgresql-max-connections", pgfront.DefaultMaxConnections, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
@@ -302,13 +302,13 @@ func (h httpFlags) postgreSQLConfig(ctx context.Context, addr string, maxConns i
 		return nil, nil
 	}
 	if maxConns < 0 {
-		return nil, usagef("--postgresql-max-connections %d: want 0 (the default, %d) or more", maxConns, pgfront.DefaultMaxConns)
+		return nil, usagef("--postgresql-max-connections %d: want 0 (the default, %d) or more", maxConns, pgfront.DefaultMaxConnections)
 	}
 	tc, err := h.tlsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &daemon.PostgreSQLConfig{Addr: addr, TLS: tc, MaxConns: maxConns}, nil
+	return &daemon.PostgreSQLConfig{Addr: addr, TLS: tc, MaxConnections: maxConns}, nil
 }
 
 // newLogger returns a text or JSON logger whose every line carries the

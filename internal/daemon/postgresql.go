@@ -16,9 +16,9 @@ type PostgreSQLConfig struct {
 	Addr string
 	// TLS, when set, answers clients' SSLRequest with TLS.
 	TLS *tls.Config
-	// MaxConns caps the connections served at once; 0 means
-	// pgfront.DefaultMaxConns.
-	MaxConns int
+	// MaxConnections caps the connections served at once; 0 means
+	// pgfront.DefaultMaxConnections.
+	MaxConnections int
 	// IdleTimeout closes sessions idle this long; 0 means
 	// pgfront.DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -26,8 +26,8 @@ type PostgreSQLConfig struct {
 
 // bindPostgreSQL checks c and binds its address.
 func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, error) {
-	if c.MaxConns < 0 || c.IdleTimeout < 0 {
-		return nil, fmt.Errorf("postgresql: MaxConns %d, IdleTimeout %v: want 0 (the defaults) or more", c.MaxConns, c.IdleTimeout)
+	if c.MaxConnections < 0 || c.IdleTimeout < 0 {
+		return nil, fmt.Errorf("postgresql: MaxConnections %d, IdleTimeout %v: want 0 (the defaults) or more", c.MaxConnections, c.IdleTimeout)
 	}
 	ln, err := bindConsole("postgresql", c.Addr, "", log)
 	if err != nil {
@@ -37,7 +37,7 @@ func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, er
 		open: func(d *Daemon) (consoleServer, error) {
 			return pgfront.New(pgfront.Config{
 				Executor: d.Console, Processes: d.Processes, Users: d.users,
-				TLS: c.TLS, Logger: d.log, MaxConns: c.MaxConns, IdleTimeout: c.IdleTimeout,
+				TLS: c.TLS, Logger: d.log, MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout,
 			})
 		}}, nil
 }

@@ -545,17 +545,17 @@ func TestKillQuery(t *testing.T) {
 	}
 }
 
-// TestMaxConns: one connection over MaxConns gets FATAL 53300, a cancel
+// TestMaxConns: one connection over MaxConnections gets FATAL 53300, a cancel
 // request still gets through; after the first closes, a new one is
 // served.
 func TestMaxConns(t *testing.T) {
 	e := newTestExec()
-	addr := server(t, pgfront.Config{Executor: e, MaxConns: 1})
+	addr := server(t, pgfront.Config{Executor: e, MaxConnections: 1})
 	c := connect(t, dsn(addr, "root", "", ""))
 	_, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "", ""))
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "53300" {
-		t.Fatalf("a second connection with MaxConns 1: %v, want 53300", err)
+		t.Fatalf("a second connection with MaxConnections 1: %v, want 53300", err)
 	}
 	// A cancel request gets through a full node.
 	go func() {

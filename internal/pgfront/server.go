@@ -46,7 +46,7 @@
 // internal/connserver's.
 //
 // Bounds: a message body is at most Config.MaxMessageSize bytes (a longer
-// one ends the session with FATAL 08P01), at most Config.MaxConns
+// one ends the session with FATAL 08P01), at most Config.MaxConnections
 // connections are served at once (one more gets FATAL 53300 "sorry, too
 // many clients already" after its first packet, unless that packet is a
 // CancelRequest, which is honoured), a session idle for Config.IdleTimeout
@@ -75,7 +75,7 @@ import (
 
 // Defaults of Config's bounds.
 const (
-	DefaultMaxConns       = 256
+	DefaultMaxConnections = 256
 	DefaultMaxMessageSize = 1 << 20
 	DefaultStartupTimeout = 10 * time.Second
 	// DefaultIdleTimeout closes a session that sent nothing for this long,
@@ -104,9 +104,9 @@ type Config struct {
 	// Logger receives connection and authentication events; nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// MaxConns caps the connections served at once; 0 means
-	// DefaultMaxConns.
-	MaxConns int
+	// MaxConnections caps the connections served at once; 0 means
+	// DefaultMaxConnections.
+	MaxConnections int
 	// MaxMessageSize caps one message's body in bytes; 0 means
 	// DefaultMaxMessageSize.
 	MaxMessageSize int
@@ -136,8 +136,8 @@ func New(c Config) (*Server, error) {
 	if c.Executor == nil {
 		errs = append(errs, errors.New("pgfront: Config.Executor is nil"))
 	}
-	if c.MaxConns < 0 {
-		errs = append(errs, fmt.Errorf("pgfront: MaxConns %d: want 0 (the default, %d) or more", c.MaxConns, DefaultMaxConns))
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("pgfront: MaxConnections %d: want 0 (the default, %d) or more", c.MaxConnections, DefaultMaxConnections))
 	}
 	if c.MaxMessageSize < 0 {
 		errs = append(errs, fmt.Errorf("pgfront: MaxMessageSize %d: want 0 (the default, %d) or more", c.MaxMessageSize, DefaultMaxMessageSize))
@@ -151,8 +151,8 @@ func New(c Config) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.MaxMessageSize == 0 {
 		c.MaxMessageSize = DefaultMaxMessageSize
@@ -169,7 +169,7 @@ func New(c Config) (*Server, error) {
 	}
 	s := &Server{c: c, log: log, sessions: map[uint32]*session{}}
 	s.conns = connserver.New(connserver.Config{
-		Name: "pgfront", Max: c.MaxConns, Logger: log,
+		Name: "pgfront", Max: c.MaxConnections, Logger: log,
 		Serve: s.serveConn, Refuse: s.refuse,
 	})
 	return s, nil
@@ -184,7 +184,7 @@ var ErrServerClosed = connserver.ErrServerClosed
 func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln) }
 
 // Connections returns the number of connections served within
-// Config.MaxConns.
+// Config.MaxConnections.
 func (s *Server) Connections() int { return s.conns.Connections() }
 
 // Close stops accepting, cancels every running statement, closes every

@@ -43,7 +43,7 @@ type fatal struct {
 
 func (f *fatal) Error() string { return f.msg }
 
-// refuse answers a connection over Config.MaxConns. A cancel request
+// refuse answers a connection over Config.MaxConnections. A cancel request
 // still gets through a full node: it is what frees one. Anything else is
 // refused after its first packet.
 func (s *Server) refuse(_ context.Context, nc net.Conn) {
@@ -54,7 +54,7 @@ func (s *Server) refuse(_ context.Context, nc net.Conn) {
 			return
 		}
 	}
-	s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConns)
+	s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConnections)
 	sendFatal(nc, &fatal{"53300", "sorry, too many clients already"})
 }
 
