@@ -21,15 +21,19 @@ import (
 // key it has seen (value and version) and the active version it applied for
 // each versioned node. It is used by one goroutine at a time.
 type applier struct {
-	repo     registry.Repository
-	log      *slog.Logger
-	mirror   map[string]registry.KV
-	active   map[string]int // versioned node -> applied active version
+	repo   registry.Repository
+	log    *slog.Logger
+	mirror map[string]registry.KV
+	active map[string]int // versioned node -> applied active version
+	// hidden are the databases a followed DROP announcement took out of
+	// the snapshot: their keys are mirrored but not applied until the
+	// announcement's end is followed (see databaseListener).
+	hidden   map[string]bool
 	problems func(error)
 }
 
 func newApplier(repo registry.Repository, log *slog.Logger, problems func(error)) *applier {
-	return &applier{repo: repo, log: log, mirror: map[string]registry.KV{}, active: map[string]int{}, problems: problems}
+	return &applier{repo: repo, log: log, mirror: map[string]registry.KV{}, active: map[string]int{}, hidden: map[string]bool{}, problems: problems}
 }
 
 // draft is the next snapshot under construction: maps are copied the first
@@ -161,7 +165,7 @@ func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live b
 		return
 	}
 	del := ev.Type == registry.EventDelete
-	if k.Kind != paths.KindDatabaseListener && k.Database != "" && a.dropAnnounced(k.Database) {
+	if k.Kind != paths.KindDatabaseListener && k.Database != "" && (a.hidden[k.Database] || a.dropAnnounced(k.Database)) {
 		return // being dropped: followed again when the announcement goes
 	}
 	switch k.Kind {

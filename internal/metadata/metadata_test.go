@@ -510,3 +510,56 @@ func readFile(t testing.TB, path string) []byte {
 	}
 	return data
 }
+
+// TestDatabaseListenerEndInOneBatchWithKeys: keys written under a database
+// while a DROP announcement stood, and the announcement's end, reach a node
+// in one watch batch (as ZooKeeper can deliver them under load): the
+// database comes back whole, with what was written meanwhile.
+func TestDatabaseListenerEndInOneBatchWithKeys(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	s := newStore(repo, nil)
+	put := func(key, val string) registry.Event {
+		if _, err := repo.Put(ctx, key, []byte(val)); err != nil {
+			t.Fatal(err)
+		}
+		return registry.Event{Type: registry.EventPut, KV: registry.KV{Key: key, Value: []byte(val), Version: 1}}
+	}
+	unit := func(name string) []registry.Event {
+		node := "/metadata/up_db/data_sources/units/" + name
+		return []registry.Event{
+			put(paths.Version(node, 0), "url: jdbc:mysql://127.0.0.1:3306/"+name+"\nusername: root\n"),
+			put(paths.ActiveVersion(node), "0"),
+		}
+	}
+	step := func(events ...registry.Event) *Database {
+		d := newDraft(s.Current())
+		s.ap.apply(ctx, d, events, true)
+		s.publish(d)
+		return s.Current().Databases["up_db"]
+	}
+	announcement := "/states/database_listener_coordinator/up_db"
+	for _, end := range []string{"CREATE", ""} {
+		if db := step(append([]registry.Event{put("/metadata/up_db", "")}, unit("ds_0")...)...); db == nil || len(db.Units) != 1 {
+			t.Fatalf("before the announcement: %+v, want up_db with ds_0", db)
+		}
+		if db := step(put(announcement, "DROP")); db != nil {
+			t.Fatalf("DROP not followed: %+v", db)
+		}
+		ending := put(announcement, end)
+		if end == "" {
+			if err := repo.Delete(ctx, announcement); err != nil {
+				t.Fatal(err)
+			}
+			ending = registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: announcement}}
+		}
+		db := step(append(unit("ds_1"), ending)...)
+		if db == nil || len(db.Units) != 2 {
+			t.Fatalf("announcement ended (%q) in one batch with ds_1's keys: %+v, want up_db with ds_0 and ds_1", end, db)
+		}
+		if err := repo.Delete(ctx, "/metadata/up_db"); err != nil {
+			t.Fatal(err)
+		}
+		step(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: "/metadata/up_db"}})
+	}
+}

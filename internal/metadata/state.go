@@ -155,6 +155,7 @@ func (a *applier) databaseListener(ctx context.Context, d *draft, db string, liv
 		return
 	}
 	if a.dropAnnounced(db) {
+		a.hidden[db] = true
 		if _, ok := d.s.Databases[db]; ok {
 			delete(d.s.Databases, db)
 			a.forget(node)
@@ -162,6 +163,10 @@ func (a *applier) databaseListener(ctx context.Context, d *draft, db string, liv
 		}
 		return
 	}
+	// Keys of db that came in the same batch as the announcement's end
+	// were not applied (hidden held until now): the rebuild below takes
+	// them from the mirror.
+	delete(a.hidden, db)
 	if _, ok := d.s.Databases[db]; ok {
 		return
 	}
