@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
@@ -155,15 +157,16 @@ func drain(ctx context.Context, db *sql.DB, query string) (rows int, err error) 
 }
 
 // openLoop sends n statements at rate per second, each at its scheduled
-// time whatever the others do (up to conns in flight), and returns their
+// time whatever the others do (up to len(run) in flight, each function of
+// run sending one statement on a connection of its own and returning the
+// rows it read), and returns their
 // latencies measured from the scheduled time, so that a slow statement
 // delays the ones behind it in the measurement too (no coordinated
 // omission), how late each was sent (the generator's own share and any
 // wait for a free connection), and each one's time from its actual send
 // to its last row (service).
-func openLoop(b testing.TB, db *sql.DB, query string, wantRows, n, rate, conns int) (lat, late, service []time.Duration) {
+func openLoop(b testing.TB, run []func() (int, error), query string, wantRows, n, rate int) (lat, late, service []time.Duration) {
 	b.Helper()
-	ctx := testenv.Context(b)
 	type job struct{ at time.Time }
 	jobs := make(chan job, n)
 	lat = make([]time.Duration, 0, n)
@@ -172,13 +175,13 @@ func openLoop(b testing.TB, db *sql.DB, query string, wantRows, n, rate, conns i
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var failure error
-	for range conns {
+	for _, do := range run {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
 				sent := time.Since(j.at)
-				rows, err := drain(ctx, db, query)
+				rows, err := do()
 				d := time.Since(j.at)
 				mu.Lock()
 				late = append(late, sent)
@@ -219,23 +222,33 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkDistSQLShowComputeNodes: SHOW COMPUTE NODES with 100 registered
-// compute nodes over the MySQL protocol (go-sql-driver/mysql, loopback),
-// 5,000 statements sent at 1,000 per second, next to SELECT 1 through the
-// same front end and driver at the same rate (the protocol's own cost) in
-// the same run. Target: p99 <= 1 ms.
+// compute nodes over the MySQL protocol (loopback), 5,000 statements sent
+// at 1,000 per second, next to SELECT 1 through the same front end at the
+// same rate (the protocol's own cost) in the same run, each sent by two
+// clients in turn: go-sql-driver/mysql (database/sql, every value scanned)
+// and rawClient, which frames the result's packets without decoding them
+// (the server's own latency). Target: p99 <= 1 ms.
 func BenchmarkDistSQLShowComputeNodes(b *testing.B) {
 	const peers, n, rate, conns = 99, 5000, 1000, 4
 	c := startBenchConsole(b, peers, conns)
 	b.ResetTimer()
 	for range b.N {
-		nodes := loadgen(b, c.addr, "SHOW COMPUTE NODES", peers+1, n, rate, conns)
-		base := loadgen(b, c.addr, "SELECT 1", 1, n, rate, conns)
+		nodes := loadgen(b, c.addr, "driver", "SHOW COMPUTE NODES", peers+1, n, rate, conns)
+		base := loadgen(b, c.addr, "driver", "SELECT 1", 1, n, rate, conns)
+		rawNodes := loadgen(b, c.addr, "raw", "SHOW COMPUTE NODES", peers+1, n, rate, conns)
+		rawBase := loadgen(b, c.addr, "raw", "SELECT 1", 1, n, rate, conns)
 		b.ReportMetric(nodes.P50, "p50-ms")
 		b.ReportMetric(nodes.P99, "p99-ms")
 		b.ReportMetric(base.P50, "select1-p50-ms")
 		b.ReportMetric(base.P99, "select1-p99-ms")
 		b.ReportMetric(nodes.ServiceP99, "service-p99-ms")
-		b.Logf("%d statements at %d/s, %d nodes, generator in its own process: SHOW COMPUTE NODES %s; SELECT 1 %s", n, rate, peers+1, nodes, base)
+		b.ReportMetric(rawNodes.P99, "raw-p99-ms")
+		b.ReportMetric(rawNodes.ServiceP99, "raw-service-p99-ms")
+		b.Logf("%d statements at %d/s, %d nodes, %d connections, generator in its own process:", n, rate, peers+1, conns)
+		b.Logf("go-sql-driver: SHOW COMPUTE NODES %s", nodes)
+		b.Logf("go-sql-driver: SELECT 1           %s", base)
+		b.Logf("raw client:    SHOW COMPUTE NODES %s", rawNodes)
+		b.Logf("raw client:    SELECT 1           %s", rawBase)
 	}
 }
 
@@ -252,10 +265,11 @@ func (s loadStats) String() string {
 // loadgen runs openLoop in a child process (this test binary running
 // TestDistSQLLoadGenerator), so that the client's allocations and garbage
 // collection do not land in the server's process, and returns its figures.
-func loadgen(b *testing.B, addr, query string, rows, n, rate, conns int) loadStats {
+// client is "driver" (go-sql-driver/mysql) or "raw" (rawClient).
+func loadgen(b *testing.B, addr, client, query string, rows, n, rate, conns int) loadStats {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDistSQLLoadGenerator$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), "DISTSQL_LOADGEN="+addr, "DISTSQL_LOADGEN_QUERY="+query,
+	cmd.Env = append(os.Environ(), "DISTSQL_LOADGEN="+addr, "DISTSQL_LOADGEN_QUERY="+query, "DISTSQL_LOADGEN_CLIENT="+client,
 		fmt.Sprintf("DISTSQL_LOADGEN_SHAPE=%d,%d,%d,%d", rows, n, rate, conns))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -284,19 +298,36 @@ func TestDistSQLLoadGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	query := os.Getenv("DISTSQL_LOADGEN_QUERY")
-	db, err := sql.Open("mysql", "root@tcp("+addr+")/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	for range 200 { // open the connections, warm the code paths
-		if _, err := drain(testenv.Context(t), db, query); err != nil {
+	ctx := testenv.Context(t)
+	run := make([]func() (int, error), conns)
+	switch client := os.Getenv("DISTSQL_LOADGEN_CLIENT"); client {
+	case "driver":
+		db, err := sql.Open("mysql", "root@tcp("+addr+")/")
+		if err != nil {
 			t.Fatal(err)
 		}
+		defer db.Close()
+		db.SetMaxOpenConns(conns)
+		db.SetMaxIdleConns(conns)
+		for i := range run {
+			run[i] = func() (int, error) { return drain(ctx, db, query) }
+		}
+	case "raw":
+		for i := range run {
+			rc := dialRaw(t, addr)
+			run[i] = func() (int, error) { return rc.query(query) }
+		}
+	default:
+		t.Fatalf("DISTSQL_LOADGEN_CLIENT %q: want driver or raw", client)
 	}
-	lat, late, service := openLoop(t, db, query, rows, n, rate, conns)
+	for range 200 { // open the connections, warm the code paths
+		for _, do := range run {
+			if _, err := do(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lat, late, service := openLoop(t, run, query, rows, n, rate)
 	st := loadStats{P50: ms(pct(lat, 0.5)), P99: ms(pct(lat, 0.99)), Max: ms(lat[len(lat)-1]), LateP99: ms(pct(late, 0.99)),
 		ServiceP50: ms(pct(service, 0.5)), ServiceP99: ms(pct(service, 0.99))}
 	js, _ := json.Marshal(st)
@@ -426,6 +457,7 @@ func BenchmarkDistSQLShowComputeNodesCPU(b *testing.B) {
 			}
 		}
 	})
+	rc := dialRaw(b, c.addr)
 	for _, q := range []struct {
 		query string
 		rows  int
@@ -437,5 +469,90 @@ func BenchmarkDistSQLShowComputeNodesCPU(b *testing.B) {
 				}
 			}
 		})
+		b.Run("raw client "+q.query, func(b *testing.B) {
+			for range b.N {
+				if n, err := rc.query(q.query); err != nil || n != q.rows {
+					b.Fatalf("%s: %d rows, %v; want %d rows", q.query, n, err, q.rows)
+				}
+			}
+		})
+	}
+}
+
+// rawClient is a minimal MySQL-protocol client: go-mysql's client logs in,
+// then query sends COM_QUERY and reads the answer's packets up to its
+// final EOF, OK or ERR, counting the rows without decoding any value.
+type rawClient struct {
+	conn net.Conn
+	r    *bufio.Reader
+	out  []byte
+	pkt  []byte
+	hdr  [4]byte
+}
+
+func dialRaw(tb testing.TB, addr string) *rawClient {
+	tb.Helper()
+	c, err := client.Connect(addr, "root", "", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return &rawClient{conn: c.Conn.Conn, r: bufio.NewReaderSize(c.Conn.Conn, 64<<10)}
+}
+
+// next reads one packet's payload (a single chunk: the results measured
+// are far below 16 MiB a packet); it is valid until the next call.
+func (c *rawClient) next() ([]byte, error) {
+	h := c.hdr[:]
+	if _, err := io.ReadFull(c.r, h); err != nil {
+		return nil, err
+	}
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if cap(c.pkt) < n {
+		c.pkt = make([]byte, n)
+	}
+	c.pkt = c.pkt[:n]
+	_, err := io.ReadFull(c.r, c.pkt)
+	return c.pkt, err
+}
+
+func isEOF(p []byte) bool { return len(p) > 0 && len(p) < 9 && p[0] == 0xfe }
+
+func (c *rawClient) query(q string) (rows int, err error) {
+	n := 1 + len(q)
+	c.out = append(c.out[:0], byte(n), byte(n>>8), byte(n>>16), 0, 0x03)
+	c.out = append(c.out, q...)
+	if _, err := c.conn.Write(c.out); err != nil {
+		return 0, err
+	}
+	p, err := c.next()
+	switch {
+	case err != nil:
+		return 0, err
+	case len(p) == 0 || p[0] == 0xff:
+		return 0, fmt.Errorf("%s: error packet %q", q, p)
+	case p[0] == 0x00:
+		return 0, nil // OK: no result set
+	}
+	cols := int(p[0]) // the results measured have fewer than 251 columns
+	for range cols {
+		if _, err := c.next(); err != nil {
+			return 0, err
+		}
+	}
+	if p, err := c.next(); err != nil || !isEOF(p) { // the end of the column definitions
+		return 0, fmt.Errorf("%s: no EOF after the column definitions: %q, %v", q, p, err)
+	}
+	for {
+		p, err := c.next()
+		switch {
+		case err != nil:
+			return rows, err
+		case len(p) > 0 && p[0] == 0xff:
+			return rows, fmt.Errorf("%s: error packet %q", q, p)
+		case isEOF(p):
+			return rows, nil
+		}
+		rows++
 	}
 }

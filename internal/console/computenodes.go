@@ -47,7 +47,7 @@ func (e *Engine) showComputeNodes(_ context.Context, _ *Session, _ *distsql.Show
 		select {
 		case <-c.changed:
 		default:
-			return &Result{Columns: computeNodesColumns, Rows: c.rows}, nil
+			return &Result{Columns: computeNodesColumns, Rows: c.rows, Shared: true}, nil
 		}
 	}
 	list, changed := e.d.Node.InstancesChanged()
@@ -58,7 +58,7 @@ func (e *Engine) showComputeNodes(_ context.Context, _ *Session, _ *distsql.Show
 			r.ModeType, strconv.Itoa(r.WorkerID), strings.Join(r.Labels, ","), r.Version, r.DatabaseName))
 	}
 	e.nodeRows.Store(&nodeRows{rows: rows, changed: changed})
-	return &Result{Columns: computeNodesColumns, Rows: rows}, nil
+	return &Result{Columns: computeNodesColumns, Rows: rows, Shared: true}, nil
 }
 
 // self is this node's row: from the membership view, or built from its

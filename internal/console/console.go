@@ -64,6 +64,11 @@ type Result struct {
 	// warnings, PostgreSQL notices); a statement that completed but could
 	// not reach every node names the nodes here.
 	Warnings []string
+	// Shared reports that Columns and Rows are shared by every statement
+	// that returns them and never modified (SHOW COMPUTE NODES' rows of
+	// one membership view): a front end may keep their encoding, keyed by
+	// the identity of the Rows slice, for as long as it keeps that slice.
+	Shared bool
 }
 
 // Error is a statement's failure as the client sees it: ShardingSphere's

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
@@ -92,6 +93,8 @@ type Server struct {
 	// use.
 	rsaKey func() (*rsa.PrivateKey, error)
 	conns  *connserver.Server
+	// shared is the encoding of the last shared result (resultOf).
+	shared atomic.Pointer[sharedResultset]
 }
 
 // New checks cfg and returns a Server. It does no I/O.

@@ -74,6 +74,44 @@ func toResult(r *console.Result) (*mysql.Result, error) {
 	return mysql.NewResult(rs), nil
 }
 
+// sharedResultset is the encoding of a console.Result whose rows are
+// shared (console.Result.Shared), kept with those rows: it is used while
+// a statement returns the same Rows slice (the same backing array and
+// length) and Columns. Its fields' encodings are made once (Field.Data),
+// so that writing it allocates nothing for them; it is only read after
+// it is built, by any number of sessions at once.
+type sharedResultset struct {
+	rows [][]*string
+	cols []console.Column
+	rs   *mysql.Resultset
+}
+
+// sameSlice reports whether a and b are the same slice: the same first
+// element and length (two empty slices are never the same).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// resultOf is r as a MySQL result (toResult), from the last shared
+// encoding when r's rows are shared and are the ones it was made of.
+func (s *Server) resultOf(r *console.Result) (*mysql.Result, error) {
+	if !r.Shared || len(r.Columns) == 0 || len(r.Rows) == 0 {
+		return toResult(r)
+	}
+	if c := s.shared.Load(); c != nil && sameSlice(c.rows, r.Rows) && sameSlice(c.cols, r.Columns) {
+		return mysql.NewResult(c.rs), nil
+	}
+	res, err := toResult(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range res.Fields {
+		f.Data = f.Dump()
+	}
+	s.shared.Store(&sharedResultset{rows: r.Rows, cols: r.Columns, rs: res.Resultset})
+	return mysql.NewResult(res.Resultset), nil
+}
+
 // appendLengthEncodedString appends s as a MySQL length-encoded string.
 func appendLengthEncodedString(b []byte, s string) []byte {
 	switch n := uint64(len(s)); {

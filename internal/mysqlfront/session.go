@@ -376,7 +376,7 @@ func (ss *session) execute(query string) (*mysql.Result, error) {
 		ss.warnings = append(ss.warnings, warning{level: "Warning", code: warningCode, message: w})
 	}
 	ss.setWarnings(len(res.Warnings))
-	r, err := toResult(res)
+	r, err := ss.srv.resultOf(res)
 	if err != nil {
 		return nil, err
 	}
