@@ -48,7 +48,8 @@ bench-metadata:
 
 # bench-distsql: the DistSQL console over the MySQL protocol on real etcd,
 # in one run: SHOW COMPUTE NODES with 100 registered nodes sent at 1,000
-# statements/s (p50/p99 next to SELECT 1 through the same front end), its
+# statements/s (p50/p99 next to SELECT 1 through the same front end, each
+# with go-sql-driver and with a client that decodes no value), its
 # closed-loop cost, and SHOW NEXT KEYS [COUNT 1000] keys/s next to
 # PostgreSQL nextval (pgbench at 127.0.0.1:5432 db test). Installs
 # postgresql-client when pgbench is missing.
