@@ -91,11 +91,11 @@ func pgDSN(addr, user, password, ssl string) string {
 // ShardingSphere's ShowComputeNodesExecutor names them.
 var upstreamComputeNodeColumns = []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "labels", "version", "database_name"}
 
-// TestPostgreSQLConsole runs two serve processes with --postgresql and
+// TestPostgreSQLConsole runs three serve processes with --postgresql and
 // TLS, with a user in the authority rule, on real etcd and on real
 // ZooKeeper, and drives them with pgx and the real psql: SCRAM over
 // sslmode=verify-full, SHOW COMPUTE NODES with upstream's columns and
-// both nodes, a syntax error's SQL state and position, a wrong password refused
+// all three nodes, a syntax error's SQL state and position, a wrong password refused
 // (28P01), one node's SHOW PROCESSLIST listing, and its KILL ending, the
 // other node's session, and a cancel request cutting a statement short.
 func TestPostgreSQLConsole(t *testing.T) {
@@ -127,7 +127,7 @@ func postgreSQLConsole(t *testing.T, conf string) {
 	caFile, certFile, keyFile := tlsFiles(t)
 	var procs []*proc
 	var addrs []string
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= 3; i++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		procs = append(procs, startServe(t, conf, fmt.Sprintf("pg-node-%d", i), 3300+i,
 			"--postgresql", addr, "--tls-cert", certFile, "--tls-key", keyFile))
@@ -141,9 +141,9 @@ func postgreSQLConsole(t *testing.T, conf string) {
 	}
 	defer c.Close(context.Background())
 
-	// SHOW COMPUTE NODES: upstream's columns, both nodes, worker ids.
+	// SHOW COMPUTE NODES: upstream's columns, all three nodes, worker ids.
 	var ids []string
-	testenv.Eventually(t, "SHOW COMPUTE NODES lists both nodes", func() bool {
+	testenv.Eventually(t, "SHOW COMPUTE NODES lists all three nodes", func() bool {
 		rows, err := c.Query(ctx, "SHOW COMPUTE NODES")
 		if err != nil {
 			t.Fatal(err)
@@ -170,12 +170,12 @@ func postgreSQLConsole(t *testing.T, conf string) {
 			t.Fatal(rows.Err())
 		}
 		slices.Sort(ids)
-		return slices.Equal(ids, []string{"pg-node-1", "pg-node-2"})
+		return slices.Equal(ids, []string{"pg-node-1", "pg-node-2", "pg-node-3"})
 	})
 
-	// psql on the other node, over TLS, with -c and -f.
-	out, err := psqlRun(t, "r00t pass", pgDSN(addrs[1], "root", "", verify), "-A", "-t", "-F", ",", "-c", "SHOW COMPUTE NODES")
-	if err != nil || !strings.Contains(out, "pg-node-1,") || !strings.Contains(out, "pg-node-2,") {
+	// psql on the other nodes, over TLS, with -c and -f.
+	out, err := psqlRun(t, "r00t pass", pgDSN(addrs[2], "root", "", verify), "-A", "-t", "-F", ",", "-c", "SHOW COMPUTE NODES")
+	if err != nil || !strings.Contains(out, "pg-node-1,") || !strings.Contains(out, "pg-node-2,") || !strings.Contains(out, "pg-node-3,") {
 		t.Fatalf("psql SHOW COMPUTE NODES: %v\n%s", err, out)
 	}
 	file := filepath.Join(t.TempDir(), "statements.sql")
