@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -32,24 +33,14 @@ const (
 	StateUnavailable = "UNAVAILABLE"
 )
 
-// Error is a refused LOCK or UNLOCK with ShardingSphere's vendor code and
-// SQL state where it has one.
-type Error struct {
-	Code     uint16
-	SQLState string
-	Message  string
-}
-
-func (e *Error) Error() string { return e.Message }
-
 // The refusals.
 var (
 	// ErrLocked is LockedClusterException (15030): LOCK of a cluster
 	// whose state is not OK.
-	ErrLocked = &Error{Code: 15030, SQLState: "HY000", Message: "Cluster is already locked."}
+	ErrLocked = &sqlerr.Error{Code: 15030, SQLState: "HY000", Message: "Cluster is already locked."}
 	// ErrNotLocked is NotLockedClusterException (15031): UNLOCK of a
 	// cluster whose state is OK.
-	ErrNotLocked = &Error{Code: 15031, SQLState: "HY000", Message: "Cluster is not locked."}
+	ErrNotLocked = &sqlerr.Error{Code: 15031, SQLState: "HY000", Message: "Cluster is not locked."}
 )
 
 // BusyError says the cluster lock was held by someone else for the whole
@@ -75,7 +66,7 @@ func StateFor(strategy string) (string, error) {
 	case "READ_WRITE":
 		return StateUnavailable, nil
 	}
-	return "", &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.proxy.backend.lock.spi.ClusterLockStrategy' with type '%s'.", strategy)}
+	return "", &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.proxy.backend.lock.spi.ClusterLockStrategy' with type '%s'.", strategy)}
 }
 
 // Op says which statement Change runs.

@@ -8,6 +8,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // The errors below are built here and nowhere else in the console, with
@@ -65,9 +66,7 @@ func unknownException(err error) *Error {
 func opError(s *Session, err error) error {
 	var (
 		unknown *dbconfig.UnknownDatabaseError
-		de      *dbconfig.Error
-		ve      *distvar.Error
-		le      *clusterlock.Error
+		refusal *sqlerr.Error
 		busy    *clusterlock.BusyError
 		se      *computenode.StateError
 	)
@@ -76,12 +75,8 @@ func opError(s *Session, err error) error {
 		return nil
 	case errors.As(err, &unknown):
 		return unknownDatabase(s, unknown.Name)
-	case errors.As(err, &de):
-		return &Error{Code: de.Code, SQLState: de.SQLState, Message: de.Message}
-	case errors.As(err, &ve):
-		return &Error{Code: ve.Code, SQLState: ve.SQLState, Message: ve.Message}
-	case errors.As(err, &le):
-		return &Error{Code: le.Code, SQLState: le.SQLState, Message: le.Message}
+	case errors.As(err, &refusal):
+		return &Error{Code: refusal.Code, SQLState: refusal.SQLState, Message: refusal.Message}
 	case errors.As(err, &busy):
 		return unknownException(busy)
 	case errors.As(err, &se):

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // The algorithm types ShardingSphere ships, by SPI (upper case).
@@ -21,8 +22,8 @@ var (
 // before anything is written: every data source a rule names is a storage
 // unit of db (or a readwrite-splitting or shadow data source the rules
 // define), every algorithm a strategy names is defined, and every
-// algorithm's type exists. It returns every problem, each an *Error.
-func checkRules(db config.Database) []*Error {
+// algorithm's type exists. It returns every problem, each an *sqlerr.Error.
+func checkRules(db config.Database) []*sqlerr.Error {
 	sources := map[string]bool{}
 	for name := range db.DataSources {
 		sources[name] = true
@@ -43,7 +44,7 @@ func checkRules(db config.Database) []*Error {
 			}
 		}
 	}
-	var errs []*Error
+	var errs []*sqlerr.Error
 	missing := func(rule string, names []string) {
 		var absent []string
 		for _, n := range names {
@@ -52,7 +53,7 @@ func checkRules(db config.Database) []*Error {
 			}
 		}
 		if len(absent) > 0 {
-			errs = append(errs, &Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(absent, ", "), db.Name)})
+			errs = append(errs, &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(absent, ", "), db.Name)})
 			_ = rule
 		}
 	}
@@ -78,8 +79,8 @@ func checkRules(db config.Database) []*Error {
 	return errs
 }
 
-func checkSharding(dbName string, c map[string]any, missing func(string, []string)) []*Error {
-	var errs []*Error
+func checkSharding(dbName string, c map[string]any, missing func(string, []string)) []*sqlerr.Error {
+	var errs []*sqlerr.Error
 	algorithms := mapOf(c["shardingAlgorithms"])
 	generators := mapOf(c["keyGenerators"])
 	auditors := mapOf(c["auditors"])
@@ -87,11 +88,11 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 		for _, name := range sortedNames(defs) {
 			typ, _ := mapOf(defs[name])["type"].(string)
 			if typ == "" {
-				errs = append(errs, &Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
+				errs = append(errs, &sqlerr.Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
 				continue
 			}
 			if !slices.Contains(known, strings.ToUpper(typ)) {
-				errs = append(errs, &Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
+				errs = append(errs, &sqlerr.Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
 			}
 		}
 	}
@@ -103,7 +104,7 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 			name, _ := mapOf(mapOf(s)[kind])["shardingAlgorithmName"].(string)
 			if name != "" {
 				if _, ok := algorithms[name]; !ok {
-					errs = append(errs, &Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'sharding' algorithm '%s' on %s.%s is unregistered.", name, dbName, where)})
+					errs = append(errs, &sqlerr.Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'sharding' algorithm '%s' on %s.%s is unregistered.", name, dbName, where)})
 				}
 			}
 		}
@@ -111,7 +112,7 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 	generator := func(where string, s any) {
 		if name, _ := mapOf(s)["keyGeneratorName"].(string); name != "" {
 			if _, ok := generators[name]; !ok {
-				errs = append(errs, &Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'key generate' algorithm '%s' on %s.%s is unregistered.", name, dbName, where)})
+				errs = append(errs, &sqlerr.Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'key generate' algorithm '%s' on %s.%s is unregistered.", name, dbName, where)})
 			}
 		}
 	}

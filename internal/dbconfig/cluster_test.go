@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
@@ -80,7 +81,7 @@ func TestExportImportMetadata(t *testing.T) {
 		info2.MetaData.Databases["zz_db"] = string(configYAML(dir, "zz_db", badLastRule))
 		bad, _ := json.Marshal(info2)
 		_, err = ImportMetadata(ctx, other, bad, Options{})
-		var e *Error
+		var e *sqlerr.Error
 		if !errors.As(err, &e) || e.Code != 10102 {
 			t.Fatalf("import of metadata with a bad rule: %v", err)
 		}

@@ -29,18 +29,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
-
-// Error is a refused import or export with ShardingSphere's vendor code
-// and SQL state.
-type Error struct {
-	Code     uint16
-	SQLState string
-	Message  string
-}
-
-func (e *Error) Error() string { return e.Message }
 
 // UnknownDatabaseError is the error of a call on a database the metadata
 // does not hold (ShardingSphere's UnknownDatabaseException; each front
@@ -52,8 +43,8 @@ type UnknownDatabaseError struct {
 func (e *UnknownDatabaseError) Error() string { return fmt.Sprintf("Unknown database '%s'.", e.Name) }
 
 // unsupported is UnsupportedSQLOperationException (30001, 0A000).
-func unsupported(format string, args ...any) *Error {
-	return &Error{Code: 30001, SQLState: "0A000", Message: "Unsupported SQL operation: " + fmt.Sprintf(format, args...)}
+func unsupported(format string, args ...any) *sqlerr.Error {
+	return &sqlerr.Error{Code: 30001, SQLState: "0A000", Message: "Unsupported SQL operation: " + fmt.Sprintf(format, args...)}
 }
 
 // Export returns database db of snap as ShardingSphere exports it:
@@ -176,7 +167,7 @@ const pingParallelism = 8
 
 // Import reads a database configuration (a database-*.yaml document,
 // source names it in messages) and creates the database in the registry,
-// all or nothing (see the package doc). It returns an *Error for every
+// all or nothing (see the package doc). It returns an *sqlerr.Error for every
 // refusal, before anything is written: no databaseName (30001), a database
 // that exists with storage units (30001), no storage units (10101), units
 // that do not connect (10110), rules that fail their checks (102xx-104xx;
@@ -228,7 +219,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		return nil, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
 	}
 	if len(db.DataSources) == 0 {
-		return nil, &Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db.Name)}
+		return nil, &sqlerr.Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db.Name)}
 	}
 	if err := pingAll(ctx, *db, opts.Ping); err != nil {
 		return nil, err
@@ -238,7 +229,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		for i, e := range errs {
 			msgs[i] = e.Message
 		}
-		return nil, &Error{Code: errs[0].Code, SQLState: errs[0].SQLState, Message: strings.Join(msgs, " ")}
+		return nil, &sqlerr.Error{Code: errs[0].Code, SQLState: errs[0].SQLState, Message: strings.Join(msgs, " ")}
 	}
 	kvs, err := metadata.DatabaseWrites(opts.Layout, *db)
 	if err != nil {
@@ -247,7 +238,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 	if opts.Introspect != nil {
 		schemas, err := opts.Introspect(ctx, *db)
 		if err != nil {
-			return nil, &Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", db.Name, err)}
+			return nil, &sqlerr.Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", db.Name, err)}
 		}
 		more, err := metadata.SchemaWrites(db.Name, schemas)
 		if err != nil {
@@ -363,7 +354,7 @@ func pingAll(ctx context.Context, db config.Database, ping func(context.Context,
 		}
 	}
 	if len(msgs) > 0 {
-		return &Error{Code: 10110, SQLState: "08000", Message: fmt.Sprintf("Storage units can not connect, error messages are: [%s].", strings.Join(msgs, "; "))}
+		return &sqlerr.Error{Code: 10110, SQLState: "08000", Message: fmt.Sprintf("Storage units can not connect, error messages are: [%s].", strings.Join(msgs, "; "))}
 	}
 	return nil
 }

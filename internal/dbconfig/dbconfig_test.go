@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
@@ -182,7 +183,7 @@ func TestImportExportRoundTrip(t *testing.T) {
 		}
 		// A second import of a database with units is refused.
 		_, err = Import(ctx, repo, "again", data, Options{})
-		var e *Error
+		var e *sqlerr.Error
 		if !errors.As(err, &e) || e.Code != 30001 || !strings.Contains(e.Message, "exists and is not empty") {
 			t.Fatalf("re-import: %v", err)
 		}
@@ -207,7 +208,7 @@ func TestFailedImportLeavesRegistryAsItWas(t *testing.T) {
 		before := dump(t, repo)
 
 		_, err := Import(ctx, repo, "bad.yaml", configYAML(dir, "sharding_db", badLastRule), Options{})
-		var e *Error
+		var e *sqlerr.Error
 		if !errors.As(err, &e) || e.Code != 10102 || !strings.Contains(e.Message, "ds_9") {
 			t.Fatalf("import with a bad last rule: %v", err)
 		}
@@ -286,7 +287,7 @@ func TestFiles(t *testing.T) {
 	if CheckFileAccess("127.0.0.1", false) != nil || CheckFileAccess("::1", false) != nil || CheckFileAccess("10.0.0.5", true) != nil {
 		t.Fatal("loopback or a configured user refused")
 	}
-	var e *Error
+	var e *sqlerr.Error
 	if err := CheckFileAccess("10.0.0.5", false); !errors.As(err, &e) || e.Code != 30001 {
 		t.Fatalf("remote without a configured user: %v", err)
 	}

@@ -5,14 +5,16 @@ import (
 	"io"
 	"net/netip"
 	"os"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // MaxFileSize bounds the files ReadFile reads: 16 MiB.
 const MaxFileSize = 16 << 20
 
 // fileError is upstream's FileIOException (30020, HY000).
-func fileError(path string, err error) *Error {
-	return &Error{Code: 30020, SQLState: "HY000", Message: fmt.Sprintf("File access failed, file is: %s (%v)", path, err)}
+func fileError(path string, err error) *sqlerr.Error {
+	return &sqlerr.Error{Code: 30020, SQLState: "HY000", Message: fmt.Sprintf("File access failed, file is: %s (%v)", path, err)}
 }
 
 // CheckFileAccess says whether a session may name files on the node's

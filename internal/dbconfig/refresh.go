@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -52,7 +53,7 @@ func Refresh(ctx context.Context, repo registry.Repository, snap *metadata.Snaps
 		}
 		schemas, err := introspect(ctx, config.Database{Name: name, DataSources: d.Units})
 		if err != nil {
-			return out, &Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", name, err)}
+			return out, &sqlerr.Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", name, err)}
 		}
 		r := Refreshed{Database: name}
 		var changed []datasource.Schema

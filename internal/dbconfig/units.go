@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -33,12 +34,12 @@ type UnitOptions struct {
 
 func noDatabase(db string) error { return &UnknownDatabaseError{Name: db} }
 
-func duplicateUnits(names []string) *Error {
-	return &Error{Code: 10104, SQLState: "42S01", Message: fmt.Sprintf("Duplicate storage unit names '[%s]'.", strings.Join(names, ", "))}
+func duplicateUnits(names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10104, SQLState: "42S01", Message: fmt.Sprintf("Duplicate storage unit names '[%s]'.", strings.Join(names, ", "))}
 }
 
-func missingUnits(db string, names []string) *Error {
-	return &Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(names, ", "), db)}
+func missingUnits(db string, names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(names, ", "), db)}
 }
 
 // statementDuplicates returns the names given twice in units.
@@ -143,7 +144,7 @@ func AlterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 		return missingUnits(db, absent)
 	}
 	if len(moved) > 0 {
-		return &Error{Code: 10111, SQLState: "0A000", Message: fmt.Sprintf("Can not alter connection info in storage units: '[%s]'.", strings.Join(moved, ", "))}
+		return &sqlerr.Error{Code: 10111, SQLState: "0A000", Message: fmt.Sprintf("Can not alter connection info in storage units: '[%s]'.", strings.Join(moved, ", "))}
 	}
 	cfg := config.Database{Name: db, DataSources: map[string]config.DataSource{}}
 	for _, u := range units {
@@ -207,7 +208,7 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 	used := unitsInUse(d, ignoreSingle, ignoreBroadcast)
 	for _, n := range todo {
 		if rules := used[n]; len(rules) > 0 {
-			return nil, &Error{Code: 10103, SQLState: "44000", Message: fmt.Sprintf("Storage unit '%s' still used by '[%s]'.", n, strings.Join(rules, ", "))}
+			return nil, &sqlerr.Error{Code: 10103, SQLState: "44000", Message: fmt.Sprintf("Storage unit '%s' still used by '[%s]'.", n, strings.Join(rules, ", "))}
 		}
 	}
 	for _, n := range todo {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
@@ -23,12 +24,12 @@ func TestStorageUnits(t *testing.T) {
 			return config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, name), "", "")
 		}
 		code := func(err error) uint16 {
-			var e *Error
+			var e *sqlerr.Error
 			if errors.As(err, &e) {
 				return e.Code
 			}
 			t.Helper()
-			t.Fatalf("not an *Error: %v", err)
+			t.Fatalf("not an *sqlerr.Error: %v", err)
 			return 0
 		}
 

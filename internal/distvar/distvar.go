@@ -26,6 +26,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -33,31 +34,16 @@ import (
 // Options.Timeout is zero.
 const DefaultTimeout = 3 * time.Second
 
-// Error is a refused SET DIST VARIABLE with ShardingSphere's vendor code
-// and SQL state: UnsupportedVariableException (12010, 44000) for a name
-// that is no property, InvalidVariableValueException (12011, HY004) for a
-// value of the wrong type.
-type Error struct {
-	Code     uint16
-	SQLState string
-	Message  string
-	Err      error // the cause of an invalid value, for logs; may be nil
-}
-
-func (e *Error) Error() string { return e.Message }
-
-func (e *Error) Unwrap() error { return e.Err }
-
 // UnsupportedVariable is UnsupportedVariableException (12010, 44000): name
 // is no variable.
-func UnsupportedVariable(name string) *Error {
-	return &Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+func UnsupportedVariable(name string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
 }
 
 // InvalidValue is InvalidVariableValueException (12011, HY004): value does
 // not fit the variable; cause says why, for logs, and may be nil.
-func InvalidValue(value string, cause error) *Error {
-	return &Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cause}
+func InvalidValue(value string, cause error) *sqlerr.Error {
+	return &sqlerr.Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cause}
 }
 
 // Property returns the property a variable name designates: name is the
@@ -65,7 +51,7 @@ func InvalidValue(value string, cause error) *Error {
 // TemporaryConfigurationPropertyKey (sql_show, SQL_SHOW), as upstream's
 // SetDistVariableExecutor takes it. Dashed names (sql-show) are not
 // variable names upstream and are refused as it refuses them. The error
-// is an *Error with code 12010.
+// is an *sqlerr.Error with code 12010.
 func Property(name string) (config.PropKey, error) {
 	if !strings.ContainsRune(name, '-') {
 		key := strings.ReplaceAll(strings.ToLower(name), "_", "-")
@@ -81,7 +67,7 @@ func Property(name string) (config.PropKey, error) {
 // must be true or false (upstream's Boolean.valueOf turns any other text
 // into false without a word), numbers must fit their Java type, enums must
 // be one of their values, and proxy-meta-data-collector-cron must be a
-// Quartz cron expression of 6 or 7 fields. The error is an *Error: 12010
+// Quartz cron expression of 6 or 7 fields. The error is an *sqlerr.Error: 12010
 // for the name, 12011 for the value.
 func Check(name, value string) (key, canonical string, err error) {
 	k, err := Property(name)
@@ -147,7 +133,7 @@ type Outcome struct {
 // registry's /props as a new version (the other properties are kept; a
 // concurrent change of another property is not lost), then waits until
 // every online shardkeeper node has applied that version or opts.Timeout
-// passes. It returns an *Error for a bad name or value, before anything
+// passes. It returns an *sqlerr.Error for a bad name or value, before anything
 // is written. A timeout is not an error: the nodes that did not confirm
 // are in Outcome.Pending. ctx bounds everything; when it ends during the
 // wait, Set returns the Outcome so far and ctx's error.

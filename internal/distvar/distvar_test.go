@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
@@ -39,7 +40,7 @@ func TestCheck(t *testing.T) {
 	} {
 		key, canonical, err := Check(tc.name, tc.value)
 		if tc.code != 0 {
-			var e *Error
+			var e *sqlerr.Error
 			if !errors.As(err, &e) || e.Code != tc.code {
 				t.Errorf("Check(%q, %q) = %v, want error %d", tc.name, tc.value, err, tc.code)
 			}
@@ -184,7 +185,7 @@ func TestSetRefusesBeforeWriting(t *testing.T) {
 		ctx := testenv.Context(t)
 		repo := open(t)
 		_, err := Set(ctx, repo, "sql_show", "yes", Options{})
-		var e *Error
+		var e *sqlerr.Error
 		if !errors.As(err, &e) || e.Code != 12011 || e.SQLState != "HY004" || e.Message != "Invalid variable value 'yes'." {
 			t.Fatalf("Set(sql_show, yes) = %v", err)
 		}

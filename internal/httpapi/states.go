@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/statistics"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -277,7 +278,7 @@ func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock
 // the timeout are 409, an unknown strategy is 400, with clusterlock's
 // code and message.
 func lockError(err error) error {
-	var le *clusterlock.Error
+	var le *sqlerr.Error
 	if errors.As(err, &le) {
 		status := http.StatusConflict
 		if le.Code != clusterlock.ErrLocked.Code && le.Code != clusterlock.ErrNotLocked.Code {
