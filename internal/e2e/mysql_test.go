@@ -1,16 +1,9 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -25,6 +18,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/chaostest"
 )
@@ -97,39 +91,6 @@ func column(t *testing.T, rows [][]string, name string) []string {
 	return out
 }
 
-// writeCert writes a CA and a server certificate for 127.0.0.1 signed by
-// it to dir (ca.pem, cert.pem, key.pem).
-func writeCert(t *testing.T, dir string) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shardkeeper e2e CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	for name, b := range map[string]*pem.Block{
-		"ca.pem": {Type: "CERTIFICATE", Bytes: caDER}, "cert.pem": {Type: "CERTIFICATE", Bytes: der},
-		"key.pem": {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(b), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func requireMariaDB(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("mariadb"); err != nil {
@@ -164,7 +125,7 @@ func TestMySQLConsole(t *testing.T) {
 	requireMariaDB(t)
 	eachRegistry(t, func(t *testing.T, typ string) {
 		certs := t.TempDir()
-		writeCert(t, certs)
+		consoletest.CertFiles(t, certs)
 		nodes := startCluster(t, typ, 3, clusterOptions{prefix: "e2e-my", mysql: true, ttl: 30, global: mysqlUsers,
 			extra: []string{"--tls-cert", filepath.Join(certs, "cert.pem"), "--tls-key", filepath.Join(certs, "key.pem")}}).mysql
 		wantWorkers := map[string]string{}
@@ -241,7 +202,7 @@ func TestMySQLConsole(t *testing.T) {
 			t.Errorf("caching_sha2 without TLS: rows %v, err %v, stderr %q", rows, err, stderr)
 		}
 		other := t.TempDir()
-		writeCert(t, other)
+		consoletest.CertFiles(t, other)
 		_, stderr, err = mariadb(t, localCmd, "127.0.0.1", nodes[1].port, "u2", "p2", "SHOW COMPUTE NODE INFO",
 			"--ssl", "--ssl-ca="+filepath.Join(other, "ca.pem"), "--ssl-verify-server-cert")
 		if err == nil || !strings.Contains(stderr, "ERROR 2026") {
