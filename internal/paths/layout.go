@@ -11,44 +11,95 @@ import (
 type Layout int
 
 // Layouts. They differ in where the sharding rule's default strategies
-// live and in the name of the database listener coordinator's parent.
+// live, in the name of the database listener coordinator's parent, and
+// (Layout554) in where key generate strategies live and in the case of
+// schema, table and view node names.
 const (
-	// Layout553 is the layout of 5.5.3 and later (master): each default
-	// strategy is a unique item, rules/sharding/default_database_strategy;
-	// the coordinator is /states/database_listener_coordinator/{db}.
+	// Layout553 is the layout of 5.5.3: each default strategy is a unique
+	// item, rules/sharding/default_database_strategy; the coordinator is
+	// /states/database_listener_coordinator/{db}; schema, table and view
+	// nodes are named in lower case.
 	Layout553 Layout = iota
 	// Layout552 is the layout of 5.5.0 to 5.5.2: the defaults live under
 	// rules/sharding/default_strategies/ (ShardingRuleNodePathProvider's
 	// "default_strategies." prefix); the coordinator is
 	// /states/listener_assisted/{db}.
 	Layout552
+	// Layout554 is the layout of 5.5.4 (master, 5.5.4-SNAPSHOT): Layout553
+	// with the sharding rule's key generate strategies as named items
+	// rules/sharding/key_generate_strategies/{name} instead of a table's
+	// keyGenerateStrategy, no sharding_cache item, schema, table and view
+	// nodes named in their raw case, and database names limited to
+	// [A-Za-z][A-Za-z0-9_]*.
+	Layout554
 )
 
 // DefaultLayout is the layout a node writes unless configured otherwise.
 const DefaultLayout = Layout553
 
 // ParseLayout returns the layout a ShardingSphere release writes: "5.5.0"
-// to "5.5.2" give Layout552, "5.5.3" and later 5.5.x releases (a
-// "-SNAPSHOT" suffix allowed) Layout553. Other versions are an error.
+// to "5.5.2" give Layout552, "5.5.3" Layout553, "5.5.4" and later 5.5.x
+// releases Layout554 (a "-SNAPSHOT" suffix allowed). Other versions are an
+// error.
 func ParseLayout(release string) (Layout, error) {
 	v := strings.TrimSuffix(strings.TrimSpace(release), "-SNAPSHOT")
 	patch, ok := strings.CutPrefix(v, "5.5.")
 	n, err := strconv.Atoi(patch)
 	if !ok || err != nil || n < 0 || strconv.Itoa(n) != patch {
-		return 0, fmt.Errorf("%q is not a ShardingSphere 5.5.x release (use 5.5.0 to 5.5.2 for the old layout, 5.5.3 or later for the current one)", release)
+		return 0, fmt.Errorf("%q is not a ShardingSphere 5.5.x release (use 5.5.0 to 5.5.2 for the old layout, 5.5.3, or 5.5.4 for the next one)", release)
 	}
-	if n <= 2 {
+	switch {
+	case n <= 2:
 		return Layout552, nil
+	case n == 3:
+		return Layout553, nil
 	}
-	return Layout553, nil
+	return Layout554, nil
 }
 
-// String is the release that names the layout: "5.5.2" or "5.5.3".
+// Layouts lists every layout, oldest first.
+var Layouts = []Layout{Layout552, Layout553, Layout554}
+
+// String is the release that names the layout: "5.5.2", "5.5.3" or
+// "5.5.4".
 func (l Layout) String() string {
-	if l == Layout552 {
+	switch l {
+	case Layout552:
 		return "5.5.2"
+	case Layout554:
+		return "5.5.4"
 	}
 	return "5.5.3"
+}
+
+// NodeName is the registry node name of a schema, table or view named
+// name: lower case up to 5.5.3 (upstream's persist services lower-case
+// it), the name as it is in Layout554.
+func (l Layout) NodeName(name string) string {
+	if l == Layout554 {
+		return name
+	}
+	return strings.ToLower(name)
+}
+
+// CheckDatabaseName returns an error when the layout's release refuses
+// the database name: Layout554 takes [A-Za-z][A-Za-z0-9_]* only
+// (DatabaseNameValidator); earlier ones take what the registry path does.
+func (l Layout) CheckDatabaseName(name string) error {
+	if l != Layout554 {
+		return nil
+	}
+	for i, r := range name {
+		letter := r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z'
+		if letter || i > 0 && (r == '_' || r >= '0' && r <= '9') {
+			continue
+		}
+		return fmt.Errorf("database name %q is not valid for ShardingSphere 5.5.4: it must start with a letter and hold only letters, digits and underscores", name)
+	}
+	if name == "" {
+		return fmt.Errorf("database name is empty")
+	}
+	return nil
 }
 
 // DefaultStrategiesItem is the 5.5.0-5.5.2 parent of the sharding rule's

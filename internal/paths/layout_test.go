@@ -3,7 +3,7 @@ package paths
 import "testing"
 
 func TestParseLayout(t *testing.T) {
-	for in, want := range map[string]Layout{"5.5.0": Layout552, "5.5.2": Layout552, "5.5.3": Layout553, "5.5.4-SNAPSHOT": Layout553, "5.5.10": Layout553} {
+	for in, want := range map[string]Layout{"5.5.0": Layout552, "5.5.2": Layout552, "5.5.3": Layout553, "5.5.3-SNAPSHOT": Layout553, "5.5.4": Layout554, "5.5.4-SNAPSHOT": Layout554, "5.5.10": Layout554} {
 		if got, err := ParseLayout(in); err != nil || got != want {
 			t.Errorf("ParseLayout(%q) = %v, %v; want %v", in, got, err, want)
 		}
@@ -13,8 +13,13 @@ func TestParseLayout(t *testing.T) {
 			t.Errorf("ParseLayout(%q) accepted", in)
 		}
 	}
-	if Layout(0) != DefaultLayout || DefaultLayout.String() != "5.5.3" || Layout552.String() != "5.5.2" {
+	if Layout(0) != DefaultLayout || DefaultLayout.String() != "5.5.3" || Layout552.String() != "5.5.2" || Layout554.String() != "5.5.4" {
 		t.Error("the zero layout must be 5.5.3's")
+	}
+	for _, l := range Layouts {
+		if back, err := ParseLayout(l.String()); err != nil || back != l {
+			t.Errorf("ParseLayout(%s) = %v, %v", l, back, err)
+		}
 	}
 }
 
@@ -36,6 +41,13 @@ func TestLayoutsPlaceShardingDefaults(t *testing.T) {
 		{must(Layout553.DatabaseListener("db")), "/states/database_listener_coordinator/db"},
 		{must(Layout552.DatabaseListener("db")), "/states/listener_assisted/db"},
 		{Layout553.ClusterLock(), "/exclusive_operation/lock_cluster"},
+		{Layout554.ClusterLock(), "/exclusive_operation/lock_cluster"},
+		{must(Layout554.DatabaseListener("db")), "/states/database_listener_coordinator/db"},
+		{must(Layout554.RuleItem("db", "sharding", "default_table_strategy", "")), "/metadata/db/rules/sharding/default_table_strategy"},
+		{must(Layout554.RuleItem("db", "sharding", "key_generate_strategies", "t_order_order_id")), "/metadata/db/rules/sharding/key_generate_strategies/t_order_order_id"},
+		{Layout552.NodeName("T_Order"), "t_order"},
+		{Layout553.NodeName("T_Order"), "t_order"},
+		{Layout554.NodeName("T_Order"), "T_Order"},
 		{Layout552.ClusterLock(), "/lock/global/locks/cluster_lock"},
 		{must(GlobalLock552("statistics")), "/lock/global/locks/statistics"},
 	} {
