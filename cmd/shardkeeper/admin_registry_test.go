@@ -48,7 +48,7 @@ func adminOnRegistry(t *testing.T, reg realRegistry) {
 	if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
 		t.Fatal(err)
 	}
-	if err := metadata.PersistSchemas(ctx, repo, "sharding_db", []datasource.Schema{{Name: "public",
+	if err := metadata.PersistSchemas(ctx, repo, paths.DefaultLayout, "sharding_db", []datasource.Schema{{Name: "public",
 		Tables: map[string]datasource.Table{"t_order": {Name: "t_order", Columns: []datasource.Column{{Name: "order_id", DataType: 4, TypeName: "int4"}}}}}}); err != nil {
 		t.Fatal(err)
 	}

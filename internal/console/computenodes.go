@@ -121,8 +121,8 @@ func (e *Engine) showComputeNodeMode(_ context.Context, _ *Session, _ *distsql.S
 	if r.Username != "" {
 		props["username"] = r.Username
 	}
-	if r.Layout == paths.Layout552 {
-		props["layoutVersion"] = "5.5.2"
+	if r.Layout != paths.DefaultLayout {
+		props["layoutVersion"] = r.Layout.String()
 	}
 	js, err := json.Marshal(props)
 	if err != nil {

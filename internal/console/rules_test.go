@@ -129,7 +129,7 @@ func TestStorageUnitsAndShardingRules(t *testing.T) {
 		schemas := []datasource.Schema{{Name: "sharding_db",
 			Tables: map[string]datasource.Table{"t_order": {Name: "t_order", Columns: []datasource.Column{{Name: "order_id", DataType: -5, TypeName: "BIGINT", PrimaryKey: true}}}},
 			Views:  map[string]datasource.View{"v_order": {Name: "v_order", Definition: "SELECT order_id FROM t_order"}}}}
-		if err := metadata.PersistSchemas(testenv.Context(t), repo, "sharding_db", schemas); err != nil {
+		if err := metadata.PersistSchemas(testenv.Context(t), repo, paths.DefaultLayout, "sharding_db", schemas); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, "the store to load the tables", func() bool {

@@ -240,7 +240,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		if err != nil {
 			return nil, &sqlerr.Error{Code: 10012, SQLState: "HY000", Message: fmt.Sprintf("Load table meta data failed for database '%s': %v", db.Name, err)}
 		}
-		more, err := metadata.SchemaWrites(db.Name, schemas)
+		more, err := metadata.SchemaWrites(opts.Layout, db.Name, schemas)
 		if err != nil {
 			return nil, err
 		}

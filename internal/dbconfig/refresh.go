@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -26,10 +27,12 @@ type Refreshed struct {
 // when db is ""), then writes to the registry each table and view whose
 // registry copy in snap differs (every one with force: the node's
 // introspection replaces the registry's copy) and deletes those the
-// databases no longer have. introspect nil means datasource.Introspect.
+// databases no longer have. Tables and views are matched by their node
+// names in layout (paths.Layout.NodeName: lower case up to 5.5.3) and
+// written there. introspect nil means datasource.Introspect.
 // It returns an *UnknownDatabaseError for an unknown database and 10012 when a unit cannot
 // be read; nothing of that database is written then.
-func Refresh(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db string, force bool, introspect func(context.Context, config.Database) ([]datasource.Schema, error)) ([]Refreshed, error) {
+func Refresh(ctx context.Context, repo registry.Repository, layout paths.Layout, snap *metadata.Snapshot, db string, force bool, introspect func(context.Context, config.Database) ([]datasource.Schema, error)) ([]Refreshed, error) {
 	if introspect == nil {
 		introspect = datasource.Introspect
 	}
@@ -57,18 +60,28 @@ func Refresh(ctx context.Context, repo registry.Repository, snap *metadata.Snaps
 		}
 		r := Refreshed{Database: name}
 		var changed []datasource.Schema
+		// real holds the introspected schemas with their tables and views
+		// keyed by node name, as the snapshot keys them.
+		node := layout.NodeName
 		real := map[string]datasource.Schema{}
 		for _, s := range schemas {
-			real[s.Name] = s
-			cur := d.Schemas[s.Name]
+			rs := datasource.Schema{Name: s.Name, Tables: map[string]datasource.Table{}, Views: map[string]datasource.View{}}
+			for tn, t := range s.Tables {
+				rs.Tables[node(tn)] = t
+			}
+			for vn, v := range s.Views {
+				rs.Views[node(vn)] = v
+			}
+			real[node(s.Name)] = rs
+			cur := d.Schemas[node(s.Name)]
 			c := datasource.Schema{Name: s.Name, Tables: map[string]datasource.Table{}, Views: map[string]datasource.View{}}
 			for tn, t := range s.Tables {
-				if force || cur == nil || !reflect.DeepEqual(cur.Tables[tn], t) {
+				if force || cur == nil || !reflect.DeepEqual(cur.Tables[node(tn)], t) {
 					c.Tables[tn] = t
 				}
 			}
 			for vn, v := range s.Views {
-				if force || cur == nil || !reflect.DeepEqual(cur.Views[vn], v) {
+				if force || cur == nil || !reflect.DeepEqual(cur.Views[node(vn)], v) {
 					c.Views[vn] = v
 				}
 			}
@@ -78,7 +91,7 @@ func Refresh(ctx context.Context, repo registry.Repository, snap *metadata.Snaps
 			}
 		}
 		if len(changed) > 0 {
-			if err := metadata.PersistSchemas(ctx, repo, name, changed); err != nil {
+			if err := metadata.PersistSchemas(ctx, repo, layout, name, changed); err != nil {
 				return out, err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
@@ -31,7 +32,7 @@ func TestRefresh(t *testing.T) {
 		snap := func() *metadata.Snapshot { return loadSnapshot(ctx, t, repo) }
 		refresh := func(force bool) Refreshed {
 			t.Helper()
-			out, err := Refresh(ctx, repo, snap(), "sharding_db", force, nil)
+			out, err := Refresh(ctx, repo, paths.DefaultLayout, snap(), "sharding_db", force, nil)
 			if err != nil || len(out) != 1 {
 				t.Fatalf("Refresh = %v, %v", out, err)
 			}
@@ -62,7 +63,7 @@ func TestRefresh(t *testing.T) {
 		if r := refresh(true); r.Written != 1 {
 			t.Fatalf("FORCE refresh: %+v", r)
 		}
-		if _, err := Refresh(ctx, repo, snap(), "no_db", false, nil); err == nil {
+		if _, err := Refresh(ctx, repo, paths.DefaultLayout, snap(), "no_db", false, nil); err == nil {
 			t.Fatal("refresh of an unknown database succeeded")
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 )
 
 // The encodings below are ShardingSphere's (reference 1.2-1.6): YAML maps
@@ -357,6 +358,10 @@ func propNode(k, text string, old *yaml.Node) *yaml.Node {
 
 func encodeRuleContent(content map[string]any) []byte { return marshal(content) }
 
+// encodeGlobalRule is the value of global rule r as upstream writes it
+// (upstreamGlobalRule).
+func encodeGlobalRule(r config.Rule) []byte { return encodeRuleContent(upstreamGlobalRule(r).Content) }
+
 func decodeRuleContent(typ string, data []byte) (config.Rule, error) {
 	r := config.Rule{Type: typ, Content: map[string]any{}}
 	if err := yaml.Unmarshal(data, &r.Content); err != nil {
@@ -405,8 +410,13 @@ type ruleItem struct {
 	Value []byte
 }
 
-// ruleItems splits a database rule into its registry items.
-func ruleItems(r config.Rule) []ruleItem {
+// ruleItems splits a database rule into its registry items, with the
+// fields layout's release writes (upstreamRule).
+func ruleItems(layout paths.Layout, r config.Rule) ([]ruleItem, error) {
+	r, err := upstreamRule(layout, r)
+	if err != nil {
+		return nil, err
+	}
 	var items []ruleItem
 	for _, f := range sortedKeys(r.Content) {
 		v := r.Content[f]
@@ -425,11 +435,7 @@ func ruleItems(r config.Rule) []ruleItem {
 			list, _ := v.([]any)
 			for _, e := range list {
 				s := fmt.Sprint(e)
-				name, _, found := strings.Cut(s, ":")
-				if !found {
-					name = s
-				}
-				items = append(items, ruleItem{Item: item, Name: name, Value: []byte(s)})
+				items = append(items, ruleItem{Item: item, Name: bindingItemName(s), Value: []byte(s)})
 			}
 		default:
 			if b, ok := uniqueValue(v); ok {
@@ -437,7 +443,7 @@ func ruleItems(r config.Rule) []ruleItem {
 			}
 		}
 	}
-	return items
+	return items, nil
 }
 
 // uniqueValue encodes a unique item: raw strings (empty skipped), scalars
@@ -491,12 +497,7 @@ func applyRuleItem(typ string, content map[string]any, item, name string, value 
 		old, _ := out[f].([]any)
 		var list []any
 		for _, e := range old {
-			s := fmt.Sprint(e)
-			n, _, found := strings.Cut(s, ":")
-			if !found {
-				n = s
-			}
-			if n != name {
+			if bindingItemName(fmt.Sprint(e)) != name {
 				list = append(list, e)
 			}
 		}

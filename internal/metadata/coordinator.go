@@ -40,6 +40,9 @@ func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) err
 	if err != nil {
 		return err
 	}
+	if err := c.Layout.CheckDatabaseName(db.Name); err != nil {
+		return err
+	}
 	if _, err := c.Repo.Create(ctx, key, nil); err != nil {
 		return fmt.Errorf("create database %s: %w", db.Name, err)
 	}

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"io"
 	"log/slog"
@@ -91,11 +92,12 @@ func loadTree(t *testing.T, tree map[string]string) *Snapshot {
 }
 
 // model is what a snapshot says about databases, global rules and props,
-// with what upstream and shardkeeper write differently but mean alike made
-// equal: upstream always writes primitive fields (false booleans, a
+// with what the releases and shardkeeper write differently but mean alike
+// made equal: upstream always writes primitive fields (false booleans, a
 // table rule's logicTable, which its reader sets from the item name anyway,
-// readOnly: false) and an empty bean for none: {} where shardkeeper keeps
-// the config's none: (null); a column's type name is only shardkeeper's.
+// readOnly: false); a column's type name is only shardkeeper's; 5.5.4's
+// rule-level key generate strategies are folded back into their tables
+// and node names compared in lower case (5.5.4 keeps their case).
 func model(t *testing.T, s *Snapshot) any {
 	t.Helper()
 	dbs := map[string]any{}
@@ -106,6 +108,10 @@ func model(t *testing.T, s *Snapshot) any {
 		}
 		rules := map[string]any{}
 		for typ, r := range db.Rules {
+			r, err := upstreamRule(paths.Layout553, r)
+			if err != nil {
+				t.Fatal(err)
+			}
 			rules[typ] = r.Content
 		}
 		schemas := map[string]any{}
@@ -116,9 +122,13 @@ func model(t *testing.T, s *Snapshot) any {
 				for i := range tb.Columns {
 					tb.Columns[i].TypeName = ""
 				}
-				tables[tn] = tb
+				tables[strings.ToLower(tn)] = tb
 			}
-			schemas[sn] = map[string]any{"tables": tables, "views": sc.Views}
+			views := map[string]datasource.View{}
+			for vn, v := range sc.Views {
+				views[strings.ToLower(vn)] = v
+			}
+			schemas[strings.ToLower(sn)] = map[string]any{"tables": tables, "views": views}
 		}
 		dbs[name] = map[string]any{"units": normaliseModel(t, units), "rules": normaliseModel(t, rules), "schemas": schemas}
 	}
@@ -165,44 +175,71 @@ func normaliseModel(t *testing.T, v any) any {
 	return drop(out)
 }
 
+// layoutIntrospect is fakeIntrospect with a view named in mixed case,
+// whose node each layout names differently.
+func layoutIntrospect(ctx context.Context, db config.Database) ([]datasource.Schema, error) {
+	s, err := fakeIntrospect(ctx, db)
+	if err == nil && len(s) > 0 {
+		s[0].Views["V_Order"] = datasource.View{Name: "V_Order", Definition: "select order_id from t_order"}
+	}
+	return s, err
+}
+
+// releaseTree is the fixture of what upstream's release of layout writes.
+func releaseTree(t *testing.T, layout paths.Layout) map[string]string {
+	return readTree(t, "shardingsphere-"+layout.String()+".yaml")
+}
+
 func TestReleaseTreesLoadIntoOneModel(t *testing.T) {
-	t552, t553 := readTree(t, "shardingsphere-5.5.2.yaml"), readTree(t, "shardingsphere-5.5.3.yaml")
-	// The fixtures themselves load into the mirrors of upstream's classes.
-	for _, tree := range []map[string]string{t552, t553} {
-		for key, v := range tree {
+	trees := map[paths.Layout]map[string]string{}
+	for _, layout := range paths.Layouts {
+		trees[layout] = releaseTree(t, layout)
+		// The fixtures themselves load into the mirrors of their release's
+		// classes.
+		for key, v := range trees[layout] {
 			if k, ok := paths.ParseKey(key); ok && k.Leaf == paths.VersionsName {
-				if err := checkUpstreamLoads(k, []byte(v)); err != nil {
-					t.Errorf("fixture %s: %v", key, err)
+				if err := checkUpstreamLoads(layout, k, []byte(v)); err != nil {
+					t.Errorf("fixture %s %s: %v", layout, key, err)
 				}
 			}
 		}
 	}
-	s552, s553 := loadTree(t, t552), loadTree(t, t553)
-	if m2, m3 := model(t, s552), model(t, s553); !reflect.DeepEqual(m2, m3) {
-		t.Fatalf("5.5.2 and 5.5.3 trees load differently:\n%v\n%v", m2, m3)
-	}
-	// The defaults are where the example config has them, in both.
-	for _, s := range []*Snapshot{s552, s553} {
+	s553 := loadTree(t, trees[paths.Layout553])
+	for _, layout := range paths.Layouts {
+		s := loadTree(t, trees[layout])
+		if m, m3 := model(t, s), model(t, s553); !reflect.DeepEqual(m, m3) {
+			t.Fatalf("%s and 5.5.3 trees load differently:\n%v\n%v", layout, m, m3)
+		}
+		// The defaults are where the example config has them.
 		c := s.Databases["sharding_db"].Rules["sharding"].Content
 		if c["defaultDatabaseStrategy"] == nil || c["defaultAuditStrategy"] == nil || c["defaultStrategies"] != nil {
-			t.Fatalf("sharding rule = %v", c)
+			t.Fatalf("%s: sharding rule = %v", layout, c)
+		}
+		// The key generate strategies are where the release has them.
+		_, rule := c["keyGenerateStrategies"].(map[string]any)
+		_, table := c["tables"].(map[string]any)["t_order"].(map[string]any)["keyGenerateStrategy"]
+		if want := layout == paths.Layout554; rule != want || table == want {
+			t.Fatalf("%s: keyGenerateStrategies %v, t_order's keyGenerateStrategy %v", layout, rule, table)
+		}
+		if _, ok := s.Table("sharding_db", "sharding_db", "T_DS_0"); !ok {
+			t.Fatalf("%s: t_ds_0 not found by its name in upper case", layout)
 		}
 	}
 	// And the whole model is the example config's.
 	repo := memory.New()
-	store, _ := bootOn(t, repo, exampleConfig(t), fakeIntrospect)
+	store, _ := bootOn(t, repo, exampleConfig(t), layoutIntrospect)
 	if got, want := model(t, store.Current()), model(t, s553); !reflect.DeepEqual(got, want) {
 		t.Fatalf("the example config loads differently from the 5.5.3 tree:\n%v\n%v", got, want)
 	}
 }
 
 func TestNodeWritesEachReleasesTree(t *testing.T) {
-	for _, layout := range []paths.Layout{paths.Layout552, paths.Layout553} {
+	for _, layout := range paths.Layouts {
 		t.Run(layout.String(), func(t *testing.T) {
 			cfg := exampleConfig(t)
 			cfg.Mode.Repository.Layout = layout
 			repo := memory.New()
-			bootOn(t, repo, cfg, fakeIntrospect)
+			bootOn(t, repo, cfg, layoutIntrospect)
 			got := dumpTree(t, repo)
 			golden := "golden-" + layout.String() + ".yaml"
 			header := "# What a shardkeeper node writes for target release " + layout.String() + " (mode props\n" +
@@ -216,12 +253,30 @@ func TestNodeWritesEachReleasesTree(t *testing.T) {
 			if want := readTree(t, golden); !reflect.DeepEqual(got, want) {
 				t.Fatalf("the node's tree differs from %s (run with -update after checking the change)", golden)
 			}
-			upstream := readTree(t, "shardingsphere-"+layout.String()+".yaml")
+			upstream := releaseTree(t, layout)
 			if g, u := sortedKeys(got), sortedKeys(upstream); !reflect.DeepEqual(g, u) {
 				t.Fatalf("keys differ from upstream's tree:\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(u, "\n"))
 			}
 			if g, u := model(t, loadTree(t, got)), model(t, loadTree(t, upstream)); !reflect.DeepEqual(g, u) {
 				t.Fatalf("values differ from upstream's tree:\n%v\n%v", g, u)
+			}
+			// Value for value, every field upstream writes is written, its
+			// defaults included; only a unit's readOnly: false, which
+			// upstream adds from the pool's defaults, is left out.
+			for _, key := range sortedKeys(got) {
+				var g, u any
+				if err := yaml.Unmarshal([]byte(got[key]), &g); err != nil {
+					t.Fatal(err)
+				}
+				if err := yaml.Unmarshal([]byte(upstream[key]), &u); err != nil {
+					t.Fatal(err)
+				}
+				if m, ok := u.(map[string]any); ok && strings.Contains(key, "/data_sources/units/") && m["readOnly"] == false {
+					delete(m, "readOnly")
+				}
+				if !reflect.DeepEqual(g, u) {
+					t.Errorf("%s:\n%s\nupstream writes\n%s", key, got[key], upstream[key])
+				}
 			}
 		})
 	}
@@ -233,7 +288,7 @@ func TestNodeWritesEachReleasesTree(t *testing.T) {
 // one Bootstrap writes (the same golden file), so every writer places
 // items as the target release does.
 func TestWritersWriteEachReleasesTree(t *testing.T) {
-	for _, layout := range []paths.Layout{paths.Layout552, paths.Layout553} {
+	for _, layout := range paths.Layouts {
 		t.Run(layout.String(), func(t *testing.T) {
 			ctx := testenv.Context(t)
 			cfg := exampleConfig(t)
@@ -245,8 +300,8 @@ func TestWritersWriteEachReleasesTree(t *testing.T) {
 				if err := CreateDatabase(ctx, repo, layout, db); err != nil {
 					t.Fatal(err)
 				}
-				schemas, _ := fakeIntrospect(ctx, db)
-				if err := PersistSchemas(ctx, repo, db.Name, schemas); err != nil {
+				schemas, _ := layoutIntrospect(ctx, db)
+				if err := PersistSchemas(ctx, repo, layout, db.Name, schemas); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -341,13 +341,25 @@ func PersistDatabase(ctx context.Context, repo registry.Repository, layout paths
 }
 
 func persistDatabase(w *writer, db config.Database) error {
+	// Everything that can be refused is checked before the first write.
+	if err := w.layout.CheckDatabaseName(db.Name); err != nil {
+		return fmt.Errorf("persist database %s: %w", db.Name, err)
+	}
+	var items [][]ruleItem
+	for _, r := range db.Rules {
+		it, err := ruleItems(w.layout, r)
+		if err != nil {
+			return fmt.Errorf("persist database %s: %w", db.Name, err)
+		}
+		items = append(items, it)
+	}
 	w.put(paths.Database(db.Name))
 	for _, name := range sortedKeys(db.DataSources) {
 		node, err := paths.Unit(db.Name, name)
 		w.versioned(node, encodeUnit(db.DataSources[name]), err)
 	}
-	for _, r := range db.Rules {
-		for _, it := range ruleItems(r) {
+	for i, r := range db.Rules {
+		for _, it := range items[i] {
 			node, err := w.layout.RuleItem(db.Name, r.Type, it.Item, it.Name)
 			w.versioned(node, it.Value, err)
 		}
@@ -367,7 +379,7 @@ func PersistGlobal(ctx context.Context, repo registry.Repository, rules []config
 func persistGlobal(w *writer, rules []config.Rule, props config.Props) error {
 	for _, r := range rules {
 		node, err := paths.GlobalRule(r.Type)
-		w.versioned(node, encodeRuleContent(r.Content), err)
+		w.versioned(node, encodeGlobalRule(r), err)
 	}
 	w.versioned(paths.PropsRoot, encodeProps(props), nil)
 	if err := w.wait(); err != nil {
@@ -377,21 +389,25 @@ func persistGlobal(w *writer, rules []config.Rule, props config.Props) error {
 }
 
 // PersistSchemas writes schemas (empty schema nodes, then every table and
-// view as a new version) under /metadata/{db}.
-func PersistSchemas(ctx context.Context, repo registry.Repository, db string, schemas []datasource.Schema) error {
-	return persistSchemas(newWriter(ctx, repo, false), db, schemas)
+// view as a new version) under /metadata/{db}, their nodes named as layout
+// names them (paths.Layout.NodeName).
+func PersistSchemas(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, schemas []datasource.Schema) error {
+	w := newWriter(ctx, repo, false)
+	w.layout = layout
+	return persistSchemas(w, db, schemas)
 }
 
 func persistSchemas(w *writer, db string, schemas []datasource.Schema) error {
+	name := w.layout.NodeName
 	for _, s := range schemas {
-		w.put(paths.Schema(db, s.Name))
-		for _, name := range sortedKeys(s.Tables) {
-			node, err := paths.Table(db, s.Name, name)
-			w.versioned(node, encodeTable(s.Tables[name]), err)
+		w.put(paths.Schema(db, name(s.Name)))
+		for _, tn := range sortedKeys(s.Tables) {
+			node, err := paths.Table(db, name(s.Name), name(tn))
+			w.versioned(node, encodeTable(s.Tables[tn]), err)
 		}
-		for _, name := range sortedKeys(s.Views) {
-			node, err := paths.View(db, s.Name, name)
-			w.versioned(node, encodeView(s.Views[name]), err)
+		for _, vn := range sortedKeys(s.Views) {
+			node, err := paths.View(db, name(s.Name), name(vn))
+			w.versioned(node, encodeView(s.Views[vn]), err)
 		}
 	}
 	if err := w.wait(); err != nil {

@@ -3,6 +3,7 @@ package metadata
 import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"strings"
 )
 
 // Snapshot is one immutable view of the cluster's metadata. Nothing
@@ -49,17 +50,26 @@ type ComputeNode struct {
 	WorkerID     int    // -1 when none is published
 }
 
-// Table returns the table db.schema.table and whether it exists.
+// Table returns the table db.schema.table and whether it exists; a schema
+// or table stored under its lower-case node name (up to 5.5.3) is found
+// by its name in any case.
 func (s *Snapshot) Table(db, schema, table string) (datasource.Table, bool) {
 	d := s.Databases[db]
 	if d == nil {
 		return datasource.Table{}, false
 	}
+	// Up to 5.5.3 the nodes are named in lower case; 5.5.4 keeps the case.
 	sc := d.Schemas[schema]
+	if sc == nil {
+		sc = d.Schemas[strings.ToLower(schema)]
+	}
 	if sc == nil {
 		return datasource.Table{}, false
 	}
 	t, ok := sc.Tables[table]
+	if !ok {
+		t, ok = sc.Tables[strings.ToLower(table)]
+	}
 	return t, ok
 }
 

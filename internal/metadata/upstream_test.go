@@ -23,8 +23,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
-// The types below mirror ShardingSphere master's YAML classes field for
-// field (the class is named on each). strictDecode loads a registry value
+// The types below mirror ShardingSphere's YAML classes field for field (the
+// class is named on each): those of 5.5.2 and 5.5.3, which are the same,
+// and, named V554, those 5.5.4 (master) changed. strictDecode loads a registry value
 // into one of them and fails on a property the class does not have, as
 // SnakeYAML's loadAs does ("Cannot create property=...").
 
@@ -100,7 +101,19 @@ type ssShardingStrategy struct {
 	Hint *struct {
 		ShardingAlgorithmName string `yaml:"shardingAlgorithmName"`
 	} `yaml:"hint"`
-	None *struct{} `yaml:"none"`
+	None *ssNone `yaml:"none"`
+}
+
+// ssNone is YamlNoneShardingStrategyConfiguration, which upstream builds
+// from any node (NoneShardingStrategyConfigurationYamlConstruct; it writes
+// none: ”): a scalar or an empty mapping.
+type ssNone struct{}
+
+func (*ssNone) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode || n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+		return nil
+	}
+	return fmt.Errorf("line %d: none holds %v", n.Line, n.Kind)
 }
 
 // YamlKeyGenerateStrategyConfiguration.
@@ -132,6 +145,31 @@ type ssAutoTableRule struct {
 	ShardingStrategy    *ssShardingStrategy    `yaml:"shardingStrategy"`
 	KeyGenerateStrategy *ssKeyGenerateStrategy `yaml:"keyGenerateStrategy"`
 	AuditStrategy       *ssAuditStrategy       `yaml:"auditStrategy"`
+}
+
+// The 5.5.4 table classes (no keyGenerateStrategy, #38609) and
+// YamlKeyGenerateStrategyRuleConfiguration (#38294).
+type ssTableRuleV554 struct {
+	LogicTable       string              `yaml:"logicTable"`
+	ActualDataNodes  string              `yaml:"actualDataNodes"`
+	DatabaseStrategy *ssShardingStrategy `yaml:"databaseStrategy"`
+	TableStrategy    *ssShardingStrategy `yaml:"tableStrategy"`
+	AuditStrategy    *ssAuditStrategy    `yaml:"auditStrategy"`
+}
+
+type ssAutoTableRuleV554 struct {
+	LogicTable        string              `yaml:"logicTable"`
+	ActualDataSources string              `yaml:"actualDataSources"`
+	ShardingStrategy  *ssShardingStrategy `yaml:"shardingStrategy"`
+	AuditStrategy     *ssAuditStrategy    `yaml:"auditStrategy"`
+}
+
+type ssKeyGenerateStrategyRuleV554 struct {
+	KeyGenerateType     string `yaml:"keyGenerateType"`
+	KeyGeneratorName    string `yaml:"keyGeneratorName"`
+	LogicTable          string `yaml:"logicTable"`
+	KeyGenerateColumn   string `yaml:"keyGenerateColumn"`
+	KeyGenerateSequence string `yaml:"keyGenerateSequence"`
 }
 
 // YamlShardingCacheConfiguration with YamlShardingCacheOptionsConfiguration.
@@ -309,12 +347,24 @@ var goClasses = map[string]func() any{
 	"YamlSQLTranslatorRuleConfiguration":                     func() any { return &ssSQLTranslator{} },
 	"YamlGlobalClockRuleConfiguration":                       func() any { return &ssGlobalClock{} },
 	"List":                                                   func() any { return &[]any{} },
+	"V554.YamlTableRuleConfiguration":                        func() any { return &ssTableRuleV554{} },
+	"V554.YamlShardingAutoTableRuleConfiguration":            func() any { return &ssAutoTableRuleV554{} },
+	"V554.YamlKeyGenerateStrategyRuleConfiguration":          func() any { return &ssKeyGenerateStrategyRuleV554{} },
 }
 
-// upstreamClass names the class upstream loads a versioned value of kind
-// k into: one of goClasses, "Map" (a unit), "Properties" (/props) or ""
-// (a raw string).
-func upstreamClass(k paths.Key) (string, error) {
+// ruleItemClassesV554 are the sharding rule items whose class 5.5.4
+// changed ("-": the item does not exist there).
+var ruleItemClassesV554 = map[string]string{
+	"tables":                  "V554.YamlTableRuleConfiguration",
+	"auto_tables":             "V554.YamlShardingAutoTableRuleConfiguration",
+	"key_generate_strategies": "V554.YamlKeyGenerateStrategyRuleConfiguration",
+	"sharding_cache":          "-",
+}
+
+// upstreamClass names the class layout's release loads a versioned value
+// of kind k into: one of goClasses, "Map" (a unit), "Properties" (/props)
+// or "" (a raw string).
+func upstreamClass(layout paths.Layout, k paths.Key) (string, error) {
 	switch k.Kind {
 	case paths.KindTable:
 		return "YamlShardingSphereTable", nil
@@ -335,6 +385,9 @@ func upstreamClass(k paths.Key) (string, error) {
 			return "", fmt.Errorf("no rule class for %q", k.RuleType)
 		}
 		c, ok := classes[k.RuleItem]
+		if v, changed := ruleItemClassesV554[k.RuleItem]; layout == paths.Layout554 && k.RuleType == "sharding" && changed {
+			c, ok = v, v != "-"
+		}
 		if !ok {
 			return "", fmt.Errorf("%s has no item %q", k.RuleType, k.RuleItem)
 		}
@@ -344,9 +397,9 @@ func upstreamClass(k paths.Key) (string, error) {
 }
 
 // checkUpstreamLoads loads one versioned value into the Go mirror of its
-// upstream class and returns what was wrong.
-func checkUpstreamLoads(k paths.Key, data []byte) error {
-	class, err := upstreamClass(k)
+// class in layout's release and returns what was wrong.
+func checkUpstreamLoads(layout paths.Layout, k paths.Key, data []byte) error {
+	class, err := upstreamClass(layout, k)
 	if err != nil {
 		return err
 	}
@@ -540,14 +593,14 @@ func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
 	}
 	t.Run("strict-go", func(t *testing.T) {
 		for _, v := range values {
-			if err := checkUpstreamLoads(v.k, v.data); err != nil {
+			if err := checkUpstreamLoads(paths.DefaultLayout, v.k, v.data); err != nil {
 				t.Errorf("%s: upstream cannot load it: %v\n%s", v.key, err, v.data)
 			}
 		}
 		t.Logf("checked %d values: %v", len(values), counts)
 	})
 	t.Run("snakeyaml", func(t *testing.T) {
-		failures, err := loadWithSnakeYAML(t, values)
+		failures, err := loadWithSnakeYAML(t, paths.DefaultLayout, values)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -558,16 +611,16 @@ func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
 }
 
 // loadWithSnakeYAML loads every value with SnakeYAML into the Java mirrors
-// of upstream's classes (testdata/snakeyaml/UpstreamLoad.java) and returns
-// the failures, each naming its key. Without a JDK or the jar it skips the
-// test (see testenv.SnakeYAML).
-func loadWithSnakeYAML(t *testing.T, values []persistedValue) ([]string, error) {
+// of layout's release's classes (testdata/snakeyaml/UpstreamLoad.java) and
+// returns the failures, each naming its key. Without a JDK or the jar it
+// skips the test (see testenv.SnakeYAML).
+func loadWithSnakeYAML(t *testing.T, layout paths.Layout, values []persistedValue) ([]string, error) {
 	t.Helper()
 	load := testenv.SnakeYAML(t, "testdata/snakeyaml/UpstreamLoad.java", "UpstreamLoad")
 	dir := t.TempDir()
 	var manifest strings.Builder
 	for i, v := range values {
-		class, err := upstreamClass(v.k)
+		class, err := upstreamClass(layout, v.k)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v.key, err)
 		}
@@ -602,7 +655,7 @@ func loadWithSnakeYAML(t *testing.T, values []persistedValue) ([]string, error) 
 // and still loads in shardkeeper.
 func TestStrictDecoderRejectsTypeName(t *testing.T) {
 	old := []byte("name: t\ntype: TABLE\ncolumns:\n  id:\n    name: id\n    dataType: 4\n    typeName: int4\n    primaryKey: true\n")
-	err := checkUpstreamLoads(paths.Key{Kind: paths.KindTable}, old)
+	err := checkUpstreamLoads(paths.DefaultLayout, paths.Key{Kind: paths.KindTable}, old)
 	if err == nil || !strings.Contains(err.Error(), "typeName") {
 		t.Fatalf("err = %v, want one naming typeName", err)
 	}

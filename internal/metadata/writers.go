@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -72,7 +73,7 @@ func AlterGlobalRule(ctx context.Context, repo registry.Repository, r config.Rul
 	if err != nil {
 		return err
 	}
-	_, err = putVersioned(ctx, repo, node, encodeRuleContent(r.Content))
+	_, err = putVersioned(ctx, repo, node, encodeGlobalRule(r))
 	return err
 }
 
@@ -163,17 +164,31 @@ func AlterRuleItem(ctx context.Context, repo registry.Repository, layout paths.L
 	if err := requireDatabase(ctx, repo, db); err != nil {
 		return err
 	}
-	var content []byte
-	if name == "" {
-		b, ok := uniqueValue(value)
-		if !ok {
-			return DropRuleItem(ctx, repo, db, ruleType, item, name)
+	// The item alone as a rule, given the fields the target writes.
+	f := camel(item)
+	single := map[string]any{f: value}
+	switch {
+	case has(keyListFields, ruleType, f):
+		s := strings.TrimSpace(fmt.Sprint(value))
+		if !strings.Contains(s, ":") {
+			s = name + ":" + s
 		}
-		content = b
-	} else if s, ok := value.(string); ok && has(keyListFields, ruleType, camel(item)) {
-		content = []byte(s)
-	} else {
-		content = marshal(value)
+		single[f] = []any{s}
+	case name != "":
+		single[f] = map[string]any{name: value}
+	}
+	items, err := ruleItems(layout, config.Rule{Type: ruleType, Content: single})
+	if err != nil {
+		return err
+	}
+	var content []byte
+	for _, it := range items {
+		if it.Item == item && it.Name == name {
+			content = it.Value
+		}
+	}
+	if content == nil {
+		return DropRuleItem(ctx, repo, db, ruleType, item, name)
 	}
 	// The other layout's copy goes first, so that its deletion never
 	// follows (and hides) the new value.
@@ -214,6 +229,9 @@ func DropRuleItem(ctx context.Context, repo registry.Repository, db, ruleType, i
 func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error {
 	key, err := paths.Database(db.Name)
 	if err != nil {
+		return err
+	}
+	if err := layout.CheckDatabaseName(db.Name); err != nil {
 		return err
 	}
 	if _, err := repo.Create(ctx, key, nil); err != nil {

@@ -22,6 +22,9 @@ func DatabaseWrites(layout paths.Layout, db config.Database) ([]registry.KV, err
 	if err != nil {
 		return nil, err
 	}
+	if err := layout.CheckDatabaseName(db.Name); err != nil {
+		return nil, err
+	}
 	out := []registry.KV{{Key: key, Value: []byte{}}}
 	fresh := func(node string, content []byte) {
 		out = append(out,
@@ -36,7 +39,11 @@ func DatabaseWrites(layout paths.Layout, db config.Database) ([]registry.KV, err
 		fresh(node, encodeUnit(db.DataSources[name]))
 	}
 	for _, r := range db.Rules {
-		for _, it := range ruleItems(r) {
+		items, err := ruleItems(layout, r)
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", db.Name, err)
+		}
+		for _, it := range items {
 			node, err := layout.RuleItem(db.Name, r.Type, it.Item, it.Name)
 			if err != nil {
 				return nil, fmt.Errorf("rule %s item %s %s: %w", r.Type, it.Item, it.Name, err)
@@ -49,33 +56,35 @@ func DatabaseWrites(layout paths.Layout, db config.Database) ([]registry.KV, err
 
 // SchemaWrites returns every key PersistSchemas writes for schemas of
 // database db when none of them exists yet: each schema node (empty),
-// then version 0 and active_version 0 of each table and view.
-func SchemaWrites(db string, schemas []datasource.Schema) ([]registry.KV, error) {
+// then version 0 and active_version 0 of each table and view, named as
+// layout names them.
+func SchemaWrites(layout paths.Layout, db string, schemas []datasource.Schema) ([]registry.KV, error) {
 	var out []registry.KV
 	fresh := func(node string, content []byte) {
 		out = append(out,
 			registry.KV{Key: paths.Version(node, 0), Value: content},
 			registry.KV{Key: paths.ActiveVersion(node), Value: []byte("0")})
 	}
+	name := layout.NodeName
 	for _, s := range schemas {
-		key, err := paths.Schema(db, s.Name)
+		key, err := paths.Schema(db, name(s.Name))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, registry.KV{Key: key, Value: []byte{}})
-		for _, name := range sortedKeys(s.Tables) {
-			node, err := paths.Table(db, s.Name, name)
+		for _, tn := range sortedKeys(s.Tables) {
+			node, err := paths.Table(db, name(s.Name), name(tn))
 			if err != nil {
 				return nil, err
 			}
-			fresh(node, encodeTable(s.Tables[name]))
+			fresh(node, encodeTable(s.Tables[tn]))
 		}
-		for _, name := range sortedKeys(s.Views) {
-			node, err := paths.View(db, s.Name, name)
+		for _, vn := range sortedKeys(s.Views) {
+			node, err := paths.View(db, name(s.Name), name(vn))
 			if err != nil {
 				return nil, err
 			}
-			fresh(node, encodeView(s.Views[name]))
+			fresh(node, encodeView(s.Views[vn]))
 		}
 	}
 	return out, nil
@@ -104,7 +113,7 @@ func GlobalWrites(ctx context.Context, repo registry.Repository, rules []config.
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := replace(node, encodeRuleContent(r.Content)); err != nil {
+		if err := replace(node, encodeGlobalRule(r)); err != nil {
 			return nil, nil, err
 		}
 	}

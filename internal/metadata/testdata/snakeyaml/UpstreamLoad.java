@@ -6,11 +6,16 @@
 //
 // Usage: java -cp snakeyaml.jar:. UpstreamLoad MANIFEST
 // MANIFEST has one line per value: CLASS <tab> FILE <tab> KEY. CLASS is the
-// simple name of a nested class below, or Map, List or Properties. It prints
-// one line per value that fails and exits 1 if any did.
+// simple name of a nested class below (V554.Name for a class of the 5.5.4
+// release), or Map, List or Properties. It prints one line per value that
+// fails and exits 1 if any did.
 //
 // The nested classes are named after the upstream classes they mirror
-// (apache/shardingsphere master; the package is in each comment).
+// (apache/shardingsphere 5.5.2 and 5.5.3, whose YAML classes are the same;
+// the package is in each comment). V554 holds the classes 5.5.4 (master,
+// 5.5.4-SNAPSHOT) changed. As upstream's ShardingSphereYamlConstructor
+// does (NoneShardingStrategyConfigurationYamlConstruct), a none strategy
+// is built from whatever node holds it: upstream writes it as none: ''.
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -23,7 +28,10 @@ import java.util.Properties;
 
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.AbstractConstruct;
+import org.yaml.snakeyaml.constructor.Construct;
 import org.yaml.snakeyaml.constructor.Constructor;
+import org.yaml.snakeyaml.nodes.Node;
 
 public final class UpstreamLoad {
 
@@ -139,6 +147,35 @@ public final class UpstreamLoad {
         public int maximumSize;
     }
 
+    // The 5.5.4 classes that differ: tables without keyGenerateStrategy,
+    // rule-level key generate strategies (sharding.yaml.config.rule and
+    // .strategy.keygen); YamlShardingCacheConfiguration is gone.
+    public static class V554 {
+
+        public static class YamlTableRuleConfiguration {
+            public String logicTable;
+            public String actualDataNodes;
+            public YamlShardingStrategyConfiguration databaseStrategy;
+            public YamlShardingStrategyConfiguration tableStrategy;
+            public YamlShardingAuditStrategyConfiguration auditStrategy;
+        }
+
+        public static class YamlShardingAutoTableRuleConfiguration {
+            public String logicTable;
+            public String actualDataSources;
+            public YamlShardingStrategyConfiguration shardingStrategy;
+            public YamlShardingAuditStrategyConfiguration auditStrategy;
+        }
+
+        public static class YamlKeyGenerateStrategyRuleConfiguration {
+            public String keyGenerateType;
+            public String keyGeneratorName;
+            public String logicTable;
+            public String keyGenerateColumn;
+            public String keyGenerateSequence;
+        }
+    }
+
     // readwritesplitting.yaml.config.rule
     public static class YamlReadwriteSplittingDataSourceGroupRuleConfiguration {
         public String writeDataSourceName;
@@ -247,6 +284,28 @@ public final class UpstreamLoad {
         public Properties props;
     }
 
+    // UpstreamConstructor binds the document to its class as upstream's
+    // ShardingSphereYamlConstructor does, with its none strategy construct.
+    static final class UpstreamConstructor extends Constructor {
+
+        UpstreamConstructor(Class<?> root) {
+            super(root, new LoaderOptions());
+        }
+
+        @Override
+        protected Construct getConstructor(Node node) {
+            if (node.getType() == YamlNoneShardingStrategyConfiguration.class) {
+                return new AbstractConstruct() {
+                    @Override
+                    public Object construct(Node n) {
+                        return new YamlNoneShardingStrategyConfiguration();
+                    }
+                };
+            }
+            return super.getConstructor(node);
+        }
+    }
+
     private static Class<?> classOf(String name) throws ClassNotFoundException {
         switch (name) {
             case "Map":
@@ -256,7 +315,7 @@ public final class UpstreamLoad {
             case "Properties":
                 return Properties.class;
             default:
-                return Class.forName(UpstreamLoad.class.getName() + "$" + name);
+                return Class.forName(UpstreamLoad.class.getName() + "$" + name.replace('.', '$'));
         }
     }
 
@@ -271,7 +330,7 @@ public final class UpstreamLoad {
             String[] f = line.split("\t", 3);
             String content = new String(Files.readAllBytes(manifest.resolveSibling(f[1])), StandardCharsets.UTF_8);
             try {
-                Object v = new Yaml(new Constructor(classOf(f[0]), new LoaderOptions())).load(content);
+                Object v = new Yaml(new UpstreamConstructor(classOf(f[0]))).load(content);
                 if (null == v) {
                     throw new IllegalStateException("empty document");
                 }

@@ -1,0 +1,307 @@
+package metadata
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+)
+
+// The functions below give a rule the fields upstream's YAML swappers
+// write for the same configuration (ShardingSphere loads a rule from its
+// YAML, swaps it to its rule object and back before it persists it): the
+// fields the object always has (primitive booleans, a table rule's
+// logicTable, a user's host) are written with their defaults, a none
+// strategy is "none: ''", a binding table reference carries its name, and
+// the target layout's fields replace another layout's (Layout554's
+// rule-level keyGenerateStrategies for a table's keyGenerateStrategy).
+// Fields upstream does not know are kept as they are. Content is never
+// changed in place: the result shares nothing mutable with it.
+
+// bindingNameLength is the length of a generated binding table reference
+// name, as upstream's (YamlShardingTableReferenceRuleConfigurationConverter).
+const bindingNameLength = 16
+
+// BindingName is the name shardkeeper gives a binding table reference that
+// has none: the first 16 hex digits of the SHA-256 of the reference, so
+// that every node persisting the same configuration writes the same item
+// (upstream draws a random one). Hex digits match the item pattern of every
+// release (5.5.2's [\w\-]+).
+func BindingName(reference string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(reference)))
+	return hex.EncodeToString(sum[:])[:bindingNameLength]
+}
+
+// bindingElement is a bindingTables element as upstream writes it:
+// "{name}:{reference}", named by BindingName when it has no name.
+func bindingElement(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, ":") {
+		return s
+	}
+	return BindingName(s) + ":" + s
+}
+
+// bindingItemName is the item name of a bindingTables element: the part
+// before ":", or the whole element (an item written by an older
+// shardkeeper, named after its reference).
+func bindingItemName(s string) string {
+	name, _, found := strings.Cut(s, ":")
+	if !found {
+		return s
+	}
+	return name
+}
+
+// KeyGenerateStrategyName is the name of the Layout554 key generate
+// strategy of a table's keyGenerateStrategy: "{table}_{column}" in lower
+// case, as upstream's DistSQL names it (ShardingTableRuleStatementConverter).
+func KeyGenerateStrategyName(table, column string) string {
+	return strings.ToLower(table + "_" + column)
+}
+
+// upstreamRule returns r as layout's release writes it (see above). It
+// fails when r holds what that release cannot store: a sequence key
+// generate strategy, or one for a table the rule does not have, before
+// Layout554.
+func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
+	c := cloneMap(r.Content)
+	switch r.Type {
+	case "sharding":
+		if err := upstreamSharding(layout, c); err != nil {
+			return r, fmt.Errorf("rule sharding: %w", err)
+		}
+	case "readwrite_splitting":
+		eachMap(c, "dataSourceGroups", func(_ string, g map[string]any) {
+			setDefault(g, "transactionalReadQueryStrategy", "DYNAMIC")
+		})
+	case "encrypt":
+		eachMap(c, "tables", func(name string, t map[string]any) {
+			t["name"] = name
+			eachMap(t, "columns", func(col string, cm map[string]any) { cm["name"] = col })
+		})
+	case "mask":
+		eachMap(c, "tables", func(name string, t map[string]any) {
+			t["name"] = name
+			eachMap(t, "columns", func(col string, cm map[string]any) { cm["logicColumn"] = col })
+		})
+	}
+	return config.Rule{Type: r.Type, Content: c}, nil
+}
+
+func upstreamSharding(layout paths.Layout, c map[string]any) error {
+	table := func(name string, t map[string]any, strategies ...string) {
+		t["logicTable"] = name
+		for _, s := range strategies {
+			upstreamStrategy(t, s)
+		}
+		upstreamAudit(t, "auditStrategy")
+	}
+	eachMap(c, "tables", func(name string, t map[string]any) { table(name, t, "databaseStrategy", "tableStrategy") })
+	eachMap(c, "autoTables", func(name string, t map[string]any) { table(name, t, "shardingStrategy") })
+	if list, ok := c["bindingTables"].([]any); ok {
+		out := make([]any, 0, len(list))
+		for _, e := range list {
+			out = append(out, bindingElement(fmt.Sprint(e)))
+		}
+		c["bindingTables"] = out
+	}
+	upstreamStrategy(c, "defaultDatabaseStrategy")
+	upstreamStrategy(c, "defaultTableStrategy")
+	upstreamAudit(c, "defaultAuditStrategy")
+	if layout == paths.Layout554 {
+		delete(c, "shardingCache") // removed upstream (#38999)
+		return tableKeysToStrategies(c)
+	}
+	if cache, ok := c["shardingCache"].(map[string]any); ok {
+		setDefault(cache, "allowedMaxSqlLength", 0)
+		if rc, ok := cache["routeCache"].(map[string]any); ok {
+			setDefault(rc, "initialCapacity", 0)
+			setDefault(rc, "maximumSize", 0)
+			setDefault(rc, "softValues", false)
+		}
+	}
+	return strategiesToTableKeys(layout, c)
+}
+
+// upstreamStrategy writes the YamlShardingStrategyConfiguration at m[f]
+// as upstream does: none as an empty string (NoneYamlTupleProcessor).
+func upstreamStrategy(m map[string]any, f string) {
+	s, ok := m[f].(map[string]any)
+	if !ok {
+		return
+	}
+	if _, ok := s["none"]; ok {
+		s["none"] = ""
+	}
+}
+
+// upstreamAudit writes the primitive allowHintDisable of the audit
+// strategy at m[f] (true unless set: the YAML class's default).
+func upstreamAudit(m map[string]any, f string) {
+	if a, ok := m[f].(map[string]any); ok {
+		setDefault(a, "allowHintDisable", true)
+	}
+}
+
+// tableKeysToStrategies moves each table's and auto table's
+// keyGenerateStrategy to a rule-level keyGenerateStrategies entry
+// (Layout554, YamlKeyGenerateStrategyRuleConfiguration).
+func tableKeysToStrategies(c map[string]any) error {
+	strategies, _ := c["keyGenerateStrategies"].(map[string]any)
+	if strategies == nil {
+		strategies = map[string]any{}
+	}
+	var err error
+	for _, f := range []string{"tables", "autoTables"} {
+		eachMap(c, f, func(name string, t map[string]any) {
+			ks, ok := t["keyGenerateStrategy"].(map[string]any)
+			if !ok {
+				return
+			}
+			delete(t, "keyGenerateStrategy")
+			column, _ := ks["column"].(string)
+			entry := map[string]any{"keyGenerateType": "column", "logicTable": name, "keyGenerateColumn": column}
+			if g, ok := ks["keyGeneratorName"]; ok {
+				entry["keyGeneratorName"] = g
+			}
+			key := KeyGenerateStrategyName(name, column)
+			if old, ok := strategies[key].(map[string]any); ok && fmt.Sprint(old) != fmt.Sprint(entry) && err == nil {
+				err = fmt.Errorf("table %s: key generate strategy %s is already defined differently", name, key)
+			}
+			strategies[key] = entry
+		})
+	}
+	if len(strategies) > 0 {
+		c["keyGenerateStrategies"] = strategies
+	}
+	return err
+}
+
+// strategiesToTableKeys moves each column keyGenerateStrategies entry to
+// its table's keyGenerateStrategy (before Layout554, which has no
+// rule-level strategies).
+func strategiesToTableKeys(layout paths.Layout, c map[string]any) error {
+	strategies, ok := c["keyGenerateStrategies"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	delete(c, "keyGenerateStrategies")
+	for _, name := range sortedKeys(strategies) {
+		s, _ := strategies[name].(map[string]any)
+		if typ, _ := s["keyGenerateType"].(string); !strings.EqualFold(typ, "column") && typ != "" {
+			return fmt.Errorf("key generate strategy %s is of type %s, which ShardingSphere %s cannot store (only 5.5.4 has rule-level key generate strategies)", name, typ, layout)
+		}
+		table, _ := s["logicTable"].(string)
+		var t map[string]any
+		for _, f := range []string{"tables", "autoTables"} {
+			if m, ok := c[f].(map[string]any); ok {
+				if tm, ok := m[table].(map[string]any); ok {
+					t = tm
+				}
+			}
+		}
+		if t == nil {
+			return fmt.Errorf("key generate strategy %s is for table %q, which has no sharding table rule to hold it in ShardingSphere %s", name, table, layout)
+		}
+		ks := map[string]any{"column": s["keyGenerateColumn"]}
+		if g, ok := s["keyGeneratorName"]; ok {
+			ks["keyGeneratorName"] = g
+		}
+		if old, ok := t["keyGenerateStrategy"]; ok && fmt.Sprint(old) != fmt.Sprint(ks) {
+			return fmt.Errorf("table %s has a keyGenerateStrategy and a different key generate strategy %s", table, name)
+		}
+		t["keyGenerateStrategy"] = ks
+	}
+	return nil
+}
+
+// upstreamGlobalRule returns the global rule r as upstream's swapper
+// writes it (see above).
+func upstreamGlobalRule(r config.Rule) config.Rule {
+	c := cloneMap(r.Content)
+	cache := func(f string, capacity, size int) {
+		m, ok := c[f].(map[string]any)
+		if !ok {
+			m = map[string]any{}
+			c[f] = m
+		}
+		setDefault(m, "initialCapacity", capacity)
+		setDefault(m, "maximumSize", size)
+	}
+	switch r.Type {
+	case "authority":
+		if users, ok := c["users"].([]any); ok {
+			for _, u := range users {
+				if um, ok := u.(map[string]any); ok {
+					// Grantee: a user without a host is user@%.
+					if s, ok := um["user"].(string); ok && !strings.Contains(s, "@") {
+						um["user"] = s + "@%"
+					}
+					setDefault(um, "admin", false)
+				}
+			}
+		}
+		if _, ok := c["privilege"]; !ok {
+			c["privilege"] = map[string]any{"type": "ALL_PERMITTED"}
+		}
+	case "sql_federation":
+		setDefault(c, "sqlFederationEnabled", false)
+		setDefault(c, "allQueryUseSQLFederation", false)
+		cache("executionPlanCache", 2000, 65535)
+	case "sql_parser":
+		cache("parseTreeCache", 128, 1024)
+		cache("sqlStatementCache", 2000, 65535)
+	case "sql_translator":
+		setDefault(c, "useOriginalSQLWhenTranslatingFailed", true)
+	case "global_clock":
+		setDefault(c, "enabled", false)
+	}
+	return config.Rule{Type: r.Type, Content: c}
+}
+
+// setDefault sets m[k] to v when m has no non-null value for k.
+func setDefault(m map[string]any, k string, v any) {
+	if m[k] == nil {
+		m[k] = v
+	}
+}
+
+// eachMap calls fn for each entry of the map m[f] whose value is a map.
+func eachMap(m map[string]any, f string, fn func(name string, v map[string]any)) {
+	sub, ok := m[f].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range sortedKeys(sub) {
+		if v, ok := sub[k].(map[string]any); ok {
+			fn(k, v)
+		}
+	}
+}
+
+// cloneMap copies maps and lists deeply (scalars are immutable).
+func cloneMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneMap(x)
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = cloneValue(e)
+		}
+		return l
+	}
+	return v
+}
