@@ -110,14 +110,14 @@ func TestPathAThenPathB(t *testing.T) {
 	n1 := bootNode(t, ctx, base, exampleConfig(t))
 	// The registry has ShardingSphere's layout, every item versioned.
 	for key, want := range map[string]string{
-		"/metadata/sharding_db/data_sources/units/ds_0/active_version":                        "0",
-		"/metadata/sharding_db/rules/sharding/tables/t_order/active_version":                  "0",
-		"/metadata/sharding_db/rules/sharding/default_database_strategy/active_version":       "0",
+		"/metadata/sharding_db/data_sources/units/ds_0/active_version":                    "0",
+		"/metadata/sharding_db/rules/sharding/tables/t_order/active_version":              "0",
+		"/metadata/sharding_db/rules/sharding/default_database_strategy/active_version":   "0",
 		"/metadata/sharding_db/rules/sharding/binding_tables/13d48f96849b306e/versions/0": "13d48f96849b306e:t_order,t_order_item",
-		"/metadata/sharding_db/rules/broadcast/tables/versions/0":                             "- t_address\n",
-		"/rules/transaction/versions/0":                                                       "defaultType: XA\nproviderType: Atomikos\n",
-		"/metadata/sharding_db/schemas/sharding_db/tables/t_ds_0/active_version":              "0",
-		"/metadata/sharding_db/schemas/sharding_db/views/v_all/active_version":                "0",
+		"/metadata/sharding_db/rules/broadcast/tables/versions/0":                         "- t_address\n",
+		"/rules/transaction/versions/0":                                                   "defaultType: XA\nproviderType: Atomikos\n",
+		"/metadata/sharding_db/schemas/sharding_db/tables/t_ds_0/active_version":          "0",
+		"/metadata/sharding_db/schemas/sharding_db/views/v_all/active_version":            "0",
 		"/props/active_version": "0",
 	} {
 		if got := get(t, base, key); got != want {
