@@ -32,6 +32,27 @@ var computeNodeInfoColumns = []Column{
 	{Name: "worker_id", Type: Int64}, {Name: "labels"}, {Name: "version"},
 }
 
+// 5.5.4 (master) dropped the labels column of both (#39006) and LABEL,
+// RELABEL and UNLABEL COMPUTE NODE (#39012): a node writing the 5.5.4
+// layout shows and runs them as 5.5.4 does.
+var (
+	computeNodesColumns554    = withoutLabels(computeNodesColumns)
+	computeNodeInfoColumns554 = withoutLabels(computeNodeInfoColumns)
+)
+
+func withoutLabels(cols []Column) []Column {
+	return slices.DeleteFunc(slices.Clone(cols), func(c Column) bool { return c.Name == "labels" })
+}
+
+// noLabels reports whether the node writes the 5.5.4 layout, which has no
+// compute node labels.
+func (e *Engine) noLabels() bool { return e.d.Mode.Repository.Layout == paths.Layout554 }
+
+// dropLabels removes the labels cell (at index i) from a row.
+func dropLabels(row []*string, i int) []*string {
+	return slices.Delete(slices.Clone(row), i, i+1)
+}
+
 // nodeRows are SHOW COMPUTE NODES' rows for one membership view; changed
 // is closed when the view changes.
 type nodeRows struct {
@@ -43,22 +64,30 @@ type nodeRows struct {
 // once per view and shared by every statement until the view changes
 // (front ends only read them).
 func (e *Engine) showComputeNodes(_ context.Context, _ *Session, _ *distsql.ShowComputeNodes) (*Result, error) {
+	cols := computeNodesColumns
+	if e.noLabels() {
+		cols = computeNodesColumns554
+	}
 	if c := e.nodeRows.Load(); c != nil {
 		select {
 		case <-c.changed:
 		default:
-			return &Result{Columns: computeNodesColumns, Rows: c.rows, Shared: true}, nil
+			return &Result{Columns: cols, Rows: c.rows, Shared: true}, nil
 		}
 	}
 	list, changed := e.d.Node.InstancesChanged()
 	rows := make([][]*string, 0, len(list))
 	for _, inst := range list {
 		r := computenode.RowOf(inst, e.d.ModeType)
-		rows = append(rows, strs(r.InstanceID, r.InstanceType, r.Host, strconv.Itoa(r.Port), r.Status,
-			r.ModeType, strconv.Itoa(r.WorkerID), strings.Join(r.Labels, ","), r.Version, r.DatabaseName))
+		row := strs(r.InstanceID, r.InstanceType, r.Host, strconv.Itoa(r.Port), r.Status,
+			r.ModeType, strconv.Itoa(r.WorkerID), strings.Join(r.Labels, ","), r.Version, r.DatabaseName)
+		if e.noLabels() {
+			row = dropLabels(row, 7)
+		}
+		rows = append(rows, row)
 	}
 	e.nodeRows.Store(&nodeRows{rows: rows, changed: changed})
-	return &Result{Columns: computeNodesColumns, Rows: rows, Shared: true}, nil
+	return &Result{Columns: cols, Rows: rows, Shared: true}, nil
 }
 
 // self is this node's row: from the membership view, or built from its
@@ -84,10 +113,14 @@ func (e *Engine) self() computenode.Row {
 
 func (e *Engine) showComputeNodeInfo(_ context.Context, _ *Session, _ *distsql.ShowComputeNodeInfo) (*Result, error) {
 	r := e.self()
-	return &Result{Columns: computeNodeInfoColumns, Rows: [][]*string{{
+	row := []*string{
 		str(r.InstanceID), str(r.Host), str(strconv.Itoa(r.Port)), str(r.Status), str(r.ModeType),
 		str(strconv.Itoa(r.WorkerID)), str(strings.Join(r.Labels, ",")), str(r.Version),
-	}}}, nil
+	}
+	if e.noLabels() {
+		return &Result{Columns: computeNodeInfoColumns554, Rows: [][]*string{dropLabels(row, 6)}}, nil
+	}
+	return &Result{Columns: computeNodeInfoColumns, Rows: [][]*string{row}}, nil
 }
 
 // showComputeNodeMode is the node's `mode:` as ShardingSphere shows it:
@@ -149,6 +182,9 @@ func (e *Engine) setComputeNodeState(ctx context.Context, id string, enable bool
 // labelComputeNode is LABEL (merge: the given labels first, then the
 // node's others) or RELABEL (replace) COMPUTE NODE.
 func (e *Engine) labelComputeNode(ctx context.Context, _ *Session, st *distsql.LabelComputeNode) (*Result, error) {
+	if e.noLabels() {
+		return nil, labelsRemoved(st.Relabel)
+	}
 	return e.relabel(ctx, st.InstanceID, func(old []string) []string {
 		out := dedupe(st.Labels)
 		if !st.Relabel {
@@ -165,6 +201,9 @@ func (e *Engine) labelComputeNode(ctx context.Context, _ *Session, st *distsql.L
 // unlabelComputeNode is UNLABEL COMPUTE NODE: without labels it removes
 // them all.
 func (e *Engine) unlabelComputeNode(ctx context.Context, _ *Session, st *distsql.UnlabelComputeNode) (*Result, error) {
+	if e.noLabels() {
+		return nil, unsupported("UNLABEL COMPUTE NODE, which ShardingSphere 5.5.4 removed (layoutVersion 5.5.4)")
+	}
 	return e.relabel(ctx, st.InstanceID, func(old []string) []string {
 		out := []string{}
 		if len(st.Labels) > 0 {
@@ -176,6 +215,16 @@ func (e *Engine) unlabelComputeNode(ctx context.Context, _ *Session, st *distsql
 		}
 		return out
 	})
+}
+
+// labelsRemoved refuses LABEL or RELABEL COMPUTE NODE for the 5.5.4
+// layout, changing nothing.
+func labelsRemoved(relabel bool) error {
+	what := "LABEL"
+	if relabel {
+		what = "RELABEL"
+	}
+	return unsupported(what + " COMPUTE NODE, which ShardingSphere 5.5.4 removed (layoutVersion 5.5.4)")
 }
 
 // maxLabels bounds the labels of one node.

@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -355,6 +356,43 @@ func TestDistVariables(t *testing.T) {
 		e := execError(t, n, s, "SHOW DIST VARIABLE WHERE NAME = worker_id")
 		if e.Code != 12010 || e.SQLState != "44000" || e.Message != "Can not support variable 'WORKER_ID'." {
 			t.Errorf("worker_id: %+v", e)
+		}
+	})
+}
+
+// TestComputeNodesLayout554 checks a node writing the 5.5.4 layout: SHOW
+// COMPUTE NODES and SHOW COMPUTE NODE INFO without the labels column, and
+// LABEL, RELABEL and UNLABEL COMPUTE NODE refused, the registry unchanged.
+func TestComputeNodesLayout554(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo, a := twoNodes(t, open)
+		a.engine.d.Mode.Repository.Layout = paths.Layout554
+		s := newSession()
+		res := exec(t, a, s, "SHOW COMPUTE NODES")
+		want := []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "version", "database_name"}
+		if got := columnNames(res); !reflect.DeepEqual(got, want) {
+			t.Fatalf("columns %v, want 5.5.4's %v", got, want)
+		}
+		for _, r := range rowStrings(res) {
+			if len(r) != len(want) || r[7] != cluster.Version {
+				t.Errorf("row %v", r)
+			}
+		}
+		info := exec(t, a, s, "SHOW COMPUTE NODE INFO")
+		if got := columnNames(info); !reflect.DeepEqual(got, []string{"instance_id", "host", "port", "status", "mode_type", "worker_id", "version"}) {
+			t.Fatalf("INFO columns %v", got)
+		}
+		if r := rowStrings(info)[0]; len(r) != 7 || r[6] != cluster.Version {
+			t.Fatalf("INFO row %v", r)
+		}
+		for _, q := range []string{"LABEL COMPUTE NODE 'node-b' WITH sh1", "RELABEL COMPUTE NODE 'node-b' WITH sh1", "UNLABEL COMPUTE NODE 'node-b'"} {
+			e := execError(t, a, s, q)
+			if e.SQLState != "0A000" || !strings.Contains(e.Message, "5.5.4") || !strings.Contains(e.Message, strings.Fields(q)[0]) {
+				t.Errorf("%s: %+v", q, e)
+			}
+		}
+		if _, err := repo.Get(testenv.Context(t), "/nodes/compute_nodes/labels/node-b"); !errors.Is(err, registry.ErrNotFound) {
+			t.Fatalf("labels node: %v, want none", err)
 		}
 	})
 }

@@ -172,3 +172,35 @@ func asMapT(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
 }
+
+// TestShardingTableRulesLayout554 persists the example sharding database in
+// the 5.5.4 layout, where key generate strategies are rule-level items:
+// SHOW SHARDING TABLE RULES shows each table's key generate column as it
+// does for 5.5.3.
+func TestShardingTableRulesLayout554(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		n := startNode(t, repo, "rules", nil)
+		const file = "../../testdata/shardingsphere/database-sharding-mysql.yaml"
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := config.ParseDatabase(file, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := metadata.PersistDatabase(testenv.Context(t), repo, paths.Layout554, *db); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the store to load the rule", func() bool {
+			d := n.store.Current().Databases["sharding_db"]
+			return d != nil && len(asMapT(d.Rules["sharding"].Content["keyGenerateStrategies"])) == 2 && len(asMapT(d.Rules["sharding"].Content["tables"])) == 2 &&
+				len(asMapT(d.Rules["sharding"].Content["keyGenerators"])) == 1
+		})
+		got := rowStrings(exec(t, n, newSession(), "SHOW SHARDING TABLE RULES FROM sharding_db"))
+		if len(got) != 2 || got[0][11] != "order_id" || got[0][12] != "SNOWFLAKE" || got[1][11] != "order_item_id" {
+			t.Fatalf("rules %v", got)
+		}
+	})
+}

@@ -127,6 +127,22 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		}
 		return def
 	}
+	// ownKey is a table's key generate strategy: its keyGenerateStrategy,
+	// or (5.5.4 layout) the rule-level column strategy naming the table,
+	// as a {column, keyGeneratorName} map.
+	ownKey := func(name string, t map[string]any) any {
+		if ks := t["keyGenerateStrategy"]; ks != nil {
+			return ks
+		}
+		strategies := asMap(rule["keyGenerateStrategies"])
+		for _, sn := range sortedKeys(strategies) {
+			ks := asMap(strategies[sn])
+			if strings.EqualFold(asText(ks["logicTable"]), name) && !strings.EqualFold(asText(ks["keyGenerateType"]), "sequence") {
+				return map[string]any{"column": ks["keyGenerateColumn"], "keyGeneratorName": ks["keyGeneratorName"]}
+			}
+		}
+		return nil
+	}
 	keyCells := func(ks any) (col, typ, props string) {
 		k := asMap(ks)
 		if k == nil {
@@ -161,7 +177,7 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		t := asMap(tables[name])
 		dbType, dbCol, dbAlg, dbProps := strategyCells(readStrategy(pick(t["databaseStrategy"], rule["defaultDatabaseStrategy"])))
 		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["tableStrategy"], rule["defaultTableStrategy"])))
-		kCol, kType, kProps := keyCells(pick(t["keyGenerateStrategy"], rule["defaultKeyGenerateStrategy"]))
+		kCol, kType, kProps := keyCells(pick(ownKey(name, t), rule["defaultKeyGenerateStrategy"]))
 		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
 		res.Rows = append(res.Rows, strs(name, asText(t["actualDataNodes"]), "", dbType, dbCol, dbAlg, dbProps,
 			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
@@ -173,7 +189,7 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		}
 		t := asMap(autoTables[name])
 		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["shardingStrategy"], rule["defaultTableStrategy"])))
-		kCol, kType, kProps := keyCells(pick(t["keyGenerateStrategy"], rule["defaultKeyGenerateStrategy"]))
+		kCol, kType, kProps := keyCells(pick(ownKey(name, t), rule["defaultKeyGenerateStrategy"]))
 		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
 		res.Rows = append(res.Rows, strs(name, "", asText(t["actualDataSources"]), "", "", "", "",
 			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))

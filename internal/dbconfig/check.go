@@ -139,6 +139,10 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 		strategy(name, t["shardingStrategy"])
 		generator(name, t["keyGenerateStrategy"])
 	}
+	strategies := mapOf(c["keyGenerateStrategies"]) // 5.5.4's rule-level strategies
+	for _, name := range sortedNames(strategies) {
+		generator(name, strategies[name])
+	}
 	strategy("default", c["defaultDatabaseStrategy"])
 	strategy("default", c["defaultTableStrategy"])
 	generator("default", c["defaultKeyGenerateStrategy"])

@@ -168,6 +168,10 @@ func TestImportExportRoundTrip(t *testing.T) {
 		}
 		for _, r := range want.Rules {
 			g, _ := got.Rule(r.Type)
+			// As persisted: with the fields upstream writes (logicTable).
+			if r, err = metadata.RuleAsWritten(paths.DefaultLayout, r); err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(g.Content, r.Content) {
 				t.Errorf("rule %s: exported %v, imported %v", r.Type, g.Content, r.Content)
 			}
@@ -186,6 +190,65 @@ func TestImportExportRoundTrip(t *testing.T) {
 		var e *sqlerr.Error
 		if !errors.As(err, &e) || e.Code != 30001 || !strings.Contains(e.Message, "exists and is not empty") {
 			t.Fatalf("re-import: %v", err)
+		}
+	})
+}
+
+// TestImportConvertsLayouts imports a file with 5.5.3's per-table key
+// generate strategy into a 5.5.4 registry (a rule-level item), exports it
+// and imports the export into a 5.5.3 registry (back to the table), and
+// refuses what 5.5.3 cannot hold, writing nothing.
+func TestImportConvertsLayouts(t *testing.T) {
+	realtest.Each(t, "sk_dbconfig_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		ctx := testenv.Context(t)
+		dir := t.TempDir()
+		// One namespace; the 5.5.3 import is a second database in it.
+		r554 := open(t)
+		r553 := r554
+		const root = "/metadata/sharding_db/rules/sharding/"
+		const root553 = "/metadata/copy_db/rules/sharding/"
+		if _, err := Import(ctx, r554, "in", configYAML(dir, "sharding_db", ""), Options{Layout: paths.Layout554, ListenerHold: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		tree := dump(t, r554)
+		if v := tree[root+"key_generate_strategies/t_order_order_id/versions/0"]; !strings.Contains(v, "keyGenerateColumn: order_id") || !strings.Contains(v, "keyGenerateType: column") {
+			t.Fatalf("5.5.4 key generate strategy = %q", v)
+		}
+		if v := tree[root+"tables/t_order/versions/0"]; strings.Contains(v, "keyGenerateStrategy") {
+			t.Fatalf("5.5.4 table kept keyGenerateStrategy:\n%s", v)
+		}
+		out, err := Export(loadSnapshot(ctx, t, r554), "sharding_db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), "keyGenerateStrategies:") {
+			t.Fatalf("the 5.5.4 export has no keyGenerateStrategies:\n%s", out)
+		}
+		out = bytes.Replace(out, []byte("databaseName: sharding_db"), []byte("databaseName: copy_db"), 1)
+		if _, err := Import(ctx, r553, "export", out, Options{Layout: paths.Layout553, ListenerHold: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		tree = dump(t, r553)
+		if v := tree[root553+"tables/t_order/versions/0"]; !strings.Contains(v, "keyGenerateStrategy:\n  column: order_id\n  keyGeneratorName: snowflake\n") {
+			t.Fatalf("5.5.3 table:\n%s", v)
+		}
+		for k := range tree {
+			if strings.HasPrefix(k, root553) && strings.Contains(k, "key_generate_strategies") {
+				t.Fatalf("5.5.3 registry holds %s", k)
+			}
+		}
+		// A sequence strategy has no place in 5.5.3: refused, nothing written.
+		seq := strings.Replace(string(configYAML(dir, "seq_db", "")), "  keyGenerators:", "  keyGenerateStrategies:\n    order_seq:\n      keyGenerateType: sequence\n      keyGeneratorName: snowflake\n      keyGenerateSequence: seq_order\n  keyGenerators:", 1)
+		before := dump(t, r553)
+		if _, err := Import(ctx, r553, "seq", []byte(seq), Options{Layout: paths.Layout553, ListenerHold: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "order_seq") {
+			t.Fatalf("sequence strategy into 5.5.3: %v", err)
+		}
+		if after := dump(t, r553); !reflect.DeepEqual(before, after) {
+			t.Fatal("the refused import wrote to the registry")
+		}
+		// 5.5.4 refuses a database name upstream's validator refuses.
+		if _, err := Import(ctx, r554, "bad", configYAML(dir, "2nd-db", ""), Options{Layout: paths.Layout554, ListenerHold: time.Millisecond}); err == nil {
+			t.Fatal("5.5.4 imported database 2nd-db")
 		}
 	})
 }

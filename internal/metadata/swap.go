@@ -63,6 +63,13 @@ func KeyGenerateStrategyName(table, column string) string {
 	return strings.ToLower(table + "_" + column)
 }
 
+// RuleAsWritten returns database rule r as a node persists it for layout's
+// release, and as a snapshot then holds it: with the fields upstream's
+// YAML swapper writes (see above). It fails where PersistDatabase does.
+func RuleAsWritten(layout paths.Layout, r config.Rule) (config.Rule, error) {
+	return upstreamRule(layout, r)
+}
+
 // upstreamRule returns r as layout's release writes it (see above). It
 // fails when r holds what that release cannot store: a sequence key
 // generate strategy, or one for a table the rule does not have, before
