@@ -209,7 +209,7 @@ func TestFirstStartNextToUpstream(t *testing.T) {
 	for _, target := range []struct {
 		layout paths.Layout
 		rounds int
-	}{{paths.Layout553, 24}, {paths.Layout552, 12}} {
+	}{{paths.Layout553, 24}, {paths.Layout552, 12}, {paths.Layout554, 12}} {
 		rounds := target.rounds
 		if testing.Short() {
 			rounds = 4
@@ -294,7 +294,7 @@ func firstStartRound(t *testing.T, b backend, layout paths.Layout, round int, up
 	}
 	cfg := exampleConfig(t)
 	cfg.Mode.Repository.Layout = layout
-	store, err := Bootstrap(ctx, repo, sess, cfg, Options{Introspect: fakeIntrospect, Logger: quietLog()})
+	store, err := Bootstrap(ctx, repo, sess, cfg, Options{Introspect: layoutIntrospect, Logger: quietLog()})
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("round %d: Bootstrap: %v", round, err)
