@@ -83,7 +83,7 @@ func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
 		}
 	case "readwrite_splitting":
 		eachMap(c, "dataSourceGroups", func(_ string, g map[string]any) {
-			setDefault(g, "transactionalReadQueryStrategy", "DYNAMIC")
+			setDefault(g, "transactionalReadQueryStrategy", "PRIMARY")
 		})
 	case "encrypt":
 		eachMap(c, "tables", func(name string, t map[string]any) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -231,6 +233,57 @@ func TestLayout554DatabaseNames(t *testing.T) {
 		}
 		if kvs, _ := snapshotOf(ctx, repo, paths.MetadataRoot); len(kvs) > 0 {
 			t.Errorf("%q: written %v", name, kvs)
+		}
+	}
+}
+
+// TestRulesCarryUpstreamDefaults checks the fields upstream's swappers
+// always write, rule by rule, beyond what the example conf has.
+func TestRulesCarryUpstreamDefaults(t *testing.T) {
+	for _, c := range []struct {
+		typ      string
+		in, want string
+	}{
+		{"readwrite_splitting", "dataSourceGroups: {rw: {writeDataSourceName: w, readDataSourceNames: [r]}}",
+			"dataSourceGroups: {rw: {writeDataSourceName: w, readDataSourceNames: [r], transactionalReadQueryStrategy: PRIMARY}}"},
+		{"encrypt", "tables: {t: {columns: {c: {cipher: {name: c_cipher, encryptorName: aes}}}}}",
+			"tables: {t: {name: t, columns: {c: {name: c, cipher: {name: c_cipher, encryptorName: aes}}}}}"},
+		{"mask", "tables: {t: {columns: {c: {maskAlgorithm: m}}}}",
+			"tables: {t: {name: t, columns: {c: {logicColumn: c, maskAlgorithm: m}}}}"},
+		{"sharding", "autoTables: {t: {actualDataSources: ds_0, shardingStrategy: {none: }, auditStrategy: {auditorNames: [a]}}}",
+			"autoTables: {t: {logicTable: t, actualDataSources: ds_0, shardingStrategy: {none: ''}, auditStrategy: {auditorNames: [a], allowHintDisable: true}}}"},
+		{"authority", "users: [{user: sharding, password: p}]",
+			"users: [{user: sharding@%, password: p, admin: false}], privilege: {type: ALL_PERMITTED}"},
+		{"sql_parser", "",
+			"parseTreeCache: {initialCapacity: 128, maximumSize: 1024}, sqlStatementCache: {initialCapacity: 2000, maximumSize: 65535}"},
+		{"sql_federation", "sqlFederationEnabled: true",
+			"sqlFederationEnabled: true, allQueryUseSQLFederation: false, executionPlanCache: {initialCapacity: 2000, maximumSize: 65535}"},
+		{"sql_translator", "type: NATIVE", "type: NATIVE, useOriginalSQLWhenTranslatingFailed: true"},
+		{"global_clock", "type: TSO, provider: local", "type: TSO, provider: local, enabled: false"},
+	} {
+		var in, want map[string]any
+		if err := yaml.Unmarshal([]byte("{"+c.in+"}"), &in); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte("{"+c.want+"}"), &want); err != nil {
+			t.Fatal(err)
+		}
+		r := config.Rule{Type: c.typ, Content: in}
+		var got map[string]any
+		if config.IsGlobalRuleType(c.typ) {
+			got = upstreamGlobalRule(r).Content
+			if err := checkUpstreamLoads(paths.DefaultLayout, paths.Key{Kind: paths.KindGlobalRule, Name: c.typ}, encodeGlobalRule(r)); err != nil {
+				t.Errorf("%s: %v", c.typ, err)
+			}
+		} else {
+			up, err := upstreamRule(paths.DefaultLayout, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = up.Content
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", c.typ, got, want)
 		}
 	}
 }
