@@ -66,5 +66,33 @@ func TestRefresh(t *testing.T) {
 		if _, err := Refresh(ctx, repo, paths.DefaultLayout, snap(), "no_db", false, nil); err == nil {
 			t.Fatal("refresh of an unknown database succeeded")
 		}
+		// A table named in mixed case is stored under its lower-case node
+		// up to 5.5.3 and under its name in 5.5.4; a refresh without
+		// changes leaves it alone in both.
+		exec("ds_1", "ds1.db", "CREATE TABLE T_Mixed (id BIGINT PRIMARY KEY)")
+		for _, c := range []struct {
+			layout     paths.Layout
+			node, gone string
+		}{{paths.Layout553, "t_mixed", "T_Mixed"}, {paths.Layout554, "T_Mixed", "t_mixed"}} {
+			for i := range 2 {
+				out, err := Refresh(ctx, repo, c.layout, snap(), "sharding_db", false, nil)
+				if err != nil || len(out) != 1 {
+					t.Fatalf("%s: Refresh = %v, %v", c.layout, out, err)
+				}
+				if i == 1 && (out[0].Written != 0 || out[0].Dropped != 0) {
+					t.Fatalf("%s: refresh without changes: %+v", c.layout, out[0])
+				}
+			}
+			d := snap().Databases["sharding_db"].Schemas["sharding_db"]
+			if tb, ok := d.Tables[c.node]; !ok || tb.Name != "T_Mixed" {
+				t.Fatalf("%s: node %s = %+v, %v", c.layout, c.node, tb, ok)
+			}
+			if _, ok := d.Tables[c.gone]; ok {
+				t.Fatalf("%s: node %s is still there", c.layout, c.gone)
+			}
+			if _, ok := snap().Table("sharding_db", "sharding_db", "T_MIXED"); !ok {
+				t.Fatalf("%s: T_MIXED not found", c.layout)
+			}
+		}
 	})
 }

@@ -50,27 +50,40 @@ type ComputeNode struct {
 	WorkerID     int    // -1 when none is published
 }
 
-// Table returns the table db.schema.table and whether it exists; a schema
-// or table stored under its lower-case node name (up to 5.5.3) is found
-// by its name in any case.
+// Table returns the table db.schema.table and whether it exists. The
+// schema and the table are found by their names in any case, as
+// ShardingSphere finds them (up to 5.5.3 their nodes are named in lower
+// case; 5.5.4 keeps the case): an exact match first.
 func (s *Snapshot) Table(db, schema, table string) (datasource.Table, bool) {
 	d := s.Databases[db]
 	if d == nil {
 		return datasource.Table{}, false
 	}
-	// Up to 5.5.3 the nodes are named in lower case; 5.5.4 keeps the case.
-	sc := d.Schemas[schema]
-	if sc == nil {
-		sc = d.Schemas[strings.ToLower(schema)]
-	}
-	if sc == nil {
+	sc, ok := foldGet(d.Schemas, schema)
+	if !ok || sc == nil {
 		return datasource.Table{}, false
 	}
-	t, ok := sc.Tables[table]
-	if !ok {
-		t, ok = sc.Tables[strings.ToLower(table)]
+	return foldGet(sc.Tables, table)
+}
+
+// foldGet returns m[name], or m[lower case name], or the value of a key
+// equal to name under Unicode case folding (the smallest such key, so that
+// the result does not depend on map order).
+func foldGet[V any](m map[string]V, name string) (V, bool) {
+	if v, ok := m[name]; ok {
+		return v, true
 	}
-	return t, ok
+	if v, ok := m[strings.ToLower(name)]; ok {
+		return v, true
+	}
+	var out V
+	found := ""
+	for k, v := range m {
+		if strings.EqualFold(k, name) && (found == "" || k < found) {
+			out, found = v, k
+		}
+	}
+	return out, found != ""
 }
 
 // Change says what one applied event changed. Kind is one of the paths.Kind
