@@ -287,3 +287,25 @@ func TestRulesCarryUpstreamDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterRuleItemLayout554 alters a table item that carries a
+// keyGenerateStrategy for the 5.5.4 target: the table is written without
+// it and the strategy as its rule-level item.
+func TestAlterRuleItemLayout554(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	if err := CreateDatabase(ctx, repo, paths.Layout554, config.Database{Name: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]any{"actualDataNodes": "ds_0.t_x", "keyGenerateStrategy": map[string]any{"column": "id", "keyGeneratorName": "snowflake"}}
+	if err := AlterRuleItem(ctx, repo, paths.Layout554, "db", "sharding", "tables", "t_x", table); err != nil {
+		t.Fatal(err)
+	}
+	tree := dumpTree(t, repo)
+	if v := tree["/metadata/db/rules/sharding/tables/t_x/versions/0"]; v != "actualDataNodes: ds_0.t_x\nlogicTable: t_x\n" {
+		t.Fatalf("table item %q", v)
+	}
+	if v := tree["/metadata/db/rules/sharding/key_generate_strategies/t_x_id/versions/0"]; !strings.Contains(v, "keyGenerateColumn: id") {
+		t.Fatalf("key generate strategy item %q", v)
+	}
+}

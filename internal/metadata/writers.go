@@ -181,10 +181,16 @@ func AlterRuleItem(ctx context.Context, repo registry.Repository, layout paths.L
 	if err != nil {
 		return err
 	}
+	// The target may move part of the value to another item (a 5.5.4
+	// table's keyGenerateStrategy becomes a key generate strategy item):
+	// those are written after the item itself.
 	var content []byte
+	var moved []ruleItem
 	for _, it := range items {
 		if it.Item == item && it.Name == name {
 			content = it.Value
+		} else {
+			moved = append(moved, it)
 		}
 	}
 	if content == nil {
@@ -203,8 +209,19 @@ func AlterRuleItem(ctx context.Context, repo registry.Repository, layout paths.L
 			}
 		}
 	}
-	_, err = putVersioned(ctx, repo, node, content)
-	return err
+	if _, err = putVersioned(ctx, repo, node, content); err != nil {
+		return err
+	}
+	for _, it := range moved {
+		other, err := layout.RuleItem(db, ruleType, it.Item, it.Name)
+		if err != nil {
+			return err
+		}
+		if _, err := putVersioned(ctx, repo, other, it.Value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DropRuleItem removes one rule item (see AlterRuleItem for the naming)
