@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
@@ -159,7 +160,7 @@ func TestListNodesFromTheRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	insts, err := computenode.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	insts, err := cluster.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -61,26 +60,8 @@ func (e *Engine) showComputeNodes(_ context.Context, _ *Session, _ *distsql.Show
 	return &Result{Columns: computeNodesColumns, Rows: rows, Shared: true}, nil
 }
 
-// self is this node's row: from the membership view, or built from its
-// configuration before its registration has come back through the watch.
-func (e *Engine) self() computenode.Row {
-	id := e.d.Node.InstanceID()
-	for _, inst := range e.d.Node.Instances() {
-		if inst.ID == id {
-			return computenode.RowOf(inst, e.d.ModeType)
-		}
-	}
-	c := e.d.NodeConfig
-	inst := cluster.Instance{ID: id, Type: c.Type, Host: c.Host, Port: c.Port, WorkerID: e.d.Node.WorkerID(),
-		DatabaseName: c.DatabaseName, Version: cluster.Version, Labels: c.Labels}
-	if inst.Type == "" {
-		inst.Type = cluster.TypeProxy
-	}
-	if inst.Host == "" {
-		inst.Host = "127.0.0.1"
-	}
-	return computenode.RowOf(inst, e.d.ModeType)
-}
+// self is this node's row (cluster.Node.Self).
+func (e *Engine) self() computenode.Row { return computenode.RowOf(e.d.Node.Self(), e.d.ModeType) }
 
 func (e *Engine) showComputeNodeInfo(_ context.Context, _ *Session, _ *distsql.ShowComputeNodeInfo) (*Result, error) {
 	r := e.self()

@@ -29,10 +29,6 @@ type Deps struct {
 	// Node is the running node: its instance id, worker id, membership
 	// view and key generator.
 	Node *cluster.Node
-	// NodeConfig is the configuration Node was opened with (its host,
-	// port and type show in SHOW COMPUTE NODE INFO before the node's own
-	// registration comes back through the watch).
-	NodeConfig cluster.Config
 	// Metadata is the node's live view of the logical databases, rules
 	// and props.
 	Metadata *metadata.Store

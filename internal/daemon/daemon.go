@@ -199,7 +199,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	}()
 	d.acker = acker
 	d.Console = console.New(console.Deps{
-		Repo: repo, Node: node, NodeConfig: nc, Metadata: store, Processes: d.Processes,
+		Repo: repo, Node: node, Metadata: store, Processes: d.Processes,
 		Mode: config.Mode{Type: c.ModeType, Repository: c.Repository}, ModeType: c.ModeType,
 		Layout: c.Repository.Layout, Logger: log,
 	})

@@ -38,9 +38,6 @@ import (
 type Config struct {
 	// Node issues the keys and shows the membership.
 	Node *cluster.Node
-	// NodeConfig is the node's configuration (type, host, port, database
-	// name), used for this node's row before its registration is seen.
-	NodeConfig cluster.Config
 	// Store is the node's metadata view.
 	Store *metadata.Store
 	// Repo is the registry the writers use (ENABLE/DISABLE, props, lock).

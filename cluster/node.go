@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"context"
@@ -22,10 +22,6 @@ import (
 // with a valid reservation: after a lost session or fence (until it has
 // re-acquired one), or after Close.
 var ErrNotIssuing = errors.New("cluster: not issuing keys: no worker id with a valid time reservation (see the node's logs)")
-
-// ErrExhausted is returned by Open when all 1024 worker ids are taken
-// (ShardingSphere code 17001, same text).
-var ErrExhausted = workerid.ErrExhausted
 
 // Node is one running compute node. Its methods are safe for concurrent
 // use.
@@ -59,8 +55,9 @@ type holding struct {
 // membership and starts watching it. It returns a node that can issue keys
 // at once and whose Instances include every node online when it loaded
 // them, itself included. ctx bounds only the start; the node runs until
-// Close. Errors: ErrExhausted when every worker id is taken; registry
-// errors (then whatever Open claimed is released); config errors.
+// Close. Errors: an *ExhaustedError (matching ErrExhausted) when every
+// worker id is taken; registry errors (then whatever Open claimed is
+// released); config errors, all of them at once.
 func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -68,6 +65,9 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, err
 	}
 	n := &Node{cfg: cfg, repo: repo, members: newMembers(cfg.Logger), done: make(chan struct{})}
 	hold, err := n.acquire(ctx)
+	if errors.Is(err, workerid.ErrExhausted) {
+		return nil, newExhausted()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -455,6 +455,22 @@ func (n *Node) Instances() []Instance {
 // InstancesChanged returns the current instances and a channel closed at
 // the next change, for callers that follow the membership.
 func (n *Node) InstancesChanged() ([]Instance, <-chan struct{}) { return n.members.view() }
+
+// Self returns this node as Instances shows it or, before its registration
+// has come back through the membership watch (and while it re-registers
+// after a lost session), as it registers itself: its configuration with
+// the defaults Open filled in, the worker id it holds, Version, and an
+// empty Status.
+func (n *Node) Self() Instance {
+	for _, inst := range n.Instances() {
+		if inst.ID == n.cfg.InstanceID {
+			return inst
+		}
+	}
+	c := n.cfg
+	return Instance{ID: c.InstanceID, Type: c.Type, Host: c.Host, Port: c.Port, WorkerID: n.WorkerID(),
+		DatabaseName: c.DatabaseName, Version: Version, Labels: c.Labels}
+}
 
 // Close leaves the cluster gracefully: it stops issuing, lowers the fence
 // to the last issued millisecond (so a successor can start at once),
