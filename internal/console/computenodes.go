@@ -217,7 +217,7 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 		if len(labels) > 0 {
 			value, _ = yaml.Marshal(labels)
 		}
-		sess, owned, err := e.labelSession(ctx, version != 0)
+		sess, err := e.labelSession()
 		if err != nil {
 			return nil, err
 		}
@@ -225,9 +225,6 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 			Conds: []registry.Cond{{Key: key, Version: version}},
 			Ops:   []registry.Op{{Key: key, Value: value, Ephemeral: version == 0}},
 		})
-		if !owned {
-			_ = sess.Close(context.WithoutCancel(ctx))
-		}
 		if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound) {
 			continue // changed meanwhile: read again
 		}
@@ -239,27 +236,19 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 	return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: the labels of compute node %s kept changing; retry.", id)}
 }
 
-// labelSession returns the session to commit a labels change with: a
-// short one when the key exists (the write keeps the key's owner), the
-// engine's own long-lived one (owned true) to create a key.
-func (e *Engine) labelSession(ctx context.Context, exists bool) (sess registry.Session, owned bool, err error) {
-	if exists {
-		sess, err = e.d.Repo.NewSession(ctx, registry.SessionOptions{})
-		return sess, false, err
-	}
+// labelSession returns the session to commit a labels change with: the
+// node's own (cluster.Node.Session), so that a labels node LABEL creates
+// goes with the node as the node's own registration does.
+func (e *Engine) labelSession() (registry.Session, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.sess != nil {
-		select {
-		case <-e.sess.Done():
-			e.sess = nil
-		default:
-			return e.sess, true, nil
-		}
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, errors.New("console: engine closed")
 	}
-	if e.closed {
-		return nil, false, errors.New("console: engine closed")
+	sess := e.d.Node.Session()
+	if sess == nil {
+		return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: "Unsupported SQL operation: this compute node holds no registry session now (it is re-acquiring its worker id); retry."}
 	}
-	e.sess, err = e.d.Repo.NewSession(ctx, registry.SessionOptions{})
-	return e.sess, true, err
+	return sess, nil
 }

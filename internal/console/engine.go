@@ -78,7 +78,6 @@ type Engine struct {
 	nodeRows atomic.Pointer[nodeRows] // SHOW COMPUTE NODES of the current membership view
 
 	mu     sync.Mutex
-	sess   registry.Session // owns the labels nodes the engine created; nil until needed
 	closed bool
 }
 
@@ -105,19 +104,15 @@ func New(d Deps) *Engine {
 
 var _ Executor = (*Engine)(nil)
 
-// Close ends the engine's registry session, if it opened one: the labels
-// nodes LABEL COMPUTE NODE created for nodes that had none go with it, as
-// they go with a ShardingSphere node that wrote them. Statements after
-// Close that need the session fail.
-func (e *Engine) Close(ctx context.Context) error {
+// Close marks the engine closed: LABEL and UNLABEL after it fail. The
+// labels nodes LABEL COMPUTE NODE created for nodes that had none live in
+// the node's session and go with the node, as they go with a
+// ShardingSphere node that wrote them. It does no I/O.
+func (e *Engine) Close(context.Context) error {
 	e.mu.Lock()
-	sess := e.sess
-	e.sess, e.closed = nil, true
+	e.closed = true
 	e.mu.Unlock()
-	if sess == nil {
-		return nil
-	}
-	return sess.Close(ctx)
+	return nil
 }
 
 // Execute parses query and runs it for session s. Failures a client caused

@@ -70,12 +70,26 @@ func startMember(t testing.TB, repo registry.Repository, id string) *member {
 	}
 	m := &member{id: id, store: store}
 	m.run()
-	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: id, Store: store, SessionTTL: 10 * time.Second})
+	sess, err := repo.NewSession(ctx, registry.SessionOptions{TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close(); m.stop(); <-m.done })
+	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: id, Node: oneSession{sess}, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); _ = sess.Close(context.Background()); m.stop(); <-m.done })
 	return m
+}
+
+// oneSession is a node that holds one session all its life, as a
+// cluster.Node does until it loses one.
+type oneSession struct{ s registry.Session }
+
+func (o oneSession) Session() registry.Session { return o.s }
+
+func (o oneSession) OnSession(ctx context.Context, f func(context.Context, registry.Session) error) (func(), error) {
+	return func() {}, f(ctx, o.s)
 }
 
 func (m *member) run() {
