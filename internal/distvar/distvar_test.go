@@ -5,14 +5,17 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
@@ -207,4 +210,58 @@ func TestSetRefusesBeforeWriting(t *testing.T) {
 			t.Fatalf("a refused SET wrote /props: %v", err)
 		}
 	})
+}
+
+// TestAckerFollowsTheNodesSession: the acknowledgement lives in the
+// node's session; when the registry expires it, the node writes it again
+// in its next session (cluster.Node.OnSession), with the version applied
+// meanwhile.
+func TestAckerFollowsTheNodesSession(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	t.Cleanup(func() { _ = repo.Close() })
+	quiet := slog.New(slog.DiscardHandler)
+	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "acked", Reservation: 300 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Close(context.Background()) })
+	m := &member{id: "acked"}
+	if m.store, err = metadata.Load(ctx, repo, quiet); err != nil {
+		t.Fatal(err)
+	}
+	m.run()
+	t.Cleanup(func() { m.stop(); <-m.done })
+	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: "acked", Node: node, Store: m.store, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	key, _ := paths.PropsApplied("acked")
+	first := node.Session()
+	before := strconv.Itoa(m.store.Current().PropsVersion)
+	if kv, err := repo.Get(ctx, key); err != nil || string(kv.Value) != before {
+		t.Fatalf("acknowledgement after StartAcker: %q, %v; want %s", kv.Value, err, before)
+	}
+	if !memory.Expire(first) {
+		t.Fatal("the node's session is not a live memory session")
+	}
+	// The version is unchanged: only the node's session hook writes it.
+	testenv.Eventually(t, "the acknowledgement in the node's next session", func() bool {
+		s := node.Session()
+		kv, err := repo.Get(ctx, key)
+		return s != nil && s != first && err == nil && string(kv.Value) == before
+	})
+	if err := metadata.SetProps(ctx, repo, map[string]string{"sql-show": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the acknowledgement of the new version", func() bool {
+		kv, err := repo.Get(ctx, key)
+		v := m.store.Current().PropsVersion
+		return err == nil && string(kv.Value) != before && string(kv.Value) == strconv.Itoa(v)
+	})
+	a.Close()
+	if _, err := repo.Get(ctx, key); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("acknowledgement after Close: %v, want it withdrawn", err)
+	}
 }
