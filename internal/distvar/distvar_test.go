@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,40 @@ func TestCheck(t *testing.T) {
 		if err != nil || key != tc.key || canonical != tc.canonical {
 			t.Errorf("Check(%q, %q) = %q, %q, %v; want %q, %q", tc.name, tc.value, key, canonical, err, tc.key, tc.canonical)
 		}
+	}
+}
+
+// TestLookup: names read back (SHOW DIST VARIABLE, props get) in any
+// case and the dashed key; SET takes the variable names only (Property).
+func TestLookup(t *testing.T) {
+	for _, c := range []struct{ name, prop string }{{"sql_show", "sql-show"}, {"SQL_SHOW", "sql-show"}, {"sql-show", "sql-show"},
+		{"proxy_frontend_max_connections", "proxy-frontend-max-connections"}} {
+		k, ok := Lookup(c.name)
+		if !ok || k.Name != c.prop {
+			t.Errorf("Lookup(%q) = %q, %v", c.name, k.Name, ok)
+		}
+	}
+	if _, ok := Lookup("worker_id"); ok {
+		t.Error("worker_id is a variable")
+	}
+	if _, err := Property("sql-show"); err == nil {
+		t.Error("Property accepts the dashed key sql-show")
+	}
+	if v := VariableName("proxy-frontend-max-connections"); v != "proxy_frontend_max_connections" {
+		t.Errorf("VariableName = %q", v)
+	}
+	if _, v, err := Check("metadata_identifier_case_sensitivity", "insensitive"); err != nil || v != "INSENSITIVE" {
+		t.Errorf("enum value = %q, %v", v, err)
+	}
+	var e *sqlerr.Error
+	if _, _, err := Check("metadata_identifier_case_sensitivity", "bogus"); !errors.As(err, &e) || e.Code != 12011 || e.Message != "Invalid variable value 'bogus'." {
+		t.Errorf("enum bogus = %v", err)
+	}
+	if _, _, err := Check("proxy_meta_data_collector_cron", "0 0 2"); err == nil {
+		t.Error("a 3-field cron was accepted")
+	}
+	if _, v, err := Check("proxy_meta_data_collector_cron", "0 0 3 * * ?"); err != nil || v != "0 0 3 * * ?" {
+		t.Errorf("cron = %q, %v", v, err)
 	}
 }
 
@@ -263,5 +298,39 @@ func TestAckerFollowsTheNodesSession(t *testing.T) {
 	a.Close()
 	if _, err := repo.Get(ctx, key); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("acknowledgement after Close: %v, want it withdrawn", err)
+	}
+}
+
+// closedWatch is a repository whose watches end at once without an
+// error event, as a registry client's may when it is closed.
+type closedWatch struct{ registry.Repository }
+
+func (r closedWatch) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
+	initial, err := r.List(ctx, prefix)
+	ch := make(chan registry.Event)
+	close(ch)
+	return initial, ch, err
+}
+
+// TestWaitWatchClosed: a watch that ends without an error event is an
+// error that says so (it wrapped a nil error: "%!w(<nil>)").
+func TestWaitWatchClosed(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	t.Cleanup(func() { _ = repo.Close() })
+	online, _ := paths.Online(paths.Proxy, "behind")
+	applied, _ := paths.PropsApplied("behind")
+	for k, v := range map[string]string{online: "attribute: 127.0.0.1@3307\n", applied: "0"} {
+		if _, err := repo.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out Outcome
+	err := Wait(ctx, closedWatch{repo}, 1, &out)
+	if err == nil || strings.Contains(err.Error(), "%!") || !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("Wait on a watch that closed = %v, want an ErrUnavailable that says the watch ended", err)
+	}
+	if !slices.Equal(out.Pending, []string{"behind"}) {
+		t.Errorf("outcome %+v, want behind pending", out)
 	}
 }
