@@ -15,9 +15,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// Node is the node an Acker acknowledges for: its registry session holds
-// the acknowledgement. *cluster.Node implements it.
-type Node interface {
+// Holder holds the registry session an acknowledgement lives in: the
+// node it acknowledges for. *cluster.Node implements it.
+type Holder interface {
 	// Session is the node's registry session now, nil while it holds none.
 	Session() registry.Session
 	// OnSession calls f with the current session and with each later one.
@@ -29,7 +29,7 @@ type AckerConfig struct {
 	// InstanceID is the node whose acknowledgement the Acker publishes.
 	InstanceID string
 	// Node holds the session the acknowledgement lives in.
-	Node Node
+	Node Holder
 	// Store is the node's metadata store; its Snapshot.PropsVersion is
 	// what the Acker reports.
 	Store *metadata.Store
@@ -94,9 +94,9 @@ func StartAcker(ctx context.Context, repo registry.Repository, cfg AckerConfig) 
 // key, if the node's session has not taken it along already).
 // Idempotent.
 func (a *Acker) Close() {
-	a.remove()
 	a.cancel()
 	<-a.done
+	a.remove()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.sess != nil {
