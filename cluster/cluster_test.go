@@ -6,36 +6,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/shardkeeper/shardkeeper/internal/node"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
-
-// TestSameValuesAsNode keeps the public constants equal to the ones the
-// node implementation uses: the registry paths, the published version and
-// the reservation bounds must not drift apart.
-func TestSameValuesAsNode(t *testing.T) {
-	for _, c := range []struct {
-		name      string
-		got, want any
-	}{
-		{"Version", Version, node.Version},
-		{"DefaultReservation", DefaultReservation, node.DefaultReservation},
-		{"MaxReservation", MaxReservation, node.MaxReservation},
-		{"MaxClockSkew", MaxClockSkew, node.MaxClockSkew},
-		{"TypeProxy", TypeProxy, node.TypeProxy},
-		{"TypeJDBC", TypeJDBC, node.TypeJDBC},
-		{"EventAcquired", string(EventAcquired), string(node.EventAcquired)},
-		{"EventReserved", string(EventReserved), string(node.EventReserved)},
-		{"EventLost", string(EventLost), string(node.EventLost)},
-		{"EventReleased", string(EventReleased), string(node.EventReleased)},
-	} {
-		if c.got != c.want {
-			t.Errorf("cluster.%s = %v, node's is %v", c.name, c.got, c.want)
-		}
-	}
-}
 
 // TestExhausted fills every worker id: Open then fails with
 // ShardingSphere's WorkerIdAssignedException (code 17001, SQL state HY000,
@@ -73,7 +47,7 @@ func TestExhausted(t *testing.T) {
 	}
 }
 
-// TestEventsAndInstances checks what the wrapper converts: the audit
+// TestEventsAndInstances checks what a caller sees of a node: the audit
 // trail through OnEvent, the membership and the counters.
 func TestEventsAndInstances(t *testing.T) {
 	ctx := context.Background()

@@ -16,6 +16,14 @@
 //     session, re-acquires a worker id (its previous one if still free) and
 //     registers again.
 //
+// A node holds one registry session at a time: its worker id, online,
+// status and labels nodes live in it. The other parts of a process that
+// keep ephemeral nodes for the node (a props acknowledgement, the labels
+// a console writes) write them in the same session (Session) and write
+// them again in the next one (OnSession), so that everything the node
+// keeps goes with it at once and, on ZooKeeper, a node holds two
+// connections: the repository's and its session's.
+//
 // Guarantee: no two nodes ever issue the same key, given only a
 // linearizable registry that is never rolled back: the timestamps a holder
 // of a worker id may stamp are committed to the registry before they are

@@ -68,10 +68,11 @@ func adminOnRegistry(t *testing.T, reg realRegistry) {
 
 	cli(0, "sql_show                                          false", "props", "get")
 	cli(0, "sql_show = true", "props", "set", "sql_show", "TRUE")
-	cli(0, "proxy_frontend_max_connections = 10", "props", "set", "proxy-frontend-max-connections", "10")
+	cli(0, "proxy_frontend_max_connections = 10", "props", "set", "proxy_frontend_max_connections", "10")
+	cli(1, "Can not support variable 'proxy-frontend-max-connections'. (code 12010", "props", "set", "proxy-frontend-max-connections", "10")
 	cli(0, `"variable_value": "true"`, "props", "get", "SQL_SHOW", "-o", "json")
 	cli(1, "Invalid variable value 'lots'. (code 12011", "props", "set", "kernel_executor_size", "lots")
-	cli(1, "Can not support variable 'WORKER_ID'. (code 12010", "props", "set", "worker_id", "1")
+	cli(1, "Can not support variable 'worker_id'. (code 12010", "props", "set", "worker_id", "1")
 	snap, err := metadata.Load(ctx, repo, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
@@ -79,7 +80,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nodes", "list", "--server", "http://x:1", "--conf", "/tmp"}, 2, "give one or the other"},
 		{[]string{"nodes", "list", "--server", "ftp://x"}, 2, "--server \"ftp://x\": want a URL"},
 		{[]string{"props", "set", "sql_show"}, 2, "usage: shardkeeper props set NAME VALUE"},
-		{[]string{"props", "set", "no_such_prop", "1", "--server", "http://127.0.0.1:1"}, 1, "Can not support variable 'NO_SUCH_PROP'. (code 12010"},
+		{[]string{"props", "set", "no_such_prop", "1", "--server", "http://127.0.0.1:1"}, 1, "Can not support variable 'no_such_prop'. (code 12010"},
 		{[]string{"props", "set", "sql_show", "maybe", "--server", "http://127.0.0.1:1"}, 1, "Invalid variable value 'maybe'. (code 12011"},
 		{[]string{"props", "get", "worker_id", "--conf", "/nonexistent"}, 1, "Can not support variable 'WORKER_ID'."},
 		{[]string{"databases", "show", "a/b", "--server", "http://127.0.0.1:1"}, 2, `DATABASE "a/b"`},
@@ -159,7 +160,7 @@ func TestListNodesFromTheRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	insts, err := computenode.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	insts, err := cluster.LoadInstances(context.Background(), r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -182,7 +183,7 @@ func listNodes(ctx context.Context, t *target) ([]computenode.Row, error) {
 	var nodes []computenode.Row
 	mode := t.modeType(ctx)
 	err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
-		insts, err := computenode.LoadInstances(ctx, r, nil)
+		insts, err := cluster.LoadInstances(ctx, r, nil)
 		for _, inst := range insts {
 			nodes = append(nodes, computenode.RowOf(inst, mode))
 		}

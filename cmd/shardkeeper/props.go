@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,14 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
-)
-
-// ShardingSphere's codes for SET/SHOW DIST VARIABLE errors.
-const (
-	codeUnsupportedVariable = 12010
-	codeInvalidVariable     = 12011
 )
 
 // distVariable is one row of SHOW DIST VARIABLES.
@@ -36,20 +33,16 @@ func propsTable(vars []distVariable) table {
 	return t
 }
 
-// propKey resolves a variable name as SET DIST VARIABLE does: the enum
-// name, case-insensitive, with _ or - ("sql_show", "SQL_SHOW", "sql-show").
-// It returns the dashed property key, or error 12010.
+// propKey resolves a name to read as SHOW DIST VARIABLE does
+// (distvar.Lookup: "sql_show", "SQL_SHOW", "sql-show"). It returns the
+// dashed property key, or error 12010.
 func propKey(name string) (string, error) {
-	dashed := strings.ReplaceAll(strings.ToLower(name), "_", "-")
-	if _, ok := config.LookupProp(dashed); !ok {
-		return "", fmt.Errorf("Can not support variable '%s'. (code %d; see 'shardkeeper props get' for the names)", strings.ToUpper(name), codeUnsupportedVariable)
+	k, ok := distvar.Lookup(name)
+	if !ok {
+		return "", fmt.Errorf("%s (code %d; see 'shardkeeper props get' for the names)", distvar.UnsupportedVariable(strings.ToUpper(name)).Message, distvar.CodeUnsupportedVariable)
 	}
-	return dashed, nil
+	return k.Name, nil
 }
-
-// variableName is how SHOW DIST VARIABLES names a key: the lower-case
-// enum name (sql_show).
-func variableName(key string) string { return strings.ReplaceAll(key, "-", "_") }
 
 func newPropsCommand() *cobra.Command {
 	t := &target{}
@@ -57,9 +50,13 @@ func newPropsCommand() *cobra.Command {
 		Use:   "props",
 		Short: "Global properties: get, set (SHOW/SET DIST VARIABLE)",
 		Long: `Global properties (/props), named as SHOW DIST VARIABLES names them
-(sql_show; sql-show and SQL_SHOW are accepted too). Unset properties show
-their defaults. A set is validated against the property's type and written
-as a new /props version; every node applies it live.`,
+(sql_show; get accepts sql-show and SQL_SHOW too). Unset properties show
+their defaults. A set is SET DIST VARIABLE, as the consoles and the HTTP
+API run it: the name as SET takes it (sql_show, SQL_SHOW), the value
+checked against the property's type and written in its canonical form as a
+new /props version, which every node applies live; it returns once every
+online shardkeeper node confirmed applying it (or after 3 s, naming the
+nodes that did not).`,
 		Example: `  shardkeeper props get --conf ./conf
   shardkeeper props get sql_show --server http://127.0.0.1:8080
   shardkeeper props set sql_show true --conf ./conf`,
@@ -71,7 +68,7 @@ as a new /props version; every node applies it live.`,
 		}
 		var names []string
 		for _, k := range config.KnownProps {
-			names = append(names, variableName(k.Name)+"\t"+k.Type.String()+", default "+orDefault(k.Default, `""`))
+			names = append(names, distvar.VariableName(k.Name)+"\t"+k.Type.String()+", default "+orDefault(k.Default, `""`))
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -106,7 +103,7 @@ as a new /props version; every node applies it live.`,
 				if err := t.check(); err != nil {
 					return err
 				}
-				return setProp(cmd.Context(), t, a[0], a[1], cmd.OutOrStdout())
+				return setProp(cmd.Context(), t, a[0], a[1], cmd.OutOrStdout(), cmd.ErrOrStderr())
 			},
 		},
 	)
@@ -130,7 +127,7 @@ func getProps(ctx context.Context, t *target, names []string) ([]distVariable, e
 		for _, n := range names {
 			name := n
 			if key, err := propKey(n); err == nil {
-				name = variableName(key)
+				name = distvar.VariableName(key)
 			}
 			var v distVariable
 			if err := c.get(ctx, "/api/v1/props/"+url.PathEscape(name), &v); err != nil {
@@ -168,7 +165,7 @@ func distVariables(props config.Props, names []string) []distVariable {
 				keys = append(keys, k)
 			}
 		}
-		slices.SortFunc(keys, func(a, b string) int { return strings.Compare(variableName(a), variableName(b)) })
+		slices.SortFunc(keys, func(a, b string) int { return strings.Compare(distvar.VariableName(a), distvar.VariableName(b)) })
 	} else {
 		for _, n := range names {
 			k, _ := propKey(n)
@@ -177,37 +174,59 @@ func distVariables(props config.Props, names []string) []distVariable {
 	}
 	out := make([]distVariable, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, distVariable{Name: variableName(k), Value: props.Value(k)})
+		out = append(out, distVariable{Name: distvar.VariableName(k), Value: props.Value(k)})
 	}
 	return out
 }
 
-func setProp(ctx context.Context, t *target, name, value string, w io.Writer) error {
-	key, err := propKey(name)
+// setProp is SET DIST VARIABLE name = value: through the node's HTTP API
+// with --server, otherwise through distvar.Set on the registry, as the
+// consoles run it. Either way the names, canonical values and errors are
+// distvar's, and it returns once every online shardkeeper node confirmed
+// applying the new /props version or distvar.DefaultTimeout passed (the
+// nodes that did not are printed as warnings to stderr).
+func setProp(ctx context.Context, t *target, name, value string, w, errw io.Writer) error {
+	key, canon, err := distvar.Check(name, value)
 	if err != nil {
-		return err
+		return refusal(err)
 	}
-	canon, err := config.CheckProp(key, value)
-	if err != nil {
-		return fmt.Errorf("Invalid variable value '%s'. (code %d: %s %v)", value, codeInvalidVariable, variableName(key), err)
-	}
+	var warnings []string
 	if t.useServer() {
 		c, err := t.client()
 		if err != nil {
 			return err
 		}
-		if err := c.put(ctx, "/api/v1/props/"+url.PathEscape(variableName(key)), map[string]string{"value": canon}, nil); err != nil {
+		var resp struct {
+			Warnings []string `json:"warnings"`
+		}
+		if err := c.put(ctx, "/api/v1/props/"+url.PathEscape(distvar.VariableName(key)), map[string]string{"value": canon}, &resp); err != nil {
 			return err
 		}
+		warnings = resp.Warnings
 	} else if err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
-		return metadata.SetProps(ctx, r, map[string]string{key: canon})
+		out, err := distvar.Set(ctx, r, name, value, distvar.Options{})
+		warnings = out.Warnings()
+		return refusal(err)
 	}); err != nil {
 		return err
+	}
+	for _, warning := range warnings {
+		fmt.Fprintln(errw, "warning:", warning)
 	}
 	note := ""
 	if k, _ := config.LookupProp(key); k.Reboot {
 		note = " (takes effect after the nodes restart)"
 	}
-	_, err = fmt.Fprintf(w, "%s = %s%s\n", variableName(key), canon, note)
+	_, err = fmt.Fprintf(w, "%s = %s%s\n", distvar.VariableName(key), canon, note)
+	return err
+}
+
+// refusal shows a refusal with ShardingSphere's code as the API client
+// shows the node's: "message (code N)".
+func refusal(err error) error {
+	var e *sqlerr.Error
+	if errors.As(err, &e) {
+		return fmt.Errorf("%s (code %d)", e.Message, e.Code)
+	}
 	return err
 }

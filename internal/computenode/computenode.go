@@ -7,11 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
-	"github.com/shardkeeper/shardkeeper/internal/node"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -47,21 +45,6 @@ func RowOf(inst cluster.Instance, modeType string) Row {
 		r.Port = -1
 	}
 	return r
-}
-
-// LoadInstances reads the online compute nodes from the registry with one
-// List, decoded as a Node's membership view decodes them (corrupt values
-// are logged to log, or slog.Default(), and skipped), sorted by id.
-func LoadInstances(ctx context.Context, repo registry.Repository, log *slog.Logger) ([]cluster.Instance, error) {
-	list, err := node.LoadInstances(ctx, repo, log)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]cluster.Instance, len(list))
-	for i, inst := range list {
-		out[i] = cluster.Instance(inst)
-	}
-	return out, nil
 }
 
 // StateError is a refused ENABLE / DISABLE COMPUTE NODE: Reason is

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -90,26 +89,8 @@ func (e *Engine) showComputeNodes(_ context.Context, _ *Session, _ *distsql.Show
 	return &Result{Columns: cols, Rows: rows, Shared: true}, nil
 }
 
-// self is this node's row: from the membership view, or built from its
-// configuration before its registration has come back through the watch.
-func (e *Engine) self() computenode.Row {
-	id := e.d.Node.InstanceID()
-	for _, inst := range e.d.Node.Instances() {
-		if inst.ID == id {
-			return computenode.RowOf(inst, e.d.ModeType)
-		}
-	}
-	c := e.d.NodeConfig
-	inst := cluster.Instance{ID: id, Type: c.Type, Host: c.Host, Port: c.Port, WorkerID: e.d.Node.WorkerID(),
-		DatabaseName: c.DatabaseName, Version: cluster.Version, Labels: c.Labels}
-	if inst.Type == "" {
-		inst.Type = cluster.TypeProxy
-	}
-	if inst.Host == "" {
-		inst.Host = "127.0.0.1"
-	}
-	return computenode.RowOf(inst, e.d.ModeType)
-}
+// self is this node's row (cluster.Node.Self).
+func (e *Engine) self() computenode.Row { return computenode.RowOf(e.d.Node.Self(), e.d.ModeType) }
 
 func (e *Engine) showComputeNodeInfo(_ context.Context, _ *Session, _ *distsql.ShowComputeNodeInfo) (*Result, error) {
 	r := e.self()
@@ -285,7 +266,7 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 		if len(labels) > 0 {
 			value, _ = yaml.Marshal(labels)
 		}
-		sess, owned, err := e.labelSession(ctx, version != 0)
+		sess, err := e.labelSession()
 		if err != nil {
 			return nil, err
 		}
@@ -293,9 +274,6 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 			Conds: []registry.Cond{{Key: key, Version: version}},
 			Ops:   []registry.Op{{Key: key, Value: value, Ephemeral: version == 0}},
 		})
-		if !owned {
-			_ = sess.Close(context.WithoutCancel(ctx))
-		}
 		if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound) {
 			continue // changed meanwhile: read again
 		}
@@ -307,27 +285,19 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 	return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: the labels of compute node %s kept changing; retry.", id)}
 }
 
-// labelSession returns the session to commit a labels change with: a
-// short one when the key exists (the write keeps the key's owner), the
-// engine's own long-lived one (owned true) to create a key.
-func (e *Engine) labelSession(ctx context.Context, exists bool) (sess registry.Session, owned bool, err error) {
-	if exists {
-		sess, err = e.d.Repo.NewSession(ctx, registry.SessionOptions{})
-		return sess, false, err
-	}
+// labelSession returns the session to commit a labels change with: the
+// node's own (cluster.Node.Session), so that a labels node LABEL creates
+// goes with the node as the node's own registration does.
+func (e *Engine) labelSession() (registry.Session, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.sess != nil {
-		select {
-		case <-e.sess.Done():
-			e.sess = nil
-		default:
-			return e.sess, true, nil
-		}
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, errors.New("console: engine closed")
 	}
-	if e.closed {
-		return nil, false, errors.New("console: engine closed")
+	sess := e.d.Node.Session()
+	if sess == nil {
+		return nil, &Error{Code: computenode.StateCode, SQLState: "0A000", Message: "Unsupported SQL operation: this compute node holds no registry session now (it is re-acquiring its worker id); retry."}
 	}
-	e.sess, err = e.d.Repo.NewSession(ctx, registry.SessionOptions{})
-	return e.sess, true, err
+	return sess, nil
 }

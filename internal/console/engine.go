@@ -29,10 +29,6 @@ type Deps struct {
 	// Node is the running node: its instance id, worker id, membership
 	// view and key generator.
 	Node *cluster.Node
-	// NodeConfig is the configuration Node was opened with (its host,
-	// port and type show in SHOW COMPUTE NODE INFO before the node's own
-	// registration comes back through the watch).
-	NodeConfig cluster.Config
 	// Metadata is the node's live view of the logical databases, rules
 	// and props.
 	Metadata *metadata.Store
@@ -82,7 +78,6 @@ type Engine struct {
 	nodeRows atomic.Pointer[nodeRows] // SHOW COMPUTE NODES of the current membership view
 
 	mu     sync.Mutex
-	sess   registry.Session // owns the labels nodes the engine created; nil until needed
 	closed bool
 }
 
@@ -109,19 +104,15 @@ func New(d Deps) *Engine {
 
 var _ Executor = (*Engine)(nil)
 
-// Close ends the engine's registry session, if it opened one: the labels
-// nodes LABEL COMPUTE NODE created for nodes that had none go with it, as
-// they go with a ShardingSphere node that wrote them. Statements after
-// Close that need the session fail.
-func (e *Engine) Close(ctx context.Context) error {
+// Close marks the engine closed: LABEL and UNLABEL after it fail. The
+// labels nodes LABEL COMPUTE NODE created for nodes that had none live in
+// the node's session and go with the node, as they go with a
+// ShardingSphere node that wrote them. It does no I/O.
+func (e *Engine) Close(context.Context) error {
 	e.mu.Lock()
-	sess := e.sess
-	e.sess, e.closed = nil, true
+	e.closed = true
 	e.mu.Unlock()
-	if sess == nil {
-		return nil
-	}
-	return sess.Close(ctx)
+	return nil
 }
 
 // Execute parses query and runs it for session s. Failures a client caused

@@ -72,7 +72,7 @@ func startNode(t *testing.T, repo registry.Repository, id string, cfg *config.Co
 	}
 	mode := config.Mode{Type: config.ModeCluster, Repository: config.Repository{Type: config.RepositoryEtcd, Namespace: "governance_ds",
 		ServerLists: []string{"http://127.0.0.1:2379"}, Password: "hidden-secret", TimeToLive: 30 * time.Second}}
-	e := New(Deps{Repo: repo, Node: node, NodeConfig: nc, Metadata: store, Processes: procs, Mode: mode,
+	e := New(Deps{Repo: repo, Node: node, Metadata: store, Processes: procs, Mode: mode,
 		ProcessTimeout: 3 * time.Second, Logger: quietLogger()})
 	t.Cleanup(func() {
 		_ = e.Close(context.Background())

@@ -39,7 +39,7 @@ func TestKillQueryByConnectionID(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(responder.Close)
-	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: "kill-a", Store: mc.store, SessionTTL: 10 * time.Second, Logger: quiet()})
+	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: "kill-a", Node: mc.node, Store: mc.store, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

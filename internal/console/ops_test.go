@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -40,7 +39,7 @@ func dumpAll(t *testing.T, repo registry.Repository) map[string]string {
 // acknowledge starts n's props acknowledgement, as the daemon does.
 func acknowledge(t *testing.T, n *testNode) {
 	t.Helper()
-	a, err := distvar.StartAcker(testenv.Context(t), n.repo, distvar.AckerConfig{InstanceID: n.node.InstanceID(), Store: n.store, SessionTTL: 10 * time.Second, Logger: quietLogger()})
+	a, err := distvar.StartAcker(testenv.Context(t), n.repo, distvar.AckerConfig{InstanceID: n.node.InstanceID(), Node: n.node, Store: n.store, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package console
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
@@ -22,14 +20,5 @@ func (e *Engine) setDistVariable(ctx context.Context, s *Session, st *distsql.Se
 	if err != nil {
 		return nil, opError(s, err)
 	}
-	res := &Result{}
-	if len(out.Pending) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%s = %s is in the registry (/props version %d), but %d node(s) did not confirm applying it in time: %s",
-			out.Key, out.Value, out.Version, len(out.Pending), strings.Join(out.Pending, ", ")))
-	}
-	if len(out.Unacknowledging) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d node(s) apply %s without acknowledging (ShardingSphere nodes, or shardkeeper nodes still starting): %s",
-			len(out.Unacknowledging), out.Key, strings.Join(out.Unacknowledging, ", ")))
-	}
-	return res, nil
+	return &Result{Warnings: out.Warnings()}, nil
 }

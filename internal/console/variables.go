@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 )
 
 // SHOW DIST VARIABLES and SHOW DIST VARIABLE.
@@ -26,15 +27,6 @@ var temporaryProps = map[string]bool{
 // backend connections the session holds, none on a shardkeeper node.
 const cachedConnections = "cached_connections"
 
-// variableName is the DistSQL name of a property: sql-show -> sql_show.
-func variableName(prop string) string { return strings.ReplaceAll(prop, "-", "_") }
-
-// lookupVariable returns the property a DistSQL variable name (sql_show,
-// SQL_SHOW) stands for.
-func lookupVariable(name string) (config.PropKey, bool) {
-	return config.LookupProp(strings.ReplaceAll(strings.ToLower(name), "_", "-"))
-}
-
 var variableColumns = textColumns("variable_name", "variable_value")
 
 // showDistVariables lists ShardingSphere's configuration properties with
@@ -46,7 +38,7 @@ func (e *Engine) showDistVariables(_ context.Context, _ *Session, st *distsql.Sh
 	var rows []row
 	for _, k := range config.KnownProps {
 		if temporaryProps[k.Name] == st.Temp {
-			rows = append(rows, row{variableName(k.Name), props.Value(k.Name)})
+			rows = append(rows, row{distvar.VariableName(k.Name), props.Value(k.Name)})
 		}
 	}
 	if !st.Temp {
@@ -69,10 +61,10 @@ func (e *Engine) showDistVariable(_ context.Context, _ *Session, st *distsql.Sho
 	if strings.EqualFold(st.Name, cachedConnections) {
 		return &Result{Columns: variableColumns, Rows: [][]*string{{str(cachedConnections), str("0")}}}, nil
 	}
-	k, ok := lookupVariable(st.Name)
+	k, ok := distvar.Lookup(st.Name)
 	if !ok {
 		return nil, unsupportedVariable(strings.ToUpper(st.Name))
 	}
 	v := e.d.Metadata.Current().Props.Value(k.Name)
-	return &Result{Columns: variableColumns, Rows: [][]*string{{str(variableName(k.Name)), str(v)}}}, nil
+	return &Result{Columns: variableColumns, Rows: [][]*string{{str(distvar.VariableName(k.Name)), str(v)}}}, nil
 }

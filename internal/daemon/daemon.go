@@ -9,7 +9,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -173,7 +172,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		}
 	}()
 	log = log.With("instance", node.InstanceID())
-	store, err := bootstrap(ctx, repo, c, log)
+	store, err := bootstrap(ctx, repo, node, c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +187,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		}
 	}()
 	d.responder = responder
-	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: node.InstanceID(), Store: store, SessionTTL: nc.SessionTTL, Logger: log})
+	acker, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: node.InstanceID(), Node: node, Store: store, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +198,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	}()
 	d.acker = acker
 	d.Console = console.New(console.Deps{
-		Repo: repo, Node: node, NodeConfig: nc, Metadata: store, Processes: d.Processes,
+		Repo: repo, Node: node, Metadata: store, Processes: d.Processes,
 		Mode: config.Mode{Type: c.ModeType, Repository: c.Repository}, ModeType: c.ModeType,
 		Layout: c.Repository.Layout, Logger: log,
 	})
@@ -275,13 +274,12 @@ func (d *Daemon) users() (*authority.Users, error) {
 }
 
 // bootstrap runs the metadata bootstrap under its registry lock, held
-// through a short-lived session of its own.
-func bootstrap(ctx context.Context, repo registry.Repository, c Config, log *slog.Logger) (*metadata.Store, error) {
-	sess, err := repo.NewSession(ctx, registry.SessionOptions{TTL: c.Repository.TimeToLive})
-	if err != nil {
-		return nil, fmt.Errorf("metadata bootstrap: open session: %w", err)
+// through the node's session.
+func bootstrap(ctx context.Context, repo registry.Repository, node *cluster.Node, c Config, log *slog.Logger) (*metadata.Store, error) {
+	sess := node.Session()
+	if sess == nil {
+		return nil, errors.New("metadata bootstrap: the node lost its registry session while starting")
 	}
-	defer sess.Close(context.WithoutCancel(ctx))
 	return metadata.Bootstrap(ctx, repo, sess, c.Conf, metadata.Options{Introspect: datasource.Introspect, Logger: log})
 }
 
@@ -307,11 +305,12 @@ const MaxCloseTime = CloseTimeout + watchStopWait
 //     keeps its port, and /readyz and key requests answer 503 "the node
 //     is shutting down", so that probes see the shutdown rather than a
 //     refused connection.
-//  2. The node stops issuing, publishes its final fence and goes offline;
-//     the console engine closes its registry session (the labels nodes
-//     its LABEL statements created go with the node).
+//  2. The node stops issuing, publishes its final fence, goes offline and
+//     closes its registry session: every ephemeral node the daemon's parts
+//     wrote in it (the props acknowledgement, the labels nodes LABEL
+//     created) goes with it.
 //  3. The node stops answering process triggers (askers no longer list it
-//     once it is offline) and withdraws its props acknowledgement.
+//     once it is offline) and stops acknowledging props.
 //  4. The HTTP server closes its port; requests in flight finish (at most
 //     5 seconds), event streams are cut.
 //  5. The metadata watch stops and the registry client closes.

@@ -15,35 +15,55 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
+// Holder holds the registry session an acknowledgement lives in: the
+// node it acknowledges for. *cluster.Node implements it.
+type Holder interface {
+	// Session is the node's registry session now, nil while it holds none.
+	Session() registry.Session
+	// OnSession calls f with the current session and with each later one.
+	OnSession(ctx context.Context, f func(ctx context.Context, sess registry.Session) error) (remove func(), err error)
+}
+
 // AckerConfig configures an Acker.
 type AckerConfig struct {
 	// InstanceID is the node whose acknowledgement the Acker publishes.
 	InstanceID string
+	// Node holds the session the acknowledgement lives in.
+	Node Holder
 	// Store is the node's metadata store; its Snapshot.PropsVersion is
 	// what the Acker reports.
 	Store *metadata.Store
-	// SessionTTL is the TTL of the session the acknowledgement lives in;
-	// zero means registry.DefaultSessionTTL.
-	SessionTTL time.Duration
 	// Logger receives failed writes; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // Acker publishes the /props version a node's metadata store applied, at
-// /nodes/props_applied/{instanceId}, in an ephemeral key of a session of
-// its own: it writes the current version when it starts and again after
-// every snapshot whose PropsVersion differs. The key goes with the session
-// (Close, or the process gone for the TTL); a lost session is replaced and
-// the key written again.
+// /nodes/props_applied/{instanceId}, in an ephemeral key of the node's
+// session: it writes the current version when it starts and again after
+// every snapshot whose PropsVersion differs. The key goes with the
+// session (the node closed, or the process gone for the TTL); when the
+// node holds a new session after losing one, the key is written again in
+// it (Node.OnSession) before the node counts as back.
 type Acker struct {
+	repo   registry.Repository
+	key    string
+	cfg    AckerConfig
+	log    *slog.Logger
+	remove func()
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	mu      sync.Mutex
+	sess    registry.Session // the session written holds
+	written int              // the version written in sess
 }
 
-// StartAcker starts publishing cfg.Store's applied props version on repo
-// and returns once the first acknowledgement is written, so that Set
-// counts the node from then on. ctx bounds only that first write. Close
-// stops it.
+// StartAcker starts publishing cfg.Store's applied props version in
+// cfg.Node's session and returns once the first acknowledgement is
+// written (unless the node holds no session now: then it is written with
+// the node's next one), so that Set counts the node from then on. ctx
+// bounds only that first write. Close stops it; repo is what Close
+// withdraws the acknowledgement with.
 func StartAcker(ctx context.Context, repo registry.Repository, cfg AckerConfig) (*Acker, error) {
 	key, err := paths.PropsApplied(cfg.InstanceID)
 	if err != nil {
@@ -52,97 +72,94 @@ func StartAcker(ctx context.Context, repo registry.Repository, cfg AckerConfig) 
 	if cfg.Store == nil {
 		return nil, errors.New("props acknowledgement: no metadata store")
 	}
+	if cfg.Node == nil {
+		return nil, errors.New("props acknowledgement: no node")
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	sess, err := repo.NewSession(ctx, registry.SessionOptions{TTL: cfg.SessionTTL})
+	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: -1, done: make(chan struct{})}
+	remove, err := cfg.Node.OnSession(ctx, a.write)
 	if err != nil {
-		return nil, fmt.Errorf("props acknowledgement: open session: %w", err)
-	}
-	v := cfg.Store.Current().PropsVersion
-	if err := sess.PutEphemeral(ctx, key, []byte(strconv.Itoa(v))); err != nil {
-		_ = sess.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("props acknowledgement: write %s: %w", key, err)
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	a := &Acker{cancel: cancel, done: make(chan struct{})}
-	go a.run(runCtx, repo, cfg, log, key, sess, v)
+	a.remove, a.cancel = remove, cancel
+	go a.run(runCtx)
 	return a, nil
 }
 
-// Close stops publishing and ends the session, which removes the
-// acknowledgement. Idempotent.
+// Close stops publishing and withdraws the acknowledgement (deletes the
+// key, if the node's session has not taken it along already).
+// Idempotent.
 func (a *Acker) Close() {
 	a.cancel()
 	<-a.done
+	a.remove()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sess != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := a.repo.Delete(ctx, a.key); err != nil && !errors.Is(err, registry.ErrNotFound) && !errors.Is(err, registry.ErrClosed) {
+			a.log.Warn("props acknowledgement: withdraw", "key", a.key, "err", err)
+		}
+		a.sess = nil
+	}
 }
 
-func (a *Acker) run(ctx context.Context, repo registry.Repository, cfg AckerConfig, log *slog.Logger, key string, sess registry.Session, written int) {
+// write publishes the store's current props version in sess.
+func (a *Acker) write(ctx context.Context, sess registry.Session) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.cfg.Store.Current().PropsVersion
+	if err := sess.PutEphemeral(ctx, a.key, []byte(strconv.Itoa(v))); err != nil {
+		return fmt.Errorf("props acknowledgement: write %s: %w", a.key, err)
+	}
+	a.sess, a.written = sess, v
+	return nil
+}
+
+// version is the version last written, and the session it was written in.
+func (a *Acker) version() (registry.Session, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sess, a.written
+}
+
+// run writes each new props version in the node's session until ctx
+// ends. A write that fails is retried while the session lives; a session
+// that ended is the node's to replace, and OnSession writes in the next.
+func (a *Acker) run(ctx context.Context) {
 	defer close(a.done)
-	defer func() {
-		if sess != nil {
-			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = sess.Close(cctx)
-			cancel()
-		}
-	}()
 	for attempt := 0; ; {
-		if sess == nil {
-			s, err := repo.NewSession(ctx, registry.SessionOptions{TTL: cfg.SessionTTL})
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, registry.ErrClosed) {
-					return
-				}
-				log.Warn("props acknowledgement: open session", "err", err)
-				attempt++
-				if !retry.Sleep(ctx, retry.Backoff(attempt, 50*time.Millisecond, 5*time.Second)) {
-					return
-				}
-				continue
-			}
-			sess, written = s, -2
+		_, written := a.version()
+		if _, err := a.cfg.Store.Wait(ctx, func(s *metadata.Snapshot) bool { return s.PropsVersion != written }); err != nil {
+			return // ctx ended
 		}
-		if v := cfg.Store.Current().PropsVersion; v != written {
-			if err := sess.PutEphemeral(ctx, key, []byte(strconv.Itoa(v))); err != nil {
-				if ctx.Err() != nil || errors.Is(err, registry.ErrClosed) {
-					return
-				}
-				log.Warn("props acknowledgement: write", "key", key, "err", err)
-				if sess.Err() != nil {
-					sess = nil
-				}
-				attempt++
-				if !retry.Sleep(ctx, retry.Backoff(attempt, 20*time.Millisecond, time.Second)) {
-					return
-				}
-				continue
+		sess := a.cfg.Node.Session()
+		if sess == nil {
+			// Between sessions: the next one is written through OnSession.
+			attempt++
+			if !retry.Sleep(ctx, retry.Backoff(attempt, 20*time.Millisecond, time.Second)) {
+				return
 			}
-			written = v
+			continue
+		}
+		if err := a.write(ctx, sess); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if sess.Err() == nil {
+				a.log.Warn("props acknowledgement: write", "key", a.key, "err", err)
+			}
+			attempt++
+			if !retry.Sleep(ctx, retry.Backoff(attempt, 20*time.Millisecond, time.Second)) {
+				return
+			}
+			continue
 		}
 		attempt = 0
-		// Wait for a different version or the end of the session.
-		wctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-sess.Done():
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
-		_, err := cfg.Store.Wait(wctx, func(s *metadata.Snapshot) bool { return s.PropsVersion != written })
-		cancel()
-		wg.Wait()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil { // the session ended
-			log.Warn("props acknowledgement: session ended; starting another", "err", sess.Err())
-			_ = sess.Close(ctx)
-			sess = nil
-		}
 	}
 }

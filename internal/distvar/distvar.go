@@ -34,16 +34,34 @@ import (
 // Options.Timeout is zero.
 const DefaultTimeout = 3 * time.Second
 
+// ShardingSphere's vendor codes of SET and SHOW DIST VARIABLE's refusals.
+const (
+	CodeUnsupportedVariable = 12010
+	CodeInvalidValue        = 12011
+)
+
 // UnsupportedVariable is UnsupportedVariableException (12010, 44000): name
 // is no variable.
 func UnsupportedVariable(name string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 12010, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+	return &sqlerr.Error{Code: CodeUnsupportedVariable, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
 }
 
 // InvalidValue is InvalidVariableValueException (12011, HY004): value does
 // not fit the variable; cause says why, for logs, and may be nil.
 func InvalidValue(value string, cause error) *sqlerr.Error {
-	return &sqlerr.Error{Code: 12011, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cause}
+	return &sqlerr.Error{Code: CodeInvalidValue, SQLState: "HY004", Message: fmt.Sprintf("Invalid variable value '%s'.", value), Err: cause}
+}
+
+// VariableName is the variable name of the property key: sql-show ->
+// sql_show, as SHOW DIST VARIABLES shows it.
+func VariableName(key string) string { return strings.ReplaceAll(key, "-", "_") }
+
+// Lookup returns the property a name read back designates (SHOW DIST
+// VARIABLE, props get): the variable name in any case (sql_show,
+// SQL_SHOW) or the dashed key (sql-show). SET takes variable names only
+// (see Property).
+func Lookup(name string) (config.PropKey, bool) {
+	return config.LookupProp(strings.ReplaceAll(strings.ToLower(name), "_", "-"))
 }
 
 // Property returns the property a variable name designates: name is the
@@ -54,8 +72,7 @@ func InvalidValue(value string, cause error) *sqlerr.Error {
 // is an *sqlerr.Error with code 12010.
 func Property(name string) (config.PropKey, error) {
 	if !strings.ContainsRune(name, '-') {
-		key := strings.ReplaceAll(strings.ToLower(name), "_", "-")
-		if k, ok := config.LookupProp(key); ok {
+		if k, ok := Lookup(name); ok {
 			return k, nil
 		}
 	}
@@ -127,6 +144,22 @@ type Outcome struct {
 	Applied         []string
 	Pending         []string
 	Unacknowledging []string
+}
+
+// Warnings are what a front end tells the user about the nodes that did
+// not confirm: one line for Pending, one for Unacknowledging, none when
+// every node confirmed.
+func (o Outcome) Warnings() []string {
+	var w []string
+	if len(o.Pending) > 0 {
+		w = append(w, fmt.Sprintf("%s = %s is in the registry (/props version %d), but %d node(s) did not confirm applying it in time: %s",
+			o.Key, o.Value, o.Version, len(o.Pending), strings.Join(o.Pending, ", ")))
+	}
+	if len(o.Unacknowledging) > 0 {
+		w = append(w, fmt.Sprintf("%d node(s) apply %s without acknowledging (ShardingSphere nodes, or shardkeeper nodes still starting): %s",
+			len(o.Unacknowledging), o.Key, strings.Join(o.Unacknowledging, ", ")))
+	}
+	return w
 }
 
 // Set checks name and value (see Check), merges the property into the
@@ -201,10 +234,13 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 		case <-ctx.Done():
 			return ctx.Err()
 		case ev, ok := <-changes:
-			if !ok || ev.Err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
+			if ctx.Err() != nil && (!ok || ev.Err != nil) {
+				return ctx.Err()
+			}
+			if !ok {
+				return fmt.Errorf("watch %s: %w: it ended without an error", paths.PropsAppliedRoot, registry.ErrUnavailable)
+			}
+			if ev.Err != nil {
 				return fmt.Errorf("watch %s: %w", paths.PropsAppliedRoot, ev.Err)
 			}
 			record(ev.KV, ev.Type == registry.EventDelete)

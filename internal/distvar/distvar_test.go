@@ -5,14 +5,18 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
@@ -52,6 +56,40 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestLookup: names read back (SHOW DIST VARIABLE, props get) in any
+// case and the dashed key; SET takes the variable names only (Property).
+func TestLookup(t *testing.T) {
+	for _, c := range []struct{ name, prop string }{{"sql_show", "sql-show"}, {"SQL_SHOW", "sql-show"}, {"sql-show", "sql-show"},
+		{"proxy_frontend_max_connections", "proxy-frontend-max-connections"}} {
+		k, ok := Lookup(c.name)
+		if !ok || k.Name != c.prop {
+			t.Errorf("Lookup(%q) = %q, %v", c.name, k.Name, ok)
+		}
+	}
+	if _, ok := Lookup("worker_id"); ok {
+		t.Error("worker_id is a variable")
+	}
+	if _, err := Property("sql-show"); err == nil {
+		t.Error("Property accepts the dashed key sql-show")
+	}
+	if v := VariableName("proxy-frontend-max-connections"); v != "proxy_frontend_max_connections" {
+		t.Errorf("VariableName = %q", v)
+	}
+	if _, v, err := Check("metadata_identifier_case_sensitivity", "insensitive"); err != nil || v != "INSENSITIVE" {
+		t.Errorf("enum value = %q, %v", v, err)
+	}
+	var e *sqlerr.Error
+	if _, _, err := Check("metadata_identifier_case_sensitivity", "bogus"); !errors.As(err, &e) || e.Code != 12011 || e.Message != "Invalid variable value 'bogus'." {
+		t.Errorf("enum bogus = %v", err)
+	}
+	if _, _, err := Check("proxy_meta_data_collector_cron", "0 0 2"); err == nil {
+		t.Error("a 3-field cron was accepted")
+	}
+	if _, v, err := Check("proxy_meta_data_collector_cron", "0 0 3 * * ?"); err != nil || v != "0 0 3 * * ?" {
+		t.Errorf("cron = %q, %v", v, err)
+	}
+}
+
 // member is one shardkeeper node's share of the protocol: a metadata store
 // following the registry and its Acker.
 type member struct {
@@ -70,12 +108,26 @@ func startMember(t testing.TB, repo registry.Repository, id string) *member {
 	}
 	m := &member{id: id, store: store}
 	m.run()
-	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: id, Store: store, SessionTTL: 10 * time.Second})
+	sess, err := repo.NewSession(ctx, registry.SessionOptions{TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close(); m.stop(); <-m.done })
+	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: id, Node: oneSession{sess}, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); _ = sess.Close(context.Background()); m.stop(); <-m.done })
 	return m
+}
+
+// oneSession is a node that holds one session all its life, as a
+// cluster.Node does until it loses one.
+type oneSession struct{ s registry.Session }
+
+func (o oneSession) Session() registry.Session { return o.s }
+
+func (o oneSession) OnSession(ctx context.Context, f func(context.Context, registry.Session) error) (func(), error) {
+	return func() {}, f(ctx, o.s)
 }
 
 func (m *member) run() {
@@ -193,4 +245,92 @@ func TestSetRefusesBeforeWriting(t *testing.T) {
 			t.Fatalf("a refused SET wrote /props: %v", err)
 		}
 	})
+}
+
+// TestAckerFollowsTheNodesSession: the acknowledgement lives in the
+// node's session; when the registry expires it, the node writes it again
+// in its next session (cluster.Node.OnSession), with the version applied
+// meanwhile.
+func TestAckerFollowsTheNodesSession(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	t.Cleanup(func() { _ = repo.Close() })
+	quiet := slog.New(slog.DiscardHandler)
+	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "acked", Reservation: 300 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Close(context.Background()) })
+	m := &member{id: "acked"}
+	if m.store, err = metadata.Load(ctx, repo, quiet); err != nil {
+		t.Fatal(err)
+	}
+	m.run()
+	t.Cleanup(func() { m.stop(); <-m.done })
+	a, err := StartAcker(ctx, repo, AckerConfig{InstanceID: "acked", Node: node, Store: m.store, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	key, _ := paths.PropsApplied("acked")
+	first := node.Session()
+	before := strconv.Itoa(m.store.Current().PropsVersion)
+	if kv, err := repo.Get(ctx, key); err != nil || string(kv.Value) != before {
+		t.Fatalf("acknowledgement after StartAcker: %q, %v; want %s", kv.Value, err, before)
+	}
+	if !memory.Expire(first) {
+		t.Fatal("the node's session is not a live memory session")
+	}
+	// The version is unchanged: only the node's session hook writes it.
+	testenv.Eventually(t, "the acknowledgement in the node's next session", func() bool {
+		s := node.Session()
+		kv, err := repo.Get(ctx, key)
+		return s != nil && s != first && err == nil && string(kv.Value) == before
+	})
+	if err := metadata.SetProps(ctx, repo, map[string]string{"sql-show": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the acknowledgement of the new version", func() bool {
+		kv, err := repo.Get(ctx, key)
+		v := m.store.Current().PropsVersion
+		return err == nil && string(kv.Value) != before && string(kv.Value) == strconv.Itoa(v)
+	})
+	a.Close()
+	if _, err := repo.Get(ctx, key); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("acknowledgement after Close: %v, want it withdrawn", err)
+	}
+}
+
+// closedWatch is a repository whose watches end at once without an
+// error event, as a registry client's may when it is closed.
+type closedWatch struct{ registry.Repository }
+
+func (r closedWatch) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
+	initial, err := r.List(ctx, prefix)
+	ch := make(chan registry.Event)
+	close(ch)
+	return initial, ch, err
+}
+
+// TestWaitWatchClosed: a watch that ends without an error event is an
+// error that says so (it wrapped a nil error: "%!w(<nil>)").
+func TestWaitWatchClosed(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	t.Cleanup(func() { _ = repo.Close() })
+	online, _ := paths.Online(paths.Proxy, "behind")
+	applied, _ := paths.PropsApplied("behind")
+	for k, v := range map[string]string{online: "attribute: 127.0.0.1@3307\n", applied: "0"} {
+		if _, err := repo.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out Outcome
+	err := Wait(ctx, closedWatch{repo}, 1, &out)
+	if err == nil || strings.Contains(err.Error(), "%!") || !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("Wait on a watch that closed = %v, want an ErrUnavailable that says the watch ended", err)
+	}
+	if !slices.Equal(out.Pending, []string{"behind"}) {
+		t.Errorf("outcome %+v, want behind pending", out)
+	}
 }

@@ -3,18 +3,20 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
+	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // ShardingSphere vendor codes the API returns.
 const (
 	CodeNone                 = 0
-	CodeUnsupportedVariable  = 12010 // "Can not support variable '%s'."
-	CodeInvalidVariableValue = 12011 // "Invalid variable value '%s'."
 	CodeUnsupportedOperation = 30001 // "Unsupported SQL operation: %s."
 )
 
@@ -37,19 +39,23 @@ func badRequest(format string, args ...any) *Error {
 	return errorf(http.StatusBadRequest, CodeNone, format, args...)
 }
 
-// unsupportedVariable is ShardingSphere's UnsupportedVariableException.
-func unsupportedVariable(name string) *Error {
-	return errorf(http.StatusNotFound, CodeUnsupportedVariable, "Can not support variable '%s'.", name)
-}
-
-// invalidVariableValue is ShardingSphere's InvalidVariableValueException.
-func invalidVariableValue(value string) *Error {
-	return errorf(http.StatusBadRequest, CodeInvalidVariableValue, "Invalid variable value '%s'.", value)
-}
-
 // unsupportedOperation is ShardingSphere's UnsupportedSQLOperationException.
 func unsupportedOperation(status int, reason string) *Error {
 	return errorf(status, CodeUnsupportedOperation, "Unsupported SQL operation: %s.", reason)
+}
+
+// sqlStatus is the HTTP status of a refusal with ShardingSphere's code:
+// 404 for a variable that does not exist, 409 for LOCK CLUSTER on a
+// locked cluster and UNLOCK CLUSTER on an unlocked one, 400 for every
+// other refused request.
+func sqlStatus(code uint16) int {
+	switch code {
+	case distvar.CodeUnsupportedVariable:
+		return http.StatusNotFound
+	case clusterlock.ErrLocked.Code, clusterlock.ErrNotLocked.Code:
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
 }
 
 var (
@@ -57,11 +63,19 @@ var (
 	noStore         = []string{"no-store"}
 )
 
-// writeError writes err as the API's JSON error. Errors that are not an
-// *Error become 500 with their text, its secrets masked (redact.Text).
+// writeError writes err as the API's JSON error. A refusal with
+// ShardingSphere's code (an *sqlerr.Error from distvar, clusterlock or
+// dbconfig) keeps its code and message, with the status sqlStatus gives
+// it. Other errors that are not an *Error become 500 with their text, its
+// secrets masked (redact.Text).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e, ok := err.(*Error)
-	if !ok {
+	var refused *sqlerr.Error
+	switch {
+	case ok:
+	case errors.As(err, &refused):
+		e = &Error{Status: sqlStatus(refused.Code), Code: int(refused.Code), Message: refused.Message}
+	default:
 		e = &Error{Status: http.StatusInternalServerError, Message: redact.Text(err.Error())}
 		s.log.Warn("http: internal error", "err", err)
 	}

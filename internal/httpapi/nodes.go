@@ -14,25 +14,12 @@ func (s *Server) row(inst cluster.Instance) computenode.Row {
 	return computenode.RowOf(inst, s.cfg.ModeType)
 }
 
-// selfRow is this node's row: from the membership view, or built from its
-// configuration before its registration has come back through the watch.
+// selfRow is this node's row (cluster.Node.Self), disabled as this
+// server last saw it before its registration has come back through the
+// watch.
 func (s *Server) selfRow() computenode.Row {
-	id := s.cfg.Node.InstanceID()
-	for _, inst := range s.cfg.Node.Instances() {
-		if inst.ID == id {
-			return s.row(inst)
-		}
-	}
-	c := s.cfg.NodeConfig
-	inst := cluster.Instance{ID: id, Type: c.Type, Host: c.Host, Port: c.Port, WorkerID: s.cfg.Node.WorkerID(),
-		DatabaseName: c.DatabaseName, Version: cluster.Version, Labels: c.Labels}
-	if inst.Type == "" {
-		inst.Type = cluster.TypeProxy
-	}
-	if inst.Host == "" {
-		inst.Host = "127.0.0.1"
-	}
-	if s.disabled.Load() {
+	inst := s.cfg.Node.Self()
+	if inst.Status == "" && s.disabled.Load() {
 		inst.Status = "CIRCUIT_BREAK"
 	}
 	return s.row(inst)

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
-	"github.com/shardkeeper/shardkeeper/internal/config"
 )
 
 // MaxKeysPerRequest is the largest count GET /api/v1/keys accepts.
@@ -211,35 +210,6 @@ func parseTimeout(ms *int64) (time.Duration, *Error) {
 		return 0, badRequest("timeoutMillis %d: want 1 to 600000", *ms)
 	}
 	return time.Duration(*ms) * time.Millisecond, nil
-}
-
-// variableKey maps a DistSQL variable name (sql_show, SQL_SHOW; the dashed
-// sql-show is accepted too) to its property. ok is false for names that
-// are not a ShardingSphere property.
-func variableKey(name string) (config.PropKey, bool) {
-	dashed := strings.ReplaceAll(strings.ToLower(name), "_", "-")
-	return config.LookupProp(dashed)
-}
-
-// variableName is the DistSQL name of a property: sql-show -> sql_show.
-func variableName(prop string) string { return strings.ReplaceAll(prop, "-", "_") }
-
-// checkVariableValue validates value for key the way SET DIST VARIABLE
-// does and returns its canonical text.
-func checkVariableValue(key config.PropKey, value string) (string, *Error) {
-	canon, err := config.CheckProp(key.Name, value)
-	if err != nil {
-		return "", invalidVariableValue(value)
-	}
-	if key.Name == "proxy-meta-data-collector-cron" {
-		if n := len(strings.Fields(canon)); n < 6 || n > 7 {
-			return "", invalidVariableValue(value)
-		}
-	}
-	if key.Type == config.PropString && len(key.Values) > 0 && canon != "" {
-		canon = strings.ToUpper(canon)
-	}
-	return canon, nil
 }
 
 // quote shows user input in a message: quoted, invalid UTF-8 escaped,

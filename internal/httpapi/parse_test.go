@@ -123,33 +123,6 @@ func TestParseLockBodies(t *testing.T) {
 	}
 }
 
-func TestVariables(t *testing.T) {
-	for _, c := range []struct{ name, prop string }{{"sql_show", "sql-show"}, {"SQL_SHOW", "sql-show"}, {"sql-show", "sql-show"},
-		{"proxy_frontend_max_connections", "proxy-frontend-max-connections"}} {
-		k, ok := variableKey(c.name)
-		if !ok || k.Name != c.prop {
-			t.Errorf("variableKey(%q) = %q, %v", c.name, k.Name, ok)
-		}
-	}
-	if _, ok := variableKey("worker_id"); ok {
-		t.Error("worker_id is a variable")
-	}
-	k, _ := variableKey("metadata_identifier_case_sensitivity")
-	if v, err := checkVariableValue(k, "insensitive"); err != nil || v != "INSENSITIVE" {
-		t.Errorf("enum value = %q, %v", v, err)
-	}
-	if _, err := checkVariableValue(k, "bogus"); err == nil || err.Code != CodeInvalidVariableValue || err.Message != "Invalid variable value 'bogus'." {
-		t.Errorf("enum bogus = %v", err)
-	}
-	k, _ = variableKey("proxy_meta_data_collector_cron")
-	if _, err := checkVariableValue(k, "0 0 2"); err == nil {
-		t.Error("a 3-field cron was accepted")
-	}
-	if v, err := checkVariableValue(k, "0 0 3 * * ?"); err != nil || v != "0 0 3 * * ?" {
-		t.Errorf("cron = %q, %v", v, err)
-	}
-}
-
 // FuzzParsers: no parser panics, and every error is a 400 with a message.
 func FuzzParsers(f *testing.F) {
 	for _, s := range []string{"count=5", "count=%31", `{"state":"ENABLE"}`, `{"value":1}`, `{"strategy":"WRITE","timeoutMillis":9}`, "", "\xff", "count=1&count=2"} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 )
 
@@ -24,7 +25,7 @@ const cachedConnections = "cached_connections"
 func (s *Server) variables(props config.Props) []variable {
 	out := make([]variable, 0, len(config.KnownProps)+1)
 	for _, k := range config.KnownProps {
-		out = append(out, variable{Name: variableName(k.Name), Value: props.Value(k.Name)})
+		out = append(out, variable{Name: distvar.VariableName(k.Name), Value: props.Value(k.Name)})
 	}
 	out = append(out, variable{Name: cachedConnections, Value: "0"})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -47,17 +48,32 @@ func (s *Server) handleProp(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, variable{Name: cachedConnections, Value: "0"})
 		return
 	}
-	key, ok := variableKey(name)
+	key, ok := distvar.Lookup(name)
 	if !ok {
-		s.writeError(w, unsupportedVariable(strings.ToUpper(name)))
+		s.writeError(w, distvar.UnsupportedVariable(strings.ToUpper(name)))
 		return
 	}
-	s.writeJSON(w, variable{Name: variableName(key.Name), Value: s.cfg.Store.Current().Props.Value(key.Name)})
+	s.writeJSON(w, variable{Name: distvar.VariableName(key.Name), Value: s.cfg.Store.Current().Props.Value(key.Name)})
 }
 
-// handleSetProp is SET DIST VARIABLE {name} = {value}: the value is
-// type-checked and the props are persisted as a new /props version; the
-// answer comes once this node has applied it (bounded).
+// setVariable is the answer to SET DIST VARIABLE: the variable with its
+// canonical value, the /props version that holds it and which nodes
+// confirmed applying it (distvar.Outcome), with the console's warnings.
+type setVariable struct {
+	variable
+	Version         int      `json:"version"`
+	Applied         []string `json:"applied"`
+	Pending         []string `json:"pending"`
+	Unacknowledging []string `json:"unacknowledging"`
+	Warnings        []string `json:"warnings,omitempty"`
+}
+
+// handleSetProp is SET DIST VARIABLE {name} = {value}, through
+// distvar.Set as the consoles and the CLI run it: the same names, the
+// same canonical values and errors, and the answer comes once every
+// online shardkeeper node confirmed applying the new /props version, or
+// after distvar.DefaultTimeout with the nodes that did not in pending
+// (and in warnings), and once this node's view has it.
 func (s *Server) handleSetProp(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	body, perr := readBody(w, r)
@@ -65,9 +81,8 @@ func (s *Server) handleSetProp(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	key, ok := variableKey(name)
-	if !ok {
-		s.writeError(w, unsupportedVariable(name))
+	if _, err := distvar.Property(name); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	value, perr := parseValueBody(body)
@@ -75,20 +90,17 @@ func (s *Server) handleSetProp(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	canon, perr := checkVariableValue(key, value)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), distvar.DefaultTimeout+10*time.Second)
 	defer cancel()
-	if err := metadata.SetProps(ctx, s.cfg.Repo, map[string]string{key.Name: canon}); err != nil {
+	out, err := distvar.Set(ctx, s.cfg.Repo, name, value, distvar.Options{})
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.log.Info("dist variable set", "name", variableName(key.Name), "value", canon)
+	s.log.Info("dist variable set", "name", distvar.VariableName(out.Key), "value", out.Value, "version", out.Version, "pending", out.Pending)
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return snap.Props.Value(key.Name) == canon })
-	s.writeJSON(w, variable{Name: variableName(key.Name), Value: canon})
+	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return snap.PropsVersion >= out.Version })
+	s.writeJSON(w, setVariable{variable: variable{Name: distvar.VariableName(out.Key), Value: out.Value}, Version: out.Version,
+		Applied: out.Applied, Pending: out.Pending, Unacknowledging: out.Unacknowledging, Warnings: out.Warnings()})
 }

@@ -38,17 +38,10 @@ import (
 type Config struct {
 	// Node issues the keys and shows the membership.
 	Node *cluster.Node
-	// NodeConfig is the node's configuration (type, host, port, database
-	// name), used for this node's row before its registration is seen.
-	NodeConfig cluster.Config
 	// Store is the node's metadata view.
 	Store *metadata.Store
 	// Repo is the registry the writers use (ENABLE/DISABLE, props, lock).
 	Repo registry.Repository
-	// SessionTTL is the TTL of the session the server opens for its
-	// conditional writes and the lock_cluster exclusive operation; zero
-	// means the registry's default.
-	SessionTTL time.Duration
 	// Layout is the ShardingSphere release layout the node writes
 	// (config.Repository.Layout): it picks the key of the cluster lock
 	// LOCK and UNLOCK hold (paths.Layout.ClusterLock) and the database
@@ -104,9 +97,7 @@ type Server struct {
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced when the page's data changes
 
-	sessMu sync.Mutex
-	sess   registry.Session // for conditional writes and the cluster lock
-
+	srvMu     sync.Mutex
 	httpSrv   *http.Server
 	ctx       context.Context // ends at Shutdown or Close
 	cancel    context.CancelFunc
@@ -165,7 +156,7 @@ func (s *Server) Handler() http.Handler { return s.checkHost(s.mux) }
 // Serve accepts connections on ln until Shutdown (HTTPS when Config.TLS is
 // set). It returns nil after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	s.sessMu.Lock()
+	s.srvMu.Lock()
 	s.httpSrv = &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -173,7 +164,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ErrorLog:          log.New(s.errLog, "", 0),
 	}
 	srv := s.httpSrv
-	s.sessMu.Unlock()
+	s.srvMu.Unlock()
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
@@ -198,9 +189,9 @@ func (s *Server) Drain() {
 // Closes.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
-	s.sessMu.Lock()
+	s.srvMu.Lock()
 	srv := s.httpSrv
-	s.sessMu.Unlock()
+	s.srvMu.Unlock()
 	var err error
 	if srv != nil {
 		s.cancel() // ends event streams
@@ -213,48 +204,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close stops following the membership and metadata and closes the
-// server's registry session. It does not stop Serve (see Shutdown).
-// Idempotent.
+// Close stops following the membership and metadata. It does not stop
+// Serve (see Shutdown). Idempotent.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.draining.Store(true)
 		s.cancel()
 		<-s.done
 		s.errLog.flush()
-		s.sessMu.Lock()
-		sess := s.sess
-		s.sess = nil
-		s.sessMu.Unlock()
-		if sess != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = sess.Close(ctx)
-			cancel()
-		}
 	})
 }
 
-// session returns the server's registry session, opening a new one when
-// there is none or the last one ended.
-func (s *Server) session(ctx context.Context) (registry.Session, error) {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if s.sess != nil {
-		select {
-		case <-s.sess.Done():
-			s.sess = nil
-		default:
-			return s.sess, nil
-		}
-	}
+// session returns the node's registry session (cluster.Node.Session),
+// which the server's conditional writes and the cluster lock use.
+func (s *Server) session(context.Context) (registry.Session, error) {
 	if s.draining.Load() {
 		return nil, errors.New("the node is shutting down")
 	}
-	sess, err := s.cfg.Repo.NewSession(ctx, registry.SessionOptions{TTL: s.cfg.SessionTTL})
-	if err != nil {
-		return nil, fmt.Errorf("open a registry session: %w", err)
+	sess := s.cfg.Node.Session()
+	if sess == nil {
+		return nil, errors.New("the node holds no registry session now (it is re-acquiring its worker id; see its logs)")
 	}
-	s.sess = sess
 	return sess, nil
 }
 

@@ -54,7 +54,7 @@ func startNode(t *testing.T, repo registry.Repository, id string, mutate func(*C
 	runCtx, stop := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); _ = store.Run(runCtx) }()
-	cfg := Config{Node: node, NodeConfig: nc, Store: store, Repo: repo, ModeType: "Cluster", Token: testToken, OpenReads: true, Logger: quietLogger()}
+	cfg := Config{Node: node, Store: store, Repo: repo, ModeType: "Cluster", Token: testToken, OpenReads: true, Logger: quietLogger()}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/statistics"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -273,19 +272,10 @@ func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock
 	}{next})
 }
 
-// lockError maps a refused LOCK or UNLOCK CLUSTER onto an HTTP answer:
-// 15030 (already locked), 15031 (not locked) and a cluster lock held past
-// the timeout are 409, an unknown strategy is 400, with clusterlock's
-// code and message.
+// lockError maps a cluster lock held past the timeout onto 409; the
+// refusals with a code (15030 already locked, 15031 not locked, an
+// unknown strategy) are writeError's.
 func lockError(err error) error {
-	var le *sqlerr.Error
-	if errors.As(err, &le) {
-		status := http.StatusConflict
-		if le.Code != clusterlock.ErrLocked.Code && le.Code != clusterlock.ErrNotLocked.Code {
-			status = http.StatusBadRequest
-		}
-		return errorf(status, int(le.Code), "%s", le.Message)
-	}
 	var busy *clusterlock.BusyError
 	if errors.As(err, &busy) {
 		return errorf(http.StatusConflict, CodeNone, "%s", busy.Error())

@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	clusternode "github.com/shardkeeper/shardkeeper/internal/node"
+	clusternode "github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"

@@ -96,15 +96,15 @@ const (
 	// VariantFenced: the fence and the floor, as shipped.
 	VariantFenced Variant = "fenced"
 	// VariantLeaseOnly: negative control (i), no fence at all
-	// (internal/node's Config.UnsafeLeaseOnly).
+	// (cluster.Config's UnsafeLeaseOnly).
 	VariantLeaseOnly Variant = "lease-only"
 	// VariantIgnoreFloor: negative control (ii), the fence and reservations
 	// on but the previous holder's reservation, the floor, ignored
-	// (internal/node's Config.UnsafeIgnoreFloor).
+	// (cluster.Config's UnsafeIgnoreFloor).
 	VariantIgnoreFloor Variant = "ignore-floor"
 	// VariantTrustAbsentFence: negative control (iii), the fence on but a
 	// missing fence read as a worker id never used, floor 0
-	// (internal/node's Config.UnsafeTrustAbsentFence): after an operator deleted a
+	// (cluster.Config's UnsafeTrustAbsentFence): after an operator deleted a
 	// fence, its next holder stamps keys its previous holders may have
 	// stamped.
 	VariantTrustAbsentFence Variant = "trust-absent-fence"

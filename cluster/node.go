@@ -1,10 +1,11 @@
-package node
+package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +24,6 @@ import (
 // re-acquired one), or after Close.
 var ErrNotIssuing = errors.New("cluster: not issuing keys: no worker id with a valid time reservation (see the node's logs)")
 
-// ErrExhausted is returned by Open when all 1024 worker ids are taken
-// (ShardingSphere code 17001, same text).
-var ErrExhausted = workerid.ErrExhausted
-
 // Node is one running compute node. Its methods are safe for concurrent
 // use.
 type Node struct {
@@ -37,6 +34,9 @@ type Node struct {
 
 	gen     atomic.Pointer[snowflake.Generator] // nil while not issuing
 	current atomic.Pointer[holding]             // the held worker id
+
+	hooksMu sync.Mutex // held while hooks run and the current holding is stored
+	hooks   []*sessionHook
 
 	ledgerSeen atomic.Bool     // this node saw the cluster's worker id ledger
 	life       context.Context // the run loop's; ends when Close starts
@@ -59,8 +59,9 @@ type holding struct {
 // membership and starts watching it. It returns a node that can issue keys
 // at once and whose Instances include every node online when it loaded
 // them, itself included. ctx bounds only the start; the node runs until
-// Close. Errors: ErrExhausted when every worker id is taken; registry
-// errors (then whatever Open claimed is released); config errors.
+// Close. Errors: an *ExhaustedError (matching ErrExhausted) when every
+// worker id is taken; registry errors (then whatever Open claimed is
+// released); config errors, all of them at once.
 func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -68,6 +69,9 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, err
 	}
 	n := &Node{cfg: cfg, repo: repo, members: newMembers(cfg.Logger), done: make(chan struct{})}
 	hold, err := n.acquire(ctx)
+	if errors.Is(err, workerid.ErrExhausted) {
+		return nil, newExhausted()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +150,16 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 	if err := n.register(ctx, sess); err != nil {
 		return nil, err
 	}
+	n.hooksMu.Lock()
+	for _, hook := range n.hooks {
+		if err := hook.f(ctx, sess); err != nil {
+			n.hooksMu.Unlock()
+			return nil, fmt.Errorf("cluster: register: %w", err)
+		}
+	}
 	n.current.Store(hold)
 	n.gen.Store(gen)
+	n.hooksMu.Unlock()
 	if h.Ledgered {
 		n.ledgerSeen.Store(true)
 	}
@@ -181,6 +193,57 @@ func (n *Node) emit(kind EventKind, hold *holding, err error) {
 	}
 	n.cfg.OnEvent(Event{Kind: kind, WorkerID: hold.h.WorkerID, Epoch: hold.h.Epoch, FloorMs: hold.h.Floor,
 		ReservedUntilMs: hold.h.ReservedUntil(), Err: err})
+}
+
+// sessionHook is one OnSession function; its address identifies it.
+type sessionHook struct {
+	f func(context.Context, registry.Session) error
+}
+
+// Session returns the registry session the node holds its worker id and
+// its registration in (online, status and labels nodes), or nil while it
+// holds none: after it lost its session, until it has re-acquired a
+// worker id. After Close it returns the closed session.
+//
+// The other parts of a process write what they keep for the node
+// (ephemeral nodes, locks held for a short operation) in this session
+// rather than in one of their own: it then goes with the node, its
+// session's TTL applies to it, and on ZooKeeper the node holds one
+// connection for all of it besides the repository's own. What must
+// outlive a lost session is written again through OnSession.
+func (n *Node) Session() registry.Session {
+	if h := n.current.Load(); h != nil {
+		return h.sess
+	}
+	return nil
+}
+
+// OnSession adds f to the node's registration. f writes what another part
+// of the process keeps in the node's session, as the node writes its
+// online node: OnSession calls it at once with the current session (when
+// the node holds one), and the node calls it again with each new session
+// it holds after losing one, once it has written its own registration and
+// before it issues keys again. A failing f fails that acquisition, which
+// the node retries in a new session. f must return when ctx ends and must
+// not call OnSession or the function it returns.
+//
+// OnSession returns the error of the first call (f is then not added),
+// and a function that removes f.
+func (n *Node) OnSession(ctx context.Context, f func(ctx context.Context, sess registry.Session) error) (remove func(), err error) {
+	hook := &sessionHook{f: f}
+	n.hooksMu.Lock()
+	defer n.hooksMu.Unlock()
+	if sess := n.Session(); sess != nil {
+		if err := f(ctx, sess); err != nil {
+			return nil, err
+		}
+	}
+	n.hooks = append(n.hooks, hook)
+	return func() {
+		n.hooksMu.Lock()
+		defer n.hooksMu.Unlock()
+		n.hooks = slices.DeleteFunc(n.hooks, func(h *sessionHook) bool { return h == hook })
+	}, nil
 }
 
 // register publishes the online, status and (optional) labels nodes.
@@ -455,6 +518,22 @@ func (n *Node) Instances() []Instance {
 // InstancesChanged returns the current instances and a channel closed at
 // the next change, for callers that follow the membership.
 func (n *Node) InstancesChanged() ([]Instance, <-chan struct{}) { return n.members.view() }
+
+// Self returns this node as Instances shows it or, before its registration
+// has come back through the membership watch (and while it re-registers
+// after a lost session), as it registers itself: its configuration with
+// the defaults Open filled in, the worker id it holds, Version, and an
+// empty Status.
+func (n *Node) Self() Instance {
+	for _, inst := range n.Instances() {
+		if inst.ID == n.cfg.InstanceID {
+			return inst
+		}
+	}
+	c := n.cfg
+	return Instance{ID: c.InstanceID, Type: c.Type, Host: c.Host, Port: c.Port, WorkerID: n.WorkerID(),
+		DatabaseName: c.DatabaseName, Version: Version, Labels: c.Labels}
+}
 
 // Close leaves the cluster gracefully: it stops issuing, lowers the fence
 // to the last issued millisecond (so a successor can start at once),

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"crypto/rand"
@@ -66,17 +66,34 @@ type Config struct {
 	// snowflake.DefaultConfig() (ShardingSphere's defaults). Its WorkerID
 	// is ignored: the registry assigns it, and Open logs ShardingSphere's
 	// warning when it is set.
+	//
+	// Its MaxBorrow (default 0: never) lets a burst run ahead of the clock:
+	// when a millisecond's 4096 keys are used up, keys are stamped with the
+	// next millisecond at once instead of after a wait, up to MaxBorrow
+	// ahead of the clock. A borrow of B turns a burst of up to 4096 keys
+	// per millisecond of B into one that runs at the speed of the caller
+	// (250ms covers a burst of a million keys); the sustained rate stays
+	// 4096 keys per millisecond. Keys are never stamped past the
+	// reservation committed in the registry (Reservation ahead of the
+	// clock at most): a burst that reaches it waits for the next renewal,
+	// so a MaxBorrow longer than Reservation borrows no further.
 	Snowflake snowflake.Config
 	// Logger receives the node's logs, each with the instance id. Nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// OnEvent, when set, is called with every change of the node's hold on
-	// its worker id (acquired, reservation committed, lost, released), in
-	// order, from the node's own goroutines. It must return quickly and
-	// must not call the Node. For audit trails and test harnesses.
-	// EventAcquired returns before any key of its epoch is issued, and
-	// (unless UnsafeLeaseOnly) after the last key of the epoch before.
+	// OnEvent, when set, is the node's audit hook: it is called with every
+	// change of the node's hold on its worker id (acquired, reservation
+	// committed, lost, released), in order, from the node's own goroutines.
+	// It must return quickly and must not call the Node. EventAcquired is
+	// delivered before any key of its epoch is issued and (unless
+	// UnsafeLeaseOnly) after the last key of the epoch before, so a trail of
+	// events and keys shows which holder stamped which keys.
 	OnEvent func(Event)
+
+	// The Unsafe switches below each turn off part of what makes keys
+	// unique. They are the negative controls of the tests and chaos runs
+	// that show what the fence prevents: with one set, those runs find
+	// duplicate keys. Never set them in production.
 
 	// UnsafeLeaseOnly turns the fence off and behaves as ShardingSphere
 	// does: the node stamps keys with no time reservation and, when its

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,6 +132,7 @@ func runNodeSuite(t *testing.T, mk func(*testing.T) backend) {
 		{"Layout", testLayout},
 		{"CorruptMembershipValuesSkipped", testCorruptMembership},
 		{"MembershipLoadedByOpen", testMembershipLoadedByOpen},
+		{"OnSessionWritesAgainAfterLoss", testOnSession},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, mk(t)) })
 	}
@@ -372,6 +374,55 @@ func testExpiry(t *testing.T, b backend) {
 	}
 	if s := a.Stats(); s.Losses < 1 || s.Acquisitions < 2 {
 		t.Fatalf("stats = %+v, want a loss and a re-acquisition", s)
+	}
+}
+
+// testOnSession: what another part writes through OnSession lives in the
+// node's session, goes with it when the registry expires it, and is
+// written again in the next session before the node issues keys.
+func testOnSession(t *testing.T, b backend) {
+	r := b.open(t)
+	n := openNode(t, b.open(t), Config{InstanceID: "hooked"})
+	ctx := testenv.Context(t)
+	const key = "/nodes/hooked_part"
+	var calls atomic.Int32
+	var issuingAtCall atomic.Bool
+	remove, err := n.OnSession(ctx, func(ctx context.Context, sess registry.Session) error {
+		if calls.Add(1) > 1 {
+			issuingAtCall.Store(n.WorkerID() >= 0)
+		}
+		return sess.PutEphemeral(ctx, key, []byte(sess.ID()))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := n.Session()
+	if kv, err := r.Get(ctx, key); err != nil || string(kv.Value) != first.ID() || calls.Load() != 1 {
+		t.Fatalf("after OnSession: %s = %v, %v after %d calls; want the node's session %s after 1", key, kv, err, calls.Load(), first.ID())
+	}
+	b.expire(t, first)
+	testenv.Eventually(t, "the node to hold a new session", func() bool {
+		s := n.Session()
+		return s != nil && s != first && n.WorkerID() >= 0
+	})
+	second := n.Session()
+	if kv, err := r.Get(ctx, key); err != nil || string(kv.Value) != second.ID() || calls.Load() != 2 {
+		t.Fatalf("after the loss: %s = %v, %v after %d calls; want the new session %s after 2", key, kv, err, calls.Load(), second.ID())
+	}
+	if issuingAtCall.Load() {
+		t.Error("the hook ran while the node was issuing keys again; want it before")
+	}
+	remove()
+	b.expire(t, second)
+	testenv.Eventually(t, "the node to hold a third session", func() bool {
+		s := n.Session()
+		return s != nil && s != second && n.WorkerID() >= 0
+	})
+	if calls.Load() != 2 {
+		t.Errorf("a removed hook ran: %d calls", calls.Load())
+	}
+	if _, err := r.Get(ctx, key); !errors.Is(err, registry.ErrNotFound) {
+		t.Errorf("%s after its session expired and the hook was removed: %v, want not found", key, err)
 	}
 }
 
