@@ -29,6 +29,15 @@
 // ensemble, so a key deleted and created again never repeats a version.
 // Parents are created as persistent znodes with empty data; they are keys
 // like any other (Get returns their empty value, Watch reports them).
+//
+// No znode is ever written with null data: ZooKeeper keeps a nil array as
+// null, distinct from an empty one, and ShardingSphere's Curator-based
+// repository cannot read a null znode (its query throws, its cache listener
+// loses the event). Every create and set writes an empty array where the
+// value is empty, as Curator does for the parents it creates. Null znodes
+// left by older versions of this package are rewritten as empty when Get,
+// List or a Watch's loading reads them (a set at the version read, so a
+// concurrent write wins), and the namespace root at Open.
 package zookeeper
 
 import (
@@ -163,6 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 		return nil, err
 	}
 	r.conn = conn
+	r.repairRoot()
 	return r, nil
 }
 
@@ -328,18 +338,49 @@ func (l logger) Printf(format string, args ...any) {
 	}
 }
 
+// data is the array a znode is written with for value: never nil, which
+// ZooKeeper would keep as null.
+func data(value []byte) []byte {
+	if value == nil {
+		return []byte{}
+	}
+	return value
+}
+
+// repair rewrites the null data of the znode p, read at stat, as an empty
+// array, with a set at the data version read, and returns the empty value
+// and the znode's stat after the set. When the set fails (the znode was
+// written or deleted meanwhile, or the credentials may not write it), it
+// returns the empty value and stat unchanged: the value reads as empty
+// either way, and whoever wrote meanwhile wrote non-null data.
+func repair(conn *zk.Conn, p string, stat *zk.Stat) ([]byte, *zk.Stat) {
+	if st, err := conn.Set(p, []byte{}, stat.Version); err == nil {
+		return []byte{}, st
+	}
+	return []byte{}, stat
+}
+
+// repairRoot rewrites a null namespace root znode as empty: nothing else
+// reads the root's data, and ShardingSphere's repository does. Failures
+// are left to the first write.
+func (r *Repo) repairRoot() {
+	if d, stat, err := r.conn.Get(r.root); err == nil && d == nil {
+		repair(r.conn, r.root, stat)
+	}
+}
+
 // mkdirs creates p and its missing ancestors as persistent znodes with empty
 // data. Existing ones are left alone.
 func mkdirs(conn *zk.Conn, acl []zk.ACL, p string) error {
 	if p == "/" || p == "" {
 		return nil
 	}
-	_, err := conn.Create(p, nil, 0, acl)
+	_, err := conn.Create(p, []byte{}, 0, acl)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := mkdirs(conn, acl, parent(p)); err != nil {
 			return err
 		}
-		_, err = conn.Create(p, nil, 0, acl)
+		_, err = conn.Create(p, []byte{}, 0, acl)
 	}
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil

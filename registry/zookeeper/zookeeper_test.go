@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,7 @@ func TestConformance(t *testing.T) {
 		LoseWatches: func(t *testing.T, repo registry.Repository) {
 			zs.Expire(t, repo.(*zookeeper.Repo).Conn().SessionID())
 		},
+		NullKeys: func(t *testing.T, ns string) []string { return zs.NullKeys(t, ns) },
 	})
 }
 
@@ -392,5 +394,77 @@ func TestWatchConvergesUnderChurn(t *testing.T) {
 		if got, ok := state[k]; !ok || got != v {
 			t.Errorf("%s: watch state %q (present %v), server %q", k, got, ok, v)
 		}
+	}
+}
+
+// TestNullZnodesRewritten: znodes an older version of this package created
+// with null data (its parents and lock nodes) are rewritten as empty when
+// Open, Get, List or a Watch's loading reads them, with the version the
+// rewrite made, so a CAS on what was read still succeeds.
+func TestNullZnodesRewritten(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_null_")
+	conn, _, err := zk.Connect(zs.Servers, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	acl := zk.WorldACL(zk.PermAll)
+	for _, p := range []string{"", "/get", "/list", "/list/a", "/list/a/b", "/watch", "/watch/a", "/watch/a/b", "/unread"} {
+		if _, err := conn.Create("/"+ns+p, nil, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := zs.NullKeys(t, ns); len(got) != 9 {
+		t.Fatalf("null keys written = %v, want 9", got)
+	}
+	r := zs.Open(t, ns)
+	defer r.Close()
+	ctx := testenv.Context(t)
+	kv, err := r.Get(ctx, "/get")
+	if err != nil || kv.Value == nil || len(kv.Value) != 0 {
+		t.Fatalf("Get of a null znode = %#v, %v", kv.Value, err)
+	}
+	if _, err := r.Update(ctx, "/get", []byte("x"), kv.Version); err != nil {
+		t.Fatalf("Update at the version Get returned: %v", err)
+	}
+	list, err := r.List(ctx, "/list")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	for _, kv := range list {
+		if kv.Value == nil {
+			t.Fatalf("List returned %s with a nil value", kv.Key)
+		}
+		if _, err := r.Update(ctx, kv.Key, []byte("y"), kv.Version); err != nil {
+			t.Fatalf("Update of %s at the version List returned: %v", kv.Key, err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	initial, events, err := r.Watch(wctx, "/watch")
+	if err != nil || len(initial) != 3 {
+		t.Fatalf("Watch initial = %v, %v", initial, err)
+	}
+	for _, kv := range initial {
+		if kv.Value == nil {
+			t.Fatalf("Watch returned %s with a nil value", kv.Key)
+		}
+	}
+	// The rewrite is not reported as a change: the next event is ours.
+	if _, err := r.Put(ctx, "/watch/a/b", []byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.Err != nil || ev.KV.Key != "/watch/a/b" || string(ev.KV.Value) != "z" {
+			t.Fatalf("first event after the load = %+v, want the put of /watch/a/b", ev)
+		}
+	case <-time.After(registrytest.Timeout):
+		t.Fatal("no event")
+	}
+	// List reads below its prefix, not the prefix itself.
+	if got := zs.NullKeys(t, ns); !slices.Equal(got, []string{"/list", "/unread"}) {
+		t.Fatalf("null keys after the reads = %v, want only the unread /list and /unread", got)
 	}
 }
