@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchOrderPerKey", testWatchOrderPerKey},
 		{"WatchCancel", testWatchCancel},
 		{"WatchResync", testWatchResync},
+		{"WatchDeleteIsDelete", testWatchDeleteIsDelete},
 		{"Closed", testClosed},
 		{"List", testList},
 		{"Commit", testCommit},
