@@ -12,6 +12,14 @@
 //     connection attempts). Waits that are ours (locks, connecting) end with
 //     ctx, and bulk reads (List, a Watch's loading, a Commit's reads), which
 //     keep a window of requests in flight, start no request after ctx ends.
+//   - A request sent while the connection has no session waits for the
+//     client's handshake, whose deadline is ten times the read timeout (100 s
+//     and more). So an operation starts only once the Repo's connection has
+//     a session, waiting at most Config.ConnectTimeout for it, then fails
+//     with ErrUnavailable. With a server that stops answering (SIGSTOP, a
+//     partition) a request in flight fails when the client gives up on the
+//     connection (2/3 of the session timeout) and later ones within
+//     ConnectTimeout, never reporting success (apache/shardingsphere#38641).
 //   - Watches are one-shot and there is no persistent recursive watch, so
 //     Watch re-arms a data and a child watch on every znode below the prefix,
 //     as Curator's TreeCache does.
@@ -139,6 +147,8 @@ type Repo struct {
 	mu       sync.Mutex
 	lost     chan struct{}         // closed (and replaced) when the connection's session expires
 	sessions map[*session]struct{} // open sessions, closed by Close
+	up       bool                  // the connection has a session
+	upCh     chan struct{}         // closed when up becomes true; replaced when it becomes false
 }
 
 var _ registry.Repository = (*Repo)(nil)
@@ -163,6 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 		done:     make(chan struct{}),
 		lost:     make(chan struct{}),
 		sessions: map[*session]struct{}{},
+		upCh:     make(chan struct{}),
 	}
 	if cfg.Digest != "" {
 		r.acl = zk.AuthACL(zk.PermAll)
@@ -225,11 +236,59 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 // onEvent runs on the client's loop for the Repo's connection; it must not
 // block or call the connection.
 func (r *Repo) onEvent(ev zk.Event) {
-	if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
-		r.mu.Lock()
+	if ev.Type != zk.EventSession {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.State {
+	case zk.StateExpired:
 		close(r.lost)
 		r.lost = make(chan struct{})
-		r.mu.Unlock()
+		r.setUp(false)
+	case zk.StateHasSession:
+		r.setUp(true)
+	case zk.StateDisconnected, zk.StateConnecting, zk.StateAuthFailed:
+		r.setUp(false)
+	}
+}
+
+// setUp records whether the connection has a session; r.mu is held.
+func (r *Repo) setUp(up bool) {
+	switch {
+	case up && !r.up:
+		close(r.upCh)
+	case !up && r.up:
+		r.upCh = make(chan struct{})
+	}
+	r.up = up
+}
+
+// waitUp returns once the Repo's connection has a session. While it has
+// none (the server stopped answering, the connection is being replaced),
+// it waits up to cfg.ConnectTimeout, then fails with ErrUnavailable: a
+// request queued meanwhile would wait for the client's handshake, whose
+// deadline is ten times the read timeout. ctx bounds the wait.
+func (r *Repo) waitUp(ctx context.Context, op, key string) error {
+	r.mu.Lock()
+	up, ch := r.up, r.upCh
+	r.mu.Unlock()
+	if up {
+		return nil
+	}
+	t := time.NewTimer(r.cfg.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return convertError(op, key, ctx.Err())
+	case <-r.done:
+		return &registry.OpError{Op: op, Key: key, Err: registry.ErrClosed}
+	case <-t.C:
+		return convertError(op, key, fmt.Errorf("%w: no ZooKeeper session with any of %s for %v (the connection was lost): "+
+			"check that the servers are running and answering (echo ruok | nc host port)",
+			registry.ErrUnavailable, strings.Join(r.cfg.Servers, ","), r.cfg.ConnectTimeout))
 	}
 }
 
@@ -282,7 +341,8 @@ func (r *Repo) key(p string) string {
 	return strings.TrimPrefix(p, r.root)
 }
 
-// check validates key and refuses work after Close or when ctx has ended.
+// check validates key, refuses work after Close or when ctx has ended, and
+// waits for the connection to have a session (waitUp).
 func (r *Repo) check(ctx context.Context, op, key string) error {
 	if err := registry.ValidateKey(key); err != nil {
 		return &registry.OpError{Op: op, Key: key, Err: err}
@@ -293,7 +353,7 @@ func (r *Repo) check(ctx context.Context, op, key string) error {
 	if err := ctx.Err(); err != nil {
 		return convertError(op, key, err)
 	}
-	return nil
+	return r.waitUp(ctx, op, key)
 }
 
 // checkWrite is check plus refusing the namespace root itself as a key.
