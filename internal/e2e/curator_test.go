@@ -72,6 +72,7 @@ func TestCuratorReadsEveryZnode(t *testing.T) {
 		}
 		select {
 		case err := <-exited:
+			exited <- err
 			t.Fatalf("CuratorRead exited: %v\n%s%s", err, out.String(), stderr.String())
 		default:
 		}

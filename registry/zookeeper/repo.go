@@ -202,10 +202,10 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 		zk.WithLogger(logger{r.cfg.Logger}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
+			cb(ev) // first: the Repo is up (see waitUp) when Open returns
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				readyOnce.Do(func() { close(ready) })
 			}
-			cb(ev)
 		}))
 	if err != nil {
 		return nil, convertError(op, "", fmt.Errorf("%w: %w", registry.ErrUnavailable, err))

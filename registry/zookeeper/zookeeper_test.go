@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -467,4 +468,142 @@ func TestNullZnodesRewritten(t *testing.T) {
 	if got := zs.NullKeys(t, ns); !slices.Equal(got, []string{"/list", "/unread"}) {
 		t.Fatalf("null keys after the reads = %v, want only the unread /list and /unread", got)
 	}
+}
+
+// freezer makes the connections dialed through it behave as if the server
+// stopped (SIGSTOP): while frozen, writes are swallowed and reads return
+// nothing until their deadline. Thaw closes the connections.
+type freezer struct {
+	mu     sync.Mutex
+	frozen bool
+	thaw   chan struct{} // closed at Thaw
+	conns  []net.Conn
+}
+
+func (f *freezer) Freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frozen, f.thaw = true, make(chan struct{})
+}
+
+func (f *freezer) Thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frozen {
+		f.frozen = false
+		close(f.thaw)
+		// What was swallowed is lost: the connections go, as a stopped
+		// server's would when it is killed and restarted.
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.conns = nil
+	}
+}
+
+func (f *freezer) state() (bool, chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.frozen, f.thaw
+}
+
+func (f *freezer) dial(base zk.Dialer) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := base(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+		return &frozenConn{Conn: c, f: f}, nil
+	}
+}
+
+type frozenConn struct {
+	net.Conn
+	f        *freezer
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *frozenConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *frozenConn) Read(p []byte) (int, error) {
+	for {
+		frozen, thaw := c.f.state()
+		if !frozen {
+			return c.Conn.Read(p)
+		}
+		c.mu.Lock()
+		d := c.deadline
+		c.mu.Unlock()
+		var timeout <-chan time.Time
+		if !d.IsZero() {
+			timer := time.NewTimer(time.Until(d))
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		select {
+		case <-thaw:
+		case <-timeout:
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+func (c *frozenConn) Write(p []byte) (int, error) {
+	if frozen, _ := c.f.state(); frozen {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// TestStoppedServerFailsFast: with the server stopped (no answers, the
+// connection open), a request in flight fails when the client gives up on
+// the connection (2/3 of the session timeout), and a request made while the
+// client reconnects fails within ConnectTimeout with ErrUnavailable naming
+// the servers, instead of waiting for the handshake's deadline (ten times
+// the read timeout). Once the server answers again, requests succeed.
+func TestStoppedServerFailsFast(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_stopped_")
+	f := &freezer{}
+	cfg := zs.Config(ns)
+	cfg.SessionTimeout, cfg.ConnectTimeout, cfg.Dialer = 3*time.Second, time.Second, f.dial(zs.Dial)
+	r, err := zookeeper.Open(testenv.Context(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := testenv.Context(t)
+	if _, err := r.Put(ctx, "/k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	f.Freeze()
+	defer f.Thaw()
+	start := time.Now()
+	_, err = r.Get(ctx, "/k")
+	if !errors.Is(err, registry.ErrUnavailable) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Get in flight when the server stopped = %v after %v, want ErrUnavailable within 2/3 of 3 s", err, time.Since(start))
+	}
+	for i := range 2 {
+		start = time.Now()
+		_, err = r.Put(ctx, "/k", []byte("w"))
+		took := time.Since(start)
+		if !errors.Is(err, registry.ErrUnavailable) || took > 3*time.Second || !strings.Contains(err.Error(), zs.Servers[0]) {
+			t.Fatalf("Put %d while reconnecting = %v after %v, want ErrUnavailable naming %s within the 1 s connect timeout", i, err, took, zs.Servers[0])
+		}
+		t.Logf("Put %d while the server is stopped: %v after %v", i, err, took.Round(time.Millisecond))
+	}
+	f.Thaw()
+	testenv.Eventually(t, "a Get once the server answers again", func() bool {
+		kv, err := r.Get(ctx, "/k")
+		return err == nil && string(kv.Value) == "v"
+	})
 }
