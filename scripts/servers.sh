@@ -5,7 +5,7 @@
 #   source scripts/servers.sh && start_servers
 #
 # It installs the Debian packages when they are missing (the servers, and a
-# JDK with SnakeYAML for the metadata tests), exports
+# JDK with SnakeYAML and Curator for the metadata and e2e tests), exports
 # SHARDKEEPER_ETCD_ENDPOINTS and SHARDKEEPER_ZK_SERVERS, and stops both
 # servers when the calling shell exits.
 
@@ -18,6 +18,9 @@ install_servers() {
 	# internal/metadata loads what a node persists with SnakeYAML, as ShardingSphere does.
 	command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 	[ -f /usr/share/java/snakeyaml.jar ] || need+=(libyaml-snake-java)
+	# internal/e2e reads a ZooKeeper namespace with Curator, as ShardingSphere does.
+	[ -f /usr/share/java/curator-framework.jar ] || need+=(libcurator-framework-java)
+	[ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
 	command -v chromium >/dev/null 2>&1 || need+=(chromium)
 	# internal/pgfront's tests drive the real psql.
 	command -v psql >/dev/null 2>&1 || need+=(postgresql-client)

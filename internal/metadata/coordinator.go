@@ -54,7 +54,7 @@ func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) err
 }
 
 // DropDatabase announces DROP, then deletes database db with everything
-// under it. It returns ErrNoDatabase when the database does not exist.
+// under it and its statistics. It returns ErrNoDatabase when the database does not exist.
 // ctx bounds the registry calls.
 func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 	key, err := paths.Database(db)
@@ -72,5 +72,8 @@ func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 		return fmt.Errorf("announce the drop of database %s: %w", db, err)
 	}
 	err = c.Repo.Delete(ctx, key)
+	if err == nil {
+		err = dropStatistics(ctx, c.Repo, db)
+	}
 	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
 }

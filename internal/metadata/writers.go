@@ -257,8 +257,9 @@ func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.
 	return PersistDatabase(ctx, repo, layout, db)
 }
 
-// DropDatabase deletes database db with everything under it. It returns
-// ErrNoDatabase when it does not exist.
+// DropDatabase deletes database db with everything under it, and its
+// statistics (see dropStatistics). It returns ErrNoDatabase when it does
+// not exist.
 func DropDatabase(ctx context.Context, repo registry.Repository, db string) error {
 	key, err := paths.Database(db)
 	if err != nil {
@@ -267,5 +268,23 @@ func DropDatabase(ctx context.Context, repo registry.Repository, db string) erro
 	if err := requireDatabase(ctx, repo, db); err != nil {
 		return err
 	}
-	return repo.Delete(ctx, key)
+	if err := repo.Delete(ctx, key); err != nil {
+		return err
+	}
+	return dropStatistics(ctx, repo, db)
+}
+
+// dropStatistics deletes /statistics/databases/{db} with everything under
+// it, the statistics ShardingSphere's Proxy collected for a database that
+// is dropped: upstream leaves them behind (apache/shardingsphere#32407), and
+// a database created again under the name would show them.
+func dropStatistics(ctx context.Context, repo registry.Repository, db string) error {
+	key, err := paths.StatisticsDatabase(db)
+	if err != nil {
+		return err
+	}
+	if err := repo.Delete(ctx, key); err != nil {
+		return fmt.Errorf("database %s is dropped, its statistics %s are not: %w", db, key, err)
+	}
+	return nil
 }

@@ -257,3 +257,76 @@ func sameState(state, want map[string]string) bool {
 	}
 	return true
 }
+
+// testWatchDeleteIsDelete: every way a key goes (Delete of the key, of its
+// parent's subtree, a Commit's delete, the end of an ephemeral's session)
+// is reported as a delete with no value, and never as a put: the key is
+// created once (etcd version 1, the case ShardingSphere's etcd repository
+// took for an ADDED, apache/shardingsphere#38561). Puts of a key may be
+// repeated, but after its delete nothing more of it is reported. Each
+// write waits for its event, as changes may be coalesced.
+func testWatchDeleteIsDelete(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, writer := e.open(), e.open()
+	c := testenv.Context(t)
+	_, ch, err := r.Watch(c, "/del")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/del/plain": "p", "/del/sub/leaf": "l", "/del/txn": "t", "/del/eph": "e"}
+	seen := map[string][]string{}
+	wait := func(what string, match func(registry.Event) bool) {
+		t.Helper()
+		until(t, ch, what, func(ev registry.Event) bool {
+			value, tracked := want[ev.KV.Key]
+			if !tracked {
+				return match(ev)
+			}
+			got := seen[ev.KV.Key]
+			switch {
+			case len(got) > 0 && got[len(got)-1] == "DELETE":
+				t.Fatalf("%s: %v after its delete", ev.KV.Key, ev.Type)
+			case ev.Type == registry.EventPut && string(ev.KV.Value) != value:
+				t.Fatalf("%s: put of %q, want %q", ev.KV.Key, ev.KV.Value, value)
+			case ev.Type == registry.EventDelete && ev.KV.Value != nil:
+				t.Fatalf("%s: delete with value %q, want none", ev.KV.Key, ev.KV.Value)
+			case ev.Type == registry.EventDelete && len(got) == 0:
+				t.Fatalf("%s: delete before any put", ev.KV.Key)
+			}
+			seen[ev.KV.Key] = append(got, ev.Type.String())
+			return match(ev)
+		})
+	}
+	s := e.session(writer, 0)
+	mustPut(t, writer, "/del/plain", "p")
+	wait("put /del/plain", isPut("/del/plain", "p"))
+	if err := writer.Delete(c, "/del/plain"); err != nil {
+		t.Fatal(err)
+	}
+	wait("delete /del/plain", isDelete("/del/plain"))
+	mustPut(t, writer, "/del/sub/leaf", "l")
+	wait("put /del/sub/leaf", isPut("/del/sub/leaf", "l"))
+	if err := writer.Delete(c, "/del/sub"); err != nil {
+		t.Fatal(err)
+	}
+	wait("delete /del/sub/leaf", isDelete("/del/sub/leaf"))
+	v, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: "/del/txn"}}, Ops: []registry.Op{{Key: "/del/txn", Value: []byte("t")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait("put /del/txn", isPut("/del/txn", "t"))
+	if _, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: "/del/txn", Version: v}}, Ops: []registry.Op{{Key: "/del/txn", Delete: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	wait("delete /del/txn", isDelete("/del/txn"))
+	if err := s.PutEphemeral(c, "/del/eph", []byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	wait("put /del/eph", isPut("/del/eph", "e"))
+	if err := s.Close(c); err != nil {
+		t.Fatal(err)
+	}
+	wait("delete /del/eph", isDelete("/del/eph"))
+	mustPut(t, writer, "/del/marker", "m")
+	wait("the marker", isPut("/del/marker", "m"))
+}

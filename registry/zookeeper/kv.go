@@ -12,7 +12,9 @@ import (
 )
 
 // Get implements registry.Repository. Parent znodes created for deeper keys
-// exist with an empty value. Get("/") returns ErrNotFound.
+// exist with an empty value. Get("/") returns ErrNotFound. A null znode is
+// rewritten as empty (see the package doc) and returned with its new
+// version.
 func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 	if err := r.check(ctx, "get", key); err != nil {
 		return registry.KV{}, err
@@ -20,11 +22,14 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 	if key == "/" {
 		return registry.KV{}, &registry.OpError{Op: "get", Key: key, Err: registry.ErrNotFound}
 	}
-	data, stat, err := r.conn.Get(r.full(key))
+	value, stat, err := r.conn.Get(r.full(key))
 	if err != nil {
 		return registry.KV{}, r.convert("get", key, err)
 	}
-	return registry.KV{Key: key, Value: data, Version: registry.Version(stat.Mzxid)}, nil
+	if value == nil {
+		value, stat = repair(r.conn, r.full(key), stat)
+	}
+	return registry.KV{Key: key, Value: value, Version: registry.Version(stat.Mzxid)}, nil
 }
 
 // List implements registry.Repository. ZooKeeper has no range read: List
@@ -61,14 +66,17 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 		kvs := make([]registry.KV, len(paths))
 		parents := make([]bool, len(paths))
 		err = pipeline(ctx, len(paths), func(i int) error {
-			data, stat, err := r.conn.Get(paths[i])
+			value, stat, err := r.conn.Get(paths[i])
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil // deleted meanwhile
 			}
 			if err != nil {
 				return err
 			}
-			kvs[i] = registry.KV{Key: r.key(paths[i]), Value: data, Version: registry.Version(stat.Mzxid)}
+			if value == nil {
+				value, stat = repair(r.conn, paths[i], stat)
+			}
+			kvs[i] = registry.KV{Key: r.key(paths[i]), Value: value, Version: registry.Version(stat.Mzxid)}
 			parents[i] = stat.NumChildren > 0
 			return nil
 		})
@@ -114,7 +122,7 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 	}
 	p := r.full(key)
 	for {
-		stat, err := r.conn.Set(p, value, -1)
+		stat, err := r.conn.Set(p, data(value), -1)
 		if err == nil {
 			return registry.Version(stat.Mzxid), nil
 		}
@@ -151,8 +159,8 @@ func (r *Repo) create(p string, value []byte) (registry.Version, error) {
 	var v registry.Version
 	err := withParents(r.conn, r.acl, p, func() error {
 		res, err := multi(r.conn,
-			&zk.CreateRequest{Path: p, Data: value, Acl: r.acl},
-			&zk.SetDataRequest{Path: p, Data: value, Version: 0},
+			&zk.CreateRequest{Path: p, Data: data(value), Acl: r.acl},
+			&zk.SetDataRequest{Path: p, Data: data(value), Version: 0},
 		)
 		if err != nil {
 			return err
@@ -201,7 +209,7 @@ func (r *Repo) Update(ctx context.Context, key string, value []byte, expect regi
 	if registry.Version(stat.Mzxid) != expect {
 		return 0, r.convert("update", key, zk.ErrBadVersion)
 	}
-	stat, err = r.conn.Set(p, value, stat.Version)
+	stat, err = r.conn.Set(p, data(value), stat.Version)
 	if err != nil {
 		return 0, r.convert("update", key, err)
 	}

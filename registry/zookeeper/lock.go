@@ -102,7 +102,7 @@ func (s *session) enqueue(dir string) (string, error) {
 	err := withParents(s.conn, s.r.acl, dir+"/"+prefix, func() error {
 		for attempt := 0; ; attempt++ {
 			var err error
-			node, err = s.conn.Create(dir+"/"+prefix, nil, zk.FlagEphemeralSequential, s.r.acl)
+			node, err = s.conn.Create(dir+"/"+prefix, []byte{}, zk.FlagEphemeralSequential, s.r.acl)
 			if !errors.Is(err, zk.ErrConnectionClosed) || attempt == 3 {
 				return err
 			}

@@ -12,6 +12,14 @@
 //     connection attempts). Waits that are ours (locks, connecting) end with
 //     ctx, and bulk reads (List, a Watch's loading, a Commit's reads), which
 //     keep a window of requests in flight, start no request after ctx ends.
+//   - A request sent while the connection has no session waits for the
+//     client's handshake, whose deadline is ten times the read timeout (100 s
+//     and more). So an operation starts only once the Repo's connection has
+//     a session, waiting at most Config.ConnectTimeout for it, then fails
+//     with ErrUnavailable. With a server that stops answering (SIGSTOP, a
+//     partition) a request in flight fails when the client gives up on the
+//     connection (2/3 of the session timeout) and later ones within
+//     ConnectTimeout, never reporting success (apache/shardingsphere#38641).
 //   - Watches are one-shot and there is no persistent recursive watch, so
 //     Watch re-arms a data and a child watch on every znode below the prefix,
 //     as Curator's TreeCache does.
@@ -29,6 +37,15 @@
 // ensemble, so a key deleted and created again never repeats a version.
 // Parents are created as persistent znodes with empty data; they are keys
 // like any other (Get returns their empty value, Watch reports them).
+//
+// No znode is ever written with null data: ZooKeeper keeps a nil array as
+// null, distinct from an empty one, and ShardingSphere's Curator-based
+// repository cannot read a null znode (its query throws, its cache listener
+// loses the event). Every create and set writes an empty array where the
+// value is empty, as Curator does for the parents it creates. Null znodes
+// left by older versions of this package are rewritten as empty when Get,
+// List or a Watch's loading reads them (a set at the version read, so a
+// concurrent write wins), and the namespace root at Open.
 package zookeeper
 
 import (
@@ -130,6 +147,8 @@ type Repo struct {
 	mu       sync.Mutex
 	lost     chan struct{}         // closed (and replaced) when the connection's session expires
 	sessions map[*session]struct{} // open sessions, closed by Close
+	up       bool                  // the connection has a session
+	upCh     chan struct{}         // closed when up becomes true; replaced when it becomes false
 }
 
 var _ registry.Repository = (*Repo)(nil)
@@ -154,6 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 		done:     make(chan struct{}),
 		lost:     make(chan struct{}),
 		sessions: map[*session]struct{}{},
+		upCh:     make(chan struct{}),
 	}
 	if cfg.Digest != "" {
 		r.acl = zk.AuthACL(zk.PermAll)
@@ -163,6 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 		return nil, err
 	}
 	r.conn = conn
+	r.repairRoot()
 	return r, nil
 }
 
@@ -181,10 +202,10 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 		zk.WithLogger(logger{r.cfg.Logger}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
+			cb(ev) // first: the Repo is up (see waitUp) when Open returns
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				readyOnce.Do(func() { close(ready) })
 			}
-			cb(ev)
 		}))
 	if err != nil {
 		return nil, convertError(op, "", fmt.Errorf("%w: %w", registry.ErrUnavailable, err))
@@ -215,11 +236,59 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 // onEvent runs on the client's loop for the Repo's connection; it must not
 // block or call the connection.
 func (r *Repo) onEvent(ev zk.Event) {
-	if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
-		r.mu.Lock()
+	if ev.Type != zk.EventSession {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.State {
+	case zk.StateExpired:
 		close(r.lost)
 		r.lost = make(chan struct{})
-		r.mu.Unlock()
+		r.setUp(false)
+	case zk.StateHasSession:
+		r.setUp(true)
+	case zk.StateDisconnected, zk.StateConnecting, zk.StateAuthFailed:
+		r.setUp(false)
+	}
+}
+
+// setUp records whether the connection has a session; r.mu is held.
+func (r *Repo) setUp(up bool) {
+	switch {
+	case up && !r.up:
+		close(r.upCh)
+	case !up && r.up:
+		r.upCh = make(chan struct{})
+	}
+	r.up = up
+}
+
+// waitUp returns once the Repo's connection has a session. While it has
+// none (the server stopped answering, the connection is being replaced),
+// it waits up to cfg.ConnectTimeout, then fails with ErrUnavailable: a
+// request queued meanwhile would wait for the client's handshake, whose
+// deadline is ten times the read timeout. ctx bounds the wait.
+func (r *Repo) waitUp(ctx context.Context, op, key string) error {
+	r.mu.Lock()
+	up, ch := r.up, r.upCh
+	r.mu.Unlock()
+	if up {
+		return nil
+	}
+	t := time.NewTimer(r.cfg.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return convertError(op, key, ctx.Err())
+	case <-r.done:
+		return &registry.OpError{Op: op, Key: key, Err: registry.ErrClosed}
+	case <-t.C:
+		return convertError(op, key, fmt.Errorf("%w: no ZooKeeper session with any of %s for %v (the connection was lost): "+
+			"check that the servers are running and answering (echo ruok | nc host port)",
+			registry.ErrUnavailable, strings.Join(r.cfg.Servers, ","), r.cfg.ConnectTimeout))
 	}
 }
 
@@ -272,7 +341,8 @@ func (r *Repo) key(p string) string {
 	return strings.TrimPrefix(p, r.root)
 }
 
-// check validates key and refuses work after Close or when ctx has ended.
+// check validates key, refuses work after Close or when ctx has ended, and
+// waits for the connection to have a session (waitUp).
 func (r *Repo) check(ctx context.Context, op, key string) error {
 	if err := registry.ValidateKey(key); err != nil {
 		return &registry.OpError{Op: op, Key: key, Err: err}
@@ -283,7 +353,7 @@ func (r *Repo) check(ctx context.Context, op, key string) error {
 	if err := ctx.Err(); err != nil {
 		return convertError(op, key, err)
 	}
-	return nil
+	return r.waitUp(ctx, op, key)
 }
 
 // checkWrite is check plus refusing the namespace root itself as a key.
@@ -328,18 +398,49 @@ func (l logger) Printf(format string, args ...any) {
 	}
 }
 
+// data is the array a znode is written with for value: never nil, which
+// ZooKeeper would keep as null.
+func data(value []byte) []byte {
+	if value == nil {
+		return []byte{}
+	}
+	return value
+}
+
+// repair rewrites the null data of the znode p, read at stat, as an empty
+// array, with a set at the data version read, and returns the empty value
+// and the znode's stat after the set. When the set fails (the znode was
+// written or deleted meanwhile, or the credentials may not write it), it
+// returns the empty value and stat unchanged: the value reads as empty
+// either way, and whoever wrote meanwhile wrote non-null data.
+func repair(conn *zk.Conn, p string, stat *zk.Stat) ([]byte, *zk.Stat) {
+	if st, err := conn.Set(p, []byte{}, stat.Version); err == nil {
+		return []byte{}, st
+	}
+	return []byte{}, stat
+}
+
+// repairRoot rewrites a null namespace root znode as empty: nothing else
+// reads the root's data, and ShardingSphere's repository does. Failures
+// are left to the first write.
+func (r *Repo) repairRoot() {
+	if d, stat, err := r.conn.Get(r.root); err == nil && d == nil {
+		repair(r.conn, r.root, stat)
+	}
+}
+
 // mkdirs creates p and its missing ancestors as persistent znodes with empty
 // data. Existing ones are left alone.
 func mkdirs(conn *zk.Conn, acl []zk.ACL, p string) error {
 	if p == "/" || p == "" {
 		return nil
 	}
-	_, err := conn.Create(p, nil, 0, acl)
+	_, err := conn.Create(p, []byte{}, 0, acl)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := mkdirs(conn, acl, parent(p)); err != nil {
 			return err
 		}
-		_, err = conn.Create(p, nil, 0, acl)
+		_, err = conn.Create(p, []byte{}, 0, acl)
 	}
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil

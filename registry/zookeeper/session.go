@@ -177,7 +177,7 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 	p := s.r.full(key)
 	for attempt := 0; ; attempt++ {
 		err := withParents(s.conn, s.r.acl, p, func() error {
-			_, err := s.conn.Create(p, value, zk.FlagEphemeral, s.r.acl)
+			_, err := s.conn.Create(p, data(value), zk.FlagEphemeral, s.r.acl)
 			return err
 		})
 		if !errors.Is(err, zk.ErrNodeExists) || attempt == 20 {
@@ -191,11 +191,11 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 			continue
 		}
 		if stat.EphemeralOwner == s.id {
-			_, err = s.conn.Set(p, value, stat.Version)
+			_, err = s.conn.Set(p, data(value), stat.Version)
 		} else {
 			_, err = multi(s.conn,
 				&zk.DeleteRequest{Path: p, Version: stat.Version},
-				&zk.CreateRequest{Path: p, Data: value, Acl: s.r.acl, Flags: zk.FlagEphemeral},
+				&zk.CreateRequest{Path: p, Data: data(value), Acl: s.r.acl, Flags: zk.FlagEphemeral},
 			)
 		}
 		switch {
@@ -217,7 +217,7 @@ func (s *session) CreateExclusiveEphemeral(ctx context.Context, key string, valu
 	}
 	p := s.r.full(key)
 	err := withParents(s.conn, s.r.acl, p, func() error {
-		_, err := s.conn.Create(p, value, zk.FlagEphemeral, s.r.acl)
+		_, err := s.conn.Create(p, data(value), zk.FlagEphemeral, s.r.acl)
 		return err
 	})
 	return s.convert("create ephemeral", key, err)

@@ -84,7 +84,7 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 				if o.Ephemeral {
 					flags = zk.FlagEphemeral
 				}
-				promoted[c.Key] = &zk.CreateRequest{Path: p, Data: o.Value, Acl: s.r.acl, Flags: flags}
+				promoted[c.Key] = &zk.CreateRequest{Path: p, Data: data(o.Value), Acl: s.r.acl, Flags: flags}
 				break
 			}
 		}
@@ -99,16 +99,16 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		}
 		switch {
 		case c.Version == 0 && (!written || o.Delete):
-			reqs = append(reqs, &zk.CreateRequest{Path: p, Acl: s.r.acl}, &zk.DeleteRequest{Path: p, Version: -1})
+			reqs = append(reqs, &zk.CreateRequest{Path: p, Data: []byte{}, Acl: s.r.acl}, &zk.DeleteRequest{Path: p, Version: -1})
 		case c.Version == 0:
 			flags := int32(0)
 			if o.Ephemeral {
 				flags = zk.FlagEphemeral
 			}
-			reqs = append(reqs, &zk.CreateRequest{Path: p, Data: o.Value, Acl: s.r.acl, Flags: flags})
+			reqs = append(reqs, &zk.CreateRequest{Path: p, Data: data(o.Value), Acl: s.r.acl, Flags: flags})
 			if versionAt < 0 {
 				// A set at version 0 right after the create returns the Stat.
-				reqs = append(reqs, &zk.SetDataRequest{Path: p, Data: o.Value, Version: 0})
+				reqs = append(reqs, &zk.SetDataRequest{Path: p, Data: data(o.Value), Version: 0})
 				versionAt = len(reqs) - 1
 			}
 		case !written:
@@ -116,7 +116,7 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		case o.Delete:
 			reqs = append(reqs, &zk.DeleteRequest{Path: p, Version: stats[c.Key].Version})
 		default:
-			reqs = append(reqs, &zk.SetDataRequest{Path: p, Data: o.Value, Version: stats[c.Key].Version})
+			reqs = append(reqs, &zk.SetDataRequest{Path: p, Data: data(o.Value), Version: stats[c.Key].Version})
 			versionAt = len(reqs) - 1
 		}
 	}
@@ -128,7 +128,7 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		}
 		front := make([]*zk.CreateRequest, 0, len(parents)+len(promoted))
 		for _, p := range parents {
-			front = append(front, &zk.CreateRequest{Path: p, Acl: s.r.acl})
+			front = append(front, &zk.CreateRequest{Path: p, Data: []byte{}, Acl: s.r.acl})
 		}
 		for _, r := range promoted {
 			front = append(front, r)

@@ -309,7 +309,7 @@ func (w *watch) loadNode(p string) error {
 		}
 		return nil
 	}
-	data, stat, ch, err := w.conn.GetW(p)
+	data, stat, ch, err := w.getW(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return w.removed(p)
 	}
@@ -464,7 +464,7 @@ func (w *watch) fetch(p string) (fetched, error) {
 		defer close(listed)
 		names, cstat, childCh, cerr = w.conn.ChildrenW(p)
 	}()
-	data, stat, dataCh, err := w.conn.GetW(p)
+	data, stat, dataCh, err := w.getW(p)
 	<-listed
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(cerr, zk.ErrNoNode):
@@ -478,6 +478,23 @@ func (w *watch) fetch(p string) (fetched, error) {
 	}
 	slices.Sort(names)
 	return fetched{data: data, stat: stat, dataCh: dataCh, names: names, childCh: childCh}, nil
+}
+
+// getW reads p's data arming a data watch. Null data is rewritten as empty
+// first (see the package doc): the set fires the watch just armed, so p is
+// read again with a new one, and the value reported is the one written.
+func (w *watch) getW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	value, stat, ch, err := w.conn.GetW(p)
+	if err != nil || value != nil {
+		return value, stat, ch, err
+	}
+	if _, st := repair(w.conn, p, stat); st != stat {
+		value, stat, ch, err = w.conn.GetW(p)
+	}
+	if err == nil && value == nil {
+		value = []byte{}
+	}
+	return value, stat, ch, err
 }
 
 // track records the fetched znode p and its fetched subtree, reporting

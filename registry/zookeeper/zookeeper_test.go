@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +43,7 @@ func TestConformance(t *testing.T) {
 		LoseWatches: func(t *testing.T, repo registry.Repository) {
 			zs.Expire(t, repo.(*zookeeper.Repo).Conn().SessionID())
 		},
+		NullKeys: func(t *testing.T, ns string) []string { return zs.NullKeys(t, ns) },
 	})
 }
 
@@ -393,4 +396,214 @@ func TestWatchConvergesUnderChurn(t *testing.T) {
 			t.Errorf("%s: watch state %q (present %v), server %q", k, got, ok, v)
 		}
 	}
+}
+
+// TestNullZnodesRewritten: znodes an older version of this package created
+// with null data (its parents and lock nodes) are rewritten as empty when
+// Open, Get, List or a Watch's loading reads them, with the version the
+// rewrite made, so a CAS on what was read still succeeds.
+func TestNullZnodesRewritten(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_null_")
+	conn, _, err := zk.Connect(zs.Servers, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	acl := zk.WorldACL(zk.PermAll)
+	for _, p := range []string{"", "/get", "/list", "/list/a", "/list/a/b", "/watch", "/watch/a", "/watch/a/b", "/unread"} {
+		if _, err := conn.Create("/"+ns+p, nil, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := zs.NullKeys(t, ns); len(got) != 9 {
+		t.Fatalf("null keys written = %v, want 9", got)
+	}
+	r := zs.Open(t, ns)
+	defer r.Close()
+	ctx := testenv.Context(t)
+	kv, err := r.Get(ctx, "/get")
+	if err != nil || kv.Value == nil || len(kv.Value) != 0 {
+		t.Fatalf("Get of a null znode = %#v, %v", kv.Value, err)
+	}
+	if _, err := r.Update(ctx, "/get", []byte("x"), kv.Version); err != nil {
+		t.Fatalf("Update at the version Get returned: %v", err)
+	}
+	list, err := r.List(ctx, "/list")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	for _, kv := range list {
+		if kv.Value == nil {
+			t.Fatalf("List returned %s with a nil value", kv.Key)
+		}
+		if _, err := r.Update(ctx, kv.Key, []byte("y"), kv.Version); err != nil {
+			t.Fatalf("Update of %s at the version List returned: %v", kv.Key, err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	initial, events, err := r.Watch(wctx, "/watch")
+	if err != nil || len(initial) != 3 {
+		t.Fatalf("Watch initial = %v, %v", initial, err)
+	}
+	for _, kv := range initial {
+		if kv.Value == nil {
+			t.Fatalf("Watch returned %s with a nil value", kv.Key)
+		}
+	}
+	// The rewrite is not reported as a change: the next event is ours.
+	if _, err := r.Put(ctx, "/watch/a/b", []byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.Err != nil || ev.KV.Key != "/watch/a/b" || string(ev.KV.Value) != "z" {
+			t.Fatalf("first event after the load = %+v, want the put of /watch/a/b", ev)
+		}
+	case <-time.After(registrytest.Timeout):
+		t.Fatal("no event")
+	}
+	// List reads below its prefix, not the prefix itself.
+	if got := zs.NullKeys(t, ns); !slices.Equal(got, []string{"/list", "/unread"}) {
+		t.Fatalf("null keys after the reads = %v, want only the unread /list and /unread", got)
+	}
+}
+
+// freezer makes the connections dialed through it behave as if the server
+// stopped (SIGSTOP): while frozen, writes are swallowed and reads return
+// nothing until their deadline. Thaw closes the connections.
+type freezer struct {
+	mu     sync.Mutex
+	frozen bool
+	thaw   chan struct{} // closed at Thaw
+	conns  []net.Conn
+}
+
+func (f *freezer) Freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frozen, f.thaw = true, make(chan struct{})
+}
+
+func (f *freezer) Thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frozen {
+		f.frozen = false
+		close(f.thaw)
+		// What was swallowed is lost: the connections go, as a stopped
+		// server's would when it is killed and restarted.
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.conns = nil
+	}
+}
+
+func (f *freezer) state() (bool, chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.frozen, f.thaw
+}
+
+func (f *freezer) dial(base zk.Dialer) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := base(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+		return &frozenConn{Conn: c, f: f}, nil
+	}
+}
+
+type frozenConn struct {
+	net.Conn
+	f        *freezer
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *frozenConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *frozenConn) Read(p []byte) (int, error) {
+	for {
+		frozen, thaw := c.f.state()
+		if !frozen {
+			return c.Conn.Read(p)
+		}
+		c.mu.Lock()
+		d := c.deadline
+		c.mu.Unlock()
+		var timeout <-chan time.Time
+		if !d.IsZero() {
+			timer := time.NewTimer(time.Until(d))
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		select {
+		case <-thaw:
+		case <-timeout:
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+func (c *frozenConn) Write(p []byte) (int, error) {
+	if frozen, _ := c.f.state(); frozen {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// TestStoppedServerFailsFast: with the server stopped (no answers, the
+// connection open), a request in flight fails when the client gives up on
+// the connection (2/3 of the session timeout), and a request made while the
+// client reconnects fails within ConnectTimeout with ErrUnavailable naming
+// the servers, instead of waiting for the handshake's deadline (ten times
+// the read timeout). Once the server answers again, requests succeed.
+func TestStoppedServerFailsFast(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_stopped_")
+	f := &freezer{}
+	cfg := zs.Config(ns)
+	cfg.SessionTimeout, cfg.ConnectTimeout, cfg.Dialer = 3*time.Second, time.Second, f.dial(zs.Dial)
+	r, err := zookeeper.Open(testenv.Context(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := testenv.Context(t)
+	if _, err := r.Put(ctx, "/k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	f.Freeze()
+	defer f.Thaw()
+	start := time.Now()
+	_, err = r.Get(ctx, "/k")
+	if !errors.Is(err, registry.ErrUnavailable) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Get in flight when the server stopped = %v after %v, want ErrUnavailable within 2/3 of 3 s", err, time.Since(start))
+	}
+	for i := range 2 {
+		start = time.Now()
+		_, err = r.Put(ctx, "/k", []byte("w"))
+		took := time.Since(start)
+		if !errors.Is(err, registry.ErrUnavailable) || took > 3*time.Second || !strings.Contains(err.Error(), zs.Servers[0]) {
+			t.Fatalf("Put %d while reconnecting = %v after %v, want ErrUnavailable naming %s within the 1 s connect timeout", i, err, took, zs.Servers[0])
+		}
+		t.Logf("Put %d while the server is stopped: %v after %v", i, err, took.Round(time.Millisecond))
+	}
+	f.Thaw()
+	testenv.Eventually(t, "a Get once the server answers again", func() bool {
+		kv, err := r.Get(ctx, "/k")
+		return err == nil && string(kv.Value) == "v"
+	})
 }

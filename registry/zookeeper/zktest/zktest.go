@@ -18,8 +18,10 @@ package zktest
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,6 +122,58 @@ func (s *Server) DropNamespace(t testing.TB, ns, digest string) {
 	if err := deleteAll(conn, "/"+strings.Trim(ns, "/")); err != nil {
 		t.Errorf("drop namespace %s: %v", ns, err)
 	}
+}
+
+// NullKeys walks namespace ns ("name" or "/name") on a connection of its
+// own, without this package's Repo (whose reads rewrite null data), and
+// returns the keys whose znodes hold null data, the namespace root as "/",
+// in walk order. ZooKeeper keeps a create or set with a nil array as null,
+// which ShardingSphere's Curator-based repository cannot read. A missing
+// namespace has none; a failed read fails the test.
+func (s *Server) NullKeys(t testing.TB, ns string) []string {
+	t.Helper()
+	conn, _, err := zk.Connect(s.Servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatalf("null keys of %s: %v", ns, err)
+	}
+	defer conn.Close()
+	root := "/" + strings.Trim(ns, "/")
+	var null []string
+	var walk func(p string) error
+	walk = func(p string) error {
+		d, _, err := conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get %s: %w", p, err)
+		}
+		if d == nil {
+			key := strings.TrimPrefix(p, root)
+			if key == "" {
+				key = "/"
+			}
+			null = append(null, key)
+		}
+		kids, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("children %s: %w", p, err)
+		}
+		slices.Sort(kids)
+		for _, k := range kids {
+			if err := walk(p + "/" + k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		t.Fatalf("null keys of %s: %v", ns, err)
+	}
+	return null
 }
 
 // deleteAll deletes p and its descendants, retrying a znode that gained a
