@@ -69,8 +69,6 @@ type mapping struct {
 	name, host, database string
 }
 
-
-
 // FromRules returns the users of the authority rule among rules (rules of
 // other types are ignored; with no authority rule, or one without users,
 // the result is Empty). The rule's `users` is a list whose items are

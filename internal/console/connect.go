@@ -294,10 +294,11 @@ func (e *Engine) databases() []string {
 	return names
 }
 
-func (e *Engine) showDatabases(_ context.Context, _ *Session, st *distsql.ShowDatabases) (*Result, error) {
+func (e *Engine) showDatabases(_ context.Context, s *Session, st *distsql.ShowDatabases) (*Result, error) {
 	res := &Result{Columns: textColumns("Database")}
+	g := e.grant(s)
 	for _, n := range e.databases() {
-		if st.Like == nil || matchLike(*st.Like, n) {
+		if (st.Like == nil || matchLike(*st.Like, n)) && g.permits(n) {
 			res.Rows = append(res.Rows, []*string{str(n)})
 		}
 	}

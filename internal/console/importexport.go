@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/netip"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
@@ -15,9 +14,9 @@ import (
 )
 
 // EXPORT / IMPORT DATABASE CONFIGURATION and EXPORT / IMPORT METADATA
-// (internal/dbconfig). Imports are all or nothing; file paths are on the
-// node's host and refused unless the session is from loopback or its user
-// is configured in the authority rule (docs/threat-model.md).
+// (internal/dbconfig). Imports are all or nothing. Imports, EXPORT
+// METADATA and files need an admin user (privilege.go); file paths name
+// files of Deps.FileDir only (docs/security.md).
 
 func (e *Engine) exportDatabaseConfiguration(_ context.Context, s *Session, st *distsql.ExportDatabaseConfiguration) (*Result, error) {
 	db := st.Database
@@ -42,7 +41,7 @@ func (e *Engine) exportDatabaseConfiguration(_ context.Context, s *Session, st *
 }
 
 func (e *Engine) importDatabaseConfiguration(ctx context.Context, s *Session, st *distsql.ImportDatabaseConfiguration) (*Result, error) {
-	data, err := e.readFile(s, st.File)
+	data, err := e.readFile(ctx, s, st.File)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +74,7 @@ func (e *Engine) importMetadata(ctx context.Context, s *Session, st *distsql.Imp
 	var data []byte
 	var err error
 	if st.File != "" {
-		data, err = e.readFile(s, st.File)
+		data, err = e.readFile(ctx, s, st.File)
 	} else {
 		data, err = dbconfig.DecodeMetadata(st.Value)
 	}
@@ -95,7 +94,20 @@ func (e *Engine) importOptions() dbconfig.Options {
 	if introspect == nil {
 		introspect = datasource.Introspect
 	}
-	return dbconfig.Options{Layout: e.d.Layout, Ping: e.d.Ping, Introspect: introspect}
+	return dbconfig.Options{Layout: e.d.Layout, Ping: e.ping, Introspect: introspect}
+}
+
+// ping checks a unit before it is written: a SQLite unit is refused unless
+// Deps.AllowSQLite (its URL names a file the node would create with its
+// own rights), then Deps.Ping connects.
+func (e *Engine) ping(ctx context.Context, unit string, ds config.DataSource) error {
+	if t, err := datasource.Translate(ds); err == nil && t.Dialect == datasource.SQLite && !e.d.AllowSQLite {
+		return fmt.Errorf("SQLite storage units are off on this node (serve --allow-sqlite-units enables them)")
+	}
+	if e.d.Ping != nil {
+		return e.d.Ping(ctx, unit, ds)
+	}
+	return datasource.Ping(ctx, unit, ds)
 }
 
 // awaitDatabases waits (at most 3 s) until this node's view has the
@@ -111,31 +123,11 @@ func (e *Engine) awaitDatabases(ctx context.Context, names ...string) {
 	})
 }
 
-// fileAccess says whether session s may name files on the node's host:
-// from loopback, or as a user of the authority rule.
-func (e *Engine) fileAccess(s *Session) error {
-	configured := false
-	if r, ok := e.d.Metadata.Current().GlobalRules["authority"]; ok {
-		if users, err := authority.FromRules(r); err == nil && !users.Empty() {
-			if addr, err := netip.ParseAddr(s.Host); err == nil {
-				_, configured = users.Lookup(s.User, addr)
-			}
-		}
-	}
-	return opError(s, dbconfig.CheckFileAccess(s.Host, configured))
-}
-
-func (e *Engine) readFile(s *Session, path string) ([]byte, error) {
-	if err := e.fileAccess(s); err != nil {
-		return nil, err
-	}
-	data, err := dbconfig.ReadFile(path)
+func (e *Engine) readFile(ctx context.Context, s *Session, path string) ([]byte, error) {
+	data, err := e.d.FileDir.ReadFile(ctx, path)
 	return data, opError(s, err)
 }
 
 func (e *Engine) writeFile(s *Session, path string, data []byte) error {
-	if err := e.fileAccess(s); err != nil {
-		return err
-	}
-	return opError(s, dbconfig.WriteFile(path, data))
+	return opError(s, e.d.FileDir.WriteFile(path, data))
 }
