@@ -65,7 +65,7 @@ func Export(snap *metadata.Snapshot, db string) ([]byte, error) {
 			b.WriteString("  " + yamlScalar(name) + ":\n")
 			m := d.Units[name].Map()
 			for _, k := range slices.Sorted(mapsKeys(m)) {
-				v, err := yaml.Marshal(map[string]any{k: m[k]})
+				v, err := marshalOneLine(map[string]any{k: m[k]})
 				if err != nil {
 					return nil, fmt.Errorf("unit %s: %s: %w", name, k, err)
 				}
@@ -84,6 +84,7 @@ func Export(snap *metadata.Snapshot, db string) ([]byte, error) {
 			if err := n.Encode(r.Content); err != nil {
 				return nil, fmt.Errorf("rule %s: %w", typ, err)
 			}
+			quoteBreaks(&n)
 			n.Tag = "!" + strings.ToUpper(typ)
 			nodes = append(nodes, &n)
 		}
@@ -113,11 +114,34 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 func yamlScalar(s string) string {
-	out, err := yaml.Marshal(s)
+	out, err := marshalOneLine(s)
 	if err != nil {
 		return s
 	}
 	return strings.TrimSuffix(string(out), "\n")
+}
+
+// marshalOneLine is yaml.Marshal with quoteBreaks applied.
+func marshalOneLine(v any) ([]byte, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	quoteBreaks(&n)
+	return yaml.Marshal(&n)
+}
+
+// quoteBreaks makes every scalar of n (keys and values) that holds a line
+// break double-quoted, its breaks escaped: no value of an export starts a
+// line of its own, so a file where lines mean something (authorized_keys,
+// crontab) gets no line from a value.
+func quoteBreaks(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && strings.ContainsAny(n.Value, "\n\r\u0085\u2028\u2029") {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteBreaks(c)
+	}
 }
 
 func indent(s, prefix string) string {
