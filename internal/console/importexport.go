@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -11,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // EXPORT / IMPORT DATABASE CONFIGURATION and EXPORT / IMPORT METADATA
@@ -45,7 +47,7 @@ func (e *Engine) importDatabaseConfiguration(ctx context.Context, s *Session, st
 	if err != nil {
 		return nil, err
 	}
-	res, err := dbconfig.Import(ctx, e.d.Repo, st.File, data, e.importOptions())
+	res, err := dbconfig.Import(ctx, e.d.Repo, st.File, data, e.importOptions("IMPORT DATABASE CONFIGURATION FROM FILE "+quoteString(st.File)))
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -81,7 +83,11 @@ func (e *Engine) importMetadata(ctx context.Context, s *Session, st *distsql.Imp
 	if err != nil {
 		return nil, opError(s, err)
 	}
-	names, err := dbconfig.ImportMetadata(ctx, e.d.Repo, data, e.importOptions())
+	statement := "IMPORT METADATA '" + redact.Mask + "'"
+	if st.File != "" {
+		statement = "IMPORT METADATA FROM FILE " + quoteString(st.File)
+	}
+	names, err := dbconfig.ImportMetadata(ctx, e.d.Repo, data, e.importOptions(statement))
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -89,13 +95,22 @@ func (e *Engine) importMetadata(ctx context.Context, s *Session, st *distsql.Imp
 	return &Result{}, nil
 }
 
-func (e *Engine) importOptions() dbconfig.Options {
+// importOptions are the options of an import run as statement (which the
+// import's mark shows while it runs, or forever if it dies).
+func (e *Engine) importOptions(statement string) dbconfig.Options {
 	introspect := e.d.Introspect
 	if introspect == nil {
 		introspect = datasource.Introspect
 	}
-	return dbconfig.Options{Layout: e.d.Layout, Ping: e.ping, Introspect: introspect}
+	instance := ""
+	if e.d.Node != nil {
+		instance = e.d.Node.InstanceID()
+	}
+	return dbconfig.Options{Layout: e.d.Layout, Ping: e.ping, Introspect: introspect, Statement: statement, Instance: instance}
 }
+
+// quoteString is s as a SQL string literal.
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // ping checks a unit before it is written: a SQLite unit is refused unless
 // Deps.AllowSQLite (its URL names a file the node would create with its

@@ -69,5 +69,8 @@ func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 		return fmt.Errorf("announce the drop of database %s: %w", db, err)
 	}
 	err = c.Repo.Delete(ctx, key)
+	if err == nil {
+		err = dropImportMark(ctx, c.Repo, db)
+	}
 	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
 }

@@ -222,7 +222,8 @@ func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.
 	return PersistDatabase(ctx, repo, layout, db)
 }
 
-// DropDatabase deletes database db with everything under it. It returns
+// DropDatabase deletes database db with everything under it, and the
+// mark of an import that left it half-written (paths.Import). It returns
 // ErrNoDatabase when it does not exist.
 func DropDatabase(ctx context.Context, repo registry.Repository, db string) error {
 	key, err := paths.Database(db)
@@ -232,5 +233,17 @@ func DropDatabase(ctx context.Context, repo registry.Repository, db string) erro
 	if err := requireDatabase(ctx, repo, db); err != nil {
 		return err
 	}
-	return repo.Delete(ctx, key)
+	if err := repo.Delete(ctx, key); err != nil {
+		return err
+	}
+	return dropImportMark(ctx, repo, db)
+}
+
+// dropImportMark deletes the import mark of db, if any.
+func dropImportMark(ctx context.Context, repo registry.Repository, db string) error {
+	mark, err := paths.Import(db)
+	if err != nil {
+		return err
+	}
+	return repo.Delete(ctx, mark)
 }
