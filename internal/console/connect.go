@@ -304,7 +304,9 @@ func (e *Engine) showDatabases(ctx context.Context, s *Session, st *distsql.Show
 	var marks map[string]dbconfig.ImportMark
 	if e.d.Repo != nil {
 		var err error
-		if marks, err = dbconfig.IncompleteImports(ctx, e.d.Repo); err != nil {
+		snap := e.d.Metadata.Current()
+		known := func(db string) bool { return snap.Databases[db] != nil && g.permits(db) }
+		if marks, err = dbconfig.IncompleteImports(ctx, e.d.Repo, known); err != nil {
 			res.Warnings = append(res.Warnings, "half-written imports cannot be checked: "+err.Error())
 		}
 	}

@@ -38,15 +38,20 @@ const MaxImportMarks = 1000
 const maxMarkSize = 64 << 10
 
 // IncompleteImports returns the marks of the imports that did not finish
-// (or are running now), by database: at most MaxImportMarks, values over
-// 64 KiB or unreadable shown with Database only. ctx bounds the reads.
-func IncompleteImports(ctx context.Context, repo registry.Repository) (map[string]ImportMark, error) {
+// (or are running now), by database, of the databases want accepts (nil:
+// all; the callers pass the databases they show, so marks nobody shows are
+// never read): at most MaxImportMarks, values over 64 KiB or unreadable
+// shown with Database only. ctx bounds the reads.
+func IncompleteImports(ctx context.Context, repo registry.Repository, want func(db string) bool) (map[string]ImportMark, error) {
 	names, err := repo.Children(ctx, paths.ImportsRoot)
 	if errors.Is(err, registry.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if want != nil {
+		names = slices.DeleteFunc(names, func(db string) bool { return !want(db) })
 	}
 	slices.Sort(names)
 	out := map[string]ImportMark{}

@@ -51,7 +51,7 @@ func TestHalfWrittenImportIsMarked(t *testing.T) {
 		if loadSnapshot(ctx, t, repo).Databases["half_db"] == nil {
 			t.Fatal("the half-written database is not there: the test proves nothing")
 		}
-		marks, err := IncompleteImports(ctx, repo)
+		marks, err := IncompleteImports(ctx, repo, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,13 +76,13 @@ func TestHalfWrittenImportIsMarked(t *testing.T) {
 		if err := metadata.DropDatabase(ctx, repo, "half_db"); err != nil {
 			t.Fatal(err)
 		}
-		if marks, _ := IncompleteImports(ctx, repo); len(marks) != 0 {
+		if marks, _ := IncompleteImports(ctx, repo, nil); len(marks) != 0 {
 			t.Fatalf("marks after DROP: %v", marks)
 		}
 		if _, err := Import(ctx, repo, "big.yaml", configYAML(dir, "half_db", ""), opts); err != nil {
 			t.Fatal(err)
 		}
-		if marks, _ := IncompleteImports(ctx, repo); len(marks) != 0 {
+		if marks, _ := IncompleteImports(ctx, repo, nil); len(marks) != 0 {
 			t.Fatalf("marks after a finished import: %v", marks)
 		}
 
@@ -95,7 +95,7 @@ func TestHalfWrittenImportIsMarked(t *testing.T) {
 		if _, err := Import(ctx, repo, "early.yaml", configYAML(dir, "early_db", ""), opts); err != nil {
 			t.Fatalf("import over a stale mark: %v", err)
 		}
-		if marks, _ := IncompleteImports(ctx, repo); len(marks) != 0 {
+		if marks, _ := IncompleteImports(ctx, repo, nil); len(marks) != 0 {
 			t.Fatalf("marks after replacing a stale one: %v", marks)
 		}
 	})

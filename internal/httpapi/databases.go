@@ -33,7 +33,7 @@ func (s *Server) summaries(ctx context.Context, snap *metadata.Snapshot) []dbSum
 	var marks map[string]dbconfig.ImportMark
 	if s.cfg.Repo != nil {
 		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		marks, _ = dbconfig.IncompleteImports(mctx, s.cfg.Repo)
+		marks, _ = dbconfig.IncompleteImports(mctx, s.cfg.Repo, func(db string) bool { return snap.Databases[db] != nil })
 		cancel()
 	}
 	for _, name := range slices.Sorted(maps.Keys(snap.Databases)) {
