@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
@@ -130,4 +133,106 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestKilledImportShown kills (SIGKILL) a node on real etcd and on real
+// ZooKeeper while its IMPORT, typed into mariadb, writes a database of
+// 4000 tables in its many transactions: a node started afterwards shows
+// the database as incomplete in SHOW DATABASES, and the import is refused
+// until the database is dropped, then finishes.
+func TestKilledImportShown(t *testing.T) {
+	requireMariaDB(t)
+	eachRegistry(t, func(t *testing.T, typ string) {
+		ctx := testenv.Context(t)
+		dir := t.TempDir()
+		lite := filepath.Join(dir, "big.db")
+		db, err := sql.Open("sqlite", "file:"+lite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4000 {
+			if _, err := tx.Exec(fmt.Sprintf("CREATE TABLE t_%d (id INTEGER PRIMARY KEY, a TEXT, b TEXT)", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_ = db.Close()
+		file := filepath.Join(dir, "big.yaml")
+		if err := os.WriteFile(file, []byte("databaseName: big_db\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:"+lite+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		statement := "IMPORT DATABASE CONFIGURATION FROM FILE '" + file + "'"
+		opts := clusterOptions{prefix: "e2e-kill", mysql: true, extra: []string{"--distsql-file-dir", dir, "--allow-sqlite-units"}}
+		cl := startCluster(t, typ, 1, opts)
+		n := cl.mysql[0]
+		client := exec.Command("mariadb", "--protocol=TCP", "-h", "127.0.0.1", "-P", fmt.Sprint(n.port), "-u", "root", "-e", statement)
+		if err := client.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = client.Process.Kill(); _ = client.Wait() }()
+		// Kill the node once the database's first transaction is in.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if _, err := cl.repo.Get(ctx, "/metadata/big_db"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the import wrote nothing in 60 s")
+			}
+		}
+		if err := n.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = n.stop(t) // reaped
+		store, err := metadata.Load(ctx, cl.repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables := 0
+		if d := store.Current().Databases["big_db"]; d != nil {
+			for _, sc := range d.Schemas {
+				tables += len(sc.Tables)
+			}
+		}
+		if tables >= 4000 {
+			t.Fatal("the import finished before the kill: the test proves nothing (make the database bigger)")
+		}
+		marks, err := dbconfig.IncompleteImports(ctx, cl.repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := marks["big_db"]; !ok {
+			t.Fatalf("big_db is half-written (%d of 4000 tables) and not marked", tables)
+		}
+		t.Logf("killed with %d of 4000 tables written", tables)
+		// A node started afterwards shows it, and refuses to import over it.
+		m := startMySQLNode(t, cl.conf, "e2e-kill-2", "127.0.0.1", opts.extra...)
+		var out string
+		testenv.Eventually(t, "SHOW DATABASES to show big_db incomplete", func() bool {
+			rows, stderr, _ := mariadb(t, localCmd, "127.0.0.1", m.port, "root", "", "SHOW DATABASES", "--show-warnings")
+			out = fmt.Sprint(rows) + stderr
+			return strings.Contains(out, "big_db is incomplete")
+		})
+		if !strings.Contains(out, statement) || !strings.Contains(out, "e2e-kill-1") {
+			t.Fatalf("SHOW DATABASES: %s", out)
+		}
+		if _, stderr, err := mariadb(t, localCmd, "127.0.0.1", m.port, "root", "", statement); err == nil || !strings.Contains(stderr, "drop the database") {
+			t.Fatalf("import over the half-written database: %v %s", err, stderr)
+		}
+		if b, err := exec.Command(testenv.ShardkeeperBinary(t), "databases", "drop", "big_db", "--conf", cl.conf).CombinedOutput(); err != nil {
+			t.Fatalf("databases drop: %v\n%s", err, b)
+		}
+		if _, stderr, err := mariadb(t, localCmd, "127.0.0.1", m.port, "root", "", statement); err != nil {
+			t.Fatalf("%s: %v\n%s", statement, err, stderr)
+		}
+		if marks, _ := dbconfig.IncompleteImports(ctx, cl.repo, nil); len(marks) != 0 {
+			t.Fatalf("marks after the import finished: %v", marks)
+		}
+	})
 }
