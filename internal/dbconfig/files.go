@@ -42,7 +42,8 @@ var errNoFileDir = errors.New("server-side files are off on this node (serve --d
 // without blocking, at most MaxFileSize bytes within ReadTimeout. A nil
 // *FileDir refuses every path. Safe for concurrent use.
 type FileDir struct {
-	dir string // absolute, clean, symbolic links resolved
+	dir   string // absolute, clean, symbolic links resolved
+	given string // absolute and clean as the operator named it
 }
 
 // OpenFileDir checks dir for use as the FileDir: it must exist, be a
@@ -79,7 +80,7 @@ func OpenFileDir(dir, dataDir string) (*FileDir, error) {
 			return nil, fmt.Errorf("--distsql-file-dir %s: must not be the registry's data dir %s, inside it, or hold it: pick a directory of its own", dir, dataDir)
 		}
 	}
-	return &FileDir{dir: real}, nil
+	return &FileDir{dir: real, given: abs}, nil
 }
 
 // within reports whether path is dir or under it (both clean, absolute).
@@ -104,7 +105,7 @@ func (d *FileDir) name(path string) (string, error) {
 	name := path
 	if filepath.IsAbs(path) {
 		dir, base := filepath.Split(path)
-		if filepath.Clean(dir) != d.dir {
+		if dir := filepath.Clean(dir); dir != d.dir && dir != d.given {
 			name = ""
 		} else {
 			name = base
