@@ -50,6 +50,8 @@ func newServeCommand() *cobra.Command {
 		pgAddr    string
 		pgMax     int
 		hf        httpFlags
+		fileDir   string
+		sqlite    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -127,7 +129,8 @@ port answers, and STOPPING=1 when it begins to leave.`,
 			}
 			node.Logger = log
 			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
-				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf})
+				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf,
+				DistSQLFileDir: fileDir, AllowSQLiteUnits: sqlite})
 			if err != nil {
 				return err
 			}
@@ -200,6 +203,8 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.IntVar(&mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
 	fl.StringVar(&pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.IntVar(&pgMax, "postgresql-max-connections", pgfront.DefaultMaxConnections, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
+	fl.StringVar(&fileDir, "distsql-file-dir", "", "the one directory whose files the consoles' EXPORT ... TO FILE and IMPORT ... FROM FILE may name (admin users only; new files only, mode 0600, never overwritten, no symbolic links); never the data dir; empty: server-side files are off")
+	fl.BoolVar(&sqlite, "allow-sqlite-units", false, "let console statements (REGISTER/ALTER STORAGE UNIT, IMPORT) create SQLite storage units, whose jdbc:sqlite: path is a file the node creates with its own rights")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")

@@ -6,6 +6,12 @@
 // Passwords are kept in plain text, as upstream stores them: the MySQL and
 // PostgreSQL password methods need the password itself to check a
 // client's scramble.
+//
+// Privileges are upstream's: a user with `admin: true` may run every
+// statement; the rule's `privilege` (ALL_PERMITTED, upstream's default, or
+// DATABASE_PERMITTED with `props: user-database-mappings`) says which
+// logical databases each user may use. A privilege type not implemented
+// here is an error, never ignored.
 package authority
 
 import (
@@ -41,6 +47,9 @@ type User struct {
 	// uses its protocol's default). A front end treats a method it does
 	// not know as its default, as upstream does.
 	AuthenticationMethod string
+	// Admin is the user's `admin: true`: it may run the statements that
+	// need an admin (see docs/security.md) and use every database.
+	Admin bool
 }
 
 // String is the user as upstream writes a grantee: name@host.
@@ -50,14 +59,26 @@ func (u User) String() string { return u.Name + "@" + u.Host }
 // value and nil have no users. Safe for concurrent use (never modified).
 type Users struct {
 	list []User
+	// databases is DATABASE_PERMITTED's user-database-mappings, nil under
+	// ALL_PERMITTED.
+	databases []mapping
+}
+
+// mapping is one item of user-database-mappings: name@host=database.
+type mapping struct {
+	name, host, database string
 }
 
 // FromRules returns the users of the authority rule among rules (rules of
 // other types are ignored; with no authority rule, or one without users,
 // the result is Empty). The rule's `users` is a list whose items are
-// either mappings `{user: name@host, password: ...}` (ShardingSphere 5.1
-// and later; `admin` and `authenticationMethodName` are accepted and not
-// used) or strings `name@host:password` (5.0). A user's
+// either mappings `{user: name@host, password: ..., admin: true}`
+// (ShardingSphere 5.1 and later) or strings `name@host:password` (5.0).
+// The rule's `privilege` (5.1-5.3: `provider`) is {type: ALL_PERMITTED}
+// (the default) or {type: DATABASE_PERMITTED, props:
+// {user-database-mappings: "name@host=db, ..."}}; any other type is an
+// error (config.CheckPrivilege, which config.ParseGlobal applies with the
+// file and line). A user's
 // authenticationMethodName, or the rule's defaultAuthenticator, is
 // resolved through the rule's authenticators (see User). A missing or empty host is
 // AnyHost. Every problem is reported at once, naming the item; a user name
@@ -83,6 +104,9 @@ func FromRules(rules ...config.Rule) (*Users, error) {
 	}
 	defaultMethod, _ := rule.Content["defaultAuthenticator"].(string)
 	u := &Users{}
+	if u.databases, err = parsePrivilege(rule.Content); err != nil {
+		errs = append(errs, err)
+	}
 	seen := map[string]int{}
 	for i, item := range items {
 		usr, method, err := parseUser(item)
@@ -166,6 +190,13 @@ func parseUser(item any) (User, string, error) {
 			return User{}, "", fmt.Errorf("%s: authenticationMethodName: %w", grantee, err)
 		}
 		u, err := newUser(grantee, password)
+		switch a := v["admin"].(type) {
+		case nil:
+		case bool:
+			u.Admin = a
+		default:
+			return User{}, "", fmt.Errorf("%s: admin: must be true or false, not %v", grantee, a)
+		}
 		return u, method, err
 	default:
 		return User{}, "", fmt.Errorf("must be a mapping {user: name@host, password: ...}, not %T", item)
@@ -243,4 +274,63 @@ func (u User) Accepts(addr netip.Addr) bool {
 		return addr.IsValid() && h.Unmap().WithZone("") == addr
 	}
 	return strings.EqualFold(u.Host, "localhost") && addr.IsLoopback()
+}
+
+// parsePrivilege reads the rule's privilege (or provider): nil mappings
+// for ALL_PERMITTED or none.
+func parsePrivilege(content map[string]any) ([]mapping, error) {
+	key := "privilege"
+	v := content[key]
+	if v == nil {
+		key = "provider"
+		v = content[key]
+	}
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("authority: %s: must be a mapping {type: %s}, not %T", key, config.AllPermitted, v)
+	}
+	typ, _ := m["type"].(string)
+	var mappings string
+	if props, ok := m["props"].(map[string]any); ok {
+		mappings, _ = props[config.UserDatabaseMappings].(string)
+	}
+	if err := config.CheckPrivilege(typ, mappings); err != nil {
+		return nil, fmt.Errorf("authority: %s.type: %w", key, err)
+	}
+	if !strings.EqualFold(typ, config.DatabasePermitted) {
+		return nil, nil
+	}
+	return parseMappings(mappings)
+}
+
+// parseMappings reads user-database-mappings, checked by
+// config.CheckPrivilege: comma-separated name@host=database items
+// (upstream's format; a database "*" is every database).
+func parseMappings(s string) ([]mapping, error) {
+	var out []mapping
+	for _, item := range strings.Split(s, ",") {
+		grantee, db, _ := strings.Cut(strings.TrimSpace(item), "=")
+		name, host, _ := strings.Cut(grantee, "@")
+		out = append(out, mapping{name: name, host: host, database: db})
+	}
+	return out, nil
+}
+
+// Permits reports whether usr may use database db: always under
+// ALL_PERMITTED or for an admin; under DATABASE_PERMITTED when a mapping
+// names usr's name and either usr's host or "%", with db or "*" (as
+// upstream's DatabasePermittedPrivilegeProvider grants).
+func (u *Users) Permits(usr User, db string) bool {
+	if u == nil || u.databases == nil || usr.Admin {
+		return true
+	}
+	for _, m := range u.databases {
+		if m.name == usr.Name && (m.host == AnyHost || m.host == usr.Host) && (m.database == "*" || m.database == db) {
+			return true
+		}
+	}
+	return false
 }

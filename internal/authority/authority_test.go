@@ -46,7 +46,7 @@ props:
 	}
 	want := []authority.User{
 		{Name: "root", Host: "%", Password: "root"},
-		{Name: "sharding", Host: "%", Password: "123", AuthenticationMethod: "md5"},
+		{Name: "sharding", Host: "%", Password: "123", AuthenticationMethod: "md5", Admin: true},
 		{Name: "ops", Host: "10.0.0.7", Password: "s3cret"},
 		{Name: "local", Host: "localhost", Password: "l"},
 	}
@@ -222,5 +222,75 @@ func TestLookup(t *testing.T) {
 		if !ok || got.Password != c.want {
 			t.Errorf("Lookup(%s, %s) = %+v, %v; want password %q", c.name, c.addr, got, ok, c.want)
 		}
+	}
+}
+
+func TestPrivilege(t *testing.T) {
+	u, err := authority.FromRules(globalRules(t, `
+authority:
+  users:
+    - user: root@%
+      password: root
+      admin: true
+    - user: app@%
+      password: app
+    - user: app@10.0.0.7
+      password: app
+    - user: ops@10.0.0.8
+      password: ops
+  privilege:
+    type: DATABASE_PERMITTED
+    props:
+      user-database-mappings: app@%=sales, app@10.0.0.7=hr, ops@10.0.0.8=*
+`)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := u.List()
+	root, app, app7, ops := users[0], users[1], users[2], users[3]
+	if !root.Admin || app.Admin {
+		t.Fatalf("admin: root %v, app %v", root.Admin, app.Admin)
+	}
+	for _, c := range []struct {
+		u    authority.User
+		db   string
+		want bool
+	}{
+		{root, "anything", true}, // admin
+		{app, "sales", true}, {app, "hr", false},
+		{app7, "sales", true}, {app7, "hr", true}, {app7, "other", false}, // app@% applies to every host, as upstream
+		{ops, "any", true},
+	} {
+		if got := u.Permits(c.u, c.db); got != c.want {
+			t.Errorf("Permits(%s, %s) = %v, want %v", c.u, c.db, got, c.want)
+		}
+	}
+	all, err := authority.FromRules(globalRules(t, "authority:\n  users:\n  - user: a@%\n  privilege:\n    type: all_permitted\n")...)
+	if err != nil || !all.Permits(all.List()[0], "x") {
+		t.Fatalf("ALL_PERMITTED: %v", err)
+	}
+}
+
+// TestPrivilegeRefused: a privilege type that is not implemented, or
+// DATABASE_PERMITTED without usable mappings, or a non-boolean admin, is
+// an error naming the file and line, never ignored.
+func TestPrivilegeRefused(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"authority:\n  users:\n  - user: a@%\n  privilege:\n    type: SCHEMA_PRIVILEGES_PERMITTED\n", `global.yaml:5: authority.privilege.type: privilege type "SCHEMA_PRIVILEGES_PERMITTED" is not implemented`},
+		{"rules:\n- !AUTHORITY\n  users:\n  - user: a@%\n  provider:\n    type: MY_PROVIDER\n", `global.yaml:6: rules.!AUTHORITY.provider.type: privilege type "MY_PROVIDER" is not implemented`},
+		{"authority:\n  users:\n  - user: a@%\n  privilege:\n    type: DATABASE_PERMITTED\n", `global.yaml:5: authority.privilege.type: DATABASE_PERMITTED needs props`},
+		{"authority:\n  users:\n  - user: a@%\n  privilege:\n    type: DATABASE_PERMITTED\n    props:\n      user-database-mappings: a=db\n", `user-database-mappings item "a=db": want name@host=database`},
+		{"authority:\n  users:\n  - user: a@%\n    admin: yes please\n", `global.yaml:4: authority.users.admin: "yes please" must be true or false`},
+	} {
+		_, err := config.ParseGlobal("global.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	// From the registry (no file): FromRules refuses it too.
+	_, err := authority.FromRules(config.Rule{Type: "authority", Content: map[string]any{
+		"users": []any{map[string]any{"user": "a@%"}}, "privilege": map[string]any{"type": "NOPE"}}})
+	if err == nil || !strings.Contains(err.Error(), `privilege type "NOPE" is not implemented`) {
+		t.Fatalf("FromRules: %v", err)
 	}
 }

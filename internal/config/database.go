@@ -437,7 +437,98 @@ func decodeRule(p *problems, field, typ string, n *yaml.Node) (Rule, bool) {
 		p.add(n, field, err.Error())
 		return r, false
 	}
+	if typ == "authority" && !checkAuthority(p, field, n) {
+		return r, false
+	}
 	return r, true
+}
+
+// Privilege types of the authority rule's `privilege.type` (upstream's
+// privilege providers; ALL_PRIVILEGES_PERMITTED is 5.1's name of
+// ALL_PERMITTED, the default).
+const (
+	AllPermitted      = "ALL_PERMITTED"
+	DatabasePermitted = "DATABASE_PERMITTED"
+)
+
+// UserDatabaseMappings is DATABASE_PERMITTED's property.
+const UserDatabaseMappings = "user-database-mappings"
+
+// CheckPrivilege checks an authority rule's `privilege.type` and, for
+// DATABASE_PERMITTED, its user-database-mappings ("" when absent): nil
+// for a type shardkeeper implements with usable properties, else an error
+// saying what to write. Types are compared case-insensitively, as
+// upstream loads them. A type that is not implemented is an error rather
+// than ignored: ignoring it would give every user every database.
+func CheckPrivilege(typ, mappings string) error {
+	switch strings.ToUpper(typ) {
+	case AllPermitted, "ALL_PRIVILEGES_PERMITTED":
+		return nil
+	case DatabasePermitted:
+		if strings.TrimSpace(mappings) == "" {
+			return fmt.Errorf("%s needs props: {%s: \"name@host=database, ...\"}", DatabasePermitted, UserDatabaseMappings)
+		}
+		for _, item := range strings.Split(mappings, ",") {
+			item = strings.TrimSpace(item)
+			grantee, db, ok := strings.Cut(item, "=")
+			name, host, at := strings.Cut(grantee, "@")
+			if !ok || !at || name == "" || host == "" || db == "" || strings.Contains(db, "=") {
+				return fmt.Errorf("%s item %q: want name@host=database", UserDatabaseMappings, item)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("privilege type %q is not implemented (use %s or %s)", typ, AllPermitted, DatabasePermitted)
+}
+
+// checkAuthority reports, at its line, an authority rule's privilege that
+// CheckPrivilege refuses and a user's admin that is not a boolean.
+func checkAuthority(p *problems, field string, n *yaml.Node) bool {
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "privilege", "provider":
+			if v.Kind != yaml.MappingNode {
+				p.add(v, field+"."+k.Value, "must be a mapping {type: "+AllPermitted+"}")
+				ok = false
+				continue
+			}
+			var typ *yaml.Node
+			mappings := ""
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				switch v.Content[j].Value {
+				case "type":
+					typ = v.Content[j+1]
+				case "props":
+					props := v.Content[j+1]
+					for m := 0; m+1 < len(props.Content); m += 2 {
+						if props.Content[m].Value == UserDatabaseMappings {
+							mappings = props.Content[m+1].Value
+						}
+					}
+				}
+			}
+			at, value := v, ""
+			if typ != nil {
+				at, value = typ, typ.Value
+			}
+			if err := CheckPrivilege(value, mappings); err != nil {
+				p.add(at, field+"."+k.Value+".type", err.Error())
+				ok = false
+			}
+		case "users":
+			for _, u := range v.Content {
+				for j := 0; j+1 < len(u.Content); j += 2 {
+					if a := u.Content[j+1]; u.Content[j].Value == "admin" && a.Tag != "!!bool" {
+						p.add(a, field+".users.admin", fmt.Sprintf("%q must be true or false", a.Value))
+						ok = false
+					}
+				}
+			}
+		}
+	}
+	return ok
 }
 
 // ParseDatabase reads one database-*.yaml file. The database name is

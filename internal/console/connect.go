@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
@@ -294,11 +295,27 @@ func (e *Engine) databases() []string {
 	return names
 }
 
-func (e *Engine) showDatabases(_ context.Context, _ *Session, st *distsql.ShowDatabases) (*Result, error) {
+// showDatabases lists the databases s may use; one that an import left
+// half-written (dbconfig.ImportMark) is listed with a warning saying so and
+// how to drop and finish it.
+func (e *Engine) showDatabases(ctx context.Context, s *Session, st *distsql.ShowDatabases) (*Result, error) {
 	res := &Result{Columns: textColumns("Database")}
+	g := e.grant(s)
+	var marks map[string]dbconfig.ImportMark
+	if e.d.Repo != nil {
+		var err error
+		snap := e.d.Metadata.Current()
+		known := func(db string) bool { return snap.Databases[db] != nil && g.permits(db) }
+		if marks, err = dbconfig.IncompleteImports(ctx, e.d.Repo, known); err != nil {
+			res.Warnings = append(res.Warnings, "half-written imports cannot be checked: "+err.Error())
+		}
+	}
 	for _, n := range e.databases() {
-		if st.Like == nil || matchLike(*st.Like, n) {
+		if (st.Like == nil || matchLike(*st.Like, n)) && g.permits(n) {
 			res.Rows = append(res.Rows, []*string{str(n)})
+			if m, ok := marks[n]; ok {
+				res.Warnings = append(res.Warnings, m.Advice())
+			}
 		}
 	}
 	return res, nil

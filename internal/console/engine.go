@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -56,6 +57,13 @@ type Deps struct {
 	// Ping checks a storage unit with a real connection before REGISTER,
 	// ALTER or IMPORT writes it; nil means datasource.Ping.
 	Ping func(ctx context.Context, unit string, ds config.DataSource) error
+	// FileDir is where TO FILE and FROM FILE name files on the node's
+	// host (serve --distsql-file-dir); nil refuses every file path.
+	FileDir *dbconfig.FileDir
+	// AllowSQLite lets storage units (REGISTER, ALTER, IMPORT) use
+	// SQLite, whose URL names a file the node creates with its own rights
+	// (serve --allow-sqlite-units); false refuses them.
+	AllowSQLite bool
 	// Introspect reads the real schemas of a database's units (REFRESH
 	// DATABASE METADATA, IMPORT); nil means datasource.Introspect.
 	Introspect func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
@@ -131,8 +139,12 @@ func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result
 	return e.Run(ctx, s, st)
 }
 
-// Run runs a parsed statement for session s (Execute without the parse).
+// Run runs a parsed statement for session s (Execute without the parse),
+// when the privilege model lets s run it (privilege.go).
 func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Result, error) {
+	if err := e.authorize(s, st); err != nil {
+		return nil, err
+	}
 	switch st := st.(type) {
 	case *distsql.Empty:
 		return nil, &Error{Code: 12002, SQLState: "42000", Message: "SQL String can not be NULL or empty."}

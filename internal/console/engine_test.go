@@ -50,7 +50,9 @@ type testNode struct {
 
 // startNode opens a node, its metadata store, process responder and engine
 // on repo; cleanup closes them. cfg may be nil.
-func startNode(t *testing.T, repo registry.Repository, id string, cfg *config.Config) *testNode {
+// startNode starts a node with its engine; with SQLite units allowed (the
+// tests' units) and opts applied to the engine's Deps.
+func startNode(t *testing.T, repo registry.Repository, id string, cfg *config.Config, opts ...func(*Deps)) *testNode {
 	t.Helper()
 	ctx := testenv.Context(t)
 	nc := cluster.Config{InstanceID: id, Port: 3307, Reservation: 600 * time.Millisecond, Labels: nil, Logger: quietLogger()}
@@ -72,8 +74,12 @@ func startNode(t *testing.T, repo registry.Repository, id string, cfg *config.Co
 	}
 	mode := config.Mode{Type: config.ModeCluster, Repository: config.Repository{Type: config.RepositoryEtcd, Namespace: "governance_ds",
 		ServerLists: []string{"http://127.0.0.1:2379"}, Password: "hidden-secret", TimeToLive: 30 * time.Second}}
-	e := New(Deps{Repo: repo, Node: node, Metadata: store, Processes: procs, Mode: mode,
-		ProcessTimeout: 3 * time.Second, Logger: quietLogger()})
+	deps := Deps{Repo: repo, Node: node, Metadata: store, Processes: procs, Mode: mode,
+		ProcessTimeout: 3 * time.Second, Logger: quietLogger(), AllowSQLite: true}
+	for _, o := range opts {
+		o(&deps)
+	}
+	e := New(deps)
 	t.Cleanup(func() {
 		_ = e.Close(context.Background())
 		responder.Close()

@@ -4,20 +4,21 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/netip"
+	"strings"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // EXPORT / IMPORT DATABASE CONFIGURATION and EXPORT / IMPORT METADATA
-// (internal/dbconfig). Imports are all or nothing; file paths are on the
-// node's host and refused unless the session is from loopback or its user
-// is configured in the authority rule (docs/threat-model.md).
+// (internal/dbconfig). Imports are all or nothing. Imports, EXPORT
+// METADATA and files need an admin user (privilege.go); file paths name
+// files of Deps.FileDir only (docs/security.md).
 
 func (e *Engine) exportDatabaseConfiguration(_ context.Context, s *Session, st *distsql.ExportDatabaseConfiguration) (*Result, error) {
 	db := st.Database
@@ -42,11 +43,11 @@ func (e *Engine) exportDatabaseConfiguration(_ context.Context, s *Session, st *
 }
 
 func (e *Engine) importDatabaseConfiguration(ctx context.Context, s *Session, st *distsql.ImportDatabaseConfiguration) (*Result, error) {
-	data, err := e.readFile(s, st.File)
+	data, err := e.readFile(ctx, s, st.File)
 	if err != nil {
 		return nil, err
 	}
-	res, err := dbconfig.Import(ctx, e.d.Repo, st.File, data, e.importOptions())
+	res, err := dbconfig.Import(ctx, e.d.Repo, st.File, data, e.importOptions("IMPORT DATABASE CONFIGURATION FROM FILE "+quoteString(st.File)))
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -75,14 +76,18 @@ func (e *Engine) importMetadata(ctx context.Context, s *Session, st *distsql.Imp
 	var data []byte
 	var err error
 	if st.File != "" {
-		data, err = e.readFile(s, st.File)
+		data, err = e.readFile(ctx, s, st.File)
 	} else {
 		data, err = dbconfig.DecodeMetadata(st.Value)
 	}
 	if err != nil {
 		return nil, opError(s, err)
 	}
-	names, err := dbconfig.ImportMetadata(ctx, e.d.Repo, data, e.importOptions())
+	statement := "IMPORT METADATA '" + redact.Mask + "'"
+	if st.File != "" {
+		statement = "IMPORT METADATA FROM FILE " + quoteString(st.File)
+	}
+	names, err := dbconfig.ImportMetadata(ctx, e.d.Repo, data, e.importOptions(statement))
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -90,12 +95,34 @@ func (e *Engine) importMetadata(ctx context.Context, s *Session, st *distsql.Imp
 	return &Result{}, nil
 }
 
-func (e *Engine) importOptions() dbconfig.Options {
+// importOptions are the options of an import run as statement (which the
+// import's mark shows while it runs, or forever if it dies).
+func (e *Engine) importOptions(statement string) dbconfig.Options {
 	introspect := e.d.Introspect
 	if introspect == nil {
 		introspect = datasource.Introspect
 	}
-	return dbconfig.Options{Layout: e.d.Layout, Ping: e.d.Ping, Introspect: introspect}
+	instance := ""
+	if e.d.Node != nil {
+		instance = e.d.Node.InstanceID()
+	}
+	return dbconfig.Options{Layout: e.d.Layout, Ping: e.ping, Introspect: introspect, Statement: statement, Instance: instance}
+}
+
+// quoteString is s as a SQL string literal.
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ping checks a unit before it is written: a SQLite unit is refused unless
+// Deps.AllowSQLite (its URL names a file the node would create with its
+// own rights), then Deps.Ping connects.
+func (e *Engine) ping(ctx context.Context, unit string, ds config.DataSource) error {
+	if t, err := datasource.Translate(ds); err == nil && t.Dialect == datasource.SQLite && !e.d.AllowSQLite {
+		return fmt.Errorf("SQLite storage units are off on this node (serve --allow-sqlite-units enables them)")
+	}
+	if e.d.Ping != nil {
+		return e.d.Ping(ctx, unit, ds)
+	}
+	return datasource.Ping(ctx, unit, ds)
 }
 
 // awaitDatabases waits (at most 3 s) until this node's view has the
@@ -111,31 +138,11 @@ func (e *Engine) awaitDatabases(ctx context.Context, names ...string) {
 	})
 }
 
-// fileAccess says whether session s may name files on the node's host:
-// from loopback, or as a user of the authority rule.
-func (e *Engine) fileAccess(s *Session) error {
-	configured := false
-	if r, ok := e.d.Metadata.Current().GlobalRules["authority"]; ok {
-		if users, err := authority.FromRules(r); err == nil && !users.Empty() {
-			if addr, err := netip.ParseAddr(s.Host); err == nil {
-				_, configured = users.Lookup(s.User, addr)
-			}
-		}
-	}
-	return opError(s, dbconfig.CheckFileAccess(s.Host, configured))
-}
-
-func (e *Engine) readFile(s *Session, path string) ([]byte, error) {
-	if err := e.fileAccess(s); err != nil {
-		return nil, err
-	}
-	data, err := dbconfig.ReadFile(path)
+func (e *Engine) readFile(ctx context.Context, s *Session, path string) ([]byte, error) {
+	data, err := e.d.FileDir.ReadFile(ctx, path)
 	return data, opError(s, err)
 }
 
 func (e *Engine) writeFile(s *Session, path string, data []byte) error {
-	if err := e.fileAccess(s); err != nil {
-		return err
-	}
-	return opError(s, dbconfig.WriteFile(path, data))
+	return opError(s, e.d.FileDir.WriteFile(path, data))
 }

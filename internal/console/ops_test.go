@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -86,16 +87,19 @@ func TestSetDistVariableAndLockCluster(t *testing.T) {
 
 func TestDatabaseStatements(t *testing.T) {
 	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
-		n := startNode(t, open(t), "ops-db", nil)
 		dir := t.TempDir()
+		fileDir, err := dbconfig.OpenFileDir(dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := startNode(t, open(t), "ops-db", nil, func(d *Deps) { d.FileDir = fileDir })
 		file := filepath.Join(dir, "sharding_db.yaml")
 		yaml := fmt.Sprintf("databaseName: sharding_db\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:%s\n  ds_1:\n    url: jdbc:sqlite:%s\nrules:\n- !SHARDING\n  tables:\n    t_order:\n      actualDataNodes: ds_${0..1}.t_order\n",
 			filepath.Join(dir, "0.db"), filepath.Join(dir, "1.db"))
 		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		local, remote := newSession(), newSession()
-		remote.Host = "192.0.2.7"
+		local := newSession()
 
 		// An error in the last rule: the registry stays byte-identical.
 		bad := filepath.Join(dir, "bad.yaml")
@@ -110,8 +114,8 @@ func TestDatabaseStatements(t *testing.T) {
 		if after := dumpAll(t, n.repo); !reflect.DeepEqual(before, after) {
 			t.Fatalf("a refused IMPORT changed the registry:\nbefore %v\nafter  %v", before, after)
 		}
-		if e := execError(t, n, remote, "IMPORT DATABASE CONFIGURATION FROM FILE '"+file+"'"); e.Code != 30001 {
-			t.Fatalf("a file path from a remote session without users: %+v", e)
+		if e := execError(t, n, local, "IMPORT DATABASE CONFIGURATION FROM FILE '/etc/passwd'"); e.Code != 30020 || strings.Contains(e.Message, "root") {
+			t.Fatalf("a file outside the file dir: %+v", e)
 		}
 		exec(t, n, local, "IMPORT DATABASE CONFIGURATION FROM FILE '"+file+"'")
 		if d := n.store.Current().Databases["sharding_db"]; d == nil || len(d.Units) != 2 {
@@ -126,6 +130,9 @@ func TestDatabaseStatements(t *testing.T) {
 		res = exec(t, n, local, "EXPORT DATABASE CONFIGURATION FROM sharding_db TO FILE '"+out+"'")
 		if *res.Rows[0][0] != "Successfully exported to: '"+out+"'" {
 			t.Fatalf("EXPORT TO FILE = %v", *res.Rows[0][0])
+		}
+		if e := execError(t, n, local, "EXPORT DATABASE CONFIGURATION FROM sharding_db TO FILE '"+out+"'"); e.Code != 30020 {
+			t.Fatalf("EXPORT over an existing file: %+v", e)
 		}
 
 		// An unknown database and none selected are answered as USE and

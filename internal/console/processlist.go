@@ -26,14 +26,21 @@ var processlistColumns = []Column{
 // maxInfo is how much of a statement SHOW PROCESSLIST shows without FULL.
 const maxInfo = 100
 
-func (e *Engine) showProcesslist(ctx context.Context, _ *Session, st *distsql.ShowProcesslist) (*Result, error) {
+// A non-admin sees only its own user's sessions (MySQL without the
+// PROCESS privilege); statement text is masked where the session records
+// it (redact.Statement).
+func (e *Engine) showProcesslist(ctx context.Context, s *Session, st *distsql.ShowProcesslist) (*Result, error) {
 	c, err := process.Collect(ctx, e.d.Repo, e.d.ProcessTimeout)
 	if err != nil {
 		return nil, err
 	}
+	admin := e.grant(s).admin
 	now := time.Now().UnixMilli()
 	res := &Result{Columns: processlistColumns, Rows: [][]*string{}}
 	for _, p := range c.Processes() {
+		if !admin && !ownProcess(s, p) {
+			continue
+		}
 		command, state, info := "Sleep", "", ""
 		if !p.Idle {
 			command = "Execute"
@@ -76,8 +83,12 @@ func unansweredWarnings(nodes []string, timeout time.Duration, consequence strin
 // a process id of another node is ended as by KILL. KILL [CONNECTION] asks every online node to end the process (the node
 // that runs it closes the session; shardkeeper nodes resolve numbers too).
 // The protocol does not say which node had it; nodes that did not answer
-// are named in the warnings.
-func (e *Engine) kill(ctx context.Context, _ *Session, st *distsql.Kill) (*Result, error) {
+// are named in the warnings. A non-admin may end only its own user's
+// processes (1095 otherwise).
+func (e *Engine) kill(ctx context.Context, s *Session, st *distsql.Kill) (*Result, error) {
+	if err := e.mayKill(ctx, s, st.ProcessID); err != nil {
+		return nil, err
+	}
 	if st.Query {
 		if e.d.Processes.Cancel(st.ProcessID) {
 			return &Result{}, nil

@@ -27,7 +27,7 @@ func (e *Engine) registerStorageUnit(ctx context.Context, s *Session, st *distsq
 	if err != nil {
 		return nil, err
 	}
-	names, err := dbconfig.RegisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, st.IfNotExists, dbconfig.UnitOptions{Ping: e.d.Ping})
+	names, err := dbconfig.RegisterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, st.IfNotExists, dbconfig.UnitOptions{Ping: e.ping})
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -44,7 +44,7 @@ func (e *Engine) alterStorageUnit(ctx context.Context, s *Session, st *distsql.A
 	if err != nil {
 		return nil, err
 	}
-	if err := dbconfig.AlterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, dbconfig.UnitOptions{Ping: e.d.Ping}); err != nil {
+	if err := dbconfig.AlterUnits(ctx, e.d.Repo, e.d.Metadata.Current(), db, units, dbconfig.UnitOptions{Ping: e.ping}); err != nil {
 		return nil, opError(s, err)
 	}
 	return &Result{Affected: uint64(len(units))}, nil

@@ -67,7 +67,7 @@ func (f *consoleFrontend) serve(d *Daemon) error {
 	case err != nil:
 		d.log.Error(f.name+" console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
 	case users.Empty():
-		d.log.Warn(f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password", "addr", addr)
+		d.log.Warn(f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password, and every local process is an admin (imports, exports, server files, every session's statements); add users to the authority rule to restrict it", "addr", addr)
 	}
 	d.log.Info(f.name+" console listening", "addr", addr, "tls", f.tls, "version", f.version)
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
@@ -58,6 +59,15 @@ type Config struct {
 	// PostgreSQL, when set, serves the DistSQL console over the
 	// PostgreSQL protocol.
 	PostgreSQL *PostgreSQLConfig
+	// DistSQLFileDir is the one directory whose files the consoles' TO
+	// FILE and FROM FILE may name (dbconfig.FileDir); "" refuses every
+	// file path. It must exist and be neither the embedded registry's data
+	// dir, nor inside it, nor hold it: Start fails otherwise.
+	DistSQLFileDir string
+	// AllowSQLiteUnits lets console statements (REGISTER, ALTER STORAGE
+	// UNIT, IMPORT) create SQLite storage units, whose URLs name files
+	// the node opens and creates with its own rights; false refuses them.
+	AllowSQLiteUnits bool
 }
 
 // Daemon is a running node. Close it to leave the cluster.
@@ -121,6 +131,14 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		log = slog.Default()
 	}
 	d := &Daemon{cfg: c, log: log}
+	var fileDir *dbconfig.FileDir
+	if c.DistSQLFileDir != "" {
+		// The data dir: the embedded registry's data, or the credentials an
+		// etcd client reads there.
+		if fileDir, err = dbconfig.OpenFileDir(c.DistSQLFileDir, c.Repository.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			for _, f := range d.frontends {
@@ -200,7 +218,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	d.Console = console.New(console.Deps{
 		Repo: repo, Node: node, Metadata: store, Processes: d.Processes,
 		Mode: config.Mode{Type: c.ModeType, Repository: c.Repository}, ModeType: c.ModeType,
-		Layout: c.Repository.Layout, Logger: log,
+		Layout: c.Repository.Layout, Logger: log, FileDir: fileDir, AllowSQLite: c.AllowSQLiteUnits,
 	})
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.Repo, d.repo, d.Node, d.nodeConfig, d.Metadata, d.Metrics = rawRepo, repo, node, nc, store, metrics

@@ -46,7 +46,7 @@ func ExportMetadata(snap *metadata.Snapshot) ([]byte, error) {
 		info.MetaData.Databases[name] = string(y)
 	}
 	if len(snap.Props) > 0 {
-		b, err := yaml.Marshal(map[string]any{"props": snap.Props.Typed()})
+		b, err := marshalOneLine(map[string]any{"props": snap.Props.Typed()})
 		if err != nil {
 			return nil, err
 		}
@@ -59,6 +59,7 @@ func ExportMetadata(snap *metadata.Snapshot) ([]byte, error) {
 			if err := n.Encode(snap.GlobalRules[typ].Content); err != nil {
 				return nil, fmt.Errorf("global rule %s: %w", typ, err)
 			}
+			quoteBreaks(&n)
 			n.Tag = "!" + strings.ToUpper(typ)
 			nodes = append(nodes, &n)
 		}

@@ -16,6 +16,7 @@ package dbconfig
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -65,7 +66,7 @@ func Export(snap *metadata.Snapshot, db string) ([]byte, error) {
 			b.WriteString("  " + yamlScalar(name) + ":\n")
 			m := d.Units[name].Map()
 			for _, k := range slices.Sorted(mapsKeys(m)) {
-				v, err := yaml.Marshal(map[string]any{k: m[k]})
+				v, err := marshalOneLine(map[string]any{k: m[k]})
 				if err != nil {
 					return nil, fmt.Errorf("unit %s: %s: %w", name, k, err)
 				}
@@ -84,6 +85,7 @@ func Export(snap *metadata.Snapshot, db string) ([]byte, error) {
 			if err := n.Encode(r.Content); err != nil {
 				return nil, fmt.Errorf("rule %s: %w", typ, err)
 			}
+			quoteBreaks(&n)
 			n.Tag = "!" + strings.ToUpper(typ)
 			nodes = append(nodes, &n)
 		}
@@ -113,11 +115,34 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 func yamlScalar(s string) string {
-	out, err := yaml.Marshal(s)
+	out, err := marshalOneLine(s)
 	if err != nil {
 		return s
 	}
 	return strings.TrimSuffix(string(out), "\n")
+}
+
+// marshalOneLine is yaml.Marshal with quoteBreaks applied.
+func marshalOneLine(v any) ([]byte, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	quoteBreaks(&n)
+	return yaml.Marshal(&n)
+}
+
+// quoteBreaks makes every scalar of n (keys and values) that holds a line
+// break double-quoted, its breaks escaped: no value of an export starts a
+// line of its own, so a file where lines mean something (authorized_keys,
+// crontab) gets no line from a value.
+func quoteBreaks(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && strings.ContainsAny(n.Value, "\n\r\u0085\u2028\u2029") {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteBreaks(c)
+	}
 }
 
 func indent(s, prefix string) string {
@@ -148,6 +173,11 @@ type Options struct {
 	// DefaultMaxTxnKeys, DefaultMaxTxnBytes.
 	MaxTxnKeys  int
 	MaxTxnBytes int
+	// Statement is the import as run, shown (masked by the caller) in the
+	// mark that says a database is being imported (ImportMark); Instance
+	// the node running it.
+	Statement string
+	Instance  string
 	// ListenerHold is how long the database listener coordinator node
 	// (/states/database_listener_coordinator/{db} = CREATE, through which
 	// ShardingSphere nodes add a database) stays after the write; zero
@@ -192,6 +222,9 @@ type plan struct {
 	conds    []registry.Cond // keys that must keep their version
 	undo     *undoer
 	listener registry.KV // the CREATE announcement
+	// markVersion is the version of a mark a dead import left without a
+	// database (replaced), 0 when there is none.
+	markVersion registry.Version
 }
 
 // prepare parses and checks one database configuration and reads what the
@@ -214,6 +247,21 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 	units, err := repo.Children(ctx, dbKey+"/data_sources/units")
 	if err != nil {
 		return nil, err
+	}
+	mark, markVersion, err := readMark(ctx, repo, db.Name)
+	if err != nil {
+		return nil, err
+	}
+	if markVersion != 0 {
+		// A mark left by an import that died: the database is half-written
+		// (or, with no database node, the import died before writing it,
+		// and the mark is replaced).
+		if has, err := exists(ctx, repo, dbKey); err != nil || has {
+			if err != nil {
+				return nil, err
+			}
+			return nil, unsupported("%s", mark.Advice())
+		}
 	}
 	if len(units) > 0 {
 		return nil, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
@@ -246,7 +294,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		}
 		kvs = append(kvs, more...)
 	}
-	p := &plan{name: db.Name, kvs: kvs}
+	p := &plan{name: db.Name, kvs: kvs, markVersion: markVersion}
 	if p.undo, err = newUndoer(ctx, repo, dbKey); err != nil {
 		return nil, err
 	}
@@ -297,15 +345,50 @@ func write(ctx context.Context, repo registry.Repository, plans []*plan, tail re
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxTxnBytes
 	}
+	// The marks: written first, each deleted in the last transaction, so a
+	// database stays marked for as long as it may be half-written.
+	var marks []registry.Cond
+	dropMarks := func() {
+		for _, m := range marks {
+			_, _ = sess.Commit(context.WithoutCancel(ctx), registry.Txn{Conds: []registry.Cond{m}, Ops: []registry.Op{{Key: m.Key, Delete: true}}})
+		}
+	}
+	for _, p := range plans {
+		key, err := paths.Import(p.name)
+		if err != nil {
+			return 0, err
+		}
+		val, err := json.Marshal(ImportMark{Database: p.name, Statement: opts.Statement, Instance: opts.Instance, Started: time.Now()})
+		if err != nil {
+			return 0, err
+		}
+		v, err := sess.Commit(ctx, registry.Txn{Conds: []registry.Cond{{Key: key, Version: p.markVersion}}, Ops: []registry.Op{{Key: key, Value: val}}})
+		if err != nil {
+			dropMarks()
+			if errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound) {
+				return 0, unsupported("database %s is being imported by another statement; nothing was imported", p.name)
+			}
+			return 0, fmt.Errorf("import: mark %s: %w", key, err)
+		}
+		marks = append(marks, registry.Cond{Key: key, Version: v})
+		tail.Conds = append(tail.Conds, registry.Cond{Key: key, Version: v})
+		tail.Ops = append(tail.Ops, registry.Op{Key: key, Delete: true})
+	}
+	rolledBack := true
 	undo := func(ctx context.Context) error {
 		var errs []error
 		for _, p := range plans {
 			errs = append(errs, p.undo.undo(ctx))
 		}
-		return errors.Join(errs...)
+		err := errors.Join(errs...)
+		rolledBack = err == nil
+		return err
 	}
 	txns, err := commitAll(ctx, sess, kvs, head, tail, maxKeys, maxBytes, undo)
 	if err != nil {
+		if rolledBack {
+			dropMarks() // nothing of the import is left
+		}
 		var oe *registry.OpError
 		if errors.As(err, &oe) && (errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound)) {
 			return txns, unsupported("%s changed during the import; nothing was imported", oe.Key)

@@ -43,7 +43,8 @@ func TestDatabaseConfigurationOverMySQL(t *testing.T) {
 	jdbc, user := mysqlUnitURL(t)
 	eachRegistry(t, func(t *testing.T, typ string) {
 		ctx := testenv.Context(t)
-		cl := startCluster(t, typ, 1, clusterOptions{prefix: "e2e-cfg", mysql: true})
+		dir := t.TempDir()
+		cl := startCluster(t, typ, 1, clusterOptions{prefix: "e2e-cfg", mysql: true, extra: []string{"--distsql-file-dir", dir}})
 		n, r := cl.mysql[0], cl.repo
 		dump := func() map[string]string {
 			kvs, err := r.List(ctx, "/")
@@ -78,7 +79,6 @@ func TestDatabaseConfigurationOverMySQL(t *testing.T) {
 			}
 		}
 
-		dir := t.TempDir()
 		good := fmt.Sprintf("databaseName: sharding_db\ndataSources:\n  ds_0:\n    url: %s\n    username: %s\n    password: ''\nrules:\n- !SHARDING\n  tables:\n    t_order:\n      actualDataNodes: ds_0.t_order_${0..1}\n", jdbc, user)
 		bad := good + "- !READWRITE_SPLITTING\n  dataSourceGroups:\n    rw:\n      writeDataSourceName: ds_0\n      readDataSourceNames:\n      - ds_9\n"
 		for name, content := range map[string]string{"good.yaml": good, "bad.yaml": bad} {

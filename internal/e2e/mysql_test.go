@@ -105,6 +105,7 @@ const mysqlUsers = `authority:
   users:
     - user: root@%
       password: root
+      admin: true
     - user: u1
       password: p1
     - user: u2

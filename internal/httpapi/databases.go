@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
@@ -18,10 +21,21 @@ type dbSummary struct {
 	Units   int    `json:"units"`
 	Tables  int    `json:"tables"`
 	Version uint64 `json:"version"` // the metadata snapshot sequence of its last change on this node
+	// Incomplete, when set, says that an import left the database
+	// half-written (or is writing it now) and how to drop and finish it.
+	Incomplete string `json:"incomplete,omitempty"`
 }
 
-func (s *Server) summaries(snap *metadata.Snapshot) []dbSummary {
+// summaries lists snap's databases, those an import left half-written
+// marked (dbconfig.ImportMark; marks that cannot be read are ignored).
+func (s *Server) summaries(ctx context.Context, snap *metadata.Snapshot) []dbSummary {
 	out := make([]dbSummary, 0, len(snap.Databases))
+	var marks map[string]dbconfig.ImportMark
+	if s.cfg.Repo != nil {
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		marks, _ = dbconfig.IncompleteImports(mctx, s.cfg.Repo, func(db string) bool { return snap.Databases[db] != nil })
+		cancel()
+	}
 	for _, name := range slices.Sorted(maps.Keys(snap.Databases)) {
 		db := snap.Databases[name]
 		n := 0
@@ -32,7 +46,11 @@ func (s *Server) summaries(snap *metadata.Snapshot) []dbSummary {
 		if x, ok := s.dbVers.Load(name); ok {
 			v = x.(uint64)
 		}
-		out = append(out, dbSummary{Name: name, Units: len(db.Units), Tables: n, Version: v})
+		sum := dbSummary{Name: name, Units: len(db.Units), Tables: n, Version: v}
+		if m, ok := marks[name]; ok {
+			sum.Incomplete = m.Advice()
+		}
+		out = append(out, sum)
 	}
 	return out
 }
@@ -40,7 +58,7 @@ func (s *Server) summaries(snap *metadata.Snapshot) []dbSummary {
 func (s *Server) handleDatabases(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, struct {
 		Databases []dbSummary `json:"databases"`
-	}{s.summaries(s.cfg.Store.Current())})
+	}{s.summaries(r.Context(), s.cfg.Store.Current())})
 }
 
 type ruleJSON struct {

@@ -140,7 +140,7 @@ func (s *Server) status(ctx context.Context) status {
 		Now: s.cfg.Now().UnixMilli(), InstanceID: s.cfg.Node.InstanceID(), WorkerID: st.WorkerID, Issuing: st.Issuing,
 		Ready: ready, NotReady: why, ModeType: s.cfg.ModeType, ClusterState: snap.ClusterState,
 		Self: s.selfRow(), Nodes: s.rows(), WorkerIDs: workerid.Count, MetadataSeq: snap.Seq,
-		Databases: s.summaries(snap), DataSources: dataSourceStates(snap), KeysIssued: st.Keys, Renewals: st.Renewals, Stalls: st.Stalls, Losses: st.Losses,
+		Databases: s.summaries(ctx, snap), DataSources: dataSourceStates(snap), KeysIssued: st.Keys, Renewals: st.Renewals, Stalls: st.Stalls, Losses: st.Losses,
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	cells, err := s.workerMap(lctx)

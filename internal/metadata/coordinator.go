@@ -73,7 +73,7 @@ func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 	}
 	err = c.Repo.Delete(ctx, key)
 	if err == nil {
-		err = dropStatistics(ctx, c.Repo, db)
+		err = errors.Join(dropStatistics(ctx, c.Repo, db), dropImportMark(ctx, c.Repo, db))
 	}
 	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
 }

@@ -257,9 +257,10 @@ func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.
 	return PersistDatabase(ctx, repo, layout, db)
 }
 
-// DropDatabase deletes database db with everything under it, and its
-// statistics (see dropStatistics). It returns ErrNoDatabase when it does
-// not exist.
+// DropDatabase deletes database db with everything under it, its
+// statistics (see dropStatistics) and the mark of an import that left it
+// half-written (paths.Import). It returns ErrNoDatabase when it does not
+// exist.
 func DropDatabase(ctx context.Context, repo registry.Repository, db string) error {
 	key, err := paths.Database(db)
 	if err != nil {
@@ -271,7 +272,7 @@ func DropDatabase(ctx context.Context, repo registry.Repository, db string) erro
 	if err := repo.Delete(ctx, key); err != nil {
 		return err
 	}
-	return dropStatistics(ctx, repo, db)
+	return errors.Join(dropStatistics(ctx, repo, db), dropImportMark(ctx, repo, db))
 }
 
 // dropStatistics deletes /statistics/databases/{db} with everything under
@@ -287,4 +288,13 @@ func dropStatistics(ctx context.Context, repo registry.Repository, db string) er
 		return fmt.Errorf("database %s is dropped, its statistics %s are not: %w", db, key, err)
 	}
 	return nil
+}
+
+// dropImportMark deletes the import mark of db, if any.
+func dropImportMark(ctx context.Context, repo registry.Repository, db string) error {
+	mark, err := paths.Import(db)
+	if err != nil {
+		return err
+	}
+	return repo.Delete(ctx, mark)
 }

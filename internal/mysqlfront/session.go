@@ -21,6 +21,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // Errors the front end answers before or instead of a login.
@@ -391,12 +392,15 @@ func (ss *session) setWarnings(n int) {
 }
 
 // setRunning records the statement the session runs ("" when idle) in
-// the process table.
+// the process table, its secrets masked (redact.Statement): the table is
+// what SHOW PROCESSLIST shows and what the node writes to the registry
+// for other nodes.
 func (ss *session) setRunning(query string) {
 	t := ss.srv.cfg.Processes
 	if t == nil || !ss.authed {
 		return
 	}
+	query = redact.Statement(query)
 	t.Update(ss.cs.ID, func(p *process.Process) {
 		p.SQL, p.Idle, p.DatabaseName = query, query == "", ss.cs.Database
 	})

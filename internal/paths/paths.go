@@ -68,6 +68,12 @@ const (
 	// metadata applied: /nodes/props_applied/{instanceId} (ephemeral;
 	// decimal version). ShardingSphere never reads it.
 	PropsAppliedRoot = "/nodes/props_applied"
+	// ImportsRoot holds, per logical database, the mark of an IMPORT in
+	// progress: /shardkeeper/imports/{db} (persistent, JSON), written
+	// before the import's first transaction and deleted after its last, so
+	// that one left behind says the database is half-written.
+	// ShardingSphere never reads /shardkeeper.
+	ImportsRoot = "/shardkeeper/imports"
 )
 
 // Online is /nodes/compute_nodes/online/{type}/{instanceId} (ephemeral; YAML
@@ -177,6 +183,9 @@ func ActiveVersion(node string) string { return node + "/" + ActiveVersionName }
 
 // Version is {node}/versions/{n} of a versioned node.
 func Version(node string, n int) string { return node + "/" + VersionsName + "/" + strconv.Itoa(n) }
+
+// Import returns the import mark of database db (ImportsRoot).
+func Import(db string) (string, error) { return join(ImportsRoot, db) }
 
 // PropsApplied is /nodes/props_applied/{instanceId}: the /props version
 // instanceID applied (ephemeral, decimal).

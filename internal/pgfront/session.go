@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 )
 
 // maxPrepared bounds a session's named prepared statements and portals
@@ -255,7 +256,9 @@ func (sess *session) exec(q string) (*console.Result, error) {
 	sess.mu.Unlock()
 	procs := sess.srv.c.Processes
 	if procs != nil {
-		procs.Update(sess.console.ID, func(p *process.Process) { p.SQL, p.Idle = q, false })
+		// Masked: the table is shown and written to the registry.
+		masked := redact.Statement(q)
+		procs.Update(sess.console.ID, func(p *process.Process) { p.SQL, p.Idle = masked, false })
 	}
 	res, err := sess.srv.c.Executor.Execute(ctx, &sess.console, q)
 	if procs != nil {

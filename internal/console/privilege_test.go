@@ -1,0 +1,130 @@
+package console
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// TestPrivilegeModel runs the engine on real etcd and ZooKeeper with an
+// admin (root), an ordinary user permitted one database (app) and a
+// session whose user left the rule (ghost): the admin statements, the
+// databases, the process list and KILL answer as docs/distsql.md says.
+func TestPrivilegeModel(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		cfg, err := config.ParseGlobal("global.yaml", []byte(`authority:
+  users:
+    - user: root@%
+      password: root
+      admin: true
+    - user: app@%
+      password: app
+  privilege:
+    type: DATABASE_PERMITTED
+    props:
+      user-database-mappings: app@%=app_db
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		fileDir, err := dbconfig.OpenFileDir(dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := startNode(t, open(t), "priv", cfg, func(d *Deps) { d.FileDir = fileDir })
+		root := newSession()
+		app := &Session{ID: NewSessionID(), User: "app", Host: "10.0.0.9", Protocol: "MySQL"}
+		ghost := &Session{ID: NewSessionID(), User: "ghost", Host: "127.0.0.1", Protocol: "MySQL"}
+		for _, db := range []string{"app_db", "other_db"} {
+			file := filepath.Join(dir, db+".yaml")
+			yaml := fmt.Sprintf("databaseName: %s\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:%s\n", db, filepath.Join(dir, db+".db"))
+			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			exec(t, n, root, "IMPORT DATABASE CONFIGURATION FROM FILE '"+file+"'")
+		}
+		code := func(s *Session, q string) uint16 {
+			t.Helper()
+			return execError(t, n, s, q).Code
+		}
+		for _, q := range []string{
+			"IMPORT METADATA 'e30='", "IMPORT METADATA FROM FILE 'x.json'", "EXPORT METADATA", "EXPORT METADATA TO FILE 'y.json'",
+			"IMPORT DATABASE CONFIGURATION FROM FILE 'app_db.yaml'", "EXPORT DATABASE CONFIGURATION FROM app_db TO FILE 'z.yaml'",
+			"REFRESH DATABASE METADATA",
+		} {
+			if c := code(app, q); c != 1045 {
+				t.Errorf("app: %s: %d, want 1045", q, c)
+			}
+			if c := code(ghost, q); c != 1045 {
+				t.Errorf("ghost: %s: %d, want 1045", q, c)
+			}
+		}
+		pg := &Session{ID: NewSessionID(), User: "app", Host: "10.0.0.9", Protocol: "PostgreSQL"}
+		if e := execError(t, n, pg, "EXPORT METADATA"); e.Code != 1045 || e.SQLState != "42501" {
+			t.Errorf("PostgreSQL: %+v", e)
+		}
+		exec(t, n, app, "REFRESH DATABASE METADATA app_db")
+		exec(t, n, app, "EXPORT DATABASE CONFIGURATION FROM app_db")
+		for _, q := range []string{"USE other_db", "SHOW TABLES FROM other_db", "SHOW STORAGE UNITS FROM other_db", "EXPORT DATABASE CONFIGURATION FROM other_db",
+			"REFRESH DATABASE METADATA other_db", "USE no_such_db"} {
+			if c := code(app, q); c != 1044 {
+				t.Errorf("app: %s: %d, want 1044", q, c)
+			}
+		}
+		app.Database = "other_db" // as a PostgreSQL startup or a stale USE may leave it
+		if c := code(app, "UNREGISTER STORAGE UNIT ds_0"); c != 1044 {
+			t.Errorf("app: UNREGISTER in other_db: %d", c)
+		}
+		app.Database = ""
+		res := exec(t, n, app, "SHOW DATABASES")
+		if len(res.Rows) != 1 || *res.Rows[0][0] != "app_db" {
+			t.Fatalf("app's SHOW DATABASES: %v", res.Rows)
+		}
+		if res := exec(t, n, root, "SHOW DATABASES"); len(res.Rows) != 2 {
+			t.Fatalf("root's SHOW DATABASES: %v", res.Rows)
+		}
+
+		// Sessions: app sees and ends its own only.
+		killed := make(chan string, 2)
+		for _, s := range []*Session{root, app} {
+			remove := n.procs.Add(process.Process{ID: s.ID, Username: s.User, Hostname: s.Host, StartMillis: time.Now().UnixMilli(), Idle: true},
+				func() { killed <- s.User }, func() {})
+			defer remove()
+		}
+		res = exec(t, n, app, "SHOW PROCESSLIST")
+		var ids []string
+		for _, r := range res.Rows {
+			ids = append(ids, *r[0])
+		}
+		if !slices.Equal(ids, []string{app.ID}) {
+			t.Fatalf("app's SHOW PROCESSLIST: %v", ids)
+		}
+		if res := exec(t, n, root, "SHOW PROCESSLIST"); len(res.Rows) != 2 {
+			t.Fatalf("root's SHOW PROCESSLIST: %d rows", len(res.Rows))
+		}
+		if c := code(app, "KILL "+root.ID); c != 1095 {
+			t.Fatalf("app's KILL of root: %d", c)
+		}
+		if c := code(app, fmt.Sprintf("KILL QUERY %d", process.Number(root.ID))); c != 1095 {
+			t.Fatalf("app's KILL QUERY of root by number: %d", c)
+		}
+		exec(t, n, app, "KILL "+app.ID)
+		exec(t, n, root, "KILL "+root.ID)
+		for range 2 {
+			select {
+			case <-killed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a permitted KILL did not end its session")
+			}
+		}
+	})
+}
