@@ -104,10 +104,10 @@ func bindHTTP(c *HTTPConfig, log *slog.Logger) (*httpFrontend, error) {
 
 func (h *httpFrontend) serve(d *Daemon) error {
 	srv, err := httpapi.New(httpapi.Config{
-		Node: d.Node, NodeConfig: d.nodeConfig, Store: d.Metadata, Repo: d.repo, SessionTTL: d.cfg.Repository.TimeToLive,
+		Node: d.Node, NodeConfig: d.nodeConfig, Store: d.Metadata, Repo: d.Repo, SessionTTL: d.cfg.Repository.TimeToLive,
 		Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: h.c.Token, OpenReads: h.c.OpenReads, TLS: h.c.TLS,
-		AllowedHosts: allowedHosts(h.c),
-		Metrics:      d.Metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
+		AllowedHosts:    allowedHosts(h.c),
+		RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
 	})
 	if err != nil {
 		return err
