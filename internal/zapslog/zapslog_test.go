@@ -15,7 +15,7 @@ import (
 func TestLevelsFieldsAndBenignErrors(t *testing.T) {
 	var buf bytes.Buffer
 	l := Logger(slog.New(slog.NewJSONHandler(&buf, nil)).With("instance", "n1")).Named("etcd").With(zap.String("member", "m1"))
-	l.Info("raft chatter")                                                        // Info: debug, hidden at the default level
+	l.Info("raft chatter")                                                         // Info: debug, hidden at the default level
 	l.Warn("slow fdatasync", zap.Duration("took", 2*time.Second), zap.Int("n", 3)) // Warn stays Warn
 	l.Error("failed to update storage version", zap.Error(errors.New("cannot detect storage schema version: missing term information")))
 	l.Error("failed to update storage version", zap.Error(errors.New("disk full")))
