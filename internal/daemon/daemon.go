@@ -98,9 +98,13 @@ type Daemon struct {
 	PostgreSQLAddr string
 
 	cfg        Config
-	nodeConfig cluster.Config     // Config.Node with the defaults Start filled in
-	metrics    *metered.Metrics   // the registry calls made through Repo
-	frontends  []frontend         // in the order Close drains them
+	nodeConfig cluster.Config   // Config.Node with the defaults Start filled in
+	metrics    *metered.Metrics // the registry calls made through Repo
+	frontends  []frontend       // in the order Close drains them
+	http       *httpFrontend    // nil without Config.HTTP; the same for the others
+	resp, udp  *keyFrontend
+	mysql      *consoleFrontend
+	postgreSQL *consoleFrontend
 	mysqlPort  int                // the MySQL console's bound port
 	responder  *process.Responder // answers the process triggers
 	acker      *distvar.Acker     // acknowledges applied /props versions
@@ -219,14 +223,46 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 			log.Error("metadata watch stopped", "err", err)
 		}
 	}()
-	for _, f := range d.frontends {
-		if err = f.serve(d); err != nil {
-			cancel()
-			<-d.runDone
-			return nil, err
-		}
+	if err = d.serve(); err != nil {
+		cancel()
+		<-d.runDone
+		return nil, err
 	}
 	return d, nil
+}
+
+// serve starts every bound front end, each with what it serves: HTTP the
+// node, its metadata, registry and metrics; the key services the node as
+// their key source; the consoles the console engine, the users and the
+// process table.
+func (d *Daemon) serve() error {
+	if d.http != nil {
+		c := d.http.c
+		srv, err := d.http.serve(httpapi.Config{
+			Node: d.Node, NodeConfig: d.nodeConfig, Store: d.Metadata, Repo: d.Repo, SessionTTL: d.cfg.Repository.TimeToLive,
+			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS,
+			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
+		})
+		if err != nil {
+			return err
+		}
+		d.HTTP = srv
+	}
+	for _, k := range []*keyFrontend{d.resp, d.udp} {
+		if k != nil {
+			k.serve(d.Node, d.log)
+		}
+	}
+	deps := consoleDeps{executor: d.Console, users: d.users, processes: d.Processes, log: d.log}
+	for _, c := range []*consoleFrontend{d.mysql, d.postgreSQL} {
+		if c == nil {
+			continue
+		}
+		if err := c.serve(deps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bind binds the configured front ends: HTTP, RESP, UDP, MySQL, PostgreSQL.
@@ -236,35 +272,35 @@ func (d *Daemon) bind() error {
 		if err != nil {
 			return err
 		}
-		d.frontends, d.HTTPAddr = append(d.frontends, h), h.ln.Addr().String()
+		d.frontends, d.http, d.HTTPAddr = append(d.frontends, h), h, h.ln.Addr().String()
 	}
 	if c := d.cfg.RESP; c != nil {
 		k, err := bindRESP(c)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.RESPAddr = append(d.frontends, k), k.addr
+		d.frontends, d.resp, d.RESPAddr = append(d.frontends, k), k, k.addr
 	}
 	if c := d.cfg.UDP; c != nil {
 		k, err := bindUDP(c)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.UDPAddr = append(d.frontends, k), k.addr
+		d.frontends, d.udp, d.UDPAddr = append(d.frontends, k), k, k.addr
 	}
 	if c := d.cfg.MySQL; c != nil {
 		m, err := bindMySQL(c, d.log)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m.ln.Addr().String(), m.port()
+		d.frontends, d.mysql, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m, m.ln.Addr().String(), m.port()
 	}
 	if c := d.cfg.PostgreSQL; c != nil {
 		p, err := bindPostgreSQL(c, d.log)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.PostgreSQLAddr = append(d.frontends, p), p.ln.Addr().String()
+		d.frontends, d.postgreSQL, d.PostgreSQLAddr = append(d.frontends, p), p, p.ln.Addr().String()
 	}
 	return nil
 }
