@@ -23,7 +23,9 @@ import (
 
 // Open connects to the registry c describes and returns a ready
 // repository. ctx bounds the connection attempt, together with
-// c.ConnectTimeout. For Embedded it starts the in-process etcd server on
+// c.ConnectTimeout; for etcd and ZooKeeper, c.RetryInterval, c.MaxRetries
+// and c.OperationTimeout pace and limit the connection attempts
+// (etcd.Retry, zookeeper.Backoff). For Embedded it starts the in-process etcd server on
 // c.DataDir first, its logs going to log (see zapslog; nil means
 // slog.Default()); closing the repository stops it. For etcd without a
 // username but with c.DataDir, it uses the credentials of the embedded
@@ -50,6 +52,7 @@ func Open(ctx context.Context, c config.Repository, log *slog.Logger) (registry.
 			Password:    password,
 			TLS:         tlsConfig,
 			DialTimeout: c.ConnectTimeout,
+			Retry:       etcd.Retry{Interval: c.RetryInterval, MaxRetries: c.MaxRetries, AttemptTimeout: c.OperationTimeout},
 		})
 	case config.RepositoryZooKeeper:
 		return zookeeper.Open(ctx, zookeeper.Config{
@@ -58,6 +61,8 @@ func Open(ctx context.Context, c config.Repository, log *slog.Logger) (registry.
 			SessionTimeout: c.TimeToLive,
 			ConnectTimeout: c.ConnectTimeout,
 			Digest:         c.Digest,
+			Retry:          zookeeper.Backoff{Interval: c.RetryInterval, MaxRetries: c.MaxRetries},
+			AttemptTimeout: c.OperationTimeout,
 		})
 	case config.RepositoryEmbedded:
 		if log == nil {
