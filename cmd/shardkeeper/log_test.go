@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/internal/zapslog"
 )
 
 // TestFreshStartLogsOneFormat starts serve on the embedded registry in a
 // fresh data dir, as `make run` does, and stops it: its log (stderr) has no
 // ERROR line and no stack trace, every line is in the one format asked for
 // (with --log-format json, a JSON object), the embedded etcd's included,
-// and every line carries the instance id exactly once.
+// and every line carries the instance id exactly once; etcd's warnings
+// about its own deliberate configuration stay at debug.
 func TestFreshStartLogsOneFormat(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
@@ -72,12 +74,22 @@ func TestFreshStartLogsOneFormat(t *testing.T) {
 					if rec["level"] == "ERROR" {
 						t.Errorf("ERROR on a clean start: %s", line)
 					}
+					// etcd warns of a request only past its
+					// --warning-unary-request-duration (300 ms).
+					if spent, ok := rec["time spent"].(float64); ok && rec["msg"] == "request stats" && time.Duration(spent) < 300*time.Millisecond {
+						t.Errorf("etcd logged a request of %v as slow: %s", time.Duration(spent), line)
+					}
 				} else {
 					if !strings.HasPrefix(line, "time=") {
 						t.Errorf("log line is not slog text: %q", line)
 					}
 					if strings.Contains(line, "level=ERROR") {
 						t.Errorf("ERROR on a clean start: %s", line)
+					}
+				}
+				for _, b := range zapslog.Benign {
+					if strings.Contains(line, b.Message) {
+						t.Errorf("etcd's benign %q shown above debug: %s", b.Message, line)
 					}
 				}
 				if strings.Contains(line, "stacktrace") || strings.Contains(line, "goroutine ") {

@@ -18,8 +18,8 @@ import (
 // Logger returns a zap logger whose entries go to l (nil: a logger that
 // drops everything). Levels map as etcd uses them: zap's Info, which etcd
 // uses for its start-up and raft chatter, becomes slog Debug; Warn stays
-// Warn; Error and above become Error, except the benign ones listed in
-// Benign, which become Debug. Stack traces are dropped (the message, the
+// Warn; Error and above become Error; the entries listed in Benign become
+// Debug whatever their level. Stack traces are dropped (the message, the
 // caller and the fields say what happened); the entry's logger name, when
 // set, becomes the attribute "logger". Safe for concurrent use.
 func Logger(l *slog.Logger) *zap.Logger {
@@ -29,13 +29,22 @@ func Logger(l *slog.Logger) *zap.Logger {
 	return zap.New(&core{h: l.Handler()})
 }
 
-// Benign are the errors etcd logs that are no problem of the node's, by
-// message and a substring of their error field. Each is logged at debug.
+// Benign are the warnings and errors etcd logs that are no problem of the
+// node's, by message and a substring of their error field ("" matches
+// any). Each is logged at debug.
 var Benign = []struct{ Message, Err string }{
 	// A fresh single-member server checks its storage schema version before
 	// its first raft entry has committed a term; the monitor tries again on
 	// its next tick and succeeds (etcd 3.6 server/etcdserver/version/monitor.go).
 	{"failed to update storage version", "missing term information"},
+	{"Failed to detect schema version", "missing term information"},
+	// The embedded etcd serves gRPC and HTTP on its one loopback client URL
+	// and uses simple auth tokens by design (docs/embedded-registry.md).
+	{"Running http and grpc server on single port. This is not recommended for production.", ""},
+	{"simple token is not cryptographically signed", ""},
+	// Its listeners closing while it stops.
+	{"stopping insecure grpc server due to error", "use of closed network connection"},
+	{"stopped insecure grpc server due to error", "use of closed network connection"},
 }
 
 type core struct {
@@ -64,7 +73,7 @@ func (c *core) With(fields []zapcore.Field) zapcore.Core {
 }
 
 func (c *core) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	// Benign errors are decided in Write, which needs the fields.
+	// Benign entries are decided in Write, which needs the fields.
 	if c.Enabled(e.Level) {
 		return ce.AddCore(e, c)
 	}
@@ -80,7 +89,7 @@ func (c *core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		f.AddTo(enc)
 	}
 	level := Level(e.Level)
-	if level >= slog.LevelError && benign(e.Message, enc.Fields) {
+	if level >= slog.LevelWarn && benign(e.Message, enc.Fields) {
 		level = slog.LevelDebug
 	}
 	if !c.h.Enabled(context.Background(), level) {
