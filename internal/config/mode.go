@@ -115,6 +115,8 @@ func defaultRepository(typ string) Repository {
 	case RepositoryEmbedded:
 		r.DataDir = DefaultEmbeddedDataDir
 		r.ClientURL = DefaultEmbeddedClientURL
+		// No connection to retry: the props are refused, and not shown.
+		r.RetryInterval, r.MaxRetries, r.OperationTimeout = 0, 0, 0
 	}
 	return r
 }

@@ -154,6 +154,9 @@ func TestConnectionPropsRefusedOnEmbedded(t *testing.T) {
       maxRetries: 3
       operationTimeoutMilliseconds: 500
 `
+	if r := DefaultMode().Repository; r.RetryInterval != 0 || r.MaxRetries != 0 || r.OperationTimeout != 0 {
+		t.Errorf("the default Embedded repository carries connection props that cannot act (and would be shown): %+v", r)
+	}
 	_, err := ParseMode("conf/global.yaml", []byte(doc))
 	for _, want := range []string{
 		"conf/global.yaml:7: mode.repository.props.retryIntervalMilliseconds: has no effect on the Embedded repository",
