@@ -201,7 +201,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Logger = c.Logger.With("instance", c.InstanceID)
 	return c, errors.Join(errs...)
 }
 

@@ -127,7 +127,7 @@ scrape_configs:
 	}
 
 	// Someone else writes the node's reservation: the node loses its id.
-	repo, err := connect.Open(ctx, repoConf)
+	repo, err := connect.Open(ctx, repoConf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

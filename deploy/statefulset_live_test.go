@@ -212,7 +212,7 @@ func TestStatefulSetCommandRuns(t *testing.T) {
 		t.Fatalf("login with a wrong password: %v, want error 1045", err)
 	}
 
-	repo, err := connect.Open(ctx, config.Repository{Type: config.RepositoryEtcd, ServerLists: endpoints, Namespace: ns, ConnectTimeout: 10 * time.Second})
+	repo, err := connect.Open(ctx, config.Repository{Type: config.RepositoryEtcd, ServerLists: endpoints, Namespace: ns, ConnectTimeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -154,7 +155,9 @@ func openFromFlags(ctx context.Context, f *registryFlags) (registry.Repository, 
 	if err != nil {
 		return nil, err
 	}
-	return connect.OpenAdmin(ctx, rc)
+	// An admin command that starts the embedded etcd itself shows its
+	// errors only.
+	return connect.OpenAdmin(ctx, rc, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 }
 
 func requestTimeout(f *registryFlags) time.Duration {

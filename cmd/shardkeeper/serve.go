@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
@@ -35,24 +35,29 @@ const defaultHTTPAddr = "127.0.0.1:8080"
 // --mysql was not given) serve takes a free port and says which.
 const defaultMySQLAddr = "127.0.0.1:3307"
 
+// serveOptions are serve's flags.
+type serveOptions struct {
+	reg       registryFlags
+	node      cluster.Config
+	logFormat string
+	stopAfter time.Duration
+	maxBorrow time.Duration
+	respAddr  string
+	respMax   int
+	udpAddr   string
+	mysqlAddr string
+	mysqlMax  int
+	pgAddr    string
+	pgMax     int
+	hf        httpFlags
+	fileDir   string
+	sqlite    bool
+}
+
 func newServeCommand() *cobra.Command {
-	f := &registryFlags{}
-	var (
-		node      cluster.Config
-		logFormat string
-		stopAfter time.Duration
-		maxBorrow time.Duration
-		respAddr  string
-		respMax   int
-		udpAddr   string
-		mysqlAddr string
-		mysqlMax  int
-		pgAddr    string
-		pgMax     int
-		hf        httpFlags
-		fileDir   string
-		sqlite    bool
-	)
+	o := &serveOptions{}
+	f := &o.reg
+	node, hf := &o.node, &o.hf
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a node (default: on the embedded registry in ./" + config.DefaultEmbeddedDataDir + ")",
@@ -74,118 +79,7 @@ Changes (PUT) need the bearer token from --token-file or $` + httpapi.EnvToken +
 Under systemd (Type=notify) serve sends READY=1 on $NOTIFY_SOCKET once every
 port answers, and STOPPING=1 when it begins to leave.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			if node.Reservation <= 0 || node.Reservation > cluster.MaxReservation {
-				return usagef("--reservation %v: must be above 0 and at most %v (a node that finds a worker id's fence missing waits this long, plus %v of clock skew, before issuing on it)",
-					node.Reservation, cluster.MaxReservation, cluster.MaxClockSkew)
-			}
-			if maxBorrow < 0 || maxBorrow > node.Reservation {
-				return usagef("--max-borrow %v: must be 0 (never borrow) or more and at most --reservation %v (keys are never stamped past the committed reservation, so a longer borrow buys nothing)",
-					maxBorrow, node.Reservation)
-			}
-			if node.InstanceID == "" {
-				node.InstanceID, node.RandomInstanceID = cluster.NewInstanceID(), true
-			}
-			log := newLogger(cmd.ErrOrStderr(), logFormat, node.InstanceID)
-			httpConf, err := hf.config(cmd.Context(), cmd.Flags().Changed("http"))
-			if err != nil {
-				return err
-			}
-			var conf *config.Config
-			mode := config.DefaultMode()
-			repo := mode.Repository
-			if f.confDir != "" {
-				c, err := config.Load(cmd.Context(), f.confDir)
-				if err != nil {
-					return err
-				}
-				conf, repo, mode = c, c.Mode.Repository, c.Mode
-				if node.Labels == nil {
-					node.Labels = c.Labels
-				}
-			}
-			repo, err = f.apply(repo)
-			if err != nil {
-				return err
-			}
-			if repo.Type == config.RepositoryEmbedded {
-				if _, err := os.Stat(filepath.Join(repo.DataDir, "member")); err == nil {
-					fmt.Fprintf(out, "reusing registry data in %s\n", repo.DataDir)
-				}
-			}
-			respConf, err := respConfig(respAddr, respMax)
-			if err != nil {
-				return err
-			}
-			flags := cmd.Flags()
-			mysqlConf, err := hf.mysqlConfig(cmd.Context(), mysqlAddr, flags.Changed("mysql"), !flags.Changed("port"), mysqlMax)
-			if err != nil {
-				return err
-			}
-			pgConf, err := hf.postgreSQLConfig(cmd.Context(), pgAddr, pgMax)
-			if err != nil {
-				return err
-			}
-			node.Logger = log
-			d, err := daemon.Start(cmd.Context(), daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log,
-				ModeType: mode.Type, MaxBorrow: maxBorrow, HTTP: httpConf, RESP: respConf, UDP: udpConfig(udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf,
-				DistSQLFileDir: fileDir, AllowSQLiteUnits: sqlite})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "shardkeeper: registry ready: %s\n", connect.Describe(repo, d.Repo))
-			fmt.Fprintf(out, "shardkeeper: node %s holds worker id %d; %d logical database(s)\n",
-				d.Node.InstanceID(), d.Node.WorkerID(), len(d.Metadata.Current().Databases))
-			if d.HTTP != nil {
-				scheme := "http"
-				if httpConf.TLS != nil {
-					scheme = "https"
-				}
-				fmt.Fprintf(out, "shardkeeper: HTTP API and status page on %s://%s/\n", scheme, d.HTTPAddr)
-				if httpConf.Token == "" {
-					fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
-				}
-			}
-			if d.RESPAddr != "" {
-				fmt.Fprintf(out, "shardkeeper: Redis-protocol key service on %s (INCR any, NEXTID [n], NEXTIDB n; no authentication)\n", d.RESPAddr)
-			}
-			if d.UDPAddr != "" {
-				fmt.Fprintf(out, "shardkeeper: datagram key service on udp %s (one request, one reply per datagram; no authentication)\n", d.UDPAddr)
-			}
-			if d.MySQLAddr != "" {
-				host, port, _ := net.SplitHostPort(d.MySQLAddr)
-				fmt.Fprintf(out, "shardkeeper: DistSQL console over the MySQL protocol on %s (mariadb -h %s -P %s -u USER -p; TLS %v)\n", d.MySQLAddr, host, port, mysqlConf.TLS != nil)
-			}
-			if d.PostgreSQLAddr != "" {
-				host, port, _ := net.SplitHostPort(d.PostgreSQLAddr)
-				fmt.Fprintf(out, "shardkeeper: DistSQL console over the PostgreSQL protocol on %s (psql -h %s -p %s -U USER; TLS %v)\n", d.PostgreSQLAddr, host, port, pgConf.TLS != nil)
-			}
-			fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
-			// systemd's Type=notify: ready once every port answers.
-			notifySocket := os.Getenv(sdnotify.EnvSocket)
-			if err := sdnotify.Notify(notifySocket, fmt.Sprintf("%s\nSTATUS=serving keys on worker id %d", sdnotify.Ready, d.Node.WorkerID())); err != nil {
-				log.Warn("could not tell the service manager the node is ready", "err", err)
-			}
-			ctx := cmd.Context()
-			if stopAfter > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, stopAfter)
-				defer cancel()
-			}
-			<-ctx.Done()
-			fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
-			if err := sdnotify.Notify(notifySocket, sdnotify.Stopping+"\nSTATUS=leaving: no more keys, final fence, offline"); err != nil {
-				log.Warn("could not tell the service manager the node is stopping", "err", err)
-			}
-			closeCtx, cancel := context.WithTimeout(context.Background(), daemon.CloseTimeout)
-			defer cancel()
-			if err := d.Close(closeCtx); err != nil {
-				return err
-			}
-			fmt.Fprintln(out, "shardkeeper: stopped")
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
@@ -193,18 +87,18 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&node.Host, "host", "127.0.0.1", "host published in the online node (attribute ip@port)")
 	fl.IntVar(&node.Port, "port", 3307, "port published in the online node; without --port, the port --mysql bound (this default with --mysql off)")
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")
-	fl.DurationVar(&maxBorrow, "max-borrow", 0, "how far ahead of the clock a burst of keys may be stamped instead of waiting for the next millisecond (each ms is 4096 keys; whole ms; 0 never borrows; at most --reservation: never past the committed reservation)")
-	fl.StringVar(&logFormat, "log-format", "text", "text or json")
-	fl.DurationVar(&stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
-	fl.StringVar(&respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
-	fl.IntVar(&respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
-	fl.StringVar(&udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
-	fl.StringVar(&mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
-	fl.IntVar(&mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
-	fl.StringVar(&pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
-	fl.IntVar(&pgMax, "postgresql-max-connections", pgfront.DefaultMaxConnections, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
-	fl.StringVar(&fileDir, "distsql-file-dir", "", "the one directory whose files the consoles' EXPORT ... TO FILE and IMPORT ... FROM FILE may name (admin users only; new files only, mode 0600, never overwritten, no symbolic links); never the data dir; empty: server-side files are off")
-	fl.BoolVar(&sqlite, "allow-sqlite-units", false, "let console statements (REGISTER/ALTER STORAGE UNIT, IMPORT) create SQLite storage units, whose jdbc:sqlite: path is a file the node creates with its own rights")
+	fl.DurationVar(&o.maxBorrow, "max-borrow", 0, "how far ahead of the clock a burst of keys may be stamped instead of waiting for the next millisecond (each ms is 4096 keys; whole ms; 0 never borrows; at most --reservation: never past the committed reservation)")
+	fl.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fl.DurationVar(&o.stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
+	fl.StringVar(&o.respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
+	fl.IntVar(&o.respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
+	fl.StringVar(&o.udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
+	fl.StringVar(&o.mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
+	fl.IntVar(&o.mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")
+	fl.StringVar(&o.pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
+	fl.IntVar(&o.pgMax, "postgresql-max-connections", pgfront.DefaultMaxConnections, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
+	fl.StringVar(&o.fileDir, "distsql-file-dir", "", "the one directory whose files the consoles' EXPORT ... TO FILE and IMPORT ... FROM FILE may name (admin users only; new files only, mode 0600, never overwritten, no symbolic links); never the data dir; empty: server-side files are off")
+	fl.BoolVar(&o.sqlite, "allow-sqlite-units", false, "let console statements (REGISTER/ALTER STORAGE UNIT, IMPORT) create SQLite storage units, whose jdbc:sqlite: path is a file the node creates with its own rights")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
@@ -212,6 +106,143 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&hf.tlsCert, "tls-cert", "", "serve HTTPS, and TLS on the DistSQL console, with this certificate (PEM; needs --tls-key)")
 	fl.StringVar(&hf.tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
 	return cmd
+}
+
+// run starts the node, tells the operator and the service manager where
+// it answers, waits for Ctrl-C, SIGTERM or --stop-after, and leaves.
+func (o *serveOptions) run(cmd *cobra.Command) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	log := newLogger(cmd.ErrOrStderr(), o.logFormat)
+	dc, err := o.daemonConfig(cmd, log)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.Start(cmd.Context(), dc)
+	if err != nil {
+		return err
+	}
+	announce(out, d, dc)
+	// systemd's Type=notify: ready once every port answers.
+	notifySocket := os.Getenv(sdnotify.EnvSocket)
+	if err := sdnotify.Notify(notifySocket, fmt.Sprintf("%s\nSTATUS=serving keys on worker id %d", sdnotify.Ready, d.Node.WorkerID())); err != nil {
+		log.Warn("could not tell the service manager the node is ready", "err", err)
+	}
+	o.wait(cmd.Context())
+	fmt.Fprintln(out, "shardkeeper: stopping: no more keys, final fence, offline")
+	if err := sdnotify.Notify(notifySocket, sdnotify.Stopping+"\nSTATUS=leaving: no more keys, final fence, offline"); err != nil {
+		log.Warn("could not tell the service manager the node is stopping", "err", err)
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), daemon.CloseTimeout)
+	defer cancel()
+	if err := d.Close(closeCtx); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "shardkeeper: stopped")
+	return nil
+}
+
+// check refuses flag values the node cannot run with.
+func (o *serveOptions) check() error {
+	if o.node.Reservation <= 0 || o.node.Reservation > cluster.MaxReservation {
+		return usagef("--reservation %v: must be above 0 and at most %v (a node that finds a worker id's fence missing waits this long, plus %v of clock skew, before issuing on it)",
+			o.node.Reservation, cluster.MaxReservation, cluster.MaxClockSkew)
+	}
+	if o.maxBorrow < 0 || o.maxBorrow > o.node.Reservation {
+		return usagef("--max-borrow %v: must be 0 (never borrow) or more and at most --reservation %v (keys are never stamped past the committed reservation, so a longer borrow buys nothing)",
+			o.maxBorrow, o.node.Reservation)
+	}
+	return nil
+}
+
+// daemonConfig resolves the flags and the conf dir into what daemon.Start
+// needs; it reads the conf dir, the token, certificate and key files.
+func (o *serveOptions) daemonConfig(cmd *cobra.Command, log *slog.Logger) (daemon.Config, error) {
+	ctx, flags := cmd.Context(), cmd.Flags()
+	httpConf, err := o.hf.config(ctx, flags.Changed("http"))
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	var conf *config.Config
+	mode := config.DefaultMode()
+	node := o.node
+	if o.reg.confDir != "" {
+		if conf, err = config.Load(ctx, o.reg.confDir); err != nil {
+			return daemon.Config{}, err
+		}
+		mode = conf.Mode
+		if node.Labels == nil {
+			node.Labels = conf.Labels
+		}
+	}
+	repo, err := o.reg.apply(mode.Repository)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	if repo.Type == config.RepositoryEmbedded {
+		if _, err := os.Stat(filepath.Join(repo.DataDir, "member")); err == nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "reusing registry data in %s\n", repo.DataDir)
+		}
+	}
+	respConf, err := respConfig(o.respAddr, o.respMax)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	mysqlConf, err := o.hf.mysqlConfig(ctx, o.mysqlAddr, flags.Changed("mysql"), !flags.Changed("port"), o.mysqlMax)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	pgConf, err := o.hf.postgreSQLConfig(ctx, o.pgAddr, o.pgMax)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	return daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log, ModeType: mode.Type, MaxBorrow: o.maxBorrow,
+		HTTP: httpConf, RESP: respConf, UDP: udpConfig(o.udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf,
+		DistSQLFileDir: o.fileDir, AllowSQLiteUnits: o.sqlite}, nil
+}
+
+// announce tells the operator where the started node answers.
+func announce(out io.Writer, d *daemon.Daemon, c daemon.Config) {
+	fmt.Fprintf(out, "shardkeeper: registry ready: %s\n", d.Registry)
+	fmt.Fprintf(out, "shardkeeper: node %s holds worker id %d; %d logical database(s)\n",
+		d.Node.InstanceID(), d.Node.WorkerID(), len(d.Metadata.Current().Databases))
+	if d.HTTP != nil {
+		scheme := "http"
+		if c.HTTP.TLS != nil {
+			scheme = "https"
+		}
+		fmt.Fprintf(out, "shardkeeper: HTTP API and status page on %s://%s/\n", scheme, d.HTTPAddr)
+		if c.HTTP.Token == "" {
+			fmt.Fprintf(out, "shardkeeper: no API token (--token-file or %s): changes through the API are refused\n", httpapi.EnvToken)
+		}
+	}
+	if d.RESPAddr != "" {
+		fmt.Fprintf(out, "shardkeeper: Redis-protocol key service on %s (INCR any, NEXTID [n], NEXTIDB n; no authentication)\n", d.RESPAddr)
+	}
+	if d.UDPAddr != "" {
+		fmt.Fprintf(out, "shardkeeper: datagram key service on udp %s (one request, one reply per datagram; no authentication)\n", d.UDPAddr)
+	}
+	if d.MySQLAddr != "" {
+		host, port, _ := net.SplitHostPort(d.MySQLAddr)
+		fmt.Fprintf(out, "shardkeeper: DistSQL console over the MySQL protocol on %s (mariadb -h %s -P %s -u USER -p; TLS %v)\n", d.MySQLAddr, host, port, c.MySQL.TLS != nil)
+	}
+	if d.PostgreSQLAddr != "" {
+		host, port, _ := net.SplitHostPort(d.PostgreSQLAddr)
+		fmt.Fprintf(out, "shardkeeper: DistSQL console over the PostgreSQL protocol on %s (psql -h %s -p %s -U USER; TLS %v)\n", d.PostgreSQLAddr, host, port, c.PostgreSQL.TLS != nil)
+	}
+	fmt.Fprintln(out, "shardkeeper: running; Ctrl-C or SIGTERM stops")
+}
+
+// wait returns when ctx ends (Ctrl-C, SIGTERM) or after --stop-after.
+func (o *serveOptions) wait(ctx context.Context) {
+	if o.stopAfter > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.stopAfter)
+		defer cancel()
+	}
+	<-ctx.Done()
 }
 
 // httpFlags are serve's HTTP options.
@@ -316,45 +347,12 @@ func (h httpFlags) postgreSQLConfig(ctx context.Context, addr string, maxConns i
 	return &daemon.PostgreSQLConfig{Addr: addr, TLS: tc, MaxConnections: maxConns}, nil
 }
 
-// newLogger returns a text or JSON logger whose every line carries the
-// instance id (once, whoever adds it) and has its secrets masked
-// (redact.Handler).
-func newLogger(w interface{ Write([]byte) (int, error) }, format, instanceID string) *slog.Logger {
+// newLogger returns the node's logger: text or JSON lines on w with their
+// secrets masked (redact.Handler). daemon.Start adds the instance id.
+func newLogger(w io.Writer, format string) *slog.Logger {
 	var h slog.Handler = slog.NewTextHandler(w, nil)
 	if format == "json" {
 		h = slog.NewJSONHandler(w, nil)
 	}
-	return slog.New(instanceHandler{Handler: redact.Handler(h), id: instanceID})
-}
-
-// instanceHandler adds instance=<id> to every record unless a With call
-// has added it already.
-type instanceHandler struct {
-	slog.Handler
-	id  string
-	has bool
-}
-
-func (h instanceHandler) Handle(ctx context.Context, r slog.Record) error {
-	if !h.has {
-		r = r.Clone()
-		r.AddAttrs(slog.String("instance", h.id))
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h instanceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	has := h.has
-	for _, a := range attrs {
-		has = has || a.Key == "instance"
-	}
-	return instanceHandler{Handler: h.Handler.WithAttrs(attrs), id: h.id, has: has}
-}
-
-func (h instanceHandler) WithGroup(name string) slog.Handler {
-	inner := h.Handler
-	if !h.has {
-		inner = inner.WithAttrs([]slog.Attr{slog.String("instance", h.id)})
-	}
-	return instanceHandler{Handler: inner.WithGroup(name), id: h.id, has: true}
+	return slog.New(redact.Handler(h))
 }

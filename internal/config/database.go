@@ -22,6 +22,9 @@ type Database struct {
 	File        string                // where it was read, for messages; "" when built in code
 	DataSources map[string]DataSource // storage units by name
 	Rules       []Rule                // database rules, in file order
+	// KeyGenerators are the SNOWFLAKE key generators of the sharding rule,
+	// by name (see Config.Snowflake).
+	KeyGenerators []KeyGenerator
 }
 
 // Rule returns the rule of the given type ("sharding", ...) and whether it
@@ -563,6 +566,7 @@ func ParseDatabase(file string, data []byte) (*Database, error) {
 			db.DataSources = parseDataSources(&p, v)
 		case "rules":
 			db.Rules, _ = parseRules(&p, v, false)
+			db.KeyGenerators = parseKeyGenerators(&p, v)
 		default:
 			p.add(k, k.Value, "unknown field (a database file has databaseName, dataSources and rules)")
 		}

@@ -335,6 +335,7 @@ func ParseFile(file string, data []byte) (*Config, error) {
 	if n := mapValue(root, "rules"); n != nil {
 		sub := problems{file: file} // already reported by parseGlobalKeys
 		db.Rules, _ = parseRules(&sub, n, true)
+		db.KeyGenerators = parseKeyGenerators(&p, n)
 	}
 	cfg.Databases = []Database{db}
 	if err := p.err(); err != nil {

@@ -115,6 +115,8 @@ func defaultRepository(typ string) Repository {
 	case RepositoryEmbedded:
 		r.DataDir = DefaultEmbeddedDataDir
 		r.ClientURL = DefaultEmbeddedClientURL
+		// No connection to retry: the props are refused, and not shown.
+		r.RetryInterval, r.MaxRetries, r.OperationTimeout = 0, 0, 0
 	}
 	return r
 }
@@ -252,6 +254,7 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 	} else {
 		p.add(node, f.typ, "missing (use etcd, ZooKeeper or Embedded)")
 	}
+	namedEmbedded := typ == RepositoryEmbedded
 	if typ == "" {
 		typ = RepositoryEmbedded
 	}
@@ -268,11 +271,13 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 		return r
 	}
 	seen := map[string]bool{}
+	keyNodes := map[string]*yaml.Node{}
 	var serversNode *yaml.Node
 	for i := 0; i+1 < len(props.Content); i += 2 {
 		k, v := props.Content[i], props.Content[i+1]
 		field := f.prop + k.Value
 		seen[k.Value] = true
+		keyNodes[k.Value] = k
 		switch k.Value {
 		case "namespace":
 			r.Namespace = v.Value
@@ -328,6 +333,15 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 			r.Layout = l
 		default:
 			p.add(k, field, "unknown repository prop")
+		}
+	}
+	if namedEmbedded {
+		// The embedded etcd runs in the node's process: there is no
+		// connection to retry or time out, so these props could not act.
+		for _, name := range []string{"retryIntervalMilliseconds", "maxRetries", "operationTimeoutMilliseconds"} {
+			if k := keyNodes[name]; k != nil {
+				p.add(k, f.prop+name, "has no effect on the Embedded repository (its etcd runs inside the node: no connection to retry); remove it")
+			}
 		}
 	}
 	if typ != RepositoryEmbedded {

@@ -138,3 +138,45 @@ func TestParseModeLayoutVersion(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestConnectionPropsRefusedOnEmbedded: the retry and timeout props act
+// on a connection to etcd or ZooKeeper; the embedded etcd has none, so
+// setting them there is an error at their line, not a value shown and
+// ignored.
+func TestConnectionPropsRefusedOnEmbedded(t *testing.T) {
+	doc := `mode:
+  type: Standalone
+  repository:
+    type: Embedded
+    props:
+      dataDir: data
+      retryIntervalMilliseconds: 500
+      maxRetries: 3
+      operationTimeoutMilliseconds: 500
+`
+	if r := DefaultMode().Repository; r.RetryInterval != 0 || r.MaxRetries != 0 || r.OperationTimeout != 0 {
+		t.Errorf("the default Embedded repository carries connection props that cannot act (and would be shown): %+v", r)
+	}
+	_, err := ParseMode("conf/global.yaml", []byte(doc))
+	for _, want := range []string{
+		"conf/global.yaml:7: mode.repository.props.retryIntervalMilliseconds: has no effect on the Embedded repository",
+		"conf/global.yaml:8: mode.repository.props.maxRetries: has no effect",
+		"conf/global.yaml:9: mode.repository.props.operationTimeoutMilliseconds: has no effect",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	for _, typ := range []string{"etcd", "ZooKeeper"} {
+		doc := "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: ns\n      server-lists: " +
+			map[string]string{"etcd": "http://127.0.0.1:2379", "ZooKeeper": "127.0.0.1:2181"}[typ] +
+			"\n      retryIntervalMilliseconds: 250\n      maxRetries: 5\n      operationTimeoutMilliseconds: 900\n"
+		m, err := ParseMode("global.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if r := m.Repository; r.RetryInterval != 250*time.Millisecond || r.MaxRetries != 5 || r.OperationTimeout != 900*time.Millisecond {
+			t.Errorf("%s: %+v", typ, r)
+		}
+	}
+}

@@ -8,11 +8,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/zapslog"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/embedded"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
@@ -21,11 +23,14 @@ import (
 
 // Open connects to the registry c describes and returns a ready
 // repository. ctx bounds the connection attempt, together with
-// c.ConnectTimeout. For Embedded it starts the in-process etcd server on
-// c.DataDir first; closing the repository stops it. For etcd without a
+// c.ConnectTimeout; for etcd and ZooKeeper, c.RetryInterval, c.MaxRetries
+// and c.OperationTimeout pace and limit the connection attempts
+// (etcd.Retry, zookeeper.Backoff). For Embedded it starts the in-process etcd server on
+// c.DataDir first, its logs going to log (see zapslog; nil means
+// slog.Default()); closing the repository stops it. For etcd without a
 // username but with c.DataDir, it uses the credentials of the embedded
 // registry kept in that directory (see embedded.LoadCredentials).
-func Open(ctx context.Context, c config.Repository) (registry.Repository, error) {
+func Open(ctx context.Context, c config.Repository, log *slog.Logger) (registry.Repository, error) {
 	switch c.Type {
 	case config.RepositoryEtcd:
 		tlsConfig, err := loadTLS(ctx, c)
@@ -47,6 +52,7 @@ func Open(ctx context.Context, c config.Repository) (registry.Repository, error)
 			Password:    password,
 			TLS:         tlsConfig,
 			DialTimeout: c.ConnectTimeout,
+			Retry:       etcd.Retry{Interval: c.RetryInterval, MaxRetries: c.MaxRetries, AttemptTimeout: c.OperationTimeout},
 		})
 	case config.RepositoryZooKeeper:
 		return zookeeper.Open(ctx, zookeeper.Config{
@@ -55,8 +61,13 @@ func Open(ctx context.Context, c config.Repository) (registry.Repository, error)
 			SessionTimeout: c.TimeToLive,
 			ConnectTimeout: c.ConnectTimeout,
 			Digest:         c.Digest,
+			Retry:          zookeeper.Backoff{Interval: c.RetryInterval, MaxRetries: c.MaxRetries},
+			AttemptTimeout: c.OperationTimeout,
 		})
 	case config.RepositoryEmbedded:
+		if log == nil {
+			log = slog.Default()
+		}
 		dir, err := filepath.Abs(c.DataDir)
 		if err != nil {
 			return nil, err
@@ -66,6 +77,7 @@ func Open(ctx context.Context, c config.Repository) (registry.Repository, error)
 			ClientURL: c.ClientURL,
 			PeerURL:   c.PeerURL,
 			Namespace: c.Namespace,
+			Logger:    zapslog.Logger(log),
 		})
 	default:
 		return nil, fmt.Errorf("unknown repository type %q (want etcd, ZooKeeper or Embedded)", c.Type)
@@ -76,8 +88,8 @@ func Open(ctx context.Context, c config.Repository) (registry.Repository, error)
 // process (a running node) holds c.DataDir, it reaches that process's
 // embedded etcd as a client instead: at the client URLs the node listed in
 // c.DataDir (else c.ClientURL), with the credentials in c.DataDir.
-func OpenAdmin(ctx context.Context, c config.Repository) (registry.Repository, error) {
-	r, err := Open(ctx, c)
+func OpenAdmin(ctx context.Context, c config.Repository, log *slog.Logger) (registry.Repository, error) {
+	r, err := Open(ctx, c, log)
 	if err == nil || c.Type != config.RepositoryEmbedded || !errors.Is(err, embedded.ErrDirInUse) {
 		return r, err
 	}
@@ -92,7 +104,7 @@ func OpenAdmin(ctx context.Context, c config.Repository) (registry.Repository, e
 	ec.Type = config.RepositoryEtcd
 	ec.ServerLists = urls
 	ec.Username, ec.Password = "", ""
-	r, cerr := Open(ctx, ec)
+	r, cerr := Open(ctx, ec, log)
 	if cerr != nil {
 		return nil, fmt.Errorf("%w\nreaching the embedded etcd of the node on it at %v: %w", err, urls, cerr)
 	}

@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"errors"
+	"net"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // TestOpenRefusesSpecialTLSFiles: etcd TLS files that are a named pipe or
@@ -27,7 +30,7 @@ func TestOpenRefusesSpecialTLSFiles(t *testing.T) {
 		c.repo.Type, c.repo.ServerLists, c.repo.Namespace = config.RepositoryEtcd, []string{"http://127.0.0.1:1"}, "ns"
 		done := make(chan error, 1)
 		go func() {
-			_, err := Open(t.Context(), c.repo)
+			_, err := Open(t.Context(), c.repo, nil)
 			done <- err
 		}()
 		select {
@@ -37,6 +40,29 @@ func TestOpenRefusesSpecialTLSFiles(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("Open with %+v still running after 10s", c.repo)
+		}
+	}
+}
+
+// TestRetryPropsReachTheClients: the mode props retryIntervalMilliseconds
+// and maxRetries reach the etcd and ZooKeeper clients: with nothing
+// listening, Open gives up after 1+maxRetries attempts, long before the
+// connect timeout, and says so.
+func TestRetryPropsReachTheClients(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, c := range []config.Repository{
+		{Type: config.RepositoryEtcd, ServerLists: []string{"http://" + addr}, Namespace: "ns"},
+		{Type: config.RepositoryZooKeeper, ServerLists: []string{addr}, Namespace: "ns"},
+	} {
+		c.ConnectTimeout, c.RetryInterval, c.MaxRetries, c.OperationTimeout = time.Minute, 10*time.Millisecond, 2, time.Second
+		_, err := Open(t.Context(), c, nil)
+		if !errors.Is(err, registry.ErrUnavailable) || !strings.Contains(err.Error(), "gave up after 3 connection attempts") {
+			t.Errorf("%s: Open = %v, want it to give up after 1 + maxRetries = 3 attempts", c.Type, err)
 		}
 	}
 }

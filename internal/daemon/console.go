@@ -8,7 +8,10 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
+	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/process"
 )
 
 // consoleServer is a DistSQL console server of one wire protocol
@@ -25,7 +28,7 @@ type consoleFrontend struct {
 	tls     bool
 	ln      net.Listener
 	// open makes the server once the node serves.
-	open func(d *Daemon) (consoleServer, error)
+	open func(consoleDeps) (consoleServer, error)
 	log  *slog.Logger
 	srv  consoleServer
 	done chan struct{} // closed when Serve returned; nil before serve
@@ -48,28 +51,40 @@ func bindConsole(name, addr, fallback string, log *slog.Logger) (net.Listener, e
 // port is the bound port.
 func (f *consoleFrontend) port() int { return f.ln.Addr().(*net.TCPAddr).Port }
 
-func (f *consoleFrontend) serve(d *Daemon) error {
-	srv, err := f.open(d)
+// consoleDeps are what a console serves: the engine that runs its
+// statements, the users it lets in, the table its sessions register in.
+type consoleDeps struct {
+	executor  console.Executor
+	users     func() (*authority.Users, error)
+	processes *process.Table
+	log       *slog.Logger
+}
+
+// serve makes the console server with deps and serves it on the bound
+// port.
+func (f *consoleFrontend) serve(deps consoleDeps) error {
+	srv, err := f.open(deps)
 	if err != nil {
 		return err
 	}
+	log := deps.log
 	done := make(chan struct{})
-	f.srv, f.log, f.done = srv, d.log, done
+	f.srv, f.log, f.done = srv, log, done
 	go func() {
 		defer close(done)
 		if err := srv.Serve(f.ln); err != nil && !errors.Is(err, connserver.ErrServerClosed) {
-			d.log.Error(f.name+" console stopped", "err", err)
+			log.Error(f.name+" console stopped", "err", err)
 		}
 	}()
 	addr := f.ln.Addr().String()
-	users, err := d.users()
+	users, err := deps.users()
 	switch {
 	case err != nil:
-		d.log.Error(f.name+" console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
+		log.Error(f.name+" console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
 	case users.Empty():
-		d.log.Warn(f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password, and every local process is an admin (imports, exports, server files, every session's statements); add users to the authority rule to restrict it", "addr", addr)
+		log.Warn(f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password, and every local process is an admin (imports, exports, server files, every session's statements); add users to the authority rule to restrict it", "addr", addr)
 	}
-	d.log.Info(f.name+" console listening", "addr", addr, "tls", f.tls, "version", f.version)
+	log.Info(f.name+" console listening", "addr", addr, "tls", f.tls, "version", f.version)
 	return nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/metered"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -34,15 +35,18 @@ type Config struct {
 	// Conf is the loaded conf dir (databases, props, global rules); nil
 	// means none: the node then loads whatever the registry has.
 	Conf *config.Config
-	// Node configures the cluster node; its SessionTTL defaults to the
-	// repository's timeToLiveSeconds, its Snowflake (when zero) to the
-	// first SNOWFLAKE key generator of Conf's sharding rules.
+	// Node configures the cluster node; its InstanceID defaults to a new
+	// random one, its SessionTTL to the repository's timeToLiveSeconds, its
+	// Snowflake (when zero) to Conf.Snowflake(), the first SNOWFLAKE key
+	// generator of Conf's sharding rules.
 	Node cluster.Config
 	// MaxBorrow, when above 0, sets the key generator's MaxBorrow (see
 	// snowflake.Config.MaxBorrow): how far ahead of the clock a burst of
 	// keys may be stamped, never past the node's committed reservation.
 	MaxBorrow time.Duration
-	// Logger receives the daemon's logs; nil means slog.Default().
+	// Logger receives the daemon's logs, the embedded etcd's included;
+	// nil means slog.Default(). Start adds the attribute instance=<id> to
+	// every record, once, for every part of the node.
 	Logger *slog.Logger
 	// ModeType is "Cluster" or "Standalone", shown as mode_type; empty
 	// means Cluster.
@@ -72,11 +76,14 @@ type Config struct {
 
 // Daemon is a running node. Close it to leave the cluster.
 type Daemon struct {
+	// Repo is the registry the node and every part of the daemon use,
+	// instrumented: each call is counted in /metrics (see metered).
 	Repo     registry.Repository
 	Node     *cluster.Node
 	Metadata *metadata.Store
-	// Metrics times every registry call the node makes.
-	Metrics *httpapi.Metrics
+	// Registry says in one line which registry the node uses, for the
+	// operator (connect.Describe).
+	Registry string
 	// Processes are the node's admin sessions, which it reports to
 	// ShardingSphere's SHOW PROCESSLIST and kills on its KILL; a front end
 	// registers each session there while it runs.
@@ -100,12 +107,16 @@ type Daemon struct {
 	PostgreSQLAddr string
 
 	cfg        Config
-	nodeConfig cluster.Config      // Config.Node with the defaults Start filled in
-	repo       registry.Repository // Repo, instrumented by Metrics
-	frontends  []frontend          // in the order Close drains them
-	mysqlPort  int                 // the MySQL console's bound port
-	responder  *process.Responder  // answers the process triggers
-	acker      *distvar.Acker      // acknowledges applied /props versions
+	nodeConfig cluster.Config   // Config.Node with the defaults Start filled in
+	metrics    *metered.Metrics // the registry calls made through Repo
+	frontends  []frontend       // in the order Close drains them
+	http       *httpFrontend    // nil without Config.HTTP; the same for the others
+	resp, udp  *keyFrontend
+	mysql      *consoleFrontend
+	postgreSQL *consoleFrontend
+	mysqlPort  int                // the MySQL console's bound port
+	responder  *process.Responder // answers the process triggers
+	acker      *distvar.Acker     // acknowledges applied /props versions
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	runDone    chan struct{}
@@ -130,6 +141,11 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	nc := c.Node
+	if nc.InstanceID == "" {
+		nc.InstanceID, nc.RandomInstanceID = cluster.NewInstanceID(), true
+	}
+	log = log.With("instance", nc.InstanceID)
 	d := &Daemon{cfg: c, log: log}
 	var fileDir *dbconfig.FileDir
 	if c.DistSQLFileDir != "" {
@@ -149,7 +165,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if err := d.bind(); err != nil {
 		return nil, err
 	}
-	rawRepo, err := connect.Open(ctx, c.Repository)
+	rawRepo, err := connect.Open(ctx, c.Repository, log)
 	if err != nil {
 		return nil, err
 	}
@@ -158,15 +174,10 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 			_ = rawRepo.Close()
 		}
 	}()
-	// The node and the store use the instrumented repository; d.Repo stays
-	// the backend itself (connect.Describe looks at its type).
-	metrics := httpapi.NewMetrics()
+	metrics := metered.New()
 	repo := metrics.Instrument(rawRepo)
-	nc := c.Node
 	if nc.Snowflake == (snowflake.Config{}) {
-		if nc.Snowflake, err = snowflakeConfig(c.Conf); err != nil {
-			return nil, err
-		}
+		nc.Snowflake = c.Conf.Snowflake()
 	}
 	if c.MaxBorrow > 0 {
 		nc.Snowflake.MaxBorrow = c.MaxBorrow
@@ -189,7 +200,6 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 			_ = node.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	log = log.With("instance", node.InstanceID())
 	store, err := bootstrap(ctx, repo, node, c, log)
 	if err != nil {
 		return nil, err
@@ -221,7 +231,8 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		Layout: c.Repository.Layout, Logger: log, FileDir: fileDir, AllowSQLite: c.AllowSQLiteUnits,
 	})
 	runCtx, cancel := context.WithCancel(context.Background())
-	d.Repo, d.repo, d.Node, d.nodeConfig, d.Metadata, d.Metrics = rawRepo, repo, node, nc, store, metrics
+	d.Repo, d.Node, d.nodeConfig, d.Metadata, d.metrics = repo, node, nc, store, metrics
+	d.Registry = connect.Describe(c.Repository, rawRepo)
 	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
 	go func() {
 		defer close(d.runDone)
@@ -229,14 +240,46 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 			log.Error("metadata watch stopped", "err", err)
 		}
 	}()
-	for _, f := range d.frontends {
-		if err = f.serve(d); err != nil {
-			cancel()
-			<-d.runDone
-			return nil, err
-		}
+	if err = d.serve(); err != nil {
+		cancel()
+		<-d.runDone
+		return nil, err
 	}
 	return d, nil
+}
+
+// serve starts every bound front end, each with what it serves: HTTP the
+// node, its metadata, registry and metrics; the key services the node as
+// their key source; the consoles the console engine, the users and the
+// process table.
+func (d *Daemon) serve() error {
+	if d.http != nil {
+		c := d.http.c
+		srv, err := d.http.serve(httpapi.Config{
+			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
+			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS,
+			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
+		})
+		if err != nil {
+			return err
+		}
+		d.HTTP = srv
+	}
+	for _, k := range []*keyFrontend{d.resp, d.udp} {
+		if k != nil {
+			k.serve(d.Node, d.log)
+		}
+	}
+	deps := consoleDeps{executor: d.Console, users: d.users, processes: d.Processes, log: d.log}
+	for _, c := range []*consoleFrontend{d.mysql, d.postgreSQL} {
+		if c == nil {
+			continue
+		}
+		if err := c.serve(deps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bind binds the configured front ends: HTTP, RESP, UDP, MySQL, PostgreSQL.
@@ -246,35 +289,35 @@ func (d *Daemon) bind() error {
 		if err != nil {
 			return err
 		}
-		d.frontends, d.HTTPAddr = append(d.frontends, h), h.ln.Addr().String()
+		d.frontends, d.http, d.HTTPAddr = append(d.frontends, h), h, h.ln.Addr().String()
 	}
 	if c := d.cfg.RESP; c != nil {
 		k, err := bindRESP(c)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.RESPAddr = append(d.frontends, k), k.addr
+		d.frontends, d.resp, d.RESPAddr = append(d.frontends, k), k, k.addr
 	}
 	if c := d.cfg.UDP; c != nil {
 		k, err := bindUDP(c)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.UDPAddr = append(d.frontends, k), k.addr
+		d.frontends, d.udp, d.UDPAddr = append(d.frontends, k), k, k.addr
 	}
 	if c := d.cfg.MySQL; c != nil {
 		m, err := bindMySQL(c, d.log)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m.ln.Addr().String(), m.port()
+		d.frontends, d.mysql, d.MySQLAddr, d.mysqlPort = append(d.frontends, m), m, m.ln.Addr().String(), m.port()
 	}
 	if c := d.cfg.PostgreSQL; c != nil {
 		p, err := bindPostgreSQL(c, d.log)
 		if err != nil {
 			return err
 		}
-		d.frontends, d.PostgreSQLAddr = append(d.frontends, p), p.ln.Addr().String()
+		d.frontends, d.postgreSQL, d.PostgreSQLAddr = append(d.frontends, p), p, p.ln.Addr().String()
 	}
 	return nil
 }

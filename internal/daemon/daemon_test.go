@@ -70,7 +70,7 @@ func TestCloseStopsEveryFrontend(t *testing.T) {
 	if k, err := udp.NextID(uctx); err == nil {
 		t.Fatalf("UDP key %d after Close", k)
 	}
-	r, err := connect.Open(ctx, repo)
+	r, err := connect.Open(ctx, repo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestProcessTriggers(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Processes.Add(process.Process{ID: "s1", Username: "admin"}, nil, nil)
-	r, err := connect.Open(ctx, repo)
+	r, err := connect.Open(ctx, repo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,17 +17,16 @@ import (
 )
 
 // frontend is one port the daemon serves: HTTP, the Redis protocol, UDP
-// datagrams. A front end for another wire protocol plugs in the same way:
-// a Config field, a bind in Start, and these three methods.
+// datagrams, the DistSQL consoles. A front end for another wire protocol
+// plugs in the same way: a Config field, a bind in Start, a serve method
+// taking what it serves (called by Daemon.serve), and these two methods.
 //
 // Start binds every front end before it touches the registry (a busy port
 // fails the start before any registry write) and calls serve once the node
-// holds a worker id and the metadata is loaded. Close calls drain on every
-// front end, then closes the node, then calls stop on every front end.
+// holds a worker id and the metadata is loaded; serve answers on
+// goroutines of its own. Close calls drain on every front end, then closes
+// the node, then calls stop on every front end.
 type frontend interface {
-	// serve starts answering on the bound port with d's node and metadata,
-	// on goroutines of its own.
-	serve(d *Daemon) error
 	// drain stops taking new key requests. A front end that only issues
 	// keys stops answering, closes its port and waits for its goroutines
 	// (bounded by ctx); one that also reports the node's state (HTTP)
@@ -102,27 +101,22 @@ func bindHTTP(c *HTTPConfig, log *slog.Logger) (*httpFrontend, error) {
 	return &httpFrontend{c: c, ln: ln}, nil
 }
 
-func (h *httpFrontend) serve(d *Daemon) error {
-	srv, err := httpapi.New(httpapi.Config{
-		Node: d.Node, Store: d.Metadata, Repo: d.repo,
-		Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: h.c.Token, OpenReads: h.c.OpenReads, TLS: h.c.TLS,
-		AllowedHosts: allowedHosts(h.c),
-		Metrics:      d.Metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
-	})
+// serve makes the HTTP server of c and serves it on the bound port.
+func (h *httpFrontend) serve(c httpapi.Config) (*httpapi.Server, error) {
+	srv, err := httpapi.New(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	done := make(chan struct{})
-	h.srv, h.log, h.done = srv, d.log, done
-	d.HTTP = srv
+	h.srv, h.log, h.done = srv, c.Logger, done
 	go func() {
 		defer close(done)
 		if err := srv.Serve(h.ln); err != nil {
-			d.log.Error("http server stopped", "err", err)
+			h.log.Error("http server stopped", "err", err)
 		}
 	}()
-	d.log.Info("http api listening", "addr", h.ln.Addr().String(), "tls", h.c.TLS != nil, "open_reads", h.c.OpenReads, "token", h.c.Token != "")
-	return nil
+	h.log.Info("http api listening", "addr", h.ln.Addr().String(), "tls", h.c.TLS != nil, "open_reads", h.c.OpenReads, "token", h.c.Token != "")
+	return srv, nil
 }
 
 // drain makes /readyz answer 503 and key requests fail with 503 while the
@@ -208,17 +202,17 @@ func bindUDP(c *UDPConfig) (*keyFrontend, error) {
 	}, nil
 }
 
-func (k *keyFrontend) serve(d *Daemon) error {
+// serve answers key requests on the bound port with keys from src.
+func (k *keyFrontend) serve(src keyserver.Source, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	k.cancel, k.done = cancel, done
 	go func() {
 		defer close(done)
-		if err := k.run(ctx, d.Node); err != nil {
-			d.log.Error(k.name+" key service stopped", "err", err)
+		if err := k.run(ctx, src); err != nil {
+			log.Error(k.name+" key service stopped", "err", err)
 		}
 	}()
-	return nil
 }
 
 // drain stops the key service: the port closes, no request is answered

@@ -42,9 +42,9 @@ func bindMySQL(c *MySQLConfig, log *slog.Logger) (*consoleFrontend, error) {
 		return nil, err
 	}
 	return &consoleFrontend{name: "mysql", version: mysqlfront.ServerVersion, tls: c.TLS != nil, ln: ln,
-		open: func(d *Daemon) (consoleServer, error) {
+		open: func(d consoleDeps) (consoleServer, error) {
 			return mysqlfront.New(mysqlfront.Config{
-				Executor: d.Console, Users: d.users, Processes: d.Processes, TLS: c.TLS,
+				Executor: d.executor, Users: d.users, Processes: d.processes, TLS: c.TLS,
 				MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Logger: d.log,
 			})
 		}}, nil

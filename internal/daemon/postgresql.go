@@ -34,9 +34,9 @@ func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, er
 		return nil, err
 	}
 	return &consoleFrontend{name: "postgresql", version: pgfront.ServerVersion, tls: c.TLS != nil, ln: ln,
-		open: func(d *Daemon) (consoleServer, error) {
+		open: func(d consoleDeps) (consoleServer, error) {
 			return pgfront.New(pgfront.Config{
-				Executor: d.Console, Processes: d.Processes, Users: d.users,
+				Executor: d.executor, Processes: d.processes, Users: d.users,
 				TLS: c.TLS, Logger: d.log, MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout,
 			})
 		}}, nil

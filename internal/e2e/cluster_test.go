@@ -311,7 +311,7 @@ func startCluster(t *testing.T, typ string, n int, opts clusterOptions) *cluster
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.repo, err = connect.Open(ctx, mode.Repository); err != nil {
+	if c.repo, err = connect.Open(ctx, mode.Repository, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.repo.Close() })

@@ -89,7 +89,7 @@ func threeContainers(t *testing.T, image string, endpoints []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, err := connect.Open(ctx, c.Mode.Repository)
+	repo, err := connect.Open(ctx, c.Mode.Repository, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

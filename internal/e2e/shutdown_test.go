@@ -40,7 +40,7 @@ func TestSIGTERMClosesEveryPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, err := connect.Open(ctx, c.Mode.Repository)
+	repo, err := connect.Open(ctx, c.Mode.Repository, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,268 +1,160 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/fault"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics collects what /metrics exposes beyond the node's own counters:
-// registry call latency and errors per operation, watch events per
-// prefix, HTTP requests per route and errors per status. Create it before
-// the node (Instrument wraps the repository the node uses). Safe for
-// concurrent use.
-type Metrics struct {
-	ops     []opStats // by fault.OpIndex
-	watchMu sync.Mutex
-	watch   map[string]*atomic.Int64 // by watched prefix
-	routeMu sync.Mutex
-	routes  map[string]*atomic.Int64 // requests by route pattern
-	errMu   sync.Mutex
-	errs    map[int]*atomic.Int64 // error answers by HTTP status
-	started time.Time
-
-	tlsHandshakeErrors atomic.Int64
+// httpMetrics are the server's own counters: requests per route, error
+// answers per status, failed TLS handshakes.
+type httpMetrics struct {
+	routes        *prometheus.CounterVec
+	errs          *prometheus.CounterVec
+	tlsHandshakes prometheus.Counter
 }
 
-// NewMetrics returns empty metrics.
-func NewMetrics() *Metrics {
-	return &Metrics{ops: make([]opStats, len(fault.Ops())), watch: map[string]*atomic.Int64{}, routes: map[string]*atomic.Int64{}, errs: map[int]*atomic.Int64{}, started: time.Now()}
-}
-
-// Registry operations, as reported in the op label: fault.Ops() with
-// underscores (Prometheus label values by convention).
-var opNames = func() []string {
-	names := fault.Ops()
-	for i, op := range names {
-		names[i] = strings.ReplaceAll(op, "-", "_")
-	}
-	return names
-}()
-
-// latencyBuckets are the histogram's upper bounds in seconds.
-var latencyBuckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-
-type opStats struct {
-	buckets [len(latencyBuckets)]atomic.Int64
-	count   atomic.Int64
-	sumNs   atomic.Int64
-	errors  atomic.Int64
-}
-
-func (m *Metrics) observe(op int, start time.Time, err error) {
-	d := time.Since(start)
-	s := &m.ops[op]
-	sec := d.Seconds()
-	for i, b := range latencyBuckets {
-		if sec <= b {
-			s.buckets[i].Add(1)
-			break
-		}
-	}
-	s.count.Add(1)
-	s.sumNs.Add(int64(d))
-	if err != nil && !isCtxErr(err) && !isAnswer(err) {
-		s.errors.Add(1)
+func newHTTPMetrics() *httpMetrics {
+	return &httpMetrics{
+		routes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardkeeper_http_requests_total", Help: "HTTP requests, by route.",
+		}, []string{"route"}),
+		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardkeeper_http_errors_total", Help: "HTTP error answers, by status.",
+		}, []string{"status"}),
+		tlsHandshakes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardkeeper_http_tls_handshake_errors_total",
+			Help: "TLS handshakes that failed on the HTTPS port (logged at most once a minute).",
+		}),
 	}
 }
 
-func isCtxErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+func (m *httpMetrics) httpError(status int) {
+	m.errs.WithLabelValues(strconv.Itoa(status)).Inc()
 }
 
-// isAnswer reports whether err is the registry's answer about the state of
-// a key (absent, present, changed, locked): the call worked, so it is not
-// counted in shardkeeper_registry_errors_total.
-func isAnswer(err error) bool {
-	return errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrExists) ||
-		errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrLocked)
-}
-
-func counterIn(mu *sync.Mutex, m map[string]*atomic.Int64, key string) *atomic.Int64 {
-	mu.Lock()
-	defer mu.Unlock()
-	c := m[key]
-	if c == nil {
-		c = new(atomic.Int64)
-		m[key] = c
-	}
-	return c
-}
-
-func (m *Metrics) httpError(status int) {
-	m.errMu.Lock()
-	c := m.errs[status]
-	if c == nil {
-		c = new(atomic.Int64)
-		m.errs[status] = c
-	}
-	m.errMu.Unlock()
-	c.Add(1)
-}
-
-// Instrument returns r wrapped so that every call, and every call of the
-// sessions and locks it returns, is timed into m, and every watch event is
-// counted.
-func (m *Metrics) Instrument(r registry.Repository) registry.Repository {
-	return fault.Observe(r, m)
-}
-
-// Before implements fault.Hook: it times the call.
-func (m *Metrics) Before(_ context.Context, op, key string) (func(error) error, error) {
-	if op == "watch" {
-		counterIn(&m.watchMu, m.watch, key) // the prefix shows from its first watch, at 0
-	}
-	i, start := fault.OpIndex(op), time.Now()
-	return func(err error) error {
-		m.observe(i, start, err)
-		return err
-	}, nil
-}
-
-// Event implements fault.EventObserver: it counts watch events per prefix.
-func (m *Metrics) Event(prefix string, ev registry.Event) {
-	if ev.Err == nil {
-		counterIn(&m.watchMu, m.watch, prefix).Add(1)
-	}
-}
-
-// countRoute wraps h to count its requests under pattern.
-func (m *Metrics) countRoute(pattern string, h http.HandlerFunc) http.HandlerFunc {
-	c := counterIn(&m.routeMu, m.routes, pattern)
+// countRoute wraps h to count its requests under pattern; the series
+// shows from the start, at 0.
+func (m *httpMetrics) countRoute(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	c := m.routes.WithLabelValues(pattern)
 	return func(w http.ResponseWriter, r *http.Request) {
-		c.Add(1)
+		c.Inc()
 		h(w, r)
 	}
 }
 
-// handleMetrics writes the Prometheus text exposition format (0.0.4).
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	m := s.metrics
-	var b bytes.Buffer
-	st := s.cfg.Node.Stats()
-	snap := s.cfg.Store.Current()
-	ready, _ := s.ready()
-	gauge := func(name, help string, v float64) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", name, help, name, name, fmtFloat(v))
+// metricsHandler serves the Prometheus exposition of the node's counters
+// and state, the server's own counters and cfg.RegistryMetrics, read at
+// each scrape.
+func (s *Server) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.metrics.routes, s.metrics.errs, s.metrics.tlsHandshakes, nodeCollector{s})
+	if s.cfg.RegistryMetrics != nil {
+		reg.MustRegister(s.cfg.RegistryMetrics)
 	}
-	counter := func(name, help string, v int64) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	started := time.Now()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "shardkeeper_uptime_seconds", Help: "Seconds since the metrics were created.",
+	}, func() float64 { return time.Since(started).Seconds() }))
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = noStore
+		h.ServeHTTP(w, r)
+	})
+}
+
+// nodeCollector reads the node's counters, membership and metadata at
+// each scrape.
+type nodeCollector struct{ s *Server }
+
+type nodeMetric struct {
+	desc  *prometheus.Desc
+	vtype prometheus.ValueType
+}
+
+func counterDesc(name, help string) nodeMetric {
+	return nodeMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue}
+}
+
+func gaugeDesc(name, help string, labels ...string) nodeMetric {
+	return nodeMetric{prometheus.NewDesc(name, help, labels, nil), prometheus.GaugeValue}
+}
+
+var (
+	mKeys            = counterDesc("shardkeeper_keys_issued_total", "Keys issued by this node.")
+	mRefused         = counterDesc("shardkeeper_key_requests_refused_total", "Key requests refused while the node held no worker id with a valid reservation.")
+	mRenewals        = counterDesc("shardkeeper_fence_renewals_total", "Time reservations (fence writes) committed.")
+	mRenewalFailures = counterDesc("shardkeeper_fence_renewal_failures_total", "Fence renewals whose outcome was unknown (the node kept its last committed limit).")
+	mStalls          = counterDesc("shardkeeper_fence_stalls_total", "Key requests that ran out of reserved time.")
+	mAcquisitions    = counterDesc("shardkeeper_worker_id_acquisitions_total", "Worker ids acquired (1 plus re-acquisitions).")
+	mLosses          = counterDesc("shardkeeper_worker_id_losses_total", "Worker ids lost (session or fence): issuing stopped until re-acquired.")
+	mCorrupt         = counterDesc("shardkeeper_registry_corrupt_values_total", "Corrupt membership values skipped.")
+	mClockSteps      = counterDesc("shardkeeper_clock_steps_back_total", "Steps back of the wall clock of at least 10 ms seen between two fence renewals (reservations wait for the clock to catch up).")
+	mWorkerID        = gaugeDesc("shardkeeper_worker_id", "The worker id this node holds, -1 while none.")
+	mReservedUntil   = gaugeDesc("shardkeeper_fence_reserved_until_seconds", "Unix time up to which this node may stamp keys (its last committed reservation).")
+	mIssuing         = gaugeDesc("shardkeeper_issuing", "1 while the node holds a worker id with a live session and a valid reservation.")
+	mSessionState    = gaugeDesc("shardkeeper_session_state", "The node's registry session state (1 for the current one).", "state")
+	mReady           = gaugeDesc("shardkeeper_ready", "1 while /readyz answers 200 (keys can be issued).")
+	mComputeNodes    = gaugeDesc("shardkeeper_compute_nodes", "Online compute nodes this node sees.")
+	mWorkerIDsInUse  = gaugeDesc("shardkeeper_worker_ids_in_use", "Worker ids held by the online compute nodes this node sees (of 1024), ShardingSphere nodes included.")
+	mMetadataSeq     = gaugeDesc("shardkeeper_metadata_sequence", "Sequence number of the metadata snapshot this node serves.")
+	mDatabases       = gaugeDesc("shardkeeper_databases", "Logical databases.")
+	mClusterState    = gaugeDesc("shardkeeper_cluster_state", "The cluster state (1 for the current one).", "state")
+	nodeMetrics      = []nodeMetric{mKeys, mRefused, mRenewals, mRenewalFailures, mStalls, mAcquisitions, mLosses, mCorrupt,
+		mClockSteps, mWorkerID, mReservedUntil, mIssuing, mSessionState, mReady, mComputeNodes, mWorkerIDsInUse,
+		mMetadataSeq, mDatabases, mClusterState}
+)
+
+func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range nodeMetrics {
+		ch <- m.desc
 	}
-	counter("shardkeeper_keys_issued_total", "Keys issued by this node.", st.Keys)
-	counter("shardkeeper_key_requests_refused_total", "Key requests refused while the node held no worker id with a valid reservation.", st.Refused)
-	counter("shardkeeper_fence_renewals_total", "Time reservations (fence writes) committed.", st.Renewals)
-	counter("shardkeeper_fence_renewal_failures_total", "Fence renewals whose outcome was unknown (the node kept its last committed limit).", st.RenewalFailures)
-	counter("shardkeeper_fence_stalls_total", "Key requests that ran out of reserved time.", st.Stalls)
-	counter("shardkeeper_worker_id_acquisitions_total", "Worker ids acquired (1 plus re-acquisitions).", st.Acquisitions)
-	counter("shardkeeper_worker_id_losses_total", "Worker ids lost (session or fence): issuing stopped until re-acquired.", st.Losses)
-	counter("shardkeeper_registry_corrupt_values_total", "Corrupt membership values skipped.", st.CorruptValues)
-	counter("shardkeeper_clock_steps_back_total", "Steps back of the wall clock of at least 10 ms seen between two fence renewals (reservations wait for the clock to catch up).", st.ClockStepsBack)
-	gauge("shardkeeper_worker_id", "The worker id this node holds, -1 while none.", float64(st.WorkerID))
-	gauge("shardkeeper_fence_reserved_until_seconds", "Unix time up to which this node may stamp keys (its last committed reservation).", float64(st.ReservedUntilMs)/1000)
-	issuing := 0.0
-	if st.Issuing {
-		issuing = 1
+}
+
+func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(m nodeMetric, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.vtype, v, labels...)
 	}
-	gauge("shardkeeper_issuing", "1 while the node holds a worker id with a live session and a valid reservation.", issuing)
-	fmt.Fprintf(&b, "# HELP shardkeeper_session_state The node's registry session state (1 for the current one).\n# TYPE shardkeeper_session_state gauge\n")
-	for _, state := range []string{"holding", "lost"} {
-		v := 0
-		if (state == "holding") == st.Issuing {
-			v = 1
-		}
-		fmt.Fprintf(&b, "shardkeeper_session_state{state=%q} %d\n", state, v)
-	}
-	readyV := 0.0
-	if ready {
-		readyV = 1
-	}
-	gauge("shardkeeper_ready", "1 while /readyz answers 200 (keys can be issued).", readyV)
-	instances := s.cfg.Node.Instances()
+	st := c.s.cfg.Node.Stats()
+	emit(mKeys, float64(st.Keys))
+	emit(mRefused, float64(st.Refused))
+	emit(mRenewals, float64(st.Renewals))
+	emit(mRenewalFailures, float64(st.RenewalFailures))
+	emit(mStalls, float64(st.Stalls))
+	emit(mAcquisitions, float64(st.Acquisitions))
+	emit(mLosses, float64(st.Losses))
+	emit(mCorrupt, float64(st.CorruptValues))
+	emit(mClockSteps, float64(st.ClockStepsBack))
+	emit(mWorkerID, float64(st.WorkerID))
+	emit(mReservedUntil, float64(st.ReservedUntilMs)/1000)
+	emit(mIssuing, bit(st.Issuing))
+	emit(mSessionState, bit(st.Issuing), "holding")
+	emit(mSessionState, bit(!st.Issuing), "lost")
+	ready, _ := c.s.ready()
+	emit(mReady, bit(ready))
+	instances := c.s.cfg.Node.Instances()
 	withID := 0
 	for _, in := range instances {
 		if in.WorkerID >= 0 {
 			withID++
 		}
 	}
-	gauge("shardkeeper_compute_nodes", "Online compute nodes this node sees.", float64(len(instances)))
-	gauge("shardkeeper_worker_ids_in_use", "Worker ids held by the online compute nodes this node sees (of 1024), ShardingSphere nodes included.", float64(withID))
-	gauge("shardkeeper_metadata_sequence", "Sequence number of the metadata snapshot this node serves.", float64(snap.Seq))
-	gauge("shardkeeper_databases", "Logical databases.", float64(len(snap.Databases)))
-	fmt.Fprintf(&b, "# HELP shardkeeper_cluster_state The cluster state (1 for the current one).\n# TYPE shardkeeper_cluster_state gauge\n")
+	emit(mComputeNodes, float64(len(instances)))
+	emit(mWorkerIDsInUse, float64(withID))
+	snap := c.s.cfg.Store.Current()
+	emit(mMetadataSeq, float64(snap.Seq))
+	emit(mDatabases, float64(len(snap.Databases)))
 	for _, state := range []string{"OK", "READ_ONLY", "UNAVAILABLE"} {
-		v := 0
-		if snap.ClusterState == state {
-			v = 1
-		}
-		fmt.Fprintf(&b, "shardkeeper_cluster_state{state=%q} %d\n", state, v)
+		emit(mClusterState, bit(snap.ClusterState == state), state)
 	}
-
-	b.WriteString("# HELP shardkeeper_registry_request_duration_seconds Registry calls made by this node, by operation.\n# TYPE shardkeeper_registry_request_duration_seconds histogram\n")
-	for op := range m.ops {
-		s := &m.ops[op]
-		count := s.count.Load()
-		if count == 0 {
-			continue
-		}
-		var cum int64
-		for i, ub := range latencyBuckets {
-			cum += s.buckets[i].Load()
-			fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_bucket{op=%q,le=%q} %d\n", opNames[op], fmtFloat(ub), cum)
-		}
-		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_bucket{op=%q,le=\"+Inf\"} %d\n", opNames[op], count)
-		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_sum{op=%q} %s\n", opNames[op], fmtFloat(time.Duration(s.sumNs.Load()).Seconds()))
-		fmt.Fprintf(&b, "shardkeeper_registry_request_duration_seconds_count{op=%q} %d\n", opNames[op], count)
-	}
-	b.WriteString("# HELP shardkeeper_registry_errors_total Registry calls that failed, by operation (not found, exists, version mismatch and locked are answers, not failures).\n# TYPE shardkeeper_registry_errors_total counter\n")
-	for op := range m.ops {
-		if n := m.ops[op].errors.Load(); n > 0 || m.ops[op].count.Load() > 0 {
-			fmt.Fprintf(&b, "shardkeeper_registry_errors_total{op=%q} %d\n", opNames[op], n)
-		}
-	}
-	b.WriteString("# HELP shardkeeper_registry_watch_events_total Watch events received, by watched prefix.\n# TYPE shardkeeper_registry_watch_events_total counter\n")
-	writeLabeled(&b, "shardkeeper_registry_watch_events_total", "prefix", &m.watchMu, m.watch)
-	b.WriteString("# HELP shardkeeper_http_requests_total HTTP requests, by route.\n# TYPE shardkeeper_http_requests_total counter\n")
-	writeLabeled(&b, "shardkeeper_http_requests_total", "route", &m.routeMu, m.routes)
-	b.WriteString("# HELP shardkeeper_http_errors_total HTTP error answers, by status.\n# TYPE shardkeeper_http_errors_total counter\n")
-	m.errMu.Lock()
-	codes := make([]int, 0, len(m.errs))
-	for c := range m.errs {
-		codes = append(codes, c)
-	}
-	sort.Ints(codes)
-	for _, c := range codes {
-		fmt.Fprintf(&b, "shardkeeper_http_errors_total{status=\"%d\"} %d\n", c, m.errs[c].Load())
-	}
-	m.errMu.Unlock()
-	counter("shardkeeper_http_tls_handshake_errors_total", "TLS handshakes that failed on the HTTPS port (logged at most once a minute).", m.tlsHandshakeErrors.Load())
-	gauge("shardkeeper_uptime_seconds", "Seconds since the metrics were created.", time.Since(m.started).Seconds())
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header()["Cache-Control"] = noStore
-	_, _ = w.Write(b.Bytes())
 }
 
-func writeLabeled(b *bytes.Buffer, name, label string, mu *sync.Mutex, m map[string]*atomic.Int64) {
-	mu.Lock()
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+func bit(b bool) float64 {
+	if b {
+		return 1
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(b, "%s{%s=%q} %d\n", name, label, k, m[k].Load())
-	}
-	mu.Unlock()
+	return 0
 }
-
-func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -54,7 +54,7 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/status", read, s.handleStatus)
 	handle("GET", "/api/v1/events", read, s.handleEvents)
 	handle("GET", "/api/v1/openapi.yaml", public, s.handleOpenAPI)
-	handle("GET", "/metrics", read, s.handleMetrics)
+	handle("GET", "/metrics", read, s.metricsPage.ServeHTTP)
 	handle("GET", "/livez", public, s.handleLivez)
 	handle("GET", "/readyz", public, s.handleReadyz)
 	handle("GET", "/{$}", public, s.handlePage)

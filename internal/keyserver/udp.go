@@ -207,10 +207,33 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 // answered by its own datagram. Elsewhere a goroutine reads and answers
 // one datagram at a time.
 func ServeUDP(ctx context.Context, pc net.PacketConn, src Source) error {
+	return ServeUDPConfig(ctx, pc, src, Config{})
+}
+
+// ServeUDPConfig is ServeUDP with the datagram loop cfg.IO names: IOEpoll
+// the recvmmsg/sendmmsg loop on a locked thread (Linux on amd64 and
+// arm64; an error elsewhere), IOGoroutines one goroutine answering one
+// datagram at a time with net.PacketConn's ReadFrom and WriteTo, IOAuto
+// the first where it exists. cfg.MaxClients does not apply.
+func ServeUDPConfig(ctx context.Context, pc net.PacketConn, src Source, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if uc, ok := pc.(*net.UDPConn); ok && mmsgLoop {
+	uc, ok := pc.(*net.UDPConn)
+	switch cfg.IO {
+	case "", IOAuto:
+		if ok && mmsgLoop {
+			return serveUDPMmsg(ctx, uc, src)
+		}
+	case IOEpoll:
+		if !ok || !mmsgLoop {
+			_ = pc.Close()
+			return fmt.Errorf("keyserver: udp: %s needs a UDP socket on Linux (amd64, arm64)", cfg.IO)
+		}
 		return serveUDPMmsg(ctx, uc, src)
+	case IOGoroutines:
+	default:
+		_ = pc.Close()
+		return fmt.Errorf("keyserver: unknown I/O mode %q", cfg.IO)
 	}
 	return serveUDPSimple(ctx, pc, src)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,5 +271,31 @@ func TestOwnAddress(t *testing.T) {
 	}
 	if newOwnAddress(nil).is(netip.MustParseAddr("127.0.0.1"), 0) {
 		t.Error("port 0 taken for the server's own")
+	}
+}
+
+// TestServeUDPConfigModes: IOGoroutines serves with the plain net loop
+// everywhere; an unknown mode is refused and the socket closed.
+func TestServeUDPConfigModes(t *testing.T) {
+	addr := startUDP(t, newSource(t), func(ctx context.Context, pc net.PacketConn, src Source) error {
+		return ServeUDPConfig(ctx, pc, src, Config{IO: IOGoroutines})
+	})
+	c, err := DialUDP(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.NextID(context.Background()); err != nil {
+		t.Fatalf("NextID over IOGoroutines: %v", err)
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ServeUDPConfig(context.Background(), pc, newSource(t), Config{IO: "bogus"}); err == nil || !strings.Contains(err.Error(), `unknown I/O mode "bogus"`) {
+		t.Fatalf("unknown mode: %v", err)
+	}
+	if _, err := pc.WriteTo([]byte("x"), pc.LocalAddr()); err == nil {
+		t.Fatal("the socket of a refused mode is still open")
 	}
 }

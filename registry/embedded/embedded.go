@@ -365,6 +365,9 @@ func (c Config) etcdConfig(listen bool) (*embed.Config, *atomic.Bool, error) {
 	cfg.InitialClusterToken = "shardkeeper-" + name
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = "1h"
+	// etcd's own default (its --warning-unary-request-duration): NewConfig
+	// leaves it 0, which logs every request as slow.
+	cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	if !listen {
 		// Alone, with no listener, the member only has to elect itself:
 		// short raft ticks make that take milliseconds instead of up to a

@@ -35,6 +35,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,11 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives the etcd client's logs. Nil means no logging.
 	Logger *zap.Logger
+	// Retry paces and limits the connection attempts (see Retry).
+	Retry Retry
+	// Dialer replaces the TCP dial of every connection attempt (tests,
+	// proxies); addr is host:port.
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Validate reports every problem in c at once.
@@ -101,6 +107,9 @@ func (c Config) Validate() error {
 	}
 	if c.RequestTimeout < 0 {
 		errs = append(errs, fmt.Errorf("etcd: negative request timeout %v", c.RequestTimeout))
+	}
+	if c.Retry.Interval < 0 || c.Retry.MaxRetries < 0 || c.Retry.AttemptTimeout < 0 {
+		errs = append(errs, fmt.Errorf("etcd: Retry %+v: want 0 or more", c.Retry))
 	}
 	if c.Password != "" && c.Username == "" {
 		errs = append(errs, errors.New("etcd: password set without a username"))
@@ -196,6 +205,21 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		auth = &tokenAuth{user: c.Username, password: c.Password}
 		cc.DialOptions = auth.dialOptions()
 	}
+	openCtx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	var dials *dialCounter
+	if c.Retry.Interval > 0 || c.Dialer != nil {
+		dial := c.Dialer
+		if dial == nil {
+			var d net.Dialer
+			dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+		}
+		dials = &dialCounter{dial: dial, max: c.Retry.MaxRetries, giveUp: giveUp}
+		if c.Retry.Interval == 0 {
+			dials.max = int(^uint(0) >> 1) // no limit but DialTimeout
+		}
+		cc.DialOptions = append(cc.DialOptions, c.Retry.dialOptions(dials)...)
+	}
 	client, err := clientv3.New(cc)
 	if err == nil && auth != nil {
 		auth.setClient(client)
@@ -219,7 +243,7 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 	}
 	// The client dials lazily: prove that a member answers (and that the
 	// credentials work) with one read of the namespace root.
-	cctx, ccancel := context.WithTimeout(ctx, c.DialTimeout)
+	cctx, ccancel := context.WithTimeout(openCtx, c.DialTimeout)
 	_, err = client.Get(cctx, r.full("/"), clientv3.WithKeysOnly())
 	ccancel()
 	if err != nil {
@@ -227,11 +251,18 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		if ctx.Err() != nil {
 			return nil, &registry.OpError{Op: "open", Err: ctx.Err()}
 		}
+		if cause := context.Cause(openCtx); cause != nil && cause != context.Canceled {
+			return nil, fmt.Errorf("etcd at %v: %w: %w (check that etcd runs there, the endpoints' scheme://host:port, TLS and firewalls)",
+				endpoints, registry.ErrUnavailable, cause)
+		}
 		if isAuthError(err) {
 			return nil, credentialsError(endpoints, c, err)
 		}
 		return nil, fmt.Errorf("etcd at %v did not answer within %v: %w (check that etcd runs there, the endpoints' scheme://host:port, TLS and firewalls): %v",
 			endpoints, c.DialTimeout, registry.ErrUnavailable, err)
+	}
+	if dials != nil {
+		dials.open()
 	}
 	return r, nil
 }

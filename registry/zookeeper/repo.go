@@ -100,6 +100,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Dialer replaces net.DialTimeout for every connection (proxies, tests).
 	Dialer zk.Dialer
+	// Retry paces the connection attempts of every connection (see
+	// Backoff): ShardingSphere's retryIntervalMilliseconds and maxRetries.
+	// A zero Interval means go-zookeeper's own pacing (a pause of 1 s after
+	// each round of servers) and no limit but ConnectTimeout.
+	Retry Backoff
+	// AttemptTimeout bounds each connection attempt (the TCP connect):
+	// ShardingSphere's operationTimeoutMilliseconds, which it gives Curator
+	// as its connection timeout. Zero means go-zookeeper's 1 s.
+	AttemptTimeout time.Duration
 }
 
 // Validate reports every problem with c at once.
@@ -124,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		errs = append(errs, fmt.Errorf("zookeeper: ConnectTimeout %v is negative", c.ConnectTimeout))
+	}
+	if c.Retry.Interval < 0 || c.Retry.MaxRetries < 0 || c.AttemptTimeout < 0 {
+		errs = append(errs, fmt.Errorf("zookeeper: Retry %+v, AttemptTimeout %v: want 0 or more", c.Retry, c.AttemptTimeout))
 	}
 	if c.Digest != "" && !strings.Contains(c.Digest, ":") {
 		errs = append(errs, errors.New("zookeeper: Digest must be user:password"))
@@ -178,7 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 	if cfg.Digest != "" {
 		r.acl = zk.AuthACL(zk.PermAll)
 	}
-	conn, err := r.connect(ctx, "open", cfg.SessionTimeout, cfg.Dialer, r.onEvent)
+	conn, err := r.connect(ctx, "open", cfg.SessionTimeout, cfg.Dialer, nil, r.onEvent)
 	if err != nil {
 		return nil, err
 	}
@@ -188,22 +200,26 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 }
 
 // connect opens a connection, waits for its session and authenticates.
-func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, dial zk.Dialer, cb func(zk.Event)) (*zk.Conn, error) {
+func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, dial zk.Dialer, stop <-chan struct{}, cb func(zk.Event)) (*zk.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, convertError(op, "", err)
 	}
 	ready := make(chan struct{})
 	var readyOnce sync.Once
-	if dial == nil {
-		dial = net.DialTimeout
+	policy := newDialPolicy(dial, r.cfg.Retry, r.cfg.AttemptTimeout, r.done, stop)
+	hosts := zk.WithLogInfo(false) // go-zookeeper's host provider
+	if r.cfg.Retry.Interval > 0 {
+		hosts = zk.WithHostProvider(&roundRobin{policy: policy})
 	}
 	conn, _, err := zk.Connect(r.cfg.Servers, timeout,
-		zk.WithDialer(dial),
+		zk.WithDialer(policy.Dial),
 		zk.WithLogger(logger{r.cfg.Logger}),
 		zk.WithLogInfo(false),
+		hosts,
 		zk.WithEventCallback(func(ev zk.Event) {
 			cb(ev) // first: the Repo is up (see waitUp) when Open returns
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				policy.connected()
 				readyOnce.Do(func() { close(ready) })
 			}
 		}))
@@ -214,10 +230,20 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 	defer t.Stop()
 	select {
 	case <-ready:
+	case <-policy.gaveUp:
+		policy.abandon()
+		conn.Close()
+		n, last := policy.attempts()
+		return nil, convertError(op, "", fmt.Errorf("%w: no ZooKeeper session with any of %s: gave up after %d connection attempts "+
+			"(1 + maxRetries %d, retryIntervalMilliseconds %d): %v: check that the servers are running (echo ruok | nc host port) "+
+			"and that the host:port list matches their clientPort",
+			registry.ErrUnavailable, strings.Join(r.cfg.Servers, ","), n, r.cfg.Retry.MaxRetries, r.cfg.Retry.Interval.Milliseconds(), last))
 	case <-ctx.Done():
+		policy.abandon()
 		conn.Close()
 		return nil, convertError(op, "", ctx.Err())
 	case <-t.C:
+		policy.abandon()
 		conn.Close()
 		return nil, convertError(op, "", fmt.Errorf("%w: no ZooKeeper session with any of %s within %v: "+
 			"check that the servers are running (echo ruok | nc host port), that the host:port list "+
@@ -226,6 +252,7 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 	}
 	if r.cfg.Digest != "" {
 		if err := conn.AddAuth("digest", []byte(r.cfg.Digest)); err != nil {
+			policy.abandon()
 			conn.Close()
 			return nil, convertError(op, "", err)
 		}

@@ -45,7 +45,7 @@ func (r *Repo) NewSession(ctx context.Context, opts registry.SessionOptions) (re
 		ttl = registry.DefaultSessionTTL
 	}
 	s := &session{r: r, done: make(chan struct{}), expired: make(chan struct{})}
-	conn, err := r.connect(ctx, "session", ttl, gatedDialer(r.cfg.Dialer, &s.refuse), s.onEvent)
+	conn, err := r.connect(ctx, "session", ttl, gatedDialer(r.cfg.Dialer, &s.refuse), s.done, s.onEvent)
 	if err != nil {
 		return nil, err
 	}
