@@ -104,7 +104,7 @@ func TestCuratorReadsEveryZnode(t *testing.T) {
 
 	// A key written last through a client of our own ends the events the
 	// reader waits for; then it reads every key.
-	repo, err := connect.Open(ctx, mode.Repository)
+	repo, err := connect.Open(ctx, mode.Repository, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestDistSQLWithTheRegistryStopped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		repo, err := connect.Open(ctx, mode.Repository)
+		repo, err := connect.Open(ctx, mode.Repository, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
