@@ -63,6 +63,9 @@ func Run(t *testing.T, h Harness) {
 		{"List", testList},
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
+		{"GetMany", testGetMany},
+		{"CommitFirst", testCommitFirst},
+		{"CommitFirstRace", testCommitFirstRace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}
