@@ -635,16 +635,20 @@ func printSummary(rounds [][]*result) {
 		values []string
 		met    int
 	}
+	// Every target that any round measured, in targets' order.
+	var all []*result
+	for _, rs := range rounds {
+		all = append(all, rs...)
+	}
 	var order []string
 	by := map[string]*tally{}
+	for _, c := range targets(all) {
+		order = append(order, c.name)
+		by[c.name] = &tally{}
+	}
 	for _, rs := range rounds {
 		for _, c := range targets(rs) {
 			t := by[c.name]
-			if t == nil {
-				t = &tally{}
-				by[c.name] = t
-				order = append(order, c.name)
-			}
 			mark := ""
 			if !c.ok {
 				mark = " (missed)"
