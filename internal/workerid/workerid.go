@@ -99,13 +99,14 @@ type Options struct {
 	LedgerSeen bool
 }
 
-// Stats counts the races Acquire calls lost (a claim that found its id
-// or fence taken). Safe for concurrent use.
+// Stats counts the races Acquire calls lost: claims (one CommitFirst of
+// several candidates) that applied none of them because each candidate's
+// id, fence or ledger had changed. Safe for concurrent use.
 type Stats struct {
 	conflicts atomic.Int64
 }
 
-// Conflicts returns the number of lost races.
+// Conflicts returns the number of claims that applied no candidate.
 func (s *Stats) Conflicts() int64 { return s.conflicts.Load() }
 
 func (s *Stats) add(conflicts int64) {
