@@ -19,16 +19,20 @@ IMAGE ?= shardkeeper:latest
 image:
 	scripts/image.sh $(IMAGE)
 
-# bench-workerid: the worker-id startup benchmark (N nodes at once, ours
-# against ShardingSphere's algorithm) on real etcd and ZooKeeper, which it
-# starts itself. BASELINE_MAX=1024 also runs the baseline at 1024 nodes (very
-# slow); BENCH_ARGS passes more flags (see tools/workeridbench).
+# bench-workerid: the worker-id startup benchmark (N nodes at once, ours on
+# a fresh and on a ledgered cluster, against ShardingSphere's algorithm) on
+# real etcd and ZooKeeper, which it starts itself: 5 rounds, the baseline
+# (minutes) in the first, then a summary of the targets over the rounds with
+# the load average. BASELINE_MAX=1024 also runs the baseline at 1024 nodes
+# (very slow); ROUNDS changes the rounds; BENCH_ARGS passes more flags (see
+# tools/workeridbench).
 .PHONY: bench-workerid
 BASELINE_MAX ?= 256
+ROUNDS ?= 5
 bench-workerid:
 	bash -c 'set -eo pipefail; ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; \
 		source scripts/servers.sh && start_servers && \
-		go run ./tools/workeridbench -baseline-max $(BASELINE_MAX) $(BENCH_ARGS)'
+		go run ./tools/workeridbench -baseline-max $(BASELINE_MAX) -rounds $(ROUNDS) $(BENCH_ARGS)'
 
 # bench-snowflake: the generator benchmark: shardkeeper against
 # bwmarrin/snowflake and sony/sonyflake in one process, rates and CPU per key.

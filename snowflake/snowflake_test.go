@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -510,5 +511,79 @@ func TestLongClockWaitEndsWithContext(t *testing.T) {
 	}
 	if out, err := g.AppendIDs(ctx, nil, 0); out != nil || err != nil {
 		t.Fatalf("AppendIDs of 0 keys: %v, %v", out, err)
+	}
+}
+
+// TestManyGoroutinesStayInWindow: 64 goroutines on one fenced generator,
+// its window renewed 5 times while they issue: every key is unique,
+// strictly increasing per goroutine and stamped above the floor and at or
+// below the limit committed before it was issued; after Revoke no call
+// issues a key.
+func TestManyGoroutinesStayInWindow(t *testing.T) {
+	const goroutines, renewals, step = 64, 5, 20
+	clock := newFakeClock(e0+1000, 50)
+	c := DefaultConfig()
+	c.Fenced = true
+	g := newTestGenerator(t, c, clock)
+	floor := int64(e0 + 1010)
+	var limit atomic.Int64
+	limit.Store(floor + step)
+	g.SetWindow(floor, limit.Load())
+	ctx, cancel := context.WithCancel(context.Background())
+	keys := make([][]int64, goroutines)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k, err := g.NextID(ctx)
+				if err != nil {
+					if !errors.Is(err, ErrReservationExpired) && !errors.Is(err, ErrNoReservation) {
+						t.Error(err)
+					}
+					return
+				}
+				// The limit only grows: a key above the current one was
+				// stamped past every committed reservation.
+				if ms := Decompose(k).Millis + e0; ms <= floor || ms > limit.Load() {
+					t.Errorf("key stamped %d, window (%d, %d]", ms, floor, limit.Load())
+				}
+				keys[i] = append(keys[i], k)
+			}
+		}()
+	}
+	for range renewals {
+		// Wait until the callers reach the limit, then raise it.
+		for last, ok := g.Last(); !ok || last < limit.Load(); last, ok = g.Last() {
+			time.Sleep(time.Millisecond)
+		}
+		limit.Add(step)
+		g.SetWindow(floor, limit.Load())
+	}
+	for last, ok := g.Last(); !ok || last < limit.Load(); last, ok = g.Last() {
+		time.Sleep(time.Millisecond)
+	}
+	g.Revoke()
+	if _, err := g.NextID(context.Background()); !errors.Is(err, ErrNoReservation) {
+		t.Fatalf("NextID after Revoke = %v, want ErrNoReservation", err)
+	}
+	cancel()
+	wg.Wait()
+	var all []int64
+	for i, ks := range keys {
+		for j := 1; j < len(ks); j++ {
+			if ks[j] <= ks[j-1] {
+				t.Fatalf("goroutine %d: key %d = %d not above %d", i, j, ks[j], ks[j-1])
+			}
+		}
+		all = append(all, ks...)
+	}
+	slices.Sort(all)
+	if len(slices.Compact(all)) != len(all) {
+		t.Fatal("duplicate keys")
+	}
+	if most := int64((renewals + 1) * step * (MaxSequence + 1)); int64(len(all)) > most || len(all) < (MaxSequence+1)*step {
+		t.Fatalf("%d keys; the window holds at most %d", len(all), most)
 	}
 }

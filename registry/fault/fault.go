@@ -21,6 +21,7 @@ import (
 var ops = [...]string{
 	"get", "children", "list", "put", "create", "update", "delete", "watch", "session",
 	"put-ephemeral", "create-ephemeral", "commit", "lock", "trylock", "session-close", "unlock",
+	"get-many", "commit-first",
 }
 
 // Ops returns the operation names a Hook sees, in a fixed order: the
@@ -175,6 +176,17 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 	return call(r.hook, ctx, "get", key, func() (registry.KV, error) { return r.inner.Get(ctx, key) })
 }
 
+// GetMany implements registry.MultiGetter: one call, whatever the
+// wrapped Repository does underneath (see registry.GetMany). The hook sees
+// the first key.
+func (r *Repo) GetMany(ctx context.Context, keys []string) ([]registry.KV, error) {
+	key := "/"
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	return call(r.hook, ctx, "get-many", key, func() ([]registry.KV, error) { return registry.GetMany(ctx, r.inner, keys) })
+}
+
 // Children implements registry.Repository.
 func (r *Repo) Children(ctx context.Context, key string) ([]string, error) {
 	return call(r.hook, ctx, "children", key, func() ([]string, error) { return r.inner.Children(ctx, key) })
@@ -282,6 +294,27 @@ func (s *Session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		key = txn.Conds[0].Key
 	}
 	return call(s.hook, ctx, "commit", key, func() (registry.Version, error) { return s.Session.Commit(ctx, txn) })
+}
+
+// CommitFirst implements registry.FirstCommitter: one call, whatever the
+// wrapped Session does underneath (see registry.CommitFirst). The hook
+// sees the key of the first alternative's first condition.
+func (s *Session) CommitFirst(ctx context.Context, alts []registry.Txn) (int, registry.Version, error) {
+	key := "/"
+	if len(alts) > 0 && len(alts[0].Conds) > 0 {
+		key = alts[0].Conds[0].Key
+	}
+	var i int
+	v, err := call(s.hook, ctx, "commit-first", key, func() (registry.Version, error) {
+		var v registry.Version
+		var err error
+		i, v, err = registry.CommitFirst(ctx, s.Session, alts)
+		return v, err
+	})
+	if err != nil {
+		return -1, 0, err
+	}
+	return i, v, nil
 }
 
 // Lock implements registry.Session.

@@ -71,6 +71,9 @@ func Run(t *testing.T, h Harness) {
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
 		{"NoNullValues", testNoNullValues},
+		{"GetMany", testGetMany},
+		{"CommitFirst", testCommitFirst},
+		{"CommitFirstRace", testCommitFirstRace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}

@@ -269,3 +269,37 @@ func deleteChildren(ctx context.Context, conn *zk.Conn, p string) error {
 	}
 	return nil
 }
+
+// GetMany implements registry.MultiGetter. ZooKeeper has no multi-key read
+// here: the reads are pipelined on the connection, each its own snapshot.
+func (r *Repo) GetMany(ctx context.Context, keys []string) ([]registry.KV, error) {
+	for _, k := range keys {
+		if err := r.check(ctx, "get", k); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]registry.KV, len(keys))
+	err := pipeline(ctx, len(keys), func(i int) error {
+		out[i] = registry.KV{Key: keys[i]}
+		if keys[i] == "/" {
+			return nil // the namespace root is not a key (see Get)
+		}
+		data, stat, err := r.conn.Get(r.full(keys[i]))
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil
+		case err != nil:
+			return err
+		}
+		out[i].Value, out[i].Version = data, registry.Version(stat.Mzxid)
+		return nil
+	})
+	if err != nil {
+		key := "/"
+		if len(keys) > 0 {
+			key = keys[0]
+		}
+		return nil, r.convert("get", key, err)
+	}
+	return out, nil
+}

@@ -6,9 +6,17 @@
 // Each case runs its goroutines for a fixed duration; the CPU time is the
 // process's user+system time (getrusage) over that duration, so nothing else
 // should run in the process. The machine's other load shows up as noise: read
-// the ratios, and rerun with -rounds 3 to take the median.
+// the ratios, and rerun with -rounds 3 to take the median. The header prints
+// the machine's cores, GOMAXPROCS and load average before and after the run.
 //
-//	go run ./tools/snowflakebench [-d 2s] [-rounds 1] [-check]
+// Single-key cases run from 1, 2, 8, 16 and 64 goroutines (-goroutines),
+// all calling one generator, as the goroutines of a Go service do. Every
+// single-key case also checks that each goroutine sees its keys strictly
+// increase (the same compare for every generator); a violation is counted
+// in the "order errors" column and fails the acceptance.
+//
+//	go run ./tools/snowflakebench [-d 2s] [-rounds 1] [-goroutines 1,2,8,16,64]
+//	    [-gomaxprocs 0] [-check]
 package main
 
 import (
@@ -18,6 +26,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,12 +50,14 @@ type result struct {
 	allocsPerOp  float64
 	keysPerOp    int
 	errs         int64
+	orderErrs    int64 // keys not above the same goroutine's previous key
 	wall         time.Duration
 	totalKeys    int64
 	callsPerCase int64
 }
 
-// op issues keysPerOp keys and reports an error as false.
+// op issues keysPerOp keys and reports an error as false. Single-key ops
+// also count, in *order, keys not above the goroutine's previous key.
 type op func() bool
 
 type benchCase struct {
@@ -54,8 +65,9 @@ type benchCase struct {
 	goroutines int
 	keysPerOp  int
 	baseline   string // name of the bwmarrin case to compare with
-	// newOps returns one op per goroutine over a fresh generator.
-	newOps func(goroutines int) []op
+	// newOps returns one op per goroutine over a fresh generator; op i
+	// adds its order errors to order[i].
+	newOps func(order []int64) []op
 }
 
 func cpuNow() time.Duration {
@@ -67,7 +79,8 @@ func cpuNow() time.Duration {
 }
 
 func run(c benchCase, d time.Duration) result {
-	ops := c.newOps(c.goroutines)
+	order := make([]int64, c.goroutines)
+	ops := c.newOps(order)
 	var stop atomic.Bool
 	counts := make([]int64, c.goroutines)
 	errs := make([]int64, c.goroutines)
@@ -102,10 +115,11 @@ func run(c benchCase, d time.Duration) result {
 	wg.Wait()
 	wall, cpu := time.Since(t0), cpuNow()-cpu0
 	runtime.ReadMemStats(&ms)
-	var calls, nerr int64
+	var calls, nerr, norder int64
 	for i := range counts {
 		calls += counts[i]
 		nerr += errs[i]
+		norder += order[i]
 	}
 	keys := (calls - nerr) * int64(c.keysPerOp)
 	return result{
@@ -115,45 +129,63 @@ func run(c benchCase, d time.Duration) result {
 		allocsPerOp:  float64(ms.Mallocs-mallocs) / float64(calls),
 		keysPerOp:    c.keysPerOp,
 		errs:         nerr,
+		orderErrs:    norder,
 		wall:         wall,
 		totalKeys:    keys,
 		callsPerCase: calls,
 	}
 }
 
-func shardkeeperNextID(goroutines int) []op {
+// increasing wraps next (one key, ok) to count, in *bad, keys not above
+// the previous key it returned.
+func increasing(next func() (int64, bool), bad *int64) op {
+	last := int64(-1)
+	return func() bool {
+		k, ok := next()
+		if !ok {
+			return false
+		}
+		if k <= last {
+			*bad++
+		}
+		last = k
+		return true
+	}
+}
+
+func shardkeeperNextID(order []int64) []op {
 	g, err := snowflake.New(snowflake.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	ops := make([]op, goroutines)
+	ops := make([]op, len(order))
 	for i := range ops {
-		ops[i] = func() bool { _, err := g.NextID(ctx); return err == nil }
+		ops[i] = increasing(func() (int64, bool) { k, err := g.NextID(ctx); return k, err == nil }, &order[i])
 	}
 	return ops
 }
 
-func shardkeeperNextIDs(goroutines int) []op {
+func shardkeeperNextIDs(order []int64) []op {
 	g, err := snowflake.New(snowflake.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	ops := make([]op, goroutines)
+	ops := make([]op, len(order))
 	for i := range ops {
 		ops[i] = func() bool { _, err := g.NextIDs(ctx, 1000); return err == nil }
 	}
 	return ops
 }
 
-func shardkeeperAppendIDs(goroutines int) []op {
+func shardkeeperAppendIDs(order []int64) []op {
 	g, err := snowflake.New(snowflake.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	ops := make([]op, goroutines)
+	ops := make([]op, len(order))
 	for i := range ops {
 		buf := make([]int64, 0, 1000)
 		ops[i] = func() bool {
@@ -165,24 +197,24 @@ func shardkeeperAppendIDs(goroutines int) []op {
 	return ops
 }
 
-func bwmarrinNext(goroutines int) []op {
+func bwmarrinNext(order []int64) []op {
 	n, err := bwmarrin.NewNode(1)
 	if err != nil {
 		panic(err)
 	}
-	ops := make([]op, goroutines)
+	ops := make([]op, len(order))
 	for i := range ops {
-		ops[i] = func() bool { n.Generate(); return true }
+		ops[i] = increasing(func() (int64, bool) { return int64(n.Generate()), true }, &order[i])
 	}
 	return ops
 }
 
-func bwmarrinBatch(goroutines int) []op {
+func bwmarrinBatch(order []int64) []op {
 	n, err := bwmarrin.NewNode(1)
 	if err != nil {
 		panic(err)
 	}
-	ops := make([]op, goroutines)
+	ops := make([]op, len(order))
 	for i := range ops {
 		buf := make([]int64, 0, 1000)
 		ops[i] = func() bool {
@@ -196,16 +228,25 @@ func bwmarrinBatch(goroutines int) []op {
 	return ops
 }
 
-func sonyflakeNext(goroutines int) []op {
+func sonyflakeNext(order []int64) []op {
 	sf, err := sonyflake.New(sonyflake.Settings{MachineID: func() (uint16, error) { return 1, nil }})
 	if err != nil {
 		panic(err)
 	}
-	ops := make([]op, goroutines)
+	ops := make([]op, len(order))
 	for i := range ops {
-		ops[i] = func() bool { _, err := sf.NextID(); return err == nil }
+		ops[i] = increasing(func() (int64, bool) { k, err := sf.NextID(); return int64(k), err == nil }, &order[i])
 	}
 	return ops
+}
+
+// loadAvg returns /proc/loadavg's first three fields, or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 func main() {
@@ -213,21 +254,41 @@ func main() {
 	rounds := flag.Int("rounds", 1, "rounds of all cases; the table shows the median keys/s and CPU per case")
 	check := flag.Bool("check", false, "exit 1 when an acceptance threshold is missed")
 	only := flag.String("only", "", "run only the cases whose name/goroutines contains this (the acceptance lines then read missing cases as zero)")
+	gs := flag.String("goroutines", "1,2,8,16,64", "goroutine counts of the single-key cases")
+	procs := flag.Int("gomaxprocs", 0, "GOMAXPROCS for the run (0: the Go default, the number of usable cores)")
 	flag.Parse()
-
-	cases := []benchCase{
-		{name: "bwmarrin Generate", goroutines: 1, keysPerOp: 1, newOps: bwmarrinNext},
-		{name: "shardkeeper NextID", goroutines: 1, keysPerOp: 1, baseline: "bwmarrin Generate/1", newOps: shardkeeperNextID},
-		{name: "sonyflake NextID", goroutines: 1, keysPerOp: 1, baseline: "bwmarrin Generate/1", newOps: sonyflakeNext},
-		{name: "bwmarrin Generate", goroutines: 2, keysPerOp: 1, newOps: bwmarrinNext},
-		{name: "shardkeeper NextID", goroutines: 2, keysPerOp: 1, baseline: "bwmarrin Generate/2", newOps: shardkeeperNextID},
-		{name: "sonyflake NextID", goroutines: 2, keysPerOp: 1, baseline: "bwmarrin Generate/2", newOps: sonyflakeNext},
-		{name: "bwmarrin 1000x Generate", goroutines: 1, keysPerOp: 1000, newOps: bwmarrinBatch},
-		{name: "shardkeeper NextIDs(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperNextIDs},
-		{name: "shardkeeper AppendIDs(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperAppendIDs},
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
 	}
+	var counts []int
+	for _, f := range strings.Split(*gs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "snowflakebench: -goroutines: %q is not a goroutine count >= 1\n", f)
+			os.Exit(2)
+		}
+		counts = append(counts, n)
+	}
+
+	var cases []benchCase
+	for _, g := range counts {
+		base := fmt.Sprintf("bwmarrin Generate/%d", g)
+		cases = append(cases,
+			benchCase{name: "bwmarrin Generate", goroutines: g, keysPerOp: 1, newOps: bwmarrinNext},
+			benchCase{name: "shardkeeper NextID", goroutines: g, keysPerOp: 1, baseline: base, newOps: shardkeeperNextID})
+		if g <= 2 {
+			// sonyflake makes 25,600 keys/s (256 per 10 ms) at any count.
+			cases = append(cases, benchCase{name: "sonyflake NextID", goroutines: g, keysPerOp: 1, baseline: base, newOps: sonyflakeNext})
+		}
+	}
+	cases = append(cases,
+		benchCase{name: "bwmarrin 1000x Generate", goroutines: 1, keysPerOp: 1000, newOps: bwmarrinBatch},
+		benchCase{name: "shardkeeper NextIDs(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperNextIDs},
+		benchCase{name: "shardkeeper AppendIDs(1000)", goroutines: 1, keysPerOp: 1000, baseline: "bwmarrin 1000x Generate/1", newOps: shardkeeperAppendIDs},
+	)
 	key := func(c benchCase) string { return fmt.Sprintf("%s/%d", c.name, c.goroutines) }
 
+	loadBefore := loadAvg()
 	all := map[string][]result{}
 	for range *rounds {
 		for _, c := range cases {
@@ -242,17 +303,21 @@ func main() {
 		slices.SortFunc(rs, func(a, b result) int { return int(a.keysPerSec - b.keysPerSec) })
 		m := rs[len(rs)/2]
 		cpus := make([]float64, len(rs))
+		m.orderErrs = 0
 		for i, r := range rs {
 			cpus[i] = r.cpuPerMKeys
+			m.orderErrs += r.orderErrs
 		}
 		slices.Sort(cpus)
 		m.cpuPerMKeys = cpus[len(cpus)/2]
 		med[k] = m
 	}
 
-	fmt.Printf("snowflakebench: %s per case, %d round(s), GOMAXPROCS=%d, %s\n\n", *d, *rounds, runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("snowflakebench: %s per case, %d round(s) (median shown), %s\n", *d, *rounds, runtime.Version())
+	fmt.Printf("machine: %d cores usable, GOMAXPROCS=%d, load average (1/5/15 min) %s before, %s after\n\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), loadBefore, loadAvg())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "generator\tgoroutines\tkeys/s\t% of 4.096M\tCPU cores\tCPU s/Mkeys\trate vs bwmarrin\tCPU/key vs bwmarrin\tallocs/call\terrors\t")
+	fmt.Fprintln(tw, "generator\tgoroutines\tkeys/s\t% of 4.096M\tCPU cores\tCPU s/Mkeys\trate vs bwmarrin\tCPU/key vs bwmarrin\tallocs/call\terrors\torder errors\t")
 	for _, c := range cases {
 		r, ran := med[key(c)]
 		if !ran {
@@ -264,12 +329,12 @@ func main() {
 			rate = fmt.Sprintf("%.2fx", r.keysPerSec/b.keysPerSec)
 			cpu = fmt.Sprintf("%.2fx", r.cpuPerMKeys/b.cpuPerMKeys)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f%%\t%.2f\t%.3f\t%s\t%s\t%.2f\t%d\t\n",
-			c.name, c.goroutines, r.keysPerSec, 100*r.keysPerSec/layoutLimit, r.cpuCores, r.cpuPerMKeys, rate, cpu, r.allocsPerOp, r.errs)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f%%\t%.2f\t%.3f\t%s\t%s\t%.2f\t%d\t%d\t\n",
+			c.name, c.goroutines, r.keysPerSec, 100*r.keysPerSec/layoutLimit, r.cpuCores, r.cpuPerMKeys, rate, cpu, r.allocsPerOp, r.errs, r.orderErrs)
 	}
 	tw.Flush()
 
-	fmt.Println("\nacceptance:")
+	fmt.Println("\nacceptance (medians):")
 	ok := true
 	verdict := func(name string, pass bool, detail string) {
 		s := "PASS"
@@ -278,13 +343,15 @@ func main() {
 		}
 		fmt.Printf("  %s  %s: %s\n", s, name, detail)
 	}
-	for _, g := range []int{1, 2} {
+	for _, g := range counts {
 		r := med[fmt.Sprintf("shardkeeper NextID/%d", g)]
 		b := med[fmt.Sprintf("bwmarrin Generate/%d", g)]
 		verdict(fmt.Sprintf("NextID rate, %d goroutine(s), >= 99%% of 4.096M/s", g), r.keysPerSec >= 0.99*layoutLimit,
 			fmt.Sprintf("%.1f%%", 100*r.keysPerSec/layoutLimit))
 		verdict(fmt.Sprintf("NextID CPU per key, %d goroutine(s), <= 0.5x bwmarrin", g), r.cpuPerMKeys <= 0.5*b.cpuPerMKeys,
 			fmt.Sprintf("%.3f vs %.3f CPU s/Mkeys = %.2fx", r.cpuPerMKeys, b.cpuPerMKeys, r.cpuPerMKeys/b.cpuPerMKeys))
+		verdict(fmt.Sprintf("NextID keys strictly increasing per goroutine, %d goroutine(s)", g), r.orderErrs == 0 && r.totalKeys > 0,
+			fmt.Sprintf("%d out of order in all rounds", r.orderErrs))
 	}
 	for _, name := range []string{"shardkeeper NextIDs(1000)/1", "shardkeeper AppendIDs(1000)/1"} {
 		r := med[name]

@@ -196,7 +196,7 @@ func writes(c *fault.Counter) int64 {
 	var n int64
 	for op, v := range c.Counts() {
 		switch op {
-		case "put", "create", "update", "delete", "put-ephemeral", "create-ephemeral", "commit", "session", "session-close":
+		case "put", "create", "update", "delete", "put-ephemeral", "create-ephemeral", "commit", "commit-first", "session", "session-close":
 			n += v
 		}
 	}
