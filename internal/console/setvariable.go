@@ -22,7 +22,7 @@ func (e *Engine) setDistVariable(ctx context.Context, s *Session, st *distsql.Se
 	if err != nil {
 		return nil, opError(s, err)
 	}
-	res := &Result{}
+	res := &Result{Warnings: out.Warnings}
 	if len(out.Pending) > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s = %s is in the registry (/props version %d), but %d node(s) did not confirm applying it in time: %s",
 			out.Key, out.Value, out.Version, len(out.Pending), strings.Join(out.Pending, ", ")))

@@ -127,6 +127,9 @@ type Outcome struct {
 	Applied         []string
 	Pending         []string
 	Unacknowledging []string
+	// Warnings are what went wrong after the value was in force: the
+	// deletion of older /props versions (the next write retries it).
+	Warnings []string
 }
 
 // Set checks name and value (see Check), merges the property into the
@@ -134,7 +137,9 @@ type Outcome struct {
 // concurrent change of another property is not lost), then waits until
 // every online shardkeeper node has applied that version or opts.Timeout
 // passes. It returns an *sqlerr.Error for a bad name or value, before anything
-// is written. A timeout is not an error: the nodes that did not confirm
+// is written. Once the new version is active the change is made: a later
+// failure to delete older versions is in Outcome.Warnings, not an error. A
+// timeout is not an error: the nodes that did not confirm
 // are in Outcome.Pending. ctx bounds everything; when it ends during the
 // wait, Set returns the Outcome so far and ctx's error.
 func Set(ctx context.Context, repo registry.Repository, name, value string, opts Options) (Outcome, error) {
@@ -143,10 +148,14 @@ func Set(ctx context.Context, repo registry.Repository, name, value string, opts
 		return Outcome{}, err
 	}
 	version, err := metadata.MergeProps(ctx, repo, map[string]string{key: canonical})
-	if err != nil {
+	var cleanup *metadata.CleanupError
+	if err != nil && !errors.As(err, &cleanup) {
 		return Outcome{}, fmt.Errorf("persist /props: %w", err)
 	}
 	out := Outcome{Key: key, Value: canonical, Version: version}
+	if cleanup != nil {
+		out.Warnings = append(out.Warnings, cleanup.Error())
+	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
