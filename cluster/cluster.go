@@ -38,6 +38,11 @@ const (
 // re-acquired one), or after Close.
 var ErrNotIssuing = node.ErrNotIssuing
 
+// ErrInstanceIDInUse is returned by Open when another live node holds the
+// online node of Config.InstanceID; the error names the id and that
+// node's address.
+var ErrInstanceIDInUse = node.ErrInstanceIDInUse
+
 // ErrExhausted matches, with errors.Is, the *ExhaustedError that Open
 // returns when all 1024 worker ids are taken.
 var ErrExhausted error = newExhausted()
@@ -203,9 +208,11 @@ type Node struct {
 // membership and starts watching it. It returns a node that can issue keys
 // at once and whose Instances include every node online when it loaded
 // them, itself included. ctx bounds only the start; the node runs until
-// Close. Errors: an
-// *ExhaustedError (matching ErrExhausted) when every worker id is taken;
-// registry errors; config errors, all of them at once.
+// Close. Errors: ErrInstanceIDInUse when another live node holds the
+// instance id (a key left by a node killed without Close is waited for,
+// up to the session TTL); an *ExhaustedError (matching ErrExhausted) when
+// every worker id is taken; registry errors; config errors, all of them at
+// once.
 func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
 	ncfg := node.Config{
 		InstanceID: cfg.InstanceID, RandomInstanceID: cfg.RandomInstanceID, Type: cfg.Type,
