@@ -44,8 +44,10 @@ const (
 	// (MySQL's wait_timeout).
 	DefaultIdleTimeout = 8 * time.Hour
 	// DefaultHandshakeTimeout bounds the login: TLS, handshake and
-	// password exchange.
-	DefaultHandshakeTimeout = 10 * time.Second
+	// password exchange. Connections logging in hold at most a quarter
+	// of MaxConnections (see internal/connserver), each for at most this
+	// long.
+	DefaultHandshakeTimeout = 5 * time.Second
 )
 
 // ServerVersion is the version the front end announces in its handshake,
@@ -144,8 +146,12 @@ var ErrServerClosed = connserver.ErrServerClosed
 
 // Serve accepts connections on ln and serves each on a goroutine of its
 // own until Close, which closes ln; it then returns ErrServerClosed.
-// Any other accept error is returned (and ln is closed). A connection
-// over Config.MaxConnections gets error 1040 instead of a handshake.
+// Any other accept error is returned (and ln is closed). Connections that
+// have not logged in hold at most a quarter of Config.MaxConnections: a
+// new connection closes the one logging in longest when they are all
+// taken, or when every slot is. A connection that finds all
+// Config.MaxConnections slots held by logged-in sessions gets error 1040
+// instead of a handshake.
 func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln) }
 
 // Connections returns the number of connections served, authenticated

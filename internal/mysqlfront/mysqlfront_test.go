@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -482,4 +483,51 @@ func TestUnreadableAuthorityRefusesLogins(t *testing.T) {
 	testenv.Eventually(t, "the reason in the log", func() bool {
 		return strings.Contains(f.log.String(), "pasword")
 	})
+}
+
+// TestHostileIdleConnectionsDoNotLockOutLogins: 100 TCP connections that
+// never log in (they made every login fail with 1040) hold only the slots
+// of connections logging in, and are closed to make room for new ones:
+// the real mariadb client logs in while they are open, again and again,
+// and the logged-in sessions reach MaxConnections.
+func TestHostileIdleConnectionsDoNotLockOutLogins(t *testing.T) {
+	bin, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Fatal("mariadb client missing: bash -c 'source scripts/servers.sh && install_servers'")
+	}
+	f := start(t, mysqlfront.Config{})
+	var idle []net.Conn
+	for range mysqlfront.DefaultMaxConnections {
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+		defer c.Close()
+	}
+	_, port, _ := net.SplitHostPort(f.addr)
+	for i := range 3 {
+		out, err := exec.Command(bin, "--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl",
+			"--batch", "--connect-timeout=10", "-e", "WHOAMI").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "root") {
+			t.Fatalf("login %d with %d idle connections open: %v\n%s", i+1, len(idle), err, out)
+		}
+	}
+	// Logged-in sessions still get every slot.
+	db := open(t, f.dsn("root", "", ""))
+	db.SetMaxIdleConns(mysqlfront.DefaultMaxConnections)
+	var held []*sql.Conn
+	for i := range mysqlfront.DefaultMaxConnections {
+		c, err := db.Conn(testenv.Context(t))
+		if err == nil {
+			err = c.PingContext(testenv.Context(t))
+		}
+		if err != nil {
+			t.Fatalf("session %d with idle connections open: %v", i+1, err)
+		}
+		held = append(held, c)
+	}
+	for _, c := range held {
+		_ = c.Close()
+	}
 }

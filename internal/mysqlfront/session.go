@@ -152,6 +152,9 @@ func (ss *session) serve() {
 	if err != nil {
 		return // OnAuthFailure logged it
 	}
+	if !ss.srv.conns.LoggedIn(ss.raw) {
+		return // evicted while logging in
+	}
 	ss.conn = conn
 	_ = ss.raw.SetDeadline(time.Time{})
 	lc.budget = -1

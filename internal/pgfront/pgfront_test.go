@@ -692,3 +692,38 @@ func listenLoopback(t testing.TB) net.Listener {
 	}
 	return ln
 }
+
+// TestIdleConnectionsDoNotLockOutLogins: 256 TCP connections that never
+// finish startup (they made every login fail with 53300) hold only the
+// slots of connections in startup and are closed to make room: the real
+// psql logs in while they are open, and logged-in sessions reach
+// MaxConnections.
+func TestIdleConnectionsDoNotLockOutLogins(t *testing.T) {
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers), Logger: discard()})
+	for range pgfront.DefaultMaxConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	pass := []string{"PGPASSWORD=r00t pass"}
+	for i := range 3 {
+		if out, err := psql(t, pass, dsn(addr, "root", "", ""), "-c", "SHOW THINGS"); err != nil || !strings.Contains(out, "(2 rows)") {
+			t.Fatalf("psql login %d with %d idle connections open: %v\n%s", i+1, pgfront.DefaultMaxConnections, err, out)
+		}
+	}
+	var held []*pgx.Conn
+	defer func() {
+		for _, c := range held {
+			_ = c.Close(context.Background())
+		}
+	}()
+	for i := range pgfront.DefaultMaxConnections {
+		c, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "r00t pass", ""))
+		if err != nil {
+			t.Fatalf("session %d with idle connections open: %v", i+1, err)
+		}
+		held = append(held, c)
+	}
+}

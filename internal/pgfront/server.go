@@ -47,9 +47,13 @@
 //
 // Bounds: a message body is at most Config.MaxMessageSize bytes (a longer
 // one ends the session with FATAL 08P01), at most Config.MaxConnections
-// connections are served at once (one more gets FATAL 53300 "sorry, too
-// many clients already" after its first packet, unless that packet is a
-// CancelRequest, which is honoured), a session idle for Config.IdleTimeout
+// connections are served at once, of which connections still in startup
+// hold at most a quarter (a new connection closes the one in startup
+// longest when they are all taken, or when every slot is; see
+// internal/connserver), so that idle connections never lock logged-in
+// users out; a connection that finds every slot held by a logged-in
+// session gets FATAL 53300 "sorry, too many clients already" after its
+// first packet, unless that packet is a CancelRequest, which is honoured), a session idle for Config.IdleTimeout
 // is closed with FATAL 57P05, a session keeps at most maxPrepared prepared
 // statements and portals. A malformed message ends its session with an
 // error; other sessions go on.
@@ -77,7 +81,7 @@ import (
 const (
 	DefaultMaxConnections = 256
 	DefaultMaxMessageSize = 1 << 20
-	DefaultStartupTimeout = 10 * time.Second
+	DefaultStartupTimeout = 5 * time.Second
 	// DefaultIdleTimeout closes a session that sent nothing for this long,
 	// the same bound as the MySQL console's (MySQL's wait_timeout).
 	DefaultIdleTimeout = 8 * time.Hour

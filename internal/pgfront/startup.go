@@ -77,6 +77,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		}
 		return
 	}
+	if !s.conns.LoggedIn(nc) {
+		return // evicted while logging in
+	}
 	_ = sess.nc.SetDeadline(time.Time{})
 	sess.run()
 }
