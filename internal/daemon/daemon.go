@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
@@ -97,6 +98,7 @@ type Daemon struct {
 	mysqlPort  int                 // the MySQL console's bound port
 	responder  *process.Responder  // answers the process triggers
 	acker      *distvar.Acker      // acknowledges applied /props versions
+	stmts      *connserver.Budget  // the consoles' statements, both protocols together
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	runDone    chan struct{}
@@ -121,7 +123,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &Daemon{cfg: c, log: log}
+	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget)}
 	defer func() {
 		if err != nil {
 			for _, f := range d.frontends {

@@ -45,7 +45,7 @@ func bindMySQL(c *MySQLConfig, log *slog.Logger) (*consoleFrontend, error) {
 		open: func(d *Daemon) (consoleServer, error) {
 			return mysqlfront.New(mysqlfront.Config{
 				Executor: d.Console, Users: d.users, Processes: d.Processes, TLS: c.TLS,
-				MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Logger: d.log,
+				MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Logger: d.log, Budget: d.stmts,
 			})
 		}}, nil
 }

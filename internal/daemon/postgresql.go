@@ -37,7 +37,7 @@ func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, er
 		open: func(d *Daemon) (consoleServer, error) {
 			return pgfront.New(pgfront.Config{
 				Executor: d.Console, Processes: d.Processes, Users: d.users,
-				TLS: c.TLS, Logger: d.log, MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout,
+				TLS: c.TLS, Logger: d.log, MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Budget: d.stmts,
 			})
 		}}, nil
 }

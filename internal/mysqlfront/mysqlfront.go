@@ -29,6 +29,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
 
@@ -36,10 +37,11 @@ import (
 const (
 	// DefaultMaxConnections is the number of sessions served at once.
 	DefaultMaxConnections = 100
-	// DefaultMaxPacketSize is the largest statement accepted, in bytes
-	// (MySQL's max_allowed_packet): room for IMPORT METADATA of a large
-	// cluster.
-	DefaultMaxPacketSize = 16 << 20
+	// DefaultMaxPacketSize is the largest command accepted, in bytes
+	// (MySQL's max_allowed_packet): the command byte and a statement of
+	// the one statement limit, distsql.MaxStatementBytes. A longer packet
+	// is refused from its header, before it is read.
+	DefaultMaxPacketSize = 1 + distsql.MaxStatementBytes
 	// DefaultIdleTimeout closes a session that sent nothing for this long
 	// (MySQL's wait_timeout).
 	DefaultIdleTimeout = 8 * time.Hour
@@ -76,6 +78,11 @@ type Config struct {
 	// TLS, when set, lets clients switch to TLS (mysql --ssl). Clients
 	// without TLS are still served.
 	TLS *tls.Config
+	// Budget, when set, bounds the bytes of statements all sessions read
+	// and run at once, shared with the node's other console: a packet
+	// that finds no room within 2 s is refused with error 1041 and its
+	// session closed. Nil bounds only each session.
+	Budget *connserver.Budget
 	// Bounds; zero means the Default* above.
 	MaxConnections   int
 	MaxPacketSize    int

@@ -15,6 +15,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
@@ -32,6 +33,9 @@ func str(s string) *string { return &s }
 
 func (e *executor) Execute(ctx context.Context, s *console.Session, q string) (*console.Result, error) {
 	q = strings.TrimRight(strings.TrimSpace(q), ";")
+	if i := strings.Index(q, " /*"); i >= 0 {
+		q = q[:i] // padding (TestHostileMySQLStatementBudget)
+	}
 	switch {
 	case strings.EqualFold(q, "SHOW ROWS"):
 		return &console.Result{
@@ -530,4 +534,66 @@ func TestHostileIdleConnectionsDoNotLockOutLogins(t *testing.T) {
 	for _, c := range held {
 		_ = c.Close()
 	}
+}
+
+// bigStatement is stmt padded with a comment to n bytes.
+func bigStatement(stmt string, n int) string {
+	return stmt + " /*" + strings.Repeat("x", n-len(stmt)-5) + "*/"
+}
+
+// TestHostileMySQLStatementLimit: the one statement limit
+// (distsql.MaxStatementBytes, 1 MiB) is enforced from the packet header:
+// the real mariadb client's 2 MiB statement gets 1153 (the front end took
+// 16 MiB packets, buffered them, and left the refusal to the parser).
+func TestHostileMySQLStatementLimit(t *testing.T) {
+	bin, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Fatal("mariadb client missing: bash -c 'source scripts/servers.sh && install_servers'")
+	}
+	f := start(t, mysqlfront.Config{})
+	_, port, _ := net.SplitHostPort(f.addr)
+	cmd := exec.Command(bin, "--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl", "--batch",
+		"--max-allowed-packet=64M", "--comments", "--connect-timeout=10")
+	cmd.Stdin = strings.NewReader(bigStatement("WHOAMI", 2<<20) + ";\n")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "ERROR 1153") {
+		t.Fatalf("a 2 MiB statement: %v %.300s, want ERROR 1153", err, out)
+	}
+	// One within the limit runs.
+	cmd = exec.Command(bin, "--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl", "--batch", "--comments", "--connect-timeout=10")
+	cmd.Stdin = strings.NewReader(bigStatement("WHOAMI", 1<<20-16) + ";\n")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "root") {
+		t.Fatalf("a statement just under 1 MiB: %v %.300s", err, out)
+	}
+}
+
+// TestHostileMySQLStatementBudget: what all sessions buffer at once is
+// bounded by the shared budget (99 sessions with 16 MiB statements took a
+// node from 190 MB to 2.54 GB): with two 1 MiB statements running, a
+// third finds no room and gets 1041, short statements still run, and
+// room comes back when a statement ends.
+func TestHostileMySQLStatementBudget(t *testing.T) {
+	f := start(t, mysqlfront.Config{Budget: connserver.NewBudget(5 << 19)}) // 2.5 MiB
+	db := open(t, f.dsn("root", "", "maxAllowedPacket=4194304"))
+	ctx := testenv.Context(t)
+	var blocked []string // the sessions running a 1 MiB BLOCK
+	for range 2 {
+		c := conn(t, db)
+		go func() { _, _ = c.ExecContext(ctx, bigStatement("BLOCK", 1<<20-16)) }()
+		blocked = append(blocked, <-f.exec.blocked)
+	}
+	third := conn(t, db)
+	_, err := third.ExecContext(ctx, bigStatement("WHOAMI", 1<<20-16))
+	if me := mysqlError(t, err); me.Number != 1041 {
+		t.Fatalf("a third 1 MiB statement: %v, want 1041", me)
+	}
+	if got := rows(t, conn(t, db), "WHOAMI"); len(got) != 1 {
+		t.Fatalf("a short statement with the budget full: %v", got)
+	}
+	f.proc.Kill(blocked[0])
+	testenv.Eventually(t, "room for a 1 MiB statement", func() bool {
+		_, err := conn(t, db).ExecContext(ctx, bigStatement("WHOAMI", 1<<20-16))
+		return err == nil
+	})
+	f.proc.Kill(blocked[1])
 }

@@ -164,7 +164,8 @@ func (ss *session) serve() {
 	}
 	if c, ok := conn.Conn.Conn.(*limitConn); ok {
 		c.buffer, ss.out = true, c
-		defer func() { _ = c.flush() }() // before kill closes the connection
+		c.stmts, c.ctx = cfg.Budget, ss.ctx
+		defer func() { _ = c.flush(); c.release() }() // before kill closes the connection
 	}
 	conn.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	if t := cfg.Processes; t != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
@@ -42,6 +43,9 @@ func newTestExec() *testExec {
 func str(s string) *string { return &s }
 
 func (e *testExec) Execute(ctx context.Context, s *console.Session, q string) (*console.Result, error) {
+	if i := strings.Index(q, " /*"); i >= 0 {
+		q = q[:i] // padding (TestStatementBudget)
+	}
 	switch strings.ToUpper(q) {
 	case "SHOW THINGS":
 		return &console.Result{
@@ -725,5 +729,47 @@ func TestIdleConnectionsDoNotLockOutLogins(t *testing.T) {
 			t.Fatalf("session %d with idle connections open: %v", i+1, err)
 		}
 		held = append(held, c)
+	}
+}
+
+// TestStatementLimitAndBudget: a message longer than the one statement
+// limit (distsql.MaxStatementBytes and 4 KiB of framing) is refused from
+// its header with FATAL 08P01, through the real psql; and what all
+// sessions buffer at once is bounded by the shared budget: with a 1 MiB
+// statement running, a second finds no room and its session ends with
+// FATAL 53200, short statements still run, and room comes back when the
+// statement ends.
+func TestStatementLimitAndBudget(t *testing.T) {
+	e := newTestExec()
+	addr := server(t, pgfront.Config{Executor: e, Budget: connserver.NewBudget(3 << 19), Logger: discard()}) // 1.5 MiB
+	big := func(stmt string, n int) string { return stmt + " /*" + strings.Repeat("x", n-len(stmt)-5) + "*/" }
+	file := filepath.Join(t.TempDir(), "big.sql")
+	if err := os.WriteFile(file, []byte(big("COUNT", 2<<20)+";\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := psql(t, nil, dsn(addr, "root", "", ""), "-f", file); err == nil || !strings.Contains(out, "08P01") && !strings.Contains(out, "message too large") && !strings.Contains(out, "invalid message") {
+		t.Fatalf("psql with a 2 MiB statement: %v %.300s, want FATAL 08P01", err, out)
+	}
+
+	ctx := testenv.Context(t)
+	sleeper := connect(t, dsn(addr, "root", "", ""))
+	done := make(chan error, 1)
+	go func() { _, err := sleeper.Exec(ctx, big("SLEEP", 1<<20-16)); done <- err }()
+	<-e.sleeping
+	second := connect(t, dsn(addr, "root", "", ""))
+	_, err := second.Exec(ctx, big("COUNT", 1<<20-16))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "53200" {
+		t.Fatalf("a second 1 MiB statement with the budget full: %v, want FATAL 53200", err)
+	}
+	if _, err := connect(t, dsn(addr, "root", "", "")).Exec(ctx, "COUNT"); err != nil {
+		t.Fatalf("a short statement with the budget full: %v", err)
+	}
+	if err := sleeper.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := connect(t, dsn(addr, "root", "", "")).Exec(ctx, big("COUNT", 1<<20-16)); err != nil {
+		t.Fatalf("a 1 MiB statement once the first ended: %v", err)
 	}
 }

@@ -74,13 +74,18 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
 
 // Defaults of Config's bounds.
 const (
 	DefaultMaxConnections = 256
-	DefaultMaxMessageSize = 1 << 20
+	// DefaultMaxMessageSize is a statement of the one statement limit,
+	// distsql.MaxStatementBytes, and 4 KiB for the names and framing of
+	// the message that carries it. A longer message is refused from its
+	// header, before it is read.
+	DefaultMaxMessageSize = distsql.MaxStatementBytes + 4<<10
 	DefaultStartupTimeout = 5 * time.Second
 	// DefaultIdleTimeout closes a session that sent nothing for this long,
 	// the same bound as the MySQL console's (MySQL's wait_timeout).
@@ -111,6 +116,11 @@ type Config struct {
 	// MaxConnections caps the connections served at once; 0 means
 	// DefaultMaxConnections.
 	MaxConnections int
+	// Budget, when set, bounds the bytes of messages all sessions read
+	// and run at once, shared with the node's other console: a message
+	// that finds no room within 2 s ends its session with FATAL 53200.
+	// Nil bounds only each session.
+	Budget *connserver.Budget
 	// MaxMessageSize caps one message's body in bytes; 0 means
 	// DefaultMaxMessageSize.
 	MaxMessageSize int
