@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchResync", testWatchResync},
 		{"Closed", testClosed},
 		{"List", testList},
+		{"ListLimited", testListLimited},
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
 	} {
