@@ -34,10 +34,11 @@ type testExec struct {
 	counts   atomic.Int64
 	sleeping chan struct{} // receives when SLEEP starts
 	stopped  chan error    // receives SLEEP's ctx error when it ends
+	unstick  chan struct{} // ends STUCK statements when closed
 }
 
 func newTestExec() *testExec {
-	return &testExec{sleeping: make(chan struct{}, 8), stopped: make(chan error, 8)}
+	return &testExec{sleeping: make(chan struct{}, 8), stopped: make(chan error, 8), unstick: make(chan struct{})}
 }
 
 func str(s string) *string { return &s }
@@ -62,6 +63,10 @@ func (e *testExec) Execute(ctx context.Context, s *console.Session, q string) (*
 		return &console.Result{Columns: []console.Column{{Name: "runs", Type: console.Int64}}, Rows: [][]*string{{str(fmt.Sprint(n))}}}, nil
 	case "WARN":
 		return &console.Result{Affected: 2, Warnings: []string{"node n3 did not answer within 3s"}}, nil
+	case "STUCK": // I/O that ignores ctx, as a read of a FIFO
+		e.sleeping <- struct{}{}
+		<-e.unstick
+		return &console.Result{}, nil
 	case "SLEEP":
 		e.sleeping <- struct{}{}
 		<-ctx.Done()
@@ -771,5 +776,38 @@ func TestStatementLimitAndBudget(t *testing.T) {
 	<-done
 	if _, err := connect(t, dsn(addr, "root", "", "")).Exec(ctx, big("COUNT", 1<<20-16)); err != nil {
 		t.Fatalf("a 1 MiB statement once the first ended: %v", err)
+	}
+}
+
+// TestKillEndsStuckStatement: killing a session whose statement is stuck
+// in I/O that ignores its context (IMPORT from a FIFO held its session
+// and slot forever) ends the session and frees its slot, and a cancel
+// request answers 57014 at once; the server then closes without waiting
+// for the statement.
+func TestKillEndsStuckStatement(t *testing.T) {
+	e := newTestExec()
+	defer close(e.unstick)
+	procs := process.NewTable()
+	addr := server(t, pgfront.Config{Executor: e, Processes: procs, MaxConnections: 1})
+	c := connect(t, dsn(addr, "root", "", ""))
+	errc := make(chan error, 1)
+	go func() { _, err := c.Exec(testenv.Context(t), "STUCK"); errc <- err }()
+	<-e.sleeping
+	if !procs.Kill(procs.List()[0].ID) {
+		t.Fatal("Kill did not find the session")
+	}
+	if err := <-errc; err == nil {
+		t.Fatal("the statement of a killed session succeeded")
+	}
+	// Its slot is free: the only one.
+	c2 := connect(t, dsn(addr, "root", "", ""))
+	go func() { _, err := c2.Exec(testenv.Context(t), "STUCK"); errc <- err }()
+	<-e.sleeping
+	if err := c2.PgConn().CancelRequest(testenv.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	var pe *pgconn.PgError
+	if err := <-errc; !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("a cancelled stuck statement: %v, want 57014", err)
 	}
 }

@@ -267,7 +267,7 @@ func (sess *session) exec(q string) (*console.Result, error) {
 	if procs != nil {
 		procs.Update(sess.console.ID, func(p *process.Process) { p.SQL, p.Idle = q, false })
 	}
-	res, err := sess.srv.c.Executor.Execute(ctx, &sess.console, q)
+	res, err := console.ExecuteCancellable(ctx, sess.srv.c.Executor, &sess.console, q)
 	if procs != nil {
 		procs.Update(sess.console.ID, func(p *process.Process) {
 			p.Idle, p.DatabaseName = true, sess.console.Database
