@@ -109,11 +109,11 @@ func TestAcceptRetriesWhatPasses(t *testing.T) {
 	}
 }
 
-// TestPendingShare: connections that do not log in hold at most
+// TestHostilePendingShare: connections that do not log in hold at most
 // MaxPending slots, and the oldest of them is closed for a new
 // connection, so that idle connections (100 of them locked every login
 // out with 1040) never keep a client from logging in.
-func TestPendingShare(t *testing.T) {
+func TestHostilePendingShare(t *testing.T) {
 	var s *connserver.Server
 	s = connserver.New(connserver.Config{
 		Name: "test", Max: 4, MaxPending: 2,

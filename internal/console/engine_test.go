@@ -362,11 +362,11 @@ func TestDistVariables(t *testing.T) {
 	})
 }
 
-// TestLabelCountFirst: a LABEL, RELABEL or UNLABEL with more labels than
+// TestHostileLabelCountFirst: a LABEL, RELABEL or UNLABEL with more labels than
 // a node may have is refused from the count, before the registry is read
 // or the labels compared (100,000 labels cost 18 s of CPU when the
 // duplicate check ran first).
-func TestLabelCountFirst(t *testing.T) {
+func TestHostileLabelCountFirst(t *testing.T) {
 	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
 		var labelReads atomic.Int64
 		repo := fault.Observe(open(t), fault.HookFunc(func(_ context.Context, op, key string) (func(error) error, error) {

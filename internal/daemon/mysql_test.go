@@ -151,13 +151,13 @@ func TestMySQLFallbackPublishesTheBoundPort(t *testing.T) {
 	}
 }
 
-// TestCloseWithAStuckSession: a console session stuck in a read that
+// TestHostileCloseWithAStuckSession: a console session stuck in a read that
 // ignores its context (IMPORT METADATA from a FIFO nobody writes) and a
 // Close whose ctx has almost nothing left still end with the final fence,
 // the offline node gone and the session closed: draining has its own
 // bound and leaving the registry its own deadline (SIGTERM with one stuck
 // session took 15.1 s and left the online node until its TTL).
-func TestCloseWithAStuckSession(t *testing.T) {
+func TestHostileCloseWithAStuckSession(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := etcdRepository(t)
 	d, err := Start(ctx, Config{

@@ -198,11 +198,11 @@ func TestSetRefusesBeforeWriting(t *testing.T) {
 	})
 }
 
-// TestSetSucceedsWhenOnlyCleanupFails: once the new /props version is
+// TestHostileSetVariableCleanupFailure: once the new /props version is
 // active the variable is set; a failed delete of the older version (etcd
 // paused after the switch) is a warning, not an error (it was "ERROR ...
 // registry delete /props/versions/N" although the value was in force).
-func TestSetSucceedsWhenOnlyCleanupFails(t *testing.T) {
+func TestHostileSetVariableCleanupFailure(t *testing.T) {
 	realtest.Each(t, "sk_distvar_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		inner := open(t)

@@ -131,7 +131,6 @@ func runNodeSuite(t *testing.T, mk func(*testing.T) backend) {
 		{"Layout", testLayout},
 		{"CorruptMembershipValuesSkipped", testCorruptMembership},
 		{"MembershipLoadedByOpen", testMembershipLoadedByOpen},
-		{"DuplicateInstanceIDRefused", testDuplicateInstanceID},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, mk(t)) })
 	}
@@ -731,6 +730,13 @@ func TestUnsafeIgnoreFloor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostileDuplicateInstanceID runs testDuplicateInstanceID on real
+// etcd and ZooKeeper.
+func TestHostileDuplicateInstanceID(t *testing.T) {
+	t.Run("etcd", func(t *testing.T) { testDuplicateInstanceID(t, etcdBackend(t)) })
+	t.Run("zookeeper", func(t *testing.T) { testDuplicateInstanceID(t, zookeeperBackend(t)) })
 }
 
 // testDuplicateInstanceID: a second live node with an instance id whose

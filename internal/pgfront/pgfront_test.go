@@ -45,7 +45,7 @@ func str(s string) *string { return &s }
 
 func (e *testExec) Execute(ctx context.Context, s *console.Session, q string) (*console.Result, error) {
 	if i := strings.Index(q, " /*"); i >= 0 {
-		q = q[:i] // padding (TestStatementBudget)
+		q = q[:i] // padding (TestHostilePostgreSQLStatementLimitAndBudget)
 	}
 	switch strings.ToUpper(q) {
 	case "SHOW THINGS":
@@ -702,12 +702,12 @@ func listenLoopback(t testing.TB) net.Listener {
 	return ln
 }
 
-// TestIdleConnectionsDoNotLockOutLogins: 256 TCP connections that never
+// TestHostilePostgreSQLIdleConnections: 256 TCP connections that never
 // finish startup (they made every login fail with 53300) hold only the
 // slots of connections in startup and are closed to make room: the real
 // psql logs in while they are open, and logged-in sessions reach
 // MaxConnections.
-func TestIdleConnectionsDoNotLockOutLogins(t *testing.T) {
+func TestHostilePostgreSQLIdleConnections(t *testing.T) {
 	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers), Logger: discard()})
 	for range pgfront.DefaultMaxConnections {
 		c, err := net.Dial("tcp", addr)
@@ -737,14 +737,14 @@ func TestIdleConnectionsDoNotLockOutLogins(t *testing.T) {
 	}
 }
 
-// TestStatementLimitAndBudget: a message longer than the one statement
+// TestHostilePostgreSQLStatementLimitAndBudget: a message longer than the one statement
 // limit (distsql.MaxStatementBytes and 4 KiB of framing) is refused from
 // its header with FATAL 08P01, through the real psql; and what all
 // sessions buffer at once is bounded by the shared budget: with a 1 MiB
 // statement running, a second finds no room and its session ends with
 // FATAL 53200, short statements still run, and room comes back when the
 // statement ends.
-func TestStatementLimitAndBudget(t *testing.T) {
+func TestHostilePostgreSQLStatementLimitAndBudget(t *testing.T) {
 	e := newTestExec()
 	addr := server(t, pgfront.Config{Executor: e, Budget: connserver.NewBudget(3 << 19), Logger: discard()}) // 1.5 MiB
 	big := func(stmt string, n int) string { return stmt + " /*" + strings.Repeat("x", n-len(stmt)-5) + "*/" }
@@ -779,12 +779,12 @@ func TestStatementLimitAndBudget(t *testing.T) {
 	}
 }
 
-// TestKillEndsStuckStatement: killing a session whose statement is stuck
+// TestHostilePostgreSQLKillEndsStuckStatement: killing a session whose statement is stuck
 // in I/O that ignores its context (IMPORT from a FIFO held its session
 // and slot forever) ends the session and frees its slot, and a cancel
 // request answers 57014 at once; the server then closes without waiting
 // for the statement.
-func TestKillEndsStuckStatement(t *testing.T) {
+func TestHostilePostgreSQLKillEndsStuckStatement(t *testing.T) {
 	e := newTestExec()
 	defer close(e.unstick)
 	procs := process.NewTable()

@@ -454,12 +454,12 @@ func TestTableByNumber(t *testing.T) {
 	}
 }
 
-// TestForgedTriggersLeaveNoAnswers: show_process_list triggers nobody
+// TestHostileForgedProcessTriggers: show_process_list triggers nobody
 // collects (a co-tenant's flood left 20,000 execution nodes) leave no
 // answer behind: a task id no asker makes gets none, the answers wait for
 // at most maxAnswers askers at once and are removed after AnswerTTL, and
 // an answer of this instance from an earlier run is removed at Open.
-func TestForgedTriggersLeaveNoAnswers(t *testing.T) {
+func TestHostileForgedProcessTriggers(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := testenv.Context(t)
 		repo, asker := b.open(t), b.open(t)

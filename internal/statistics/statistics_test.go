@@ -91,10 +91,10 @@ func TestLoadOnRealRegistries(t *testing.T) {
 	}
 }
 
-// TestLoadReadsWithinBounds: rows a co-tenant filled (40 of 300 KB here;
+// TestHostileStatisticsWithinBounds: rows a co-tenant filled (40 of 300 KB here;
 // 150 of 1 MB took a node from 85 MB to 9.96 GB under 10 GETs) are read
 // only up to MaxBytes, and the result says it is truncated.
-func TestLoadReadsWithinBounds(t *testing.T) {
+func TestHostileStatisticsWithinBounds(t *testing.T) {
 	es, zs := etcdtest.New(t), zktest.New(t)
 	for _, c := range []struct {
 		name string
