@@ -22,7 +22,8 @@ type Limits struct {
 const MaxValueBytes = 3 << 19
 
 // LimitedLister is implemented by a Repository that reads a bounded
-// subtree itself, a page at a time (etcd, memory). Decorators forward it.
+// subtree itself, a page at a time (etcd, ZooKeeper, memory). Decorators
+// forward it.
 type LimitedLister interface {
 	ListLimited(ctx context.Context, prefix string, lim Limits) (kvs []KV, truncated bool, err error)
 }
@@ -31,9 +32,10 @@ type LimitedLister interface {
 // versions, sorted by key, as List does, but stops before a key that
 // would bring the result over lim.Rows keys or lim.Bytes bytes of keys and
 // values; truncated then reports that keys were left out. It never holds
-// much more than lim in memory: a LimitedLister reads pages sized from
-// what is left, any other Repository is walked with Children and Get, a
-// few values at a time (ZooKeeper). Which keys a truncated read keeps
+// much more than lim in memory: a LimitedLister (etcd, ZooKeeper,
+// memory) reads pages or windows sized from what is left, any other
+// Repository is walked with Children and Get, a few values at a time.
+// Which keys a truncated read keeps
 // depends on the backend; an untruncated read returns what List would.
 // ctx bounds the reads.
 func ListLimited(ctx context.Context, r Repository, prefix string, lim Limits) (kvs []KV, truncated bool, err error) {
