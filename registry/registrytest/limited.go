@@ -27,6 +27,7 @@ func testListLimited(t *testing.T, h Harness) {
 		mustPut(t, r, fmt.Sprintf("/lim/%02d", i), big)
 		mustPut(t, r, fmt.Sprintf("/lim/%02d/row", i), "r")
 	}
+	mustPut(t, r, "/lim/05/deep/x", "d") // a parent that etcd and memory do not store
 	mustPut(t, r, "/lim10/x", "sibling")
 	all, err := r.List(c, "/lim")
 	if err != nil {
