@@ -24,6 +24,11 @@ import (
 // re-acquired one), or after Close.
 var ErrNotIssuing = errors.New("cluster: not issuing keys: no worker id with a valid time reservation (see the node's logs)")
 
+// ErrInstanceIDInUse is returned by Open when another live node holds the
+// online key of the configured instance id (two nodes started with one
+// --instance-id); the error names the id and the holder's address.
+var ErrInstanceIDInUse = errors.New("cluster: instance id in use by another live node")
+
 // Node is one running compute node. Its methods are safe for concurrent
 // use.
 type Node struct {
@@ -58,16 +63,23 @@ type holding struct {
 // commits the first time reservation, registers the node online, loads the
 // membership and starts watching it. It returns a node that can issue keys
 // at once and whose Instances include every node online when it loaded
-// them, itself included. ctx bounds only the start; the node runs until
-// Close. Errors: an *ExhaustedError (matching ErrExhausted) when every
-// worker id is taken; registry errors (then whatever Open claimed is
-// released); config errors, all of them at once.
+// them, itself included. An instance id whose online node another
+// session holds is waited for up to the session TTL (a crashed node's key
+// expires) and then refused with ErrInstanceIDInUse. ctx bounds only the
+// start; the node runs until Close. Errors: an *ExhaustedError (matching
+// ErrExhausted) when every worker id is taken; registry errors (then
+// whatever Open claimed is released); config errors, all of them at once.
 func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, repo: repo, members: newMembers(cfg.Logger), done: make(chan struct{})}
+	if !cfg.RandomInstanceID {
+		if err := n.checkInstanceFree(ctx); err != nil {
+			return nil, err
+		}
+	}
 	hold, err := n.acquire(ctx)
 	if errors.Is(err, workerid.ErrExhausted) {
 		return nil, newExhausted()
@@ -92,6 +104,55 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, err
 	go n.members.run(runCtx, repo, known)
 	return n, nil
 }
+
+// checkInstanceFree returns nil once no session holds this node's online
+// key. A key left by a session that is gone (a node killed without
+// Close) vanishes within the session TTL; a key still there after the
+// TTL and a margin, or rewritten meanwhile, belongs to a live node, and
+// Open refuses with ErrInstanceIDInUse instead of fighting it for worker
+// ids. ctx bounds the wait.
+func (n *Node) checkInstanceFree(ctx context.Context) error {
+	key, err := paths.Online(n.cfg.instanceType(), n.cfg.InstanceID)
+	if err != nil {
+		return err
+	}
+	ttl := n.cfg.SessionTTL
+	if ttl <= 0 {
+		ttl = registry.DefaultSessionTTL
+	}
+	deadline := time.Now().Add(ttl + instanceCheckMargin)
+	var first registry.KV
+	for logged := false; ; logged = true {
+		kv, err := n.repo.Get(ctx, key)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("cluster: read the online node of instance id %s: %w", n.cfg.InstanceID, err)
+		}
+		if first.Key == "" {
+			first = kv
+		}
+		if kv.Version != first.Version || !time.Now().Before(deadline) {
+			var v onlineValue
+			_ = yaml.Unmarshal(kv.Value, &v)
+			return fmt.Errorf("%w: %s is online at %q (%s) and its session is alive: start this node with another --instance-id, or stop that one", ErrInstanceIDInUse, n.cfg.InstanceID, v.Attribute, key)
+		}
+		if !logged {
+			n.cfg.Logger.Warn("the online node of this instance id exists; waiting up to the session TTL for it to expire (a node killed without Close), else refusing to start",
+				"instance_id", n.cfg.InstanceID, "key", key, "wait", time.Until(deadline).Round(time.Second))
+		}
+		if !retry.Sleep(ctx, min(instanceCheckPoll, time.Until(deadline))) {
+			return ctx.Err()
+		}
+	}
+}
+
+// instanceCheckMargin and instanceCheckPoll pace checkInstanceFree.
+const (
+	instanceCheckMargin = 2 * time.Second
+	instanceCheckPoll   = 250 * time.Millisecond
+)
 
 // closeTimeout bounds the release of what a failed Open claimed.
 const closeTimeout = 5 * time.Second

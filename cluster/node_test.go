@@ -782,3 +782,45 @@ func TestUnsafeIgnoreFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileDuplicateInstanceID runs testDuplicateInstanceID on real
+// etcd and ZooKeeper.
+func TestHostileDuplicateInstanceID(t *testing.T) {
+	t.Run("etcd", func(t *testing.T) { testDuplicateInstanceID(t, etcdBackend(t)) })
+	t.Run("zookeeper", func(t *testing.T) { testDuplicateInstanceID(t, zookeeperBackend(t)) })
+}
+
+// testDuplicateInstanceID: a second live node with an instance id whose
+// online node another session holds refuses to start, naming the id and
+// the holder's address, and leaves the first node's worker id alone (two
+// such nodes took worker ids from each other about 200 times each); a key
+// left by a session that then expires (a killed node) is waited for.
+func testDuplicateInstanceID(t *testing.T, b backend) {
+	const ttl = 2 * time.Second
+	a := openNode(t, b.open(t), Config{InstanceID: "twin", Host: "10.0.0.7", Port: 3307, SessionTTL: ttl})
+	w := a.WorkerID()
+	_, err := Open(testenv.Context(t), b.open(t), Config{InstanceID: "twin", Host: "10.0.0.8", SessionTTL: ttl,
+		Reservation: 600 * time.Millisecond, Logger: quietLogger()})
+	if !errors.Is(err, ErrInstanceIDInUse) || !strings.Contains(err.Error(), "twin") || !strings.Contains(err.Error(), "10.0.0.7@3307") {
+		t.Fatalf("second Open with the same instance id: %v, want ErrInstanceIDInUse naming twin and 10.0.0.7@3307", err)
+	}
+	if a.WorkerID() != w || !a.Ready() {
+		t.Fatalf("first node: worker id %d ready %v, want %d and ready", a.WorkerID(), a.Ready(), w)
+	}
+	if _, err := a.NextID(testenv.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A key whose session the registry expires a moment later.
+	r := b.open(t)
+	sess, err := r.NewSession(testenv.Context(t), registry.SessionOptions{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := paths.Online(paths.Proxy, "crashed")
+	if err := sess.PutEphemeral(testenv.Context(t), key, []byte("attribute: 10.0.0.9@3307\n")); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(500 * time.Millisecond); b.expire(t, sess) }()
+	openNode(t, b.open(t), Config{InstanceID: "crashed", SessionTTL: ttl})
+}

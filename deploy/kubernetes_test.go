@@ -15,12 +15,16 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
+	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
+	"github.com/shardkeeper/shardkeeper/internal/statistics"
 )
 
 const kubernetesDir = "kubernetes"
@@ -42,6 +46,7 @@ type manifests struct {
 	secret         *corev1.Secret // secret.example.yaml
 	pdb            *policyv1.PodDisruptionBudget
 	serviceMonitor *monitoringv1.ServiceMonitor
+	networkPolicy  *networkingv1.NetworkPolicy
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -92,6 +97,9 @@ func loadManifests(t *testing.T) manifests {
 			case "policy/v1 PodDisruptionBudget":
 				m.pdb = new(policyv1.PodDisruptionBudget)
 				obj = m.pdb
+			case "networking.k8s.io/v1 NetworkPolicy":
+				m.networkPolicy = new(networkingv1.NetworkPolicy)
+				obj = m.networkPolicy
 			case "monitoring.coreos.com/v1 ServiceMonitor":
 				m.serviceMonitor = new(monitoringv1.ServiceMonitor)
 				obj = m.serviceMonitor
@@ -103,8 +111,8 @@ func loadManifests(t *testing.T) manifests {
 			}
 		}
 	}
-	if m.statefulSet == nil || m.secret == nil || m.pdb == nil || m.serviceMonitor == nil || len(m.services) == 0 {
-		t.Fatalf("want a StatefulSet, Services, a Secret, a PodDisruptionBudget and a ServiceMonitor in %s", kubernetesDir)
+	if m.statefulSet == nil || m.secret == nil || m.pdb == nil || m.serviceMonitor == nil || m.networkPolicy == nil || len(m.services) == 0 {
+		t.Fatalf("want a StatefulSet, Services, a Secret, a PodDisruptionBudget, a NetworkPolicy and a ServiceMonitor in %s", kubernetesDir)
 	}
 	return m
 }
@@ -417,4 +425,91 @@ func secretItem(t *testing.T, spec corev1.PodSpec, c *corev1.Container, path str
 	}
 	t.Fatalf("no Secret volume provides %s", path)
 	return "", ""
+}
+
+// TestNetworkPolicy: the pods admit traffic only through the NetworkPolicy,
+// every port the container serves only from pods labelled
+// shardkeeper.io/client, and the HTTP port (metrics) also from Prometheus:
+// no rule admits everyone or an address range.
+func TestNetworkPolicy(t *testing.T) {
+	m := loadManifests(t)
+	np := m.networkPolicy
+	pod := m.statefulSet.Spec.Template
+	c := container(t, m.statefulSet)
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+		t.Fatalf("NetworkPolicy pod selector %v does not select the pods %v (%v)", np.Spec.PodSelector, pod.Labels, err)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Fatalf("policy types %v, want Ingress", np.Spec.PolicyTypes)
+	}
+	admitted := map[string][]string{} // container port name -> who
+	for i, rule := range np.Spec.Ingress {
+		if len(rule.From) == 0 || len(rule.Ports) == 0 {
+			t.Fatalf("ingress rule %d admits every peer or every port", i)
+		}
+		var who []string
+		for _, peer := range rule.From {
+			if peer.IPBlock != nil || peer.PodSelector == nil || len(peer.PodSelector.MatchLabels) == 0 {
+				t.Fatalf("ingress rule %d: peer %+v is not a labelled pod", i, peer)
+			}
+			for k, v := range peer.PodSelector.MatchLabels {
+				who = append(who, k+"="+v)
+			}
+		}
+		for _, p := range rule.Ports {
+			if p.Port == nil {
+				t.Fatalf("ingress rule %d admits every port", i)
+			}
+			cp := containerPort(c, p.Port.String())
+			if cp == nil || p.Protocol == nil || *p.Protocol != cp.Protocol {
+				t.Fatalf("ingress rule %d: port %v %v is not a container port", i, p.Port, p.Protocol)
+			}
+			admitted[cp.Name] = append(admitted[cp.Name], who...)
+		}
+	}
+	for _, cp := range c.Ports {
+		if !slices.Contains(admitted[cp.Name], "shardkeeper.io/client=true") {
+			t.Errorf("port %s is not admitted from shardkeeper.io/client=true pods: %v", cp.Name, admitted[cp.Name])
+		}
+		for _, who := range admitted[cp.Name] {
+			if who != "shardkeeper.io/client=true" && (cp.Name != "http" || who != "app.kubernetes.io/name=prometheus") {
+				t.Errorf("port %s admitted from %s", cp.Name, who)
+			}
+		}
+	}
+}
+
+// TestMemoryLimitCoversTheBounds: the container's memory limit holds what
+// the node may buffer at once by its bounds, with the Go runtime told to
+// collect below it (GOMEMLIMIT).
+func TestMemoryLimitCoversTheBounds(t *testing.T) {
+	m := loadManifests(t)
+	c := container(t, m.statefulSet)
+	limit := c.Resources.Limits.Memory().Value()
+	const (
+		base       = 96 << 20   // runtime, registry clients, metadata state (85 MB measured idle)
+		respClient = 3600 << 10 // keyserver: input, replies and a batch per RESP connection
+	)
+	respMax := 0
+	if v := flagValues(c.Args, "--resp-max-clients"); len(v) == 1 {
+		fmt.Sscan(v[0], &respMax)
+	}
+	if respMax == 0 {
+		t.Fatal("no --resp-max-clients: the default (1000 connections, 3.6 GB) exceeds any pod limit")
+	}
+	sessions := int64(mysqlfront.DefaultMaxConnections) * (connserver.Small + 64<<10) // small statements and gathered replies
+	need := int64(base) + connserver.DefaultBudget + sessions + 2*3*statistics.MaxBytes + int64(respMax)*respClient
+	if need > limit {
+		t.Fatalf("the node may buffer %d MiB at once, over the %d MiB limit", need>>20, limit>>20)
+	}
+	gomem := envVar(c, "GOMEMLIMIT")
+	if gomem == nil || gomem.Value == "" {
+		t.Fatal("no GOMEMLIMIT: the runtime does not know the limit")
+	}
+	var mib int64
+	if _, err := fmt.Sscanf(gomem.Value, "%dMiB", &mib); err != nil || mib<<20 <= need || mib<<20 >= limit {
+		t.Fatalf("GOMEMLIMIT %q (%v): want between the bounds' %d MiB and the limit's %d MiB", gomem.Value, err, need>>20, limit>>20)
+	}
+	t.Logf("memory: bounds %d MiB, GOMEMLIMIT %d MiB, limit %d MiB", need>>20, mib, limit>>20)
 }

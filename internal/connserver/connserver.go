@@ -4,6 +4,15 @@
 // caps the connections served at once and closes and drains everything on
 // Close. The wire protocol is the caller's: a Server hands each accepted
 // connection to a function on a goroutine of its own.
+//
+// Connections that have not logged in yet (the caller says when one has,
+// with LoggedIn) share at most Config.MaxPending of the Max slots: when a
+// new connection finds them all taken, or finds every slot taken while
+// some connection is still logging in, the connection that has been
+// logging in longest is closed to make room. Idle connections that never
+// log in therefore cannot lock logged-in users out: they hold at most
+// MaxPending slots, each only until a newer connection needs it (and the
+// caller's handshake deadline).
 package connserver
 
 import (
@@ -28,13 +37,16 @@ type Config struct {
 	Name string
 	// Max caps the connections served at once (> 0).
 	Max int
+	// MaxPending caps, within Max, the connections that have not logged
+	// in yet (see LoggedIn); 0 means DefaultPending(Max).
+	MaxPending int
 	// Serve serves one admitted connection until it ends; ctx is
 	// cancelled by Close. The connection is closed after it returns.
 	Serve func(ctx context.Context, nc net.Conn)
-	// Refuse answers a connection over Max (an error in the protocol,
-	// or whatever the protocol lets through a full server); the
-	// connection is closed after it returns. It does not count towards
-	// Max.
+	// Refuse answers a connection that finds every slot held by a
+	// logged-in connection (an error in the protocol, or whatever the
+	// protocol lets through a full server); the connection is closed after
+	// it returns. It does not count towards Max.
 	Refuse func(ctx context.Context, nc net.Conn)
 	// Logger receives the accept retries; nil means slog.Default().
 	Logger *slog.Logger
@@ -49,18 +61,36 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	closed   bool
-	admitted int
-	lns      map[net.Listener]struct{}
-	conns    map[net.Conn]struct{}
+	mu          sync.Mutex
+	closed      bool
+	admitted    int        // connections served (pending ones included), within Max
+	pending     []net.Conn // admitted connections not logged in yet, oldest first
+	evictLogged time.Time
+	lns         map[net.Listener]struct{}
+	conns       map[net.Conn]connState
 }
 
-// New returns a Server for c; it does no I/O. c.Max must be positive and
-// c.Serve and c.Refuse set.
+// connState is what a tracked connection counts as.
+type connState uint8
+
+const (
+	statePending  connState = iota + 1 // admitted, logging in
+	stateLoggedIn                      // admitted, logged in
+	stateOut                           // refused or evicted: counts nowhere
+)
+
+// DefaultPending is Config.MaxPending's default for max slots: a quarter,
+// at least 1.
+func DefaultPending(slots int) int { return max(1, slots/4) }
+
+// New returns a Server for c; it does no I/O. c.Max must be positive,
+// c.MaxPending within [0, Max] and c.Serve and c.Refuse set.
 func New(c Config) *Server {
-	if c.Max <= 0 || c.Serve == nil || c.Refuse == nil {
-		panic(fmt.Sprintf("connserver: %s: Max %d must be positive and Serve and Refuse set", c.Name, c.Max))
+	if c.Max <= 0 || c.MaxPending < 0 || c.MaxPending > c.Max || c.Serve == nil || c.Refuse == nil {
+		panic(fmt.Sprintf("connserver: %s: Max %d must be positive, MaxPending %d within [0, Max] and Serve and Refuse set", c.Name, c.Max, c.MaxPending))
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultPending(c.Max)
 	}
 	log := c.Logger
 	if log == nil {
@@ -68,7 +98,7 @@ func New(c Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{c: c, log: log, ctx: ctx, cancel: cancel,
-		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]connState{}}
 }
 
 // Serve accepts connections on ln and serves each on a goroutine of its
@@ -115,7 +145,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		go func() {
 			defer s.wg.Done()
-			defer s.untrack(nc, admitted)
+			defer s.untrack(nc)
 			if admitted {
 				s.c.Serve(s.ctx, nc)
 			} else {
@@ -132,33 +162,81 @@ func (s *Server) isClosed() bool {
 }
 
 // track records nc so that Close closes it and reports whether it is
-// within Max; ok is false after Close.
+// admitted (pending, within Max), after evicting the oldest pending
+// connection when the pending share or every slot is taken; ok is false
+// after Close.
 func (s *Server) track(nc net.Conn) (admitted, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false, false
 	}
+	if len(s.pending) > 0 && (len(s.pending) >= s.c.MaxPending || s.admitted >= s.c.Max) {
+		old := s.pending[0]
+		s.pending = s.pending[1:]
+		s.conns[old] = stateOut
+		s.admitted--
+		_ = old.Close()
+		if now := time.Now(); now.Sub(s.evictLogged) >= time.Second {
+			s.evictLogged = now
+			s.log.Warn(s.c.Name+": closed the connection logging in longest to make room for a new one (logged at most once a second)",
+				"client", old.RemoteAddr().String(), "max_pending", s.c.MaxPending)
+		}
+	}
 	admitted = s.admitted < s.c.Max
+	s.conns[nc] = stateOut
 	if admitted {
 		s.admitted++
+		s.conns[nc] = statePending
+		s.pending = append(s.pending, nc)
 	}
-	s.conns[nc] = struct{}{}
 	s.wg.Add(1)
 	return admitted, true
 }
 
-func (s *Server) untrack(nc net.Conn, admitted bool) {
+// LoggedIn marks nc, a connection given to Config.Serve, as logged in: it
+// no longer counts towards MaxPending and is never evicted. It reports
+// false when nc was evicted (closed) meanwhile, true for a connection s
+// does not serve. Safe for concurrent use.
+func (s *Server) LoggedIn(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch st, tracked := s.conns[nc]; {
+	case !tracked:
+		return true // not served by s: nothing to account
+	case st != statePending:
+		return st == stateLoggedIn
+	}
+	s.conns[nc] = stateLoggedIn
+	s.dropPending(nc)
+	return true
+}
+
+func (s *Server) dropPending(nc net.Conn) {
+	for i, c := range s.pending {
+		if c == nc {
+			s.pending = append(s.pending[:i], s.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *Server) untrack(nc net.Conn) {
 	_ = nc.Close()
 	s.mu.Lock()
-	delete(s.conns, nc)
-	if admitted {
+	switch s.conns[nc] {
+	case statePending:
+		s.dropPending(nc)
+		s.admitted--
+	case stateLoggedIn:
 		s.admitted--
 	}
+	delete(s.conns, nc)
 	s.mu.Unlock()
 }
 
-// Connections returns the number of connections served within Max.
+// Connections returns the number of connections served within Max,
+// logged in or logging in.
 func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

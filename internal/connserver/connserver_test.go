@@ -7,6 +7,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -17,9 +18,11 @@ import (
 // ErrServerClosed.
 func TestCapCloseAndDrain(t *testing.T) {
 	served := make(chan struct{}, 2)
-	s := connserver.New(connserver.Config{
+	var s *connserver.Server
+	s = connserver.New(connserver.Config{
 		Name: "test", Max: 2,
 		Serve: func(ctx context.Context, nc net.Conn) {
+			s.LoggedIn(nc)
 			served <- struct{}{}
 			<-ctx.Done()
 		},
@@ -103,5 +106,75 @@ func TestAcceptRetriesWhatPasses(t *testing.T) {
 	other := &flakyListener{inner, []error{syscall.EINVAL}}
 	if err := s.Serve(other); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("Serve returned %v, want EINVAL", err)
+	}
+}
+
+// TestHostilePendingShare: connections that do not log in hold at most
+// MaxPending slots, and the oldest of them is closed for a new
+// connection, so that idle connections (100 of them locked every login
+// out with 1040) never keep a client from logging in.
+func TestHostilePendingShare(t *testing.T) {
+	var s *connserver.Server
+	s = connserver.New(connserver.Config{
+		Name: "test", Max: 4, MaxPending: 2,
+		Serve: func(ctx context.Context, nc net.Conn) {
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(nc, b); err != nil || string(b) != "login" {
+				return // an idle connection: served until evicted
+			}
+			if s.LoggedIn(nc) {
+				_, _ = nc.Write([]byte("welcome"))
+				<-ctx.Done()
+			}
+		},
+		Refuse: func(_ context.Context, nc net.Conn) { _, _ = nc.Write([]byte("full")) },
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	defer s.Close(context.Background())
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	login := func() string {
+		c := dial()
+		if _, err := c.Write([]byte("login")); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 7)
+		n, _ := io.ReadFull(c, b)
+		return string(b[:n])
+	}
+	var idle []net.Conn
+	for range 100 {
+		idle = append(idle, dial())
+	}
+	for i := range 4 {
+		if got := login(); got != "welcome" {
+			t.Fatalf("login %d with 100 idle connections: %q, want welcome", i+1, got)
+		}
+	}
+	testenv.Eventually(t, "four logged-in connections", func() bool { return s.Connections() == 4 })
+	// Every slot is logged in: a new connection is refused.
+	if b, _ := io.ReadAll(dial()); string(b) != "full" {
+		t.Errorf("a connection with every slot logged in got %q, want the refusal", b)
+	}
+	// The idle connections were closed to make room.
+	closed := 0
+	for _, c := range idle {
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
+			closed++
+		}
+	}
+	if closed != len(idle) {
+		t.Errorf("%d of %d idle connections closed, want all", closed, len(idle))
 	}
 }

@@ -162,20 +162,20 @@ func (e *Engine) setComputeNodeState(ctx context.Context, id string, enable bool
 
 // labelComputeNode is LABEL (merge: the given labels first, then the
 // node's others) or RELABEL (replace) COMPUTE NODE.
+// More than maxLabels given labels are refused before anything else (the
+// registry is not read), so the work is linear in the statement.
 func (e *Engine) labelComputeNode(ctx context.Context, _ *Session, st *distsql.LabelComputeNode) (*Result, error) {
 	if e.noLabels() {
 		return nil, labelsRemoved(st.Relabel)
 	}
+	if len(st.Labels) > maxLabels {
+		return nil, tooManyLabels()
+	}
 	return e.relabel(ctx, st.InstanceID, func(old []string) []string {
-		out := dedupe(st.Labels)
-		if !st.Relabel {
-			for _, l := range old {
-				if !slices.Contains(out, l) {
-					out = append(out, l)
-				}
-			}
+		if st.Relabel {
+			return dedupe(st.Labels)
 		}
-		return out
+		return dedupe(append(slices.Clip(st.Labels), old...))
 	})
 }
 
@@ -185,11 +185,18 @@ func (e *Engine) unlabelComputeNode(ctx context.Context, _ *Session, st *distsql
 	if e.noLabels() {
 		return nil, unsupported("UNLABEL COMPUTE NODE, which ShardingSphere 5.5.4 removed (layoutVersion 5.5.4)")
 	}
+	if len(st.Labels) > maxLabels {
+		return nil, tooManyLabels()
+	}
+	drop := make(map[string]bool, len(st.Labels))
+	for _, l := range st.Labels {
+		drop[l] = true
+	}
 	return e.relabel(ctx, st.InstanceID, func(old []string) []string {
 		out := []string{}
 		if len(st.Labels) > 0 {
 			for _, l := range old {
-				if !slices.Contains(st.Labels, l) {
+				if !drop[l] {
 					out = append(out, l)
 				}
 			}
@@ -208,13 +215,22 @@ func labelsRemoved(relabel bool) error {
 	return unsupported(what + " COMPUTE NODE, which ShardingSphere 5.5.4 removed (layoutVersion 5.5.4)")
 }
 
-// maxLabels bounds the labels of one node.
+// maxLabels bounds the labels of one node, and of one LABEL, RELABEL or
+// UNLABEL statement.
 const maxLabels = 64
 
+func tooManyLabels() *Error {
+	return unsupported(fmt.Sprintf("a compute node has at most %d labels", maxLabels))
+}
+
+// dedupe returns labels without repeats, in first-seen order, in linear
+// time.
 func dedupe(labels []string) []string {
 	out := make([]string, 0, len(labels))
+	seen := make(map[string]bool, len(labels))
 	for _, l := range labels {
-		if !slices.Contains(out, l) {
+		if !seen[l] {
+			seen[l] = true
 			out = append(out, l)
 		}
 	}

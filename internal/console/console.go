@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 )
 
 // Session is one client connection, as the front end that accepted it
@@ -107,4 +108,39 @@ func NewSessionID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return hex.EncodeToString(b[:])
+}
+
+// ExecuteCancellable runs query on e for s and returns once the statement
+// is done or ctx ends, whichever comes first, so that KILL, a cancel
+// request and shutdown always end a statement at once. A statement stuck
+// in I/O that ignores ctx (a read of a FIFO) then goes on in the
+// background and its outcome is dropped: it runs on a copy of s, which is
+// copied back only when it returns in time. The error is ctx's when the
+// statement was left behind.
+func ExecuteCancellable(ctx context.Context, e Executor, s *Session, query string) (*Result, error) {
+	type outcome struct {
+		res *Result
+		err error
+		s   Session
+	}
+	cs := *s
+	cs.Variables = maps.Clone(s.Variables)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := e.Execute(ctx, &cs, query)
+		done <- outcome{res, err, cs}
+	}()
+	select {
+	case o := <-done:
+		*s = o.s
+		return o.res, o.err
+	case <-ctx.Done():
+		select {
+		case o := <-done: // it ended with ctx: keep its answer
+			*s = o.s
+			return o.res, o.err
+		default:
+			return nil, ctx.Err()
+		}
+	}
 }

@@ -3,11 +3,13 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
@@ -400,5 +403,43 @@ func TestComputeNodesLayout554(t *testing.T) {
 		if _, err := repo.Get(testenv.Context(t), "/nodes/compute_nodes/labels/node-b"); !errors.Is(err, registry.ErrNotFound) {
 			t.Fatalf("labels node: %v, want none", err)
 		}
+	})
+}
+
+// TestHostileLabelCountFirst: a LABEL, RELABEL or UNLABEL with more labels than
+// a node may have is refused from the count, before the registry is read
+// or the labels compared (100,000 labels cost 18 s of CPU when the
+// duplicate check ran first).
+func TestHostileLabelCountFirst(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		var labelReads atomic.Int64
+		repo := fault.Observe(open(t), fault.HookFunc(func(_ context.Context, op, key string) (func(error) error, error) {
+			if strings.HasPrefix(key, "/nodes/compute_nodes/labels/") {
+				labelReads.Add(1)
+			}
+			return nil, nil
+		}))
+		n := startNode(t, repo, "node-a", nil)
+		s := newSession()
+		var b strings.Builder
+		for i := range 100000 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "l%d", i%50000) // duplicates too
+		}
+		for _, verb := range []string{"LABEL", "RELABEL", "UNLABEL"} {
+			q := verb + " COMPUTE NODE 'node-a' WITH " + b.String()
+			_, err := n.engine.Execute(testenv.Context(t), s, q)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != 30001 || !strings.Contains(e.Message, "at most 64 labels") {
+				t.Errorf("%s with 100,000 labels: %.200v, want 30001 at most 64 labels", verb, err)
+			}
+		}
+		if got := labelReads.Load(); got != 0 {
+			t.Errorf("%d registry calls on the labels node, want 0: the count is checked first", got)
+		}
+		exec(t, n, s, "LABEL COMPUTE NODE 'node-a' WITH a, b, a")
+		testenv.Eventually(t, "labels a,b", func() bool { return computeNode(t, n, s, "node-a", 7) == "a,b" })
 	})
 }

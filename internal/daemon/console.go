@@ -57,6 +57,7 @@ type consoleDeps struct {
 	executor  console.Executor
 	users     func() (*authority.Users, error)
 	processes *process.Table
+	budget    *connserver.Budget // the statements of both consoles together
 	log       *slog.Logger
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
@@ -117,6 +118,7 @@ type Daemon struct {
 	mysqlPort  int                // the MySQL console's bound port
 	responder  *process.Responder // answers the process triggers
 	acker      *distvar.Acker     // acknowledges applied /props versions
+	stmts      *connserver.Budget // the consoles' statements, both protocols together
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	runDone    chan struct{}
@@ -146,7 +148,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		nc.InstanceID, nc.RandomInstanceID = cluster.NewInstanceID(), true
 	}
 	log = log.With("instance", nc.InstanceID)
-	d := &Daemon{cfg: c, log: log}
+	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget)}
 	var fileDir *dbconfig.FileDir
 	if c.DistSQLFileDir != "" {
 		// The data dir: the embedded registry's data, or the credentials an
@@ -270,7 +272,7 @@ func (d *Daemon) serve() error {
 			k.serve(d.Node, d.log)
 		}
 	}
-	deps := consoleDeps{executor: d.Console, users: d.users, processes: d.Processes, log: d.log}
+	deps := consoleDeps{executor: d.Console, users: d.users, processes: d.Processes, budget: d.stmts, log: d.log}
 	for _, c := range []*consoleFrontend{d.mysql, d.postgreSQL} {
 		if c == nil {
 			continue
@@ -351,12 +353,24 @@ const CloseTimeout = 15 * time.Second
 // watchStopWait bounds Close's wait for the metadata watch to stop.
 const watchStopWait = 5 * time.Second
 
-// MaxCloseTime is the longest Close takes with a ctx of CloseTimeout (20 s):
-// a supervisor's grace period (Kubernetes' terminationGracePeriodSeconds,
-// systemd's TimeoutStopSec) must be longer, or the node is killed before its
-// session is closed and its worker id stays reserved until the session
-// expires.
-const MaxCloseTime = CloseTimeout + watchStopWait
+// DrainTimeout bounds, within Close's ctx, the front ends' draining
+// (consoles ending their sessions, key services their requests) and,
+// again, their stopping (requests in flight): a session stuck in I/O
+// must not eat the time to leave the registry.
+const DrainTimeout = 3 * time.Second
+
+// LeaveTimeout is the deadline of leaving the registry (final fence,
+// offline, session close), started after draining and independent of
+// Close's ctx, so that the node goes offline however long draining took.
+const LeaveTimeout = 10 * time.Second
+
+// MaxCloseTime is the longest Close takes (21 s): draining, leaving the
+// registry, stopping the front ends and the metadata watch. A
+// supervisor's grace period (Kubernetes' terminationGracePeriodSeconds,
+// systemd's TimeoutStopSec) must be longer, or the node is killed before
+// its session is closed and its worker id stays reserved until the
+// session expires.
+const MaxCloseTime = DrainTimeout + LeaveTimeout + DrainTimeout + watchStopWait
 
 // Close leaves the cluster, in this order:
 //
@@ -376,17 +390,26 @@ const MaxCloseTime = CloseTimeout + watchStopWait
 //     5 seconds), event streams are cut.
 //  5. The metadata watch stops and the registry client closes.
 //
-// ctx bounds the registry writes and the waits for requests in flight.
+// ctx bounds draining and stopping the front ends, each at most
+// DrainTimeout; leaving the registry (step 2) has a deadline of its own,
+// LeaveTimeout, whatever ctx has left, so that a stuck session or a slow
+// drain never costs the final fence, the offline node or the session.
 func (d *Daemon) Close(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, DrainTimeout)
 	for _, f := range d.frontends {
-		f.drain(ctx)
+		f.drain(dctx)
 	}
-	nodeErr := d.Node.Close(ctx)
-	_ = d.Console.Close(ctx) // the labels nodes its LABEL statements created go with the node
+	cancel()
+	lctx, cancelLeave := context.WithTimeout(context.WithoutCancel(ctx), LeaveTimeout)
+	nodeErr := d.Node.Close(lctx)
+	_ = d.Console.Close(lctx) // the labels nodes its LABEL statements created go with the node
+	cancelLeave()
 	d.responder.Close()
 	d.acker.Close()
+	sctx, cancel := context.WithTimeout(ctx, DrainTimeout)
+	defer cancel()
 	for i := len(d.frontends) - 1; i >= 0; i-- {
-		d.frontends[i].stop(ctx)
+		d.frontends[i].stop(sctx)
 	}
 	d.cancel()
 	select {

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,10 +16,13 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 func mysqlDB(t *testing.T, addr, user, password, db string) *sql.DB {
@@ -142,5 +148,66 @@ func TestMySQLFallbackPublishesTheBoundPort(t *testing.T) {
 	}
 	if err := mysqlDB(t, d.MySQLAddr, "anyone", "", "").PingContext(ctx); err != nil {
 		t.Errorf("the fallback console: %v", err)
+	}
+}
+
+// TestHostileCloseWithAStuckSession: a console session stuck in a read that
+// ignores its context (IMPORT METADATA from a FIFO nobody writes) and a
+// Close whose ctx has almost nothing left still end with the final fence,
+// the offline node gone and the session closed: draining has its own
+// bound and leaving the registry its own deadline (SIGTERM with one stuck
+// session took 15.1 s and left the online node until its TTL).
+func TestHostileCloseWithAStuckSession(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := etcdRepository(t)
+	d, err := Start(ctx, Config{
+		Repository: repo,
+		Node:       cluster.Config{InstanceID: "daemon-stuck", Reservation: time.Second},
+		MySQL:      &MySQLConfig{Addr: "127.0.0.1:0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever the import did, nothing may keep the test waiting on the FIFO.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	c, err := mysqlDB(t, d.MySQLAddr, "root", "", "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() { _, _ = c.ExecContext(ctx, "IMPORT METADATA FROM FILE '"+fifo+"'") }()
+	testenv.Eventually(t, "the import to run", func() bool {
+		for _, p := range d.Processes.List() {
+			if !p.Idle {
+				return true
+			}
+		}
+		return false
+	})
+	closeCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := d.Close(closeCtx); err != nil {
+		t.Fatalf("Close with a stuck session: %v", err)
+	}
+	if took := time.Since(start); took > MaxCloseTime {
+		t.Errorf("Close took %v, more than MaxCloseTime %v", took, MaxCloseTime)
+	}
+	r, err := connect.Open(ctx, repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	online, _ := paths.Online(paths.Proxy, "daemon-stuck")
+	if kv, err := r.Get(ctx, online); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("online node after Close: %q, %v; want it gone", kv.Value, err)
 	}
 }

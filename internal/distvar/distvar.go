@@ -144,13 +144,16 @@ type Outcome struct {
 	Applied         []string
 	Pending         []string
 	Unacknowledging []string
+	// Cleanup is what went wrong after the value was in force: the
+	// deletion of older /props versions (the next write retries it).
+	Cleanup []string
 }
 
-// Warnings are what a front end tells the user about the nodes that did
-// not confirm: one line for Pending, one for Unacknowledging, none when
-// every node confirmed.
+// Warnings are what a front end tells the user once the value is in
+// force: the failed cleanup, then one line for Pending and one for
+// Unacknowledging; none when every node confirmed and nothing failed.
 func (o Outcome) Warnings() []string {
-	var w []string
+	w := slices.Clone(o.Cleanup)
 	if len(o.Pending) > 0 {
 		w = append(w, fmt.Sprintf("%s = %s is in the registry (/props version %d), but %d node(s) did not confirm applying it in time: %s",
 			o.Key, o.Value, o.Version, len(o.Pending), strings.Join(o.Pending, ", ")))
@@ -167,7 +170,9 @@ func (o Outcome) Warnings() []string {
 // concurrent change of another property is not lost), then waits until
 // every online shardkeeper node has applied that version or opts.Timeout
 // passes. It returns an *sqlerr.Error for a bad name or value, before anything
-// is written. A timeout is not an error: the nodes that did not confirm
+// is written. Once the new version is active the change is made: a later
+// failure to delete older versions is in Outcome.Cleanup, not an error. A
+// timeout is not an error: the nodes that did not confirm
 // are in Outcome.Pending. ctx bounds everything; when it ends during the
 // wait, Set returns the Outcome so far and ctx's error.
 func Set(ctx context.Context, repo registry.Repository, name, value string, opts Options) (Outcome, error) {
@@ -176,10 +181,14 @@ func Set(ctx context.Context, repo registry.Repository, name, value string, opts
 		return Outcome{}, err
 	}
 	version, err := metadata.MergeProps(ctx, repo, map[string]string{key: canonical})
-	if err != nil {
+	var cleanup *metadata.CleanupError
+	if err != nil && !errors.As(err, &cleanup) {
 		return Outcome{}, fmt.Errorf("persist /props: %w", err)
 	}
 	out := Outcome{Key: key, Value: canonical, Version: version}
+	if cleanup != nil {
+		out.Cleanup = append(out.Cleanup, cleanup.Error())
+	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
@@ -333,4 +334,42 @@ func TestWaitWatchClosed(t *testing.T) {
 	if !slices.Equal(out.Pending, []string{"behind"}) {
 		t.Errorf("outcome %+v, want behind pending", out)
 	}
+}
+
+// TestHostileSetVariableCleanupFailure: once the new /props version is
+// active the variable is set; a failed delete of the older version (etcd
+// paused after the switch) is a warning, not an error (it was "ERROR ...
+// registry delete /props/versions/N" although the value was in force).
+func TestHostileSetVariableCleanupFailure(t *testing.T) {
+	realtest.Each(t, "sk_distvar_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		ctx := testenv.Context(t)
+		inner := open(t)
+		if err := metadata.SetProps(ctx, inner, map[string]string{"sql-simple": "true"}); err != nil {
+			t.Fatal(err)
+		}
+		repo := fault.Observe(inner, fault.HookFunc(func(_ context.Context, op, key string) (func(error) error, error) {
+			if op == "delete" && strings.HasPrefix(key, "/props/versions/") {
+				return nil, errors.New("injected: registry unreachable")
+			}
+			return nil, nil
+		}))
+		out, err := Set(ctx, repo, "sql_show", "true", Options{Timeout: time.Second})
+		if err != nil {
+			t.Fatalf("Set = %v, want success: the new version is active", err)
+		}
+		if w := out.Warnings(); len(w) != 1 || !strings.Contains(w[0], "injected") {
+			t.Errorf("warnings %q, want the failed cleanup", w)
+		}
+		kv, err := inner.Get(ctx, paths.ActiveVersion(paths.PropsRoot))
+		if err != nil || string(kv.Value) != strconv.Itoa(out.Version) {
+			t.Fatalf("active_version %q %v, want %d", kv.Value, err, out.Version)
+		}
+		// The next write deletes the leftover.
+		if _, err := Set(ctx, inner, "sql_show", "false", Options{Timeout: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if vs, err := inner.Children(ctx, "/props/versions"); err != nil || len(vs) != 1 {
+			t.Errorf("versions %v %v after the next write, want one", vs, err)
+		}
+	})
 }

@@ -97,7 +97,10 @@ type Server struct {
 
 	history *holders
 	workers workerCache
-	dbVers  sync.Map // database name -> uint64 snapshot seq of its last change
+	// statsReads bounds the statistics reads at once, each up to
+	// statistics.MaxBytes.
+	statsReads chan struct{}
+	dbVers     sync.Map // database name -> uint64 snapshot seq of its last change
 
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced when the page's data changes
@@ -134,13 +137,14 @@ func New(cfg Config) (*Server, error) {
 	metrics := newHTTPMetrics()
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, metrics: metrics,
-		auth:    newAuth(cfg.Token, cfg.OpenReads),
-		hosts:   hosts,
-		errLog:  &serverLog{log: cfg.Logger, metrics: metrics, now: cfg.Now},
-		epochMs: snowflake.DefaultEpochMillis,
-		history: newHolders(),
-		changed: make(chan struct{}),
-		done:    make(chan struct{}),
+		auth:       newAuth(cfg.Token, cfg.OpenReads),
+		hosts:      hosts,
+		errLog:     &serverLog{log: cfg.Logger, metrics: metrics, now: cfg.Now},
+		epochMs:    snowflake.DefaultEpochMillis,
+		history:    newHolders(),
+		statsReads: make(chan struct{}, maxStatsReads),
+		changed:    make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	if !cfg.Epoch.IsZero() {
 		s.epochMs = cfg.Epoch.UnixMilli()

@@ -185,15 +185,28 @@ func (s *Server) waitDatabase(ctx context.Context, name string, exists bool) {
 	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool { return (snap.Databases[name] != nil) == exists })
 }
 
+// maxStatsReads bounds the statistics requests served at once: with
+// statistics.MaxBytes each, 16 MiB of registry values in memory.
+const maxStatsReads = 2
+
 // handleStatistics is GET /api/v1/statistics[?database=db]: the
 // statistics ShardingSphere nodes collected into the registry
 // (/statistics/databases), read on each call, at most
-// statistics.DefaultMaxRows rows (truncated says more exist); values that
-// cannot be read are named in problems.
+// statistics.DefaultMaxRows rows and statistics.MaxBytes (truncated says
+// more exist), at most maxStatsReads requests reading at once (the others
+// wait, up to the request's 10 s); values that cannot be read are named in
+// problems.
 func (s *Server) handleStatistics(w http.ResponseWriter, r *http.Request) {
 	db := r.URL.Query().Get("database")
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
+	select {
+	case s.statsReads <- struct{}{}:
+		defer func() { <-s.statsReads }()
+	case <-ctx.Done():
+		s.writeError(w, ctx.Err())
+		return
+	}
 	st, err := statistics.Load(ctx, s.cfg.Repo, db, 0)
 	if errors.Is(err, registry.ErrBadKey) {
 		s.writeError(w, badRequest("database %s: %v", quote(db), err))

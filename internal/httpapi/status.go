@@ -52,7 +52,9 @@ func (s *Server) workerMap(ctx context.Context) ([]workerCell, error) {
 	if !c.at.IsZero() && now.Sub(c.at) < workerCacheTTL {
 		return c.cells, c.err
 	}
-	kvs, err := s.cfg.Repo.List(ctx, "/reservation")
+	// Two nodes per worker id (reservation and fence) and their parents;
+	// fences are a few dozen bytes, so what a co-tenant adds is cut.
+	kvs, _, err := registry.ListLimited(ctx, s.cfg.Repo, "/reservation", registry.Limits{Rows: 4*workerid.Count + 64, Bytes: 4 << 20})
 	c.at, c.err = now, err
 	if err == nil {
 		c.cells = buildWorkerMap(kvs, now.UnixMilli())

@@ -22,7 +22,8 @@ const persistParallelism = 32
 // version, and active_version only moves up: it is a compare-and-set from
 // the value read, skipped when another writer has made a newer version
 // active meanwhile (its view is newer than ours; our version stays until
-// the node's next write). It returns the version active when it is done.
+// the node's next write). It returns the version active when it is done; a
+// failure to delete the older versions afterwards is a *CleanupError.
 func putVersioned(ctx context.Context, repo registry.Repository, node string, content []byte) (int, error) {
 	children, err := repo.Children(ctx, node+"/"+paths.VersionsName)
 	if err != nil {
@@ -43,14 +44,41 @@ func putVersioned(ctx context.Context, repo registry.Repository, node string, co
 	if err != nil || active != next {
 		return active, err
 	}
+	return next, cleanVersions(ctx, repo, node, old, next)
+}
+
+// CleanupError is what a versioned write returns when its new version is
+// written and active but deleting older versions failed: the change is
+// made (Version is active), only the leftover versions remain, and the
+// next write of the node deletes them. Callers report it as a warning,
+// never as a failed change.
+type CleanupError struct {
+	Node    string // the versioned node, e.g. "/props"
+	Version int    // the version written and active
+	Err     error
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("%s: version %d is active, but deleting older versions failed (the next write retries): %v", e.Node, e.Version, e.Err)
+}
+
+func (e *CleanupError) Unwrap() error { return e.Err }
+
+// cleanVersions deletes node's versions in old below active, trying each;
+// a failure is a *CleanupError.
+func cleanVersions(ctx context.Context, repo registry.Repository, node string, old []int, active int) error {
+	var errs []error
 	for _, n := range old {
-		if n < next {
+		if n < active {
 			if err := repo.Delete(ctx, paths.Version(node, n)); err != nil {
-				return next, err
+				errs = append(errs, err)
 			}
 		}
 	}
-	return next, nil
+	if len(errs) == 0 {
+		return nil
+	}
+	return &CleanupError{Node: node, Version: active, Err: errors.Join(errs...)}
 }
 
 // createVersion creates {node}/versions/{n} for the first n >= from that
@@ -138,7 +166,8 @@ func putFirst(ctx context.Context, repo registry.Repository, node string, conten
 
 // casVersioned replaces node's content with fn(old) only if nobody changed
 // its active_version meanwhile, retrying otherwise. old is nil when the node
-// has no active version.
+// has no active version. A failure to delete the older versions after the
+// switch is a *CleanupError with the version written.
 func casVersioned(ctx context.Context, repo registry.Repository, node string, fn func(old []byte) ([]byte, error)) (int, error) {
 	for {
 		var old []byte
@@ -186,14 +215,13 @@ func casVersioned(ctx context.Context, repo registry.Repository, node string, fn
 		if err != nil {
 			return 0, err
 		}
+		olds := make([]int, 0, len(children))
 		for _, c := range children {
-			if n, err := strconv.Atoi(c); err == nil && n < next {
-				if err := repo.Delete(ctx, paths.Version(node, n)); err != nil {
-					return next, err
-				}
+			if n, err := strconv.Atoi(c); err == nil {
+				olds = append(olds, n)
 			}
 		}
-		return next, nil
+		return next, cleanVersions(ctx, repo, node, olds, next)
 	}
 }
 

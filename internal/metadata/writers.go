@@ -34,7 +34,9 @@ func SetProps(ctx context.Context, repo registry.Repository, changes map[string]
 }
 
 // MergeProps is SetProps that also returns the /props version it wrote,
-// which nodes that apply it report (see Snapshot.PropsVersion).
+// which nodes that apply it report (see Snapshot.PropsVersion). When the
+// new version is active but older versions could not be deleted, it
+// returns that version and a *CleanupError: the change is made.
 func MergeProps(ctx context.Context, repo registry.Repository, changes map[string]string) (version int, err error) {
 	for k, v := range changes {
 		if _, err := config.CheckProp(k, v); err != nil {

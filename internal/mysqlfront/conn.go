@@ -2,14 +2,18 @@ package mysqlfront
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 )
 
 // maxChunk is the payload length of a MySQL packet that another packet
@@ -43,6 +47,15 @@ type limitConn struct {
 	framing    bool
 	sslRequest bool  // the first packet may be an SSLRequest
 	budget     int64 // bytes left before authentication; < 0: no bound
+	// stmts, when set, is the node's budget for statements: every chunk's
+	// declared length is taken from it before its bytes reach the reader
+	// (held), and given back at the next read that starts a new packet,
+	// which go-mysql makes only once the command is answered; ctx bounds
+	// the wait for room. A counted chunk must arrive within
+	// connserver.BodyTimeout.
+	stmts *connserver.Budget
+	ctx   context.Context
+	held  int64
 	// connID, when not 0, replaces the connection id of the initial
 	// handshake (the first packet written), so that the id a client
 	// shows and sends in KILL QUERY is the session's process.Number.
@@ -148,6 +161,9 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	if err := c.flush(); err != nil {
 		return 0, err
 	}
+	if c.held > 0 && c.nhdr == 0 && c.remaining == 0 && !c.more {
+		c.release()
+	}
 	n, err := c.Conn.Read(p)
 	if c.budget >= 0 {
 		c.budget -= int64(n)
@@ -186,6 +202,16 @@ func (c *limitConn) scan(b []byte) error {
 				_ = writeErrPacket(c.Conn, c.hdr[3]+1, e)
 				return e
 			}
+			if c.stmts.Counts(int64(length)) {
+				if err := c.stmts.Acquire(c.ctx, int64(length)); err != nil {
+					e := mysql.NewError(mysql.ER_OUT_OF_RESOURCES, "Out of resources: "+err.Error())
+					_ = c.flush()
+					_ = writeErrPacket(c.Conn, c.hdr[3]+1, e)
+					return e
+				}
+				c.held += int64(length)
+				_ = c.Conn.SetReadDeadline(time.Now().Add(connserver.BodyTimeout))
+			}
 			c.remaining, c.more = length, length == maxChunk
 			if !c.first {
 				c.first = true
@@ -207,6 +233,12 @@ func (c *limitConn) scan(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// release gives back what the current statement holds of the budget.
+func (c *limitConn) release() {
+	c.stmts.Release(c.held)
+	c.held = 0
 }
 
 // writeErrPacket writes e as one MySQL ERR packet with sequence number

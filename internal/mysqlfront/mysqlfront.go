@@ -29,6 +29,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
 
@@ -36,16 +37,19 @@ import (
 const (
 	// DefaultMaxConnections is the number of sessions served at once.
 	DefaultMaxConnections = 100
-	// DefaultMaxPacketSize is the largest statement accepted, in bytes
-	// (MySQL's max_allowed_packet): room for IMPORT METADATA of a large
-	// cluster.
-	DefaultMaxPacketSize = 16 << 20
+	// DefaultMaxPacketSize is the largest command accepted, in bytes
+	// (MySQL's max_allowed_packet): the command byte and a statement of
+	// the one statement limit, distsql.MaxStatementBytes. A longer packet
+	// is refused from its header, before it is read.
+	DefaultMaxPacketSize = 1 + distsql.MaxStatementBytes
 	// DefaultIdleTimeout closes a session that sent nothing for this long
 	// (MySQL's wait_timeout).
 	DefaultIdleTimeout = 8 * time.Hour
 	// DefaultHandshakeTimeout bounds the login: TLS, handshake and
-	// password exchange.
-	DefaultHandshakeTimeout = 10 * time.Second
+	// password exchange. Connections logging in hold at most a quarter
+	// of MaxConnections (see internal/connserver), each for at most this
+	// long.
+	DefaultHandshakeTimeout = 5 * time.Second
 )
 
 // ServerVersion is the version the front end announces in its handshake,
@@ -74,6 +78,11 @@ type Config struct {
 	// TLS, when set, lets clients switch to TLS (mysql --ssl). Clients
 	// without TLS are still served.
 	TLS *tls.Config
+	// Budget, when set, bounds the bytes of statements all sessions read
+	// and run at once, shared with the node's other console: a packet
+	// that finds no room within 2 s is refused with error 1041 and its
+	// session closed. Nil bounds only each session.
+	Budget *connserver.Budget
 	// Bounds; zero means the Default* above.
 	MaxConnections   int
 	MaxPacketSize    int
@@ -144,8 +153,12 @@ var ErrServerClosed = connserver.ErrServerClosed
 
 // Serve accepts connections on ln and serves each on a goroutine of its
 // own until Close, which closes ln; it then returns ErrServerClosed.
-// Any other accept error is returned (and ln is closed). A connection
-// over Config.MaxConnections gets error 1040 instead of a handshake.
+// Any other accept error is returned (and ln is closed). Connections that
+// have not logged in hold at most a quarter of Config.MaxConnections: a
+// new connection closes the one logging in longest when they are all
+// taken, or when every slot is. A connection that finds all
+// Config.MaxConnections slots held by logged-in sessions gets error 1040
+// instead of a handshake.
 func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln) }
 
 // Connections returns the number of connections served, authenticated

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
@@ -24,13 +26,17 @@ import (
 // executor answers a few fixed statements, as a stand-in for the DistSQL
 // engine: the front end's job is the wire, not the statements.
 type executor struct {
-	blocked chan string // receives the session id of a BLOCK statement
+	blocked chan string   // receives the session id of a BLOCK or STUCK statement
+	unstick chan struct{} // ends every STUCK statement when closed
 }
 
 func str(s string) *string { return &s }
 
 func (e *executor) Execute(ctx context.Context, s *console.Session, q string) (*console.Result, error) {
 	q = strings.TrimRight(strings.TrimSpace(q), ";")
+	if i := strings.Index(q, " /*"); i >= 0 {
+		q = q[:i] // padding (TestHostileMySQLStatementBudget)
+	}
 	switch {
 	case strings.EqualFold(q, "SHOW ROWS"):
 		return &console.Result{
@@ -54,6 +60,10 @@ func (e *executor) Execute(ctx context.Context, s *console.Session, q string) (*
 		e.blocked <- s.ID
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case strings.EqualFold(q, "STUCK"): // I/O that ignores ctx, as a read of a FIFO
+		e.blocked <- s.ID
+		<-e.unstick
+		return &console.Result{}, nil
 	case strings.HasPrefix(strings.ToUpper(q), "USE "):
 		db := strings.Trim(q[4:], "` ")
 		if db == "nope" {
@@ -77,7 +87,8 @@ type front struct {
 
 func start(t *testing.T, cfg mysqlfront.Config) *front {
 	t.Helper()
-	f := &front{exec: &executor{blocked: make(chan string, 4)}, log: &testenv.SyncBuffer{}, proc: process.NewTable()}
+	f := &front{exec: &executor{blocked: make(chan string, 4), unstick: make(chan struct{})}, log: &testenv.SyncBuffer{}, proc: process.NewTable()}
+	t.Cleanup(func() { close(f.exec.unstick) })
 	cfg.Executor = f.exec
 	cfg.Processes = f.proc
 	cfg.Logger = slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -482,4 +493,147 @@ func TestUnreadableAuthorityRefusesLogins(t *testing.T) {
 	testenv.Eventually(t, "the reason in the log", func() bool {
 		return strings.Contains(f.log.String(), "pasword")
 	})
+}
+
+// TestHostileIdleConnectionsDoNotLockOutLogins: 100 TCP connections that
+// never log in (they made every login fail with 1040) hold only the slots
+// of connections logging in, and are closed to make room for new ones:
+// the real mariadb client logs in while they are open, again and again,
+// and the logged-in sessions reach MaxConnections.
+func TestHostileIdleConnectionsDoNotLockOutLogins(t *testing.T) {
+	bin, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Fatal("mariadb client missing: bash -c 'source scripts/servers.sh && install_servers'")
+	}
+	f := start(t, mysqlfront.Config{})
+	var idle []net.Conn
+	for range mysqlfront.DefaultMaxConnections {
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+		defer c.Close()
+	}
+	_, port, _ := net.SplitHostPort(f.addr)
+	for i := range 3 {
+		out, err := exec.Command(bin, "--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl",
+			"--batch", "--connect-timeout=10", "-e", "WHOAMI").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "root") {
+			t.Fatalf("login %d with %d idle connections open: %v\n%s", i+1, len(idle), err, out)
+		}
+	}
+	// Logged-in sessions still get every slot.
+	db := open(t, f.dsn("root", "", ""))
+	db.SetMaxIdleConns(mysqlfront.DefaultMaxConnections)
+	var held []*sql.Conn
+	for i := range mysqlfront.DefaultMaxConnections {
+		c, err := db.Conn(testenv.Context(t))
+		if err == nil {
+			err = c.PingContext(testenv.Context(t))
+		}
+		if err != nil {
+			t.Fatalf("session %d with idle connections open: %v", i+1, err)
+		}
+		held = append(held, c)
+	}
+	for _, c := range held {
+		_ = c.Close()
+	}
+}
+
+// bigStatement is stmt padded with a comment to n bytes.
+func bigStatement(stmt string, n int) string {
+	return stmt + " /*" + strings.Repeat("x", n-len(stmt)-5) + "*/"
+}
+
+// TestHostileMySQLStatementLimit: the one statement limit
+// (distsql.MaxStatementBytes, 1 MiB) is enforced from the packet header:
+// the real mariadb client's 2 MiB statement gets 1153 (the front end took
+// 16 MiB packets, buffered them, and left the refusal to the parser).
+func TestHostileMySQLStatementLimit(t *testing.T) {
+	bin, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Fatal("mariadb client missing: bash -c 'source scripts/servers.sh && install_servers'")
+	}
+	f := start(t, mysqlfront.Config{})
+	_, port, _ := net.SplitHostPort(f.addr)
+	cmd := exec.Command(bin, "--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl", "--batch",
+		"--max-allowed-packet=64M", "--comments", "--connect-timeout=10")
+	cmd.Stdin = strings.NewReader(bigStatement("WHOAMI", 2<<20) + ";\n")
+	out, err := cmd.CombinedOutput()
+	// The client may still be writing when the node closes the session:
+	// it then reports the lost connection instead of the 1153 sent.
+	if err == nil || !strings.Contains(string(out), "ERROR 1153") && !strings.Contains(string(out), "ERROR 2013") && !strings.Contains(string(out), "ERROR 2006") {
+		t.Fatalf("a 2 MiB statement: %v %.300s, want ERROR 1153 (or the connection lost)", err, out)
+	}
+	// One within the limit runs.
+	cmd = exec.Command(bin, "--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl", "--batch", "--comments", "--connect-timeout=10")
+	cmd.Stdin = strings.NewReader(bigStatement("WHOAMI", 1<<20-16) + ";\n")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "root") {
+		t.Fatalf("a statement just under 1 MiB: %v %.300s", err, out)
+	}
+}
+
+// TestHostileMySQLStatementBudget: what all sessions buffer at once is
+// bounded by the shared budget (99 sessions with 16 MiB statements took a
+// node from 190 MB to 2.54 GB): with two 1 MiB statements running, a
+// third finds no room and gets 1041, short statements still run, and
+// room comes back when a statement ends.
+func TestHostileMySQLStatementBudget(t *testing.T) {
+	f := start(t, mysqlfront.Config{Budget: connserver.NewBudget(5 << 19)}) // 2.5 MiB
+	db := open(t, f.dsn("root", "", "maxAllowedPacket=4194304"))
+	ctx := testenv.Context(t)
+	var blocked []string // the sessions running a 1 MiB BLOCK
+	for range 2 {
+		c := conn(t, db)
+		go func() { _, _ = c.ExecContext(ctx, bigStatement("BLOCK", 1<<20-16)) }()
+		blocked = append(blocked, <-f.exec.blocked)
+	}
+	third := conn(t, db)
+	_, err := third.ExecContext(ctx, bigStatement("WHOAMI", 1<<20-16))
+	if me := mysqlError(t, err); me.Number != 1041 {
+		t.Fatalf("a third 1 MiB statement: %v, want 1041", me)
+	}
+	if got := rows(t, conn(t, db), "WHOAMI"); len(got) != 1 {
+		t.Fatalf("a short statement with the budget full: %v", got)
+	}
+	f.proc.Kill(blocked[0])
+	testenv.Eventually(t, "room for a 1 MiB statement", func() bool {
+		_, err := conn(t, db).ExecContext(ctx, bigStatement("WHOAMI", 1<<20-16))
+		return err == nil
+	})
+	f.proc.Kill(blocked[1])
+}
+
+// TestHostileMySQLKillEndsStuckStatement: KILL ends a session whose
+// statement is stuck in I/O that ignores its context (IMPORT from a FIFO
+// held its session and slot forever, and 100 of them locked every user
+// out), and KILL QUERY answers 1317 at once.
+func TestHostileMySQLKillEndsStuckStatement(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	db := open(t, f.dsn("root", "", ""))
+	c := conn(t, db)
+	ctx := testenv.Context(t)
+	errs := make(chan error, 1)
+	go func() { _, err := c.ExecContext(ctx, "STUCK"); errs <- err }()
+	id := <-f.exec.blocked
+	f.proc.Kill(id)
+	if err := <-errs; err == nil {
+		t.Fatal("the killed statement succeeded")
+	}
+	testenv.Eventually(t, "the killed session to end", func() bool { return f.srv.Connections() == 0 && len(f.proc.List()) == 0 })
+
+	c2 := conn(t, db)
+	go func() { _, err := c2.ExecContext(ctx, "STUCK"); errs <- err }()
+	id = <-f.exec.blocked
+	if !f.proc.Cancel(id) {
+		t.Fatal("no statement to cancel")
+	}
+	if me := mysqlError(t, <-errs); me.Number != 1317 {
+		t.Fatalf("KILL QUERY of a stuck statement: %v, want 1317", me)
+	}
+	if got := rows(t, c2, "WHOAMI"); len(got) != 1 {
+		t.Fatalf("the session after KILL QUERY: %v", got)
+	}
 }

@@ -153,6 +153,9 @@ func (ss *session) serve() {
 	if err != nil {
 		return // OnAuthFailure logged it
 	}
+	if !ss.srv.conns.LoggedIn(ss.raw) {
+		return // evicted while logging in
+	}
 	ss.conn = conn
 	_ = ss.raw.SetDeadline(time.Time{})
 	lc.budget = -1
@@ -162,7 +165,8 @@ func (ss *session) serve() {
 	}
 	if c, ok := conn.Conn.Conn.(*limitConn); ok {
 		c.buffer, ss.out = true, c
-		defer func() { _ = c.flush() }() // before kill closes the connection
+		c.stmts, c.ctx = cfg.Budget, ss.ctx
+		defer func() { _ = c.flush(); c.release() }() // before kill closes the connection
 	}
 	conn.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	if t := cfg.Processes; t != nil {
@@ -352,7 +356,7 @@ func (ss *session) execute(query string) (*mysql.Result, error) {
 	ss.stmtMu.Lock()
 	ss.stmtCancel, ss.cancelled = cancel, false
 	ss.stmtMu.Unlock()
-	res, err := ss.srv.cfg.Executor.Execute(ctx, &ss.cs, query)
+	res, err := console.ExecuteCancellable(ctx, ss.srv.cfg.Executor, &ss.cs, query)
 	ss.stmtMu.Lock()
 	ss.stmtCancel = nil
 	interrupted := ss.cancelled && ss.ctx.Err() == nil

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/console/consoletest"
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
@@ -33,15 +34,19 @@ type testExec struct {
 	counts   atomic.Int64
 	sleeping chan struct{} // receives when SLEEP starts
 	stopped  chan error    // receives SLEEP's ctx error when it ends
+	unstick  chan struct{} // ends STUCK statements when closed
 }
 
 func newTestExec() *testExec {
-	return &testExec{sleeping: make(chan struct{}, 8), stopped: make(chan error, 8)}
+	return &testExec{sleeping: make(chan struct{}, 8), stopped: make(chan error, 8), unstick: make(chan struct{})}
 }
 
 func str(s string) *string { return &s }
 
 func (e *testExec) Execute(ctx context.Context, s *console.Session, q string) (*console.Result, error) {
+	if i := strings.Index(q, " /*"); i >= 0 {
+		q = q[:i] // padding (TestHostilePostgreSQLStatementLimitAndBudget)
+	}
 	switch strings.ToUpper(q) {
 	case "SHOW THINGS":
 		return &console.Result{
@@ -58,6 +63,10 @@ func (e *testExec) Execute(ctx context.Context, s *console.Session, q string) (*
 		return &console.Result{Columns: []console.Column{{Name: "runs", Type: console.Int64}}, Rows: [][]*string{{str(fmt.Sprint(n))}}}, nil
 	case "WARN":
 		return &console.Result{Affected: 2, Warnings: []string{"node n3 did not answer within 3s"}}, nil
+	case "STUCK": // I/O that ignores ctx, as a read of a FIFO
+		e.sleeping <- struct{}{}
+		<-e.unstick
+		return &console.Result{}, nil
 	case "SLEEP":
 		e.sleeping <- struct{}{}
 		<-ctx.Done()
@@ -691,4 +700,114 @@ func listenLoopback(t testing.TB) net.Listener {
 		t.Fatal(err)
 	}
 	return ln
+}
+
+// TestHostilePostgreSQLIdleConnections: 256 TCP connections that never
+// finish startup (they made every login fail with 53300) hold only the
+// slots of connections in startup and are closed to make room: the real
+// psql logs in while they are open, and logged-in sessions reach
+// MaxConnections.
+func TestHostilePostgreSQLIdleConnections(t *testing.T) {
+	addr := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, rootUsers), Logger: discard()})
+	for range pgfront.DefaultMaxConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	pass := []string{"PGPASSWORD=r00t pass"}
+	for i := range 3 {
+		if out, err := psql(t, pass, dsn(addr, "root", "", ""), "-c", "SHOW THINGS"); err != nil || !strings.Contains(out, "(2 rows)") {
+			t.Fatalf("psql login %d with %d idle connections open: %v\n%s", i+1, pgfront.DefaultMaxConnections, err, out)
+		}
+	}
+	var held []*pgx.Conn
+	defer func() {
+		for _, c := range held {
+			_ = c.Close(context.Background())
+		}
+	}()
+	for i := range pgfront.DefaultMaxConnections {
+		c, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "r00t pass", ""))
+		if err != nil {
+			t.Fatalf("session %d with idle connections open: %v", i+1, err)
+		}
+		held = append(held, c)
+	}
+}
+
+// TestHostilePostgreSQLStatementLimitAndBudget: a message longer than the one statement
+// limit (distsql.MaxStatementBytes and 4 KiB of framing) is refused from
+// its header with FATAL 08P01, through the real psql; and what all
+// sessions buffer at once is bounded by the shared budget: with a 1 MiB
+// statement running, a second finds no room and its session ends with
+// FATAL 53200, short statements still run, and room comes back when the
+// statement ends.
+func TestHostilePostgreSQLStatementLimitAndBudget(t *testing.T) {
+	e := newTestExec()
+	addr := server(t, pgfront.Config{Executor: e, Budget: connserver.NewBudget(3 << 19), Logger: discard()}) // 1.5 MiB
+	big := func(stmt string, n int) string { return stmt + " /*" + strings.Repeat("x", n-len(stmt)-5) + "*/" }
+	file := filepath.Join(t.TempDir(), "big.sql")
+	if err := os.WriteFile(file, []byte(big("COUNT", 2<<20)+";\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := psql(t, nil, dsn(addr, "root", "", ""), "-f", file); err == nil || !strings.Contains(out, "08P01") && !strings.Contains(out, "message too large") && !strings.Contains(out, "invalid message") {
+		t.Fatalf("psql with a 2 MiB statement: %v %.300s, want FATAL 08P01", err, out)
+	}
+
+	ctx := testenv.Context(t)
+	sleeper := connect(t, dsn(addr, "root", "", ""))
+	done := make(chan error, 1)
+	go func() { _, err := sleeper.Exec(ctx, big("SLEEP", 1<<20-16)); done <- err }()
+	<-e.sleeping
+	second := connect(t, dsn(addr, "root", "", ""))
+	_, err := second.Exec(ctx, big("COUNT", 1<<20-16))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "53200" {
+		t.Fatalf("a second 1 MiB statement with the budget full: %v, want FATAL 53200", err)
+	}
+	if _, err := connect(t, dsn(addr, "root", "", "")).Exec(ctx, "COUNT"); err != nil {
+		t.Fatalf("a short statement with the budget full: %v", err)
+	}
+	if err := sleeper.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := connect(t, dsn(addr, "root", "", "")).Exec(ctx, big("COUNT", 1<<20-16)); err != nil {
+		t.Fatalf("a 1 MiB statement once the first ended: %v", err)
+	}
+}
+
+// TestHostilePostgreSQLKillEndsStuckStatement: killing a session whose statement is stuck
+// in I/O that ignores its context (IMPORT from a FIFO held its session
+// and slot forever) ends the session and frees its slot, and a cancel
+// request answers 57014 at once; the server then closes without waiting
+// for the statement.
+func TestHostilePostgreSQLKillEndsStuckStatement(t *testing.T) {
+	e := newTestExec()
+	defer close(e.unstick)
+	procs := process.NewTable()
+	addr := server(t, pgfront.Config{Executor: e, Processes: procs, MaxConnections: 1})
+	c := connect(t, dsn(addr, "root", "", ""))
+	errc := make(chan error, 1)
+	go func() { _, err := c.Exec(testenv.Context(t), "STUCK"); errc <- err }()
+	<-e.sleeping
+	if !procs.Kill(procs.List()[0].ID) {
+		t.Fatal("Kill did not find the session")
+	}
+	if err := <-errc; err == nil {
+		t.Fatal("the statement of a killed session succeeded")
+	}
+	// Its slot is free: the only one.
+	c2 := connect(t, dsn(addr, "root", "", ""))
+	go func() { _, err := c2.Exec(testenv.Context(t), "STUCK"); errc <- err }()
+	<-e.sleeping
+	if err := c2.PgConn().CancelRequest(testenv.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	var pe *pgconn.PgError
+	if err := <-errc; !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("a cancelled stuck statement: %v, want 57014", err)
+	}
 }

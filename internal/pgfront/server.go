@@ -47,9 +47,13 @@
 //
 // Bounds: a message body is at most Config.MaxMessageSize bytes (a longer
 // one ends the session with FATAL 08P01), at most Config.MaxConnections
-// connections are served at once (one more gets FATAL 53300 "sorry, too
-// many clients already" after its first packet, unless that packet is a
-// CancelRequest, which is honoured), a session idle for Config.IdleTimeout
+// connections are served at once, of which connections still in startup
+// hold at most a quarter (a new connection closes the one in startup
+// longest when they are all taken, or when every slot is; see
+// internal/connserver), so that idle connections never lock logged-in
+// users out; a connection that finds every slot held by a logged-in
+// session gets FATAL 53300 "sorry, too many clients already" after its
+// first packet, unless that packet is a CancelRequest, which is honoured), a session idle for Config.IdleTimeout
 // is closed with FATAL 57P05, a session keeps at most maxPrepared prepared
 // statements and portals. A malformed message ends its session with an
 // error; other sessions go on.
@@ -70,14 +74,19 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
 
 // Defaults of Config's bounds.
 const (
 	DefaultMaxConnections = 256
-	DefaultMaxMessageSize = 1 << 20
-	DefaultStartupTimeout = 10 * time.Second
+	// DefaultMaxMessageSize is a statement of the one statement limit,
+	// distsql.MaxStatementBytes, and 4 KiB for the names and framing of
+	// the message that carries it. A longer message is refused from its
+	// header, before it is read.
+	DefaultMaxMessageSize = distsql.MaxStatementBytes + 4<<10
+	DefaultStartupTimeout = 5 * time.Second
 	// DefaultIdleTimeout closes a session that sent nothing for this long,
 	// the same bound as the MySQL console's (MySQL's wait_timeout).
 	DefaultIdleTimeout = 8 * time.Hour
@@ -107,6 +116,11 @@ type Config struct {
 	// MaxConnections caps the connections served at once; 0 means
 	// DefaultMaxConnections.
 	MaxConnections int
+	// Budget, when set, bounds the bytes of messages all sessions read
+	// and run at once, shared with the node's other console: a message
+	// that finds no room within 2 s ends its session with FATAL 53200.
+	// Nil bounds only each session.
+	Budget *connserver.Budget
 	// MaxMessageSize caps one message's body in bytes; 0 means
 	// DefaultMaxMessageSize.
 	MaxMessageSize int

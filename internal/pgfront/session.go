@@ -36,6 +36,7 @@ type session struct {
 	srv        *Server
 	nc         net.Conn
 	be         *pgproto3.Backend
+	in         *msgReader // under be: the statement budget
 	console    console.Session
 	pid        uint32
 	secret     []byte
@@ -106,6 +107,10 @@ func (sess *session) run() {
 		sess.end()
 	}()
 	sess.stmts, sess.portals = map[string]*prepared{}, map[string]*portal{}
+	if sess.in != nil {
+		sess.in.stmts, sess.in.ctx = s.c.Budget, sess.ctx
+		defer sess.in.release()
+	}
 	for {
 		_ = sess.nc.SetReadDeadline(time.Now().Add(s.c.IdleTimeout))
 		msg, err := sess.be.Receive()
@@ -113,7 +118,12 @@ func (sess *session) run() {
 			sess.mu.Lock()
 			killed := sess.killed
 			sess.mu.Unlock()
+			var f *fatal
 			switch {
+			case errors.As(err, &f):
+				s.log.Warn("postgresql: session ended: a message finds no room in the statement budget", "session", sess.console.ID, "err", err)
+				sess.be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: f.code, Message: f.msg})
+				_ = sess.be.Flush()
 			case killed:
 				s.log.Info("postgresql: session killed", "session", sess.console.ID)
 			case errors.Is(err, os.ErrDeadlineExceeded):
@@ -260,7 +270,7 @@ func (sess *session) exec(q string) (*console.Result, error) {
 		masked := redact.Statement(q)
 		procs.Update(sess.console.ID, func(p *process.Process) { p.SQL, p.Idle = masked, false })
 	}
-	res, err := sess.srv.c.Executor.Execute(ctx, &sess.console, q)
+	res, err := console.ExecuteCancellable(ctx, sess.srv.c.Executor, &sess.console, q)
 	if procs != nil {
 		procs.Update(sess.console.ID, func(p *process.Process) {
 			p.Idle, p.DatabaseName = true, sess.console.Database

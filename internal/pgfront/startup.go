@@ -77,6 +77,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		}
 		return
 	}
+	if !s.conns.LoggedIn(nc) {
+		return // evicted while logging in
+	}
 	_ = sess.nc.SetDeadline(time.Time{})
 	sess.run()
 }
@@ -184,7 +187,8 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 	if database == "" {
 		database = user
 	}
-	be := pgproto3.NewBackend(sess.nc, sess.nc)
+	sess.in = &msgReader{r: sess.nc, max: int64(s.c.MaxMessageSize)}
+	be := pgproto3.NewBackend(sess.in, sess.nc)
 	be.SetMaxBodyLen(s.c.MaxMessageSize)
 	sess.be = be
 	if m.ProtocolVersion != pgproto3.ProtocolVersion30 || hasProtocolOptions(m.Parameters) {

@@ -67,7 +67,9 @@ func Collect(ctx context.Context, repo registry.Repository, timeout time.Duratio
 	if err != nil {
 		return Collection{}, err
 	}
-	kvs, err := repo.List(ctx, task)
+	// One answer per online instance; what else is under the task (a
+	// co-tenant's writes) is cut at the limits.
+	kvs, _, err := registry.ListLimited(ctx, repo, task, registry.Limits{Rows: 4096, Bytes: 32 << 20})
 	if err != nil {
 		return Collection{}, fmt.Errorf("process list: read %s: %w", task, err)
 	}

@@ -128,27 +128,27 @@ func TestShowProcessListTriggerAnswered(t *testing.T) {
 		table := process.NewTable()
 		openResponder(t, repo, "i1", table)
 
-		empty := mustKey(paths.ShowProcessListTrigger("i1", "task0"))
+		empty := mustKey(paths.ShowProcessListTrigger("i1", "0000000000000000000000000000aaa0"))
 		if _, err := asker.Put(ctx, empty, []byte{}); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, "the trigger of an instance without processes deleted", func() bool { return gone(ctx, t, asker, empty) })
-		if kvs, err := asker.List(ctx, mustKey(paths.ExecutionTask("task0"))); err != nil || len(kvs) != 0 {
+		if kvs, err := asker.List(ctx, mustKey(paths.ExecutionTask("0000000000000000000000000000aaa0"))); err != nil || len(kvs) != 0 {
 			t.Fatalf("execution node written without processes: %v %v", kvs, err)
 		}
 
 		p := process.Process{ID: "p1", StartMillis: 1700000000000, SQL: "SHOW PROCESSLIST", DatabaseName: "sharding_db",
 			Username: "root", Hostname: "127.0.0.1", TotalUnitCount: 2, CompletedUnitCount: 1}
 		table.Add(p, nil, nil)
-		other := mustKey(paths.ShowProcessListTrigger("i2", "task1"))
-		mine := mustKey(paths.ShowProcessListTrigger("i1", "task1"))
+		other := mustKey(paths.ShowProcessListTrigger("i2", "0000000000000000000000000000aaa1"))
+		mine := mustKey(paths.ShowProcessListTrigger("i1", "0000000000000000000000000000aaa1"))
 		for _, k := range []string{other, mine} {
 			if _, err := asker.Put(ctx, k, []byte{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		testenv.Eventually(t, "the trigger deleted", func() bool { return gone(ctx, t, asker, mine) })
-		kv, err := asker.Get(ctx, mustKey(paths.ExecutionNode("task1", "i1")))
+		kv, err := asker.Get(ctx, mustKey(paths.ExecutionNode("0000000000000000000000000000aaa1", "i1")))
 		if err != nil {
 			t.Fatalf("execution node: %v", err)
 		}
@@ -276,7 +276,7 @@ func triggerLatencies(t testing.TB, b backend, n int) []time.Duration {
 	r := openResponder(t, repo, id, table)
 	defer r.Close()
 	return timeDeletes(t, ctx, asker, n, func(i int) (string, error) {
-		k := mustKey(paths.ShowProcessListTrigger(id, fmt.Sprintf("t%d", i)))
+		k := mustKey(paths.ShowProcessListTrigger(id, fmt.Sprintf("%032x", i)))
 		_, err := asker.Put(ctx, k, []byte{})
 		return k, err
 	})
@@ -289,7 +289,7 @@ func baseline(t testing.TB, b backend, n int) []time.Duration {
 	asker := b.open(t)
 	id := testenv.Namespace("base_")
 	return timeDeletes(t, ctx, asker, n, func(i int) (string, error) {
-		k := mustKey(paths.ShowProcessListTrigger(id, fmt.Sprintf("t%d", i)))
+		k := mustKey(paths.ShowProcessListTrigger(id, fmt.Sprintf("%032x", i)))
 		if _, err := asker.Put(ctx, k, []byte{}); err != nil {
 			return k, err
 		}
@@ -452,4 +452,65 @@ func TestTableByNumber(t *testing.T) {
 	if !tab.Kill("42") || killed.Load() != 1 {
 		t.Fatalf("Kill by number: killed %d", killed.Load())
 	}
+}
+
+// TestHostileForgedProcessTriggers: show_process_list triggers nobody
+// collects (a co-tenant's flood left 20,000 execution nodes) leave no
+// answer behind: a task id no asker makes gets none, the answers wait for
+// at most maxAnswers askers at once and are removed after AnswerTTL, and
+// an answer of this instance from an earlier run is removed at Open.
+func TestHostileForgedProcessTriggers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := testenv.Context(t)
+		repo, asker := b.open(t), b.open(t)
+		stale := mustKey(paths.ExecutionNode("00000000000000000000000000000bad", "i1"))
+		if _, err := asker.Put(ctx, stale, []byte("processes: []\n")); err != nil {
+			t.Fatal(err)
+		}
+		table := process.NewTable()
+		table.Add(process.Process{ID: "p1", SQL: "select 1"}, nil, nil)
+		r, err := process.Open(ctx, repo, process.Config{InstanceID: "i1", Table: table, AnswerTTL: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		testenv.Eventually(t, "the earlier run's answer removed", func() bool { return gone(ctx, t, asker, stale) })
+
+		forged := mustKey(paths.ShowProcessListTrigger("i1", "not-a-task"))
+		if _, err := asker.Put(ctx, forged, []byte{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the forged trigger deleted", func() bool { return gone(ctx, t, asker, forged) })
+		if !gone(ctx, t, asker, mustKey(paths.ExecutionNode("not-a-task", "i1"))) {
+			t.Error("an answer was written for a task id no asker makes")
+		}
+
+		const flood = 300
+		var triggers []string
+		for i := range flood {
+			k := mustKey(paths.ShowProcessListTrigger("i1", fmt.Sprintf("%032x", 0xf000+i)))
+			if _, err := asker.Put(ctx, k, []byte{}); err != nil {
+				t.Fatal(err)
+			}
+			triggers = append(triggers, k)
+		}
+		answers := func() int {
+			n := 0
+			tasks, err := asker.Children(ctx, paths.ExecutionNodesRoot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range tasks {
+				if !gone(ctx, t, asker, mustKey(paths.ExecutionNode(task, "i1"))) {
+					n++
+				}
+			}
+			return n
+		}
+		testenv.Eventually(t, "every trigger deleted", func() bool { return gone(ctx, t, asker, triggers[flood-1]) && gone(ctx, t, asker, triggers[0]) })
+		if n := answers(); n == 0 || n > 256 {
+			t.Errorf("%d answers waiting for %d uncollected triggers, want 1 to 256", n, flood)
+		}
+		testenv.Eventually(t, "the uncollected answers removed", func() bool { return answers() == 0 })
+	})
 }

@@ -23,7 +23,20 @@ type Config struct {
 	Table *Table
 	// Logger receives failed answers; nil means slog.Default().
 	Logger *slog.Logger
+	// AnswerTTL is how long an answer may wait for its asker, which reads
+	// and deletes it within its own timeout (DefaultTimeout): after it the
+	// Responder deletes the answer itself. Zero means DefaultAnswerTTL.
+	AnswerTTL time.Duration
 }
+
+// DefaultAnswerTTL is Config.AnswerTTL's default: twice the asker's wait.
+const DefaultAnswerTTL = 2 * DefaultTimeout
+
+// maxAnswers bounds the answers of one Responder waiting for their askers:
+// a trigger past it is deleted without an answer (its asker, if any, sees
+// the instance answer with no processes), so that a flood of forged
+// triggers leaves at most this many execution nodes, each for AnswerTTL.
+const maxAnswers = 256
 
 // answerWorkers bounds the triggers answered at once.
 const answerWorkers = 8
@@ -41,6 +54,15 @@ const answerTimeout = 5 * time.Second
 // instances are left alone. Triggers already present when it starts are
 // answered too.
 //
+// Only triggers that can name a real task are answered: the task id must
+// be what ShardingSphere's and this package's askers make (32 lower-case
+// hex digits, a UUID without dashes); another is deleted without an
+// answer. Every answer is removed by the Responder itself after
+// Config.AnswerTTL unless its asker removed it, at most maxAnswers wait at
+// once, and answers of this instance left from before Open (a node killed
+// before its asker collected) are removed by Open, so forged triggers
+// cannot pile up execution nodes.
+//
 // An answer follows the trigger's creation by the registry's watch delay
 // plus two writes (a few milliseconds on a local etcd or ZooKeeper). A lost
 // watch is re-established with a backoff, and the triggers present then are
@@ -49,12 +71,14 @@ type Responder struct {
 	repo   registry.Repository
 	cfg    Config
 	log    *slog.Logger
+	life   context.Context // ended by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // watch loops and answers
 	sem    chan struct{}
 
 	mu       sync.Mutex
 	inFlight map[string]bool // trigger keys being answered
+	answers  map[string]bool // answers written by this run and not yet removed
 }
 
 // Open starts answering cfg.InstanceID's triggers on repo. It returns once
@@ -69,8 +93,19 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Responder
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.AnswerTTL <= 0 {
+		cfg.AnswerTTL = DefaultAnswerTTL
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	r := &Responder{repo: repo, cfg: cfg, log: log, cancel: cancel, sem: make(chan struct{}, answerWorkers), inFlight: map[string]bool{}}
+	r := &Responder{repo: repo, cfg: cfg, log: log, cancel: cancel, sem: make(chan struct{}, answerWorkers), inFlight: map[string]bool{}, answers: map[string]bool{}}
+	r.life = runCtx
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := r.removeStale(runCtx); err != nil && runCtx.Err() == nil {
+			log.Warn("process triggers: stale answers of an earlier run not removed", "err", err)
+		}
+	}()
 	// A watch lives as long as the ctx it was set up with, so it gets
 	// runCtx, which ctx ends only while Open runs.
 	stop := context.AfterFunc(ctx, cancel)
@@ -181,11 +216,12 @@ func (r *Responder) done(key string) {
 	r.mu.Unlock()
 }
 
-// report writes the instance's processes for taskID, when it has any, and
-// deletes the trigger.
+// report writes the instance's processes for taskID, when it has any and
+// taskID can be a real task, and deletes the trigger. The answer is
+// removed after Config.AnswerTTL unless the asker removed it.
 func (r *Responder) report(ctx context.Context, trigger, taskID string) error {
 	var procs []Process
-	if r.cfg.Table != nil {
+	if r.cfg.Table != nil && isTaskID(taskID) {
 		procs = r.cfg.Table.List()
 	}
 	if len(procs) > 0 {
@@ -193,12 +229,91 @@ func (r *Responder) report(ctx context.Context, trigger, taskID string) error {
 		if err != nil {
 			return err
 		}
-		value := List{Processes: procs}.Marshal()
-		if err := persist(ctx, func() error { _, err := r.repo.Put(ctx, node, value); return err }); err != nil {
-			return err
+		if r.reserveAnswer(node) {
+			value := List{Processes: procs}.Marshal()
+			err := persist(ctx, func() error { _, err := r.repo.Put(ctx, node, value); return err })
+			r.expire(node) // also after a failed write, which may have been applied
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return persist(ctx, func() error { return r.repo.Delete(ctx, trigger) })
+}
+
+// isTaskID reports whether id is a task id as askers make them: 32
+// lower-case hex digits (ShardingSphere's UUID without dashes, newTaskID).
+func isTaskID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// reserveAnswer records the answer at node as waiting for its asker,
+// unless maxAnswers are (or node already is).
+func (r *Responder) reserveAnswer(node string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.answers) >= maxAnswers || r.answers[node] {
+		return false
+	}
+	r.answers[node] = true
+	return true
+}
+
+// expire deletes the answer at node after Config.AnswerTTL (a missing one
+// is no error), or at Close.
+func (r *Responder) expire(node string) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		timer := time.NewTimer(r.cfg.AnswerTTL)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-r.life.Done():
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+		defer cancel()
+		if err := r.repo.Delete(ctx, node); err != nil && !errors.Is(err, registry.ErrClosed) {
+			r.log.Warn("process triggers: stale answer not removed", "key", node, "err", err)
+		}
+		r.mu.Lock()
+		delete(r.answers, node)
+		r.mu.Unlock()
+	}()
+}
+
+// removeStale deletes this instance's answers under every task: left by
+// an earlier run of the instance, no asker waits for them. It runs in the
+// background from Open; ctx bounds it.
+func (r *Responder) removeStale(ctx context.Context) error {
+	tasks, err := r.repo.Children(ctx, paths.ExecutionNodesRoot)
+	if err != nil {
+		return err
+	}
+	for _, task := range tasks {
+		node, err := paths.ExecutionNode(task, r.cfg.InstanceID)
+		if err != nil {
+			continue // not a task this layout writes
+		}
+		// Under mu, so that an answer of this run is never removed.
+		r.mu.Lock()
+		if !r.answers[node] {
+			err = r.repo.Delete(ctx, node)
+		}
+		r.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kill kills processID when the table has it and deletes the trigger.

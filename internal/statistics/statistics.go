@@ -26,6 +26,11 @@ import (
 // DefaultMaxRows bounds the rows Load returns when maxRows is 0.
 const DefaultMaxRows = 10000
 
+// MaxBytes bounds the bytes of keys and values one Load reads: a
+// co-tenant's 150 rows of 1 MB cost a node gigabytes when every request
+// read the whole subtree.
+const MaxBytes = 8 << 20
+
 // Row is one YamlRowStatistics: its unique key and column values.
 type Row struct {
 	UniqueKey string `json:"uniqueKey"`
@@ -60,11 +65,12 @@ type Statistics struct {
 }
 
 // Load reads the statistics of database db (every database when db is "")
-// from repo in one listing, keeping at most maxRows rows
-// (DefaultMaxRows when 0). A value that is not a YamlRowStatistics, or a
-// key outside the layout, is reported in Problems and skipped. It returns
-// registry.ErrBadKey for a db that cannot be a path segment. ctx bounds
-// the reads.
+// from repo in one bounded listing (registry.ListLimited), keeping at most
+// maxRows rows (DefaultMaxRows when 0) and reading at most MaxBytes of
+// keys and values, and twice maxRows keys: Truncated says more exist. A
+// value that is not a YamlRowStatistics, or a key outside the layout, is
+// reported in Problems and skipped. It returns registry.ErrBadKey for a
+// db that cannot be a path segment. ctx bounds the reads.
 func Load(ctx context.Context, repo registry.Repository, db string, maxRows int) (*Statistics, error) {
 	if maxRows <= 0 {
 		maxRows = DefaultMaxRows
@@ -77,7 +83,7 @@ func Load(ctx context.Context, repo registry.Repository, db string, maxRows int)
 		}
 		prefix = p
 	}
-	kvs, err := repo.List(ctx, prefix)
+	kvs, truncated, err := registry.ListLimited(ctx, repo, prefix, registry.Limits{Rows: 2*maxRows + 64, Bytes: MaxBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +92,9 @@ func Load(ctx context.Context, repo registry.Repository, db string, maxRows int)
 			kvs = append(kvs, registry.KV{Key: prefix})
 		}
 	}
-	return build(kvs, maxRows), nil
+	st := build(kvs, maxRows)
+	st.Truncated = st.Truncated || truncated
+	return st, nil
 }
 
 // build assembles the tree from the listed keys.

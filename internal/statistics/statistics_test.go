@@ -90,3 +90,37 @@ func TestLoadOnRealRegistries(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileStatisticsWithinBounds: rows a co-tenant filled (40 of 300 KB here;
+// 150 of 1 MB took a node from 85 MB to 9.96 GB under 10 GETs) are read
+// only up to MaxBytes, and the result says it is truncated.
+func TestHostileStatisticsWithinBounds(t *testing.T) {
+	es, zs := etcdtest.New(t), zktest.New(t)
+	for _, c := range []struct {
+		name string
+		open func() registry.Repository
+	}{
+		{"etcd", func() registry.Repository { return es.Open(t, es.Namespace(t, "sk_stats_")) }},
+		{"zookeeper", func() registry.Repository { return zs.Open(t, zs.Namespace(t, "sk_stats_")) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := c.open()
+			pad := strings.Repeat("x", 300<<10)
+			for i := range 40 {
+				key := fmt.Sprintf("/statistics/databases/db/schemas/s/tables/t/%03d", i)
+				if _, err := repo.Put(ctx, key, []byte("uniqueKey: '"+pad+"'\nrows: [1]\n")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := Load(ctx, repo, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(st)
+			if !st.Truncated || len(b) > 8<<20+64<<10 {
+				t.Fatalf("Load of 12 MB of rows: truncated %v, %d bytes of JSON; want truncated within %d", st.Truncated, len(b), 8<<20)
+			}
+		})
+	}
+}

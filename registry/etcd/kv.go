@@ -72,6 +72,53 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	}
 }
 
+// ListLimited implements registry.LimitedLister: List's range read at one
+// revision, in pages of as many keys as the bytes left hold even if every
+// value is as large as etcd allows (registry.MaxValueBytes), so that no
+// page brings more than about lim.Bytes into memory.
+func (r *Repo) ListLimited(ctx context.Context, prefix string, lim registry.Limits) ([]registry.KV, bool, error) {
+	c, cancel, err := r.begin(ctx, "list", prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	defer cancel()
+	base := r.full(prefix) + "/"
+	if prefix == "/" {
+		base = r.full("/")
+	}
+	end := clientv3.GetPrefixRangeEnd(base)
+	out := []registry.KV{}
+	var bytes int64
+	start := base
+	var rev int64
+	for {
+		page := min(int64(r.childrenPage), int64(lim.Rows-len(out))+1, max(1, (lim.Bytes-bytes)/registry.MaxValueBytes))
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(page)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := r.client.Get(c, start, opts...)
+		if err != nil {
+			return nil, false, r.convertError(ctx, "list", prefix, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			k := registry.KV{Key: r.strip(kv.Key), Value: kv.Value, Version: registry.Version(kv.ModRevision)}
+			size := int64(len(k.Key) + len(k.Value))
+			if len(out) >= lim.Rows || bytes+size > lim.Bytes {
+				return out, true, nil
+			}
+			out, bytes = append(out, k), bytes+size
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return out, false, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
 // ListIsRangeRead implements registry.RangeReader: List is one range read.
 func (r *Repo) ListIsRangeRead() bool { return true }
 

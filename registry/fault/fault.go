@@ -197,6 +197,19 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	return call(r.hook, ctx, "list", prefix, func() ([]registry.KV, error) { return r.inner.List(ctx, prefix) })
 }
 
+// ListLimited forwards registry.LimitedLister, as one "list" call.
+func (r *Repo) ListLimited(ctx context.Context, prefix string, lim registry.Limits) ([]registry.KV, bool, error) {
+	type result struct {
+		kvs       []registry.KV
+		truncated bool
+	}
+	res, err := call(r.hook, ctx, "list", prefix, func() (result, error) {
+		kvs, truncated, err := registry.ListLimited(ctx, r.inner, prefix, lim)
+		return result{kvs, truncated}, err
+	})
+	return res.kvs, res.truncated, err
+}
+
 // Put implements registry.Repository.
 func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
 	return call(r.hook, ctx, "put", key, func() (registry.Version, error) { return r.inner.Put(ctx, key, value) })

@@ -42,6 +42,37 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	return out, nil
 }
 
+// ListLimited implements registry.LimitedLister: List's keys in order, up
+// to lim.
+func (r *Repo) ListLimited(ctx context.Context, prefix string, lim registry.Limits) ([]registry.KV, bool, error) {
+	if err := r.check(ctx, "list", prefix); err != nil {
+		return nil, false, err
+	}
+	under := strings.TrimSuffix(prefix, "/") + "/"
+	r.st.mu.Lock()
+	var keys []string
+	for k := range r.st.kv {
+		if strings.HasPrefix(k, under) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := []registry.KV{}
+	var bytes int64
+	truncated := false
+	for _, k := range keys {
+		e := r.st.kv[k]
+		size := int64(len(k) + len(e.value))
+		if len(out) >= lim.Rows || bytes+size > lim.Bytes {
+			truncated = true
+			break
+		}
+		out, bytes = append(out, registry.KV{Key: k, Value: slices.Clone(e.value), Version: registry.Version(e.version)}), bytes+size
+	}
+	r.st.mu.Unlock()
+	return out, truncated, nil
+}
+
 // ListIsRangeRead implements registry.RangeReader: List reads the store once.
 func (r *Repo) ListIsRangeRead() bool { return true }
 

@@ -68,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchDeleteIsDelete", testWatchDeleteIsDelete},
 		{"Closed", testClosed},
 		{"List", testList},
+		{"ListLimited", testListLimited},
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
 		{"NoNullValues", testNoNullValues},
