@@ -14,7 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/console"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
@@ -93,7 +93,7 @@ func TestMySQLConsoleOverTheEngine(t *testing.T) {
 	}
 
 	// A password changed in the registry applies at the next login.
-	if err := metadata.AlterGlobalRule(ctx, d.Repo, config.Rule{Type: "authority", Content: map[string]any{
+	if err := metadatatest.AlterGlobalRule(ctx, d.Repo, config.Rule{Type: "authority", Content: map[string]any{
 		"users": []any{map[string]any{"user": "root@%", "password": "second"}},
 	}}); err != nil {
 		t.Fatal(err)

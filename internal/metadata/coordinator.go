@@ -10,6 +10,22 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
+// ErrNoDatabase is returned for a logical database that does not exist.
+var ErrNoDatabase = errors.New("no such database")
+
+func requireDatabase(ctx context.Context, repo registry.Repository, db string) error {
+	dbs, err := repo.Children(ctx, paths.MetadataRoot)
+	if err != nil {
+		return err
+	}
+	for _, d := range dbs {
+		if d == db {
+			return nil
+		}
+	}
+	return fmt.Errorf("database %s: %w", db, ErrNoDatabase)
+}
+
 // Coordinator creates and drops logical databases as ShardingSphere's
 // cluster mode does (ClusterMetaDataManagerPersistService with
 // ClusterDatabaseListenerPersistCoordinator): besides the database's
@@ -27,8 +43,8 @@ type Coordinator struct {
 	Layout  paths.Layout
 }
 
-// CreateDatabase persists db (its units and rules; no schemas), as
-// CreateDatabase does, announcing CREATE after /metadata/{db} exists. It
+// CreateDatabase persists db (its units and rules; no schemas; see
+// PersistDatabase) after creating /metadata/{db}, announcing CREATE after /metadata/{db} exists. It
 // returns registry.ErrExists (wrapped) when the database exists. ctx
 // bounds the registry calls.
 func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) error {
