@@ -185,6 +185,54 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.ShowShardingKeyGenerators:
 		return e.showShardingKeyGenerators(ctx, s, st)
 
+	// sharding_rules.go, sharding_rql.go
+	case *distsql.CreateShardingTableRule:
+		return e.createShardingTableRule(ctx, s, st.Rules, st.IfNotExists, false)
+	case *distsql.AlterShardingTableRule:
+		return e.createShardingTableRule(ctx, s, st.Rules, false, true)
+	case *distsql.DropShardingTableRule:
+		return e.dropShardingTableRule(ctx, s, st)
+	case *distsql.CreateShardingTableReferenceRule:
+		return e.tableReferenceRule(ctx, s, st.Rules, st.IfNotExists, false)
+	case *distsql.AlterShardingTableReferenceRule:
+		return e.tableReferenceRule(ctx, s, st.Rules, false, true)
+	case *distsql.DropShardingTableReferenceRule:
+		return e.dropTableReferenceRule(ctx, s, st)
+	case *distsql.CreateDefaultShardingStrategy:
+		return e.defaultShardingStrategy(ctx, s, st)
+	case *distsql.DropDefaultShardingStrategy:
+		return e.dropDefaultShardingStrategy(ctx, s, st)
+	case *distsql.DropShardingAlgorithm:
+		return e.dropNamed(ctx, s, "shardingAlgorithms", "sharding", st.Names, st.IfExists)
+	case *distsql.DropShardingKeyGenerator:
+		return e.dropNamed(ctx, s, "keyGenerators", "key generator", st.Names, st.IfExists)
+	case *distsql.CreateShardingKeyGenerateStrategy:
+		return e.keyGenerateStrategy(ctx, s, st)
+	case *distsql.DropShardingKeyGenerateStrategy:
+		return e.dropKeyGenerateStrategy(ctx, s, st)
+	case *distsql.CreateBroadcastTableRule:
+		return e.broadcastTableRule(ctx, s, st.Tables, true, st.IfNotExists)
+	case *distsql.DropBroadcastTableRule:
+		return e.broadcastTableRule(ctx, s, st.Tables, false, st.IfExists)
+	case *distsql.ShowShardingTableReferenceRules:
+		return e.showShardingTableReferenceRules(ctx, s, st)
+	case *distsql.ShowDefaultShardingStrategy:
+		return e.showDefaultShardingStrategy(ctx, s, st)
+	case *distsql.ShowShardingKeyGenerateStrategies:
+		return e.showShardingKeyGenerateStrategies(ctx, s, st)
+	case *distsql.ShowUnusedShardingAlgorithms:
+		return e.unused(s, st.Database, "shardingAlgorithms")
+	case *distsql.ShowUnusedShardingKeyGenerators:
+		return e.unused(s, st.Database, "keyGenerators")
+	case *distsql.ShowShardingTableNodes:
+		return e.showShardingTableNodes(ctx, s, st)
+	case *distsql.ShowBroadcastTableRules:
+		return e.showBroadcastTableRules(ctx, s, st)
+	case *distsql.CountShardingRule:
+		return e.countShardingRule(ctx, s, st)
+	case *distsql.CountBroadcastRule:
+		return e.countBroadcastRule(ctx, s, st)
+
 	// keys.go
 	case *distsql.ShowKeyGenerateAlgorithmPlugins:
 		return e.showKeyGenerateAlgorithmPlugins(ctx, s, st)
