@@ -48,7 +48,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 	if d == nil {
 		return RuleChange{}, noDatabase(db)
 	}
-	rules, err := metadata.ReadRules(ctx, repo, db)
+	rules, kvs, err := metadata.ReadRules(ctx, repo, db)
 	if err != nil {
 		return RuleChange{}, fmt.Errorf("read the rules of %s: %w", db, err)
 	}
@@ -86,7 +86,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 	} else {
 		nextRule.Content = nil
 	}
-	conds, ops, err := metadata.RuleWrites(ctx, repo, opts.Layout, db, old, nextRule)
+	conds, ops, err := metadata.RuleWritesFrom(opts.Layout, db, kvs, old, nextRule)
 	if err != nil {
 		return RuleChange{}, err
 	}
@@ -96,10 +96,10 @@ func ChangeRule(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
 		return RuleChange{}, err
 	}
-	after, err := metadata.ReadRules(ctx, repo, db)
-	if err != nil {
-		return RuleChange{}, fmt.Errorf("read the rules of %s: %w", db, err)
-	}
+	// The rules the registry holds now: those read, with the
+	// transaction's writes (its conditions held, so nothing it wrote or
+	// deleted changed in between).
+	after := metadata.DecodeRules(db, metadata.AfterOps(kvs, ops))
 	return RuleChange{Changed: true, Digest: metadata.RulesDigest(after)}, nil
 }
 

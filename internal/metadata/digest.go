@@ -52,26 +52,55 @@ func RulesDigest(rules map[string]config.Rule) string {
 }
 
 // ReadRules reads the rules of database db from the registry as a node's
-// Store would apply them (nil when the database has none). ctx bounds the
-// reads.
-func ReadRules(ctx context.Context, repo registry.Repository, db string) (map[string]config.Rule, error) {
+// Store would apply them (nil when the database has none), and the keys
+// it read them from (see DecodeRules). ctx bounds the reads.
+func ReadRules(ctx context.Context, repo registry.Repository, db string) (map[string]config.Rule, []registry.KV, error) {
 	key, err := paths.Database(db)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kvs, err := repo.List(ctx, key+"/rules")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return DecodeRules(db, kvs), kvs, nil
+}
+
+// DecodeRules decodes the rules of database db from kvs, keys under
+// /metadata/{db}/rules as ReadRules reads them, as a node's Store applies
+// them; a corrupt item is skipped, as the Store skips it.
+func DecodeRules(db string, kvs []registry.KV) map[string]config.Rule {
 	events := make([]registry.Event, 0, len(kvs))
 	for _, kv := range kvs {
 		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
 	}
-	ap := newApplier(repo, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	d := newDraft(emptySnapshot())
-	ap.apply(ctx, d, events, false)
+	ap.apply(context.Background(), d, events, false)
 	if d.s.Databases[db] == nil {
-		return nil, nil
+		return nil
 	}
-	return d.s.Databases[db].Rules, nil
+	return d.s.Databases[db].Rules
+}
+
+// AfterOps returns kvs as they are once ops (of a committed transaction)
+// applied: puts replace or add keys, deletes remove them.
+func AfterOps(kvs []registry.KV, ops []registry.Op) []registry.KV {
+	m := make(map[string]registry.KV, len(kvs)+len(ops))
+	for _, kv := range kvs {
+		m[kv.Key] = kv
+	}
+	for _, op := range ops {
+		if op.Delete {
+			delete(m, op.Key)
+		} else {
+			m[op.Key] = registry.KV{Key: op.Key, Value: op.Value}
+		}
+	}
+	out := make([]registry.KV, 0, len(m))
+	for _, kv := range m {
+		out = append(out, kv)
+	}
+	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }

@@ -202,10 +202,25 @@ func DropView(ctx context.Context, repo registry.Repository, db, schema, view st
 // layout's place is deleted), an item of old that next lacks is deleted
 // wherever a layout places it, an unchanged item is left alone. old is the
 // rule as the caller read it, the zero Rule (with next's Type) when there
-// was none. Every condition is on the state read here, so the transaction
-// fails (ErrBadVersion, ErrExists) when the registry changed meanwhile.
-// ctx bounds the reads.
+// was none. Every condition is on the state read here (one List of
+// /metadata/{db}/rules), so the transaction fails (ErrBadVersion,
+// ErrExists) when the registry changed meanwhile. ctx bounds the read.
 func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
+	key, err := paths.Database(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	kvs, err := repo.List(ctx, key+"/rules")
+	if err != nil {
+		return nil, nil, err
+	}
+	return RuleWritesFrom(layout, db, kvs, old, next)
+}
+
+// RuleWritesFrom is RuleWrites over kvs, every key under
+// /metadata/{db}/rules as read (see ReadRules), instead of a read of its
+// own.
+func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
 	if old.Type == "" {
 		old.Type = next.Type
 	}
@@ -222,9 +237,16 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 			before[[2]string{it.Item, it.Name}] = it.Value
 		}
 	}
-	items, err := ruleItems(layout, next)
-	if err != nil {
-		return nil, nil, fmt.Errorf("database %s: %w", db, err)
+	var items []ruleItem
+	if next.Content != nil {
+		var err error
+		if items, err = ruleItems(layout, next); err != nil {
+			return nil, nil, fmt.Errorf("database %s: %w", db, err)
+		}
+	}
+	read := make(map[string]registry.KV, len(kvs))
+	for _, kv := range kvs {
+		read[kv.Key] = kv
 	}
 	var conds []registry.Cond
 	var ops []registry.Op
@@ -248,18 +270,10 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 		}
 		for _, other := range all {
 			if other != node {
-				c, o, err := DeleteWrites(ctx, repo, other)
-				if err != nil {
-					return nil, nil, err
-				}
-				add(c, o)
+				add(deleteFrom(read, other))
 			}
 		}
-		c, o, err := ReplaceWrites(ctx, repo, node, it.Value)
-		if err != nil {
-			return nil, nil, err
-		}
-		add(c, o)
+		add(replaceFrom(read, node, it.Value))
 	}
 	for _, id := range sortedKeys2(before) {
 		if kept[id] {
@@ -270,14 +284,61 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 			return nil, nil, err
 		}
 		for _, node := range all {
-			c, o, err := DeleteWrites(ctx, repo, node)
-			if err != nil {
-				return nil, nil, err
-			}
-			add(c, o)
+			add(deleteFrom(read, node))
 		}
 	}
 	return conds, ops, nil
+}
+
+// replaceFrom is ReplaceWrites over the keys read.
+func replaceFrom(read map[string]registry.KV, node string, content []byte) ([]registry.Cond, []registry.Op) {
+	var conds []registry.Cond
+	var ops []registry.Op
+	av := paths.ActiveVersion(node)
+	conds = append(conds, registry.Cond{Key: av, Version: read[av].Version})
+	prefix := node + "/" + paths.VersionsName + "/"
+	next := 0
+	var versions []registry.KV
+	for k, kv := range read {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && !strings.Contains(rest, "/") {
+			if n, err := strconv.Atoi(rest); err == nil {
+				next = max(next, n+1)
+				versions = append(versions, kv)
+			}
+		}
+	}
+	slices.SortFunc(versions, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	for _, kv := range versions {
+		conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+		ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+	}
+	vkey := paths.Version(node, next)
+	conds = append(conds, registry.Cond{Key: vkey})
+	ops = append(ops, registry.Op{Key: vkey, Value: content}, registry.Op{Key: av, Value: []byte(strconv.Itoa(next))})
+	return conds, ops
+}
+
+// deleteFrom is DeleteWrites over the keys read.
+func deleteFrom(read map[string]registry.KV, node string) ([]registry.Cond, []registry.Op) {
+	var kvs []registry.KV
+	for k, kv := range read {
+		if k == node || strings.HasPrefix(k, node+"/") {
+			kvs = append(kvs, kv)
+		}
+	}
+	slices.SortFunc(kvs, func(a, b registry.KV) int {
+		if d := strings.Count(b.Key, "/") - strings.Count(a.Key, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	var conds []registry.Cond
+	var ops []registry.Op
+	for _, kv := range kvs {
+		conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+		ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+	}
+	return conds, ops
 }
 
 func sortedKeys2(m map[[2]string][]byte) [][2]string {
