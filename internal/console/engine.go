@@ -186,34 +186,12 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showShardingKeyGenerators(ctx, s, st)
 
 	// sharding_rules.go, sharding_rql.go
-	case *distsql.CreateShardingTableRule:
-		return e.createShardingTableRule(ctx, s, st.Rules, st.IfNotExists, false)
-	case *distsql.AlterShardingTableRule:
-		return e.createShardingTableRule(ctx, s, st.Rules, false, true)
-	case *distsql.DropShardingTableRule:
-		return e.dropShardingTableRule(ctx, s, st)
-	case *distsql.CreateShardingTableReferenceRule:
-		return e.tableReferenceRule(ctx, s, st.Rules, st.IfNotExists, false)
-	case *distsql.AlterShardingTableReferenceRule:
-		return e.tableReferenceRule(ctx, s, st.Rules, false, true)
-	case *distsql.DropShardingTableReferenceRule:
-		return e.dropTableReferenceRule(ctx, s, st)
-	case *distsql.CreateDefaultShardingStrategy:
-		return e.defaultShardingStrategy(ctx, s, st)
-	case *distsql.DropDefaultShardingStrategy:
-		return e.dropDefaultShardingStrategy(ctx, s, st)
-	case *distsql.DropShardingAlgorithm:
-		return e.dropNamed(ctx, s, "shardingAlgorithms", "sharding", st.Names, st.IfExists)
-	case *distsql.DropShardingKeyGenerator:
-		return e.dropNamed(ctx, s, "keyGenerators", "key generator", st.Names, st.IfExists)
-	case *distsql.CreateShardingKeyGenerateStrategy:
-		return e.keyGenerateStrategy(ctx, s, st)
-	case *distsql.DropShardingKeyGenerateStrategy:
-		return e.dropKeyGenerateStrategy(ctx, s, st)
-	case *distsql.CreateBroadcastTableRule:
-		return e.broadcastTableRule(ctx, s, st.Tables, true, st.IfNotExists)
-	case *distsql.DropBroadcastTableRule:
-		return e.broadcastTableRule(ctx, s, st.Tables, false, st.IfExists)
+	case *distsql.CreateShardingTableRule, *distsql.AlterShardingTableRule, *distsql.DropShardingTableRule,
+		*distsql.CreateShardingTableReferenceRule, *distsql.AlterShardingTableReferenceRule, *distsql.DropShardingTableReferenceRule,
+		*distsql.CreateDefaultShardingStrategy, *distsql.DropDefaultShardingStrategy, *distsql.DropShardingAlgorithm,
+		*distsql.DropShardingKeyGenerator, *distsql.CreateShardingKeyGenerateStrategy, *distsql.DropShardingKeyGenerateStrategy,
+		*distsql.CreateBroadcastTableRule, *distsql.DropBroadcastTableRule:
+		return e.applyRule(ctx, s, st)
 	case *distsql.ShowShardingTableReferenceRules:
 		return e.showShardingTableReferenceRules(ctx, s, st)
 	case *distsql.ShowDefaultShardingStrategy:

@@ -8,7 +8,13 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
+
+func listOf(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
 
 // The sharding and broadcast rule queries beyond sharding.go's, with
 // upstream's columns: SHOW SHARDING TABLE REFERENCE RULES, SHOW DEFAULT
@@ -25,7 +31,7 @@ func (e *Engine) showShardingTableReferenceRules(_ context.Context, s *Session, 
 	}
 	res := &Result{Columns: textColumns("name", "sharding_table_reference"), Rows: [][]*string{}}
 	for _, b := range listOf(rule["bindingTables"]) {
-		name, tables := bindingParts(asText(b))
+		name, tables := rules.BindingParts(asText(b))
 		if st.Name == "" || strings.EqualFold(st.Name, name) {
 			res.Rows = append(res.Rows, strs(name, strings.Join(tables, ",")))
 		}
@@ -82,7 +88,7 @@ func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
-	algs, gens, _ := inUse(rule)
+	algs, gens, _ := rules.InUse(rule)
 	used := algs
 	if section == "keyGenerators" {
 		used = gens

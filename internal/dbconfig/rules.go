@@ -2,6 +2,7 @@ package dbconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -31,27 +32,28 @@ type RuleChange struct {
 	Digest string
 }
 
-// ChangeRule changes database rule ruleType of database db of snap, the
-// way every rule statement does: it reads the rule from the registry,
-// lets change compute the next content from a copy of it (an empty map
-// when the database has no such rule; change's error, an *sqlerr.Error,
-// is returned as is), checks the database's rules with the result (every
-// data source named is a storage unit or a logical data source, every
-// algorithm named is defined and of a known type: upstream's codes; every
-// item name fits a registry node, else 10200), and only then writes the
-// items that differ as upstream persists them for opts.Layout, in one
-// registry transaction (metadata.RuleWrites): nothing is written when a
-// check fails. An empty result removes the rule. ctx bounds the reads and
-// the commit.
-func ChangeRule(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
-	d := snap.Databases[db]
-	if d == nil {
+// ChangeRule changes database rule ruleType of database db, the way every
+// rule statement does: it reads the database's units and rules from the
+// registry (metadata.ReadDatabase; ErrNoDatabase is an
+// *UnknownDatabaseError), lets change compute the next content from a copy
+// of the rule (an empty map when the database has no such rule; change's
+// error, an *sqlerr.Error, is returned as is), checks the database's rules
+// with the result (every data source named is a storage unit or a logical
+// data source, every algorithm named is defined and of a known type:
+// upstream's codes; every item name fits a registry node, else 10200), and
+// only then writes the items that differ as upstream persists them for
+// opts.Layout, in one registry transaction conditioned on what it read
+// (metadata.RuleWritesFrom): nothing is written when a check fails. An
+// empty result removes the rule. ctx bounds the reads and the commit.
+func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+	d, kvs, err := metadata.ReadDatabase(ctx, repo, db)
+	if errors.Is(err, metadata.ErrNoDatabase) {
 		return RuleChange{}, noDatabase(db)
 	}
-	rules, kvs, err := metadata.ReadRules(ctx, repo, db)
 	if err != nil {
-		return RuleChange{}, fmt.Errorf("read the rules of %s: %w", db, err)
+		return RuleChange{}, fmt.Errorf("read database %s: %w", db, err)
 	}
+	rules := d.Rules
 	old := rules[ruleType]
 	old.Type = ruleType
 	cur := deepCopy(old.Content)

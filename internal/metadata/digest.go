@@ -51,25 +51,38 @@ func RulesDigest(rules map[string]config.Rule) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// ReadRules reads the rules of database db from the registry as a node's
-// Store would apply them (nil when the database has none), and the keys
-// it read them from (see DecodeRules). ctx bounds the reads.
-func ReadRules(ctx context.Context, repo registry.Repository, db string) (map[string]config.Rule, []registry.KV, error) {
+// ReadDatabase reads database db's storage units and rules from the
+// registry as a node's Store would apply them (no schemas), and the keys
+// under /metadata/{db}/rules it read them from (see RuleWritesFrom,
+// DecodeRules). It returns ErrNoDatabase (wrapped) when the database does
+// not exist. ctx bounds the reads.
+func ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Database, []registry.KV, error) {
 	key, err := paths.Database(db)
 	if err != nil {
 		return nil, nil, err
 	}
-	kvs, err := repo.List(ctx, key+"/rules")
+	if err := requireDatabase(ctx, repo, db); err != nil {
+		return nil, nil, err
+	}
+	units, err := repo.List(ctx, key+"/data_sources")
 	if err != nil {
 		return nil, nil, err
 	}
-	return DecodeRules(db, kvs), kvs, nil
+	rules, err := repo.List(ctx, key+"/rules")
+	if err != nil {
+		return nil, nil, err
+	}
+	d := decode(db, append(slices.Clip(units), rules...))
+	if d == nil {
+		d = &Database{Name: db}
+	}
+	if d.Units == nil {
+		d.Units = map[string]config.DataSource{}
+	}
+	return d, rules, nil
 }
 
-// DecodeRules decodes the rules of database db from kvs, keys under
-// /metadata/{db}/rules as ReadRules reads them, as a node's Store applies
-// them; a corrupt item is skipped, as the Store skips it.
-func DecodeRules(db string, kvs []registry.KV) map[string]config.Rule {
+func decode(db string, kvs []registry.KV) *Database {
 	events := make([]registry.Event, 0, len(kvs))
 	for _, kv := range kvs {
 		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
@@ -77,10 +90,17 @@ func DecodeRules(db string, kvs []registry.KV) map[string]config.Rule {
 	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	d := newDraft(emptySnapshot())
 	ap.apply(context.Background(), d, events, false)
-	if d.s.Databases[db] == nil {
-		return nil
+	return d.s.Databases[db]
+}
+
+// DecodeRules decodes the rules of database db from kvs, keys under
+// /metadata/{db}/rules as ReadDatabase reads them, as a node's Store applies
+// them; a corrupt item is skipped, as the Store skips it.
+func DecodeRules(db string, kvs []registry.KV) map[string]config.Rule {
+	if d := decode(db, kvs); d != nil {
+		return d.Rules
 	}
-	return d.s.Databases[db].Rules
+	return nil
 }
 
 // AfterOps returns kvs as they are once ops (of a committed transaction)
