@@ -11,15 +11,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
-// The algorithm types a statement may name (upstream's SPI types, upper
-// case), and which sharding algorithms an auto table may use.
-var (
-	shardingAlgorithmTypes = []string{"INLINE", "MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "INTERVAL", "CLASS_BASED", "COMPLEX_INLINE", "HINT_INLINE", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
-	autoAlgorithmTypes     = []string{"MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "CLASS_BASED", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
-	keyGeneratorTypes      = []string{"SNOWFLAKE", "UUID", "COSID", "COSID_SNOWFLAKE", "NANOID"}
-	auditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
-)
-
 // javaList is a collection as upstream's messages print it: [a, b].
 func javaList(names []string) string { return "[" + strings.Join(names, ", ") + "]" }
 
@@ -150,7 +141,7 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 	if st.Algorithm == nil {
 		return nil, dbconfig.InvalidRule(ruleType, owner, fmt.Sprintf("the %s strategy has no sharding algorithm", typ))
 	}
-	if err := checkType("sharding", st.Algorithm.Type, shardingAlgorithmTypes); err != nil {
+	if err := checkType("sharding", st.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
 		return nil, err
 	}
 	body := map[string]any{"shardingAlgorithmName": algName}
@@ -189,10 +180,10 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 		if _, ok := dbconfig.ExpandInline(strings.Join(r.StorageUnits, ",")); !ok {
 			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", strings.Join(r.StorageUnits, ",")))
 		}
-		if err := checkType("sharding", r.Algorithm.Type, shardingAlgorithmTypes); err != nil {
+		if err := checkType("sharding", r.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
 			return "", nil, err
 		}
-		if !slices.Contains(autoAlgorithmTypes, strings.ToUpper(r.Algorithm.Type)) {
+		if !slices.Contains(dbconfig.AutoAlgorithmTypes, strings.ToUpper(r.Algorithm.Type)) {
 			return "", nil, invalidAlgorithm("sharding", r.Algorithm.Type, fmt.Sprintf("auto sharding algorithm is required for rule `%s`", r.Table))
 		}
 		name := lower(r.Table + "_" + r.Algorithm.Type)
@@ -230,7 +221,7 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 		}
 	}
 	if k := r.KeyGenerate; k != nil {
-		if err := checkType("key generator", k.Algorithm.Type, keyGeneratorTypes); err != nil {
+		if err := checkType("key generator", k.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
 			return "", nil, err
 		}
 		name := lower(r.Table + "_" + k.Algorithm.Type)
@@ -240,7 +231,7 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 	if a := r.Audit; a != nil {
 		var names []any
 		for _, alg := range a.Auditors {
-			if err := checkType("auditor", alg.Type, auditorTypes); err != nil {
+			if err := checkType("auditor", alg.Type, dbconfig.AuditorTypes); err != nil {
 				return "", nil, err
 			}
 			name := lower(r.Table + "_" + alg.Type)
@@ -646,7 +637,7 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 			oldGen = asText(old["keyGeneratorName"])
 		}
 		if d.Algorithm != nil {
-			if err := checkType("key generator", d.Algorithm.Type, keyGeneratorTypes); err != nil {
+			if err := checkType("key generator", d.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
 				return nil, err
 			}
 			name := strings.ToLower(st.Name + "_" + d.Algorithm.Type)
