@@ -202,3 +202,45 @@ func TestShardingRuleRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyGenerateStrategies554 runs the 5.5.4 key generate strategy
+// statements on node 1 of two writing the 5.5.4 layout, and reads them on
+// node 2 as soon as each returns.
+func TestKeyGenerateStrategies554(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		nodes := rulesCluster(t, open, 2)
+		one, two := nodes[0], nodes[1]
+		one.engine.d.Layout = paths.Layout554
+		s1, s2 := newSession(), newSession()
+		s1.Database, s2.Database = "sharding_db", "sharding_db"
+		for _, q := range []string{
+			"CREATE SHARDING TABLE RULE t_order (DATANODES('ds_${0..1}.t_order'), KEY_GENERATE_STRATEGY(COLUMN=order_id, TYPE(NAME='snowflake')))",
+			`CREATE SHARDING KEY GENERATE STRATEGY order_seq (SEQUENCE="order_seq", TYPE(NAME="uuid"))`,
+			"CREATE SHARDING KEY GENERATE STRATEGY item_id (TABLE=t_order, COLUMN=item_id, GENERATOR=t_order_snowflake)",
+		} {
+			if res := exec(t, one, s1, q); len(res.Warnings) > 0 {
+				t.Fatalf("%s warned: %v", q, res.Warnings)
+			}
+		}
+		res := exec(t, two, s2, "SHOW SHARDING KEY GENERATE STRATEGIES")
+		if got := strings.Join(columnNames(res), ","); got != "name,type,table,column,sequence,generator_name,generator_type,generator_props" {
+			t.Errorf("columns %s", got)
+		}
+		want := [][]string{
+			{"item_id", "column", "t_order", "item_id", "", "t_order_snowflake", "snowflake", ""},
+			{"order_seq", "sequence", "", "", "order_seq", "order_seq_uuid", "uuid", ""},
+			{"t_order_order_id", "column", "t_order", "order_id", "", "t_order_snowflake", "snowflake", ""},
+		}
+		if got := rowStrings(res); !reflect.DeepEqual(got, want) {
+			t.Errorf("SHOW SHARDING KEY GENERATE STRATEGIES on node 2:\n got %q\nwant %q", got, want)
+		}
+		if e := execError(t, one, s1, "DROP SHARDING KEY GENERATOR t_order_snowflake"); e.Code != 10403 {
+			t.Errorf("DROP of a key generator a strategy uses: %+v", e)
+		}
+		exec(t, one, s1, "DROP SHARDING KEY GENERATE STRATEGY order_seq, item_id")
+		res = exec(t, two, s2, "SHOW UNUSED SHARDING KEY GENERATORS")
+		if got := rowStrings(res); !reflect.DeepEqual(got, [][]string{{"order_seq_uuid", "uuid", ""}}) {
+			t.Errorf("SHOW UNUSED SHARDING KEY GENERATORS on node 2: %q", got)
+		}
+	})
+}
