@@ -50,6 +50,14 @@ bench-metadata:
 		go test ./internal/metadata -run "^$$" -bench "PropsPropagation|DataSourceStatePropagation" -benchtime 200x && \
 		go test ./internal/metadata -run "^$$" -bench "Tables10k" -benchtime 1x -timeout 30m'
 
+# bench-rules: CREATE SHARDING TABLE RULE confirmed by 10 nodes, p50/p99 on
+# real etcd and ZooKeeper next to SET DIST VARIABLE on the same cluster in
+# the same run (200 statements of each per registry).
+.PHONY: bench-rules
+bench-rules:
+	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
+		go test ./internal/console -run "^$$" -bench "CreateShardingTableRule" -benchtime 20x -timeout 10m'
+
 # bench-distsql: the DistSQL console over the MySQL protocol on real etcd,
 # in one run: SHOW COMPUTE NODES with 100 registered nodes sent at 1,000
 # statements/s (p50/p99 next to SELECT 1 through the same front end, each

@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -45,7 +46,7 @@ func adminOnRegistry(t *testing.T, reg realRegistry) {
 	db := config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{
 		"ds_0": config.NewDataSource("jdbc:postgresql://127.0.0.1:5432/demo_ds_0", "postgres", "hunter2"),
 	}}
-	if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
 		t.Fatal(err)
 	}
 	if err := metadata.PersistSchemas(ctx, repo, paths.DefaultLayout, "sharding_db", []datasource.Schema{{Name: "public",

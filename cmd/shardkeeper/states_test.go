@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 )
 
@@ -20,7 +20,7 @@ func TestSharedStateOnRegistry(t *testing.T) {
 			conf := clusterConf(t, reg, "sk_state_", "", nil)
 			repo := openConf(ctx, t, conf, "/nodes", "/metadata", "/statistics", "/states")
 			ds := config.NewDataSource("jdbc:mysql://127.0.0.1:3306/x", "root", "")
-			if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rw_db",
+			if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rw_db",
 				DataSources: map[string]config.DataSource{"write_ds": ds, "read_ds_0": ds},
 				Rules: []config.Rule{{Type: "readwrite_splitting", Content: map[string]any{"dataSourceGroups": map[string]any{
 					"readwrite_ds": map[string]any{"writeDataSourceName": "write_ds", "readDataSourceNames": []any{"read_ds_0"}}}}}},

@@ -197,6 +197,32 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.ShowShardingKeyGenerators:
 		return e.showShardingKeyGenerators(ctx, s, st)
 
+	// sharding_rules.go, sharding_rql.go
+	case *distsql.CreateShardingTableRule, *distsql.AlterShardingTableRule, *distsql.DropShardingTableRule,
+		*distsql.CreateShardingTableReferenceRule, *distsql.AlterShardingTableReferenceRule, *distsql.DropShardingTableReferenceRule,
+		*distsql.CreateDefaultShardingStrategy, *distsql.DropDefaultShardingStrategy, *distsql.DropShardingAlgorithm,
+		*distsql.DropShardingKeyGenerator, *distsql.CreateShardingKeyGenerateStrategy, *distsql.DropShardingKeyGenerateStrategy,
+		*distsql.CreateBroadcastTableRule, *distsql.DropBroadcastTableRule:
+		return e.applyRule(ctx, s, st)
+	case *distsql.ShowShardingTableReferenceRules:
+		return e.showShardingTableReferenceRules(ctx, s, st)
+	case *distsql.ShowDefaultShardingStrategy:
+		return e.showDefaultShardingStrategy(ctx, s, st)
+	case *distsql.ShowShardingKeyGenerateStrategies:
+		return e.showShardingKeyGenerateStrategies(ctx, s, st)
+	case *distsql.ShowUnusedShardingAlgorithms:
+		return e.unused(s, st.Database, "shardingAlgorithms")
+	case *distsql.ShowUnusedShardingKeyGenerators:
+		return e.unused(s, st.Database, "keyGenerators")
+	case *distsql.ShowShardingTableNodes:
+		return e.showShardingTableNodes(ctx, s, st)
+	case *distsql.ShowBroadcastTableRules:
+		return e.showBroadcastTableRules(ctx, s, st)
+	case *distsql.CountShardingRule:
+		return e.countShardingRule(ctx, s, st)
+	case *distsql.CountBroadcastRule:
+		return e.countBroadcastRule(ctx, s, st)
+
 	// keys.go
 	case *distsql.ShowKeyGenerateAlgorithmPlugins:
 		return e.showKeyGenerateAlgorithmPlugins(ctx, s, st)

@@ -18,7 +18,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
 	"github.com/shardkeeper/shardkeeper/internal/console"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -99,7 +99,7 @@ func TestMySQLConsoleOverTheEngine(t *testing.T) {
 	}
 
 	// A password changed in the registry applies at the next login.
-	if err := metadata.AlterGlobalRule(ctx, d.Repo, config.Rule{Type: "authority", Content: map[string]any{
+	if err := metadatatest.AlterGlobalRule(ctx, d.Repo, config.Rule{Type: "authority", Content: map[string]any{
 		"users": []any{map[string]any{"user": "root@%", "password": "second"}},
 	}}); err != nil {
 		t.Fatal(err)

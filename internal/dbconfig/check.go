@@ -11,11 +11,14 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
-// The algorithm types ShardingSphere ships, by SPI (upper case).
+// The algorithm types ShardingSphere ships, by SPI (upper case): every
+// sharding algorithm, those an auto table may use, key generators and
+// sharding auditors. Read-only.
 var (
-	shardingAlgorithmTypes = []string{"INLINE", "MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "INTERVAL", "CLASS_BASED", "COMPLEX_INLINE", "HINT_INLINE", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
-	keyGeneratorTypes      = []string{"SNOWFLAKE", "UUID", "COSID", "COSID_SNOWFLAKE", "NANOID"}
-	auditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
+	ShardingAlgorithmTypes = []string{"INLINE", "MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "INTERVAL", "CLASS_BASED", "COMPLEX_INLINE", "HINT_INLINE", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
+	AutoAlgorithmTypes     = []string{"MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "CLASS_BASED", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
+	KeyGeneratorTypes      = []string{"SNOWFLAKE", "UUID", "COSID", "COSID_SNOWFLAKE", "NANOID"}
+	AuditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
 )
 
 // checkRules checks db's rules as ShardingSphere's import checkers do
@@ -96,9 +99,9 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 			}
 		}
 	}
-	checkTypes("sharding", algorithms, shardingAlgorithmTypes)
-	checkTypes("key generate", generators, keyGeneratorTypes)
-	checkTypes("sharding audit", auditors, auditorTypes)
+	checkTypes("sharding", algorithms, ShardingAlgorithmTypes)
+	checkTypes("key generate", generators, KeyGeneratorTypes)
+	checkTypes("sharding audit", auditors, AuditorTypes)
 	strategy := func(where string, s any) {
 		for _, kind := range []string{"standard", "complex", "hint"} {
 			name, _ := mapOf(mapOf(s)[kind])["shardingAlgorithmName"].(string)

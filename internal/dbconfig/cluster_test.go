@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -26,7 +27,7 @@ func TestExportImportMetadata(t *testing.T) {
 		if _, err := Import(ctx, src, "s", configYAML(dir, "sharding_db", ""), Options{ListenerHold: time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		if err := metadata.AlterGlobalRule(ctx, src, config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "XA", "providerType": "Atomikos"}}); err != nil {
+		if err := metadatatest.AlterGlobalRule(ctx, src, config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "XA", "providerType": "Atomikos"}}); err != nil {
 			t.Fatal(err)
 		}
 		a := loadSnapshot(ctx, t, src)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -129,7 +130,7 @@ func seed(t testing.TB, repo registry.Repository, dir string) {
 	t.Helper()
 	ctx := testenv.Context(t)
 	db := config.Database{Name: "other_db", DataSources: map[string]config.DataSource{"ds": config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, "other.db"), "", "")}}
-	if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
 		t.Fatal(err)
 	}
 	if err := metadata.SetProps(ctx, repo, map[string]string{"sql-show": "true"}); err != nil {

@@ -73,7 +73,12 @@ func TestHalfWrittenImportIsMarked(t *testing.T) {
 		}
 
 		// Drop, then the import finishes and leaves no mark.
-		if err := metadata.DropDatabase(ctx, repo, "half_db"); err != nil {
+		dropSess, err := repo.NewSession(ctx, registry.SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dropSess.Close(ctx)
+		if err := (metadata.Coordinator{Repo: repo, Session: dropSess, Layout: paths.Layout553}).DropDatabase(ctx, "half_db"); err != nil {
 			t.Fatal(err)
 		}
 		if marks, _ := IncompleteImports(ctx, repo, nil); len(marks) != 0 {

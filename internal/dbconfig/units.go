@@ -99,14 +99,14 @@ func RegisterUnits(ctx context.Context, repo registry.Repository, snap *metadata
 	var txn registry.Txn
 	var names []string
 	for _, u := range todo {
-		node, err := paths.Unit(db, u.Name)
-		if err != nil {
+		if _, err := paths.Unit(db, u.Name); err != nil {
 			return nil, unsupported("storage unit name %q: %v", u.Name, err)
 		}
-		for _, kv := range []registry.KV{{Key: paths.Version(node, 0), Value: metadata.UnitContent(u.DataSource)}, {Key: paths.ActiveVersion(node), Value: []byte("0")}} {
-			txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
-			txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
+		conds, ops, err := metadata.UnitWrites(ctx, repo, db, u.Name, u.DataSource)
+		if err != nil {
+			return nil, err
 		}
+		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 		names = append(names, u.Name)
 	}
 	if err := commitOne(ctx, repo, opts.Session, txn); err != nil {
@@ -155,11 +155,10 @@ func AlterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 	}
 	var txn registry.Txn
 	for _, u := range units {
-		node, err := paths.Unit(db, u.Name)
-		if err != nil {
+		if _, err := paths.Unit(db, u.Name); err != nil {
 			return unsupported("storage unit name %q: %v", u.Name, err)
 		}
-		conds, ops, err := metadata.ReplaceWrites(ctx, repo, node, metadata.UnitContent(u.DataSource))
+		conds, ops, err := metadata.UnitWrites(ctx, repo, db, u.Name, u.DataSource)
 		if err != nil {
 			return err
 		}
@@ -183,7 +182,8 @@ func sameTarget(a, b config.DataSource) bool {
 // of snap: units that do not exist are refused (10102) unless ifExists,
 // and so are units a rule uses (10103 names the rule types), except single
 // and broadcast tables when ignoreSingle / ignoreBroadcast (IGNORE SINGLE
-// TABLES, IGNORE BROADCAST TABLES). Then the units are deleted. It
+// TABLES, IGNORE BROADCAST TABLES). Then the units are deleted in one
+// registry transaction. It
 // returns the units removed.
 func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Snapshot, db string, names []string, ifExists, ignoreSingle, ignoreBroadcast bool) ([]string, error) {
 	d := snap.Databases[db]
@@ -211,13 +211,21 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 			return nil, &sqlerr.Error{Code: 10103, SQLState: "44000", Message: fmt.Sprintf("Storage unit '%s' still used by '[%s]'.", n, strings.Join(rules, ", "))}
 		}
 	}
+	var txn registry.Txn
 	for _, n := range todo {
 		node, err := paths.Unit(db, n)
 		if err != nil {
 			return nil, err
 		}
-		if err := repo.Delete(ctx, node); err != nil {
-			return nil, fmt.Errorf("unregister storage unit %s: %w", n, err)
+		conds, ops, err := metadata.DeleteWrites(ctx, repo, node)
+		if err != nil {
+			return nil, err
+		}
+		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
+	}
+	if len(txn.Ops) > 0 {
+		if err := commitOne(ctx, repo, nil, txn); err != nil {
+			return nil, err
 		}
 	}
 	return todo, nil
@@ -325,7 +333,7 @@ func commitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 		sess = s
 	}
 	if _, err := sess.Commit(ctx, txn); err != nil {
-		return fmt.Errorf("write the storage units (nothing was written): %w", err)
+		return fmt.Errorf("write the change (nothing was written): %w", err)
 	}
 	return nil
 }

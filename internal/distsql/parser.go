@@ -250,6 +250,9 @@ func (p *parser) top() Statement {
 	if t.Kind != Ident {
 		p.fail("statement expected")
 	}
+	if st, ok := p.shardingRDL(); ok {
+		return st
+	}
 	switch strings.ToUpper(t.Text) {
 	case "SHOW":
 		p.i++
@@ -397,6 +400,9 @@ func (p *parser) labels() []string {
 }
 
 func (p *parser) show() Statement {
+	if st, ok := p.showSharding(); ok {
+		return st
+	}
 	switch {
 	case p.keyword("COMPUTE"):
 		switch {
@@ -434,20 +440,6 @@ func (p *parser) show() Statement {
 			st.UsageCount = &n
 		}
 		return st
-	case p.keyword("SHARDING"):
-		switch {
-		case p.keywords("TABLE", "RULES"):
-			return &ShowShardingTableRules{Database: p.fromDatabase()}
-		case p.keywords("TABLE", "RULE"):
-			st := &ShowShardingTableRules{Table: p.identifier("table name")}
-			st.Database = p.fromDatabase()
-			return st
-		case p.keyword("ALGORITHMS"):
-			return &ShowShardingAlgorithms{Database: p.fromDatabase()}
-		case p.keywords("KEY", "GENERATORS"):
-			return &ShowShardingKeyGenerators{Database: p.fromDatabase()}
-		}
-		p.oneOf("TABLE RULES", "TABLE RULE", "ALGORITHMS", "KEY GENERATORS")
 	case p.keywords("KEY", "GENERATE", "ALGORITHM", "PLUGINS"):
 		return &ShowKeyGenerateAlgorithmPlugins{}
 	case p.keyword("PROCESSLIST"):

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -37,10 +36,11 @@ type AckerConfig struct {
 	Logger *slog.Logger
 }
 
-// Acker publishes the /props version a node's metadata store applied, at
+// Acker publishes what a node's metadata store applied (see Ack: the
+// /props version, and each database's rules digest), at
 // /nodes/props_applied/{instanceId}, in an ephemeral key of the node's
-// session: it writes the current version when it starts and again after
-// every snapshot whose PropsVersion differs. The key goes with the
+// session: it writes it when it starts and again after every snapshot
+// that changes it. The key goes with the
 // session (the node closed, or the process gone for the TTL); when the
 // node holds a new session after losing one, the key is written again in
 // it (Node.OnSession) before the node counts as back.
@@ -55,7 +55,9 @@ type Acker struct {
 
 	mu      sync.Mutex
 	sess    registry.Session // the session written holds
-	written int              // the version written in sess
+	written string           // the acknowledgement written in sess
+
+	digests map[*metadata.Database]string // RulesDigest of each database seen last
 }
 
 // StartAcker starts publishing cfg.Store's applied props version in
@@ -79,7 +81,7 @@ func StartAcker(ctx context.Context, repo registry.Repository, cfg AckerConfig) 
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: -1, done: make(chan struct{})}
+	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: "", done: make(chan struct{}), digests: map[*metadata.Database]string{}}
 	remove, err := cfg.Node.OnSession(ctx, a.write)
 	if err != nil {
 		return nil, err
@@ -109,23 +111,45 @@ func (a *Acker) Close() {
 	}
 }
 
-// write publishes the store's current props version in sess.
+// write publishes the acknowledgement of the store's current snapshot in
+// sess.
 func (a *Acker) write(ctx context.Context, sess registry.Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	v := a.cfg.Store.Current().PropsVersion
-	if err := sess.PutEphemeral(ctx, a.key, []byte(strconv.Itoa(v))); err != nil {
+	v := a.ack(a.cfg.Store.Current())
+	if err := sess.PutEphemeral(ctx, a.key, []byte(v)); err != nil {
 		return fmt.Errorf("props acknowledgement: write %s: %w", a.key, err)
 	}
 	a.sess, a.written = sess, v
 	return nil
 }
 
-// version is the version last written, and the session it was written in.
-func (a *Acker) version() (registry.Session, int) {
+// ack is the acknowledgement of snap: its props version and each
+// database's rules digest (computed again only for a database that
+// changed). a.mu is held.
+func (a *Acker) ack(snap *metadata.Snapshot) string {
+	out := Ack{Props: snap.PropsVersion, Rules: map[string]string{}}
+	seen := make(map[*metadata.Database]string, len(snap.Databases))
+	for name, db := range snap.Databases {
+		d, ok := a.digests[db]
+		if !ok {
+			d = metadata.RulesDigest(db.Rules)
+		}
+		seen[db] = d
+		if d != "" {
+			out.Rules[name] = d
+		}
+	}
+	a.digests = seen
+	return out.String()
+}
+
+// pending reports whether snap's acknowledgement differs from the one
+// written.
+func (a *Acker) pending(snap *metadata.Snapshot) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.sess, a.written
+	return a.ack(snap) != a.written
 }
 
 // run writes each new props version in the node's session until ctx
@@ -134,8 +158,7 @@ func (a *Acker) version() (registry.Session, int) {
 func (a *Acker) run(ctx context.Context) {
 	defer close(a.done)
 	for attempt := 0; ; {
-		_, written := a.version()
-		if _, err := a.cfg.Store.Wait(ctx, func(s *metadata.Snapshot) bool { return s.PropsVersion != written }); err != nil {
+		if _, err := a.cfg.Store.Wait(ctx, a.pending); err != nil {
 			return // ctx ended
 		}
 		sess := a.cfg.Node.Session()

@@ -12,12 +12,18 @@
 // never write an acknowledgement (and never read these keys): an online
 // node without a props_applied key is listed in Outcome.Unacknowledging,
 // not waited for.
+//
+// The same acknowledgement confirms rule changes: after its /props version
+// it lists, per database with rules, a digest of the rules the node's
+// metadata applied (metadata.RulesDigest), and WaitRules waits until every
+// acknowledging node reports the digest of the rules the registry holds.
 package distvar
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,6 +213,53 @@ func Set(ctx context.Context, repo registry.Repository, name, value string, opts
 // until every online node that acknowledges reports version or later, or
 // ctx ends (then it returns ctx's error with out filled as far as known).
 func Wait(ctx context.Context, repo registry.Repository, version int, out *Outcome) error {
+	return await(ctx, repo, func(a Ack) bool { return a.Props >= version }, out)
+}
+
+// WaitRules is Wait for a change of database db's rules: it waits until
+// every online node that acknowledges reports the rules digest (see
+// metadata.RulesDigest) of db as digest, the digest of the rules the
+// registry holds after the change.
+func WaitRules(ctx context.Context, repo registry.Repository, db, digest string, out *Outcome) error {
+	return await(ctx, repo, func(a Ack) bool { return a.Rules[db] == digest }, out)
+}
+
+// Ack is one node's acknowledgement: the /props version and, per
+// database with rules, the digest of the rules its metadata applied.
+type Ack struct {
+	Props int
+	Rules map[string]string
+}
+
+// String is the acknowledgement as the node writes it: the props version
+// on the first line, then one "database digest" line per database, sorted.
+func (a Ack) String() string {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(a.Props))
+	for _, db := range slices.Sorted(maps.Keys(a.Rules)) {
+		b.WriteString("\n" + db + " " + a.Rules[db])
+	}
+	return b.String()
+}
+
+// ParseAck reads an acknowledgement; a malformed props version reads as -1.
+func ParseAck(value []byte) Ack {
+	lines := strings.Split(strings.TrimSpace(string(value)), "\n")
+	a := Ack{Props: -1, Rules: map[string]string{}}
+	if n, err := strconv.Atoi(strings.TrimSpace(lines[0])); err == nil {
+		a.Props = n
+	}
+	for _, l := range lines[1:] {
+		if db, digest, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			a.Rules[db] = digest
+		}
+	}
+	return a
+}
+
+// await fills out as Wait does, a node counting as applied once done
+// holds for its acknowledgement.
+func await(ctx context.Context, repo registry.Repository, done func(Ack) bool, out *Outcome) error {
 	online, err := onlineIDs(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("list online nodes: %w", err)
@@ -217,7 +270,7 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", paths.PropsAppliedRoot, err)
 	}
-	acks := map[string]int{}
+	acks := map[string]bool{}
 	record := func(kv registry.KV, deleted bool) {
 		if registry.IsUnder(kv.Key, paths.PropsAppliedRoot) && kv.Key != paths.PropsAppliedRoot {
 			id := registry.Base(kv.Key)
@@ -225,18 +278,14 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 				delete(acks, id)
 				return
 			}
-			n, err := strconv.Atoi(strings.TrimSpace(string(kv.Value)))
-			if err != nil {
-				n = -1
-			}
-			acks[id] = n
+			acks[id] = done(ParseAck(kv.Value))
 		}
 	}
 	for _, kv := range initial {
 		record(kv, false)
 	}
 	for {
-		if tally(online, acks, version, out) {
+		if tally(online, acks, out) {
 			return nil
 		}
 		select {
@@ -259,14 +308,14 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 
 // tally sorts online into out's lists and reports whether nobody is
 // pending.
-func tally(online []string, acks map[string]int, version int, out *Outcome) bool {
+func tally(online []string, acks map[string]bool, out *Outcome) bool {
 	out.Applied, out.Pending, out.Unacknowledging = nil, nil, nil
 	for _, id := range online {
-		n, ok := acks[id]
+		applied, ok := acks[id]
 		switch {
 		case !ok:
 			out.Unacknowledging = append(out.Unacknowledging, id)
-		case n >= version:
+		case applied:
 			out.Applied = append(out.Applied, id)
 		default:
 			out.Pending = append(out.Pending, id)

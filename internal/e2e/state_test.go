@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -26,7 +26,7 @@ func TestReadDataSourceStateThreeDaemons(t *testing.T) {
 					}
 				})
 				ds := config.NewDataSource("jdbc:mysql://127.0.0.1:3306/test", "root", "")
-				if err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rw_db",
+				if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rw_db",
 					DataSources: map[string]config.DataSource{"write_ds": ds, "read_ds_0": ds, "read_ds_1": ds},
 					Rules: []config.Rule{{Type: "readwrite_splitting", Content: map[string]any{"dataSourceGroups": map[string]any{
 						"readwrite_ds": map[string]any{"writeDataSourceName": "write_ds", "readDataSourceNames": []any{"read_ds_0", "read_ds_1"}}}}}},

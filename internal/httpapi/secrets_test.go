@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -35,7 +35,7 @@ func TestHostileSecretsInOpenReads(t *testing.T) {
 			"maskAlgorithms": map[string]any{"md5_mask": map[string]any{"type": "MD5", "props": map[string]any{"salt": "saltysalt"}}},
 		}},
 	}
-	if err := metadata.CreateDatabase(context.Background(), repo, paths.DefaultLayout, config.Database{Name: "secret_db",
+	if err := metadatatest.CreateDatabase(context.Background(), repo, paths.DefaultLayout, config.Database{Name: "secret_db",
 		DataSources: map[string]config.DataSource{"ds_0": ds}, Rules: rules}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -349,7 +350,7 @@ func TestDatabases(t *testing.T) {
 	n := startNode(t, repo, "dbs", nil)
 	ctx := context.Background()
 	ds := config.NewDataSource("jdbc:postgresql://127.0.0.1:5432/demo_ds_0?password=hidden", "root", "secret")
-	err := metadata.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{"ds_0": ds},
+	err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{"ds_0": ds},
 		Rules: []config.Rule{{Type: "broadcast", Content: map[string]any{"tables": []any{"t_address"}}}}})
 	if err != nil {
 		t.Fatal(err)

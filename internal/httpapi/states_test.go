@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -77,7 +77,7 @@ func TestDataSourceStateSeenByThreeNodes(t *testing.T) {
 	realtest.Each(t, "sk_qds_", func(t *testing.T, open func(t testing.TB) registry.Repository) {
 		ctx := testenv.Context(t)
 		repos := threeClients(t, open)
-		if err := metadata.CreateDatabase(ctx, repos[0], paths.DefaultLayout, rwDatabase()); err != nil {
+		if err := metadatatest.CreateDatabase(ctx, repos[0], paths.DefaultLayout, rwDatabase()); err != nil {
 			t.Fatal(err)
 		}
 		var nodes [3]*testNode

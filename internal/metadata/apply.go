@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -43,8 +41,7 @@ type draft struct {
 	s       *Snapshot
 	dbs     map[string]bool // databases already copied in this batch
 	schemas map[string]bool // "db/schema" already copied
-	nodes   bool
-	states  bool // DataSourceStates already copied
+	states  bool            // DataSourceStates already copied
 	changes []Change
 }
 
@@ -106,22 +103,6 @@ func (d *draft) schema(db, name string, create bool) *Schema {
 	return cur
 }
 
-func (d *draft) node(id string) *ComputeNode {
-	if !d.nodes {
-		d.s.ComputeNodes = maps.Clone(d.s.ComputeNodes)
-		d.nodes = true
-	}
-	n := d.s.ComputeNodes[id]
-	if n == nil {
-		n = &ComputeNode{ID: id, WorkerID: -1}
-	} else {
-		c := *n
-		n = &c
-	}
-	d.s.ComputeNodes[id] = n
-	return n
-}
-
 // apply applies a batch of events in order. live says the events come from
 // a running watch (content missing from the mirror is then read from the
 // registry). ctx bounds those reads.
@@ -154,10 +135,6 @@ func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live b
 	key := ev.KV.Key
 	if db, group, unit, isQDS, ok := paths.ParseQualifiedDataSource(key); isQDS {
 		a.dataSourceState(d, ev, QualifiedDataSource{db, group, unit}, ok)
-		return
-	}
-	if kind, id, typ, ok := paths.InstanceIDFrom(key); ok {
-		a.computeNode(d, ev, kind, id, typ)
 		return
 	}
 	k, ok := paths.ParseKey(key)
@@ -386,50 +363,4 @@ func (a *applier) remove(d *draft, k paths.Key) {
 		return
 	}
 	d.changes = append(d.changes, ch)
-}
-
-func (a *applier) computeNode(d *draft, ev registry.Event, kind, id string, typ paths.InstanceType) {
-	del := ev.Type == registry.EventDelete
-	if del {
-		if _, ok := d.s.ComputeNodes[id]; !ok {
-			return
-		}
-	}
-	n := d.node(id)
-	switch kind {
-	case "online":
-		n.Online = !del
-		if !del {
-			var v struct {
-				Attribute    string `yaml:"attribute"`
-				DatabaseName string `yaml:"databaseName"`
-				Version      string `yaml:"version"`
-			}
-			if err := yaml.Unmarshal(ev.KV.Value, &v); err != nil {
-				a.problem(ev.KV.Key, err)
-			}
-			n.Type, n.Attribute, n.DatabaseName, n.Version = string(typ), v.Attribute, v.DatabaseName, v.Version
-		}
-	case "status":
-		n.Status = ""
-		if !del {
-			n.Status = strings.TrimSpace(string(ev.KV.Value))
-		}
-	case "worker_id":
-		n.WorkerID = -1
-		if s := strings.TrimSpace(string(ev.KV.Value)); !del && s != "" {
-			w, err := strconv.Atoi(s)
-			if err != nil || w < 0 || w > paths.MaxWorkerID {
-				a.problem(ev.KV.Key, fmt.Errorf("worker id %q is not in [0, %d]", s, paths.MaxWorkerID))
-			} else {
-				n.WorkerID = w
-			}
-		}
-	default:
-		return
-	}
-	if !n.Online && n.Status == "" && n.WorkerID < 0 {
-		delete(d.s.ComputeNodes, id)
-	}
-	d.changes = append(d.changes, Change{Kind: "compute_node", Name: id, Deleted: del && kind == "online"})
 }

@@ -10,6 +10,22 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
+// ErrNoDatabase is returned for a logical database that does not exist.
+var ErrNoDatabase = errors.New("no such database")
+
+func requireDatabase(ctx context.Context, repo registry.Repository, db string) error {
+	dbs, err := repo.Children(ctx, paths.MetadataRoot)
+	if err != nil {
+		return err
+	}
+	for _, d := range dbs {
+		if d == db {
+			return nil
+		}
+	}
+	return fmt.Errorf("database %s: %w", db, ErrNoDatabase)
+}
+
 // Coordinator creates and drops logical databases as ShardingSphere's
 // cluster mode does (ClusterMetaDataManagerPersistService with
 // ClusterDatabaseListenerPersistCoordinator): besides the database's
@@ -27,8 +43,8 @@ type Coordinator struct {
 	Layout  paths.Layout
 }
 
-// CreateDatabase persists db (its units and rules; no schemas), as
-// CreateDatabase does, announcing CREATE after /metadata/{db} exists. It
+// CreateDatabase persists db (its units and rules; no schemas; see
+// PersistDatabase) after creating /metadata/{db}, announcing CREATE after /metadata/{db} exists. It
 // returns registry.ErrExists (wrapped) when the database exists. ctx
 // bounds the registry calls.
 func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) error {
@@ -54,7 +70,8 @@ func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) err
 }
 
 // DropDatabase announces DROP, then deletes database db with everything
-// under it and its statistics. It returns ErrNoDatabase when the database does not exist.
+// under it, its statistics (see dropStatistics) and the mark of an import
+// that left it half-written (paths.Import). It returns ErrNoDatabase when the database does not exist.
 // ctx bounds the registry calls.
 func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 	key, err := paths.Database(db)
@@ -76,4 +93,28 @@ func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 		err = errors.Join(dropStatistics(ctx, c.Repo, db), dropImportMark(ctx, c.Repo, db))
 	}
 	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
+}
+
+// dropStatistics deletes /statistics/databases/{db} with everything under
+// it, the statistics ShardingSphere's Proxy collected for a database that
+// is dropped: upstream leaves them behind (apache/shardingsphere#32407), and
+// a database created again under the name would show them.
+func dropStatistics(ctx context.Context, repo registry.Repository, db string) error {
+	key, err := paths.StatisticsDatabase(db)
+	if err != nil {
+		return err
+	}
+	if err := repo.Delete(ctx, key); err != nil {
+		return fmt.Errorf("database %s is dropped, its statistics %s are not: %w", db, key, err)
+	}
+	return nil
+}
+
+// dropImportMark deletes the import mark of db, if any.
+func dropImportMark(ctx context.Context, repo registry.Repository, db string) error {
+	mark, err := paths.Import(db)
+	if err != nil {
+		return err
+	}
+	return repo.Delete(ctx, mark)
 }

@@ -18,10 +18,19 @@
 // vanished meanwhile. Subscribe and Wait let library users react to
 // changes.
 //
+// One write side: the *Writes functions (DatabaseWrites, SchemaWrites,
+// GlobalWrites, RuleWrites, UnitWrites, ReplaceWrites, DeleteWrites)
+// return the conditions and writes of a registry transaction without
+// writing anything, so that a caller (dbconfig's IMPORT and storage unit
+// statements, the rule statements) commits a change as one transaction
+// that fails when the registry changed since it was read. The Persist
+// functions write a first copy at bootstrap; SetProps and MergeProps
+// (props.go) change /props by compare-and-set.
+//
 // Guarantees: a reader only applies an active_version whose value is still
 // the current one; corrupt values are reported (Problems, logs) and skipped,
-// and the node keeps running. Non-guarantees: the writer functions return
-// once the registry has the change, not once any node (this one included)
+// and the node keeps running. Non-guarantees: a committed
+// transaction and the writer functions return once the registry has the change, not once any node (this one included)
 // has applied it; use Wait for that. A node that dies half-way through the
 // first persist leaves a partial copy, as ShardingSphere does.
 package metadata

@@ -323,22 +323,6 @@ func TestWritersReachOtherNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("cluster state", func(s *Snapshot) bool { return s.ClusterState == "READ_ONLY" })
-	onl, _ := paths.Online(paths.Proxy, "i-1")
-	wid, _ := paths.WorkerID("i-1")
-	if err := n2.sess.PutEphemeral(ctx, onl, []byte("attribute: 10.0.0.1@3307\ndatabaseName: ''\nversion: 5.5.4\n")); err != nil {
-		t.Fatal(err)
-	}
-	if err := n2.sess.PutEphemeral(ctx, wid, []byte("5")); err != nil {
-		t.Fatal(err)
-	}
-	wait("compute node", func(s *Snapshot) bool {
-		n := s.ComputeNodes["i-1"]
-		return n != nil && n.Online && n.Attribute == "10.0.0.1@3307" && n.WorkerID == 5
-	})
-	if err := n2.sess.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wait("compute node gone", func(s *Snapshot) bool { return s.ComputeNodes["i-1"] == nil })
 
 	if err := DropDatabase(ctx, w, "sharding_db"); err != nil {
 		t.Fatal(err)
@@ -353,7 +337,7 @@ func TestWritersReachOtherNodes(t *testing.T) {
 	for _, c := range seen {
 		kinds = append(kinds, c.Kind)
 	}
-	for _, want := range []string{paths.KindProps, paths.KindUnit, paths.KindRuleItem, paths.KindGlobalRule, paths.KindClusterState, "compute_node", paths.KindDatabase} {
+	for _, want := range []string{paths.KindProps, paths.KindUnit, paths.KindRuleItem, paths.KindGlobalRule, paths.KindClusterState, paths.KindDatabase} {
 		if !strings.Contains(strings.Join(kinds, ","), want) {
 			t.Errorf("subscriber saw %v, not %s", kinds, want)
 		}
@@ -411,8 +395,7 @@ func TestCorruptValuesAreReportedAndSkipped(t *testing.T) {
 		"/metadata/sharding_db/schemas/sharding_db/tables/nover/active_version": "zero",
 		"/metadata/sharding_db/data_sources/units/bad/versions/0":               "url: [",
 		"/metadata/sharding_db/data_sources/units/bad/active_version":           "0",
-		"/states/cluster_state":            "MAYBE",
-		"/nodes/compute_nodes/worker_id/x": "-3",
+		"/states/cluster_state": "MAYBE",
 	} {
 		if _, err := base.Put(ctx, key, []byte(val)); err != nil {
 			t.Fatal(err)
@@ -425,7 +408,7 @@ func TestCorruptValuesAreReportedAndSkipped(t *testing.T) {
 		t.Error("the corrupt table was applied")
 	}
 	probs := fmt.Sprint(n.store.Problems())
-	for _, want := range []string{"tables/bad/versions/0", "tables/nover/active_version", "units/bad/versions/0", "/states/cluster_state", "worker_id/x"} {
+	for _, want := range []string{"tables/bad/versions/0", "tables/nover/active_version", "units/bad/versions/0", "/states/cluster_state"} {
 		if !strings.Contains(probs, want) {
 			t.Errorf("problems %s lack %s", probs, want)
 		}

@@ -10,13 +10,12 @@ import (
 // reachable from a published Snapshot is ever modified: a change produces a
 // new Snapshot that shares the unchanged parts. Safe for concurrent use.
 type Snapshot struct {
-	Seq          uint64                  // increases with every published change
-	Databases    map[string]*Database    // by name
-	GlobalRules  map[string]config.Rule  // by type: "authority", "transaction", ...
-	Props        config.Props            // as stored in /props (unset keys use defaults)
-	PropsVersion int                     // the /props active_version Props came from; -1 when none
-	ClusterState string                  // OK, READ_ONLY or UNAVAILABLE
-	ComputeNodes map[string]*ComputeNode // by instance id
+	Seq          uint64                 // increases with every published change
+	Databases    map[string]*Database   // by name
+	GlobalRules  map[string]config.Rule // by type: "authority", "transaction", ...
+	Props        config.Props           // as stored in /props (unset keys use defaults)
+	PropsVersion int                    // the /props active_version Props came from; -1 when none
+	ClusterState string                 // OK, READ_ONLY or UNAVAILABLE
 	// DataSourceStates are the states ShardingSphere keeps under
 	// /nodes/qualified_data_sources, by read data source: StateEnabled or
 	// StateDisabled. A data source without an entry is enabled.
@@ -36,18 +35,6 @@ type Schema struct {
 	Name   string
 	Tables map[string]datasource.Table
 	Views  map[string]datasource.View
-}
-
-// ComputeNode is a member of the cluster as the registry shows it.
-type ComputeNode struct {
-	ID           string
-	Type         string // "proxy" or "jdbc"; "" until the online node is seen
-	Online       bool
-	Attribute    string // proxy: ip@port; jdbc: ip
-	DatabaseName string
-	Version      string
-	Status       string // OK or CIRCUIT_BREAK
-	WorkerID     int    // -1 when none is published
 }
 
 // Table returns the table db.schema.table and whether it exists. The
@@ -87,8 +74,7 @@ func foldGet[V any](m map[string]V, name string) (V, bool) {
 }
 
 // Change says what one applied event changed. Kind is one of the paths.Kind
-// constants or "compute_node"; Name is the table, view, unit, global rule
-// type or instance id; RuleType and RuleItem are set for rule items.
+// constants; Name is the table, view, unit or global rule type; RuleType and RuleItem are set for rule items.
 type Change struct {
 	Kind     string
 	Database string
@@ -106,7 +92,6 @@ func emptySnapshot() *Snapshot {
 		Props:            config.Props{},
 		PropsVersion:     -1,
 		ClusterState:     "OK",
-		ComputeNodes:     map[string]*ComputeNode{},
 		DataSourceStates: map[QualifiedDataSource]string{},
 	}
 }

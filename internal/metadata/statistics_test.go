@@ -49,7 +49,6 @@ func TestDropDatabaseRemovesStatistics(t *testing.T) {
 				name string
 				fn   func(db string) error
 			}{
-				{"DropDatabase", func(db string) error { return DropDatabase(ctx, w, db) }},
 				{"Coordinator", func(db string) error {
 					return Coordinator{Repo: w, Session: sess, Layout: paths.Layout553}.DropDatabase(ctx, db)
 				}},

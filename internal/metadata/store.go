@@ -12,7 +12,7 @@ import (
 )
 
 // WatchedPrefixes are the subtrees Run follows, one watch each.
-var WatchedPrefixes = []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot, paths.StatesRoot, paths.ComputeNodes, paths.QualifiedDataSourcesRoot}
+var WatchedPrefixes = []string{paths.MetadataRoot, paths.GlobalRulesRoot, paths.PropsRoot, paths.StatesRoot, paths.QualifiedDataSourcesRoot}
 
 // maxProblems bounds how many corrupt-value reports a Store keeps.
 const maxProblems = 100

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
@@ -173,10 +175,6 @@ func ReplaceWrites(ctx context.Context, repo registry.Repository, node string, c
 	return conds, ops, nil
 }
 
-// UnitContent is the content of a storage unit's version node: ds's
-// properties as ShardingSphere stores them.
-func UnitContent(ds config.DataSource) []byte { return encodeUnit(ds) }
-
 // DropTable deletes table db.schema.table (its versions included).
 // Deleting a missing table is not an error.
 func DropTable(ctx context.Context, repo registry.Repository, db, schema, table string) error {
@@ -195,4 +193,200 @@ func DropView(ctx context.Context, repo registry.Repository, db, schema, view st
 		return err
 	}
 	return repo.Delete(ctx, node)
+}
+
+// RuleWrites returns the conditions and writes of one registry transaction
+// that turns database rule old into next on database db, item by item as
+// ShardingSphere persists them for layout: an item whose content differs
+// from old's becomes the item's next version (its copy in another
+// layout's place is deleted), an item of old that next lacks is deleted
+// wherever a layout places it, an unchanged item is left alone. old is the
+// rule as the caller read it, the zero Rule (with next's Type) when there
+// was none. Every condition is on the state read here (one List of
+// /metadata/{db}/rules), so the transaction fails (ErrBadVersion,
+// ErrExists) when the registry changed meanwhile. ctx bounds the read.
+func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
+	key, err := paths.Database(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	kvs, err := repo.List(ctx, key+"/rules")
+	if err != nil {
+		return nil, nil, err
+	}
+	return RuleWritesFrom(layout, db, kvs, old, next)
+}
+
+// RuleWritesFrom is RuleWrites over kvs, every key under
+// /metadata/{db}/rules as read (see ReadRules), instead of a read of its
+// own.
+func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
+	if old.Type == "" {
+		old.Type = next.Type
+	}
+	if old.Type != next.Type {
+		return nil, nil, fmt.Errorf("rule %s cannot become rule %s", old.Type, next.Type)
+	}
+	before := map[[2]string][]byte{}
+	if old.Content != nil {
+		items, err := ruleItems(layout, old)
+		if err != nil {
+			return nil, nil, fmt.Errorf("database %s: %w", db, err)
+		}
+		for _, it := range items {
+			before[[2]string{it.Item, it.Name}] = it.Value
+		}
+	}
+	var items []ruleItem
+	if next.Content != nil {
+		var err error
+		if items, err = ruleItems(layout, next); err != nil {
+			return nil, nil, fmt.Errorf("database %s: %w", db, err)
+		}
+	}
+	read := make(map[string]registry.KV, len(kvs))
+	for _, kv := range kvs {
+		read[kv.Key] = kv
+	}
+	var conds []registry.Cond
+	var ops []registry.Op
+	add := func(c []registry.Cond, o []registry.Op) {
+		conds, ops = append(conds, c...), append(ops, o...)
+	}
+	kept := map[[2]string]bool{}
+	for _, it := range items {
+		id := [2]string{it.Item, it.Name}
+		kept[id] = true
+		if v, ok := before[id]; ok && string(v) == string(it.Value) {
+			continue
+		}
+		node, err := layout.RuleItem(db, next.Type, it.Item, it.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rule %s item %s %s: %w", next.Type, it.Item, it.Name, err)
+		}
+		all, err := paths.RuleItemPlacements(db, next.Type, it.Item, it.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, other := range all {
+			if other != node {
+				add(deleteFrom(read, other))
+			}
+		}
+		add(replaceFrom(read, node, it.Value))
+	}
+	for _, id := range sortedKeys2(before) {
+		if kept[id] {
+			continue
+		}
+		all, err := paths.RuleItemPlacements(db, next.Type, id[0], id[1])
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, node := range all {
+			add(deleteFrom(read, node))
+		}
+	}
+	return conds, ops, nil
+}
+
+// replaceFrom is ReplaceWrites over the keys read.
+func replaceFrom(read map[string]registry.KV, node string, content []byte) ([]registry.Cond, []registry.Op) {
+	var conds []registry.Cond
+	var ops []registry.Op
+	av := paths.ActiveVersion(node)
+	conds = append(conds, registry.Cond{Key: av, Version: read[av].Version})
+	prefix := node + "/" + paths.VersionsName + "/"
+	next := 0
+	var versions []registry.KV
+	for k, kv := range read {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && !strings.Contains(rest, "/") {
+			if n, err := strconv.Atoi(rest); err == nil {
+				next = max(next, n+1)
+				versions = append(versions, kv)
+			}
+		}
+	}
+	slices.SortFunc(versions, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	for _, kv := range versions {
+		conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+		ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+	}
+	vkey := paths.Version(node, next)
+	conds = append(conds, registry.Cond{Key: vkey})
+	ops = append(ops, registry.Op{Key: vkey, Value: content}, registry.Op{Key: av, Value: []byte(strconv.Itoa(next))})
+	return conds, ops
+}
+
+// deleteFrom is DeleteWrites over the keys read.
+func deleteFrom(read map[string]registry.KV, node string) ([]registry.Cond, []registry.Op) {
+	var kvs []registry.KV
+	for k, kv := range read {
+		if k == node || strings.HasPrefix(k, node+"/") {
+			kvs = append(kvs, kv)
+		}
+	}
+	slices.SortFunc(kvs, func(a, b registry.KV) int {
+		if d := strings.Count(b.Key, "/") - strings.Count(a.Key, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	var conds []registry.Cond
+	var ops []registry.Op
+	for _, kv := range kvs {
+		conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+		ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+	}
+	return conds, ops
+}
+
+func sortedKeys2(m map[[2]string][]byte) [][2]string {
+	out := make([][2]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b [2]string) int {
+		if c := strings.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(a[1], b[1])
+	})
+	return out
+}
+
+// UnitWrites returns the conditions and writes of a registry transaction
+// that makes ds the next version of storage unit name of database db
+// (version 0 when the unit is new; see ReplaceWrites). ctx bounds the
+// reads.
+func UnitWrites(ctx context.Context, repo registry.Repository, db, name string, ds config.DataSource) ([]registry.Cond, []registry.Op, error) {
+	node, err := paths.Unit(db, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ReplaceWrites(ctx, repo, node, encodeUnit(ds))
+}
+
+// DeleteWrites returns the conditions and writes of a registry transaction
+// that deletes node with every key under it, deepest first, each
+// conditioned on the version read here; none when nothing is there. ctx
+// bounds the reads.
+func DeleteWrites(ctx context.Context, repo registry.Repository, node string) ([]registry.Cond, []registry.Op, error) {
+	kvs, err := snapshotOf(ctx, repo, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortStableFunc(kvs, func(a, b registry.KV) int {
+		return strings.Count(b.Key, "/") - strings.Count(a.Key, "/")
+	})
+	var conds []registry.Cond
+	var ops []registry.Op
+	for _, kv := range kvs {
+		if kv.Key != node && !strings.HasPrefix(kv.Key, node+"/") {
+			continue
+		}
+		conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+		ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+	}
+	return conds, ops, nil
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/daemon"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+// TestRuleStatementThreeWays runs the same rule statements through the
+// MySQL console, the HTTP API and the CLI (on the registry) against one
+// node on real etcd: each front end accepts and refuses the same
+// statements with the same code and message, writes the same rule, and
+// returns only once the node acknowledged the new rules.
+func TestRuleStatementThreeWays(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg := realRegistries(t)[0]
+	conf := clusterConf(t, reg, "sk_rules3_", "authority:\n  users:\n    - user: root@%\n      password: pw\n", nil)
+	repo := openConf(ctx, t, conf, "/nodes", "/reservation", "/metadata", "/props")
+	c, err := config.Load(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token, id = "rules-token", "rules3"
+	d, err := daemon.Start(ctx, daemon.Config{
+		Repository: c.Mode.Repository, Conf: c,
+		Node:   cluster.Config{InstanceID: id, Reservation: time.Second},
+		HTTP:   &daemon.HTTPConfig{Addr: "127.0.0.1:0", Token: token, OpenReads: true},
+		MySQL:  &daemon.MySQLConfig{Addr: "127.0.0.1:0"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	// The database comes after the node persisted the conf's global rules
+	// (its users), as an operator's would.
+	dir := t.TempDir()
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rules_db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, "0.db"), "", ""), "ds_1": config.NewDataSource("jdbc:sqlite:"+filepath.Join(dir, "1.db"), "", "")}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the node to see rules_db", func() bool { return d.Metadata.Current().Databases["rules_db"] != nil })
+	mc := gomysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr, mc.Timeout = "root", "pw", "tcp", d.MySQLAddr, 10*time.Second
+	db, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.ExecContext(ctx, "USE rules_db"); err != nil {
+		t.Fatal(err)
+	}
+
+	ways := []struct {
+		name  string
+		apply func(t *testing.T, statement string) setResult
+	}{
+		{"console", func(t *testing.T, statement string) setResult {
+			_, err := conn.ExecContext(ctx, statement)
+			var me *gomysql.MySQLError
+			if errors.As(err, &me) {
+				return setResult{int(me.Number), me.Message}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return setResult{}
+		}},
+		{"http", func(t *testing.T, statement string) setResult {
+			body, _ := json.Marshal(map[string]string{"statement": statement})
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+d.HTTPAddr+"/api/v1/databases/rules_db/rules", strings.NewReader(string(body)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e struct {
+				Error string `json:"error"`
+				Code  int    `json:"code"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+				t.Fatal(err)
+			}
+			return setResult{e.Code, e.Error}
+		}},
+		{"cli", func(t *testing.T, statement string) setResult {
+			_, stderr, code := runCLI(t, "rules", "apply", "--database", "rules_db", statement, "--conf", conf)
+			if code == 0 {
+				return setResult{}
+			}
+			m := regexp.MustCompile(`shardkeeper: (.*) \(code (\d+)\)`).FindStringSubmatch(stderr)
+			if m == nil {
+				t.Fatalf("CLI exit %d without a vendor code: %s", code, stderr)
+			}
+			n, _ := strconv.Atoi(m[2])
+			return setResult{n, m[1]}
+		}},
+	}
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			table := "t_" + w.name
+			for _, tc := range []struct {
+				statement string
+				want      setResult
+			}{
+				{"CREATE SHARDING TABLE RULE " + table + " (DATANODES('ds_${0..1}.t_x'))", setResult{}},
+				{"CREATE SHARDING TABLE RULE " + table + " (DATANODES('ds_0.t_x'))", setResult{10204, "Duplicate sharding rule names '[" + table + "]' in database 'rules_db'."}},
+				{"CREATE SHARDING TABLE RULE t_bad (DATANODES('ds_9.t_bad'))", setResult{10102, "Storage units '[ds_9]' do not exist in database 'rules_db'."}},
+				{"CREATE SHARDING TABLE RULE t_bad (DATANODES('ds_0.t_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='nope'))))", setResult{10404, "Invalid sharding algorithm configuration 'nope'."}},
+				{"CREATE SHARDING TABLE RULE `t/x` (DATANODES('ds_0.t_x'))", setResult{10200, "Invalid 'sharding table' rule 't/x', error message is: the name may not contain '/'"}},
+				{"CREATE BROADCAST TABLE RULE b_" + w.name, setResult{}},
+			} {
+				before, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := w.apply(t, tc.statement)
+				if got != tc.want {
+					t.Fatalf("%s: %s answered %+v, want %+v", w.name, tc.statement, got, tc.want)
+				}
+				after, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.want.code != 0 {
+					if metadata.RulesDigest(after.Rules) != metadata.RulesDigest(before.Rules) {
+						t.Fatalf("%s: a refused statement changed the rules", w.name)
+					}
+					continue
+				}
+				// Written, and acknowledged before the front end answered.
+				key, _ := paths.PropsApplied(id)
+				kv, err := repo.Get(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ack := distvar.ParseAck(kv.Value); ack.Rules["rules_db"] != metadata.RulesDigest(after.Rules) {
+					t.Errorf("%s: the node's acknowledgement %q when %s returned, want digest %s", w.name, kv.Value, tc.statement, metadata.RulesDigest(after.Rules))
+				}
+			}
+			final, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := final.Rules["sharding"].Content["tables"].(map[string]any)[table]; !ok {
+				t.Errorf("%s: table %s is not in the registry's rule", w.name, table)
+			}
+			if tables, _ := final.Rules["broadcast"].Content["tables"].([]any); !slices.Contains(tables, any("b_"+w.name)) {
+				t.Errorf("%s: broadcast tables %v", w.name, tables)
+			}
+		})
+	}
+}

@@ -1,0 +1,212 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
+)
+
+func listOf(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// The sharding and broadcast rule queries beyond sharding.go's, with
+// upstream's columns: SHOW SHARDING TABLE REFERENCE RULES, SHOW DEFAULT
+// SHARDING STRATEGY, SHOW SHARDING KEY GENERATE STRATEGIES, SHOW UNUSED
+// SHARDING ALGORITHMS / KEY GENERATORS, SHOW SHARDING TABLE NODES, SHOW
+// BROADCAST TABLE RULES, COUNT SHARDING RULE and COUNT BROADCAST RULE. A
+// database without the rule answers no rows, as upstream's rule-aware
+// executors do.
+
+func (e *Engine) showShardingTableReferenceRules(_ context.Context, s *Session, st *distsql.ShowShardingTableReferenceRules) (*Result, error) {
+	rule, err := e.shardingRule(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "sharding_table_reference"), Rows: [][]*string{}}
+	for _, b := range listOf(rule["bindingTables"]) {
+		name, tables := rules.BindingParts(asText(b))
+		if st.Name == "" || strings.EqualFold(st.Name, name) {
+			res.Rows = append(res.Rows, strs(name, strings.Join(tables, ",")))
+		}
+	}
+	return res, nil
+}
+
+func (e *Engine) showDefaultShardingStrategy(_ context.Context, s *Session, st *distsql.ShowDefaultShardingStrategy) (*Result, error) {
+	rule, err := e.shardingRule(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "type", "sharding_column", "sharding_algorithm_name", "sharding_algorithm_type", "sharding_algorithm_props"), Rows: [][]*string{}}
+	if rule == nil {
+		return res, nil
+	}
+	for _, d := range []struct{ name, field string }{{"TABLE", "defaultTableStrategy"}, {"DATABASE", "defaultDatabaseStrategy"}} {
+		sc := readStrategy(rule[d.field])
+		if !sc.present || sc.typ == "NONE" {
+			res.Rows = append(res.Rows, strs(d.name, sc.typ, "", "", "", ""))
+			continue
+		}
+		alg := asMap(asMap(rule["shardingAlgorithms"])[sc.algorithm])
+		res.Rows = append(res.Rows, strs(d.name, sc.typ, sc.column, sc.algorithm, asText(alg["type"]), propsJSON(alg["props"])))
+	}
+	return res, nil
+}
+
+func (e *Engine) showShardingKeyGenerateStrategies(_ context.Context, s *Session, st *distsql.ShowShardingKeyGenerateStrategies) (*Result, error) {
+	rule, err := e.shardingRule(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "type", "table", "column", "sequence", "generator_name", "generator_type", "generator_props"), Rows: [][]*string{}}
+	strategies := asMap(rule["keyGenerateStrategies"])
+	gens := asMap(rule["keyGenerators"])
+	for _, name := range sortedKeys(strategies) {
+		if st.Name != "" && !strings.EqualFold(st.Name, name) {
+			continue
+		}
+		ks := asMap(strategies[name])
+		gen := asMap(gens[asText(ks["keyGeneratorName"])])
+		res.Rows = append(res.Rows, strs(name, strings.ToLower(asText(ks["keyGenerateType"])), asText(ks["logicTable"]), asText(ks["keyGenerateColumn"]),
+			asText(ks["keyGenerateSequence"]), asText(ks["keyGeneratorName"]), asText(gen["type"]), propsJSON(gen["props"])))
+	}
+	return res, nil
+}
+
+// unused lists the entries of section (name -> {type, props}) that the
+// rule does not use.
+func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
+	rule, err := e.shardingRule(s, from)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
+	algs, gens, _ := rules.InUse(rule)
+	used := algs
+	if section == "keyGenerators" {
+		used = gens
+	}
+	m := asMap(rule[section])
+	for _, name := range sortedKeys(m) {
+		if !used[name] {
+			a := asMap(m[name])
+			res.Rows = append(res.Rows, strs(name, asText(a["type"]), propsJSON(a["props"])))
+		}
+	}
+	return res, nil
+}
+
+func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *distsql.ShowShardingTableNodes) (*Result, error) {
+	rule, err := e.shardingRule(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "nodes"), Rows: [][]*string{}}
+	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
+	tables := asMap(rule["tables"])
+	for _, name := range sortedKeys(tables) {
+		if !match(name) {
+			continue
+		}
+		nodes, _ := dbconfig.ExpandInline(asText(asMap(tables[name])["actualDataNodes"]))
+		res.Rows = append(res.Rows, strs(name, strings.Join(nodes, ", ")))
+	}
+	auto := asMap(rule["autoTables"])
+	for _, name := range sortedKeys(auto) {
+		if !match(name) {
+			continue
+		}
+		t := asMap(auto[name])
+		sources, _ := dbconfig.ExpandInline(asText(t["actualDataSources"]))
+		alg := asMap(asMap(rule["shardingAlgorithms"])[readStrategy(t["shardingStrategy"]).algorithm])
+		n := autoShardingCount(alg)
+		var nodes []string
+		for i := 0; i < n && len(sources) > 0; i++ {
+			nodes = append(nodes, fmt.Sprintf("%s.%s_%d", sources[i%len(sources)], name, i))
+		}
+		res.Rows = append(res.Rows, strs(name, strings.Join(nodes, ", ")))
+	}
+	return res, nil
+}
+
+// autoShardingCount is the number of actual tables an auto-table
+// algorithm makes (0 when this node cannot tell).
+func autoShardingCount(alg map[string]any) int {
+	props := asMap(alg["props"])
+	atoi := func(k string) int {
+		n, _ := strconv.Atoi(strings.TrimSpace(asText(props[k])))
+		return n
+	}
+	switch strings.ToUpper(asText(alg["type"])) {
+	case "MOD", "HASH_MOD":
+		return atoi("sharding-count")
+	case "BOUNDARY_RANGE":
+		return len(strings.Split(asText(props["sharding-ranges"]), ",")) + 1
+	case "VOLUME_RANGE":
+		lo, hi, v := atoi("range-lower"), atoi("range-upper"), atoi("sharding-volume")
+		if v <= 0 || hi < lo {
+			return 0
+		}
+		return (hi-lo)/v + 2
+	}
+	return 0
+}
+
+func (e *Engine) broadcastTables(s *Session, from string) (string, []any, bool, error) {
+	db, err := e.database(s, from)
+	if err != nil {
+		return "", nil, false, err
+	}
+	r, ok := db.Rules["broadcast"]
+	return db.Name, listOf(r.Content["tables"]), ok, nil
+}
+
+func (e *Engine) showBroadcastTableRules(_ context.Context, s *Session, st *distsql.ShowBroadcastTableRules) (*Result, error) {
+	_, tables, _, err := e.broadcastTables(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("broadcast_table"), Rows: [][]*string{}}
+	for _, t := range tables {
+		res.Rows = append(res.Rows, strs(asText(t)))
+	}
+	return res, nil
+}
+
+var countColumns = []Column{{Name: "rule_name"}, {Name: "database"}, {Name: "count", Type: Int64}}
+
+func (e *Engine) countShardingRule(_ context.Context, s *Session, st *distsql.CountShardingRule) (*Result, error) {
+	db, err := e.database(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: countColumns, Rows: [][]*string{}}
+	r, ok := db.Rules["sharding"]
+	if !ok {
+		return res, nil
+	}
+	tables := len(asMap(r.Content["tables"])) + len(asMap(r.Content["autoTables"]))
+	res.Rows = append(res.Rows,
+		strs("sharding_table", db.Name, strconv.Itoa(tables)),
+		strs("sharding_table_reference", db.Name, strconv.Itoa(len(listOf(r.Content["bindingTables"])))))
+	return res, nil
+}
+
+func (e *Engine) countBroadcastRule(_ context.Context, s *Session, st *distsql.CountBroadcastRule) (*Result, error) {
+	name, tables, ok, err := e.broadcastTables(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: countColumns, Rows: [][]*string{}}
+	if ok {
+		res.Rows = append(res.Rows, strs("broadcast_table", name, strconv.Itoa(len(tables))))
+	}
+	return res, nil
+}

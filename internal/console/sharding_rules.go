@@ -1,0 +1,30 @@
+package console
+
+import (
+	"context"
+
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
+)
+
+// The sharding and broadcast rule statements (RDL) run through
+// internal/rules, as the HTTP API and the CLI run them: the change is
+// checked, written in one registry transaction, and the statement returns
+// once every online shardkeeper node applied it, or after
+// Deps.SetVariableTimeout with the nodes that did not named in warnings.
+
+func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement) (*Result, error) {
+	db, err := sessionDatabase(s)
+	if err != nil {
+		return nil, err
+	}
+	opts := rules.Options{Layout: e.d.Layout, Timeout: e.d.SetVariableTimeout}
+	if e.d.Node != nil {
+		opts.Session = e.d.Node.Session()
+	}
+	out, err := rules.Apply(ctx, e.d.Repo, db, st, opts)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	return &Result{Warnings: out.Warnings(db)}, nil
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
+)
+
+// ruleChange is the answer to a rule statement: whether it changed the
+// rule, which nodes confirmed applying it (rules.Outcome), with the
+// console's warnings.
+type ruleChange struct {
+	Database        string   `json:"database"`
+	Rule            string   `json:"rule"`
+	Changed         bool     `json:"changed"`
+	Applied         []string `json:"applied"`
+	Pending         []string `json:"pending"`
+	Unacknowledging []string `json:"unacknowledging"`
+	Warnings        []string `json:"warnings,omitempty"`
+}
+
+// handleRuleStatement runs {"statement": "CREATE SHARDING TABLE RULE ..."}
+// on database {db} through rules.Apply, as the consoles and the CLI run
+// it: the same checks and codes (a refusal is 400 with upstream's code),
+// one registry transaction, and the answer comes once every online
+// shardkeeper node confirmed applying the new rules, or after
+// distvar.DefaultTimeout with the nodes that did not in pending. A
+// statement that is not a sharding or broadcast rule statement is 400.
+func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
+	db := r.PathValue("db")
+	body, perr := readBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	const want = `{"statement":"CREATE SHARDING TABLE RULE ..."}`
+	var v struct {
+		Statement *string `json:"statement"`
+	}
+	if err := decodeObject(body, &v, want); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if v.Statement == nil {
+		s.writeError(w, badRequest("missing field statement: want %s", want))
+		return
+	}
+	st, err := distsql.Parse(*v.Statement)
+	var se *distsql.SyntaxError
+	if errors.As(err, &se) {
+		s.writeError(w, errorf(http.StatusBadRequest, distsql.SyntaxErrorCode, "%s", se.Error()))
+		return
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if !rules.Is(st) {
+		s.writeError(w, badRequest("not a rule statement: this endpoint runs CREATE, ALTER and DROP of the sharding and broadcast rules"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), distvar.DefaultTimeout+10*time.Second)
+	defer cancel()
+	opts := rules.Options{Layout: s.cfg.Layout}
+	if s.cfg.Node != nil {
+		opts.Session = s.cfg.Node.Session()
+	}
+	out, err := rules.Apply(ctx, s.cfg.Repo, db, st, opts)
+	var unknown *dbconfig.UnknownDatabaseError
+	switch {
+	case errors.As(err, &unknown):
+		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "Unknown database '%s'.", db))
+		return
+	case err != nil:
+		s.writeError(w, err)
+		return
+	}
+	s.log.Info("rule changed", "database", db, "rule", out.RuleType, "changed", out.Changed, "pending", out.Pending)
+	s.writeJSON(w, ruleChange{Database: db, Rule: out.RuleType, Changed: out.Changed, Applied: out.Applied, Pending: out.Pending,
+		Unacknowledging: out.Unacknowledging, Warnings: out.Warnings(db)})
+}

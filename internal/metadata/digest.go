@@ -1,0 +1,126 @@
+package metadata
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// RulesDigest is a digest of a database's rules that two nodes compute
+// alike when they hold the same rules, whatever order they applied the
+// items in: the items of each rule (sorted by type, item and name) in one
+// canonical encoding. It is "" for no rules. A rule that cannot be
+// encoded counts by its type alone.
+func RulesDigest(rules map[string]config.Rule) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, typ := range slices.Sorted(func(yield func(string) bool) {
+		for k := range rules {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		_, _ = io.WriteString(h, typ+"\x00")
+		items, err := ruleItems(paths.DefaultLayout, rules[typ])
+		if err != nil {
+			continue
+		}
+		slices.SortFunc(items, func(a, b ruleItem) int {
+			if c := strings.Compare(a.Item, b.Item); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		for _, it := range items {
+			_, _ = io.WriteString(h, it.Item+"\x00"+it.Name+"\x00")
+			_, _ = h.Write(it.Value)
+			_, _ = io.WriteString(h, "\x00")
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ReadDatabase reads database db's storage units and rules from the
+// registry as a node's Store would apply them (no schemas), and the keys
+// under /metadata/{db}/rules it read them from (see RuleWritesFrom,
+// DecodeRules). It returns ErrNoDatabase (wrapped) when the database does
+// not exist. ctx bounds the reads.
+func ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Database, []registry.KV, error) {
+	key, err := paths.Database(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := requireDatabase(ctx, repo, db); err != nil {
+		return nil, nil, err
+	}
+	units, err := repo.List(ctx, key+"/data_sources")
+	if err != nil {
+		return nil, nil, err
+	}
+	rules, err := repo.List(ctx, key+"/rules")
+	if err != nil {
+		return nil, nil, err
+	}
+	d := decode(db, append(slices.Clip(units), rules...))
+	if d == nil {
+		d = &Database{Name: db}
+	}
+	if d.Units == nil {
+		d.Units = map[string]config.DataSource{}
+	}
+	return d, rules, nil
+}
+
+func decode(db string, kvs []registry.KV) *Database {
+	events := make([]registry.Event, 0, len(kvs))
+	for _, kv := range kvs {
+		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	d := newDraft(emptySnapshot())
+	ap.apply(context.Background(), d, events, false)
+	return d.s.Databases[db]
+}
+
+// DecodeRules decodes the rules of database db from kvs, keys under
+// /metadata/{db}/rules as ReadDatabase reads them, as a node's Store applies
+// them; a corrupt item is skipped, as the Store skips it.
+func DecodeRules(db string, kvs []registry.KV) map[string]config.Rule {
+	if d := decode(db, kvs); d != nil {
+		return d.Rules
+	}
+	return nil
+}
+
+// AfterOps returns kvs as they are once ops (of a committed transaction)
+// applied: puts replace or add keys, deletes remove them.
+func AfterOps(kvs []registry.KV, ops []registry.Op) []registry.KV {
+	m := make(map[string]registry.KV, len(kvs)+len(ops))
+	for _, kv := range kvs {
+		m[kv.Key] = kv
+	}
+	for _, op := range ops {
+		if op.Delete {
+			delete(m, op.Key)
+		} else {
+			m[op.Key] = registry.KV{Key: op.Key, Value: op.Value}
+		}
+	}
+	out := make([]registry.KV, 0, len(m))
+	for _, kv := range m {
+		out = append(out, kv)
+	}
+	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}

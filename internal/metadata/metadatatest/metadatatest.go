@@ -1,0 +1,54 @@
+// Package metadatatest writes metadata for tests of other packages through
+// internal/metadata's write side (its *Writes functions), each change
+// committed as one registry transaction.
+package metadatatest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+func commit(ctx context.Context, repo registry.Repository, conds []registry.Cond, ops []registry.Op) error {
+	sess, err := repo.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		return err
+	}
+	defer sess.Close(context.WithoutCancel(ctx))
+	_, err = sess.Commit(ctx, registry.Txn{Conds: conds, Ops: ops})
+	return err
+}
+
+// CreateDatabase writes the new logical database db (units and rules, no
+// schemas) in layout's places. It returns registry.ErrExists (wrapped)
+// when the database exists. ctx bounds the registry calls.
+func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error {
+	kvs, err := metadata.DatabaseWrites(layout, db)
+	if err != nil {
+		return err
+	}
+	var conds []registry.Cond
+	var ops []registry.Op
+	for _, kv := range kvs {
+		conds = append(conds, registry.Cond{Key: kv.Key})
+		ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
+	}
+	if err := commit(ctx, repo, conds, ops); err != nil {
+		return fmt.Errorf("create database %s: %w", db.Name, err)
+	}
+	return nil
+}
+
+// AlterGlobalRule makes r the next version of the global rule of r.Type.
+// ctx bounds the registry calls.
+func AlterGlobalRule(ctx context.Context, repo registry.Repository, r config.Rule) error {
+	conds, ops, err := metadata.GlobalWrites(ctx, repo, []config.Rule{r}, nil)
+	if err != nil {
+		return err
+	}
+	return commit(ctx, repo, conds, ops)
+}

@@ -1,0 +1,61 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+)
+
+// Helpers over a rule's content (config.Rule.Content: decoded YAML).
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func asText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// strategyAlgorithm is the algorithm name of a strategy map ({standard:
+// {...}}, {complex: ...}, {hint: ...}; "" for none).
+func strategyAlgorithm(v any) string {
+	m := asMap(v)
+	for _, typ := range []string{"standard", "complex", "hint"} {
+		if body, ok := m[typ]; ok {
+			return asText(asMap(body)["shardingAlgorithmName"])
+		}
+	}
+	return ""
+}
+
+// BindingParts splits a bindingTables element, "name:t1,t2" or "t1,t2"
+// (named by metadata.BindingName), into its name and tables.
+func BindingParts(s string) (string, []string) {
+	name, ref, ok := strings.Cut(s, ":")
+	if !ok {
+		ref, name = s, metadata.BindingName(s)
+	}
+	var tables []string
+	for _, t := range strings.Split(ref, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tables = append(tables, t)
+		}
+	}
+	return name, tables
+}
+
+// InUse returns the names of the sharding algorithms, key generators and
+// auditors sharding rule content c refers to (tables, auto tables,
+// defaults, key generate strategies).
+func InUse(c map[string]any) (algorithms, keyGenerators, auditors map[string]bool) {
+	return inUse(c)
+}

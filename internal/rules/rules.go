@@ -1,0 +1,142 @@
+// Package rules runs the rule statements of DistSQL (the sharding and
+// broadcast rules' CREATE, ALTER and DROP) as cluster changes, for the
+// console, the HTTP API and the CLI alike: Apply computes the next rule
+// from the registry's current one, checks it (upstream's codes), writes the
+// changed items in one registry transaction (dbconfig.ChangeRule), and
+// waits until every online shardkeeper node has applied the new rules, as
+// SET DIST VARIABLE waits (distvar.WaitRules).
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// ErrNotRuleStatement is returned by Apply for a statement that is not a
+// rule statement of this package.
+var ErrNotRuleStatement = errors.New("not a rule statement")
+
+// change computes a rule's next content from a copy of its current one
+// (see dbconfig.ChangeRule); db names the database, for messages.
+type change func(db string, c map[string]any) (map[string]any, error)
+
+// Options configures Apply.
+type Options struct {
+	// Layout places the rule items (the target ShardingSphere release).
+	Layout paths.Layout
+	// Session commits the change; nil means a session of its own.
+	Session registry.Session
+	// Timeout bounds the wait for the nodes (not the write); zero means
+	// distvar.DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Outcome is what Apply did.
+type Outcome struct {
+	// RuleType is the rule the statement changes ("sharding", "broadcast").
+	RuleType string
+	// Changed is false when the statement left the rule as it was (IF
+	// EXISTS, IF NOT EXISTS): nothing was written or waited for.
+	Changed bool
+	// Applied, Pending and Unacknowledging are the online nodes that
+	// confirmed the new rules, did not within the timeout, and publish no
+	// acknowledgement (ShardingSphere nodes), as distvar.Outcome has them.
+	Applied, Pending, Unacknowledging []string
+}
+
+// Warnings are what a front end tells the user about the nodes that did
+// not confirm.
+func (o Outcome) Warnings(db string) []string {
+	var w []string
+	if len(o.Pending) > 0 {
+		w = append(w, fmt.Sprintf("the %s rule of %s is in the registry, but %d node(s) did not confirm applying it in time: %s",
+			o.RuleType, db, len(o.Pending), strings.Join(o.Pending, ", ")))
+	}
+	if len(o.Unacknowledging) > 0 {
+		w = append(w, fmt.Sprintf("%d node(s) apply the %s rule without acknowledging (ShardingSphere nodes, or shardkeeper nodes still starting): %s",
+			len(o.Unacknowledging), o.RuleType, strings.Join(o.Unacknowledging, ", ")))
+	}
+	return w
+}
+
+// Is reports whether st is a statement Apply runs.
+func Is(st distsql.Statement) bool {
+	_, c := changeOf(st)
+	return c != nil
+}
+
+func changeOf(st distsql.Statement) (string, change) {
+	switch st := st.(type) {
+	case *distsql.CreateShardingTableRule:
+		return createShardingTableRule(st.Rules, st.IfNotExists, false)
+	case *distsql.AlterShardingTableRule:
+		return createShardingTableRule(st.Rules, false, true)
+	case *distsql.DropShardingTableRule:
+		return dropShardingTableRule(st)
+	case *distsql.CreateShardingTableReferenceRule:
+		return tableReferenceRule(st.Rules, st.IfNotExists, false)
+	case *distsql.AlterShardingTableReferenceRule:
+		return tableReferenceRule(st.Rules, false, true)
+	case *distsql.DropShardingTableReferenceRule:
+		return dropTableReferenceRule(st)
+	case *distsql.CreateDefaultShardingStrategy:
+		return defaultShardingStrategy(st)
+	case *distsql.DropDefaultShardingStrategy:
+		return dropDefaultShardingStrategy(st)
+	case *distsql.DropShardingAlgorithm:
+		return dropNamed("shardingAlgorithms", "sharding", st.Names, st.IfExists)
+	case *distsql.DropShardingKeyGenerator:
+		return dropNamed("keyGenerators", "key generator", st.Names, st.IfExists)
+	case *distsql.CreateShardingKeyGenerateStrategy:
+		return keyGenerateStrategy(st)
+	case *distsql.DropShardingKeyGenerateStrategy:
+		return dropKeyGenerateStrategy(st)
+	case *distsql.CreateBroadcastTableRule:
+		return broadcastTableRule(st.Tables, true, st.IfNotExists)
+	case *distsql.DropBroadcastTableRule:
+		return broadcastTableRule(st.Tables, false, st.IfExists)
+	}
+	return "", nil
+}
+
+// Apply runs rule statement st on database db (see the package doc). A
+// refusal is an *sqlerr.Error with upstream's code, an unknown database a
+// *dbconfig.UnknownDatabaseError, both before anything is written; any
+// other statement is ErrNotRuleStatement. A timeout of the wait is not an
+// error: the nodes are in Outcome.Pending. ctx bounds everything; when it
+// ends during the wait, Apply returns the Outcome so far and ctx's error.
+func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.Statement, opts Options) (Outcome, error) {
+	ruleType, c := changeOf(st)
+	if c == nil {
+		return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
+	}
+	out := Outcome{RuleType: ruleType}
+	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, func(content map[string]any) (map[string]any, error) { return c(db, content) },
+		dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session})
+	if err != nil || !rc.Changed {
+		return out, err
+	}
+	out.Changed = true
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = distvar.DefaultTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var w distvar.Outcome
+	err = distvar.WaitRules(wctx, repo, db, rc.Digest, &w)
+	out.Applied, out.Pending, out.Unacknowledging = w.Applied, w.Pending, w.Unacknowledging
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = nil
+	}
+	return out, err
+}

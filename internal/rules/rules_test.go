@@ -1,0 +1,87 @@
+package rules
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+)
+
+// TestApplyWritesUpstreamShapes checks the rule content the statements
+// write: upstream's generated names and the YAML configuration's fields.
+func TestApplyWritesUpstreamShapes(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	db := config.Database{Name: "db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+		"ds_1": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_1", "root", ""),
+	}}
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE SHARDING TABLE RULE t_order (DATANODES('ds_${0..1}.t_order_${0..1}'), DATABASE_STRATEGY(TYPE='standard', SHARDING_COLUMN=user_id, SHARDING_ALGORITHM(TYPE(NAME='INLINE', PROPERTIES('algorithm-expression'='ds_${user_id % 2}')))), KEY_GENERATE_STRATEGY(COLUMN=order_id, TYPE(NAME='snowflake', PROPERTIES('max-vibration-offset'=3))))",
+		"CREATE SHARDING TABLE RULE t_auto (STORAGE_UNITS(ds_0, ds_1), SHARDING_COLUMN=id, TYPE(NAME='hash_mod', PROPERTIES('sharding-count'=4)))",
+		"CREATE SHARDING TABLE REFERENCE RULE ref_0 (t_order, t_auto)",
+		"CREATE DEFAULT SHARDING TABLE STRATEGY (TYPE='none')",
+		"CREATE BROADCAST TABLE RULE t_dict",
+	} {
+		st, err := distsql.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Apply(ctx, repo, "db", st, Options{})
+		if err != nil || !out.Changed || len(out.Pending) > 0 {
+			t.Fatalf("%s: %+v %v", q, out, err)
+		}
+	}
+	d, _, err := metadata.ReadDatabase(ctx, repo, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Rules["sharding"].Content
+	tables := c["tables"].(map[string]any)
+	order := tables["t_order"].(map[string]any)
+	if order["actualDataNodes"] != "ds_${0..1}.t_order_${0..1}" ||
+		!reflect.DeepEqual(order["databaseStrategy"], map[string]any{"standard": map[string]any{"shardingColumn": "user_id", "shardingAlgorithmName": "t_order_database_inline"}}) ||
+		!reflect.DeepEqual(order["keyGenerateStrategy"], map[string]any{"column": "order_id", "keyGeneratorName": "t_order_snowflake"}) {
+		t.Errorf("t_order = %v", order)
+	}
+	auto := c["autoTables"].(map[string]any)["t_auto"].(map[string]any)
+	if auto["actualDataSources"] != "ds_0,ds_1" ||
+		!reflect.DeepEqual(auto["shardingStrategy"], map[string]any{"standard": map[string]any{"shardingColumn": "id", "shardingAlgorithmName": "t_auto_hash_mod"}}) {
+		t.Errorf("t_auto = %v", auto)
+	}
+	algs := c["shardingAlgorithms"].(map[string]any)
+	if !reflect.DeepEqual(algs["t_auto_hash_mod"], map[string]any{"type": "hash_mod", "props": map[string]any{"sharding-count": "4"}}) {
+		t.Errorf("t_auto_hash_mod = %v (properties are strings, as upstream's Properties)", algs["t_auto_hash_mod"])
+	}
+	if gen := c["keyGenerators"].(map[string]any)["t_order_snowflake"]; !reflect.DeepEqual(gen, map[string]any{"type": "snowflake", "props": map[string]any{"max-vibration-offset": "3"}}) {
+		t.Errorf("t_order_snowflake = %v", gen)
+	}
+	if name, refs := BindingParts(c["bindingTables"].([]any)[0].(string)); name != "ref_0" || !reflect.DeepEqual(refs, []string{"t_order", "t_auto"}) {
+		t.Errorf("bindingTables = %v", c["bindingTables"])
+	}
+	if _, ok := c["defaultTableStrategy"].(map[string]any)["none"]; !ok {
+		t.Errorf("defaultTableStrategy = %v", c["defaultTableStrategy"])
+	}
+	if got := d.Rules["broadcast"].Content["tables"]; !reflect.DeepEqual(got, []any{"t_dict"}) {
+		t.Errorf("broadcast tables = %v", got)
+	}
+
+	if _, err := Apply(ctx, repo, "db", &distsql.ShowComputeNodes{}, Options{}); !errors.Is(err, ErrNotRuleStatement) {
+		t.Errorf("SHOW COMPUTE NODES: %v", err)
+	}
+	// IF NOT EXISTS of what exists writes nothing.
+	st, _ := distsql.Parse("CREATE BROADCAST TABLE RULE IF NOT EXISTS t_dict")
+	if out, err := Apply(ctx, repo, "db", st, Options{}); err != nil || out.Changed {
+		t.Errorf("IF NOT EXISTS: %+v %v", out, err)
+	}
+}

@@ -1,0 +1,712 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+)
+
+// javaList is a collection as upstream's messages print it: [a, b].
+func javaList(names []string) string { return "[" + strings.Join(names, ", ") + "]" }
+
+// duplicateRule is DuplicateRuleException (10204, 42S01).
+func duplicateRule(ruleType, db string, names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10204, SQLState: "42S01", Message: fmt.Sprintf("Duplicate %s rule names '%s' in database '%s'.", ruleType, javaList(names), db)}
+}
+
+// missingRule is MissingRequiredRuleException (10202, 42S02).
+func missingRule(ruleType, db string, names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10202, SQLState: "42S02", Message: fmt.Sprintf("%s rules '%s' do not exist in database '%s'.", ruleType, javaList(names), db)}
+}
+
+// ruleInUse is InUsedRuleException (10203, 44000).
+func ruleInUse(ruleType, db string, names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10203, SQLState: "44000", Message: fmt.Sprintf("%s rules '%s' in database '%s' are still in used.", ruleType, javaList(names), db)}
+}
+
+// missingAlgorithm is MissingRequiredAlgorithmException (10401, 44000).
+func missingAlgorithm(kind, db string, names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10401, SQLState: "44000", Message: fmt.Sprintf("'%s' algorithm on %s.%s is required.", kind, db, javaList(names))}
+}
+
+// algorithmInUse is InUsedAlgorithmException (10403, 44000).
+func algorithmInUse(kind, db string, names []string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10403, SQLState: "44000", Message: fmt.Sprintf("%s algorithms '%s' in database '%s' are still in used.", kind, javaList(names), db)}
+}
+
+// invalidAlgorithm is InvalidAlgorithmConfigurationException (10404, 44000).
+func invalidAlgorithm(kind, typ, reason string) *sqlerr.Error {
+	msg := fmt.Sprintf("Invalid %s algorithm configuration '%s'.", kind, typ)
+	if reason != "" {
+		msg = fmt.Sprintf("Invalid %s algorithm configuration '%s'. %s.", kind, typ, reason)
+	}
+	return &sqlerr.Error{Code: 10404, SQLState: "44000", Message: msg}
+}
+
+// section returns c[f] as a map, creating it.
+func section(c map[string]any, f string) map[string]any {
+	m, ok := c[f].(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		c[f] = m
+	}
+	return m
+}
+
+// prune removes the empty sections of c.
+func prune(c map[string]any) map[string]any {
+	for k, v := range c {
+		switch x := v.(type) {
+		case map[string]any:
+			if len(x) == 0 {
+				delete(c, k)
+			}
+		case []any:
+			if len(x) == 0 {
+				delete(c, k)
+			}
+		}
+	}
+	return c
+}
+
+// findKey returns the key of m equal to name in any case ("" if none).
+func findKey(m map[string]any, name string) string {
+	if _, ok := m[name]; ok {
+		return name
+	}
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return ""
+}
+
+// shardingTable returns the section ("tables" or "autoTables") and key of
+// table name in c.
+func shardingTable(c map[string]any, name string) (sectionName, key string) {
+	for _, f := range []string{"tables", "autoTables"} {
+		if k := findKey(asMap(c[f]), name); k != "" {
+			return f, k
+		}
+	}
+	return "", ""
+}
+
+// algorithmValue is an algorithm as the rule stores it: its type as
+// written, its properties as strings (upstream's Properties).
+func algorithmValue(a distsql.Algorithm) map[string]any {
+	m := map[string]any{"type": a.Type}
+	if len(a.Props) > 0 {
+		props := map[string]any{}
+		for _, p := range a.Props {
+			props[p.Key] = p.Value.Text
+		}
+		m["props"] = props
+	}
+	return m
+}
+
+func checkType(kind, typ string, known []string) error {
+	if !slices.Contains(known, strings.ToUpper(typ)) {
+		return invalidAlgorithm(kind, typ, "")
+	}
+	return nil
+}
+
+// checkName refuses a name that cannot name a registry node.
+func checkName(ruleType, name string) error {
+	if strings.Contains(name, "/") {
+		return dbconfig.InvalidRule(ruleType, name, "the name may not contain '/'")
+	}
+	if _, err := paths.RuleItem("db", "r", "i", name); err != nil {
+		return dbconfig.InvalidRule(ruleType, name, err.Error())
+	}
+	return nil
+}
+
+// strategyValue turns a strategy of the statement into the rule's form,
+// adding its algorithm to c under name algName.
+func strategyValue(c map[string]any, ruleType, owner string, st distsql.ShardingStrategy, algName string) (map[string]any, error) {
+	typ := strings.ToLower(st.Type)
+	if typ == "none" {
+		return map[string]any{"none": nil}, nil
+	}
+	if st.Algorithm == nil {
+		return nil, dbconfig.InvalidRule(ruleType, owner, fmt.Sprintf("the %s strategy has no sharding algorithm", typ))
+	}
+	if err := checkType("sharding", st.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
+		return nil, err
+	}
+	body := map[string]any{"shardingAlgorithmName": algName}
+	switch typ {
+	case "standard":
+		if len(st.Columns) != 1 {
+			return nil, dbconfig.InvalidRule(ruleType, owner, "a standard strategy takes one SHARDING_COLUMN")
+		}
+		body["shardingColumn"] = st.Columns[0]
+	case "complex":
+		if len(st.Columns) < 2 {
+			return nil, dbconfig.InvalidRule(ruleType, owner, "a complex strategy takes SHARDING_COLUMNS with two columns or more")
+		}
+		body["shardingColumns"] = strings.Join(st.Columns, ",")
+	case "hint":
+	default:
+		return nil, dbconfig.InvalidRule(ruleType, owner, fmt.Sprintf("strategy type '%s' is not STANDARD, COMPLEX, HINT or NONE", st.Type))
+	}
+	section(c, "shardingAlgorithms")[algName] = algorithmValue(*st.Algorithm)
+	return map[string]any{typ: body}, nil
+}
+
+// tableValue turns one table of CREATE or ALTER SHARDING TABLE RULE into
+// the rule's form, adding its algorithms, key generator and auditors to c
+// under upstream's generated names; it returns the section it belongs in.
+func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (string, map[string]any, error) {
+	const ruleType = "sharding table"
+	if err := checkName(ruleType, r.Table); err != nil {
+		return "", nil, err
+	}
+	lower := strings.ToLower
+	t := map[string]any{}
+	field := "tables"
+	if r.Auto() {
+		field = "autoTables"
+		if _, ok := dbconfig.ExpandInline(strings.Join(r.StorageUnits, ",")); !ok {
+			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", strings.Join(r.StorageUnits, ",")))
+		}
+		if err := checkType("sharding", r.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
+			return "", nil, err
+		}
+		if !slices.Contains(dbconfig.AutoAlgorithmTypes, strings.ToUpper(r.Algorithm.Type)) {
+			return "", nil, invalidAlgorithm("sharding", r.Algorithm.Type, fmt.Sprintf("auto sharding algorithm is required for rule `%s`", r.Table))
+		}
+		name := lower(r.Table + "_" + r.Algorithm.Type)
+		section(c, "shardingAlgorithms")[name] = algorithmValue(*r.Algorithm)
+		t["actualDataSources"] = strings.Join(r.StorageUnits, ",")
+		t["shardingStrategy"] = map[string]any{"standard": map[string]any{"shardingColumn": r.ShardingColumn, "shardingAlgorithmName": name}}
+	} else {
+		nodes := strings.Join(r.DataNodes, ",")
+		expanded, ok := dbconfig.ExpandInline(nodes)
+		if !ok {
+			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("data nodes '%s' are not a valid inline expression", nodes))
+		}
+		for _, n := range expanded {
+			if ds, tbl, ok := strings.Cut(n, "."); !ok || ds == "" || tbl == "" {
+				return "", nil, &sqlerr.Error{Code: 13000, SQLState: "HY004", Message: fmt.Sprintf("Invalid format for actual data node '%s'.", n)}
+			}
+		}
+		t["actualDataNodes"] = nodes
+		for _, s := range []struct {
+			field, kind string
+			st          *distsql.ShardingStrategy
+		}{{"databaseStrategy", "database", r.DatabaseStrategy}, {"tableStrategy", "table", r.TableStrategy}} {
+			if s.st == nil {
+				continue
+			}
+			algName := ""
+			if s.st.Algorithm != nil {
+				algName = lower(r.Table + "_" + s.kind + "_" + s.st.Algorithm.Type)
+			}
+			v, err := strategyValue(c, ruleType, r.Table, *s.st, algName)
+			if err != nil {
+				return "", nil, err
+			}
+			t[s.field] = v
+		}
+	}
+	if k := r.KeyGenerate; k != nil {
+		if err := checkType("key generator", k.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
+			return "", nil, err
+		}
+		name := lower(r.Table + "_" + k.Algorithm.Type)
+		section(c, "keyGenerators")[name] = algorithmValue(k.Algorithm)
+		t["keyGenerateStrategy"] = map[string]any{"column": k.Column, "keyGeneratorName": name}
+	}
+	if a := r.Audit; a != nil {
+		var names []any
+		for _, alg := range a.Auditors {
+			if err := checkType("auditor", alg.Type, dbconfig.AuditorTypes); err != nil {
+				return "", nil, err
+			}
+			name := lower(r.Table + "_" + alg.Type)
+			section(c, "auditors")[name] = algorithmValue(alg)
+			names = append(names, name)
+		}
+		t["auditStrategy"] = map[string]any{"auditorNames": names, "allowHintDisable": a.AllowHintDisable}
+	}
+	_ = db
+	return field, t, nil
+}
+
+// removeTable removes table key of section f from c with its 5.5.4 key
+// generate strategies, then the algorithms, key generators and auditors
+// it used that nothing else uses.
+func removeTable(c map[string]any, f, key string) {
+	old := asMap(asMap(c[f])[key])
+	delete(asMap(c[f]), key)
+	strategies := asMap(c["keyGenerateStrategies"])
+	for name, s := range strategies {
+		if strings.EqualFold(asText(asMap(s)["logicTable"]), key) && !strings.EqualFold(asText(asMap(s)["keyGenerateType"]), "sequence") {
+			delete(strategies, name)
+		}
+	}
+	algs, gens, auditors := usedNames(map[string]any{"t": old})
+	dropUnused(c, algs, gens, auditors)
+}
+
+// usedNames lists the algorithm, key generator and auditor names the
+// tables of m (name -> table) refer to.
+func usedNames(m map[string]any) (algs, gens, auditors []string) {
+	for _, t := range m {
+		tm := asMap(t)
+		for _, f := range []string{"databaseStrategy", "tableStrategy", "shardingStrategy"} {
+			if n := strategyAlgorithm(tm[f]); n != "" {
+				algs = append(algs, n)
+			}
+		}
+		if n := asText(asMap(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
+			gens = append(gens, n)
+		}
+		for _, n := range listOf(asMap(tm["auditStrategy"])["auditorNames"]) {
+			auditors = append(auditors, asText(n))
+		}
+	}
+	return algs, gens, auditors
+}
+
+func listOf(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// inUse returns every algorithm, key generator and auditor name the rule
+// c refers to.
+func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
+	algs, gens, auditors = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	all := map[string]any{}
+	for _, f := range []string{"tables", "autoTables"} {
+		for k, v := range asMap(c[f]) {
+			all[f+"/"+k] = v
+		}
+	}
+	all["default"] = map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
+		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}
+	a, g, au := usedNames(all)
+	for _, n := range a {
+		algs[n] = true
+	}
+	for _, n := range g {
+		gens[n] = true
+	}
+	for _, n := range au {
+		auditors[n] = true
+	}
+	for _, s := range asMap(c["keyGenerateStrategies"]) {
+		if n := asText(asMap(s)["keyGeneratorName"]); n != "" {
+			gens[n] = true
+		}
+	}
+	return algs, gens, auditors
+}
+
+// dropUnused removes the named algorithms, key generators and auditors
+// nothing in c uses any more.
+func dropUnused(c map[string]any, algs, gens, auditors []string) {
+	usedA, usedG, usedAu := inUse(c)
+	for _, n := range algs {
+		if !usedA[n] {
+			delete(asMap(c["shardingAlgorithms"]), n)
+		}
+	}
+	for _, n := range gens {
+		if !usedG[n] {
+			delete(asMap(c["keyGenerators"]), n)
+		}
+	}
+	for _, n := range auditors {
+		if !usedAu[n] {
+			delete(asMap(c["auditors"]), n)
+		}
+	}
+}
+
+func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alter bool) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		var dup, absent, seen []string
+		var todo []distsql.ShardingTableRule
+		for _, r := range rules {
+			if slices.ContainsFunc(seen, func(n string) bool { return strings.EqualFold(n, r.Table) }) {
+				dup = append(dup, r.Table)
+				continue
+			}
+			seen = append(seen, r.Table)
+			f, _ := shardingTable(c, r.Table)
+			switch {
+			case alter && f == "":
+				absent = append(absent, r.Table)
+			case !alter && f != "" && ifNotExists:
+				continue
+			case !alter && f != "":
+				dup = append(dup, r.Table)
+			}
+			todo = append(todo, r)
+		}
+		if len(dup) > 0 {
+			return nil, duplicateRule("sharding", db, dup)
+		}
+		if len(absent) > 0 {
+			return nil, missingRule("sharding", db, absent)
+		}
+		for _, r := range todo {
+			if f, key := shardingTable(c, r.Table); f != "" {
+				removeTable(c, f, key)
+			}
+			f, t, err := tableValue(db, c, r)
+			if err != nil {
+				return nil, err
+			}
+			section(c, f)[r.Table] = t
+		}
+		return prune(c), nil
+	}
+}
+
+func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		var absent, bound []string
+		for _, t := range st.Tables {
+			if f, _ := shardingTable(c, t); f == "" {
+				if !st.IfExists {
+					absent = append(absent, t)
+				}
+				continue
+			}
+			for _, b := range listOf(c["bindingTables"]) {
+				_, ref := BindingParts(asText(b))
+				if slices.ContainsFunc(ref, func(n string) bool { return strings.EqualFold(n, t) }) {
+					bound = append(bound, t)
+					break
+				}
+			}
+		}
+		if len(absent) > 0 {
+			return nil, missingRule("sharding", db, absent)
+		}
+		if len(bound) > 0 {
+			return nil, ruleInUse("Sharding", db, bound)
+		}
+		for _, t := range st.Tables {
+			if f, key := shardingTable(c, t); f != "" {
+				removeTable(c, f, key)
+			}
+		}
+		return prune(c), nil
+	}
+}
+
+func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		existing := map[string]int{}
+		list := listOf(c["bindingTables"])
+		for i, b := range list {
+			name, _ := BindingParts(asText(b))
+			existing[strings.ToLower(name)] = i
+		}
+		var dup, absent, missingTables []string
+		for _, r := range refs {
+			if err := checkName("sharding table reference", r.Name); err != nil {
+				return nil, err
+			}
+			_, ok := existing[strings.ToLower(r.Name)]
+			switch {
+			case alter && !ok:
+				absent = append(absent, r.Name)
+			case !alter && ok && !ifNotExists:
+				dup = append(dup, r.Name)
+			}
+			for _, t := range r.Tables {
+				if f, _ := shardingTable(c, t); f == "" && !slices.Contains(missingTables, t) {
+					missingTables = append(missingTables, t)
+				}
+			}
+		}
+		if len(dup) > 0 {
+			return nil, duplicateRule("sharding table reference", db, dup)
+		}
+		if len(absent) > 0 {
+			return nil, missingRule("Sharding table reference", db, absent)
+		}
+		if len(missingTables) > 0 {
+			return nil, missingRule("Sharding", db, missingTables)
+		}
+		// A table belongs to one reference at most.
+		taken := map[string]string{}
+		for _, b := range list {
+			name, tables := BindingParts(asText(b))
+			for _, t := range tables {
+				taken[strings.ToLower(t)] = strings.ToLower(name)
+			}
+		}
+		for _, r := range refs {
+			_, ok := existing[strings.ToLower(r.Name)]
+			if !alter && ok {
+				continue // IF NOT EXISTS
+			}
+			var twice []string
+			for _, t := range r.Tables {
+				if owner, ok := taken[strings.ToLower(t)]; ok && owner != strings.ToLower(r.Name) {
+					twice = append(twice, t)
+				}
+			}
+			if len(twice) > 0 {
+				return nil, duplicateRule("sharding table reference", db, twice)
+			}
+			if len(r.Tables) < 2 {
+				return nil, dbconfig.InvalidRule("sharding table reference", r.Name, "a reference rule names two tables or more")
+			}
+			elem := r.Name + ":" + strings.Join(r.Tables, ",")
+			if i, ok := existing[strings.ToLower(r.Name)]; ok {
+				list[i] = elem
+			} else {
+				list = append(list, elem)
+				existing[strings.ToLower(r.Name)] = len(list) - 1
+			}
+			for _, t := range r.Tables {
+				taken[strings.ToLower(t)] = strings.ToLower(r.Name)
+			}
+		}
+		c["bindingTables"] = list
+		return prune(c), nil
+	}
+}
+
+func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		list := listOf(c["bindingTables"])
+		var absent []string
+		for _, n := range st.Names {
+			found := false
+			for _, b := range list {
+				name, _ := BindingParts(asText(b))
+				found = found || strings.EqualFold(name, n)
+			}
+			if !found && !st.IfExists {
+				absent = append(absent, n)
+			}
+		}
+		if len(absent) > 0 {
+			return nil, missingRule("Sharding table reference", db, absent)
+		}
+		var keep []any
+		for _, b := range list {
+			name, _ := BindingParts(asText(b))
+			if !slices.ContainsFunc(st.Names, func(n string) bool { return strings.EqualFold(n, name) }) {
+				keep = append(keep, b)
+			}
+		}
+		c["bindingTables"] = keep
+		return prune(c), nil
+	}
+}
+
+func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string, change) {
+	field := "defaultDatabaseStrategy"
+	if st.Kind == "TABLE" {
+		field = "defaultTableStrategy"
+	}
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		_, exists := c[field]
+		switch {
+		case st.Alter && !exists:
+			return nil, missingRule("Default sharding strategy", db, []string{strings.ToLower(st.Kind)})
+		case !st.Alter && exists && st.IfNotExists:
+			return c, nil
+		case !st.Alter && exists:
+			return nil, duplicateRule("default sharding strategy", db, []string{strings.ToLower(st.Kind)})
+		}
+		oldAlg := strategyAlgorithm(c[field])
+		delete(c, field)
+		algName := ""
+		if st.Strategy.Algorithm != nil {
+			algName = strings.ToLower("default_" + st.Kind + "_" + st.Strategy.Algorithm.Type)
+		}
+		v, err := strategyValue(c, "default sharding strategy", strings.ToLower(st.Kind), st.Strategy, algName)
+		if err != nil {
+			return nil, err
+		}
+		c[field] = v
+		if oldAlg != "" && oldAlg != algName {
+			dropUnused(c, []string{oldAlg}, nil, nil)
+		}
+		return prune(c), nil
+	}
+}
+
+func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (string, change) {
+	field := "defaultDatabaseStrategy"
+	if st.Kind == "TABLE" {
+		field = "defaultTableStrategy"
+	}
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		if _, ok := c[field]; !ok {
+			if st.IfExists {
+				return c, nil
+			}
+			return nil, missingRule("Default sharding strategy", db, []string{strings.ToLower(st.Kind)})
+		}
+		alg := strategyAlgorithm(c[field])
+		delete(c, field)
+		if alg != "" {
+			dropUnused(c, []string{alg}, nil, nil)
+		}
+		return prune(c), nil
+	}
+}
+
+// dropNamed drops named algorithms of section f (shardingAlgorithms or
+// keyGenerators) that nothing uses.
+func dropNamed(f, kind string, names []string, ifExists bool) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		m := asMap(c[f])
+		var absent, used []string
+		usedA, usedG, _ := inUse(c)
+		usedSet := usedA
+		if f == "keyGenerators" {
+			usedSet = usedG
+		}
+		for _, n := range names {
+			if _, ok := m[n]; !ok {
+				if !ifExists {
+					absent = append(absent, n)
+				}
+				continue
+			}
+			if usedSet[n] {
+				used = append(used, n)
+			}
+		}
+		if len(absent) > 0 {
+			return nil, missingAlgorithm(kind, db, absent)
+		}
+		if len(used) > 0 {
+			return nil, algorithmInUse(strings.ToUpper(kind[:1])+kind[1:], db, used)
+		}
+		for _, n := range names {
+			delete(m, n)
+		}
+		return prune(c), nil
+	}
+}
+
+func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		if err := checkName("sharding key generate strategy", st.Name); err != nil {
+			return nil, err
+		}
+		strategies := section(c, "keyGenerateStrategies")
+		_, exists := strategies[st.Name]
+		switch {
+		case st.Alter && !exists:
+			return nil, missingRule("Sharding key generate strategy", db, []string{st.Name})
+		case !st.Alter && exists && st.IfNotExists:
+			return prune(c), nil
+		case !st.Alter && exists:
+			return nil, duplicateRule("sharding key generate strategy", db, []string{st.Name})
+		}
+		d := st.Definition
+		entry := map[string]any{}
+		if d.Sequence != "" {
+			entry["keyGenerateType"] = "sequence"
+			entry["keyGenerateSequence"] = d.Sequence
+		} else {
+			if f, _ := shardingTable(c, d.Table); f == "" {
+				return nil, missingRule("Sharding", db, []string{d.Table})
+			}
+			entry["keyGenerateType"] = "column"
+			entry["logicTable"] = d.Table
+			entry["keyGenerateColumn"] = d.Column
+		}
+		var oldGen string
+		if old := asMap(strategies[st.Name]); old != nil {
+			oldGen = asText(old["keyGeneratorName"])
+		}
+		if d.Algorithm != nil {
+			if err := checkType("key generator", d.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
+				return nil, err
+			}
+			name := strings.ToLower(st.Name + "_" + d.Algorithm.Type)
+			section(c, "keyGenerators")[name] = algorithmValue(*d.Algorithm)
+			entry["keyGeneratorName"] = name
+		} else {
+			if _, ok := asMap(c["keyGenerators"])[d.Generator]; !ok {
+				return nil, missingAlgorithm("key generator", db, []string{d.Generator})
+			}
+			entry["keyGeneratorName"] = d.Generator
+		}
+		strategies[st.Name] = entry
+		if oldGen != "" {
+			dropUnused(c, nil, []string{oldGen}, nil)
+		}
+		return prune(c), nil
+	}
+}
+
+func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (string, change) {
+	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+		strategies := asMap(c["keyGenerateStrategies"])
+		var absent []string
+		for _, n := range st.Names {
+			if _, ok := strategies[n]; !ok && !st.IfExists {
+				absent = append(absent, n)
+			}
+		}
+		if len(absent) > 0 {
+			return nil, missingRule("Sharding key generate strategy", db, absent)
+		}
+		for _, n := range st.Names {
+			delete(strategies, n)
+		}
+		return prune(c), nil
+	}
+}
+
+func broadcastTableRule(tables []string, create, ifFlag bool) (string, change) {
+	return "broadcast", func(db string, c map[string]any) (map[string]any, error) {
+		list := listOf(c["tables"])
+		has := func(t string) int {
+			return slices.IndexFunc(list, func(e any) bool { return strings.EqualFold(asText(e), t) })
+		}
+		var bad []string
+		for _, t := range tables {
+			if err := checkName("broadcast", t); err != nil {
+				return nil, err
+			}
+			if (has(t) >= 0) == create && !ifFlag {
+				bad = append(bad, t)
+			}
+		}
+		if len(bad) > 0 {
+			if create {
+				return nil, duplicateRule("broadcast", db, bad)
+			}
+			return nil, missingRule("Broadcast", db, bad)
+		}
+		for _, t := range tables {
+			i := has(t)
+			switch {
+			case create && i < 0:
+				list = append(list, t)
+			case !create && i >= 0:
+				list = slices.Delete(list, i, i+1)
+			}
+		}
+		c["tables"] = list
+		return prune(c), nil
+	}
+}
