@@ -5,10 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -151,12 +148,12 @@ func TestMySQLFallbackPublishesTheBoundPort(t *testing.T) {
 	}
 }
 
-// TestHostileCloseWithAStuckSession: a console session stuck in a read that
-// ignores its context (IMPORT METADATA from a FIFO nobody writes) and a
-// Close whose ctx has almost nothing left still end with the final fence,
-// the offline node gone and the session closed: draining has its own
-// bound and leaving the registry its own deadline (SIGTERM with one stuck
-// session took 15.1 s and left the online node until its TTL).
+// TestHostileCloseWithAStuckSession: a console session stuck in I/O (a
+// REGISTER STORAGE UNIT whose server accepts the connection and never
+// answers) and a Close whose ctx has almost nothing left still end with the
+// final fence, the offline node gone and the session closed: draining has
+// its own bound and leaving the registry its own deadline (SIGTERM with one
+// stuck session took 15.1 s and left the online node until its TTL).
 func TestHostileCloseWithAStuckSession(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := etcdRepository(t)
@@ -168,22 +165,37 @@ func TestHostileCloseWithAStuckSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := metadatatest.CreateDatabase(ctx, d.Repo, paths.Layout553, config.Database{Name: "stuck_db"}); err != nil {
 		t.Fatal(err)
 	}
-	// Whatever the import did, nothing may keep the test waiting on the FIFO.
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
+	testenv.Eventually(t, "stuck_db in the node's metadata", func() bool {
+		_, ok := d.Metadata.Current().Databases["stuck_db"]
+		return ok
 	})
-	c, err := mysqlDB(t, d.MySQLAddr, "root", "", "").Conn(ctx)
+	// A database server that accepts and never sends its greeting.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+		}
+	}()
+	_, port, _ := net.SplitHostPort(silent.Addr().String())
+	c, err := mysqlDB(t, d.MySQLAddr, "root", "", "stuck_db").Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	go func() { _, _ = c.ExecContext(ctx, "IMPORT METADATA FROM FILE '"+fifo+"'") }()
+	go func() {
+		_, _ = c.ExecContext(ctx, "REGISTER STORAGE UNIT ds_silent (URL='jdbc:mysql://127.0.0.1:"+port+"/test', USER='root', PASSWORD='')")
+	}()
 	testenv.Eventually(t, "the import to run", func() bool {
 		for _, p := range d.Processes.List() {
 			if !p.Idle {
