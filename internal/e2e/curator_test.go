@@ -44,7 +44,8 @@ func TestCuratorReadsEveryZnode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(conf, "database-boot.yaml"), []byte(database("boot_db")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	imported := filepath.Join(t.TempDir(), "imported.yaml")
+	files := t.TempDir() // the node's --distsql-file-dir
+	imported := filepath.Join(files, "imported.yaml")
 	if err := os.WriteFile(imported, []byte(database("imported_db")), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,8 @@ func TestCuratorReadsEveryZnode(t *testing.T) {
 	// DATABASE.
 	t.Setenv("SHARDKEEPER_TOKEN", token)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	n := startMySQLNode(t, conf, "e2e-curator-1", "127.0.0.1", "--http", httpAddr)
+	n := startMySQLNode(t, conf, "e2e-curator-1", "127.0.0.1", "--http", httpAddr,
+		"--distsql-file-dir", files, "--allow-sqlite-units")
 	must := func(statement string) {
 		t.Helper()
 		if _, errOut, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "", statement); err != nil {

@@ -42,14 +42,16 @@ func TestKillDuringImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	imported := filepath.Join(t.TempDir(), "big.yaml")
+	files := t.TempDir() // the node's --distsql-file-dir
+	imported := filepath.Join(files, "big.yaml")
 	yaml := fmt.Sprintf("databaseName: big_db\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:%s\nrules:\n- !SHARDING\n  tables:\n    t_000:\n      actualDataNodes: ds_0.t_000\n", unitFile)
 	if err := os.WriteFile(imported, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
 	eachRegistry(t, func(t *testing.T, typ string) {
-		cl := startCluster(t, typ, 1, clusterOptions{prefix: "e2e-kill", mysql: true, ttl: 10})
+		cl := startCluster(t, typ, 1, clusterOptions{prefix: "e2e-kill", mysql: true, ttl: 10,
+			extra: []string{"--distsql-file-dir", files, "--allow-sqlite-units"}})
 		n, repo := cl.mysql[0], cl.repo
 		tables := func() int {
 			t.Helper()

@@ -196,7 +196,7 @@ func TestConsolePrivileges(t *testing.T) {
 			}
 		}
 		// A ShardingSphere node's trigger: the answer persisted for it.
-		task := fmt.Sprintf("e2eprivtask%d", time.Now().UnixNano())
+		task := fmt.Sprintf("%032x", time.Now().UnixNano()) // an asker's task id: 32 hex digits
 		trigger, err := paths.ShowProcessListTrigger("e2e-priv-1", task)
 		if err != nil {
 			t.Fatal(err)

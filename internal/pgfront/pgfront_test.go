@@ -799,8 +799,18 @@ func TestHostilePostgreSQLKillEndsStuckStatement(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("the statement of a killed session succeeded")
 	}
-	// Its slot is free: the only one.
-	c2 := connect(t, dsn(addr, "root", "", ""))
+	// Its slot is freed (the only one) once the killed session has ended,
+	// which the client may see a moment before the server has.
+	var c2 *pgx.Conn
+	testenv.Eventually(t, "the killed session's slot", func() bool {
+		c, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "", ""))
+		if err != nil {
+			return false
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		c2 = c
+		return true
+	})
 	go func() { _, err := c2.Exec(testenv.Context(t), "STUCK"); errc <- err }()
 	<-e.sleeping
 	if err := c2.PgConn().CancelRequest(testenv.Context(t)); err != nil {
