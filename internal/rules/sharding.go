@@ -516,10 +516,7 @@ func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string,
 }
 
 func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string, change) {
-	field := "defaultDatabaseStrategy"
-	if st.Kind == "TABLE" {
-		field = "defaultTableStrategy"
-	}
+	field := defaultStrategyField(st.Kind)
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
 		_, exists := c[field]
 		switch {
@@ -548,11 +545,17 @@ func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string,
 	}
 }
 
-func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (string, change) {
-	field := "defaultDatabaseStrategy"
-	if st.Kind == "TABLE" {
-		field = "defaultTableStrategy"
+// defaultStrategyField is the sharding rule's field of the default
+// strategy of kind DATABASE or TABLE.
+func defaultStrategyField(kind string) string {
+	if kind == "TABLE" {
+		return "defaultTableStrategy"
 	}
+	return "defaultDatabaseStrategy"
+}
+
+func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (string, change) {
+	field := defaultStrategyField(st.Kind)
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
 		if _, ok := c[field]; !ok {
 			if st.IfExists {
