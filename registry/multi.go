@@ -56,16 +56,11 @@ type FirstCommitter interface {
 // Any other error (a bad Txn, the connection, ctx) returns -1 and that
 // error, and, as for Commit, the outcome of a write in flight is unknown.
 func CommitFirst(ctx context.Context, s Session, alts []Txn) (int, Version, error) {
-	if len(alts) == 0 {
-		return -1, 0, &OpError{Op: "commit", Err: fmt.Errorf("%w: no alternatives", ErrBadTxn)}
-	}
-	if fc, ok := s.(FirstCommitter); ok {
+	if fc, ok := s.(FirstCommitter); ok && len(alts) > 0 {
 		return fc.CommitFirst(ctx, alts)
 	}
-	for _, t := range alts {
-		if err := t.Check(); err != nil {
-			return -1, 0, err
-		}
+	if err := CheckAlternatives(alts); err != nil {
+		return -1, 0, err
 	}
 	none := &NoneApplied{Errs: make([]error, 0, len(alts))}
 	for i, t := range alts {
@@ -79,6 +74,21 @@ func CommitFirst(ctx context.Context, s Session, alts []Txn) (int, Version, erro
 		none.Errs = append(none.Errs, err)
 	}
 	return -1, 0, none
+}
+
+// CheckAlternatives validates alts as CommitFirst does before it writes
+// anything, for the implementations of FirstCommitter: at least one
+// alternative (else ErrBadTxn, in an *OpError), and each one's Txn.Check.
+func CheckAlternatives(alts []Txn) error {
+	if len(alts) == 0 {
+		return &OpError{Op: "commit", Err: fmt.Errorf("%w: no alternatives", ErrBadTxn)}
+	}
+	for _, t := range alts {
+		if err := t.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NoneApplied is CommitFirst's error when no alternative's conditions

@@ -324,6 +324,31 @@ type Rule struct {
 	Content map[string]any
 }
 
+// CloneContent returns a deep copy of rule content m: its maps and lists
+// are copied, its scalars (immutable) shared. It returns an empty map for
+// nil, which a caller may write into.
+func CloneContent(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return CloneContent(x)
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = cloneValue(e)
+		}
+		return l
+	}
+	return v
+}
+
 // Database rule tags and the registry rule types they map to.
 var databaseRuleTags = map[string]string{
 	"!SHARDING":            "sharding",

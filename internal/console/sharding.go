@@ -3,11 +3,11 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // SHOW SHARDING TABLE RULES, ALGORITHMS and KEY GENERATORS: read-only views
@@ -32,32 +32,10 @@ func (e *Engine) shardingRule(s *Session, from string) (map[string]any, error) {
 	return r.Content, nil
 }
 
-func asMap(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func asText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = asText(e)
-		}
-		return strings.Join(parts, ",")
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
 // propsJSON renders algorithm props as ShardingSphere shows Properties: ""
 // when empty, JSON otherwise.
 func propsJSON(v any) string {
-	m := asMap(v)
+	m := rules.Map(v)
 	if len(m) == 0 {
 		return ""
 	}
@@ -85,15 +63,15 @@ type strategy struct {
 }
 
 func readStrategy(v any) strategy {
-	m := asMap(v)
+	m := rules.Map(v)
 	for _, typ := range []string{"standard", "complex", "hint", "none"} {
 		if body, ok := m[typ]; ok {
-			b := asMap(body)
-			col := asText(b["shardingColumn"])
+			b := rules.Map(body)
+			col := rules.Text(b["shardingColumn"])
 			if typ == "complex" {
-				col = asText(b["shardingColumns"])
+				col = rules.Text(b["shardingColumns"])
 			}
-			return strategy{typ: strings.ToUpper(typ), column: col, algorithm: asText(b["shardingAlgorithmName"]), present: true}
+			return strategy{typ: strings.ToUpper(typ), column: col, algorithm: rules.Text(b["shardingAlgorithmName"]), present: true}
 		}
 	}
 	return strategy{}
@@ -108,9 +86,9 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 	if rule == nil {
 		return res, nil
 	}
-	algorithms := asMap(rule["shardingAlgorithms"])
-	generators := asMap(rule["keyGenerators"])
-	auditors := asMap(rule["auditors"])
+	algorithms := rules.Map(rule["shardingAlgorithms"])
+	generators := rules.Map(rule["keyGenerators"])
+	auditors := rules.Map(rule["auditors"])
 	strategyCells := func(sc strategy) (typ, col, algType, algProps string) {
 		if !sc.present {
 			return "", "", "", ""
@@ -118,8 +96,8 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		if sc.typ == "NONE" {
 			return sc.typ, "", "", ""
 		}
-		alg := asMap(algorithms[sc.algorithm])
-		return sc.typ, sc.column, asText(alg["type"]), propsJSON(alg["props"])
+		alg := rules.Map(algorithms[sc.algorithm])
+		return sc.typ, sc.column, rules.Text(alg["type"]), propsJSON(alg["props"])
 	}
 	pick := func(own, def any) any {
 		if own != nil {
@@ -134,32 +112,32 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		if ks := t["keyGenerateStrategy"]; ks != nil {
 			return ks
 		}
-		strategies := asMap(rule["keyGenerateStrategies"])
+		strategies := rules.Map(rule["keyGenerateStrategies"])
 		for _, sn := range sortedKeys(strategies) {
-			ks := asMap(strategies[sn])
-			if strings.EqualFold(asText(ks["logicTable"]), name) && !strings.EqualFold(asText(ks["keyGenerateType"]), "sequence") {
+			ks := rules.Map(strategies[sn])
+			if strings.EqualFold(rules.Text(ks["logicTable"]), name) && !strings.EqualFold(rules.Text(ks["keyGenerateType"]), "sequence") {
 				return map[string]any{"column": ks["keyGenerateColumn"], "keyGeneratorName": ks["keyGeneratorName"]}
 			}
 		}
 		return nil
 	}
 	keyCells := func(ks any) (col, typ, props string) {
-		k := asMap(ks)
+		k := rules.Map(ks)
 		if k == nil {
 			return "", "", ""
 		}
-		gen := asMap(generators[asText(k["keyGeneratorName"])])
-		return asText(k["column"]), asText(gen["type"]), propsJSON(gen["props"])
+		gen := rules.Map(generators[rules.Text(k["keyGeneratorName"])])
+		return rules.Text(k["column"]), rules.Text(gen["type"]), propsJSON(gen["props"])
 	}
 	auditCells := func(as any) (types, allow string) {
-		a := asMap(as)
+		a := rules.Map(as)
 		if a == nil {
 			return "", ""
 		}
 		var list []string
 		if names, ok := a["auditorNames"].([]any); ok {
 			for _, n := range names {
-				list = append(list, asText(asMap(auditors[asText(n)])["type"]))
+				list = append(list, rules.Text(rules.Map(auditors[rules.Text(n)])["type"]))
 			}
 		}
 		allowHint := "false"
@@ -169,29 +147,29 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		return strings.Join(list, ","), allowHint
 	}
 	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
-	tables := asMap(rule["tables"])
+	tables := rules.Map(rule["tables"])
 	for _, name := range sortedKeys(tables) {
 		if !match(name) {
 			continue
 		}
-		t := asMap(tables[name])
+		t := rules.Map(tables[name])
 		dbType, dbCol, dbAlg, dbProps := strategyCells(readStrategy(pick(t["databaseStrategy"], rule["defaultDatabaseStrategy"])))
 		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["tableStrategy"], rule["defaultTableStrategy"])))
 		kCol, kType, kProps := keyCells(pick(ownKey(name, t), rule["defaultKeyGenerateStrategy"]))
 		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
-		res.Rows = append(res.Rows, strs(name, asText(t["actualDataNodes"]), "", dbType, dbCol, dbAlg, dbProps,
+		res.Rows = append(res.Rows, strs(name, rules.Text(t["actualDataNodes"]), "", dbType, dbCol, dbAlg, dbProps,
 			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
 	}
-	autoTables := asMap(rule["autoTables"])
+	autoTables := rules.Map(rule["autoTables"])
 	for _, name := range sortedKeys(autoTables) {
 		if !match(name) {
 			continue
 		}
-		t := asMap(autoTables[name])
+		t := rules.Map(autoTables[name])
 		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["shardingStrategy"], rule["defaultTableStrategy"])))
 		kCol, kType, kProps := keyCells(pick(ownKey(name, t), rule["defaultKeyGenerateStrategy"]))
 		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
-		res.Rows = append(res.Rows, strs(name, "", asText(t["actualDataSources"]), "", "", "", "",
+		res.Rows = append(res.Rows, strs(name, "", rules.Text(t["actualDataSources"]), "", "", "", "",
 			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
 	}
 	return res, nil
@@ -212,10 +190,10 @@ func (e *Engine) namedAlgorithms(s *Session, from, section string) (*Result, err
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
-	algs := asMap(rule[section])
+	algs := rules.Map(rule[section])
 	for _, name := range sortedKeys(algs) {
-		a := asMap(algs[name])
-		res.Rows = append(res.Rows, strs(name, asText(a["type"]), propsJSON(a["props"])))
+		a := rules.Map(algs[name])
+		res.Rows = append(res.Rows, strs(name, rules.Text(a["type"]), propsJSON(a["props"])))
 	}
 	return res, nil
 }

@@ -31,7 +31,7 @@ func (e *Engine) showShardingTableReferenceRules(_ context.Context, s *Session, 
 	}
 	res := &Result{Columns: textColumns("name", "sharding_table_reference"), Rows: [][]*string{}}
 	for _, b := range listOf(rule["bindingTables"]) {
-		name, tables := rules.BindingParts(asText(b))
+		name, tables := rules.BindingParts(rules.Text(b))
 		if st.Name == "" || strings.EqualFold(st.Name, name) {
 			res.Rows = append(res.Rows, strs(name, strings.Join(tables, ",")))
 		}
@@ -54,8 +54,8 @@ func (e *Engine) showDefaultShardingStrategy(_ context.Context, s *Session, st *
 			res.Rows = append(res.Rows, strs(d.name, sc.typ, "", "", "", ""))
 			continue
 		}
-		alg := asMap(asMap(rule["shardingAlgorithms"])[sc.algorithm])
-		res.Rows = append(res.Rows, strs(d.name, sc.typ, sc.column, sc.algorithm, asText(alg["type"]), propsJSON(alg["props"])))
+		alg := rules.Map(rules.Map(rule["shardingAlgorithms"])[sc.algorithm])
+		res.Rows = append(res.Rows, strs(d.name, sc.typ, sc.column, sc.algorithm, rules.Text(alg["type"]), propsJSON(alg["props"])))
 	}
 	return res, nil
 }
@@ -66,16 +66,16 @@ func (e *Engine) showShardingKeyGenerateStrategies(_ context.Context, s *Session
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "table", "column", "sequence", "generator_name", "generator_type", "generator_props"), Rows: [][]*string{}}
-	strategies := asMap(rule["keyGenerateStrategies"])
-	gens := asMap(rule["keyGenerators"])
+	strategies := rules.Map(rule["keyGenerateStrategies"])
+	gens := rules.Map(rule["keyGenerators"])
 	for _, name := range sortedKeys(strategies) {
 		if st.Name != "" && !strings.EqualFold(st.Name, name) {
 			continue
 		}
-		ks := asMap(strategies[name])
-		gen := asMap(gens[asText(ks["keyGeneratorName"])])
-		res.Rows = append(res.Rows, strs(name, strings.ToLower(asText(ks["keyGenerateType"])), asText(ks["logicTable"]), asText(ks["keyGenerateColumn"]),
-			asText(ks["keyGenerateSequence"]), asText(ks["keyGeneratorName"]), asText(gen["type"]), propsJSON(gen["props"])))
+		ks := rules.Map(strategies[name])
+		gen := rules.Map(gens[rules.Text(ks["keyGeneratorName"])])
+		res.Rows = append(res.Rows, strs(name, strings.ToLower(rules.Text(ks["keyGenerateType"])), rules.Text(ks["logicTable"]), rules.Text(ks["keyGenerateColumn"]),
+			rules.Text(ks["keyGenerateSequence"]), rules.Text(ks["keyGeneratorName"]), rules.Text(gen["type"]), propsJSON(gen["props"])))
 	}
 	return res, nil
 }
@@ -93,11 +93,11 @@ func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
 	if section == "keyGenerators" {
 		used = gens
 	}
-	m := asMap(rule[section])
+	m := rules.Map(rule[section])
 	for _, name := range sortedKeys(m) {
 		if !used[name] {
-			a := asMap(m[name])
-			res.Rows = append(res.Rows, strs(name, asText(a["type"]), propsJSON(a["props"])))
+			a := rules.Map(m[name])
+			res.Rows = append(res.Rows, strs(name, rules.Text(a["type"]), propsJSON(a["props"])))
 		}
 	}
 	return res, nil
@@ -110,22 +110,22 @@ func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *dists
 	}
 	res := &Result{Columns: textColumns("name", "nodes"), Rows: [][]*string{}}
 	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
-	tables := asMap(rule["tables"])
+	tables := rules.Map(rule["tables"])
 	for _, name := range sortedKeys(tables) {
 		if !match(name) {
 			continue
 		}
-		nodes, _ := dbconfig.ExpandInline(asText(asMap(tables[name])["actualDataNodes"]))
+		nodes, _ := dbconfig.ExpandInline(rules.Text(rules.Map(tables[name])["actualDataNodes"]))
 		res.Rows = append(res.Rows, strs(name, strings.Join(nodes, ", ")))
 	}
-	auto := asMap(rule["autoTables"])
+	auto := rules.Map(rule["autoTables"])
 	for _, name := range sortedKeys(auto) {
 		if !match(name) {
 			continue
 		}
-		t := asMap(auto[name])
-		sources, _ := dbconfig.ExpandInline(asText(t["actualDataSources"]))
-		alg := asMap(asMap(rule["shardingAlgorithms"])[readStrategy(t["shardingStrategy"]).algorithm])
+		t := rules.Map(auto[name])
+		sources, _ := dbconfig.ExpandInline(rules.Text(t["actualDataSources"]))
+		alg := rules.Map(rules.Map(rule["shardingAlgorithms"])[readStrategy(t["shardingStrategy"]).algorithm])
 		n := autoShardingCount(alg)
 		var nodes []string
 		for i := 0; i < n && len(sources) > 0; i++ {
@@ -139,16 +139,16 @@ func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *dists
 // autoShardingCount is the number of actual tables an auto-table
 // algorithm makes (0 when this node cannot tell).
 func autoShardingCount(alg map[string]any) int {
-	props := asMap(alg["props"])
+	props := rules.Map(alg["props"])
 	atoi := func(k string) int {
-		n, _ := strconv.Atoi(strings.TrimSpace(asText(props[k])))
+		n, _ := strconv.Atoi(strings.TrimSpace(rules.Text(props[k])))
 		return n
 	}
-	switch strings.ToUpper(asText(alg["type"])) {
+	switch strings.ToUpper(rules.Text(alg["type"])) {
 	case "MOD", "HASH_MOD":
 		return atoi("sharding-count")
 	case "BOUNDARY_RANGE":
-		return len(strings.Split(asText(props["sharding-ranges"]), ",")) + 1
+		return len(strings.Split(rules.Text(props["sharding-ranges"]), ",")) + 1
 	case "VOLUME_RANGE":
 		lo, hi, v := atoi("range-lower"), atoi("range-upper"), atoi("sharding-volume")
 		if v <= 0 || hi < lo {
@@ -175,7 +175,7 @@ func (e *Engine) showBroadcastTableRules(_ context.Context, s *Session, st *dist
 	}
 	res := &Result{Columns: textColumns("broadcast_table"), Rows: [][]*string{}}
 	for _, t := range tables {
-		res.Rows = append(res.Rows, strs(asText(t)))
+		res.Rows = append(res.Rows, strs(rules.Text(t)))
 	}
 	return res, nil
 }
@@ -192,7 +192,7 @@ func (e *Engine) countShardingRule(_ context.Context, s *Session, st *distsql.Co
 	if !ok {
 		return res, nil
 	}
-	tables := len(asMap(r.Content["tables"])) + len(asMap(r.Content["autoTables"]))
+	tables := len(rules.Map(r.Content["tables"])) + len(rules.Map(r.Content["autoTables"]))
 	res.Rows = append(res.Rows,
 		strs("sharding_table", db.Name, strconv.Itoa(tables)),
 		strs("sharding_table_reference", db.Name, strconv.Itoa(len(listOf(r.Content["bindingTables"])))))

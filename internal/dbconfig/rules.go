@@ -56,10 +56,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	rules := d.Rules
 	old := rules[ruleType]
 	old.Type = ruleType
-	cur := deepCopy(old.Content)
-	if cur == nil {
-		cur = map[string]any{}
-	}
+	cur := config.CloneContent(old.Content)
 	next, err := change(cur)
 	if err != nil {
 		return RuleChange{}, err
@@ -148,30 +145,4 @@ func ExpandInline(expr string) ([]string, bool) {
 		out = append(out, vals...)
 	}
 	return out, true
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopyValue(v)
-	}
-	return out
-}
-
-func deepCopyValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return deepCopy(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopyValue(e)
-		}
-		return out
-	default:
-		return x
-	}
 }

@@ -19,19 +19,6 @@ var (
 	ErrNoUnit     = errors.New("no such storage unit")
 )
 
-func commitWrites(ctx context.Context, repo registry.Repository, conds []registry.Cond, ops []registry.Op) error {
-	if len(ops) == 0 {
-		return nil
-	}
-	sess, err := repo.NewSession(ctx, registry.SessionOptions{})
-	if err != nil {
-		return err
-	}
-	defer sess.Close(context.WithoutCancel(ctx))
-	_, err = sess.Commit(ctx, registry.Txn{Conds: conds, Ops: ops})
-	return err
-}
-
 func unitExists(ctx context.Context, repo registry.Repository, db, name string) (bool, error) {
 	node, err := paths.Unit(db, name)
 	if err != nil {
@@ -59,7 +46,7 @@ func RegisterUnit(ctx context.Context, repo registry.Repository, db, name string
 	if err != nil {
 		return err
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
 
 // AlterUnit replaces an existing storage unit. It returns ErrNoUnit.
@@ -73,7 +60,7 @@ func AlterUnit(ctx context.Context, repo registry.Repository, db, name string, d
 	if err != nil {
 		return err
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
 
 // DropUnit removes a storage unit. It returns ErrNoUnit.
@@ -91,7 +78,7 @@ func DropUnit(ctx context.Context, repo registry.Repository, db, name string) er
 	if err != nil {
 		return err
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
 
 // AlterRuleItem sets one item of a database rule: the unique item
@@ -133,7 +120,7 @@ func AlterRuleItem(ctx context.Context, repo registry.Repository, layout paths.L
 	if err != nil {
 		return err
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
 
 // DropRuleItem removes one rule item from wherever any layout places it.
@@ -152,7 +139,7 @@ func DropRuleItem(ctx context.Context, repo registry.Repository, db, ruleType, i
 		}
 		conds, ops = append(conds, c...), append(ops, o...)
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
 
 // AlterProps replaces the registry's props with props (a new version).
@@ -161,37 +148,24 @@ func AlterProps(ctx context.Context, repo registry.Repository, props config.Prop
 	if err != nil {
 		return err
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
 
-// AlterGlobalRule replaces the global rule of r.Type (a new version).
-func AlterGlobalRule(ctx context.Context, repo registry.Repository, r config.Rule) error {
-	conds, ops, err := GlobalWrites(ctx, repo, []config.Rule{r}, nil)
-	if err != nil {
-		return err
-	}
-	return commitWrites(ctx, repo, conds, ops)
-}
-
-// CreateDatabase writes a new logical database (units and rules) in
-// layout's places in one transaction. It returns registry.ErrExists
-// (wrapped) when the database exists.
-func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error {
-	kvs, err := DatabaseWrites(layout, db)
-	if err != nil {
-		return err
-	}
-	var conds []registry.Cond
-	var ops []registry.Op
-	for _, kv := range kvs {
-		conds = append(conds, registry.Cond{Key: kv.Key})
-		ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
-	}
-	if err := commitWrites(ctx, repo, conds, ops); err != nil {
-		return fmt.Errorf("create database %s: %w", db.Name, err)
-	}
-	return nil
-}
+// Commit, CreateDatabase and AlterGlobalRule are package metadatatest's,
+// which the tests of package metadata cannot import (metadatatest imports
+// metadata): hooks_test.go, in package metadata_test, sets them before
+// the tests run.
+var (
+	// Commit commits conds and ops in one registry transaction, on a
+	// session of its own; nothing when ops is empty.
+	Commit func(ctx context.Context, repo registry.Repository, conds []registry.Cond, ops []registry.Op) error
+	// CreateDatabase writes a new logical database (units and rules) in
+	// layout's places in one transaction. It returns registry.ErrExists
+	// (wrapped) when the database exists.
+	CreateDatabase func(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error
+	// AlterGlobalRule replaces the global rule of r.Type (a new version).
+	AlterGlobalRule func(ctx context.Context, repo registry.Repository, r config.Rule) error
+)
 
 // DropDatabase deletes database db with everything under it. It returns
 // ErrNoDatabase.
@@ -207,5 +181,5 @@ func DropDatabase(ctx context.Context, repo registry.Repository, db string) erro
 	if err != nil {
 		return err
 	}
-	return commitWrites(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }

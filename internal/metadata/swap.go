@@ -75,7 +75,7 @@ func RuleAsWritten(layout paths.Layout, r config.Rule) (config.Rule, error) {
 // generate strategy, or one for a table the rule does not have, before
 // Layout554.
 func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
-	c := cloneMap(r.Content)
+	c := config.CloneContent(r.Content)
 	switch r.Type {
 	case "sharding":
 		if err := upstreamSharding(layout, c); err != nil {
@@ -229,7 +229,7 @@ func strategiesToTableKeys(layout paths.Layout, c map[string]any) error {
 // upstreamGlobalRule returns the global rule r as upstream's swapper
 // writes it (see above).
 func upstreamGlobalRule(r config.Rule) config.Rule {
-	c := cloneMap(r.Content)
+	c := config.CloneContent(r.Content)
 	cache := func(f string, capacity, size int) {
 		m, ok := c[f].(map[string]any)
 		if !ok {
@@ -288,27 +288,4 @@ func eachMap(m map[string]any, f string, fn func(name string, v map[string]any))
 			fn(k, v)
 		}
 	}
-}
-
-// cloneMap copies maps and lists deeply (scalars are immutable).
-func cloneMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneMap(x)
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = cloneValue(e)
-		}
-		return l
-	}
-	return v
 }

@@ -69,8 +69,8 @@ type Config struct {
 	// Users returns the users a client may log in as; it is called for
 	// every connection, so a change of the authority rule applies to the
 	// next login. Nil, or Empty users, accept only loopback clients, under
-	// any user name and without a password. An error refuses the
-	// connection (and is logged).
+	// any user name and without a password: one the client sends is
+	// ignored. An error refuses the connection (and is logged).
 	Users func() (*authority.Users, error)
 	// Processes, when set, lists every authenticated session while it
 	// runs, so SHOW PROCESSLIST shows it and KILL ends it.

@@ -345,6 +345,60 @@ func TestPasswords(t *testing.T) {
 	}
 }
 
+// TestLoopbackOnlyPasswordIgnored: with no users configured, a loopback
+// client gets in under any name whatever password it sends, as the
+// PostgreSQL console, which asks none (a client's password made go-mysql
+// decode the empty stored hash: "malformed handshake: runtime error:
+// index out of range [0] with length 0", and the connection closed). A
+// configured user with an empty password and a client that sends one is
+// a wrong password: 1045.
+func TestLoopbackOnlyPasswordIgnored(t *testing.T) {
+	bin, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Fatal("mariadb client missing: bash -c 'source scripts/servers.sh && install_servers'")
+	}
+	f := start(t, mysqlfront.Config{})
+	ctx := testenv.Context(t)
+	for _, c := range []struct{ user, password, params string }{
+		{"root", "", ""},
+		{"root", "any-pw", ""}, // caching_sha2_password, switched to native
+		{"ops", "other-pw", "allowNativePasswords=true"},
+	} {
+		got := rows(t, conn(t, open(t, f.dsn(c.user, c.password, c.params))), "WHOAMI")
+		if len(got) != 1 || got[0][1] != c.user {
+			t.Errorf("%s/%q with no users: WHOAMI %v", c.user, c.password, got)
+		}
+	}
+	_, port, _ := net.SplitHostPort(f.addr)
+	for _, pw := range []string{"", "-psecret"} {
+		args := []string{"--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "anyone", "--skip-ssl", "--batch", "--connect-timeout=10", "-e", "WHOAMI"}
+		if pw != "" {
+			args = append(args, pw)
+		}
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "anyone") {
+			t.Errorf("mariadb %q with no users: %v\n%s", pw, err, out)
+		}
+	}
+	if logs := f.log.String(); strings.Contains(logs, "malformed handshake") || strings.Contains(logs, "secret") || strings.Contains(logs, "any-pw") {
+		t.Errorf("front end log:\n%s", logs)
+	}
+
+	g := start(t, mysqlfront.Config{Users: consoletest.Users(t, "authority:\n  users:\n    - user: nopw@%\n")})
+	if err := open(t, g.dsn("nopw", "", "")).PingContext(ctx); err != nil {
+		t.Errorf("nopw without a password: %v", err)
+	}
+	for _, params := range []string{"", "allowNativePasswords=true"} {
+		err := open(t, g.dsn("nopw", "a-password", params)).PingContext(ctx)
+		if me := mysqlError(t, err); me.Number != 1045 || !strings.Contains(me.Message, "Access denied for user 'nopw'@'127.0.0.1' (using password: YES)") {
+			t.Errorf("nopw with a password (%s): got %d %q, want 1045", params, me.Number, me.Message)
+		}
+	}
+	if logs := g.log.String(); strings.Contains(logs, "malformed handshake") || !strings.Contains(logs, "access denied") {
+		t.Errorf("front end log:\n%s", logs)
+	}
+}
+
 func TestTLS(t *testing.T) {
 	srvTLS, cliTLS, _ := consoletest.TLS(t)
 	f := start(t, mysqlfront.Config{Users: consoletest.Users(t, usersYAML), TLS: srvTLS, MaxPacketSize: 4096})

@@ -55,6 +55,7 @@ type session struct {
 	cancelled  bool               // KILL QUERY cancelled the running statement
 
 	users     *authority.Users
+	noPass    bool // the credential GetCredential returned is the empty password
 	authed    bool
 	pendingDB string // database named in the handshake, used once authenticated
 	cs        console.Session
@@ -148,7 +149,7 @@ func (ss *session) serve() {
 		sslRequest: cfg.TLS != nil, budget: handshakeBudget, connID: process.Number(ss.cs.ID)}
 	_ = ss.raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
 	protocol := server.NewServerWithAuth(ServerVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD,
-		rsaKey, cfg.TLS, authProvider{&server.DefaultAuthenticationProvider{}, ss.log})
+		rsaKey, cfg.TLS, authProvider{&server.DefaultAuthenticationProvider{}, ss})
 	conn, err := ss.login(protocol, lc)
 	if err != nil {
 		return // OnAuthFailure logged it
@@ -249,6 +250,7 @@ func (ss *session) command() (err error) {
 func (ss *session) GetCredential(username string) (server.Credential, bool, error) {
 	ss.cs.User = username
 	if ss.users.Empty() {
+		ss.noPass = true
 		return server.Credential{Passwords: []string{""}, AuthPluginName: mysql.AUTH_NATIVE_PASSWORD}, true, nil
 	}
 	u, ok := ss.users.Lookup(username, ss.addr)
@@ -257,23 +259,37 @@ func (ss *session) GetCredential(username string) (server.Credential, bool, erro
 		_, _ = rand.Read(b[:])
 		return server.Credential{Passwords: []string{hex.EncodeToString(b[:])}, AuthPluginName: mysql.AUTH_NATIVE_PASSWORD}, true, nil
 	}
+	ss.noPass = u.Password == ""
 	return server.Credential{Passwords: []string{u.Password}, AuthPluginName: authPlugin(u.AuthenticationMethod)}, true, nil
 }
 
-// authProvider is go-mysql's password checks, with a caching_sha2
-// password that cannot be decrypted refused as a wrong password (1045)
-// rather than as an internal error. Without TLS the client must encrypt
-// it with the node's RSA key; the mariadb client (10.11) sends it in
-// clear text instead unless it is told --skip-ssl (or uses TLS).
+// authProvider is go-mysql's password checks, with three changes:
+//   - With no users configured (loopback clients only), every login is
+//     accepted whatever password the client sends, as the PostgreSQL
+//     console, which asks for none, accepts it.
+//   - A password sent for a user whose password is empty is refused as a
+//     wrong password (1045). go-mysql would decode the empty stored hash
+//     of mysql_native_password and panic (index out of range).
+//   - A caching_sha2 password that cannot be decrypted is refused as a
+//     wrong password (1045) rather than as an internal error. Without TLS
+//     the client must encrypt it with the node's RSA key; the mariadb
+//     client (10.11) sends it in clear text instead unless it is told
+//     --skip-ssl (or uses TLS).
 type authProvider struct {
 	*server.DefaultAuthenticationProvider
-	log *slog.Logger
+	ss *session
 }
 
 func (p authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
+	if p.ss.users.Empty() {
+		return nil
+	}
+	if p.ss.noPass && !(len(data) == 0 || len(data) == 1 && data[0] == 0) { // go-mysql's isEmptyPassword
+		return server.ErrAccessDenied
+	}
 	err := p.DefaultAuthenticationProvider.Authenticate(c, plugin, data)
 	if errors.Is(err, rsa.ErrDecryption) {
-		p.log.Warn("mysql: the client's caching_sha2_password password is not encrypted with the node's RSA key; connect with TLS (mariadb --ssl), or mariadb --skip-ssl without TLS", "user", c.GetUser())
+		p.ss.log.Warn("mysql: the client's caching_sha2_password password is not encrypted with the node's RSA key; connect with TLS (mariadb --ssl), or mariadb --skip-ssl without TLS", "user", c.GetUser())
 		return server.ErrAccessDenied
 	}
 	return err

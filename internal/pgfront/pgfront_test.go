@@ -434,6 +434,31 @@ func TestOtherHosts(t *testing.T) {
 	}
 }
 
+// TestLoopbackOnlyPasswordIgnored: with no users configured, the node
+// asks a loopback client for no password, so one the client has (pgx,
+// psql's PGPASSWORD) is never sent and the login succeeds, as on the
+// MySQL console. A configured user with an empty password and a client
+// that sends another is a wrong password: 28P01.
+func TestLoopbackOnlyPasswordIgnored(t *testing.T) {
+	addr := server(t, pgfront.Config{Executor: newTestExec()})
+	c := connect(t, dsn(addr, "anyone", "any-pw", ""))
+	var user string
+	if err := c.QueryRow(testenv.Context(t), "SHOW SESSION").Scan(&user, new(string), new(string), new(string), new(string)); err != nil || user != "anyone" {
+		t.Fatalf("loopback client with a password and no users: %q %v", user, err)
+	}
+	if out, err := psql(t, []string{"PGPASSWORD=secret"}, dsn(addr, "anyone", "", ""), "-c", "SHOW THINGS"); err != nil || !strings.Contains(out, "(2 rows)") {
+		t.Fatalf("psql with PGPASSWORD and no users: %v\n%s", err, out)
+	}
+
+	nopw := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, "authority:\n  users:\n    - user: nopw@%\n")})
+	connect(t, dsn(nopw, "nopw", "", ""))
+	_, err := pgx.Connect(testenv.Context(t), dsn(nopw, "nopw", "a-password", ""))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "28P01" {
+		t.Fatalf("a user without a password, logging in with one: %v, want FATAL 28P01", err)
+	}
+}
+
 // TestCancel: pgx cancels a running statement when its context ends
 // (CancelRequest on a second connection): the statement's context is
 // cancelled, the client gets 57014 and the session goes on. A cancel

@@ -7,19 +7,31 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 )
 
-// Helpers over a rule's content (config.Rule.Content: decoded YAML).
+// Helpers over a rule's content (config.Rule.Content: decoded YAML), for
+// this package and the console's SHOW statements, so that what a
+// statement writes and what SHOW reads agree.
 
-func asMap(v any) map[string]any {
+// Map is v as a YAML mapping; nil when it is none.
+func Map(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
 }
 
-func asText(v any) string {
+// Text is v as text: "" for nil, a string as it is, a list as its
+// elements' text joined by ',', anything else as fmt.Sprint writes it
+// (password: 123 is "123").
+func Text(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
 	case string:
 		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Text(e)
+		}
+		return strings.Join(parts, ",")
 	default:
 		return fmt.Sprint(x)
 	}
@@ -28,10 +40,10 @@ func asText(v any) string {
 // strategyAlgorithm is the algorithm name of a strategy map ({standard:
 // {...}}, {complex: ...}, {hint: ...}; "" for none).
 func strategyAlgorithm(v any) string {
-	m := asMap(v)
+	m := Map(v)
 	for _, typ := range []string{"standard", "complex", "hint"} {
 		if body, ok := m[typ]; ok {
-			return asText(asMap(body)["shardingAlgorithmName"])
+			return Text(Map(body)["shardingAlgorithmName"])
 		}
 	}
 	return ""

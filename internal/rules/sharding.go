@@ -92,7 +92,7 @@ func findKey(m map[string]any, name string) string {
 // table name in c.
 func shardingTable(c map[string]any, name string) (sectionName, key string) {
 	for _, f := range []string{"tables", "autoTables"} {
-		if k := findKey(asMap(c[f]), name); k != "" {
+		if k := findKey(Map(c[f]), name); k != "" {
 			return f, k
 		}
 	}
@@ -248,11 +248,11 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 // generate strategies, then the algorithms, key generators and auditors
 // it used that nothing else uses.
 func removeTable(c map[string]any, f, key string) {
-	old := asMap(asMap(c[f])[key])
-	delete(asMap(c[f]), key)
-	strategies := asMap(c["keyGenerateStrategies"])
+	old := Map(Map(c[f])[key])
+	delete(Map(c[f]), key)
+	strategies := Map(c["keyGenerateStrategies"])
 	for name, s := range strategies {
-		if strings.EqualFold(asText(asMap(s)["logicTable"]), key) && !strings.EqualFold(asText(asMap(s)["keyGenerateType"]), "sequence") {
+		if strings.EqualFold(Text(Map(s)["logicTable"]), key) && !strings.EqualFold(Text(Map(s)["keyGenerateType"]), "sequence") {
 			delete(strategies, name)
 		}
 	}
@@ -264,17 +264,17 @@ func removeTable(c map[string]any, f, key string) {
 // tables of m (name -> table) refer to.
 func usedNames(m map[string]any) (algs, gens, auditors []string) {
 	for _, t := range m {
-		tm := asMap(t)
+		tm := Map(t)
 		for _, f := range []string{"databaseStrategy", "tableStrategy", "shardingStrategy"} {
 			if n := strategyAlgorithm(tm[f]); n != "" {
 				algs = append(algs, n)
 			}
 		}
-		if n := asText(asMap(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
+		if n := Text(Map(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
 			gens = append(gens, n)
 		}
-		for _, n := range listOf(asMap(tm["auditStrategy"])["auditorNames"]) {
-			auditors = append(auditors, asText(n))
+		for _, n := range listOf(Map(tm["auditStrategy"])["auditorNames"]) {
+			auditors = append(auditors, Text(n))
 		}
 	}
 	return algs, gens, auditors
@@ -291,7 +291,7 @@ func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 	algs, gens, auditors = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	all := map[string]any{}
 	for _, f := range []string{"tables", "autoTables"} {
-		for k, v := range asMap(c[f]) {
+		for k, v := range Map(c[f]) {
 			all[f+"/"+k] = v
 		}
 	}
@@ -307,8 +307,8 @@ func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 	for _, n := range au {
 		auditors[n] = true
 	}
-	for _, s := range asMap(c["keyGenerateStrategies"]) {
-		if n := asText(asMap(s)["keyGeneratorName"]); n != "" {
+	for _, s := range Map(c["keyGenerateStrategies"]) {
+		if n := Text(Map(s)["keyGeneratorName"]); n != "" {
 			gens[n] = true
 		}
 	}
@@ -321,17 +321,17 @@ func dropUnused(c map[string]any, algs, gens, auditors []string) {
 	usedA, usedG, usedAu := inUse(c)
 	for _, n := range algs {
 		if !usedA[n] {
-			delete(asMap(c["shardingAlgorithms"]), n)
+			delete(Map(c["shardingAlgorithms"]), n)
 		}
 	}
 	for _, n := range gens {
 		if !usedG[n] {
-			delete(asMap(c["keyGenerators"]), n)
+			delete(Map(c["keyGenerators"]), n)
 		}
 	}
 	for _, n := range auditors {
 		if !usedAu[n] {
-			delete(asMap(c["auditors"]), n)
+			delete(Map(c["auditors"]), n)
 		}
 	}
 }
@@ -388,7 +388,7 @@ func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
 				continue
 			}
 			for _, b := range listOf(c["bindingTables"]) {
-				_, ref := BindingParts(asText(b))
+				_, ref := BindingParts(Text(b))
 				if slices.ContainsFunc(ref, func(n string) bool { return strings.EqualFold(n, t) }) {
 					bound = append(bound, t)
 					break
@@ -415,7 +415,7 @@ func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) 
 		existing := map[string]int{}
 		list := listOf(c["bindingTables"])
 		for i, b := range list {
-			name, _ := BindingParts(asText(b))
+			name, _ := BindingParts(Text(b))
 			existing[strings.ToLower(name)] = i
 		}
 		var dup, absent, missingTables []string
@@ -448,7 +448,7 @@ func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) 
 		// A table belongs to one reference at most.
 		taken := map[string]string{}
 		for _, b := range list {
-			name, tables := BindingParts(asText(b))
+			name, tables := BindingParts(Text(b))
 			for _, t := range tables {
 				taken[strings.ToLower(t)] = strings.ToLower(name)
 			}
@@ -493,7 +493,7 @@ func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string,
 		for _, n := range st.Names {
 			found := false
 			for _, b := range list {
-				name, _ := BindingParts(asText(b))
+				name, _ := BindingParts(Text(b))
 				found = found || strings.EqualFold(name, n)
 			}
 			if !found && !st.IfExists {
@@ -505,7 +505,7 @@ func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string,
 		}
 		var keep []any
 		for _, b := range list {
-			name, _ := BindingParts(asText(b))
+			name, _ := BindingParts(Text(b))
 			if !slices.ContainsFunc(st.Names, func(n string) bool { return strings.EqualFold(n, name) }) {
 				keep = append(keep, b)
 			}
@@ -516,10 +516,7 @@ func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string,
 }
 
 func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string, change) {
-	field := "defaultDatabaseStrategy"
-	if st.Kind == "TABLE" {
-		field = "defaultTableStrategy"
-	}
+	field := defaultStrategyField(st.Kind)
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
 		_, exists := c[field]
 		switch {
@@ -548,11 +545,17 @@ func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string,
 	}
 }
 
-func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (string, change) {
-	field := "defaultDatabaseStrategy"
-	if st.Kind == "TABLE" {
-		field = "defaultTableStrategy"
+// defaultStrategyField is the sharding rule's field of the default
+// strategy of kind DATABASE or TABLE.
+func defaultStrategyField(kind string) string {
+	if kind == "TABLE" {
+		return "defaultTableStrategy"
 	}
+	return "defaultDatabaseStrategy"
+}
+
+func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (string, change) {
+	field := defaultStrategyField(st.Kind)
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
 		if _, ok := c[field]; !ok {
 			if st.IfExists {
@@ -573,7 +576,7 @@ func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (strin
 // keyGenerators) that nothing uses.
 func dropNamed(f, kind string, names []string, ifExists bool) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		m := asMap(c[f])
+		m := Map(c[f])
 		var absent, used []string
 		usedA, usedG, _ := inUse(c)
 		usedSet := usedA
@@ -633,8 +636,8 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 			entry["keyGenerateColumn"] = d.Column
 		}
 		var oldGen string
-		if old := asMap(strategies[st.Name]); old != nil {
-			oldGen = asText(old["keyGeneratorName"])
+		if old := Map(strategies[st.Name]); old != nil {
+			oldGen = Text(old["keyGeneratorName"])
 		}
 		if d.Algorithm != nil {
 			if err := checkType("key generator", d.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
@@ -644,7 +647,7 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 			section(c, "keyGenerators")[name] = algorithmValue(*d.Algorithm)
 			entry["keyGeneratorName"] = name
 		} else {
-			if _, ok := asMap(c["keyGenerators"])[d.Generator]; !ok {
+			if _, ok := Map(c["keyGenerators"])[d.Generator]; !ok {
 				return nil, missingAlgorithm("key generator", db, []string{d.Generator})
 			}
 			entry["keyGeneratorName"] = d.Generator
@@ -659,7 +662,7 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 
 func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		strategies := asMap(c["keyGenerateStrategies"])
+		strategies := Map(c["keyGenerateStrategies"])
 		var absent []string
 		for _, n := range st.Names {
 			if _, ok := strategies[n]; !ok && !st.IfExists {
@@ -680,7 +683,7 @@ func broadcastTableRule(tables []string, create, ifFlag bool) (string, change) {
 	return "broadcast", func(db string, c map[string]any) (map[string]any, error) {
 		list := listOf(c["tables"])
 		has := func(t string) int {
-			return slices.IndexFunc(list, func(e any) bool { return strings.EqualFold(asText(e), t) })
+			return slices.IndexFunc(list, func(e any) bool { return strings.EqualFold(Text(e), t) })
 		}
 		var bad []string
 		for _, t := range tables {

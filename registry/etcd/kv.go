@@ -39,11 +39,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 		return nil, err
 	}
 	defer cancel()
-	base := r.full(prefix) + "/"
-	if prefix == "/" {
-		base = r.full("/")
-	}
-	end := clientv3.GetPrefixRangeEnd(base)
+	base, end := r.below(prefix)
 	out := []registry.KV{}
 	start := base
 	var rev int64
@@ -82,11 +78,7 @@ func (r *Repo) ListLimited(ctx context.Context, prefix string, lim registry.Limi
 		return nil, false, err
 	}
 	defer cancel()
-	base := r.full(prefix) + "/"
-	if prefix == "/" {
-		base = r.full("/")
-	}
-	end := clientv3.GetPrefixRangeEnd(base)
+	base, end := r.below(prefix)
 	out := []registry.KV{}
 	var bytes int64
 	start := base
@@ -133,11 +125,7 @@ func (r *Repo) Children(ctx context.Context, key string) ([]string, error) {
 		return nil, err
 	}
 	defer cancel()
-	base := r.full(key) + "/"
-	if key == "/" {
-		base = r.full("/")
-	}
-	end := clientv3.GetPrefixRangeEnd(base)
+	base, end := r.below(key)
 	names := []string{}
 	start := base
 	var rev int64

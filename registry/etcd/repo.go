@@ -332,6 +332,17 @@ func (r *Repo) full(key string) string { return r.ns + key }
 // strip returns the registry key of an etcd key read under the namespace.
 func (r *Repo) strip(k []byte) string { return strings.TrimPrefix(string(k), r.ns) }
 
+// below returns the etcd range [base, end) of the keys below key: base
+// is key's etcd key and "/" (the namespace's root for "/"), end the end of
+// the keys that base prefixes.
+func (r *Repo) below(key string) (base, end string) {
+	base = r.full(key) + "/"
+	if key == "/" {
+		base = r.full("/")
+	}
+	return base, clientv3.GetPrefixRangeEnd(base)
+}
+
 // rangeOf returns the etcd range [start, end) that holds key and every key
 // below it, plus keys that merely share the name prefix (such as "key-x"),
 // which callers drop with registry.IsUnder.

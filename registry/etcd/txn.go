@@ -42,13 +42,8 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 // condition followed by level i+1; so the server applies the first
 // alternative whose conditions hold, atomically, in one round trip.
 func (s *session) CommitFirst(ctx context.Context, alts []registry.Txn) (int, registry.Version, error) {
-	if len(alts) == 0 {
-		return -1, 0, &registry.OpError{Op: "commit", Err: fmt.Errorf("%w: no alternatives", registry.ErrBadTxn)}
-	}
-	for _, t := range alts {
-		if err := t.Check(); err != nil {
-			return -1, 0, err
-		}
+	if err := registry.CheckAlternatives(alts); err != nil {
+		return -1, 0, err
 	}
 	first := alts[0].Conds[0].Key
 	c, cancel, err := s.begin(ctx, "commit", first)

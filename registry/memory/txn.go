@@ -31,13 +31,8 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 // CommitFirst implements registry.FirstCommitter: the alternatives are
 // tried in order under the store's lock.
 func (s *session) CommitFirst(ctx context.Context, alts []registry.Txn) (int, registry.Version, error) {
-	if len(alts) == 0 {
-		return -1, 0, &registry.OpError{Op: "commit", Err: fmt.Errorf("%w: no alternatives", registry.ErrBadTxn)}
-	}
-	for _, t := range alts {
-		if err := t.Check(); err != nil {
-			return -1, 0, err
-		}
+	if err := registry.CheckAlternatives(alts); err != nil {
+		return -1, 0, err
 	}
 	if err := s.repo.check(ctx, "commit", "/"); err != nil {
 		return -1, 0, err

@@ -13,7 +13,12 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-func commit(ctx context.Context, repo registry.Repository, conds []registry.Cond, ops []registry.Op) error {
+// Commit commits conds and ops in one registry transaction, on a session
+// of its own; nothing when ops is empty. ctx bounds the registry calls.
+func Commit(ctx context.Context, repo registry.Repository, conds []registry.Cond, ops []registry.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
 	sess, err := repo.NewSession(ctx, registry.SessionOptions{})
 	if err != nil {
 		return err
@@ -37,7 +42,7 @@ func CreateDatabase(ctx context.Context, repo registry.Repository, layout paths.
 		conds = append(conds, registry.Cond{Key: kv.Key})
 		ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
 	}
-	if err := commit(ctx, repo, conds, ops); err != nil {
+	if err := Commit(ctx, repo, conds, ops); err != nil {
 		return fmt.Errorf("create database %s: %w", db.Name, err)
 	}
 	return nil
@@ -50,5 +55,5 @@ func AlterGlobalRule(ctx context.Context, repo registry.Repository, r config.Rul
 	if err != nil {
 		return err
 	}
-	return commit(ctx, repo, conds, ops)
+	return Commit(ctx, repo, conds, ops)
 }
