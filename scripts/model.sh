@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Model-checks the worker-id fence protocol (internal/workerid/model/fence.pml)
+# with SPIN; docs/guarantees.md ("What is model-checked") explains it.
+#   scripts/model.sh test    the fenced model, 2 nodes and 3 worker ids, every
+#                            fault (make test); each control model finds its
+#                            counterexample, and the committed trails still
+#                            replay to the committed schedules
+#   scripts/model.sh verify  the same with 3 nodes (make verify)
+#   scripts/model.sh trails  writes the control models' trails and schedules
+#                            to internal/workerid/model/trails/
+# Needs spin and gcc (scripts/servers.sh installs spin). MODEL_MEM bounds the
+# verifier's memory in MiB (default 2048).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-test}
+model=internal/workerid/model
+mem=${MODEL_MEM:-2048}
+command -v spin >/dev/null || { echo "model: spin is not installed (Debian package spin; scripts/servers.sh installs it)" >&2; exit 1; }
+work=$(mktemp -d /tmp/shardkeeper-model.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp "$model/fence.pml" "$work/"
+
+# Bounds: see docs/guarantees.md. Every fault: lost responses and injected
+# errors (MAXF of them), session expiry at any point, a clock step within
+# the skew bound (STEPS), an operator deleting a fence (OPS).
+fenced_test="-DN=2 -DK=3 -DATT=1 -DTMAX=2 -DMAXF=1 -DSTEPS=1 -DOPS=1"
+fenced_verify="-DN=3 -DK=3 -DATT=1 -DTMAX=2 -DMAXF=1 -DSTEPS=1 -DOPS=1"
+control="-DN=2 -DK=3 -DATT=1 -DTMAX=2 -DMAXF=0 -DSTEPS=1 -DOPS=1"
+
+# verify NAME DEFINES PANFLAGS: the model with DEFINES must hold.
+verify() {
+	local name=$1 defs=$2 out
+	(cd "$work" && rm -rf "$name" && mkdir "$name" && cp fence.pml "$name/" && cd "$name" &&
+		spin -a $defs fence.pml >/dev/null &&
+		gcc -O2 -w -DSAFETY -DNOFAIR -DCOLLAPSE -DMEMLIM="$mem" -o pan pan.c)
+	local start=$SECONDS
+	out=$(cd "$work/$name" && ./pan -m1000000 -c1 -w26 2>&1) || true
+	if ! grep -q "errors: 0" <<<"$out" || grep -q "reached -DMEMLIM\|max search depth too small" <<<"$out"; then
+		echo "$out" >&2
+		echo "model: $name ($defs): FAILED (see the output above; a trail is in $work/$name)" >&2
+		trap - EXIT
+		exit 1
+	fi
+	echo "model: $name ($defs): no assertion violated, no invalid end state;" \
+		"$(grep -o '[0-9]* states, stored' <<<"$out"), $(grep -o '[0-9]* states, matched' <<<"$out")," \
+		"$(grep -o '[0-9.]*.total actual memory usage' <<<"$out" | awk '{print $1}') MB, $((SECONDS - start)) s"
+}
+
+# control VARIANT: the model with VARIANT must fail; prints the schedule of
+# the shortest counterexample (breadth-first) to $work/VARIANT.txt.
+control() {
+	local v=$1 d out
+	d=-D$(tr 'a-z-' 'A-Z_' <<<"$v")
+	(cd "$work" && rm -rf "$v" && mkdir "$v" && cp fence.pml "$v/" && cd "$v" &&
+		spin -a $d $control fence.pml >/dev/null &&
+		gcc -O2 -w -DSAFETY -DNOFAIR -DBFS -DMEMLIM="$mem" -o pan pan.c)
+	out=$(cd "$work/$v" && ./pan -c1 2>&1) || true
+	if ! grep -q "assertion violated" <<<"$out"; then
+		echo "$out" >&2
+		echo "model: control $v: no counterexample; the model cannot tell the unsafe variant from ours" >&2
+		exit 1
+	fi
+	(cd "$work/$v" && spin -t -T $d $control fence.pml | grep '^@' >"../$v.txt")
+	echo "model: control $v: counterexample found, $(grep -c . "$work/$v.txt") steps: $(grep -o 'assertion violated.*' <<<"$out" | head -1)"
+}
+
+case $mode in
+test | verify)
+	if [ "$mode" = test ]; then verify fenced "$fenced_test"; else verify fenced-3 "$fenced_verify"; fi
+	for v in lease-only ignore-floor trust-absent; do
+		control "$v"
+		# The committed trail still replays on the model to the committed schedule.
+		d=-D$(tr 'a-z-' 'A-Z_' <<<"$v")
+		(cd "$work/$v" && spin -t -T -k "$OLDPWD/$model/trails/$v.trail" $d $control fence.pml | grep '^@' >"../$v.committed.txt")
+		if ! diff -u "$model/trails/$v.txt" "$work/$v.committed.txt" >&2; then
+			echo "model: $model/trails/$v.trail no longer replays to $v.txt: run scripts/model.sh trails and TestModelTrails" >&2
+			exit 1
+		fi
+	done
+	;;
+trails)
+	for v in lease-only ignore-floor trust-absent; do
+		control "$v"
+		cp "$work/$v/fence.pml.trail" "$model/trails/$v.trail"
+		cp "$work/$v.txt" "$model/trails/$v.txt"
+	done
+	;;
+*)
+	echo "usage: scripts/model.sh test|verify|trails" >&2
+	exit 2
+	;;
+esac
