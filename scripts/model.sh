@@ -23,9 +23,11 @@ cp "$model/fence.pml" "$work/"
 # Bounds: see docs/guarantees.md. Every fault: lost responses and injected
 # errors (MAXF of them), session expiry at any point, a clock step within
 # the skew bound (STEPS), an operator deleting a fence (OPS).
-fenced_test="-DN=2 -DK=3 -DATT=1 -DTMAX=2 -DMAXF=1 -DSTEPS=1 -DOPS=1"
-fenced_verify="-DN=3 -DK=3 -DATT=1 -DTMAX=2 -DMAXF=1 -DSTEPS=1 -DOPS=1"
-control="-DN=2 -DK=3 -DATT=1 -DTMAX=2 -DMAXF=0 -DSTEPS=1 -DOPS=1"
+fenced_test="-DN=2 -DK=3 -DATT=1 -DTMAX=1 -DW=1 -DSK=1 -DMAXF=1 -DSTEPS=1 -DOPS=1"
+fenced_verify="-DN=3 -DK=3 -DATT=1 -DTMAX=1 -DW=1 -DSK=1 -DMAXF=1 -DSTEPS=1 -DOPS=1"
+# The controls: the same bounds (their shortest counterexamples need no
+# injected fault).
+control=$fenced_test
 
 # verify NAME DEFINES PANFLAGS: the model with DEFINES must hold.
 verify() {
@@ -64,9 +66,25 @@ control() {
 	echo "model: control $v: counterexample found, $(grep -c . "$work/$v.txt") steps: $(grep -o 'assertion violated.*' <<<"$out" | head -1)"
 }
 
+# probe DEFINES: the bounds reach a takeover in which both holders of one
+# worker id stamp keys (else the check above would hold vacuously).
+probe() {
+	local out
+	(cd "$work" && rm -rf probe && mkdir probe && cp fence.pml probe/ && cd probe &&
+		spin -a -DPROBE_TAKEOVER $1 fence.pml >/dev/null &&
+		gcc -O2 -w -DSAFETY -DNOFAIR -DBFS -DMEMLIM="$mem" -o pan pan.c)
+	out=$(cd "$work/probe" && ./pan -c1 2>&1) || true
+	if ! grep -q "assertion violated" <<<"$out"; then
+		echo "model: the bounds ($1) reach no takeover in which both holders stamp: the check proves nothing" >&2
+		exit 1
+	fi
+	echo "model: probe: the bounds reach a takeover in which both holders of one worker id stamp keys"
+}
+
 case $mode in
 test | verify)
 	if [ "$mode" = test ]; then verify fenced "$fenced_test"; else verify fenced-3 "$fenced_verify"; fi
+	if [ "$mode" = test ]; then probe "$fenced_test"; else probe "$fenced_verify"; fi
 	for v in lease-only ignore-floor trust-absent; do
 		control "$v"
 		# The committed trail still replays on the model to the committed schedule.

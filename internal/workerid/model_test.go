@@ -42,7 +42,7 @@ import (
 const (
 	modelBase = int64(1_800_000_000_000) // unix ms of tick 0
 	modelTick = int64(10_000)            // ms per model tick
-	modelW    = 2                        // the model's W, in ticks
+	modelW    = 1                        // the model's W, in ticks (scripts/model.sh)
 	modelID0  = 200                      // Go worker id of the model's id 0
 )
 
@@ -678,6 +678,15 @@ func replay(t *testing.T, trail []trailStep, variant string) replayResult {
 			req.grant <- fault
 			if !<-req.done {
 				t.Fatalf("%s: the node gave up its call", s.line)
+			}
+			if s.name == "register" {
+				// The rest of Open (the online node, the membership) is no
+				// step of the model: let it finish.
+				select {
+				case <-m.opened:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%s: node %s does not finish opening", s.line, s.who)
+				}
 			}
 			if s.name == "session" {
 				select {

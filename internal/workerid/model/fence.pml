@@ -164,6 +164,10 @@ end_gen:
 		o = 1;
 		do
 		:: o < NS ->
+#ifdef PROBE_TAKEOVER
+			/* vacuity probe (check.sh): two holders of one id both stamp */
+			assert(o == s || !hOn[o] || hW[o] != hW[s]);
+#endif
 			assert(o == s || !hOn[o] || hW[o] != hW[s] || hLast[o] < hFirst[s] || hFirst[o] > hLast[s]);
 			o++
 		:: else -> break
