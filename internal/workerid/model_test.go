@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -395,7 +396,18 @@ func TestModelOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for watches(&mu, got) < 3 && time.Now().Before(deadline) {
+	watches := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, g := range got {
+			if strings.HasPrefix(g, "watch ") {
+				n++
+			}
+		}
+		return n
+	}
+	for watches() < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if _, err := n.NextID(ctx); err != nil {
@@ -429,33 +441,11 @@ func TestModelOps(t *testing.T) {
 	if strings.Join(seq, "\n") != strings.Join(wantSeq, "\n") {
 		t.Errorf("registry calls of node.Open, NextID, node.Close:\n%s\nwant (model/ops.txt):\n%s", strings.Join(seq, "\n"), strings.Join(wantSeq, "\n"))
 	}
-	if strings.Join(sortStrings(gotWatch), "\n") != strings.Join(sortStrings(wantWatch), "\n") {
+	slices.Sort(gotWatch)
+	slices.Sort(wantWatch)
+	if !slices.Equal(gotWatch, wantWatch) {
 		t.Errorf("watches %q, want %q", gotWatch, wantWatch)
 	}
-}
-
-func watches(mu *sync.Mutex, got []string) int {
-	mu.Lock()
-	defer mu.Unlock()
-	n := 0
-	for _, g := range got {
-		if strings.HasPrefix(g, "watch ") {
-			n++
-		}
-	}
-	return n
-}
-
-func sortStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 type opLine struct{ step, op string }
