@@ -2,7 +2,7 @@
  * The worker-id fence protocol as internal/workerid and internal/node
  * implement it, for SPIN. docs/guarantees.md ("What is model-checked")
  * describes the model, its abstractions, the property and the bounds;
- * check.sh runs it.
+ * scripts/model.sh runs it.
  *
  * Every step that touches the registry is one atomic statement (the
  * registry is linearizable) and carries a comment
@@ -11,7 +11,7 @@
  * internal/workerid's TestModelOps checks that the Go code performs exactly
  * those registry operations, in that order, and that this file still names
  * them. Every step also prints one "@ WHO NAME k=v..." line, which is the
- * schedule a trail replays (internal/node's TestModelTrails).
+ * schedule a trail replays (internal/workerid's TestModelTrails).
  *
  * Variants (spin -D...): LEASE_ONLY (node.Config.UnsafeLeaseOnly: no fence,
  * no reservation, keep issuing on the old id until a new one is held),
@@ -165,7 +165,7 @@ end_gen:
 		do
 		:: o < NS ->
 #ifdef PROBE_TAKEOVER
-			/* vacuity probe (check.sh): two holders of one id both stamp */
+			/* vacuity probe (scripts/model.sh): two holders of one id both stamp */
 			assert(o == s || !hOn[o] || hW[o] != hW[s]);
 #endif
 			assert(o == s || !hOn[o] || hW[o] != hW[s] || hLast[o] < hFirst[s] || hFirst[o] > hLast[s]);
