@@ -11,6 +11,13 @@ run: build
 test:
 	scripts/test.sh
 
+# verify: the larger bounded model check of the worker-id fence protocol
+# (3 nodes; docs/guarantees.md, "What is model-checked"). Needs spin and gcc
+# (scripts/servers.sh installs them) and a few GiB of memory (MODEL_MEM, MiB).
+.PHONY: verify
+verify:
+	bash -c 'source scripts/servers.sh && install_servers' && scripts/model.sh verify
+
 # image: the container image (deploy/container/Containerfile), FROM scratch
 # with the static binary built here, with podman or docker, whichever is
 # installed; IMAGE names it.

@@ -34,6 +34,9 @@ install_servers() {
 	command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 	# deploy/systemd checks the unit with systemd-analyze and systemd-sysusers.
 	{ command -v systemd-analyze && command -v systemd-sysusers; } >/dev/null 2>&1 || need+=(systemd)
+	# scripts/model.sh model-checks the worker-id fence protocol with SPIN (gcc builds its verifier).
+	command -v spin >/dev/null 2>&1 || need+=(spin)
+	command -v gcc >/dev/null 2>&1 || need+=(gcc)
 	if [ ${#need[@]} -gt 0 ]; then
 		echo "servers: installing ${need[*]} from Debian packages" >&2
 		local sudo=""

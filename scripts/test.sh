@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Runs every test against real servers: installs etcd, ZooKeeper and
+# Runs every test against real servers: installs etcd, ZooKeeper, SPIN and
 # Chromium from Debian packages when missing, starts etcd and ZooKeeper on
 # free loopback ports, runs go vet, a gofmt check, staticcheck and
 # `go test -race -v ./...` with their addresses (a test that needs a server
-# fails, never skips, under this script), then a short chaos run,
-# then stops them.
+# fails, never skips, under this script), then the model check of the
+# worker-id fence protocol (scripts/model.sh test: 2 nodes, 3 worker ids,
+# every fault, and the three control models' counterexamples), then a short
+# chaos run, then stops them.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Conformance).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +20,11 @@ if [ -n "$unformatted" ]; then
 fi
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go test -race -count=1 -v -timeout 40m "$@" ./...
+
+# The fence protocol, model-checked (docs/guarantees.md, "What is model-checked").
+if [ $# -eq 0 ]; then
+	scripts/model.sh test
+fi
 
 # The short chaos run (needs root): real 3-member etcd and ZooKeeper
 # ensembles and 6 node processes in network namespaces under a seeded fault
