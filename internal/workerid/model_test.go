@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/node"
+	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -27,7 +27,7 @@ import (
 
 // This file ties the SPIN model (model/fence.pml) to the code:
 //   - TestModelOps records the registry operations of a scripted
-//     acquisition (node.Open, one key, node.Close) through a decorator on the
+//     acquisition (cluster.Open, one key, node.Close) through a decorator on the
 //     memory backend and compares them with model/ops.txt, whose every line
 //     must name a step of the model (its "@step" comments): a change of the
 //     code's registry calls, or of the model's, without the other fails it;
@@ -68,7 +68,7 @@ type gateReq struct {
 
 func (r *gateReq) finish(ran bool) { r.once.Do(func() { r.done <- ran }) }
 
-// modelNode is one model node: the decorator its node.Node uses.
+// modelNode is one model node: the decorator its cluster.Node uses.
 type modelNode struct {
 	idx         int
 	inst        string
@@ -79,7 +79,7 @@ type modelNode struct {
 	sessions    chan *modelSession
 	record      func(string) // TestModelOps
 	clock       *modelClock
-	n           atomic.Pointer[node.Node]
+	n           atomic.Pointer[cluster.Node]
 	lastSession atomic.Int64
 	openErr     atomic.Pointer[error]
 	opened      chan struct{}
@@ -362,10 +362,10 @@ func newModelNode(store *memory.Repo, idx int, t *atomic.Int64) (*modelNode, *mo
 	return m, &modelRepo{Repo: fault.Observe(store.Clone(), m), m: m}
 }
 
-func (m *modelNode) config(variant string) node.Config {
+func (m *modelNode) config(variant string) cluster.Config {
 	sf := snowflake.DefaultConfig()
 	sf.Clock = m.clock
-	return node.Config{InstanceID: m.inst, RandomInstanceID: true, Reservation: time.Duration(modelW*modelTick) * time.Millisecond,
+	return cluster.Config{InstanceID: m.inst, RandomInstanceID: true, Reservation: time.Duration(modelW*modelTick) * time.Millisecond,
 		Snowflake: sf, Logger: quiet(),
 		UnsafeLeaseOnly: variant == "lease-only", UnsafeIgnoreFloor: variant == "ignore-floor", UnsafeTrustAbsentFence: variant == "trust-absent"}
 }
@@ -391,7 +391,7 @@ func TestModelOps(t *testing.T) {
 	ctx := context.Background()
 	cfg := m.config("")
 	cfg.Reservation = 30 * time.Second // no renewal during the script
-	n, err := node.Open(ctx, repo, cfg)
+	n, err := cluster.Open(ctx, repo, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestModelOps(t *testing.T) {
 		}
 	}
 	if strings.Join(seq, "\n") != strings.Join(wantSeq, "\n") {
-		t.Errorf("registry calls of node.Open, NextID, node.Close:\n%s\nwant (model/ops.txt):\n%s", strings.Join(seq, "\n"), strings.Join(wantSeq, "\n"))
+		t.Errorf("registry calls of cluster.Open, NextID, node.Close:\n%s\nwant (model/ops.txt):\n%s", strings.Join(seq, "\n"), strings.Join(wantSeq, "\n"))
 	}
 	slices.Sort(gotWatch)
 	slices.Sort(wantWatch)
@@ -586,7 +586,7 @@ func replay(t *testing.T, trail []trailStep, variant string) replayResult {
 			}
 			n := m.n.Load()
 			if n == nil {
-				err := fmt.Errorf("%w: Open failed: %v", node.ErrNotIssuing, *m.openErr.Load())
+				err := fmt.Errorf("%w: Open failed: %v", cluster.ErrNotIssuing, *m.openErr.Load())
 				t.Logf("%-40s node %s refuses: %v", s.line, s.who, err)
 				if last {
 					res.lastKey, res.lastIssued = err, false
@@ -697,7 +697,7 @@ func (m *modelNode) sessionOf() int { return int(m.lastSession.Load()) }
 func startNode(m *modelNode, r *modelRepo, variant string) {
 	go func() {
 		defer close(m.opened)
-		n, err := node.Open(context.Background(), r, m.config(variant))
+		n, err := cluster.Open(context.Background(), r, m.config(variant))
 		if err != nil {
 			m.openErr.Store(&err)
 			return
@@ -726,7 +726,7 @@ func TestModelTrails(t *testing.T) {
 			}
 			if ours.lastIssued {
 				t.Errorf("our code issued a key at the trail's last step, where the control duplicates")
-			} else if !errors.Is(ours.lastKey, snowflake.ErrReservationExpired) && !errors.Is(ours.lastKey, node.ErrNotIssuing) {
+			} else if !errors.Is(ours.lastKey, snowflake.ErrReservationExpired) && !errors.Is(ours.lastKey, cluster.ErrNotIssuing) {
 				t.Errorf("our code's refusal at the last step: %v; want waiting for the floor or not issuing", ours.lastKey)
 			}
 		})
