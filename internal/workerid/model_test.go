@@ -27,7 +27,7 @@ import (
 
 // This file ties the SPIN model (model/fence.pml) to the code:
 //   - TestModelOps records the registry operations of a scripted
-//     acquisition (cluster.Open, one key, node.Close) through a decorator on the
+//     acquisition (cluster.Open, one key, Node.Close) through a decorator on the
 //     memory backend and compares them with model/ops.txt, whose every line
 //     must name a step of the model (its "@step" comments): a change of the
 //     code's registry calls, or of the model's, without the other fails it;
@@ -96,10 +96,14 @@ func (m *modelNode) kind(op, key string) string {
 		return "close"
 	case op == "children" && key == paths.ReservationRoot:
 		return "children"
+	case op == "get-many" && strings.HasPrefix(key, paths.FenceRoot+"/"):
+		return "get-fences"
 	case op == "get" && strings.HasPrefix(key, paths.FenceRoot+"/"):
 		return "get-fence"
 	case op == "get" && strings.HasPrefix(key, paths.ReservationRoot+"/"):
 		return "adopt-res"
+	case op == "commit-first" && strings.HasPrefix(key, paths.ReservationRoot+"/"):
+		return "claim"
 	case op == "commit" && strings.HasPrefix(key, paths.ReservationRoot+"/"):
 		return "claim"
 	case op == "commit" && strings.HasPrefix(key, paths.FenceRoot+"/"):
@@ -174,6 +178,19 @@ func (r *modelRepo) Get(ctx context.Context, key string) (registry.KV, error) {
 		r.rec("get " + normKey(key, r.m.inst))
 	}
 	return r.Repo.Get(ctx, key)
+}
+
+// GetMany records one call, its keys as the model's step comments write
+// them (the candidates' fences: one key pattern).
+func (r *modelRepo) GetMany(ctx context.Context, keys []string) ([]registry.KV, error) {
+	var names []string
+	for _, k := range keys {
+		if n := normKey(k, r.m.inst); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	r.rec("getmany " + strings.Join(names, " "))
+	return r.Repo.GetMany(ctx, keys)
 }
 
 func (r *modelRepo) rec(s string) {
@@ -253,6 +270,20 @@ func (s *modelSession) PutEphemeral(ctx context.Context, key string, value []byt
 func (s *modelSession) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
 	s.r.rec(describeTxn(txn, s.r.m.inst))
 	return s.Session.Commit(ctx, txn)
+}
+
+// CommitFirst records one call, its alternatives as the model's step
+// comments write them (alternatives of one shape once), and forwards it to
+// the fault.Session, whose hook sees one "commit-first" call.
+func (s *modelSession) CommitFirst(ctx context.Context, alts []registry.Txn) (int, registry.Version, error) {
+	var shapes []string
+	for _, t := range alts {
+		if d := strings.TrimPrefix(describeTxn(t, s.r.m.inst), "commit "); !slices.Contains(shapes, d) {
+			shapes = append(shapes, d)
+		}
+	}
+	s.r.rec("commitfirst " + strings.Join(shapes, " | "))
+	return registry.CommitFirst(ctx, s.Session, alts)
 }
 
 func isWorkerIDKey(key, inst string) bool {
@@ -439,7 +470,7 @@ func TestModelOps(t *testing.T) {
 		}
 	}
 	if strings.Join(seq, "\n") != strings.Join(wantSeq, "\n") {
-		t.Errorf("registry calls of cluster.Open, NextID, node.Close:\n%s\nwant (model/ops.txt):\n%s", strings.Join(seq, "\n"), strings.Join(wantSeq, "\n"))
+		t.Errorf("registry calls of cluster.Open, NextID, Node.Close:\n%s\nwant (model/ops.txt):\n%s", strings.Join(seq, "\n"), strings.Join(wantSeq, "\n"))
 	}
 	slices.Sort(gotWatch)
 	slices.Sort(wantWatch)
@@ -514,7 +545,7 @@ func readTrail(t *testing.T, path string) []trailStep {
 
 // stepKind is the gated registry call a node step makes ("" none).
 var stepKind = map[string]string{
-	"session": "session", "children": "children", "getfence": "get-fence", "claim": "claim", "claim-unused": "claim",
+	"session": "session", "children": "children", "getfence": "get-fences", "claim": "claim", "claim-unused": "claim",
 	"reserve": "reserve", "adopt-fence": "get-fence", "adopt-res": "adopt-res", "register": "register", "close": "close",
 }
 
@@ -631,10 +662,18 @@ func replay(t *testing.T, trail []trailStep, variant string) replayResult {
 			if s.name == "session" && m.n.Load() == nil {
 				startNode(m, repos[s.who], variant)
 			}
+			if s.name == "getfence" && prevStep(trail, i) == "getfence" {
+				// A run of the model's fence reads is the node's one
+				// GetMany (see children): released at the run's first.
+				continue
+			}
 			if s.name == "children" {
-				// the trail's next getfence of this node is its choice
+				// The trail's next claim of this node is its choice: the
+				// only id the view shows free, so the claim reads one fence
+				// (GetMany) and tries one alternative (CommitFirst), as the
+				// model's run of getfence steps and claim.
 				for _, n := range trail[i+1:] {
-					if n.who == s.who && n.name == "getfence" {
+					if n.who == s.who && (n.name == "claim" || n.name == "claim-unused") {
 						m.view.Store(int64(modelID0 + n.args["w"]))
 						break
 					}
@@ -690,6 +729,16 @@ func replay(t *testing.T, trail []trailStep, variant string) replayResult {
 		}
 	}
 	return res
+}
+
+// prevStep is the name of the step before trail[i] of the same node, or "".
+func prevStep(trail []trailStep, i int) string {
+	for j := i - 1; j >= 0; j-- {
+		if trail[j].who == trail[i].who {
+			return trail[j].name
+		}
+	}
+	return ""
 }
 
 func (m *modelNode) sessionOf() int { return int(m.lastSession.Load()) }

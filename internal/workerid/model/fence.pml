@@ -1,5 +1,5 @@
 /*
- * The worker-id fence protocol as internal/workerid and internal/node
+ * The worker-id fence protocol as internal/workerid and cluster
  * implement it, for SPIN. docs/guarantees.md ("What is model-checked")
  * describes the model, its abstractions, the property and the bounds;
  * scripts/model.sh runs it.
@@ -13,7 +13,7 @@
  * them. Every step also prints one "@ WHO NAME k=v..." line, which is the
  * schedule a trail replays (internal/workerid's TestModelTrails).
  *
- * Variants (spin -D...): LEASE_ONLY (node.Config.UnsafeLeaseOnly: no fence,
+ * Variants (spin -D...): LEASE_ONLY (cluster.Config.UnsafeLeaseOnly: no fence,
  * no reservation, keep issuing on the old id until a new one is held),
  * IGNORE_FLOOR (UnsafeIgnoreFloor: the window starts at 0, not at the
  * previous holder's reservation), TRUST_ABSENT (UnsafeTrustAbsentFence: a
@@ -30,7 +30,7 @@
 #ifndef TMAX
 #define TMAX 3
 #endif
-/* W: the reservation ahead of the clock (node.Config.Reservation), in ticks. */
+/* W: the reservation ahead of the clock (cluster.Config.Reservation), in ticks. */
 #ifndef W
 #define W 2
 #endif
@@ -198,7 +198,7 @@ end_gen:
 #define SETWINDOW gFl[n] = fl; gLim[n] = R
 #endif
 
-/* node.Node.hold and node.Node.acquire after Holding.Reserve or Release
+/* cluster.Node.hold and cluster.Node.acquire after Holding.Reserve or Release
  * (ret 1, 0, 2) returned res */
 #define AFTER_RESERVE \
 	if \
@@ -238,7 +238,12 @@ end_gen:
 #define PRISTINE(x) (x < K && resVer[x] == 0 && fOK[x] && fVer[x] == 1)
 #define FIRSTOFKIND(x) (!PRISTINE(x) || ((x < 1 || !PRISTINE(0)) && (x < 2 || !PRISTINE(1)) && (x < 3 || !PRISTINE(2))))
 
-/* @step getfence: workerid.occupancy.readCandidate: get /reservation/worker_id_fence/{id} */
+/* The claim reads its candidates' fences in one request and tries them in
+ * one CommitFirst (workerid.Acquire). A GetMany of k fences is k getfence
+ * steps here, each at its own instant (an over-approximation: reading them
+ * all at one instant is one of its interleavings); CommitFirst is the claim
+ * step below on one of them (see there).
+ * @step getfence: workerid.occupancy.readFences: getmany /reservation/worker_id_fence/{id} */
 #define GETFENCE(x) \
 	:: d_step { \
 		pc == P_CHOOSE && x < K && ((view >> x) & 1) == 0 && FIRSTOFKIND(x) -> \
@@ -264,7 +269,7 @@ proctype node(byte n) {
 	bool ledgerKnown, readFault;
 
 	do
-	/* @step session: node.Node.acquire: session / */
+	/* @step session: cluster.Node.acquire: session / */
 	:: d_step {
 		pc == P_START ->
 		att++; sid = n*ATT + att; alive[sid] = true; nalive++;
@@ -288,7 +293,13 @@ proctype node(byte n) {
 	GETFENCE(2)
 	GETFENCE(3)
 
-	/* @step claim: workerid.Acquire: commit if(res absent, fence at version, worker_id absent) put(res ephemeral, fence, worker_id ephemeral) */
+	/* registry.CommitFirst of the candidates' claims: it applies, atomically,
+	 * one alternative whose conditions all hold (the first) or none; each
+	 * alternative has exactly these conditions and writes. Here: the claim of
+	 * a candidate chosen nondeterministically among those whose fence was
+	 * read, applied atomically if its conditions hold; the code's outcomes
+	 * are a subset of these (it fixes the choice: the first that holds).
+	 * @step claim: workerid.Acquire: commitfirst if(res absent, fence at version, worker_id absent) put(res ephemeral, fence, worker_id ephemeral) */
 	:: d_step {
 		pc == P_CLAIM && CLAIMCONDS ->
 		CLAIMAPPLY;
@@ -300,7 +311,7 @@ proctype node(byte n) {
 #ifdef LEASE_ONLY
 		pc = P_REGISTER
 #else
-		/* node.Node.reserve: the first reservation, before any key */
+		/* cluster.Node.reserve: the first reservation, before any key */
 		until = CLOCK(n) + W; ret = 0;
 		if
 		:: until <= R -> res = OK; AFTER_RESERVE
@@ -321,7 +332,7 @@ proctype node(byte n) {
 	:: d_step { (pc == P_CLAIM || pc == P_CLAIMUNUSED) && alive[sid] && resSess[c] != 0 -> printf("@ %d claim w=%d res=taken\n", n, c); pc = P_CHILDREN }
 	:: d_step { (pc == P_CLAIM || pc == P_CLAIMUNUSED) && alive[sid] && resSess[c] == 0 && CURFV(c) != fv0 -> printf("@ %d claim w=%d res=fencemoved\n", n, c); pc = P_CHILDREN }
 	:: d_step { (pc == P_CLAIM || pc == P_CLAIMUNUSED) && alive[sid] && resSess[c] == 0 && CURFV(c) == fv0 && wnSess[n] != 0 -> assert(false) }
-	/* @step claim-unused: workerid.Acquire: commit if(res absent, fence absent, worker_id absent, ledger absent) put(res ephemeral, fence, worker_id ephemeral) */
+	/* @step claim-unused: workerid.Acquire: commitfirst if(res absent, fence absent, worker_id absent, ledger absent) put(res ephemeral, fence, worker_id ephemeral) */
 	:: d_step {
 		pc == P_CLAIMUNUSED && CLAIMCONDS ->
 		/* the ledger exists: the fence was deleted, its floor is unknown */
@@ -383,12 +394,12 @@ proctype node(byte n) {
 	:: d_step { (pc == P_ADOPTF || pc == P_ADOPTR) && FAULTY && faults < MAXF -> faults++; readFault = true; printf("@ %d adopt-error\n", n); res = LOST; AFTER_RESERVE }
 #endif
 
-	/* @step register: node.Node.register: put-ephemeral /nodes/compute_nodes/status/{instance} */
+	/* @step register: cluster.Node.register: put-ephemeral /nodes/compute_nodes/status/{instance} */
 	:: d_step {
 		pc == P_REGISTER && alive[sid] ->
 		/* n.gen.Store(gen): a new generator for this holding */
 		gOn[n] = true; gSid[n] = sid; hW[sid] = w;
-		/* node.Node.ensureLedger (in the background; here at once):
+		/* cluster.Node.ensureLedger (in the background; here at once):
 		 * workerid.EnsureLedger finds the ledger, the node has seen it */
 		ledgerKnown = true;
 		printf("@ %d register\n", n);
@@ -397,9 +408,9 @@ proctype node(byte n) {
 	   }
 	:: d_step { pc == P_REGISTER && !alive[sid] -> printf("@ %d register res=expired\n", n); pc = P_CLOSE }
 
-	/* node.Node.hold */
+	/* cluster.Node.hold */
 #ifndef LEASE_ONLY
-	/* the ticker: node.Node.reserve (a renewal that would not raise the limit writes nothing) */
+	/* the ticker: cluster.Node.reserve (a renewal that would not raise the limit writes nothing) */
 	:: d_step { pc == P_HOLD && CLOCK(n) + W > R -> until = CLOCK(n) + W; ret = 1; pc = P_WRITE }
 	/* an event on the fence, the reservation or the worker_id node:
 	 * @step watch: workerid.Holding.Watch: watch /reservation/worker_id_fence/{id} */
@@ -407,13 +418,13 @@ proctype node(byte n) {
 	/* @step watch: workerid.Holding.Watch: watch /nodes/compute_nodes/worker_id/{instance} */
 	:: d_step {
 		pc == P_HOLD && (!fOK[w] || fEpoch[w] != ep || fHolder[w] != n + 1 || resSess[w] == 0 || resVer[w] != rv || wnSess[n] == 0 || wnVer[n] != nv) ->
-		gOn[n] = false; /* node.Node.watch: hold.gen.Revoke */
+		gOn[n] = false; /* cluster.Node.watch: hold.gen.Revoke */
 		printf("@ %d watch\n", n);
 		NOSPURIOUS;
 		pc = P_CLOSE
 	   }
 #endif
-	/* @step sessdone: node.Node.hold: (sess.Done closed) */
+	/* @step sessdone: cluster.Node.hold: (sess.Done closed) */
 	:: d_step {
 		pc == P_HOLD && !alive[sid] ->
 #ifndef LEASE_ONLY
@@ -422,7 +433,7 @@ proctype node(byte n) {
 		printf("@ %d sessdone\n", n);
 		pc = P_CLOSE
 	   }
-	/* node.Node.Close: hold.gen.Revoke, then Holding.Release: lower the fence to
+	/* cluster.Node.Close: hold.gen.Revoke, then Holding.Release: lower the fence to
 	 * the last key (not below the floor), by the reserve step's write:
 	 * @step release: workerid.Holding.Release: commit if(fence at version, res at version) put(fence) */
 	:: d_step {
@@ -441,7 +452,7 @@ proctype node(byte n) {
 #endif
 	   }
 
-	/* @step close: node.Node.run: session-close / */
+	/* @step close: cluster.Node.run: session-close / */
 	:: d_step {
 		pc == P_CLOSE ->
 		closeSession(sid);
@@ -450,7 +461,7 @@ proctype node(byte n) {
 		until = 0; ret = 0; res = 0; afv = 0; afr = 0; readFault = false;
 		pc = (att < ATT -> P_START : P_DONE)
 	   }
-	/* @step leave-close: node.Node.Close: session-close / */
+	/* @step leave-close: cluster.Node.Close: session-close / */
 	:: d_step {
 		pc == P_LEAVECLOSE ->
 		closeSession(sid);
