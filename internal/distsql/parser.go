@@ -250,6 +250,9 @@ func (p *parser) top() Statement {
 	if t.Kind != Ident {
 		p.fail("statement expected")
 	}
+	if st := p.ruleStatement(); st != nil { // readwrite.go
+		return st
+	}
 	switch strings.ToUpper(t.Text) {
 	case "SHOW":
 		p.i++

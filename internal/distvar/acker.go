@@ -2,13 +2,19 @@ package distvar
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/retry"
@@ -37,10 +43,11 @@ type AckerConfig struct {
 	Logger *slog.Logger
 }
 
-// Acker publishes the /props version a node's metadata store applied, at
+// Acker publishes what a node's metadata store applied (AckValue: the
+// /props version, then a fingerprint of each database's rules), at
 // /nodes/props_applied/{instanceId}, in an ephemeral key of the node's
-// session: it writes the current version when it starts and again after
-// every snapshot whose PropsVersion differs. The key goes with the
+// session: it writes it when it starts and again after every snapshot
+// whose AckValue differs. The key goes with the
 // session (the node closed, or the process gone for the TTL); when the
 // node holds a new session after losing one, the key is written again in
 // it (Node.OnSession) before the node counts as back.
@@ -55,7 +62,7 @@ type Acker struct {
 
 	mu      sync.Mutex
 	sess    registry.Session // the session written holds
-	written int              // the version written in sess
+	written string           // the acknowledgement written in sess (AckValue)
 }
 
 // StartAcker starts publishing cfg.Store's applied props version in
@@ -79,7 +86,7 @@ func StartAcker(ctx context.Context, repo registry.Repository, cfg AckerConfig) 
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: -1, done: make(chan struct{})}
+	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: "", done: make(chan struct{})}
 	remove, err := cfg.Node.OnSession(ctx, a.write)
 	if err != nil {
 		return nil, err
@@ -113,16 +120,17 @@ func (a *Acker) Close() {
 func (a *Acker) write(ctx context.Context, sess registry.Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	v := a.cfg.Store.Current().PropsVersion
-	if err := sess.PutEphemeral(ctx, a.key, []byte(strconv.Itoa(v))); err != nil {
+	v := AckValue(a.cfg.Store.Current())
+	if err := sess.PutEphemeral(ctx, a.key, []byte(v)); err != nil {
 		return fmt.Errorf("props acknowledgement: write %s: %w", a.key, err)
 	}
 	a.sess, a.written = sess, v
 	return nil
 }
 
-// version is the version last written, and the session it was written in.
-func (a *Acker) version() (registry.Session, int) {
+// version is the acknowledgement last written, and the session it was
+// written in.
+func (a *Acker) version() (registry.Session, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sess, a.written
@@ -135,7 +143,7 @@ func (a *Acker) run(ctx context.Context) {
 	defer close(a.done)
 	for attempt := 0; ; {
 		_, written := a.version()
-		if _, err := a.cfg.Store.Wait(ctx, func(s *metadata.Snapshot) bool { return s.PropsVersion != written }); err != nil {
+		if _, err := a.cfg.Store.Wait(ctx, func(s *metadata.Snapshot) bool { return AckValue(s) != written }); err != nil {
 			return // ctx ended
 		}
 		sess := a.cfg.Node.Session()
@@ -163,3 +171,62 @@ func (a *Acker) run(ctx context.Context) {
 		attempt = 0
 	}
 }
+
+// AckValue is what an Acker publishes for snap: the /props version it
+// applied and GlobalRulesFingerprint on the first line, then one line
+// "{db} {fingerprint}" per database, sorted by name, with RulesFingerprint
+// of its rules. Wait reads the first number, WaitRules a database's line
+// (or, for GlobalRules, the first line's second field).
+func AckValue(snap *metadata.Snapshot) string {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(snap.PropsVersion) + " " + GlobalRulesFingerprint(snap))
+	for _, name := range slices.Sorted(maps.Keys(snap.Databases)) {
+		b.WriteString("\n" + name + " " + RulesFingerprint(snap.Databases[name]))
+	}
+	return b.String()
+}
+
+// RulesFingerprint is a digest of database d's rules as a node applied
+// them (16 hex digits); nodes that applied the same rule items have the
+// same fingerprint. A nil d is "-".
+func RulesFingerprint(d *metadata.Database) string {
+	if d == nil {
+		return "-"
+	}
+	return fingerprint(d.Rules)
+}
+
+// GlobalRulesFingerprint is RulesFingerprint of snap's global rules.
+func GlobalRulesFingerprint(snap *metadata.Snapshot) string { return fingerprint(snap.GlobalRules) }
+
+func fingerprint(rules map[string]config.Rule) string {
+	h := fnv.New64a()
+	for _, typ := range slices.Sorted(maps.Keys(rules)) {
+		b, err := json.Marshal(rules[typ].Content)
+		if err != nil {
+			b = []byte(fmt.Sprint(rules[typ].Content))
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", typ, b)
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// ackLine returns the fingerprint of database db in an acknowledgement
+// (with GlobalRules for db, the global rules'), and whether it has one.
+func ackLine(ack, db string) (string, bool) {
+	if db == GlobalRules {
+		first, _, _ := strings.Cut(ack, "\n")
+		_, fp, ok := strings.Cut(first, " ")
+		return fp, ok
+	}
+	for _, line := range strings.Split(ack, "\n")[1:] {
+		if name, fp, ok := strings.Cut(line, " "); ok && name == db {
+			return fp, true
+		}
+	}
+	return "", false
+}
+
+// GlobalRules is the name WaitRules takes for the global rules (no
+// database has it: it is not a path segment).
+const GlobalRules = "/"

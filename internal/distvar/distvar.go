@@ -198,6 +198,34 @@ func Set(ctx context.Context, repo registry.Repository, name, value string, opts
 // until every online node that acknowledges reports version or later, or
 // ctx ends (then it returns ctx's error with out filled as far as known).
 func Wait(ctx context.Context, repo registry.Repository, version int, out *Outcome) error {
+	return waitAcks(ctx, repo, func(ack string) bool {
+		first, _, _ := strings.Cut(ack, "\n")
+		first, _, _ = strings.Cut(first, " ")
+		n, err := strconv.Atoi(strings.TrimSpace(first))
+		return err == nil && n >= version
+	}, out)
+}
+
+// WaitRules fills out's Applied, Pending and Unacknowledging for the
+// rules of database db (GlobalRules: the global rules): it waits until every online node that
+// acknowledges publishes the rules fingerprint target returns (called
+// again at each acknowledgement: the node's own view, which may move on),
+// or ctx ends (then it returns ctx's error with out filled as far as
+// known). It is Wait's protocol: the same acknowledgement of each node
+// (see AckValue).
+func WaitRules(ctx context.Context, repo registry.Repository, db string, target func() string, out *Outcome) error {
+	return waitAcks(ctx, repo, func(ack string) bool {
+		fp, ok := ackLine(ack, db)
+		if !ok {
+			fp = "-"
+		}
+		return fp == target()
+	}, out)
+}
+
+// waitAcks reads the online nodes, then watches the acknowledgements until
+// done holds for every online node that acknowledges, or ctx ends.
+func waitAcks(ctx context.Context, repo registry.Repository, done func(ack string) bool, out *Outcome) error {
 	online, err := onlineIDs(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("list online nodes: %w", err)
@@ -208,7 +236,7 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", paths.PropsAppliedRoot, err)
 	}
-	acks := map[string]int{}
+	acks := map[string]string{}
 	record := func(kv registry.KV, deleted bool) {
 		if registry.IsUnder(kv.Key, paths.PropsAppliedRoot) && kv.Key != paths.PropsAppliedRoot {
 			id := registry.Base(kv.Key)
@@ -216,18 +244,14 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 				delete(acks, id)
 				return
 			}
-			n, err := strconv.Atoi(strings.TrimSpace(string(kv.Value)))
-			if err != nil {
-				n = -1
-			}
-			acks[id] = n
+			acks[id] = string(kv.Value)
 		}
 	}
 	for _, kv := range initial {
 		record(kv, false)
 	}
 	for {
-		if tally(online, acks, version, out) {
+		if tally(online, acks, done, out) {
 			return nil
 		}
 		select {
@@ -250,14 +274,14 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 
 // tally sorts online into out's lists and reports whether nobody is
 // pending.
-func tally(online []string, acks map[string]int, version int, out *Outcome) bool {
+func tally(online []string, acks map[string]string, done func(ack string) bool, out *Outcome) bool {
 	out.Applied, out.Pending, out.Unacknowledging = nil, nil, nil
 	for _, id := range online {
-		n, ok := acks[id]
+		ack, ok := acks[id]
 		switch {
 		case !ok:
 			out.Unacknowledging = append(out.Unacknowledging, id)
-		case n >= version:
+		case done(ack):
 			out.Applied = append(out.Applied, id)
 		default:
 			out.Pending = append(out.Pending, id)

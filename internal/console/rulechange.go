@@ -1,0 +1,86 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// The one place a rule statement writes: the rule's new content goes to
+// the registry in one transaction (metadata.RuleWrites for a database
+// rule, metadata.GlobalWrites for a global rule), then the statement waits
+// until every online shardkeeper node shows the same rules as this node
+// (distvar's acknowledgements, as SET DIST VARIABLE waits), naming in
+// warnings the nodes that did not.
+
+// commitDatabaseRule makes r the whole rule of its type in database db.
+// An r without content removes the rule.
+func (e *Engine) commitDatabaseRule(ctx context.Context, s *Session, db string, r config.Rule) (*Result, error) {
+	before := distvar.RulesFingerprint(e.d.Metadata.Current().Databases[db])
+	conds, ops, err := metadata.RuleWrites(ctx, e.d.Repo, e.d.Layout, db, r)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	current := func(snap *metadata.Snapshot) string { return distvar.RulesFingerprint(snap.Databases[db]) }
+	return e.commitRuleTxn(ctx, db, r.Type+" rule of database "+db, conds, ops, before, current)
+}
+
+// commitGlobalRule replaces the global rule r.Type with r.
+func (e *Engine) commitGlobalRule(ctx context.Context, s *Session, r config.Rule) (*Result, error) {
+	before := distvar.GlobalRulesFingerprint(e.d.Metadata.Current())
+	conds, ops, err := metadata.GlobalWrites(ctx, e.d.Repo, []config.Rule{r}, nil)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	return e.commitRuleTxn(ctx, distvar.GlobalRules, "global rule "+r.Type, conds, ops, before, distvar.GlobalRulesFingerprint)
+}
+
+// commitRuleTxn commits one transaction in the node's session, waits until
+// this node's view changed from before, then until every acknowledging
+// node shows what this node shows (current).
+func (e *Engine) commitRuleTxn(ctx context.Context, db, what string, conds []registry.Cond, ops []registry.Op, before string, current func(*metadata.Snapshot) string) (*Result, error) {
+	if len(ops) == 0 {
+		return &Result{}, nil // nothing changes
+	}
+	sess := e.d.Node.Session()
+	if sess == nil {
+		return nil, &Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
+	}
+	if _, err := sess.Commit(ctx, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+		if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound) {
+			return nil, &Error{Code: 17010, SQLState: "HY000", Message: fmt.Sprintf("Cluster persist repository error, reason is: the %s changed meanwhile; nothing was written, run the statement again.", what)}
+		}
+		return nil, err
+	}
+	e.await(ctx, func(snap *metadata.Snapshot) bool { return current(snap) != before })
+	timeout := e.d.SetVariableTimeout
+	if timeout <= 0 {
+		timeout = distvar.DefaultTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var out distvar.Outcome
+	err := distvar.WaitRules(wctx, e.d.Repo, db, func() string { return current(e.d.Metadata.Current()) }, &out)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return &Result{Warnings: []string{fmt.Sprintf("the %s is in the registry, but waiting for the nodes failed: %v", what, err)}}, nil
+	}
+	res := &Result{}
+	if len(out.Pending) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s is in the registry, but %d node(s) did not confirm applying it in time: %s",
+			what, len(out.Pending), strings.Join(out.Pending, ", ")))
+	}
+	if len(out.Unacknowledging) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d node(s) apply the %s without acknowledging (ShardingSphere nodes, or shardkeeper nodes still starting): %s",
+			len(out.Unacknowledging), what, strings.Join(out.Unacknowledging, ", ")))
+	}
+	return res, nil
+}

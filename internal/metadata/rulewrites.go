@@ -1,0 +1,110 @@
+package metadata
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// RuleWrites returns the conditions and writes of one registry transaction
+// that makes r database db's whole rule of type r.Type, as layout's
+// release persists it: each item whose content differs gets its next
+// version (active_version moves to it, older versions are deleted), each
+// item the rule no longer has is deleted with its versions, and items that
+// did not change are left alone. An r with empty content removes the rule.
+// Every write is conditioned on the version read here, so that the
+// transaction fails (ErrBadVersion, ErrExists) when anything changed
+// meanwhile. No ops means nothing to change. ctx bounds the reads.
+func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, r config.Rule) ([]registry.Cond, []registry.Op, error) {
+	root, err := paths.DatabaseRule(db, r.Type)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := map[string][]byte{}
+	if len(r.Content) > 0 {
+		items, err := ruleItems(layout, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, it := range items {
+			node, err := layout.RuleItem(db, r.Type, it.Item, it.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			want[node] = it.Value
+		}
+	}
+	kvs, err := repo.List(ctx, root)
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return nil, nil, err
+	}
+	// The versioned nodes there are now, with their keys.
+	have := map[string][]registry.KV{}
+	for _, kv := range kvs {
+		if k, ok := paths.ParseKey(kv.Key); ok && k.Kind == paths.KindRuleItem && k.Node != "" && k.Leaf != "" {
+			have[k.Node] = append(have[k.Node], kv)
+		}
+	}
+	var conds []registry.Cond
+	var ops []registry.Op
+	for _, node := range sortedKeys(want) {
+		if cur, ok := activeContent(have[node], node); ok && bytes.Equal(cur, want[node]) {
+			continue
+		}
+		c, o, err := ReplaceWrites(ctx, repo, node, want[node])
+		if err != nil {
+			return nil, nil, err
+		}
+		conds, ops = append(conds, c...), append(ops, o...)
+	}
+	// Items the rule no longer has: every key under them, deepest first
+	// (a ZooKeeper node with children cannot be deleted).
+	var gone []registry.KV
+	for _, kv := range kvs {
+		for node := range have {
+			if _, keep := want[node]; !keep && (kv.Key == node || registry.IsUnder(kv.Key, node)) {
+				gone = append(gone, kv)
+				break
+			}
+		}
+	}
+	slices.SortFunc(gone, func(a, b registry.KV) int {
+		if d := strings.Count(b.Key, "/") - strings.Count(a.Key, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	for _, kv := range gone {
+		conds = append(conds, registry.Cond{Key: kv.Key, Version: kv.Version})
+		ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+	}
+	return conds, ops, nil
+}
+
+// activeContent is the content of the active version of node among its
+// keys kvs.
+func activeContent(kvs []registry.KV, node string) ([]byte, bool) {
+	av := ""
+	for _, kv := range kvs {
+		if kv.Key == paths.ActiveVersion(node) {
+			av = strings.TrimSpace(string(kv.Value))
+		}
+	}
+	n, err := strconv.Atoi(av)
+	if err != nil {
+		return nil, false
+	}
+	for _, kv := range kvs {
+		if kv.Key == paths.Version(node, n) {
+			return kv.Value, true
+		}
+	}
+	return nil, false
+}
