@@ -1,9 +1,11 @@
 package console
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -128,6 +130,48 @@ func TestReadwriteSplittingAndGlobalRules(t *testing.T) {
 		exec(t, n, s, "DROP DATABASE made_here")
 		if e := execError(t, n, s, "DROP DATABASE made_here"); e.Code != 1008 {
 			t.Errorf("DROP DATABASE twice: %+v", e)
+		}
+	})
+}
+
+// TestRuleChangeShownOnEveryNodeOnReturn runs three nodes with their
+// acknowledgements on real etcd and ZooKeeper: a rule created, altered
+// or dropped on one node is shown so by the others as soon as the
+// statement returns, with no warning.
+func TestRuleChangeShownOnEveryNodeOnReturn(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		repo := open(t)
+		var nodes []*testNode
+		for _, id := range []string{"rw-1", "rw-2", "rw-3"} {
+			n := startNode(t, repo, id, nil)
+			a, err := distvar.StartAcker(testenv.Context(t), repo, distvar.AckerConfig{InstanceID: id, Node: n.node, Store: n.store, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(a.Close)
+			nodes = append(nodes, n)
+		}
+		persistShardingDB(t, repo, nodes[0])
+		for _, n := range nodes[1:] {
+			testenv.Eventually(t, "every node to load sharding_db", func() bool { return n.store.Current().Databases["sharding_db"] != nil })
+		}
+		s1, s3 := newSession(), newSession()
+		exec(t, nodes[0], s1, "USE sharding_db")
+		exec(t, nodes[2], s3, "USE sharding_db")
+		for _, step := range []struct{ change, show, want string }{
+			{"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))", "SHOW READWRITE_SPLITTING RULES", "[[rw ds_0 ds_1 PRIMARY  ]]"},
+			{"ALTER READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))", "SHOW READWRITE_SPLITTING RULES", "[[rw ds_1 ds_0 PRIMARY  ]]"},
+			{"DROP READWRITE_SPLITTING RULE rw", "SHOW READWRITE_SPLITTING RULES", "[]"},
+			{"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", "SHOW DEFAULT SINGLE TABLE STORAGE UNIT", "[[ds_0]]"},
+			{"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))", "SHOW SQL_PARSER RULE", "[[initialCapacity: 64, maximumSize: 512 initialCapacity: 2000, maximumSize: 65535]]"},
+		} {
+			res := exec(t, nodes[0], s1, step.change)
+			if len(res.Warnings) > 0 {
+				t.Errorf("%s: warnings %v", step.change, res.Warnings)
+			}
+			if got := fmt.Sprint(rowStrings(exec(t, nodes[2], s3, step.show))); got != step.want {
+				t.Errorf("after %s, node 3 shows %s, want %s", step.change, got, step.want)
+			}
 		}
 	})
 }
