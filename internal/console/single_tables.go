@@ -20,9 +20,9 @@ import (
 // upstream's SingleTableDataNodeLoader does: tables of sharding and
 // broadcast rules are not single tables.
 
-// singleTable is one single table and the unit (or readwrite-splitting
-// group) it is on.
-type singleTable struct{ table, unit string }
+// singleTable is one single table, the unit (or readwrite-splitting
+// group) it is on and its schema ("" for a database without schemas).
+type singleTable struct{ table, unit, schema string }
 
 // singleRule returns a copy of the database's single rule content.
 func singleRule(db *metadata.Database) map[string]any {
@@ -34,7 +34,8 @@ func singleRule(db *metadata.Database) map[string]any {
 }
 
 // unitTables returns the tables of each storage unit of db, read from the
-// unit (Deps.Introspect on a database of that one unit).
+// unit (Deps.Introspect on a database of that one unit), as
+// "table" or, for a database with schemas (PostgreSQL), "schema.table".
 func (e *Engine) unitTables(ctx context.Context, db *metadata.Database, units []string) (map[string][]string, error) {
 	introspect := e.d.Introspect
 	if introspect == nil {
@@ -46,8 +47,12 @@ func (e *Engine) unitTables(ctx context.Context, db *metadata.Database, units []
 		if err != nil {
 			return nil, &Error{Code: 10502, SQLState: "HY000", Message: fmt.Sprintf("Can not load table with database name '%s' and data source name '%s', reason is: %v", db.Name, u, err)}
 		}
+		withSchema := hasSchemas(db.Units[u])
 		for _, s := range schemas {
 			for t := range s.Tables {
+				if withSchema {
+					t = s.Name + "." + t
+				}
 				out[u] = append(out[u], t)
 			}
 		}
@@ -99,13 +104,17 @@ func (e *Engine) singleTables(ctx context.Context, db *metadata.Database) ([]sin
 		if alias[u] != "" {
 			name = alias[u]
 		}
-		for _, t := range tables[u] {
+		for _, qt := range tables[u] {
+			schema, t, ok := strings.Cut(qt, ".")
+			if !ok {
+				schema, t = "", qt
+			}
 			if taken[strings.ToLower(t)] {
 				continue
 			}
 			for _, p := range patterns {
 				if singlePatternMatches(p, name, t) || singlePatternMatches(p, u, t) {
-					out = append(out, singleTable{table: t, unit: name})
+					out = append(out, singleTable{table: t, unit: name, schema: schema})
 					break
 				}
 			}
@@ -161,7 +170,11 @@ func shardedTables(db *metadata.Database) map[string]bool {
 	return out
 }
 
-var singleTableColumns = textColumns("table_name", "storage_unit_name")
+// hasSchemas reports whether a unit's database type has schemas, for
+// which upstream shows a single table's schema_name.
+func hasSchemas(ds config.DataSource) bool {
+	return strings.HasPrefix(ds.URL, "jdbc:postgresql:") || strings.HasPrefix(ds.URL, "jdbc:opengauss:")
+}
 
 func (e *Engine) showSingleTables(ctx context.Context, s *Session, st *distsql.ShowSingleTables) (*Result, error) {
 	db, err := e.database(s, st.Database)
@@ -172,7 +185,16 @@ func (e *Engine) showSingleTables(ctx context.Context, s *Session, st *distsql.S
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: singleTableColumns, Rows: [][]*string{}}
+	// upstream adds schema_name for a database type with schemas.
+	withSchema := false
+	for _, u := range db.Units {
+		withSchema = hasSchemas(u)
+		break
+	}
+	res := &Result{Columns: textColumns("table_name", "storage_unit_name"), Rows: [][]*string{}}
+	if withSchema {
+		res.Columns = textColumns("table_name", "storage_unit_name", "schema_name")
+	}
 	for _, t := range tables {
 		if st.Table != "" && !strings.EqualFold(st.Table, t.table) {
 			continue
@@ -180,7 +202,11 @@ func (e *Engine) showSingleTables(ctx context.Context, s *Session, st *distsql.S
 		if st.Like != nil && !matchLike(*st.Like, t.table) {
 			continue
 		}
-		res.Rows = append(res.Rows, []*string{str(t.table), str(t.unit)})
+		row := []*string{str(t.table), str(t.unit)}
+		if withSchema {
+			row = append(row, str(t.schema))
+		}
+		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
 }
@@ -264,7 +290,9 @@ func (e *Engine) loadSingleTable(ctx context.Context, s *Session, st *distsql.Lo
 		taken := shardedTables(db)
 		for i, u := range units {
 			for _, t := range byUnit[u] {
-				if !slices.ContainsFunc(tables[real[i]], func(x string) bool { return strings.EqualFold(x, t) }) || taken[strings.ToLower(t)] {
+				if !slices.ContainsFunc(tables[real[i]], func(x string) bool {
+					return strings.EqualFold(x, t) || strings.HasSuffix(strings.ToLower(x), "."+strings.ToLower(t))
+				}) || taken[strings.ToLower(t)] {
 					return nil, &Error{Code: 10501, SQLState: "42S02", Message: fmt.Sprintf("Single table '%s' does not exist.", u+"."+t)}
 				}
 			}

@@ -16,6 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
@@ -199,19 +201,21 @@ type (
 	}
 )
 
-// ssCase is one assertion of one upstream case in one scenario, on MySQL.
+// ssCase is one assertion of one upstream case in one scenario on one
+// database type.
 type ssCase struct {
 	typ       string // ral, rdl or rql
 	file      string // e2e-rql-show.xml
 	sql       string
 	scenario  string
+	dbType    string // mysql or postgresql: the storage units' type
 	assertion xmlAssertion
 	expected  string // dataset file found by upstream's lookup order
 	skip      string // why it does not run; "" when it does
 }
 
 func (c ssCase) String() string {
-	return fmt.Sprintf("%s %s [%s] %q", c.typ, c.file, c.scenario, c.sql)
+	return fmt.Sprintf("%s %s [%s %s] %q", c.typ, c.file, c.scenario, c.dbType, c.sql)
 }
 
 const ssRoot = "../../testdata/shardingsphere-e2e"
@@ -219,10 +223,10 @@ const ssRoot = "../../testdata/shardingsphere-e2e"
 // datasetFile finds name for scenario as upstream's DataSetLoader does:
 // dataset/{scenario}/{mode}/{dbType}/, {scenario}/{dbType}/,
 // {scenario}/{mode}/, {scenario}/, dataset/.
-func datasetFile(typ, scenario, name string) string {
+func datasetFile(typ, scenario, dbType, name string) string {
 	base := filepath.Join(ssRoot, "cases", typ, "dataset")
 	for _, dir := range []string{
-		filepath.Join(base, scenario, "cluster", "mysql"), filepath.Join(base, scenario, "mysql"),
+		filepath.Join(base, scenario, "cluster", dbType), filepath.Join(base, scenario, dbType),
 		filepath.Join(base, scenario, "cluster"), filepath.Join(base, scenario), base,
 	} {
 		p := filepath.Join(dir, name)
@@ -243,11 +247,16 @@ func splitList(s string) []string {
 	return out
 }
 
+// ssDBTypes are the database types of upstream's cases that the storage
+// units can have here (db-types names, dataset folder names).
+var ssDBTypes = []struct{ name, dir string }{{"MySQL", "mysql"}, {"PostgreSQL", "postgresql"}}
+
 // loadSSCases reads every case file and expands each assertion into the
-// scenarios it runs in: those of scenario-types, or without them each
-// scenario with a dataset of that name. Cases for PostgreSQL only are
-// returned in pgOnly.
-func loadSSCases(t *testing.T) (cases []ssCase, pgOnly int) {
+// scenarios it runs in (those of scenario-types, or without them each
+// scenario with a dataset of that name) and the database types it is for
+// (db-types, or without it every type here). other counts the cases only
+// for other database types (openGauss, ...).
+func loadSSCases(t *testing.T) (cases []ssCase, other int) {
 	t.Helper()
 	scenarios, err := os.ReadDir(filepath.Join(ssRoot, "env", "scenario"))
 	if err != nil {
@@ -268,30 +277,38 @@ func loadSSCases(t *testing.T) (cases []ssCase, pgOnly int) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			for _, xc := range cf.Cases {
-				dbTypes := splitList(xc.DBTypes)
-				if len(dbTypes) > 0 && !slices.ContainsFunc(dbTypes, func(d string) bool { return strings.EqualFold(d, "MySQL") }) {
-					pgOnly++
+				var dbTypes []string
+				for _, d := range ssDBTypes {
+					if xc.DBTypes == "" || slices.ContainsFunc(splitList(xc.DBTypes), func(x string) bool { return strings.EqualFold(x, d.name) }) {
+						dbTypes = append(dbTypes, d.dir)
+					}
+				}
+				if len(dbTypes) == 0 {
+					other++
 					continue
 				}
 				for _, a := range xc.Assertions {
-					names := splitList(xc.Scenarios)
-					if len(names) == 0 {
-						for _, s := range scenarios {
-							if _, err := os.Stat(filepath.Join(ssRoot, "cases", typ, "dataset", s.Name())); err == nil && datasetFile(typ, s.Name(), a.ExpectedFile) != "" {
-								names = append(names, s.Name())
+					for _, dbType := range dbTypes {
+						names := splitList(xc.Scenarios)
+						if len(names) == 0 {
+							for _, s := range scenarios {
+								if _, err := os.Stat(filepath.Join(ssRoot, "cases", typ, "dataset", s.Name())); err == nil && datasetFile(typ, s.Name(), dbType, a.ExpectedFile) != "" {
+									names = append(names, s.Name())
+								}
 							}
 						}
-					}
-					for _, s := range names {
-						c := ssCase{typ: typ, file: filepath.Base(f), sql: xc.SQL, scenario: s, assertion: a, expected: datasetFile(typ, s, a.ExpectedFile)}
-						c.skip = caseSkip(c)
-						cases = append(cases, c)
+						for _, s := range names {
+							c := ssCase{typ: typ, file: filepath.Base(f), sql: xc.SQL, scenario: s, dbType: dbType, assertion: a,
+								expected: datasetFile(typ, s, dbType, a.ExpectedFile)}
+							c.skip = caseSkip(c)
+							cases = append(cases, c)
+						}
 					}
 				}
 			}
 		}
 	}
-	return cases, pgOnly
+	return cases, other
 }
 
 // caseSkip says why c does not run: a statement of it not supported, a
@@ -320,47 +337,78 @@ func caseSkip(c ssCase) string {
 			return kind + ": " + why
 		}
 	}
-	if _, err := scenarioConfig(c.scenario); err != nil {
+	if _, err := scenarioConfig(c.scenario, c.dbType); err != nil {
 		return err.Error()
 	}
 	return ""
 }
 
-// scenarioConfig returns the scenario's MySQL database configuration file.
-func scenarioConfig(scenario string) (string, error) {
-	files, _ := filepath.Glob(filepath.Join(ssRoot, "env", "scenario", scenario, "proxy", "conf", "mysql", "database-*.yaml"))
+// scenarioConfig returns the scenario's database configuration file for
+// dbType.
+func scenarioConfig(scenario, dbType string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(ssRoot, "env", "scenario", scenario, "proxy", "conf", dbType, "database-*.yaml"))
 	if len(files) != 1 {
-		return "", fmt.Errorf("scenario %s has %d MySQL database configurations, not one", scenario, len(files))
+		return "", fmt.Errorf("scenario %s has %d %s database configurations, not one", scenario, len(files), dbType)
 	}
 	return files[0], nil
 }
 
-// mysqlServer is the MariaDB server the scenarios' units are on.
-type mysqlServer struct{ host, port, user, password string }
+// dbServer is the MariaDB or PostgreSQL server the scenarios' units of
+// one database type are on.
+type dbServer struct{ dbType, host, port, user, password string }
 
-func (m mysqlServer) run(t *testing.T, sqlFile string) error {
+// newDBServer is the server of testenv's URL for dbType.
+func newDBServer(t *testing.T, dbType, rawURL string) dbServer {
 	t.Helper()
-	args := []string{"--protocol=TCP", "-h", m.host, "-P", m.port, "-u", m.user, "--batch"}
-	if m.password != "" {
-		args = append(args, "-p"+m.password)
-	}
-	c := exec.Command("mariadb", args...)
-	f, err := os.Open(sqlFile)
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	defer f.Close()
-	c.Stdin = f
+	pw, _ := u.User.Password()
+	d := dbServer{dbType: dbType, host: u.Hostname(), port: u.Port(), user: u.User.Username(), password: pw}
+	if d.port == "" {
+		d.port = map[string]string{"mysql": "3306", "postgresql": "5432"}[dbType]
+	}
+	return d
+}
+
+// run runs the SQL file on the server with its command-line client:
+// mariadb, or psql connected to the postgres database. psql goes on after
+// an error; its errors fail the run except GRANTs to upstream's test_user,
+// which does not exist here.
+func (d dbServer) run(sqlFile string) error {
+	var c *exec.Cmd
+	if d.dbType == "mysql" {
+		args := []string{"--protocol=TCP", "-h", d.host, "-P", d.port, "-u", d.user, "--batch"}
+		if d.password != "" {
+			args = append(args, "-p"+d.password)
+		}
+		c = exec.Command("mariadb", args...)
+		f, err := os.Open(sqlFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		c.Stdin = f
+	} else {
+		c = exec.Command("psql", "-X", "-q", "-h", d.host, "-p", d.port, "-U", d.user, "-d", "postgres", "-f", sqlFile)
+		c.Env = append(os.Environ(), "PGPASSWORD="+d.password)
+	}
 	out, err := c.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "ERROR") && !strings.Contains(line, `role "test_user" does not exist`) {
+			return fmt.Errorf("%s", strings.TrimSpace(string(out)))
+		}
 	}
 	return nil
 }
 
 var (
 	// A unit's properties are indented by four spaces under dataSources.
-	unitURL      = regexp.MustCompile(`(?m)^(    url:[ \t]*)jdbc:mysql://[^/]+/`)
+	unitURL      = regexp.MustCompile(`(?m)^(    url:[ \t]*jdbc:(?:mysql|postgresql)://)[^/]+/`)
 	unitUser     = regexp.MustCompile(`(?m)^(    username:[ \t]*).*$`)
 	unitPassword = regexp.MustCompile(`(?m)^(    password:[ \t]*).*$`)
 	createDB     = regexp.MustCompile(`(?i)CREATE DATABASE\s+(?:IF NOT EXISTS\s+)?([A-Za-z0-9_]+)`)
@@ -528,7 +576,7 @@ func compareDataset(file string, unitHost, unitPort string, cols []string, rows 
 // runSSCase runs one case on the node as upstream's runner does: the
 // initial SQL, the statement, the assertion SQL (or, without one, the
 // statement as a query) compared with the dataset, and the destroy SQL.
-func runSSCase(port int, db string, server mysqlServer, c ssCase) (inOrder bool, err error) {
+func runSSCase(port int, db string, server dbServer, c ssCase) (inOrder bool, err error) {
 	exec := func(list string) error {
 		for _, st := range splitStatements(list) {
 			if _, _, err := queryNode(port, db, st); err != nil {
@@ -572,31 +620,34 @@ func runSSCase(port int, db string, server mysqlServer, c ssCase) (inOrder bool,
 func TestShardingSphereCases(t *testing.T) {
 	requireMariaDB(t)
 	mysqlUnitURL(t) // skips (or, under make test, fails) without MariaDB
-	u, err := url.Parse(testenv.MySQLURL())
-	if err != nil {
-		t.Fatal(err)
+	pgUnitReachable(t)
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Fatal("psql missing (Debian postgresql-client): bash -c 'source scripts/servers.sh && install_servers'")
 	}
-	pw, _ := u.User.Password()
-	server := mysqlServer{host: u.Hostname(), port: u.Port(), user: u.User.Username(), password: pw}
-	if server.port == "" {
-		server.port = "3306"
+	servers := map[string]dbServer{
+		"mysql":      newDBServer(t, "mysql", testenv.MySQLURL()),
+		"postgresql": newDBServer(t, "postgresql", testenv.PostgresURL()),
 	}
-	cases, pgOnly := loadSSCases(t)
-	byScenario := map[string][]ssCase{}
-	skips := map[string]int{}
+	cases, other := loadSSCases(t)
+	// Cases run per scenario and database type, one node for each.
+	type group struct{ scenario, dbType string }
+	groups := map[group][]ssCase{}
 	for _, c := range cases {
-		if c.skip != "" {
-			skips[c.skip]++
-			continue
+		if c.skip == "" {
+			g := group{c.scenario, c.dbType}
+			groups[g] = append(groups[g], c)
 		}
-		byScenario[c.scenario] = append(byScenario[c.scenario], c)
 	}
+	order := slices.SortedFunc(maps.Keys(groups), func(a, b group) int {
+		return strings.Compare(a.scenario+"/"+a.dbType, b.scenario+"/"+b.dbType)
+	})
 	eachRegistry(t, func(t *testing.T, typ string) {
 		ran, passed, reordered := 0, 0, 0
-		for _, scenario := range slices.Sorted(maps.Keys(byScenario)) {
-			t.Run(scenario, func(t *testing.T) {
-				port, db := startScenario(t, typ, scenario, server)
-				for _, c := range byScenario[scenario] {
+		for _, g := range order {
+			t.Run(g.scenario+"/"+g.dbType, func(t *testing.T) {
+				server := servers[g.dbType]
+				port, db := startScenario(t, typ, g.scenario, server)
+				for _, c := range groups[g] {
 					ran++
 					inOrder, err := runSSCase(port, db, server, c)
 					if err != nil {
@@ -612,20 +663,23 @@ func TestShardingSphereCases(t *testing.T) {
 				}
 			})
 		}
-		t.Logf("%s: %d cases ran, %d passed (%d with the rows in another order), %d skipped (and %d PostgreSQL-only cases not run: the test drives the mariadb client)",
-			typ, ran, passed, reordered, len(cases)-ran, pgOnly)
+		t.Logf("%s: %d cases ran, %d passed (%d with the rows in another order), %d skipped; %d cases only for other database types",
+			typ, ran, passed, reordered, len(cases)-ran, other)
 	})
-	perScenario := map[string][2]int{}
+	// Per scenario and command type: run / all.
+	counts := map[string][2]int{}
 	for _, c := range cases {
-		n := perScenario[c.scenario]
-		n[1]++
-		if c.skip == "" {
-			n[0]++
+		for _, k := range []string{c.scenario + " " + c.typ, "all " + c.typ} {
+			n := counts[k]
+			n[1]++
+			if c.skip == "" {
+				n[0]++
+			}
+			counts[k] = n
 		}
-		perScenario[c.scenario] = n
 	}
-	for _, s := range slices.Sorted(maps.Keys(perScenario)) {
-		t.Logf("scenario %s: %d of %d cases run", s, perScenario[s][0], perScenario[s][1])
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		t.Logf("%s: %d of %d cases run", k, counts[k][0], counts[k][1])
 	}
 	for _, c := range cases {
 		if c.skip != "" {
@@ -634,13 +688,29 @@ func TestShardingSphereCases(t *testing.T) {
 	}
 }
 
-// startScenario creates the scenario's databases on the MariaDB server
-// with its init SQL and starts a node with its database configuration; it
+// pgUnitReachable skips (or, under make test, fails) the test when the
+// PostgreSQL server for units cannot be reached.
+func pgUnitReachable(t *testing.T) {
+	t.Helper()
+	u, err := url.Parse(testenv.PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	jdbc := "jdbc:postgresql://" + u.Host + u.Path
+	if err := datasource.Ping(testenv.Context(t), "probe", config.NewDataSource(jdbc, u.User.Username(), pw)); err != nil {
+		testenv.DatabaseUnreachable(t, "PostgreSQL", err)
+	}
+}
+
+// startScenario creates the scenario's databases on the server of its
+// database type with the init SQL, and starts a node with the scenario's
+// database configuration for that type (units rewritten to the server); it
 // returns the node's MySQL port and the logical database.
-func startScenario(t *testing.T, typ, scenario string, server mysqlServer) (port int, db string) {
+func startScenario(t *testing.T, typ, scenario string, server dbServer) (port int, db string) {
 	t.Helper()
 	dir := filepath.Join(ssRoot, "env", "scenario", scenario)
-	inits, _ := filepath.Glob(filepath.Join(dir, "data", "actual", "init-sql", "mysql", "*.sql"))
+	inits, _ := filepath.Glob(filepath.Join(dir, "data", "actual", "init-sql", server.dbType, "*.sql"))
 	for _, f := range inits {
 		// Some init SQL creates databases it does not drop first.
 		data, err := os.ReadFile(f)
@@ -649,20 +719,24 @@ func startScenario(t *testing.T, typ, scenario string, server mysqlServer) (port
 		}
 		var drops strings.Builder
 		for _, m := range createDB.FindAllSubmatch(data, -1) {
-			fmt.Fprintf(&drops, "DROP DATABASE IF EXISTS `%s`;\n", m[1])
+			if server.dbType == "mysql" {
+				fmt.Fprintf(&drops, "DROP DATABASE IF EXISTS `%s`;\n", m[1])
+			} else {
+				fmt.Fprintf(&drops, "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE);\n", m[1])
+			}
 		}
 		dropFile := filepath.Join(t.TempDir(), "drop.sql")
 		if err := os.WriteFile(dropFile, []byte(drops.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := server.run(t, dropFile); err != nil {
+		if err := server.run(dropFile); err != nil {
 			t.Fatalf("dropping the databases of %s: %v", f, err)
 		}
-		if err := server.run(t, f); err != nil {
+		if err := server.run(f); err != nil {
 			t.Fatalf("init SQL %s: %v", f, err)
 		}
 	}
-	file, err := scenarioConfig(scenario)
+	file, err := scenarioConfig(scenario, server.dbType)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,8 +750,7 @@ func startScenario(t *testing.T, typ, scenario string, server mysqlServer) (port
 	if err := yaml.Unmarshal(data, &head); err != nil {
 		t.Fatal(err)
 	}
-	host := server.host + ":" + server.port
-	data = unitURL.ReplaceAll(data, []byte("${1}jdbc:mysql://"+host+"/"))
+	data = unitURL.ReplaceAll(data, []byte("${1}"+server.host+":"+server.port+"/"))
 	data = unitUser.ReplaceAll(data, []byte("${1}"+server.user))
 	data = unitPassword.ReplaceAll(data, []byte("${1}'"+server.password+"'"))
 	conf := t.TempDir()
