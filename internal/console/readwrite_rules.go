@@ -417,7 +417,9 @@ var countColumns = textColumns("rule_name", "database", "count")
 
 // countRule answers COUNT type RULE: one row per kind of item of the rule
 // as upstream's CountRuleExecutor counts them, none when the database has
-// no such rule. The types this node does not count are refused.
+// no such rule: readwrite-splitting groups, single tables, encrypt and
+// mask tables, shadow data sources. The types this node does not count
+// (sharding, until its RQL is in) are refused.
 func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRule) (*Result, error) {
 	db, err := e.database(s, st.Database)
 	if err != nil {
@@ -431,6 +433,16 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 	case "readwrite_splitting":
 		if r, ok := db.Rules["readwrite_splitting"]; ok {
 			add("readwrite_splitting", len(readwriteGroups(r.Content)))
+		}
+	case "encrypt", "mask":
+		// One per table, as upstream's EncryptCountResultRowBuilder and
+		// MaskCountResultRowBuilder count.
+		if r, ok := db.Rules[st.Type]; ok {
+			add(st.Type, len(asMap(r.Content["tables"])))
+		}
+	case "shadow":
+		if r, ok := db.Rules["shadow"]; ok {
+			add("shadow", len(asMap(r.Content["dataSources"])))
 		}
 	case "single":
 		tables, err := e.singleTables(ctx, db)
