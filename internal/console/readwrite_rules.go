@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 )
 
 // CREATE, ALTER, DROP and SHOW READWRITE_SPLITTING RULE(S), COUNT
@@ -107,6 +108,16 @@ func checkReadwriteRules(db *metadata.Database, rules []distsql.ReadwriteSplitti
 	}
 	writes := map[string]string{}
 	for _, r := range rules {
+		// The name becomes a registry path segment (the group's item and
+		// its load balancer's): no '/', no '..'.
+		if _, err := paths.RuleItem(db.Name, "readwrite_splitting", "data_source_groups", r.Name); err != nil {
+			return invalid(r.Name, fmt.Sprintf("the name is not a valid registry node name: %v", err))
+		}
+		if r.HasLoadBal {
+			if _, err := paths.RuleItem(db.Name, "readwrite_splitting", "load_balancers", strings.ToLower(r.Name+"_"+r.LoadType)); err != nil {
+				return invalid(r.Name, fmt.Sprintf("the load balancer name is not a valid registry node name: %v", err))
+			}
+		}
 		if _, ok := db.Units[r.Name]; ok {
 			return invalid(r.Name, fmt.Sprintf("[%s] already exists in storage unit", r.Name))
 		}

@@ -50,6 +50,7 @@ func TestReadwriteSplittingAndGlobalRules(t *testing.T) {
 			{"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1), TYPE(NAME='nope'))", 30000, "HY000", "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.infra.algorithm.loadbalancer.core.LoadBalanceAlgorithm' with type 'nope'."},
 			{"ALTER READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))", 10202, "42S02", "Readwrite-splitting rules '[rw]' do not exist in database 'sharding_db'."},
 			{"DROP READWRITE_SPLITTING RULE rw", 10202, "42S02", "Readwrite-splitting rules '[rw]' do not exist in database 'sharding_db'."},
+			{"CREATE READWRITE_SPLITTING RULE `a/b` (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))", 10200, "44000", "Invalid 'Readwrite-splitting' rule 'a/b', error message is: the name is not a valid registry node name: invalid key: name \"a/b\" contains /"},
 			{"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_9", 10102, "44000", "Storage units '[ds_9]' do not exist in database 'sharding_db'."},
 			{"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))", 30000, "HY000", "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.transaction.spi.ShardingSphereDistributedTransactionManager' with type 'nope'."},
 		} {

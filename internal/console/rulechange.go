@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -22,29 +23,43 @@ import (
 // commitDatabaseRule makes r the whole rule of its type in database db.
 // An r without content removes the rule.
 func (e *Engine) commitDatabaseRule(ctx context.Context, s *Session, db string, r config.Rule) (*Result, error) {
-	before := distvar.RulesFingerprint(e.d.Metadata.Current().Databases[db])
 	conds, ops, err := metadata.RuleWrites(ctx, e.d.Repo, e.d.Layout, db, r)
 	if err != nil {
 		return nil, opError(s, err)
 	}
+	want, err := metadata.AppliedRuleContent(e.d.Layout, r)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	applied := func(snap *metadata.Snapshot) bool {
+		var have map[string]any
+		if d := snap.Databases[db]; d != nil {
+			have = d.Rules[r.Type].Content
+		}
+		return reflect.DeepEqual(have, want) || len(have) == 0 && len(want) == 0
+	}
 	current := func(snap *metadata.Snapshot) string { return distvar.RulesFingerprint(snap.Databases[db]) }
-	return e.commitRuleTxn(ctx, db, r.Type+" rule of database "+db, conds, ops, before, current)
+	return e.commitRuleTxn(ctx, db, r.Type+" rule of database "+db, conds, ops, applied, current)
 }
 
 // commitGlobalRule replaces the global rule r.Type with r.
 func (e *Engine) commitGlobalRule(ctx context.Context, s *Session, r config.Rule) (*Result, error) {
-	before := distvar.GlobalRulesFingerprint(e.d.Metadata.Current())
 	conds, ops, err := metadata.GlobalWrites(ctx, e.d.Repo, []config.Rule{r}, nil)
 	if err != nil {
 		return nil, opError(s, err)
 	}
-	return e.commitRuleTxn(ctx, distvar.GlobalRules, "global rule "+r.Type, conds, ops, before, distvar.GlobalRulesFingerprint)
+	want, err := metadata.AppliedGlobalRuleContent(r)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	applied := func(snap *metadata.Snapshot) bool { return reflect.DeepEqual(snap.GlobalRules[r.Type].Content, want) }
+	return e.commitRuleTxn(ctx, distvar.GlobalRules, "global rule "+r.Type, conds, ops, applied, distvar.GlobalRulesFingerprint)
 }
 
 // commitRuleTxn commits one transaction in the node's session, waits until
-// this node's view changed from before, then until every acknowledging
+// this node's view has applied all of it, then until every acknowledging
 // node shows what this node shows (current).
-func (e *Engine) commitRuleTxn(ctx context.Context, db, what string, conds []registry.Cond, ops []registry.Op, before string, current func(*metadata.Snapshot) string) (*Result, error) {
+func (e *Engine) commitRuleTxn(ctx context.Context, db, what string, conds []registry.Cond, ops []registry.Op, applied func(*metadata.Snapshot) bool, current func(*metadata.Snapshot) string) (*Result, error) {
 	if len(ops) == 0 {
 		return &Result{}, nil // nothing changes
 	}
@@ -58,7 +73,7 @@ func (e *Engine) commitRuleTxn(ctx context.Context, db, what string, conds []reg
 		}
 		return nil, err
 	}
-	e.await(ctx, func(snap *metadata.Snapshot) bool { return current(snap) != before })
+	e.await(ctx, applied)
 	timeout := e.d.SetVariableTimeout
 	if timeout <= 0 {
 		timeout = distvar.DefaultTimeout

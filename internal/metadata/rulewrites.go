@@ -108,3 +108,34 @@ func activeContent(kvs []registry.KV, node string) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// AppliedRuleContent returns the content of database rule r as a node's
+// Snapshot holds it once the node applied every item RuleWrites writes
+// for r with layout: nil when r has none (the rule is then absent).
+func AppliedRuleContent(layout paths.Layout, r config.Rule) (map[string]any, error) {
+	if len(r.Content) == 0 {
+		return nil, nil
+	}
+	items, err := ruleItems(layout, r)
+	if err != nil {
+		return nil, err
+	}
+	content := map[string]any{}
+	for _, it := range items {
+		if content, err = applyRuleItem(r.Type, content, it.Item, it.Name, it.Value, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(content) == 0 {
+		return nil, nil
+	}
+	return content, nil
+}
+
+// AppliedGlobalRuleContent returns the content of global rule r as a
+// node's Snapshot holds it once the node applied what GlobalWrites writes
+// for r.
+func AppliedGlobalRuleContent(r config.Rule) (map[string]any, error) {
+	d, err := decodeRuleContent(r.Type, encodeGlobalRule(r))
+	return d.Content, err
+}
