@@ -187,11 +187,11 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 
 	// readwrite_rules.go, single_tables.go, global_rules.go
 	case *distsql.CreateReadwriteSplittingRule:
-		return e.createReadwriteSplittingRule(ctx, s, st)
+		return e.retryStale(ctx, func() (*Result, error) { return e.createReadwriteSplittingRule(ctx, s, st) })
 	case *distsql.AlterReadwriteSplittingRule:
-		return e.alterReadwriteSplittingRule(ctx, s, st)
+		return e.retryStale(ctx, func() (*Result, error) { return e.alterReadwriteSplittingRule(ctx, s, st) })
 	case *distsql.DropReadwriteSplittingRule:
-		return e.dropReadwriteSplittingRule(ctx, s, st)
+		return e.retryStale(ctx, func() (*Result, error) { return e.dropReadwriteSplittingRule(ctx, s, st) })
 	case *distsql.ShowReadwriteSplittingRules:
 		return e.showReadwriteSplittingRules(ctx, s, st)
 	case *distsql.ShowRulesUsedStorageUnit:
@@ -199,11 +199,11 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.CountRule:
 		return e.countRule(ctx, s, st)
 	case *distsql.LoadSingleTable:
-		return e.loadSingleTable(ctx, s, st)
+		return e.retryStale(ctx, func() (*Result, error) { return e.loadSingleTable(ctx, s, st) })
 	case *distsql.UnloadSingleTable:
-		return e.unloadSingleTable(ctx, s, st)
+		return e.retryStale(ctx, func() (*Result, error) { return e.unloadSingleTable(ctx, s, st) })
 	case *distsql.SetDefaultSingleTableStorageUnit:
-		return e.setDefaultSingleTableStorageUnit(ctx, s, st)
+		return e.retryStale(ctx, func() (*Result, error) { return e.setDefaultSingleTableStorageUnit(ctx, s, st) })
 	case *distsql.ShowDefaultSingleTableStorageUnit:
 		return e.showDefaultSingleTableStorageUnit(ctx, s, st)
 	case *distsql.ShowSingleTables:

@@ -197,7 +197,7 @@ func (e *Engine) createReadwriteSplittingRule(ctx context.Context, s *Session, s
 		}
 		putReadwriteRule(groups, balancers, r)
 	}
-	return e.commitReadwrite(ctx, s, db.Name, groups, balancers)
+	return e.commitReadwrite(ctx, s, db, groups, balancers)
 }
 
 func (e *Engine) alterReadwriteSplittingRule(ctx context.Context, s *Session, st *distsql.AlterReadwriteSplittingRule) (*Result, error) {
@@ -227,7 +227,7 @@ func (e *Engine) alterReadwriteSplittingRule(ctx context.Context, s *Session, st
 		}
 		putReadwriteRule(groups, balancers, r)
 	}
-	return e.commitReadwrite(ctx, s, db.Name, groups, balancers)
+	return e.commitReadwrite(ctx, s, db, groups, balancers)
 }
 
 func (e *Engine) dropReadwriteSplittingRule(ctx context.Context, s *Session, st *distsql.DropReadwriteSplittingRule) (*Result, error) {
@@ -267,7 +267,7 @@ func (e *Engine) dropReadwriteSplittingRule(ctx context.Context, s *Session, st 
 	for _, n := range names {
 		delete(groups, n)
 	}
-	return e.commitReadwrite(ctx, s, db.Name, groups, balancers)
+	return e.commitReadwrite(ctx, s, db, groups, balancers)
 }
 
 // writeUnitOwner is the group other than name whose write unit is unit.
@@ -307,7 +307,7 @@ func putReadwriteRule(groups, balancers map[string]any, r distsql.ReadwriteSplit
 
 // commitReadwrite writes the rule with groups and the balancers they use
 // (an unused one is dropped); no groups removes the rule.
-func (e *Engine) commitReadwrite(ctx context.Context, s *Session, db string, groups, balancers map[string]any) (*Result, error) {
+func (e *Engine) commitReadwrite(ctx context.Context, s *Session, db *metadata.Database, groups, balancers map[string]any) (*Result, error) {
 	content := map[string]any{}
 	if len(groups) > 0 {
 		used := map[string]any{}

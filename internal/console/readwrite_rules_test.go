@@ -2,10 +2,15 @@ package console
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -172,6 +177,61 @@ func TestRuleChangeShownOnEveryNodeOnReturn(t *testing.T) {
 			}
 			if got := fmt.Sprint(rowStrings(exec(t, nodes[2], s3, step.show))); got != step.want {
 				t.Errorf("after %s, node 3 shows %s, want %s", step.change, got, step.want)
+			}
+		}
+	})
+}
+
+// TestRuleChangeFromAStaleViewLosesNothing writes a readwrite-splitting
+// group straight to the registry, as another node would, and at once
+// changes another through the engine, whose view may not have the first
+// yet: both stay (the statement is made again from the caught-up view,
+// never written from the stale one).
+func TestRuleChangeFromAStaleViewLosesNothing(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		ctx := testenv.Context(t)
+		repo := open(t)
+		n := startNode(t, repo, "stale", nil)
+		persistShardingDB(t, repo, n)
+		s := newSession()
+		exec(t, n, s, "USE sharding_db")
+		exec(t, n, s, "CREATE READWRITE_SPLITTING RULE mine (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))")
+		sess := n.node.Session()
+		reads := []string{"ds_0", "ds_spare"}
+		mine := func(read string) map[string]any {
+			return map[string]any{"writeDataSourceName": "ds_1", "readDataSourceNames": []any{read}, "transactionalReadQueryStrategy": "PRIMARY"}
+		}
+		groups := map[string]any{"mine": mine("ds_0")}
+		for i := range 10 {
+			// The other node's change, made from the registry's rule.
+			base, err := metadata.AppliedRuleContent(paths.DefaultLayout, config.Rule{Type: "readwrite_splitting", Content: map[string]any{"dataSourceGroups": maps.Clone(groups)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := fmt.Sprintf("other_%d", i)
+			groups[other] = map[string]any{"writeDataSourceName": "ds_0", "readDataSourceNames": []any{"ds_1"}, "transactionalReadQueryStrategy": "PRIMARY"}
+			conds, ops, err := metadata.RuleWrites(ctx, repo, paths.DefaultLayout, "sharding_db", base,
+				config.Rule{Type: "readwrite_splitting", Content: map[string]any{"dataSourceGroups": maps.Clone(groups)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sess.Commit(ctx, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+				t.Fatal(err)
+			}
+			// At once, this node's change.
+			read := reads[(i+1)%2]
+			exec(t, n, s, "ALTER READWRITE_SPLITTING RULE mine (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS("+read+"))")
+			groups["mine"] = mine(read)
+			var got []string
+			for _, r := range rowStrings(exec(t, n, s, "SHOW READWRITE_SPLITTING RULES")) {
+				got = append(got, r[0]+":"+r[2])
+			}
+			var want []string
+			for _, g := range slices.Sorted(maps.Keys(groups)) {
+				want = append(want, g+":"+asText(asMap(groups[g])["readDataSourceNames"]))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d: groups %v, want %v", i, got, want)
 			}
 		}
 	})

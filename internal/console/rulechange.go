@@ -20,10 +20,17 @@ import (
 // (distvar's acknowledgements, as SET DIST VARIABLE waits), naming in
 // warnings the nodes that did not.
 
-// commitDatabaseRule makes r the whole rule of its type in database db.
-// An r without content removes the rule.
-func (e *Engine) commitDatabaseRule(ctx context.Context, s *Session, db string, r config.Rule) (*Result, error) {
-	conds, ops, err := metadata.RuleWrites(ctx, e.d.Repo, e.d.Layout, db, r)
+// commitDatabaseRule makes r the whole rule of its type in database d,
+// the view the statement checked and built r from. An r without content
+// removes the rule. When the registry's rule is no longer d's, it returns
+// the *metadata.StaleRuleError (see retryStale).
+func (e *Engine) commitDatabaseRule(ctx context.Context, s *Session, d *metadata.Database, r config.Rule) (*Result, error) {
+	db := d.Name
+	conds, ops, err := metadata.RuleWrites(ctx, e.d.Repo, e.d.Layout, db, d.Rules[r.Type].Content, r)
+	var stale *metadata.StaleRuleError
+	if errors.As(err, &stale) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -54,6 +61,34 @@ func (e *Engine) commitGlobalRule(ctx context.Context, s *Session, r config.Rule
 	}
 	applied := func(snap *metadata.Snapshot) bool { return reflect.DeepEqual(snap.GlobalRules[r.Type].Content, want) }
 	return e.commitRuleTxn(ctx, distvar.GlobalRules, "global rule "+r.Type, conds, ops, applied, distvar.GlobalRulesFingerprint)
+}
+
+// maxStaleTries bounds how often retryStale runs a statement.
+const maxStaleTries = 3
+
+// retryStale runs a statement that changes a database rule, and runs it
+// again when it was made from a view of the rule that the registry no
+// longer holds (another node changed it, or this node's view is behind),
+// once this node's view shows the registry's rule; after maxStaleTries it
+// answers 17010 and nothing was written from a stale view.
+func (e *Engine) retryStale(ctx context.Context, run func() (*Result, error)) (*Result, error) {
+	for try := 1; ; try++ {
+		res, err := run()
+		var stale *metadata.StaleRuleError
+		if !errors.As(err, &stale) {
+			return res, err
+		}
+		if try == maxStaleTries {
+			return nil, &Error{Code: 17010, SQLState: "HY000", Message: fmt.Sprintf("Cluster persist repository error, reason is: %v; other nodes keep changing it, nothing was written, run the statement again.", err)}
+		}
+		e.await(ctx, func(snap *metadata.Snapshot) bool {
+			var have map[string]any
+			if d := snap.Databases[stale.Database]; d != nil {
+				have = d.Rules[stale.Type].Content
+			}
+			return reflect.DeepEqual(have, stale.Current) || len(have) == 0 && len(stale.Current) == 0
+		})
+	}
 }
 
 // commitRuleTxn commits one transaction in the node's session, waits until

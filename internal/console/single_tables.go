@@ -237,7 +237,7 @@ func (e *Engine) setDefaultSingleTableStorageUnit(ctx context.Context, s *Sessio
 		}
 		content["defaultDataSource"] = st.Unit
 	}
-	return e.commitDatabaseRule(ctx, s, db.Name, config.Rule{Type: "single", Content: content})
+	return e.commitDatabaseRule(ctx, s, db, config.Rule{Type: "single", Content: content})
 }
 
 func isReadwriteGroup(db *metadata.Database, name string) bool {
@@ -304,7 +304,7 @@ func (e *Engine) loadSingleTable(ctx context.Context, s *Session, st *distsql.Lo
 		}
 	}
 	content["tables"] = toAnyList(current)
-	return e.commitDatabaseRule(ctx, s, db.Name, config.Rule{Type: "single", Content: content})
+	return e.commitDatabaseRule(ctx, s, db, config.Rule{Type: "single", Content: content})
 }
 
 func (e *Engine) unloadSingleTable(ctx context.Context, s *Session, st *distsql.UnloadSingleTable) (*Result, error) {
@@ -316,7 +316,7 @@ func (e *Engine) unloadSingleTable(ctx context.Context, s *Session, st *distsql.
 	current := asList(content["tables"])
 	if st.All {
 		delete(content, "tables")
-		return e.commitDatabaseRule(ctx, s, db.Name, config.Rule{Type: "single", Content: content})
+		return e.commitDatabaseRule(ctx, s, db, config.Rule{Type: "single", Content: content})
 	}
 	loaded, err := e.singleTables(ctx, db)
 	if err != nil {
@@ -349,7 +349,7 @@ func (e *Engine) unloadSingleTable(ctx context.Context, s *Session, st *distsql.
 	if len(current) == 0 {
 		delete(content, "tables")
 	}
-	return e.commitDatabaseRule(ctx, s, db.Name, config.Rule{Type: "single", Content: content})
+	return e.commitDatabaseRule(ctx, s, db, config.Rule{Type: "single", Content: content})
 }
 
 func toAnyList(in []string) []any {

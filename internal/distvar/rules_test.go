@@ -36,7 +36,7 @@ func TestWaitRulesNamesTheNodeHeldStill(t *testing.T) {
 		<-c.done
 
 		rule := config.Rule{Type: "single", Content: map[string]any{"tables": []any{"*.*"}}}
-		conds, ops, err := metadata.RuleWrites(ctx, repo, paths.Layout554, "db", rule)
+		conds, ops, err := metadata.RuleWrites(ctx, repo, paths.Layout554, "db", nil, rule)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,11 @@ func TestWaitRulesNamesTheNodeHeldStill(t *testing.T) {
 		}
 
 		// The same content again writes nothing.
-		if _, ops, err := metadata.RuleWrites(ctx, repo, paths.Layout554, "db", rule); err != nil || len(ops) != 0 {
+		applied, err := metadata.AppliedRuleContent(paths.Layout554, rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ops, err := metadata.RuleWrites(ctx, repo, paths.Layout554, "db", applied, rule); err != nil || len(ops) != 0 {
 			t.Fatalf("unchanged rule: %d ops, %v; want none", len(ops), err)
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,16 +15,35 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
+// StaleRuleError is RuleWrites' answer when the registry's rule is not the
+// base the change was made from (the caller's view is behind, or another
+// node changed the rule): nothing may be written from that base. Current
+// is the rule's content in the registry, as a Snapshot holds it. It wraps
+// registry.ErrBadVersion.
+type StaleRuleError struct {
+	Database, Type string
+	Current        map[string]any
+}
+
+func (e *StaleRuleError) Error() string {
+	return fmt.Sprintf("the %s rule of database %s in the registry is not the one the change was made from", e.Type, e.Database)
+}
+
+func (e *StaleRuleError) Unwrap() error { return registry.ErrBadVersion }
+
 // RuleWrites returns the conditions and writes of one registry transaction
 // that makes r database db's whole rule of type r.Type, as layout's
 // release persists it: each item whose content differs gets its next
 // version (active_version moves to it, older versions are deleted), each
 // item the rule no longer has is deleted with its versions, and items that
 // did not change are left alone. An r with empty content removes the rule.
-// Every write is conditioned on the version read here, so that the
-// transaction fails (ErrBadVersion, ErrExists) when anything changed
-// meanwhile. No ops means nothing to change. ctx bounds the reads.
-func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, r config.Rule) ([]registry.Cond, []registry.Op, error) {
+// base is the rule's content the change was made from (as the caller's
+// Snapshot holds it): when the registry's items hold another content, it
+// returns a *StaleRuleError, so that a change made from a stale view never
+// undoes another. Every write is conditioned on the version read here, so
+// that the transaction fails (ErrBadVersion, ErrExists) when anything
+// changed meanwhile. No ops means nothing to change. ctx bounds the reads.
+func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, base map[string]any, r config.Rule) ([]registry.Cond, []registry.Op, error) {
 	root, err := paths.DatabaseRule(db, r.Type)
 	if err != nil {
 		return nil, nil, err
@@ -51,6 +72,21 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 		if k, ok := paths.ParseKey(kv.Key); ok && k.Kind == paths.KindRuleItem && k.Node != "" && k.Leaf != "" {
 			have[k.Node] = append(have[k.Node], kv)
 		}
+	}
+	// The rule as the registry holds it must be the base.
+	current := map[string]any{}
+	for _, node := range sortedKeys(have) {
+		content, ok := activeContent(have[node], node)
+		k, parsed := paths.ParseKey(paths.ActiveVersion(node))
+		if !ok || !parsed {
+			continue
+		}
+		if current, err = applyRuleItem(r.Type, current, k.RuleItem, k.ItemName, content, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !reflect.DeepEqual(current, base) && (len(current) > 0 || len(base) > 0) {
+		return nil, nil, &StaleRuleError{Database: db, Type: r.Type, Current: current}
 	}
 	var conds []registry.Cond
 	var ops []registry.Op

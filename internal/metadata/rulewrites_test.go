@@ -1,7 +1,9 @@
 package metadata
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -50,8 +52,8 @@ func TestRuleWritesLoadInUpstreamClasses(t *testing.T) {
 				}
 				return config.Rule{Type: "readwrite_splitting", Content: map[string]any{"dataSourceGroups": g, "loadBalancers": lb}}
 			}
-			commit(RuleWrites(ctx, repo, layout, "db", rw("rw_a", "rw_b")))
-			commit(RuleWrites(ctx, repo, layout, "db", config.Rule{Type: "single", Content: map[string]any{"tables": []any{"ds_0.*", "*.t_x"}, "defaultDataSource": "ds_1"}}))
+			commit(RuleWrites(ctx, repo, layout, "db", nil, rw("rw_a", "rw_b")))
+			commit(RuleWrites(ctx, repo, layout, "db", nil, config.Rule{Type: "single", Content: map[string]any{"tables": []any{"ds_0.*", "*.t_x"}, "defaultDataSource": "ds_1"}}))
 			commit(GlobalWrites(ctx, repo, []config.Rule{
 				{Type: "transaction", Content: map[string]any{"defaultType": "XA", "providerType": "Narayana", "props": map[string]any{}}},
 				{Type: "sql_parser", Content: map[string]any{"parseTreeCache": map[string]any{"initialCapacity": 64, "maximumSize": 512}}},
@@ -72,8 +74,25 @@ func TestRuleWritesLoadInUpstreamClasses(t *testing.T) {
 				t.Error(f)
 			}
 
+			// A change made from a view without rw_b is refused: it would
+			// drop rw_b unseen.
+			withA, err := AppliedRuleContent(layout, rw("rw_a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stale *StaleRuleError
+			if _, _, err := RuleWrites(ctx, repo, layout, "db", withA, rw("rw_a")); !errors.As(err, &stale) || !errors.Is(err, registry.ErrBadVersion) {
+				t.Fatalf("a change from a stale base: %v, want a StaleRuleError", err)
+			}
 			// Dropping rw_b deletes its group and load balancer items.
-			commit(RuleWrites(ctx, repo, layout, "db", rw("rw_a")))
+			withAB, err := AppliedRuleContent(layout, rw("rw_a", "rw_b"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(stale.Current, withAB) {
+				t.Fatalf("StaleRuleError.Current = %v, want %v", stale.Current, withAB)
+			}
+			commit(RuleWrites(ctx, repo, layout, "db", withAB, rw("rw_a")))
 			for _, item := range []struct{ item, name string }{{"data_source_groups", "rw_b"}, {"load_balancers", "rw_b_random"}} {
 				node, _ := layout.RuleItem("db", "readwrite_splitting", item.item, item.name)
 				if kvs, err := repo.List(ctx, node); err != nil || len(kvs) != 0 {
