@@ -194,6 +194,8 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.retryStale(ctx, func() (*Result, error) { return e.dropReadwriteSplittingRule(ctx, s, st) })
 	case *distsql.ShowReadwriteSplittingRules:
 		return e.showReadwriteSplittingRules(ctx, s, st)
+	case *distsql.ShowReadwriteSplittingStatus:
+		return e.showReadwriteSplittingStatus(ctx, s, st)
 	case *distsql.ShowRulesUsedStorageUnit:
 		return e.showRulesUsedStorageUnit(ctx, s, st)
 	case *distsql.CountRule:

@@ -63,6 +63,36 @@ func (e *Engine) showReadwriteSplittingRules(_ context.Context, s *Session, st *
 	return res, nil
 }
 
+// showReadwriteSplittingStatus lists each read storage unit of each group
+// with its state (name, storage_unit, status): ENABLED, or DISABLED where
+// /nodes/qualified_data_sources says so, as upstream's executor shows them.
+func (e *Engine) showReadwriteSplittingStatus(_ context.Context, s *Session, st *distsql.ShowReadwriteSplittingStatus) (*Result, error) {
+	db, err := e.database(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("name", "storage_unit", "status"), Rows: [][]*string{}}
+	r, ok := db.Rules["readwrite_splitting"]
+	if !ok {
+		return res, nil
+	}
+	states := e.d.Metadata.Current().DataSourceStates
+	groups := readwriteGroups(r.Content)
+	for _, name := range sortedKeys(groups) {
+		if st.Name != "" && !strings.EqualFold(st.Name, name) {
+			continue
+		}
+		for _, u := range asList(asMap(groups[name])["readDataSourceNames"]) {
+			status := metadata.StateEnabled
+			if states[metadata.QualifiedDataSource{Database: db.Name, Group: name, Unit: u}] == metadata.StateDisabled {
+				status = metadata.StateDisabled
+			}
+			res.Rows = append(res.Rows, []*string{str(name), str(u), str(status)})
+		}
+	}
+	return res, nil
+}
+
 // readQueryLoadBalancers are upstream's ReadQueryLoadBalanceAlgorithm
 // types.
 var readQueryLoadBalancers = []string{"RANDOM", "ROUND_ROBIN", "WEIGHT"}

@@ -77,6 +77,20 @@ func TestReadwriteSplittingAndGlobalRules(t *testing.T) {
 		if got, want := rowStrings(res), [][]string{{"rw", "ds_0", "ds_1,ds_spare", "PRIMARY", "RANDOM", `{"a":"1"}`}}; !reflect.DeepEqual(got, want) {
 			t.Errorf("after CREATE: %v, want %v", got, want)
 		}
+		if got, want := rowStrings(exec(t, n, s, "SHOW STATUS FROM READWRITE_SPLITTING RULES")), [][]string{{"rw", "ds_1", "ENABLED"}, {"rw", "ds_spare", "ENABLED"}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("SHOW STATUS: %v, want %v", got, want)
+		}
+		key, err := paths.QualifiedDataSource("sharding_db", "rw", "ds_spare")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repo.Put(testenv.Context(t), key, metadata.EncodeDataSourceState(metadata.StateDisabled)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "SHOW STATUS to show ds_spare disabled", func() bool {
+			got := rowStrings(exec(t, n, s, "SHOW STATUS FROM READWRITE_SPLITTING RULE rw"))
+			return reflect.DeepEqual(got, [][]string{{"rw", "ds_1", "ENABLED"}, {"rw", "ds_spare", "DISABLED"}})
+		})
 		exec(t, n, s, "CREATE READWRITE_SPLITTING RULE IF NOT EXISTS rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))")
 		if e := execError(t, n, s, "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))"); e.Code != 10204 {
 			t.Errorf("CREATE of an existing rule: %+v", e)

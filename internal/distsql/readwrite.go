@@ -46,6 +46,13 @@ type ShowReadwriteSplittingRules struct {
 	Database string
 }
 
+// ShowReadwriteSplittingStatus is SHOW STATUS FROM READWRITE_SPLITTING
+// RULES [FROM db] or ... RULE name [FROM db].
+type ShowReadwriteSplittingStatus struct {
+	Name     string // "" for every rule
+	Database string
+}
+
 // LoadSingleTable is LOAD SINGLE TABLE ref[, ref...]: each ref is
 // "unit.table", "unit.schema.table", with * for every unit, schema or
 // table ("*.*", "ds_0.*", "*.*.*").
@@ -123,6 +130,7 @@ func (CreateReadwriteSplittingRule) statement()      {}
 func (AlterReadwriteSplittingRule) statement()       {}
 func (DropReadwriteSplittingRule) statement()        {}
 func (ShowReadwriteSplittingRules) statement()       {}
+func (ShowReadwriteSplittingStatus) statement()      {}
 func (LoadSingleTable) statement()                   {}
 func (UnloadSingleTable) statement()                 {}
 func (SetDefaultSingleTableStorageUnit) statement()  {}
@@ -227,6 +235,12 @@ func (p *parser) showRule() Statement {
 		return &ShowReadwriteSplittingRules{Database: p.fromDatabase()}
 	case show("READWRITE_SPLITTING", "RULE"):
 		st := &ShowReadwriteSplittingRules{Name: p.identifier("rule name")}
+		st.Database = p.fromDatabase()
+		return st
+	case show("STATUS", "FROM", "READWRITE_SPLITTING", "RULES"):
+		return &ShowReadwriteSplittingStatus{Database: p.fromDatabase()}
+	case show("STATUS", "FROM", "READWRITE_SPLITTING", "RULE"):
+		st := &ShowReadwriteSplittingStatus{Name: p.identifier("rule name")}
 		st.Database = p.fromDatabase()
 		return st
 	case show("SINGLE", "TABLES"):

@@ -20,6 +20,8 @@ func TestParseRuleStatements(t *testing.T) {
 		{"DROP READWRITE_SPLITTING RULE IF EXISTS a, b FROM db", &DropReadwriteSplittingRule{IfExists: true, Names: []string{"a", "b"}, Database: "db"}},
 		{"SHOW READWRITE_SPLITTING RULES FROM db", &ShowReadwriteSplittingRules{Database: "db"}},
 		{"SHOW READWRITE_SPLITTING RULE rw", &ShowReadwriteSplittingRules{Name: "rw"}},
+		{"SHOW STATUS FROM READWRITE_SPLITTING RULES", &ShowReadwriteSplittingStatus{}},
+		{"SHOW STATUS FROM READWRITE_SPLITTING RULE rw FROM db", &ShowReadwriteSplittingStatus{Name: "rw", Database: "db"}},
 		{"LOAD SINGLE TABLE *.*", &LoadSingleTable{Tables: []string{"*.*"}}},
 		{"LOAD SINGLE TABLE ds_0.t_a, ds_1.public.*", &LoadSingleTable{Tables: []string{"ds_0.t_a", "ds_1.public.*"}}},
 		{"UNLOAD SINGLE TABLE t_a, t_b", &UnloadSingleTable{Tables: []string{"t_a", "t_b"}}},

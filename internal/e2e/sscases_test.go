@@ -43,7 +43,7 @@ var statementKinds = []struct{ prefix, why string }{
 	{"EXPORT METADATA", ""},
 	{"SHOW STORAGE UNITS", ""},
 	{"SHOW TABLES", ""},
-	{"SHOW STATUS FROM READWRITE_SPLITTING", "data source states of readwrite-splitting groups are read, not shown, by shardkeeper"},
+	{"SHOW STATUS FROM READWRITE_SPLITTING", ""},
 	{"PREVIEW", "PREVIEW routes SQL; a shardkeeper node runs no SQL on storage units"},
 	// Global rules.
 	{"SHOW AUTHORITY RULE", ""},
