@@ -171,11 +171,11 @@ func (p *parser) ruleStatement() Statement {
 		st.Names = p.names("rule name")
 		st.Database = p.fromDatabase()
 		return st
-	case p.keywords("CREATE", "DATABASE"), p.keywords("CREATE", "SCHEMA"):
+	case p.keywords("CREATE", "DATABASE"):
 		st := &CreateDatabase{IfNotExists: p.keywords("IF", "NOT", "EXISTS")}
 		st.Name = p.identifier("database name")
 		return st
-	case p.keywords("DROP", "DATABASE"), p.keywords("DROP", "SCHEMA"):
+	case p.keywords("DROP", "DATABASE"):
 		st := &DropDatabase{IfExists: p.keywords("IF", "EXISTS")}
 		st.Name = p.identifier("database name")
 		return st
