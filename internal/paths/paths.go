@@ -64,9 +64,10 @@ const (
 	// ExecutionNodesRoot holds the answers to SHOW PROCESSLIST triggers,
 	// /execution_nodes/{taskId}/{instanceId} (persistent, YAML process list).
 	ExecutionNodesRoot = "/execution_nodes"
-	// PropsAppliedRoot holds, per shardkeeper node, the /props version its
-	// metadata applied: /nodes/props_applied/{instanceId} (ephemeral;
-	// decimal version). ShardingSphere never reads it.
+	// PropsAppliedRoot holds, per shardkeeper node, what its metadata
+	// applied: /nodes/props_applied/{instanceId} (ephemeral; the decimal
+	// /props version and rule fingerprints, see distvar.AckValue).
+	// ShardingSphere never reads it.
 	PropsAppliedRoot = "/nodes/props_applied"
 )
 
@@ -178,8 +179,8 @@ func ActiveVersion(node string) string { return node + "/" + ActiveVersionName }
 // Version is {node}/versions/{n} of a versioned node.
 func Version(node string, n int) string { return node + "/" + VersionsName + "/" + strconv.Itoa(n) }
 
-// PropsApplied is /nodes/props_applied/{instanceId}: the /props version
-// instanceID applied (ephemeral, decimal).
+// PropsApplied is /nodes/props_applied/{instanceId}: what instanceID
+// applied, its /props version first (ephemeral, see distvar.AckValue).
 func PropsApplied(instanceID string) (string, error) { return join(PropsAppliedRoot, instanceID) }
 
 // ExclusiveOperation is /exclusive_operation/{name}, a lock path.
