@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -49,6 +51,46 @@ func RulesDigest(rules map[string]config.Rule) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// GlobalRulesDigest is RulesDigest for the global rules (by type, as a
+// Snapshot's GlobalRules holds them): each rule in the encoding
+// GlobalWrites writes. It is "" for no rules.
+func GlobalRulesDigest(rules map[string]config.Rule) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, typ := range slices.Sorted(maps.Keys(rules)) {
+		_, _ = io.WriteString(h, typ+"\x00")
+		_, _ = h.Write(encodeGlobalRule(rules[typ]))
+		_, _ = io.WriteString(h, "\x00")
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ReadGlobalRules reads the global rules from the registry as a node's
+// Store applies them, and the keys under /rules it read them from (see
+// DecodeGlobalRules). ctx bounds the read.
+func ReadGlobalRules(ctx context.Context, repo registry.Repository) (map[string]config.Rule, []registry.KV, error) {
+	kvs, err := repo.List(ctx, paths.GlobalRulesRoot)
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return nil, nil, err
+	}
+	return DecodeGlobalRules(kvs), kvs, nil
+}
+
+// DecodeGlobalRules decodes the global rules from kvs, keys under /rules,
+// as a node's Store applies them; a corrupt rule is skipped.
+func DecodeGlobalRules(kvs []registry.KV) map[string]config.Rule {
+	events := make([]registry.Event, 0, len(kvs))
+	for _, kv := range kvs {
+		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	d := newDraft(emptySnapshot())
+	ap.apply(context.Background(), d, events, false)
+	return d.s.GlobalRules
 }
 
 // ReadDatabase reads database db's storage units and rules from the
