@@ -214,6 +214,12 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.unused(s, st.Database, "shardingAlgorithms")
 	case *distsql.ShowUnusedShardingKeyGenerators:
 		return e.unused(s, st.Database, "keyGenerators")
+	case *distsql.ShowShardingAuditors:
+		return e.namedAlgorithms(s, st.Database, "auditors")
+	case *distsql.ShowUnusedShardingAuditors:
+		return e.unused(s, st.Database, "auditors")
+	case *distsql.ShowShardingTableRulesUsed:
+		return e.showShardingTableRulesUsed(ctx, s, st)
 	case *distsql.ShowShardingTableNodes:
 		return e.showShardingTableNodes(ctx, s, st)
 	case *distsql.ShowBroadcastTableRules:
