@@ -44,7 +44,28 @@ func (e *Engine) commitDatabaseRule(ctx context.Context, s *Session, d *metadata
 	if err != nil {
 		return nil, opError(s, err)
 	}
+	e.awaitRules(ctx, d.Name, out)
 	return &Result{Warnings: out.Warnings(d.Name)}, nil
+}
+
+// awaitRules waits until this node's view holds the rules a change wrote
+// (out.Digest; at most awaitTimeout), so that the session's next
+// statement reads them even where this node publishes no acknowledgement
+// that the change waited for.
+func (e *Engine) awaitRules(ctx context.Context, db string, out rules.Outcome) {
+	if !out.Changed {
+		return
+	}
+	e.await(ctx, func(snap *metadata.Snapshot) bool {
+		if out.Global {
+			return metadata.GlobalRulesDigest(snap.GlobalRules) == out.Digest
+		}
+		var have map[string]config.Rule
+		if d := snap.Databases[db]; d != nil {
+			have = d.Rules
+		}
+		return metadata.RulesDigest(have) == out.Digest
+	})
 }
 
 // commitGlobalRule replaces the global rule r.Type with r.
@@ -53,6 +74,7 @@ func (e *Engine) commitGlobalRule(ctx context.Context, s *Session, r config.Rule
 	if err != nil {
 		return nil, opError(s, err)
 	}
+	e.awaitRules(ctx, "", out)
 	return &Result{Warnings: out.Warnings("")}, nil
 }
 

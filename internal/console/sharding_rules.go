@@ -22,5 +22,6 @@ func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement
 	if err != nil {
 		return nil, opError(s, err)
 	}
+	e.awaitRules(ctx, db, out)
 	return &Result{Warnings: out.Warnings(db)}, nil
 }

@@ -53,6 +53,10 @@ type Outcome struct {
 	RuleType string
 	// Global is true for a global rule.
 	Global bool
+	// Digest is the digest of the rules the registry holds after the
+	// change (metadata.RulesDigest of the database's rules, or
+	// metadata.GlobalRulesDigest), what the nodes acknowledge.
+	Digest string
 	// Changed is false when the statement left the rule as it was (IF
 	// EXISTS, IF NOT EXISTS): nothing was written or waited for.
 	Changed bool
@@ -147,7 +151,7 @@ func Change(ctx context.Context, repo registry.Repository, db, ruleType string, 
 	if err != nil || !rc.Changed {
 		return out, err
 	}
-	out.Changed = true
+	out.Changed, out.Digest = true, rc.Digest
 	return out, wait(ctx, repo, db, rc.Digest, opts, &out)
 }
 
@@ -160,7 +164,7 @@ func ChangeGlobal(ctx context.Context, repo registry.Repository, r config.Rule, 
 	if err != nil || !rc.Changed {
 		return out, err
 	}
-	out.Changed = true
+	out.Changed, out.Digest = true, rc.Digest
 	return out, wait(ctx, repo, distvar.GlobalRules, rc.Digest, opts, &out)
 }
 
