@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,35 +20,37 @@ import (
 // RulesDigest is a digest of a database's rules that two nodes compute
 // alike when they hold the same rules, whatever order they applied the
 // items in: the items of each rule (sorted by type, item and name) in one
-// canonical encoding. It is "" for no rules. A rule that cannot be
-// encoded counts by its type alone.
+// canonical encoding, as the default layout and as the 5.5.4 layout place
+// them (the 5.5.4 layout keeps what the older ones fold together: a
+// rule-level key generate strategy beside a table's own). It is "" for no
+// rules. A rule a layout cannot encode counts there by its content's JSON.
 func RulesDigest(rules map[string]config.Rule) string {
 	if len(rules) == 0 {
 		return ""
 	}
 	h := sha256.New()
-	for _, typ := range slices.Sorted(func(yield func(string) bool) {
-		for k := range rules {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, typ := range slices.Sorted(maps.Keys(rules)) {
 		_, _ = io.WriteString(h, typ+"\x00")
-		items, err := ruleItems(paths.DefaultLayout, rules[typ])
-		if err != nil {
-			continue
-		}
-		slices.SortFunc(items, func(a, b ruleItem) int {
-			if c := strings.Compare(a.Item, b.Item); c != 0 {
-				return c
+		for _, layout := range []paths.Layout{paths.DefaultLayout, paths.Layout554} {
+			_, _ = io.WriteString(h, layout.String()+"\x00")
+			items, err := ruleItems(layout, rules[typ])
+			if err != nil {
+				b, _ := json.Marshal(rules[typ].Content)
+				_, _ = h.Write(b)
+				_, _ = io.WriteString(h, "\x00")
+				continue
 			}
-			return strings.Compare(a.Name, b.Name)
-		})
-		for _, it := range items {
-			_, _ = io.WriteString(h, it.Item+"\x00"+it.Name+"\x00")
-			_, _ = h.Write(it.Value)
-			_, _ = io.WriteString(h, "\x00")
+			slices.SortFunc(items, func(a, b ruleItem) int {
+				if c := strings.Compare(a.Item, b.Item); c != 0 {
+					return c
+				}
+				return strings.Compare(a.Name, b.Name)
+			})
+			for _, it := range items {
+				_, _ = io.WriteString(h, it.Item+"\x00"+it.Name+"\x00")
+				_, _ = h.Write(it.Value)
+				_, _ = io.WriteString(h, "\x00")
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
