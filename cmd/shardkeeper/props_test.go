@@ -19,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -166,7 +167,8 @@ func TestSetDistVariableThreeWays(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n, err := strconv.Atoi(string(kv.Value)); err != nil || n < after {
+				// Its first line is the /props version (distvar.Ack).
+				if n := distvar.ParseAck(kv.Value).Props; n < after {
 					t.Errorf("%s: the node's acknowledgement is %q when the SET returned, want version %d or later", w.name, kv.Value, after)
 				}
 			})

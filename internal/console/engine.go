@@ -214,6 +214,12 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.unused(s, st.Database, "shardingAlgorithms")
 	case *distsql.ShowUnusedShardingKeyGenerators:
 		return e.unused(s, st.Database, "keyGenerators")
+	case *distsql.ShowShardingAuditors:
+		return e.namedAlgorithms(s, st.Database, "auditors")
+	case *distsql.ShowUnusedShardingAuditors:
+		return e.unused(s, st.Database, "auditors")
+	case *distsql.ShowShardingTableRulesUsed:
+		return e.showShardingTableRulesUsed(ctx, s, st)
 	case *distsql.ShowShardingTableNodes:
 		return e.showShardingTableNodes(ctx, s, st)
 	case *distsql.ShowBroadcastTableRules:
@@ -222,6 +228,39 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.countShardingRule(ctx, s, st)
 	case *distsql.CountBroadcastRule:
 		return e.countBroadcastRule(ctx, s, st)
+	// readwrite_rules.go, single_tables.go, global_rules.go
+	case *distsql.CreateReadwriteSplittingRule:
+		return e.retryStale(ctx, func() (*Result, error) { return e.createReadwriteSplittingRule(ctx, s, st) })
+	case *distsql.AlterReadwriteSplittingRule:
+		return e.retryStale(ctx, func() (*Result, error) { return e.alterReadwriteSplittingRule(ctx, s, st) })
+	case *distsql.DropReadwriteSplittingRule:
+		return e.retryStale(ctx, func() (*Result, error) { return e.dropReadwriteSplittingRule(ctx, s, st) })
+	case *distsql.ShowReadwriteSplittingRules:
+		return e.showReadwriteSplittingRules(ctx, s, st)
+	case *distsql.ShowReadwriteSplittingStatus:
+		return e.showReadwriteSplittingStatus(ctx, s, st)
+	case *distsql.ShowRulesUsedStorageUnit:
+		return e.showRulesUsedStorageUnit(ctx, s, st)
+	case *distsql.CountRule:
+		return e.countRule(ctx, s, st)
+	case *distsql.LoadSingleTable:
+		return e.retryStale(ctx, func() (*Result, error) { return e.loadSingleTable(ctx, s, st) })
+	case *distsql.UnloadSingleTable:
+		return e.retryStale(ctx, func() (*Result, error) { return e.unloadSingleTable(ctx, s, st) })
+	case *distsql.SetDefaultSingleTableStorageUnit:
+		return e.retryStale(ctx, func() (*Result, error) { return e.setDefaultSingleTableStorageUnit(ctx, s, st) })
+	case *distsql.ShowDefaultSingleTableStorageUnit:
+		return e.showDefaultSingleTableStorageUnit(ctx, s, st)
+	case *distsql.ShowSingleTables:
+		return e.showSingleTables(ctx, s, st)
+	case *distsql.ShowGlobalRule:
+		return e.showGlobalRule(ctx, s, st)
+	case *distsql.AlterGlobalRule:
+		return e.alterGlobalRule(ctx, s, st)
+	case *distsql.CreateDatabase:
+		return e.createDatabase(ctx, s, st)
+	case *distsql.DropDatabase:
+		return e.dropDatabase(ctx, s, st)
 
 	// keys.go
 	case *distsql.ShowKeyGenerateAlgorithmPlugins:

@@ -65,7 +65,7 @@ func (e *Engine) exportMetadata(_ context.Context, s *Session, st *distsql.Expor
 		if err := e.writeFile(s, st.File, data); err != nil {
 			return nil, err
 		}
-		info = fmt.Sprintf("Successfully exported to: '%s'", st.File)
+		info = fmt.Sprintf("Successfully exported to：'%s'", st.File) // upstream's full-width colon
 	}
 	// create_time as upstream's LocalDateTime.now() prints it.
 	now := time.Now().Format("2006-01-02T15:04:05.000")

@@ -77,9 +77,9 @@ func TestStorageUnitsAndShardingRules(t *testing.T) {
 		}
 		rows := rowStrings(res)
 		wantRows := [][]string{
-			{"ds_0", "MySQL", "127.0.0.1", "3306", "demo_ds_0", "30000", "60000", "1800000", "50", "1", "false", `{"queryProperties":{"useSSL":"false"}}`},
-			{"ds_1", "MySQL", "127.0.0.1", "3306", "demo_ds_1", "30000", "60000", "1800000", "50", "1", "false", `{"queryProperties":{"useSSL":"false"}}`},
-			{"ds_spare", "PostgreSQL", "db.example", "5433", "spare", "0", "0", "0", "5", "0", "false", `{"queryProperties":{"sslmode":"disable"}}`},
+			{"ds_0", "MySQL", "127.0.0.1", "3306", "demo_ds_0", "30000", "60000", "1800000", "50", "1", "false", `{"healthCheckProperties":{},"initializationFailTimeout":1,"validationTimeout":5000,"keepaliveTime":0,"leakDetectionThreshold":0,"registerMbeans":false,"allowPoolSuspension":false,"autoCommit":true,"isolateInternalQueries":false,"queryProperties":{"useSSL":"false"}}`},
+			{"ds_1", "MySQL", "127.0.0.1", "3306", "demo_ds_1", "30000", "60000", "1800000", "50", "1", "false", `{"healthCheckProperties":{},"initializationFailTimeout":1,"validationTimeout":5000,"keepaliveTime":0,"leakDetectionThreshold":0,"registerMbeans":false,"allowPoolSuspension":false,"autoCommit":true,"isolateInternalQueries":false,"queryProperties":{"useSSL":"false"}}`},
+			{"ds_spare", "PostgreSQL", "db.example", "5433", "spare", "0", "0", "0", "5", "0", "false", `{"healthCheckProperties":{},"initializationFailTimeout":1,"validationTimeout":5000,"keepaliveTime":0,"leakDetectionThreshold":0,"registerMbeans":false,"allowPoolSuspension":false,"autoCommit":true,"isolateInternalQueries":false,"queryProperties":{"sslmode":"disable"}}`},
 		}
 		if !reflect.DeepEqual(rows, wantRows) {
 			t.Errorf("rows\n%v\nwant\n%v", rows, wantRows)

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,10 +89,13 @@ func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
-	algs, gens, _ := rules.InUse(rule)
+	algs, gens, auditors := rules.InUse(rule)
 	used := algs
-	if section == "keyGenerators" {
+	switch section {
+	case "keyGenerators":
 		used = gens
+	case "auditors":
+		used = auditors
 	}
 	m := rules.Map(rule[section])
 	for _, name := range sortedKeys(m) {
@@ -209,4 +213,49 @@ func (e *Engine) countBroadcastRule(_ context.Context, s *Session, st *distsql.C
 		res.Rows = append(res.Rows, strs("broadcast_table", name, strconv.Itoa(len(tables))))
 	}
 	return res, nil
+}
+
+// showShardingTableRulesUsed lists the tables ("table") and auto tables
+// ("auto_table") whose own strategies, key generate strategy (theirs, or a
+// 5.5.4 rule-level column strategy naming the table) or audit strategy
+// name st.Name, as upstream's ShowShardingTableRulesUsed*Executor.
+func (e *Engine) showShardingTableRulesUsed(_ context.Context, s *Session, st *distsql.ShowShardingTableRulesUsed) (*Result, error) {
+	rule, err := e.shardingRule(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: textColumns("type", "name"), Rows: [][]*string{}}
+	for _, f := range []struct{ field, typ string }{{"tables", "table"}, {"autoTables", "auto_table"}} {
+		tables := asMap(rule[f.field])
+		for _, name := range sortedKeys(tables) {
+			algs, gens, auditors := rules.UsedBy(asMap(tables[name]))
+			names := algs
+			switch st.Kind {
+			case "KEY GENERATOR":
+				names = append(gens, strategyGenerators(rule, name)...)
+			case "AUDITOR":
+				names = auditors
+			}
+			if slices.Contains(names, st.Name) {
+				res.Rows = append(res.Rows, strs(f.typ, name))
+			}
+		}
+	}
+	return res, nil
+}
+
+// strategyGenerators returns the key generators of the rule-level (5.5.4)
+// column key generate strategies of table.
+func strategyGenerators(rule map[string]any, table string) []string {
+	var out []string
+	strategies := asMap(rule["keyGenerateStrategies"])
+	for _, sn := range sortedKeys(strategies) {
+		ks := asMap(strategies[sn])
+		if strings.EqualFold(asText(ks["logicTable"]), table) && !strings.EqualFold(asText(ks["keyGenerateType"]), "sequence") {
+			if g := asText(ks["keyGeneratorName"]); g != "" {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
 }

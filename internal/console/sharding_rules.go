@@ -18,13 +18,10 @@ func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement
 	if err != nil {
 		return nil, err
 	}
-	opts := rules.Options{Layout: e.d.Layout, Timeout: e.d.SetVariableTimeout}
-	if e.d.Node != nil {
-		opts.Session = e.d.Node.Session()
-	}
-	out, err := rules.Apply(ctx, e.d.Repo, db, st, opts)
+	out, err := rules.Apply(ctx, e.d.Repo, db, st, e.ruleOptions())
 	if err != nil {
 		return nil, opError(s, err)
 	}
+	e.awaitRules(ctx, db, out)
 	return &Result{Warnings: out.Warnings(db)}, nil
 }

@@ -72,6 +72,18 @@ func (e *Engine) showStorageUnits(_ context.Context, s *Session, st *distsql.Sho
 	return res, nil
 }
 
+// hikariDefaults are the pool attributes ShardingSphere reads back from
+// every HikariCP pool and shows first in other_attributes, in its order,
+// with HikariCP's defaults (a unit's own value replaces one).
+var hikariDefaults = []struct {
+	key   string
+	value any
+}{
+	{"healthCheckProperties", map[string]any{}}, {"initializationFailTimeout", 1}, {"validationTimeout", 5000},
+	{"keepaliveTime", 0}, {"leakDetectionThreshold", 0}, {"registerMbeans", false}, {"allowPoolSuspension", false},
+	{"autoCommit", true}, {"isolateInternalQueries", false},
+}
+
 func storageUnitRow(name string, ds config.DataSource) []*string {
 	typ, host, port, dbName, query := parseJDBC(ds.URL)
 	other := map[string]any{}
@@ -84,18 +96,41 @@ func storageUnitRow(name string, ds config.DataSource) []*string {
 		}
 	}
 	delete(other, "dataSourceProperties")
-	if len(query) > 0 {
-		other["queryProperties"] = query
+	// upstream's order: the pool's attributes, the unit's other
+	// properties (sorted), then the URL's query properties.
+	var js strings.Builder
+	add := func(k string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		if js.Len() > 0 {
+			js.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		js.Write(kb)
+		js.WriteByte(':')
+		js.Write(b)
 	}
-	js, err := json.Marshal(other)
-	if err != nil {
-		js = []byte("{}")
+	for _, d := range hikariDefaults {
+		v, ok := other[d.key]
+		if !ok {
+			v = d.value
+		}
+		delete(other, d.key)
+		add(d.key, v)
+	}
+	for _, k := range sortedKeys(other) {
+		add(k, other[k])
+	}
+	if len(query) > 0 {
+		add("queryProperties", query)
 	}
 	ms := func(d int64) *string { return str(strconv.FormatInt(d, 10)) }
 	return []*string{
 		str(name), str(typ), str(host), str(port), str(dbName),
 		ms(ds.ConnectionTimeout.Milliseconds()), ms(ds.IdleTimeout.Milliseconds()), ms(ds.MaxLifetime.Milliseconds()),
-		str(strconv.Itoa(ds.MaxPoolSize)), str(strconv.Itoa(ds.MinPoolSize)), str(strconv.FormatBool(ds.ReadOnly)), str(string(js)),
+		str(strconv.Itoa(ds.MaxPoolSize)), str(strconv.Itoa(ds.MinPoolSize)), str(strconv.FormatBool(ds.ReadOnly)), str("{" + js.String() + "}"),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -20,6 +21,34 @@ type RuleOptions struct {
 	// Session commits the transaction; nil means a session of the
 	// change's own.
 	Session registry.Session
+	// Base, when not nil, is the rule's content the caller's change was
+	// made from (its node's view of the rule, a Snapshot's content: nil
+	// or empty for no rule). When the registry holds another content,
+	// ChangeRule writes nothing and returns a *StaleRuleError, so that a
+	// change computed from a view behind the registry never undoes
+	// another node's.
+	Base *map[string]any
+}
+
+// StaleRuleError is ChangeRule's answer when the registry's rule is not
+// RuleOptions.Base: nothing was written. Current is the rule's content in
+// the registry, as a node's Snapshot holds it once it caught up. It wraps
+// registry.ErrBadVersion.
+type StaleRuleError struct {
+	Database, Type string
+	Current        map[string]any
+}
+
+func (e *StaleRuleError) Error() string {
+	return fmt.Sprintf("the %s rule of database %s in the registry is not the one the change was made from", e.Type, e.Database)
+}
+
+func (e *StaleRuleError) Unwrap() error { return registry.ErrBadVersion }
+
+// SameContent reports whether two rule contents, as Snapshots hold them,
+// are the same rule (nil and empty alike: no rule).
+func SameContent(a, b map[string]any) bool {
+	return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b)
 }
 
 // RuleChange is what ChangeRule wrote.
@@ -44,7 +73,9 @@ type RuleChange struct {
 // only then writes the items that differ as upstream persists them for
 // opts.Layout, in one registry transaction conditioned on what it read
 // (metadata.RuleWritesFrom): nothing is written when a check fails. An
-// empty result removes the rule. ctx bounds the reads and the commit.
+// empty result removes the rule. With opts.Base, a registry rule other than
+// the base is refused first (*StaleRuleError). ctx bounds the reads and the
+// commit.
 func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
 	d, kvs, err := metadata.ReadDatabase(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
@@ -56,7 +87,13 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	rules := d.Rules
 	old := rules[ruleType]
 	old.Type = ruleType
+	if opts.Base != nil && !SameContent(old.Content, *opts.Base) {
+		return RuleChange{}, &StaleRuleError{Database: db, Type: ruleType, Current: old.Content}
+	}
 	cur := config.CloneContent(old.Content)
+	if cur == nil {
+		cur = map[string]any{}
+	}
 	next, err := change(cur)
 	if err != nil {
 		return RuleChange{}, err
@@ -100,6 +137,28 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	// deleted changed in between).
 	after := metadata.DecodeRules(db, metadata.AfterOps(kvs, ops))
 	return RuleChange{Changed: true, Digest: metadata.RulesDigest(after)}, nil
+}
+
+// ChangeGlobalRule replaces global rule r.Type with r (as upstream persists
+// it: a new version of /rules/{type}) in one registry transaction
+// conditioned on what it read, and returns the digest of the global rules
+// the registry holds after it (metadata.GlobalRulesDigest), which nodes
+// acknowledge under distvar.GlobalRules once they applied it. ctx bounds
+// the reads and the commit.
+func ChangeGlobalRule(ctx context.Context, repo registry.Repository, r config.Rule, opts RuleOptions) (RuleChange, error) {
+	_, kvs, err := metadata.ReadGlobalRules(ctx, repo)
+	if err != nil {
+		return RuleChange{}, fmt.Errorf("read the global rules: %w", err)
+	}
+	conds, ops, err := metadata.GlobalWrites(ctx, repo, []config.Rule{r}, nil)
+	if err != nil {
+		return RuleChange{}, err
+	}
+	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+		return RuleChange{}, err
+	}
+	after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
+	return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
 }
 
 // checkItemNames refuses a named item whose name cannot be a registry

@@ -250,7 +250,10 @@ func (p *parser) top() Statement {
 	if t.Kind != Ident {
 		p.fail("statement expected")
 	}
-	if st, ok := p.shardingRDL(); ok {
+	if st, ok := p.shardingRDL(); ok { // sharding_rdl.go
+		return st
+	}
+	if st := p.ruleStatement(); st != nil { // readwrite.go
 		return st
 	}
 	switch strings.ToUpper(t.Text) {

@@ -174,6 +174,20 @@ type ShowShardingTableNodes struct{ Table, Database string }
 // ShowBroadcastTableRules is SHOW BROADCAST TABLE RULES [FROM db].
 type ShowBroadcastTableRules struct{ Database string }
 
+// ShowShardingAuditors is SHOW SHARDING AUDITORS [FROM db].
+type ShowShardingAuditors struct{ Database string }
+
+// ShowUnusedShardingAuditors is SHOW UNUSED SHARDING AUDITORS [FROM db].
+type ShowUnusedShardingAuditors struct{ Database string }
+
+// ShowShardingTableRulesUsed is SHOW SHARDING TABLE RULES USED ALGORITHM |
+// KEY GENERATOR | AUDITOR name [FROM db].
+type ShowShardingTableRulesUsed struct {
+	// Kind is "ALGORITHM", "KEY GENERATOR" or "AUDITOR".
+	Kind           string
+	Name, Database string
+}
+
 // CountShardingRule is COUNT SHARDING RULE [FROM db]; CountBroadcastRule
 // is COUNT BROADCAST RULE [FROM db].
 type CountShardingRule struct{ Database string }
@@ -199,6 +213,9 @@ func (ShowShardingTableReferenceRules) statement()   {}
 func (ShowDefaultShardingStrategy) statement()       {}
 func (ShowShardingKeyGenerateStrategies) statement() {}
 func (ShowUnusedShardingAlgorithms) statement()      {}
+func (ShowShardingAuditors) statement()              {}
+func (ShowUnusedShardingAuditors) statement()        {}
+func (ShowShardingTableRulesUsed) statement()        {}
 func (ShowUnusedShardingKeyGenerators) statement()   {}
 func (ShowShardingTableNodes) statement()            {}
 func (ShowBroadcastTableRules) statement()           {}
@@ -547,6 +564,22 @@ func (p *parser) showSharding() (st Statement, ok bool) {
 		}
 		st.Database = p.fromDatabase()
 		return st, true
+	case p.lookingAt("SHARDING", "TABLE", "RULES", "USED"):
+		p.i += 4
+		st := &ShowShardingTableRulesUsed{}
+		switch {
+		case p.keyword("ALGORITHM"):
+			st.Kind = "ALGORITHM"
+		case p.keywords("KEY", "GENERATOR"):
+			st.Kind = "KEY GENERATOR"
+		case p.keyword("AUDITOR"):
+			st.Kind = "AUDITOR"
+		default:
+			p.oneOf("ALGORITHM", "KEY GENERATOR", "AUDITOR")
+		}
+		st.Name = p.identOrString("name")
+		st.Database = p.fromDatabase()
+		return st, true
 	case p.lookingAt("SHARDING", "TABLE", "RULES"):
 		p.i += 3
 		return &ShowShardingTableRules{Database: p.fromDatabase()}, true
@@ -583,6 +616,12 @@ func (p *parser) showSharding() (st Statement, ok bool) {
 	case p.lookingAt("UNUSED", "SHARDING", "ALGORITHMS"):
 		p.i += 3
 		return &ShowUnusedShardingAlgorithms{Database: p.fromDatabase()}, true
+	case p.lookingAt("SHARDING", "AUDITORS"):
+		p.i += 2
+		return &ShowShardingAuditors{Database: p.fromDatabase()}, true
+	case p.lookingAt("UNUSED", "SHARDING", "AUDITORS"):
+		p.i += 3
+		return &ShowUnusedShardingAuditors{Database: p.fromDatabase()}, true
 	case p.lookingAt("UNUSED", "SHARDING", "KEY", "GENERATORS"):
 		p.i += 4
 		return &ShowUnusedShardingKeyGenerators{Database: p.fromDatabase()}, true
@@ -591,7 +630,7 @@ func (p *parser) showSharding() (st Statement, ok bool) {
 		return &ShowBroadcastTableRules{Database: p.fromDatabase()}, true
 	case p.lookingAt("SHARDING"):
 		p.i++
-		p.oneOf("TABLE RULES", "TABLE RULE", "TABLE REFERENCE RULES", "TABLE NODES", "ALGORITHMS", "KEY GENERATORS", "KEY GENERATE STRATEGIES")
+		p.oneOf("TABLE RULES", "TABLE RULE", "TABLE REFERENCE RULES", "TABLE NODES", "ALGORITHMS", "AUDITORS", "KEY GENERATORS", "KEY GENERATE STRATEGIES")
 	}
 	return nil, false
 }

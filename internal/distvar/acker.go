@@ -37,7 +37,7 @@ type AckerConfig struct {
 }
 
 // Acker publishes what a node's metadata store applied (see Ack: the
-// /props version, and each database's rules digest), at
+// /props version, each database's rules digest and the global rules'), at
 // /nodes/props_applied/{instanceId}, in an ephemeral key of the node's
 // session: it writes it when it starts and again after every snapshot
 // that changes it. The key goes with the
@@ -124,9 +124,9 @@ func (a *Acker) write(ctx context.Context, sess registry.Session) error {
 	return nil
 }
 
-// ack is the acknowledgement of snap: its props version and each
-// database's rules digest (computed again only for a database that
-// changed). a.mu is held.
+// ack is the acknowledgement of snap: its props version, each database's
+// rules digest (computed again only for a database that changed) and the
+// global rules' digest. a.mu is held.
 func (a *Acker) ack(snap *metadata.Snapshot) string {
 	out := Ack{Props: snap.PropsVersion, Rules: map[string]string{}}
 	seen := make(map[*metadata.Database]string, len(snap.Databases))
@@ -141,6 +141,9 @@ func (a *Acker) ack(snap *metadata.Snapshot) string {
 		}
 	}
 	a.digests = seen
+	if d := metadata.GlobalRulesDigest(snap.GlobalRules); d != "" {
+		out.Rules[GlobalRules] = d
+	}
 	return out.String()
 }
 

@@ -15,8 +15,10 @@
 //
 // The same acknowledgement confirms rule changes: after its /props version
 // it lists, per database with rules, a digest of the rules the node's
-// metadata applied (metadata.RulesDigest), and WaitRules waits until every
-// acknowledging node reports the digest of the rules the registry holds.
+// metadata applied (metadata.RulesDigest), and under the name GlobalRules
+// the digest of its global rules (metadata.GlobalRulesDigest); WaitRules
+// waits until every acknowledging node reports the digest of the rules the
+// registry holds.
 package distvar
 
 import (
@@ -216,23 +218,31 @@ func Wait(ctx context.Context, repo registry.Repository, version int, out *Outco
 	return await(ctx, repo, func(a Ack) bool { return a.Props >= version }, out)
 }
 
-// WaitRules is Wait for a change of database db's rules: it waits until
-// every online node that acknowledges reports the rules digest (see
-// metadata.RulesDigest) of db as digest, the digest of the rules the
+// WaitRules is Wait for a change of database db's rules (db GlobalRules:
+// of the global rules): it waits until every online node that acknowledges
+// reports the rules digest (see metadata.RulesDigest,
+// metadata.GlobalRulesDigest) of db as digest, the digest of the rules the
 // registry holds after the change.
 func WaitRules(ctx context.Context, repo registry.Repository, db, digest string, out *Outcome) error {
 	return await(ctx, repo, func(a Ack) bool { return a.Rules[db] == digest }, out)
 }
 
+// GlobalRules is the name under which an acknowledgement carries the
+// digest of the global rules; no database has it (it is not a registry path
+// segment).
+const GlobalRules = "/"
+
 // Ack is one node's acknowledgement: the /props version and, per
-// database with rules, the digest of the rules its metadata applied.
+// database with rules (and GlobalRules when there are global rules), the
+// digest of the rules its metadata applied.
 type Ack struct {
 	Props int
 	Rules map[string]string
 }
 
 // String is the acknowledgement as the node writes it: the props version
-// on the first line, then one "database digest" line per database, sorted.
+// on the first line, then one "database digest" line per database, sorted
+// (the global rules' line is "/ digest").
 func (a Ack) String() string {
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(a.Props))

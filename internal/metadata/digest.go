@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -17,38 +20,80 @@ import (
 // RulesDigest is a digest of a database's rules that two nodes compute
 // alike when they hold the same rules, whatever order they applied the
 // items in: the items of each rule (sorted by type, item and name) in one
-// canonical encoding. It is "" for no rules. A rule that cannot be
-// encoded counts by its type alone.
+// canonical encoding, as the default layout and as the 5.5.4 layout place
+// them (the 5.5.4 layout keeps what the older ones fold together: a
+// rule-level key generate strategy beside a table's own). It is "" for no
+// rules. A rule a layout cannot encode counts there by its content's JSON.
 func RulesDigest(rules map[string]config.Rule) string {
 	if len(rules) == 0 {
 		return ""
 	}
 	h := sha256.New()
-	for _, typ := range slices.Sorted(func(yield func(string) bool) {
-		for k := range rules {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, typ := range slices.Sorted(maps.Keys(rules)) {
 		_, _ = io.WriteString(h, typ+"\x00")
-		items, err := ruleItems(paths.DefaultLayout, rules[typ])
-		if err != nil {
-			continue
-		}
-		slices.SortFunc(items, func(a, b ruleItem) int {
-			if c := strings.Compare(a.Item, b.Item); c != 0 {
-				return c
+		for _, layout := range []paths.Layout{paths.DefaultLayout, paths.Layout554} {
+			_, _ = io.WriteString(h, layout.String()+"\x00")
+			items, err := ruleItems(layout, rules[typ])
+			if err != nil {
+				b, _ := json.Marshal(rules[typ].Content)
+				_, _ = h.Write(b)
+				_, _ = io.WriteString(h, "\x00")
+				continue
 			}
-			return strings.Compare(a.Name, b.Name)
-		})
-		for _, it := range items {
-			_, _ = io.WriteString(h, it.Item+"\x00"+it.Name+"\x00")
-			_, _ = h.Write(it.Value)
-			_, _ = io.WriteString(h, "\x00")
+			slices.SortFunc(items, func(a, b ruleItem) int {
+				if c := strings.Compare(a.Item, b.Item); c != 0 {
+					return c
+				}
+				return strings.Compare(a.Name, b.Name)
+			})
+			for _, it := range items {
+				_, _ = io.WriteString(h, it.Item+"\x00"+it.Name+"\x00")
+				_, _ = h.Write(it.Value)
+				_, _ = io.WriteString(h, "\x00")
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// GlobalRulesDigest is RulesDigest for the global rules (by type, as a
+// Snapshot's GlobalRules holds them): each rule in the encoding
+// GlobalWrites writes. It is "" for no rules.
+func GlobalRulesDigest(rules map[string]config.Rule) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, typ := range slices.Sorted(maps.Keys(rules)) {
+		_, _ = io.WriteString(h, typ+"\x00")
+		_, _ = h.Write(encodeGlobalRule(rules[typ]))
+		_, _ = io.WriteString(h, "\x00")
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ReadGlobalRules reads the global rules from the registry as a node's
+// Store applies them, and the keys under /rules it read them from (see
+// DecodeGlobalRules). ctx bounds the read.
+func ReadGlobalRules(ctx context.Context, repo registry.Repository) (map[string]config.Rule, []registry.KV, error) {
+	kvs, err := repo.List(ctx, paths.GlobalRulesRoot)
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return nil, nil, err
+	}
+	return DecodeGlobalRules(kvs), kvs, nil
+}
+
+// DecodeGlobalRules decodes the global rules from kvs, keys under /rules,
+// as a node's Store applies them; a corrupt rule is skipped.
+func DecodeGlobalRules(kvs []registry.KV) map[string]config.Rule {
+	events := make([]registry.Event, 0, len(kvs))
+	for _, kv := range kvs {
+		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	d := newDraft(emptySnapshot())
+	ap.apply(context.Background(), d, events, false)
+	return d.s.GlobalRules
 }
 
 // ReadDatabase reads database db's storage units and rules from the

@@ -64,9 +64,11 @@ const (
 	// ExecutionNodesRoot holds the answers to SHOW PROCESSLIST triggers,
 	// /execution_nodes/{taskId}/{instanceId} (persistent, YAML process list).
 	ExecutionNodesRoot = "/execution_nodes"
-	// PropsAppliedRoot holds, per shardkeeper node, the /props version its
-	// metadata applied: /nodes/props_applied/{instanceId} (ephemeral;
-	// decimal version). ShardingSphere never reads it.
+	// PropsAppliedRoot holds, per shardkeeper node, what its metadata
+	// applied: /nodes/props_applied/{instanceId} (ephemeral; the decimal
+	// /props version on the first line, then a "{db} {digest}" line per
+	// database with rules and a "/ {digest}" line for the global rules, see
+	// distvar.Ack). ShardingSphere never reads it.
 	PropsAppliedRoot = "/nodes/props_applied"
 	// ImportsRoot holds, per logical database, the mark of an IMPORT in
 	// progress: /shardkeeper/imports/{db} (persistent, JSON), written
@@ -187,8 +189,8 @@ func Version(node string, n int) string { return node + "/" + VersionsName + "/"
 // Import returns the import mark of database db (ImportsRoot).
 func Import(db string) (string, error) { return join(ImportsRoot, db) }
 
-// PropsApplied is /nodes/props_applied/{instanceId}: the /props version
-// instanceID applied (ephemeral, decimal).
+// PropsApplied is /nodes/props_applied/{instanceId}: what instanceID
+// applied, its /props version first (ephemeral, see distvar.Ack).
 func PropsApplied(instanceID string) (string, error) { return join(PropsAppliedRoot, instanceID) }
 
 // ExclusiveOperation is /exclusive_operation/{name}, a lock path.

@@ -71,3 +71,10 @@ func BindingParts(s string) (string, []string) {
 func InUse(c map[string]any) (algorithms, keyGenerators, auditors map[string]bool) {
 	return inUse(c)
 }
+
+// UsedBy returns the names of the sharding algorithms, key generators and
+// auditors table t (a table or auto table of the rule's content) names
+// itself (not the rule's defaults).
+func UsedBy(t map[string]any) (algorithms, keyGenerators, auditors []string) {
+	return usedNames(map[string]any{"": t})
+}

@@ -4,7 +4,9 @@
 // from the registry's current one, checks it (upstream's codes), writes the
 // changed items in one registry transaction (dbconfig.ChangeRule), and
 // waits until every online shardkeeper node has applied the new rules, as
-// SET DIST VARIABLE waits (distvar.WaitRules).
+// SET DIST VARIABLE waits (distvar.WaitRules). Change and ChangeGlobal do
+// the same for the console's other rule statements (readwrite-splitting,
+// single tables, the global rules).
 package rules
 
 import (
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
@@ -38,12 +41,22 @@ type Options struct {
 	// Timeout bounds the wait for the nodes (not the write); zero means
 	// distvar.DefaultTimeout.
 	Timeout time.Duration
+	// Base, for Change, is the rule content the change was made from (see
+	// dbconfig.RuleOptions.Base); nil means none.
+	Base *map[string]any
 }
 
 // Outcome is what Apply did.
 type Outcome struct {
-	// RuleType is the rule the statement changes ("sharding", "broadcast").
+	// RuleType is the rule the statement changes ("sharding", "broadcast",
+	// "readwrite_splitting", ..., or a global rule's type).
 	RuleType string
+	// Global is true for a global rule.
+	Global bool
+	// Digest is the digest of the rules the registry holds after the
+	// change (metadata.RulesDigest of the database's rules, or
+	// metadata.GlobalRulesDigest), what the nodes acknowledge.
+	Digest string
 	// Changed is false when the statement left the rule as it was (IF
 	// EXISTS, IF NOT EXISTS): nothing was written or waited for.
 	Changed bool
@@ -57,9 +70,13 @@ type Outcome struct {
 // not confirm.
 func (o Outcome) Warnings(db string) []string {
 	var w []string
+	what := fmt.Sprintf("the %s rule of %s", o.RuleType, db)
+	if o.Global {
+		what = fmt.Sprintf("the global %s rule", o.RuleType)
+	}
 	if len(o.Pending) > 0 {
-		w = append(w, fmt.Sprintf("the %s rule of %s is in the registry, but %d node(s) did not confirm applying it in time: %s",
-			o.RuleType, db, len(o.Pending), strings.Join(o.Pending, ", ")))
+		w = append(w, fmt.Sprintf("%s is in the registry, but %d node(s) did not confirm applying it in time: %s",
+			what, len(o.Pending), strings.Join(o.Pending, ", ")))
 	}
 	if len(o.Unacknowledging) > 0 {
 		w = append(w, fmt.Sprintf("%d node(s) apply the %s rule without acknowledging (ShardingSphere nodes, or shardkeeper nodes still starting): %s",
@@ -119,13 +136,41 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 	if c == nil {
 		return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
 	}
+	return Change(ctx, repo, db, ruleType, func(content map[string]any) (map[string]any, error) { return c(db, content) }, opts)
+}
+
+// Change is Apply for any change of database db's rule ruleType: change
+// computes the next content from a copy of the registry's (see
+// dbconfig.ChangeRule, which checks and writes it; with opts.Base, a
+// registry rule other than the base is a *dbconfig.StaleRuleError and
+// nothing is written), then Change waits for the nodes as Apply does.
+func Change(ctx context.Context, repo registry.Repository, db, ruleType string, change func(content map[string]any) (map[string]any, error), opts Options) (Outcome, error) {
 	out := Outcome{RuleType: ruleType}
-	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, func(content map[string]any) (map[string]any, error) { return c(db, content) },
-		dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session})
+	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, change,
+		dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session, Base: opts.Base})
 	if err != nil || !rc.Changed {
 		return out, err
 	}
-	out.Changed = true
+	out.Changed, out.Digest = true, rc.Digest
+	return out, wait(ctx, repo, db, rc.Digest, opts, &out)
+}
+
+// ChangeGlobal replaces global rule r.Type with r (dbconfig.ChangeGlobalRule)
+// and waits until every online node applied the global rules the registry
+// holds, as Apply waits.
+func ChangeGlobal(ctx context.Context, repo registry.Repository, r config.Rule, opts Options) (Outcome, error) {
+	out := Outcome{RuleType: r.Type, Global: true}
+	rc, err := dbconfig.ChangeGlobalRule(ctx, repo, r, dbconfig.RuleOptions{Session: opts.Session})
+	if err != nil || !rc.Changed {
+		return out, err
+	}
+	out.Changed, out.Digest = true, rc.Digest
+	return out, wait(ctx, repo, distvar.GlobalRules, rc.Digest, opts, &out)
+}
+
+// wait waits until every online node acknowledges digest for db
+// (distvar.WaitRules), at most opts.Timeout, filling out's node lists.
+func wait(ctx context.Context, repo registry.Repository, db, digest string, opts Options, out *Outcome) error {
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = distvar.DefaultTimeout
@@ -133,10 +178,10 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var w distvar.Outcome
-	err = distvar.WaitRules(wctx, repo, db, rc.Digest, &w)
+	err := distvar.WaitRules(wctx, repo, db, digest, &w)
 	out.Applied, out.Pending, out.Unacknowledging = w.Applied, w.Pending, w.Unacknowledging
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		err = nil
 	}
-	return out, err
+	return err
 }

@@ -1,0 +1,305 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// SHOW and ALTER of the global rules (AUTHORITY, TRANSACTION, SQL_PARSER,
+// GLOBAL CLOCK, SQL_FEDERATION) with upstream's columns and defaults (the
+// rule ShardingSphere builds when /rules has none), and CREATE / DROP
+// DATABASE as the Proxy answers them.
+
+// globalRule is the content of global rule typ, nil when the registry has
+// none.
+func (e *Engine) globalRule(typ string) map[string]any {
+	return e.d.Metadata.Current().GlobalRules[typ].Content
+}
+
+// cacheText renders a cache option as upstream's executors do:
+// "initialCapacity: 128, maximumSize: 1024".
+func cacheText(v any, capacity, size int) string {
+	m := asMap(v)
+	c, s := asText(m["initialCapacity"]), asText(m["maximumSize"])
+	if c == "" {
+		c = strconv.Itoa(capacity)
+	}
+	if s == "" {
+		s = strconv.Itoa(size)
+	}
+	return fmt.Sprintf("initialCapacity: %s, maximumSize: %s", c, s)
+}
+
+func textOr(v any, def string) string {
+	if s := asText(v); s != "" {
+		return s
+	}
+	return def
+}
+
+func (e *Engine) showGlobalRule(_ context.Context, _ *Session, st *distsql.ShowGlobalRule) (*Result, error) {
+	c := e.globalRule(st.Type)
+	row := func(cols []string, values ...string) (*Result, error) {
+		r := make([]*string, len(values))
+		for i, v := range values {
+			r[i] = str(v)
+		}
+		return &Result{Columns: textColumns(cols...), Rows: [][]*string{r}}, nil
+	}
+	switch st.Type {
+	case "authority":
+		var users []string
+		for _, u := range asAnyList(c["users"]) {
+			name := asText(asMap(u)["user"])
+			if !strings.Contains(name, "@") {
+				name += "@%"
+			}
+			users = append(users, name)
+		}
+		priv := asMap(c["privilege"])
+		return row([]string{"users", "provider", "props"}, strings.Join(users, "; "), textOr(priv["type"], "ALL_PERMITTED"), propsJSON(priv["props"]))
+	case "transaction":
+		return row([]string{"default_type", "provider_type", "props"}, textOr(c["defaultType"], "LOCAL"), asText(c["providerType"]), propsJSON(c["props"]))
+	case "sql_parser":
+		return row([]string{"parse_tree_cache", "sql_statement_cache"}, cacheText(c["parseTreeCache"], 128, 1024), cacheText(c["sqlStatementCache"], 2000, 65535))
+	case "global_clock":
+		return row([]string{"type", "provider", "enabled", "props"}, textOr(c["type"], "TSO"), textOr(c["provider"], "local"), textOr(c["enabled"], "false"), propsJSON(c["props"]))
+	case "sql_federation":
+		return row([]string{"sql_federation_enabled", "all_query_use_sql_federation", "execution_plan_cache"},
+			textOr(c["sqlFederationEnabled"], "false"), textOr(c["allQueryUseSQLFederation"], "false"), cacheText(c["executionPlanCache"], 2000, 65535))
+	}
+	return nil, unsupported("SHOW " + strings.ToUpper(st.Type) + " RULE")
+}
+
+func asAnyList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// alterSettings are the settings each ALTER ... RULE takes.
+var alterSettings = map[string][]string{
+	"transaction":    {"DEFAULT", "TYPE"},
+	"sql_parser":     {"SQL_STATEMENT_CACHE.INITIAL_CAPACITY", "SQL_STATEMENT_CACHE.MAXIMUM_SIZE", "PARSE_TREE_CACHE.INITIAL_CAPACITY", "PARSE_TREE_CACHE.MAXIMUM_SIZE"},
+	"global_clock":   {"TYPE", "PROVIDER", "ENABLED"},
+	"sql_federation": {"SQL_FEDERATION_ENABLED", "ALL_QUERY_USE_SQL_FEDERATION", "EXECUTION_PLAN_CACHE.INITIAL_CAPACITY", "EXECUTION_PLAN_CACHE.MAXIMUM_SIZE"},
+}
+
+// alterGlobalRule checks the statement's settings, merges them into the
+// rule (settings not given keep their value, as upstream's converters
+// build the rule from the current one) and writes it.
+func (e *Engine) alterGlobalRule(ctx context.Context, s *Session, st *distsql.AlterGlobalRule) (*Result, error) {
+	for name := range st.Settings {
+		if !slices.Contains(alterSettings[st.Type], name) {
+			return nil, &Error{Code: 12000, SQLState: "42000", Message: fmt.Sprintf("You have an error in your SQL syntax: ALTER %s RULE has no setting %s", strings.ToUpper(st.Type), name)}
+		}
+	}
+	invalid := func(msg string) error {
+		return &Error{Code: 10200, SQLState: "44000", Message: fmt.Sprintf("Invalid '%s' rule '%s', error message is: %s", st.Type, st.Type, msg)}
+	}
+	c := maps.Clone(e.globalRule(st.Type))
+	if c == nil {
+		c = map[string]any{}
+	}
+	props := func() map[string]any {
+		m := map[string]any{}
+		for _, p := range st.Properties {
+			m[p.Key] = propertyValue(p.Value)
+		}
+		return m
+	}
+	boolean := func(name string) (bool, error) {
+		v := st.Settings[name]
+		if v.Kind != distsql.BoolValue && !(v.Kind == distsql.StringValue && (strings.EqualFold(v.Text, "true") || strings.EqualFold(v.Text, "false"))) {
+			return false, invalid(fmt.Sprintf("%s must be TRUE or FALSE, not '%s'", name, v.Text))
+		}
+		return strings.EqualFold(v.Text, "true"), nil
+	}
+	cache := func(field, prefix string) error {
+		m := maps.Clone(asMap(c[field]))
+		if m == nil {
+			m = map[string]any{}
+		}
+		for setting, key := range map[string]string{".INITIAL_CAPACITY": "initialCapacity", ".MAXIMUM_SIZE": "maximumSize"} {
+			v, ok := st.Settings[prefix+setting]
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(v.Text, 10, 32)
+			if v.Kind != distsql.IntValue || err != nil || n <= 0 {
+				return invalid(fmt.Sprintf("%s%s must be a positive integer, not '%s'", prefix, setting, v.Text))
+			}
+			m[key] = int(n)
+		}
+		c[field] = m
+		return nil
+	}
+	switch st.Type {
+	case "transaction":
+		def, ok := st.Settings["DEFAULT"]
+		if !ok {
+			return nil, invalid("DEFAULT is required")
+		}
+		typ := strings.ToUpper(def.Text)
+		providers := map[string][]string{"LOCAL": nil, "XA": {"Atomikos", "Narayana"}, "BASE": {"Seata"}}
+		allowed, known := providers[typ]
+		if !known {
+			return nil, invalid(fmt.Sprintf("unknown transaction type '%s' (LOCAL, XA or BASE)", def.Text))
+		}
+		c = map[string]any{"defaultType": typ}
+		if p, ok := st.Settings["TYPE"]; ok && p.Text != "" {
+			i := slices.IndexFunc(allowed, func(a string) bool { return strings.EqualFold(a, p.Text) })
+			if i < 0 {
+				return nil, &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.transaction.spi.ShardingSphereDistributedTransactionManager' with type '%s'.", p.Text)}
+			}
+			c["providerType"] = allowed[i]
+		} else if typ != "LOCAL" {
+			return nil, invalid(fmt.Sprintf("transaction type %s needs a provider: TYPE(NAME='%s')", typ, allowed[0]))
+		}
+		c["props"] = props()
+	case "sql_parser":
+		if err := cache("sqlStatementCache", "SQL_STATEMENT_CACHE"); err != nil {
+			return nil, err
+		}
+		if err := cache("parseTreeCache", "PARSE_TREE_CACHE"); err != nil {
+			return nil, err
+		}
+	case "global_clock":
+		if v, ok := st.Settings["TYPE"]; ok {
+			if !strings.EqualFold(v.Text, "TSO") {
+				return nil, &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.globalclock.spi.GlobalClockProvider' with type '%s'.", v.Text)}
+			}
+			c["type"] = "TSO"
+		}
+		if v, ok := st.Settings["PROVIDER"]; ok {
+			c["provider"] = v.Text
+		}
+		if _, ok := st.Settings["ENABLED"]; ok {
+			b, err := boolean("ENABLED")
+			if err != nil {
+				return nil, err
+			}
+			c["enabled"] = b
+		}
+		if st.HasProperties {
+			c["props"] = props()
+		}
+	case "sql_federation":
+		for setting, field := range map[string]string{"SQL_FEDERATION_ENABLED": "sqlFederationEnabled", "ALL_QUERY_USE_SQL_FEDERATION": "allQueryUseSQLFederation"} {
+			if _, ok := st.Settings[setting]; ok {
+				b, err := boolean(setting)
+				if err != nil {
+					return nil, err
+				}
+				c[field] = b
+			}
+		}
+		if err := cache("executionPlanCache", "EXECUTION_PLAN_CACHE"); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, unsupported("ALTER " + strings.ToUpper(st.Type) + " RULE")
+	}
+	return e.commitGlobalRule(ctx, s, config.Rule{Type: st.Type, Content: c})
+}
+
+// createDatabase adds an empty logical database as the Proxy's CREATE
+// DATABASE does: /metadata/{db} and the database listener coordinator's
+// announcement (CREATE) in one transaction of the node's session; the
+// announcement is deleted again a second later.
+func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.CreateDatabase) (*Result, error) {
+	if e.d.Metadata.Current().Databases[st.Name] != nil {
+		if st.IfNotExists {
+			return &Result{}, nil
+		}
+		if s.Protocol == "PostgreSQL" {
+			return nil, &Error{Code: 1007, SQLState: "42P04", Message: fmt.Sprintf("database \"%s\" already exists", st.Name)}
+		}
+		return nil, &Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", st.Name)}
+	}
+	kvs, err := metadata.DatabaseWrites(e.d.Layout, config.Database{Name: st.Name})
+	if err != nil {
+		return nil, &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("Can not create database '%s': %v", st.Name, err)}
+	}
+	var txn registry.Txn
+	for _, kv := range kvs {
+		txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
+		txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
+	}
+	if err := e.announce(ctx, st.Name, true, txn); err != nil {
+		if errors.Is(err, registry.ErrExists) {
+			return nil, &Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", st.Name)}
+		}
+		return nil, err
+	}
+	e.awaitDatabases(ctx, st.Name)
+	return &Result{Affected: 1}, nil
+}
+
+// dropDatabase deletes a logical database with everything under it, as the
+// Proxy's DROP DATABASE does, announcing DROP to ShardingSphere nodes first.
+func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropDatabase) (*Result, error) {
+	if e.d.Metadata.Current().Databases[st.Name] == nil {
+		if st.IfExists {
+			return &Result{}, nil
+		}
+		if s.Protocol == "PostgreSQL" {
+			return nil, &Error{Code: 1008, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", st.Name)}
+		}
+		return nil, &Error{Code: 1008, SQLState: "HY000", Message: fmt.Sprintf("Can't drop database '%s'; database doesn't exist", st.Name)}
+	}
+	key, err := paths.Database(st.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.announce(ctx, st.Name, false, registry.Txn{}); err != nil {
+		return nil, err
+	}
+	if err := e.d.Repo.Delete(ctx, key); err != nil {
+		return nil, err
+	}
+	if s.Database == st.Name {
+		s.Database = ""
+	}
+	e.await(ctx, func(snap *metadata.Snapshot) bool { return snap.Databases[st.Name] == nil })
+	return &Result{Affected: 1}, nil
+}
+
+// announce commits txn with the database listener coordinator's
+// announcement of db (CREATE or DROP) as an ephemeral key of the node's
+// session, and deletes the announcement a second later (after the
+// ShardingSphere nodes saw it), as IMPORT does.
+func (e *Engine) announce(ctx context.Context, db string, create bool, txn registry.Txn) error {
+	listener, err := e.d.Layout.DatabaseListener(db)
+	if err != nil {
+		return err
+	}
+	sess := e.d.Node.Session()
+	if sess == nil {
+		return &Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
+	}
+	txn.Conds = append(txn.Conds, registry.Cond{Key: listener})
+	txn.Ops = append(txn.Ops, registry.Op{Key: listener, Value: []byte(e.d.Layout.ListenerValue(create)), Ephemeral: true})
+	if _, err := sess.Commit(ctx, txn); err != nil {
+		return err
+	}
+	t := time.NewTimer(time.Second)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	_ = e.d.Repo.Delete(context.WithoutCancel(ctx), listener)
+	return nil
+}

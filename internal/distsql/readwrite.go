@@ -1,0 +1,395 @@
+package distsql
+
+import "strings"
+
+// Readwrite-splitting and single-table rules, the global rules, COUNT,
+// and CREATE / DROP DATABASE: upstream's RDL and RQL for them
+// (docs/distsql.md lists them).
+
+// ReadwriteSplittingRule is one rule definition of CREATE / ALTER
+// READWRITE_SPLITTING RULE: name (WRITE_STORAGE_UNIT=ds,
+// READ_STORAGE_UNITS(ds, ...) [, TRANSACTIONAL_READ_QUERY_STRATEGY='...']
+// [, TYPE(NAME='...' [, PROPERTIES(...)])]).
+type ReadwriteSplittingRule struct {
+	Name       string
+	Write      string
+	Reads      []string
+	Strategy   string // "" when not given
+	LoadType   string // the load balancer's TYPE NAME; "" when not given
+	LoadProps  []Property
+	HasLoadBal bool
+}
+
+// CreateReadwriteSplittingRule is CREATE READWRITE_SPLITTING RULE [IF NOT
+// EXISTS] rule[, rule...].
+type CreateReadwriteSplittingRule struct {
+	IfNotExists bool
+	Rules       []ReadwriteSplittingRule
+}
+
+// AlterReadwriteSplittingRule is ALTER READWRITE_SPLITTING RULE rule[,
+// rule...].
+type AlterReadwriteSplittingRule struct{ Rules []ReadwriteSplittingRule }
+
+// DropReadwriteSplittingRule is DROP READWRITE_SPLITTING RULE [IF EXISTS]
+// name[, name...] [FROM db].
+type DropReadwriteSplittingRule struct {
+	IfExists bool
+	Names    []string
+	Database string
+}
+
+// ShowReadwriteSplittingRules is SHOW READWRITE_SPLITTING RULES [FROM db]
+// or SHOW READWRITE_SPLITTING RULE name [FROM db].
+type ShowReadwriteSplittingRules struct {
+	Name     string // "" for every rule
+	Database string
+}
+
+// ShowReadwriteSplittingStatus is SHOW STATUS FROM READWRITE_SPLITTING
+// RULES [FROM db] or ... RULE name [FROM db].
+type ShowReadwriteSplittingStatus struct {
+	Name     string // "" for every rule
+	Database string
+}
+
+// LoadSingleTable is LOAD SINGLE TABLE ref[, ref...]: each ref is
+// "unit.table", "unit.schema.table", with * for every unit, schema or
+// table ("*.*", "ds_0.*", "*.*.*").
+type LoadSingleTable struct{ Tables []string }
+
+// UnloadSingleTable is UNLOAD SINGLE TABLE t[, t...], or with All UNLOAD
+// ALL SINGLE TABLES (and UNLOAD SINGLE TABLE *).
+type UnloadSingleTable struct {
+	All    bool
+	Tables []string
+}
+
+// SetDefaultSingleTableStorageUnit is SET DEFAULT SINGLE TABLE STORAGE
+// UNIT = unit | RANDOM: Unit is "" for RANDOM.
+type SetDefaultSingleTableStorageUnit struct{ Unit string }
+
+// ShowDefaultSingleTableStorageUnit is SHOW DEFAULT SINGLE TABLE STORAGE
+// UNIT [FROM db].
+type ShowDefaultSingleTableStorageUnit struct{ Database string }
+
+// ShowSingleTables is SHOW SINGLE TABLES [FROM db] [LIKE 'pattern'] or
+// SHOW SINGLE TABLE t [FROM db].
+type ShowSingleTables struct {
+	Table    string
+	Database string
+	Like     *string
+}
+
+// ShowRulesUsedStorageUnit is SHOW RULES USED STORAGE UNIT unit [FROM db].
+type ShowRulesUsedStorageUnit struct {
+	Unit     string
+	Database string
+}
+
+// ShowGlobalRule is SHOW AUTHORITY | TRANSACTION | SQL_PARSER | GLOBAL
+// CLOCK | SQL_FEDERATION RULE: Type is the rule's registry name
+// (authority, transaction, sql_parser, global_clock, sql_federation).
+type ShowGlobalRule struct{ Type string }
+
+// AlterGlobalRule is ALTER TRANSACTION | SQL_PARSER | GLOBAL CLOCK |
+// SQL_FEDERATION RULE (...): Type as in ShowGlobalRule; Settings holds the
+// statement's settings by upper-case name (DEFAULT, TYPE, PROVIDER,
+// ENABLED, SQL_FEDERATION_ENABLED, ...; a cache as NAME.INITIAL_CAPACITY
+// and NAME.MAXIMUM_SIZE), the TYPE(NAME=..., PROPERTIES(...)) segment as
+// TYPE and Properties.
+type AlterGlobalRule struct {
+	Type       string
+	Settings   map[string]Value
+	Properties []Property
+	// HasProperties tells PROPERTIES() from no PROPERTIES.
+	HasProperties bool
+}
+
+// CountRule is COUNT type RULE [FROM db], or COUNT SINGLE TABLE [FROM db]
+// (Type "single"): Type is the rule's lower-case name (sharding,
+// readwrite_splitting, encrypt, ...).
+type CountRule struct {
+	Type     string
+	Database string
+}
+
+// CreateDatabase is CREATE DATABASE [IF NOT EXISTS] name.
+type CreateDatabase struct {
+	Name        string
+	IfNotExists bool
+}
+
+// DropDatabase is DROP DATABASE [IF EXISTS] name.
+type DropDatabase struct {
+	Name     string
+	IfExists bool
+}
+
+func (CreateReadwriteSplittingRule) statement()      {}
+func (AlterReadwriteSplittingRule) statement()       {}
+func (DropReadwriteSplittingRule) statement()        {}
+func (ShowReadwriteSplittingRules) statement()       {}
+func (ShowReadwriteSplittingStatus) statement()      {}
+func (LoadSingleTable) statement()                   {}
+func (UnloadSingleTable) statement()                 {}
+func (SetDefaultSingleTableStorageUnit) statement()  {}
+func (ShowDefaultSingleTableStorageUnit) statement() {}
+func (ShowSingleTables) statement()                  {}
+func (ShowRulesUsedStorageUnit) statement()          {}
+func (ShowGlobalRule) statement()                    {}
+func (AlterGlobalRule) statement()                   {}
+func (CountRule) statement()                         {}
+func (CreateDatabase) statement()                    {}
+func (DropDatabase) statement()                      {}
+
+// globalRules maps the words that name a global rule in SHOW and ALTER to
+// the rule's registry name.
+var globalRules = []struct {
+	words []string
+	typ   string
+}{
+	{[]string{"AUTHORITY"}, "authority"},
+	{[]string{"TRANSACTION"}, "transaction"},
+	{[]string{"SQL_PARSER"}, "sql_parser"},
+	{[]string{"GLOBAL", "CLOCK"}, "global_clock"},
+	{[]string{"SQL_FEDERATION"}, "sql_federation"},
+}
+
+// ruleStatement reads one of this file's statements when the tokens ahead
+// start one, and returns nil (having consumed nothing) when they do not.
+func (p *parser) ruleStatement() Statement {
+	switch {
+	case p.keywords("CREATE", "READWRITE_SPLITTING", "RULE"):
+		st := &CreateReadwriteSplittingRule{IfNotExists: p.keywords("IF", "NOT", "EXISTS")}
+		st.Rules = p.readwriteRules()
+		return st
+	case p.keywords("ALTER", "READWRITE_SPLITTING", "RULE"):
+		return &AlterReadwriteSplittingRule{Rules: p.readwriteRules()}
+	case p.keywords("DROP", "READWRITE_SPLITTING", "RULE"):
+		st := &DropReadwriteSplittingRule{IfExists: p.keywords("IF", "EXISTS")}
+		st.Names = p.names("rule name")
+		st.Database = p.fromDatabase()
+		return st
+	case p.keywords("CREATE", "DATABASE"):
+		st := &CreateDatabase{IfNotExists: p.keywords("IF", "NOT", "EXISTS")}
+		st.Name = p.identifier("database name")
+		return st
+	case p.keywords("DROP", "DATABASE"):
+		st := &DropDatabase{IfExists: p.keywords("IF", "EXISTS")}
+		st.Name = p.identifier("database name")
+		return st
+	case p.keywords("LOAD", "SINGLE", "TABLE"):
+		st := &LoadSingleTable{Tables: []string{p.singleTableRef()}}
+		for p.symbol(",") {
+			st.Tables = append(st.Tables, p.singleTableRef())
+		}
+		return st
+	case p.keywords("UNLOAD", "ALL", "SINGLE", "TABLES"):
+		return &UnloadSingleTable{All: true}
+	case p.keywords("UNLOAD", "SINGLE", "TABLE"):
+		if p.symbol("*") {
+			return &UnloadSingleTable{All: true}
+		}
+		return &UnloadSingleTable{Tables: p.names("table name")}
+	case p.keywords("SET", "DEFAULT", "SINGLE", "TABLE", "STORAGE", "UNIT"):
+		p.expectSymbol("=")
+		if p.keyword("RANDOM") {
+			return &SetDefaultSingleTableStorageUnit{}
+		}
+		return &SetDefaultSingleTableStorageUnit{Unit: p.identOrString("storage unit name")}
+	case p.keyword("COUNT"):
+		if p.keywords("SINGLE", "TABLE") {
+			return &CountRule{Type: "single", Database: p.fromDatabase()}
+		}
+		t := p.peek()
+		if t.Kind != Ident {
+			p.fail("rule type expected")
+		}
+		p.i++
+		st := &CountRule{Type: strings.ToLower(t.Text)}
+		p.expect("RULE")
+		st.Database = p.fromDatabase()
+		return st
+	case isKeyword(p.peek(), "SHOW"):
+		return p.showRule()
+	case isKeyword(p.peek(), "ALTER"):
+		for _, g := range globalRules {
+			if g.typ == "authority" {
+				continue // upstream has no ALTER AUTHORITY RULE
+			}
+			if p.keywords(append([]string{"ALTER"}, append(g.words, "RULE")...)...) {
+				return p.alterGlobalRule(g.typ)
+			}
+		}
+	}
+	return nil
+}
+
+// showRule reads the SHOW statements of this file; nil when SHOW starts
+// another one (nothing consumed).
+func (p *parser) showRule() Statement {
+	show := func(words ...string) bool { return p.keywords(append([]string{"SHOW"}, words...)...) }
+	switch {
+	case show("READWRITE_SPLITTING", "RULES"):
+		return &ShowReadwriteSplittingRules{Database: p.fromDatabase()}
+	case show("READWRITE_SPLITTING", "RULE"):
+		st := &ShowReadwriteSplittingRules{Name: p.identifier("rule name")}
+		st.Database = p.fromDatabase()
+		return st
+	case show("STATUS", "FROM", "READWRITE_SPLITTING", "RULES"):
+		return &ShowReadwriteSplittingStatus{Database: p.fromDatabase()}
+	case show("STATUS", "FROM", "READWRITE_SPLITTING", "RULE"):
+		st := &ShowReadwriteSplittingStatus{Name: p.identifier("rule name")}
+		st.Database = p.fromDatabase()
+		return st
+	case show("SINGLE", "TABLES"):
+		st := &ShowSingleTables{Database: p.fromDatabase()}
+		st.Like = p.like()
+		return st
+	case show("SINGLE", "TABLE"):
+		st := &ShowSingleTables{Table: p.identifier("table name")}
+		st.Database = p.fromDatabase()
+		return st
+	case show("DEFAULT", "SINGLE", "TABLE", "STORAGE", "UNIT"):
+		return &ShowDefaultSingleTableStorageUnit{Database: p.fromDatabase()}
+	case show("RULES", "USED", "STORAGE", "UNIT"):
+		st := &ShowRulesUsedStorageUnit{Unit: p.identOrString("storage unit name")}
+		st.Database = p.fromDatabase()
+		return st
+	}
+	for _, g := range globalRules {
+		if show(append(g.words, "RULE")...) {
+			return &ShowGlobalRule{Type: g.typ}
+		}
+	}
+	return nil
+}
+
+// readwriteRules reads rule (, rule)* of CREATE / ALTER READWRITE_SPLITTING
+// RULE.
+func (p *parser) readwriteRules() []ReadwriteSplittingRule {
+	var out []ReadwriteSplittingRule
+	for {
+		r := ReadwriteSplittingRule{Name: p.identifier("rule name")}
+		p.expectSymbol("(")
+		for {
+			switch {
+			case p.keyword("WRITE_STORAGE_UNIT"), p.keyword("WRITE_RESOURCE"):
+				p.expectSymbol("=")
+				r.Write = p.identOrString("storage unit name")
+			case p.keyword("READ_STORAGE_UNITS"), p.keyword("READ_RESOURCES"):
+				p.expectSymbol("(")
+				r.Reads = append(r.Reads, p.identOrString("storage unit name"))
+				for p.symbol(",") {
+					r.Reads = append(r.Reads, p.identOrString("storage unit name"))
+				}
+				p.expectSymbol(")")
+			case p.keyword("TRANSACTIONAL_READ_QUERY_STRATEGY"):
+				p.expectSymbol("=")
+				r.Strategy = strings.ToUpper(p.identOrString("transactional read query strategy"))
+			case p.lookingAt("TYPE"):
+				r.HasLoadBal = true
+				a := p.algorithm() // sharding.go
+				r.LoadType, r.LoadProps = a.Type, a.Props
+			default:
+				p.oneOf("WRITE_STORAGE_UNIT", "READ_STORAGE_UNITS", "TRANSACTIONAL_READ_QUERY_STRATEGY", "TYPE")
+			}
+			if !p.symbol(",") {
+				break
+			}
+		}
+		p.expectSymbol(")")
+		out = append(out, r)
+		if !p.symbol(",") {
+			return out
+		}
+	}
+}
+
+// singleTableRef reads a LOAD SINGLE TABLE reference: name or * parts
+// joined with dots, returned as typed ("*.*", "ds_0.t_order").
+func (p *parser) singleTableRef() string {
+	part := func() string {
+		if p.symbol("*") {
+			return "*"
+		}
+		return p.identifier("storage unit, schema or table name")
+	}
+	parts := []string{part()}
+	for p.symbol(".") {
+		parts = append(parts, part())
+	}
+	if len(parts) < 2 || len(parts) > 3 {
+		p.fail("storage_unit.table or storage_unit.schema.table expected")
+	}
+	return strings.Join(parts, ".")
+}
+
+// alterGlobalRule reads the parenthesised settings of ALTER ... RULE.
+func (p *parser) alterGlobalRule(typ string) Statement {
+	st := &AlterGlobalRule{Type: typ, Settings: map[string]Value{}}
+	p.expectSymbol("(")
+	if p.symbol(")") {
+		return st
+	}
+	for {
+		t := p.peek()
+		if t.Kind != Ident {
+			p.fail("setting name expected")
+		}
+		p.i++
+		name := strings.ToUpper(t.Text)
+		switch {
+		case name == "TYPE" && p.isSymbol("("):
+			tname, props := "", []Property(nil)
+			p.expectSymbol("(")
+			for {
+				switch {
+				case p.keyword("NAME"):
+					p.expectSymbol("=")
+					tname = p.identOrString("type name")
+				case p.isKeywordNext("PROPERTIES"):
+					props = p.properties()
+					st.HasProperties = true
+				default:
+					p.oneOf("NAME", "PROPERTIES")
+				}
+				if !p.symbol(",") {
+					break
+				}
+			}
+			p.expectSymbol(")")
+			st.Settings["TYPE"] = Value{Kind: StringValue, Text: tname}
+			st.Properties = props
+		case name == "PROPERTIES":
+			p.i-- // properties reads the keyword
+			st.Properties = p.properties()
+			st.HasProperties = true
+		case p.isSymbol("("):
+			// A cache: NAME(INITIAL_CAPACITY=n, MAXIMUM_SIZE=n).
+			p.expectSymbol("(")
+			for {
+				k := p.peek()
+				if k.Kind != Ident {
+					p.fail("INITIAL_CAPACITY or MAXIMUM_SIZE expected")
+				}
+				p.i++
+				p.expectSymbol("=")
+				st.Settings[name+"."+strings.ToUpper(k.Text)] = p.literal("cache setting")
+				if !p.symbol(",") {
+					break
+				}
+			}
+			p.expectSymbol(")")
+		default:
+			p.expectSymbol("=")
+			st.Settings[name] = p.literal(strings.ToLower(name))
+		}
+		if !p.symbol(",") {
+			break
+		}
+	}
+	p.expectSymbol(")")
+	return st
+}

@@ -1,0 +1,76 @@
+package distsql
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseRuleStatements(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want Statement
+	}{
+		{"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1, ds_2), TYPE(NAME='random', PROPERTIES('read_weight'='2:1')))",
+			&CreateReadwriteSplittingRule{Rules: []ReadwriteSplittingRule{{Name: "rw", Write: "ds_0", Reads: []string{"ds_1", "ds_2"}, HasLoadBal: true, LoadType: "random",
+				LoadProps: []Property{{Key: "read_weight", Value: Value{Kind: StringValue, Text: "2:1"}}}}}}},
+		{"create readwrite_splitting rule if not exists a (write_storage_unit=w, read_storage_units(r), transactional_read_query_strategy='fixed'), b (WRITE_STORAGE_UNIT=w2, READ_STORAGE_UNITS(r2))",
+			&CreateReadwriteSplittingRule{IfNotExists: true, Rules: []ReadwriteSplittingRule{{Name: "a", Write: "w", Reads: []string{"r"}, Strategy: "FIXED"}, {Name: "b", Write: "w2", Reads: []string{"r2"}}}}},
+		{"ALTER READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_0))",
+			&AlterReadwriteSplittingRule{Rules: []ReadwriteSplittingRule{{Name: "rw", Write: "ds_0", Reads: []string{"ds_0"}}}}},
+		{"DROP READWRITE_SPLITTING RULE IF EXISTS a, b FROM db", &DropReadwriteSplittingRule{IfExists: true, Names: []string{"a", "b"}, Database: "db"}},
+		{"SHOW READWRITE_SPLITTING RULES FROM db", &ShowReadwriteSplittingRules{Database: "db"}},
+		{"SHOW READWRITE_SPLITTING RULE rw", &ShowReadwriteSplittingRules{Name: "rw"}},
+		{"SHOW STATUS FROM READWRITE_SPLITTING RULES", &ShowReadwriteSplittingStatus{}},
+		{"SHOW STATUS FROM READWRITE_SPLITTING RULE rw FROM db", &ShowReadwriteSplittingStatus{Name: "rw", Database: "db"}},
+		{"LOAD SINGLE TABLE *.*", &LoadSingleTable{Tables: []string{"*.*"}}},
+		{"LOAD SINGLE TABLE ds_0.t_a, ds_1.public.*", &LoadSingleTable{Tables: []string{"ds_0.t_a", "ds_1.public.*"}}},
+		{"UNLOAD SINGLE TABLE t_a, t_b", &UnloadSingleTable{Tables: []string{"t_a", "t_b"}}},
+		{"UNLOAD SINGLE TABLE *", &UnloadSingleTable{All: true}},
+		{"UNLOAD ALL SINGLE TABLES", &UnloadSingleTable{All: true}},
+		{"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", &SetDefaultSingleTableStorageUnit{Unit: "ds_0"}},
+		{"SET DEFAULT SINGLE TABLE STORAGE UNIT = RANDOM", &SetDefaultSingleTableStorageUnit{}},
+		{"SHOW DEFAULT SINGLE TABLE STORAGE UNIT FROM db", &ShowDefaultSingleTableStorageUnit{Database: "db"}},
+		{"SHOW SINGLE TABLES LIKE 't_%'", &ShowSingleTables{Like: ptr("t_%")}},
+		{"SHOW SINGLE TABLE t_a FROM db", &ShowSingleTables{Table: "t_a", Database: "db"}},
+		{"SHOW RULES USED STORAGE UNIT ds_0 FROM db", &ShowRulesUsedStorageUnit{Unit: "ds_0", Database: "db"}},
+		{"SHOW AUTHORITY RULE", &ShowGlobalRule{Type: "authority"}},
+		{"SHOW GLOBAL CLOCK RULE;", &ShowGlobalRule{Type: "global_clock"}},
+		{"SHOW SQL_FEDERATION RULE", &ShowGlobalRule{Type: "sql_federation"}},
+		{"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=128, MAXIMUM_SIZE=1024), SQL_STATEMENT_CACHE(INITIAL_CAPACITY=2000, MAXIMUM_SIZE=65535));",
+			&AlterGlobalRule{Type: "sql_parser", Settings: map[string]Value{
+				"PARSE_TREE_CACHE.INITIAL_CAPACITY": {Kind: IntValue, Text: "128"}, "PARSE_TREE_CACHE.MAXIMUM_SIZE": {Kind: IntValue, Text: "1024"},
+				"SQL_STATEMENT_CACHE.INITIAL_CAPACITY": {Kind: IntValue, Text: "2000"}, "SQL_STATEMENT_CACHE.MAXIMUM_SIZE": {Kind: IntValue, Text: "65535"}}}},
+		{"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana', PROPERTIES('k'='v')))",
+			&AlterGlobalRule{Type: "transaction", Settings: map[string]Value{"DEFAULT": {Kind: StringValue, Text: "XA"}, "TYPE": {Kind: StringValue, Text: "Narayana"}},
+				Properties: []Property{{Key: "k", Value: Value{Kind: StringValue, Text: "v"}}}, HasProperties: true}},
+		{"ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='local', ENABLED=false)",
+			&AlterGlobalRule{Type: "global_clock", Settings: map[string]Value{"TYPE": {Kind: StringValue, Text: "TSO"}, "PROVIDER": {Kind: StringValue, Text: "local"}, "ENABLED": {Kind: BoolValue, Text: "false"}}}},
+		{"COUNT READWRITE_SPLITTING RULE FROM db", &CountRule{Type: "readwrite_splitting", Database: "db"}},
+		{"COUNT SINGLE TABLE", &CountRule{Type: "single"}},
+		{"CREATE DATABASE IF NOT EXISTS d1", &CreateDatabase{Name: "d1", IfNotExists: true}},
+		{"DROP DATABASE d1", &DropDatabase{Name: "d1"}},
+		// Statements of other files still parse as before.
+		{"ALTER STORAGE UNIT ds (URL='jdbc:mysql://h/d', USER='u')", &AlterStorageUnit{Units: []StorageUnit{{Name: "ds", URL: "jdbc:mysql://h/d", User: "u"}}}},
+		{"SHOW SHARDING TABLE RULES", &ShowShardingTableRules{}},
+		{"SET NAMES utf8mb4", &SetVariables{Assignments: []Assignment{{Name: "names", Value: Value{Kind: WordValue, Text: "utf8mb4"}}}}},
+	} {
+		got, err := Parse(tc.sql)
+		if err != nil {
+			t.Errorf("%s: %v", tc.sql, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %#v\nwant %#v", tc.sql, got, tc.want)
+		}
+	}
+	for _, bad := range []string{
+		"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, BOGUS=1)",
+		"LOAD SINGLE TABLE t_a",
+		"ALTER AUTHORITY RULE (USERS())",
+		"COUNT 'x' RULE",
+	} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s: parsed, want a syntax error", bad)
+		}
+	}
+}
