@@ -825,19 +825,27 @@ func TestHostilePostgreSQLKillEndsStuckStatement(t *testing.T) {
 		t.Fatal("the statement of a killed session succeeded")
 	}
 	// Its slot is freed (the only one) once the killed session has ended,
-	// which the client may see a moment before the server has.
+	// which the client may see a moment before the server has: a session
+	// that gets in before then is refused, and the next try gets the slot.
 	var c2 *pgx.Conn
-	testenv.Eventually(t, "the killed session's slot", func() bool {
+	testenv.Eventually(t, "a statement in the killed session's slot", func() bool {
 		c, err := pgx.Connect(testenv.Context(t), dsn(addr, "root", "", ""))
 		if err != nil {
 			return false
 		}
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
-		c2 = c
-		return true
+		go func() { _, err := c.Exec(testenv.Context(t), "STUCK"); errc <- err }()
+		select {
+		case <-e.sleeping:
+			c2 = c
+			return true
+		case <-errc:
+			return false
+		case <-time.After(testenv.Timeout):
+			t.Fatal("a statement in a new session neither ran nor failed")
+			return false
+		}
 	})
-	go func() { _, err := c2.Exec(testenv.Context(t), "STUCK"); errc <- err }()
-	<-e.sleeping
 	if err := c2.PgConn().CancelRequest(testenv.Context(t)); err != nil {
 		t.Fatal(err)
 	}
