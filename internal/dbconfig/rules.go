@@ -114,7 +114,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	}
 	if len(next) > 0 {
 		if _, err := metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {
-			return RuleChange{}, invalidRule(ruleType, "", err.Error())
+			return RuleChange{}, InvalidRule(ruleType, "", err.Error())
 		}
 		if err := checkItemNames(db, nextRule); err != nil {
 			return RuleChange{}, err
@@ -171,24 +171,21 @@ func checkItemNames(db string, r config.Rule) error {
 		}
 		for name := range m {
 			if strings.Contains(name, "/") {
-				return invalidRule(r.Type, name, "the name may not contain '/'")
+				return InvalidRule(r.Type, name, "the name may not contain '/'")
 			}
 			if _, err := paths.RuleItem(db, r.Type, field, name); err != nil {
-				return invalidRule(r.Type, name, err.Error())
+				return InvalidRule(r.Type, name, err.Error())
 			}
 		}
 	}
 	return nil
 }
 
-// invalidRule is upstream's InvalidRuleConfigurationException (10200, 44000).
-func invalidRule(ruleType, name, msg string) *sqlerr.Error {
+// InvalidRule is upstream's InvalidRuleConfigurationException (10200,
+// 44000): rule name of type ruleType is refused for msg.
+func InvalidRule(ruleType, name, msg string) *sqlerr.Error {
 	return &sqlerr.Error{Code: 10200, SQLState: "44000", Message: fmt.Sprintf("Invalid '%s' rule '%s', error message is: %s", ruleType, name, msg)}
 }
-
-// InvalidRule is InvalidRuleConfigurationException (10200, 44000): rule
-// name of type ruleType is refused for msg.
-func InvalidRule(ruleType, name, msg string) *sqlerr.Error { return invalidRule(ruleType, name, msg) }
 
 // ExpandInline returns every value a comma-separated list of inline
 // expressions stands for (ds_${0..1}.t_${['a','b']}, $->{...}), and false
