@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -31,8 +32,8 @@ func (e *Engine) globalRule(typ string) map[string]any {
 // cacheText renders a cache option as upstream's executors do:
 // "initialCapacity: 128, maximumSize: 1024".
 func cacheText(v any, capacity, size int) string {
-	m := asMap(v)
-	c, s := asText(m["initialCapacity"]), asText(m["maximumSize"])
+	m := rules.Map(v)
+	c, s := rules.Text(m["initialCapacity"]), rules.Text(m["maximumSize"])
 	if c == "" {
 		c = strconv.Itoa(capacity)
 	}
@@ -43,7 +44,7 @@ func cacheText(v any, capacity, size int) string {
 }
 
 func textOr(v any, def string) string {
-	if s := asText(v); s != "" {
+	if s := rules.Text(v); s != "" {
 		return s
 	}
 	return def
@@ -62,16 +63,16 @@ func (e *Engine) showGlobalRule(_ context.Context, _ *Session, st *distsql.ShowG
 	case "authority":
 		var users []string
 		for _, u := range asAnyList(c["users"]) {
-			name := asText(asMap(u)["user"])
+			name := rules.Text(rules.Map(u)["user"])
 			if !strings.Contains(name, "@") {
 				name += "@%"
 			}
 			users = append(users, name)
 		}
-		priv := asMap(c["privilege"])
+		priv := rules.Map(c["privilege"])
 		return row([]string{"users", "provider", "props"}, strings.Join(users, "; "), textOr(priv["type"], "ALL_PERMITTED"), propsJSON(priv["props"]))
 	case "transaction":
-		return row([]string{"default_type", "provider_type", "props"}, textOr(c["defaultType"], "LOCAL"), asText(c["providerType"]), propsJSON(c["props"]))
+		return row([]string{"default_type", "provider_type", "props"}, textOr(c["defaultType"], "LOCAL"), rules.Text(c["providerType"]), propsJSON(c["props"]))
 	case "sql_parser":
 		return row([]string{"parse_tree_cache", "sql_statement_cache"}, cacheText(c["parseTreeCache"], 128, 1024), cacheText(c["sqlStatementCache"], 2000, 65535))
 	case "global_clock":
@@ -127,7 +128,7 @@ func (e *Engine) alterGlobalRule(ctx context.Context, s *Session, st *distsql.Al
 		return strings.EqualFold(v.Text, "true"), nil
 	}
 	cache := func(field, prefix string) error {
-		m := maps.Clone(asMap(c[field]))
+		m := maps.Clone(rules.Map(c[field]))
 		if m == nil {
 			m = map[string]any{}
 		}

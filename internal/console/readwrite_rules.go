@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // CREATE, ALTER, DROP and SHOW READWRITE_SPLITTING RULE(S), COUNT
@@ -26,10 +27,10 @@ var readwriteRuleColumns = textColumns("name", "write_storage_unit_name", "read_
 // readwriteGroupsField is the field of the rule's groups: dataSourceGroups
 // (5.5.x), dataSources in configs written for older releases.
 func readwriteGroups(content map[string]any) map[string]any {
-	if g := asMap(content["dataSourceGroups"]); g != nil {
+	if g := rules.Map(content["dataSourceGroups"]); g != nil {
 		return g
 	}
-	return asMap(content["dataSources"])
+	return rules.Map(content["dataSources"])
 }
 
 func (e *Engine) showReadwriteSplittingRules(_ context.Context, s *Session, st *distsql.ShowReadwriteSplittingRules) (*Result, error) {
@@ -43,21 +44,21 @@ func (e *Engine) showReadwriteSplittingRules(_ context.Context, s *Session, st *
 		return res, nil
 	}
 	groups := readwriteGroups(r.Content)
-	balancers := asMap(r.Content["loadBalancers"])
+	balancers := rules.Map(r.Content["loadBalancers"])
 	for _, name := range sortedKeys(groups) {
 		if st.Name != "" && !strings.EqualFold(st.Name, name) {
 			continue
 		}
-		g := asMap(groups[name])
-		strategy := asText(g["transactionalReadQueryStrategy"])
+		g := rules.Map(groups[name])
+		strategy := rules.Text(g["transactionalReadQueryStrategy"])
 		if strategy == "" {
 			strategy = "PRIMARY"
 		}
 		var lbType, lbProps string
-		if lb := asMap(balancers[asText(g["loadBalancerName"])]); lb != nil {
-			lbType, lbProps = asText(lb["type"]), propsJSON(lb["props"])
+		if lb := rules.Map(balancers[rules.Text(g["loadBalancerName"])]); lb != nil {
+			lbType, lbProps = rules.Text(lb["type"]), propsJSON(lb["props"])
 		}
-		res.Rows = append(res.Rows, []*string{str(name), str(asText(g["writeDataSourceName"])), str(asText(g["readDataSourceNames"])),
+		res.Rows = append(res.Rows, []*string{str(name), str(rules.Text(g["writeDataSourceName"])), str(rules.Text(g["readDataSourceNames"])),
 			str(strategy), str(lbType), str(lbProps)})
 	}
 	return res, nil
@@ -82,7 +83,7 @@ func (e *Engine) showReadwriteSplittingStatus(_ context.Context, s *Session, st 
 		if st.Name != "" && !strings.EqualFold(st.Name, name) {
 			continue
 		}
-		for _, u := range asList(asMap(groups[name])["readDataSourceNames"]) {
+		for _, u := range asList(rules.Map(groups[name])["readDataSourceNames"]) {
 			status := metadata.StateEnabled
 			if states[metadata.QualifiedDataSource{Database: db.Name, Group: name, Unit: u}] == metadata.StateDisabled {
 				status = metadata.StateDisabled
@@ -105,7 +106,7 @@ var transactionalReadQueryStrategies = []string{"PRIMARY", "FIXED", "DYNAMIC"}
 // as a deep-enough copy to change: groups and load balancers are new maps.
 func readwriteRuleOf(db *metadata.Database) (groups, balancers map[string]any) {
 	r := db.Rules["readwrite_splitting"]
-	groups, balancers = maps.Clone(readwriteGroups(r.Content)), maps.Clone(asMap(r.Content["loadBalancers"]))
+	groups, balancers = maps.Clone(readwriteGroups(r.Content)), maps.Clone(rules.Map(r.Content["loadBalancers"]))
 	if groups == nil {
 		groups = map[string]any{}
 	}
@@ -303,7 +304,7 @@ func (e *Engine) dropReadwriteSplittingRule(ctx context.Context, s *Session, st 
 // writeUnitOwner is the group other than name whose write unit is unit.
 func writeUnitOwner(groups map[string]any, unit, name string) string {
 	for _, g := range sortedKeys(groups) {
-		if g != name && asText(asMap(groups[g])["writeDataSourceName"]) == unit {
+		if g != name && rules.Text(rules.Map(groups[g])["writeDataSourceName"]) == unit {
 			return g
 		}
 	}
@@ -342,7 +343,7 @@ func (e *Engine) commitReadwrite(ctx context.Context, s *Session, db *metadata.D
 	if len(groups) > 0 {
 		used := map[string]any{}
 		for _, g := range groups {
-			if n := asText(asMap(g)["loadBalancerName"]); n != "" && balancers[n] != nil {
+			if n := rules.Text(rules.Map(g)["loadBalancerName"]); n != "" && balancers[n] != nil {
 				used[n] = balancers[n]
 			}
 		}
@@ -398,9 +399,9 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
 	if r, ok := db.Rules["sharding"]; ok {
 		for _, f := range []string{"tables", "autoTables"} {
-			tables := asMap(r.Content[f])
+			tables := rules.Map(r.Content[f])
 			for _, t := range sortedKeys(tables) {
-				tm := asMap(tables[t])
+				tm := rules.Map(tables[t])
 				if ruleNamesUnit(config.Rule{Content: map[string]any{"n": tm["actualDataNodes"], "u": tm["storageUnits"]}}, st.Unit) {
 					add("sharding", t)
 				}
@@ -410,16 +411,16 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	if r, ok := db.Rules["readwrite_splitting"]; ok {
 		groups := readwriteGroups(r.Content)
 		for _, g := range sortedKeys(groups) {
-			gm := asMap(groups[g])
-			if asText(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(asText(gm["readDataSourceNames"]), ","), st.Unit) {
+			gm := rules.Map(groups[g])
+			if rules.Text(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(rules.Text(gm["readDataSourceNames"]), ","), st.Unit) {
 				add("readwrite_splitting", g)
 			}
 		}
 	}
 	if r, ok := db.Rules["shadow"]; ok {
-		sources := asMap(r.Content["dataSources"])
+		sources := rules.Map(r.Content["dataSources"])
 		for _, n := range sortedKeys(sources) {
-			if ruleNamesUnit(config.Rule{Content: asMap(sources[n])}, st.Unit) {
+			if ruleNamesUnit(config.Rule{Content: rules.Map(sources[n])}, st.Unit) {
 				add("shadow", n)
 			}
 		}
@@ -440,7 +441,7 @@ func asList(v any) []string {
 	case []any:
 		out := make([]string, 0, len(x))
 		for _, e := range x {
-			out = append(out, asText(e))
+			out = append(out, rules.Text(e))
 		}
 		return out
 	case []string:
@@ -477,11 +478,11 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 		// One per table, as upstream's EncryptCountResultRowBuilder and
 		// MaskCountResultRowBuilder count.
 		if r, ok := db.Rules[st.Type]; ok {
-			add(st.Type, len(asMap(r.Content["tables"])))
+			add(st.Type, len(rules.Map(r.Content["tables"])))
 		}
 	case "shadow":
 		if r, ok := db.Rules["shadow"]; ok {
-			add("shadow", len(asMap(r.Content["dataSources"])))
+			add("shadow", len(rules.Map(r.Content["dataSources"])))
 		}
 	case "single":
 		tables, err := e.singleTables(ctx, db)

@@ -105,10 +105,3 @@ func (e *Engine) retryStale(ctx context.Context, run func() (*Result, error)) (*
 		})
 	}
 }
-
-// asMap and asText read rule content as rules.Map and rules.Text do, under
-// names that stay usable in functions with a local variable called rules.
-var (
-	asMap  = rules.Map
-	asText = rules.Text
-)

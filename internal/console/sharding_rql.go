@@ -226,9 +226,9 @@ func (e *Engine) showShardingTableRulesUsed(_ context.Context, s *Session, st *d
 	}
 	res := &Result{Columns: textColumns("type", "name"), Rows: [][]*string{}}
 	for _, f := range []struct{ field, typ string }{{"tables", "table"}, {"autoTables", "auto_table"}} {
-		tables := asMap(rule[f.field])
+		tables := rules.Map(rule[f.field])
 		for _, name := range sortedKeys(tables) {
-			algs, gens, auditors := rules.UsedBy(asMap(tables[name]))
+			algs, gens, auditors := rules.UsedBy(rules.Map(tables[name]))
 			names := algs
 			switch st.Kind {
 			case "KEY GENERATOR":
@@ -248,11 +248,11 @@ func (e *Engine) showShardingTableRulesUsed(_ context.Context, s *Session, st *d
 // column key generate strategies of table.
 func strategyGenerators(rule map[string]any, table string) []string {
 	var out []string
-	strategies := asMap(rule["keyGenerateStrategies"])
+	strategies := rules.Map(rule["keyGenerateStrategies"])
 	for _, sn := range sortedKeys(strategies) {
-		ks := asMap(strategies[sn])
-		if strings.EqualFold(asText(ks["logicTable"]), table) && !strings.EqualFold(asText(ks["keyGenerateType"]), "sequence") {
-			if g := asText(ks["keyGeneratorName"]); g != "" {
+		ks := rules.Map(strategies[sn])
+		if strings.EqualFold(rules.Text(ks["logicTable"]), table) && !strings.EqualFold(rules.Text(ks["keyGenerateType"]), "sequence") {
+			if g := rules.Text(ks["keyGeneratorName"]); g != "" {
 				out = append(out, g)
 			}
 		}

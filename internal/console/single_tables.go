@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // LOAD / UNLOAD SINGLE TABLE, SET / SHOW DEFAULT SINGLE TABLE STORAGE UNIT,
@@ -74,8 +75,8 @@ func (e *Engine) singleTables(ctx context.Context, db *metadata.Database) ([]sin
 	if r, ok := db.Rules["readwrite_splitting"]; ok {
 		groups := readwriteGroups(r.Content)
 		for _, g := range sortedKeys(groups) {
-			gm := asMap(groups[g])
-			alias[asText(gm["writeDataSourceName"])] = g
+			gm := rules.Map(groups[g])
+			alias[rules.Text(gm["writeDataSourceName"])] = g
 			for _, u := range asList(gm["readDataSourceNames"]) {
 				hidden[u] = true
 			}
@@ -147,10 +148,10 @@ func shardedTables(db *metadata.Database) map[string]bool {
 	out := map[string]bool{}
 	if r, ok := db.Rules["sharding"]; ok {
 		for _, f := range []string{"tables", "autoTables"} {
-			tables := asMap(r.Content[f])
+			tables := rules.Map(r.Content[f])
 			for t, v := range tables {
 				out[strings.ToLower(t)] = true
-				for _, nodes := range asList(asMap(v)["actualDataNodes"]) {
+				for _, nodes := range asList(rules.Map(v)["actualDataNodes"]) {
 					for _, node := range strings.Split(nodes, ",") {
 						for _, x := range expandInline(strings.TrimSpace(node), maxInlineExpansion) {
 							if i := strings.LastIndexByte(x, '.'); i >= 0 {
@@ -216,7 +217,7 @@ func (e *Engine) showDefaultSingleTableStorageUnit(_ context.Context, s *Session
 	if err != nil {
 		return nil, err
 	}
-	unit := asText(db.Rules["single"].Content["defaultDataSource"])
+	unit := rules.Text(db.Rules["single"].Content["defaultDataSource"])
 	if unit == "" {
 		unit = "RANDOM"
 	}
@@ -280,7 +281,7 @@ func (e *Engine) loadSingleTable(ctx context.Context, s *Session, st *distsql.Lo
 		for i, u := range units {
 			real[i] = u
 			if isReadwriteGroup(db, u) {
-				real[i] = asText(asMap(readwriteGroups(db.Rules["readwrite_splitting"].Content)[u])["writeDataSourceName"])
+				real[i] = rules.Text(rules.Map(readwriteGroups(db.Rules["readwrite_splitting"].Content)[u])["writeDataSourceName"])
 			}
 		}
 		tables, err := e.unitTables(ctx, db, real)
