@@ -154,9 +154,6 @@ func (ss *session) serve() {
 	if err != nil {
 		return // OnAuthFailure logged it
 	}
-	if !ss.srv.conns.LoggedIn(ss.raw) {
-		return // evicted while logging in
-	}
 	ss.conn = conn
 	_ = ss.raw.SetDeadline(time.Time{})
 	lc.budget = -1
@@ -321,6 +318,11 @@ func authPlugin(method string) string {
 // OnAuthSuccess implements server.AuthenticationHandler: it selects the
 // database the handshake named; an unknown one refuses the login.
 func (ss *session) OnAuthSuccess(c *server.Conn) error {
+	// Logged in before the client hears so: a client that then opens its
+	// next connection must not find this one still counted as pending.
+	if !ss.srv.conns.LoggedIn(ss.raw) {
+		return errors.New("mysql: evicted while logging in")
+	}
 	ss.authed = true
 	ss.cs.User = c.GetUser()
 	if db := ss.pendingDB; db != "" {

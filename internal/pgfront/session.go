@@ -34,6 +34,7 @@ const (
 // session is one authenticated connection.
 type session struct {
 	srv        *Server
+	raw        net.Conn // the accepted connection, as the connection server counts it
 	nc         net.Conn
 	be         *pgproto3.Backend
 	in         *msgReader // under be: the statement budget

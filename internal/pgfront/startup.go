@@ -66,7 +66,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	if err != nil {
 		var f *fatal
 		switch {
-		case errors.Is(err, errCancelRequest):
+		case errors.Is(err, errCancelRequest), errors.Is(err, errEvicted):
 		case errors.As(err, &f):
 			sendFatal(sess.conn(nc), f)
 		case errors.Is(err, io.EOF), sess == nil:
@@ -77,15 +77,16 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		}
 		return
 	}
-	if !s.conns.LoggedIn(nc) {
-		return // evicted while logging in
-	}
 	_ = sess.nc.SetDeadline(time.Time{})
 	sess.run()
 }
 
 // errCancelRequest ends a connection that carried a CancelRequest.
 var errCancelRequest = errors.New("cancel request")
+
+// errEvicted ends a connection closed while it was logging in, to make
+// room for a newer one (connserver's pending share).
+var errEvicted = errors.New("evicted while logging in")
 
 // sendFatal writes one FATAL ErrorResponse to w, best effort.
 func sendFatal(w io.Writer, f *fatal) {
@@ -127,7 +128,7 @@ func readStartup(r io.Reader) (pgproto3.FrontendMessage, error) {
 // session, ready for statements. On error the returned session, when not
 // nil, has the connection to send the error on.
 func (s *Server) startup(ctx context.Context, nc net.Conn) (*session, error) {
-	sess := &session{srv: s, nc: nc, ctx: ctx}
+	sess := &session{srv: s, raw: nc, nc: nc, ctx: ctx}
 	client := remoteAddr(nc)
 	tlsDone := false
 	for {
@@ -223,6 +224,11 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		if err := s.checkPassword(sess, be, users, user, client, viaTLS); err != nil {
 			return err
 		}
+	}
+	// Logged in before the client hears so: a client that then opens its
+	// next connection must not find this one still counted as pending.
+	if !s.conns.LoggedIn(sess.raw) {
+		return errEvicted
 	}
 	be.Send(&pgproto3.AuthenticationOk{})
 	sess.console = console.Session{User: user, Host: host, Database: database, Protocol: "PostgreSQL"}
