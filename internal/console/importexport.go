@@ -116,9 +116,22 @@ func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''"
 // Deps.AllowSQLite (its URL names a file the node would create with its
 // own rights), then Deps.Ping connects.
 func (e *Engine) ping(ctx context.Context, unit string, ds config.DataSource) error {
+	if err := e.sqliteAllowed(ds); err != nil {
+		return err
+	}
+	return e.connect(ctx, unit, ds)
+}
+
+// sqliteAllowed refuses a SQLite unit unless Deps.AllowSQLite.
+func (e *Engine) sqliteAllowed(ds config.DataSource) error {
 	if t, err := datasource.Translate(ds); err == nil && t.Dialect == datasource.SQLite && !e.d.AllowSQLite {
 		return fmt.Errorf("SQLite storage units are off on this node (serve --allow-sqlite-units enables them)")
 	}
+	return nil
+}
+
+// connect opens unit with Deps.Ping (datasource.Ping when nil).
+func (e *Engine) connect(ctx context.Context, unit string, ds config.DataSource) error {
 	if e.d.Ping != nil {
 		return e.d.Ping(ctx, unit, ds)
 	}

@@ -25,6 +25,9 @@ import (
 //     (DATABASE_PERMITTED); SHOW DATABASES lists only those;
 //   - SHOW PROCESSLIST shows a non-admin only its own sessions, and KILL
 //     ends only its own;
+//   - a non-admin's REGISTER or ALTER STORAGE UNIT that cannot connect
+//     learns nothing of why, and no sooner than the unit's connection
+//     timeout (pingFor);
 //   - with no users configured (loopback-only mode), every session is an
 //     admin.
 

@@ -2,16 +2,22 @@ package console
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 )
 
 // TestPrivilegeModel runs the engine on real etcd and ZooKeeper with an
@@ -127,4 +133,117 @@ func TestPrivilegeModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStorageUnitCheckIsNoPortScanner: an ordinary user's REGISTER
+// STORAGE UNIT against a refused port, a silent one and an unknown database
+// on the real MariaDB, and its ALTER STORAGE UNIT with a wrong password,
+// get one message, no sooner than the unit's connection timeout: the
+// statements tell nothing of what answers on the node's network. An admin
+// sees the driver's message at once.
+func TestStorageUnitCheckIsNoPortScanner(t *testing.T) {
+	my, err := url.Parse(testenv.MySQLURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.ParseGlobal("global.yaml", []byte(`authority:
+  users:
+    - user: root@%
+      password: root
+      admin: true
+    - user: app@%
+      password: app
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := etcdtest.New(t)
+	n := startNode(t, s.Open(t, s.Namespace(t, "probe")), "probe", cfg)
+	root := newSession()
+	app := &Session{ID: NewSessionID(), User: "app", Host: "10.0.0.9", Protocol: "MySQL"}
+	exec(t, n, root, "CREATE DATABASE app_db")
+	root.Database, app.Database = "app_db", "app_db"
+	mariadb := "jdbc:mysql://" + my.Host + my.Path
+	rootPassword, _ := my.User.Password()
+	exec(t, n, root, fmt.Sprintf("REGISTER STORAGE UNIT real (URL='%s', USER='%s', PASSWORD='%s')", mariadb, my.User.Username(), rootPassword))
+
+	const timeout = time.Second
+	unit := func(verb, name, url, user, password string) string {
+		return fmt.Sprintf("%s STORAGE UNIT %s (URL='%s', USER='%s', PASSWORD='%s', PROPERTIES('connectionTimeoutMilliseconds'=%d))",
+			verb, name, url, user, password, timeout.Milliseconds())
+	}
+	refusedPort := "jdbc:mysql://" + closedPort(t) + "/db"
+	statements := []string{
+		unit("REGISTER", "probe", refusedPort, "root", ""),
+		unit("REGISTER", "probe", "jdbc:mysql://"+silentPort(t)+"/db", "root", ""),
+		unit("REGISTER", "probe", "jdbc:mysql://"+my.Host+"/no_such_database_here", my.User.Username(), rootPassword),
+		unit("ALTER", "real", mariadb, my.User.Username(), "wrong-password"),
+	}
+	var answers []string
+	for _, q := range statements {
+		start := time.Now()
+		e := execError(t, n, app, q)
+		took := time.Since(start)
+		if took < timeout+probeSlack || took > timeout+probeSlack+time.Second {
+			t.Errorf("%s: answered after %v, want %v plus at most 1 s", q, took, timeout+probeSlack)
+		}
+		answers = append(answers, fmt.Sprintf("%d %s %s", e.Code, e.SQLState, strings.Replace(e.Message, "real:", "probe:", 1)))
+	}
+	for _, a := range answers[1:] {
+		if a != answers[0] {
+			t.Fatalf("the answers differ:\n%s", strings.Join(answers, "\n"))
+		}
+	}
+	if !strings.HasPrefix(answers[0], "10110 08000") || !strings.Contains(answers[0], "could not connect within 1s") {
+		t.Fatalf("the answer: %s", answers[0])
+	}
+	start := time.Now()
+	e := execError(t, n, root, unit("REGISTER", "probe", refusedPort, "root", ""))
+	if took := time.Since(start); took > timeout || !strings.Contains(e.Message, "connection refused") {
+		t.Fatalf("the admin's answer after %v: %s", took, e.Message)
+	}
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// silentPort is a loopback address that accepts connections and never
+// answers.
+func silentPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return l.Addr().String()
 }

@@ -53,7 +53,9 @@ const privilegeUsers = `authority:
 //     value; IMPORT ... FROM FILE refuses a FIFO at once and a file
 //     outside the directory with one message that shows none of it;
 //   - a SQLite unit is refused without --allow-sqlite-units, its file not
-//     created.
+//     created;
+//   - app's REGISTER STORAGE UNIT of a refused port and of a silent one
+//     answer alike on both protocols, after the unit's connection timeout.
 func TestConsolePrivileges(t *testing.T) {
 	requireMariaDB(t)
 	if _, err := exec.LookPath("psql"); err != nil {
@@ -291,6 +293,39 @@ func TestConsolePrivileges(t *testing.T) {
 		}
 		if _, err := os.Stat(lite); err == nil {
 			t.Fatal("a refused SQLite unit created its file")
+		}
+
+		// 11. An ordinary user's REGISTER STORAGE UNIT is no port scanner:
+		// a refused port and a silent one answer alike, after the timeout.
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refusedAddr := closed.Addr().String()
+		_ = closed.Close()
+		probe := func(addr string) string {
+			return fmt.Sprintf("REGISTER STORAGE UNIT probe (URL='jdbc:mysql://%s/db', USER='u', PASSWORD='', PROPERTIES('connectionTimeoutMilliseconds'=2000))", addr)
+		}
+		var answers []string
+		for _, addr := range []string{refusedAddr, silent.Addr().String()} {
+			start := time.Now()
+			stderr := strings.Replace(refused("app", "USE app_db; "+probe(addr), "10110 (08000)"), addr, "ADDR", -1)
+			mysqlTook := time.Since(start)
+			start = time.Now()
+			out, err := psql("app", probe(addr))
+			pgTook := time.Since(start)
+			if err == nil || !strings.Contains(out, "08000") {
+				t.Fatalf("psql: app's probe of %s: %v\n%s", addr, err, out)
+			}
+			for _, took := range []time.Duration{mysqlTook, pgTook} {
+				if took < 2*time.Second {
+					t.Fatalf("app's probe of %s answered after %v, before the unit's 2 s connection timeout", addr, took)
+				}
+			}
+			answers = append(answers, stderr, strings.Replace(out, addr, "ADDR", -1))
+		}
+		if answers[0] != answers[2] || answers[1] != answers[3] || !strings.Contains(answers[0], "could not connect within 2s") {
+			t.Fatalf("a refused and a silent port answer differently:\n%s", strings.Join(answers, "\n"))
 		}
 	})
 }
