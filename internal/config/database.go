@@ -392,6 +392,11 @@ func IsGlobalRuleType(typ string) bool {
 	return false
 }
 
+// GlobalRuleTypes returns every global rule type, sorted.
+func GlobalRuleTypes() []string {
+	return slices.Sorted(maps.Values(globalRuleTags))
+}
+
 // IsDatabaseRuleType reports whether typ is a known database rule type.
 func IsDatabaseRuleType(typ string) bool {
 	for _, t := range databaseRuleTags {

@@ -141,25 +141,45 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 
 // ChangeGlobalRule replaces global rule r.Type with r (as upstream persists
 // it: a new version of /rules/{type}) in one registry transaction
-// conditioned on what it read, and returns the digest of the global rules
-// the registry holds after it (metadata.GlobalRulesDigest), which nodes
-// acknowledge under distvar.GlobalRules once they applied it. ctx bounds
-// the reads and the commit.
+// conditioned on every global rule it read, and returns the digest of the
+// global rules the registry holds after it (metadata.GlobalRulesDigest),
+// which nodes acknowledge under distvar.GlobalRules once they applied it.
+// When another global rule changed between the read and the commit it
+// reads again (at most globalRuleAttempts times in all); when r.Type itself
+// changed, nothing is written and the error wraps registry.ErrBadVersion
+// (or ErrExists), since r was made from what it replaced. ctx bounds the
+// reads and the commit.
 func ChangeGlobalRule(ctx context.Context, repo registry.Repository, r config.Rule, opts RuleOptions) (RuleChange, error) {
-	_, kvs, err := metadata.ReadGlobalRules(ctx, repo)
-	if err != nil {
-		return RuleChange{}, fmt.Errorf("read the global rules: %w", err)
-	}
-	conds, ops, err := metadata.GlobalWrites(ctx, repo, []config.Rule{r}, nil)
+	node, err := paths.GlobalRule(r.Type)
 	if err != nil {
 		return RuleChange{}, err
 	}
-	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+	for attempt := 1; ; attempt++ {
+		_, kvs, err := metadata.ReadGlobalRules(ctx, repo)
+		if err != nil {
+			return RuleChange{}, fmt.Errorf("read the global rules: %w", err)
+		}
+		conds, ops, err := metadata.GlobalRuleWritesFrom(kvs, r)
+		if err != nil {
+			return RuleChange{}, err
+		}
+		err = commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
+		if err == nil {
+			after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
+			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
+		}
+		var oe *registry.OpError
+		if attempt < globalRuleAttempts && errors.As(err, &oe) && !registry.IsUnder(oe.Key, node) &&
+			(errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound)) {
+			continue // another global rule changed: r still applies
+		}
 		return RuleChange{}, err
 	}
-	after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
-	return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
 }
+
+// globalRuleAttempts bounds how often ChangeGlobalRule reads and commits
+// again while other global rules keep changing.
+const globalRuleAttempts = 5
 
 // checkItemNames refuses a named item whose name cannot be a registry
 // node (a '/', ".", ...), with upstream's InvalidRuleConfigurationException.

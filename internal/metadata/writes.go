@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,6 +128,48 @@ func GlobalWrites(ctx context.Context, repo registry.Repository, rules []config.
 		}
 		if err := replace(paths.PropsRoot, encodeProps(props)); err != nil {
 			return nil, nil, err
+		}
+	}
+	return conds, ops, nil
+}
+
+// GlobalRuleWritesFrom returns the conditions and writes of one registry
+// transaction that makes r the next version of its global rule node, as
+// GlobalWrites does, built from kvs (every key under /rules as
+// ReadGlobalRules read them) without a read of its own. It is conditioned
+// on the active version of every global rule as read, present or absent,
+// so it commits only while the registry holds the global rules read:
+// GlobalRulesDigest of DecodeGlobalRules(AfterOps(kvs, ops)) is then the
+// digest of what the registry holds after it. A failed condition under
+// r's own node means r itself changed meanwhile (see registry.OpError).
+func GlobalRuleWritesFrom(kvs []registry.KV, r config.Rule) ([]registry.Cond, []registry.Op, error) {
+	if !config.IsGlobalRuleType(r.Type) {
+		return nil, nil, fmt.Errorf("%q is not a global rule type", r.Type)
+	}
+	node, err := paths.GlobalRule(r.Type)
+	if err != nil {
+		return nil, nil, err
+	}
+	read := make(map[string]registry.KV, len(kvs))
+	actives := map[string]bool{}
+	for _, kv := range kvs {
+		read[kv.Key] = kv
+		if registry.Base(kv.Key) == paths.ActiveVersionName {
+			actives[kv.Key] = true
+		}
+	}
+	for _, typ := range config.GlobalRuleTypes() {
+		other, err := paths.GlobalRule(typ)
+		if err != nil {
+			return nil, nil, err
+		}
+		actives[paths.ActiveVersion(other)] = true
+	}
+	conds, ops := replaceFrom(read, node, encodeGlobalRule(r))
+	own := paths.ActiveVersion(node)
+	for _, av := range slices.Sorted(maps.Keys(actives)) {
+		if av != own {
+			conds = append(conds, registry.Cond{Key: av, Version: read[av].Version})
 		}
 	}
 	return conds, ops, nil

@@ -1,0 +1,116 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+)
+
+// meddlingSession runs meddle once, right before the first Commit: a
+// change another node makes between ChangeGlobalRule's read and its write.
+type meddlingSession struct {
+	registry.Session
+	meddle func()
+}
+
+func (s *meddlingSession) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
+	if s.meddle != nil {
+		s.meddle()
+		s.meddle = nil
+	}
+	return s.Session.Commit(ctx, txn)
+}
+
+// TestChangeGlobalRuleUnderAConcurrentChange, on real etcd and ZooKeeper:
+// when another global rule changes between ChangeGlobalRule's read and its
+// commit, the change is still written and its digest is the one of the
+// global rules the registry holds afterwards (nodes acknowledge that one);
+// when the same rule changes, nothing is written and the error says the
+// rule changed (ErrBadVersion).
+func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) registry.Repository{
+		"etcd": func(t *testing.T) registry.Repository {
+			s := etcdtest.New(t)
+			return s.Open(t, s.Namespace(t, "rules"))
+		},
+		"zookeeper": func(t *testing.T) registry.Repository {
+			s := zktest.New(t)
+			return s.Open(t, s.Namespace(t, "rules"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := open(t)
+			if err := metadata.PersistGlobal(ctx, repo, []config.Rule{{Type: "sql_federation", Content: map[string]any{"sqlFederationEnabled": false}}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			sess, err := repo.NewSession(ctx, registry.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close(context.Background())
+			meddle := func(r config.Rule) func() {
+				return func() {
+					conds, ops, err := metadata.GlobalWrites(ctx, repo, []config.Rule{r}, nil)
+					if err == nil {
+						_, err = sess.Commit(ctx, registry.Txn{Conds: conds, Ops: ops})
+					}
+					if err != nil {
+						t.Errorf("the concurrent change of %s: %v", r.Type, err)
+					}
+				}
+			}
+			transaction := config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "XA", "providerType": "Narayana"}}
+
+			// Another rule, and a rule that did not exist, change meanwhile.
+			for _, other := range []config.Rule{
+				{Type: "sql_federation", Content: map[string]any{"sqlFederationEnabled": true}},
+				{Type: "sql_translator", Content: map[string]any{"type": "NATIVE"}},
+			} {
+				rc, err := dbconfig.ChangeGlobalRule(ctx, repo, transaction, dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(other)}})
+				if err != nil || !rc.Changed {
+					t.Fatalf("ChangeGlobalRule while %s changed: %+v %v", other.Type, rc, err)
+				}
+				rules, _, err := metadata.ReadGlobalRules(ctx, repo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := metadata.GlobalRulesDigest(rules); rc.Digest != want {
+					t.Fatalf("while %s changed: digest %q, the registry's global rules %v give %q", other.Type, rc.Digest, rules, want)
+				}
+				for k, v := range other.Content { // the registry's rule has defaults added
+					if !reflect.DeepEqual(rules[other.Type].Content[k], v) {
+						t.Fatalf("while %s changed: the registry holds %v", other.Type, rules)
+					}
+				}
+				if !reflect.DeepEqual(rules["transaction"].Content, transaction.Content) {
+					t.Fatalf("while %s changed: the registry holds %v", other.Type, rules)
+				}
+				transaction.Content["providerType"] = transaction.Content["providerType"].(string) + "x"
+			}
+
+			// The rule itself changes meanwhile: nothing of this change is written.
+			theirs := config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "BASE", "providerType": "Seata"}}
+			_, err = dbconfig.ChangeGlobalRule(ctx, repo, transaction, dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(theirs)}})
+			if !errors.Is(err, registry.ErrBadVersion) {
+				t.Fatalf("ChangeGlobalRule while the rule itself changed: %v, want ErrBadVersion", err)
+			}
+			rules, _, err := metadata.ReadGlobalRules(ctx, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(rules["transaction"].Content, theirs.Content) {
+				t.Fatalf("the concurrent change was overwritten: %v", rules["transaction"].Content)
+			}
+		})
+	}
+}
