@@ -25,19 +25,14 @@ import (
 // rule-level key generate strategy beside a table's own). It is "" for no
 // rules. A rule a layout cannot encode counts there by its content's JSON.
 func RulesDigest(rules map[string]config.Rule) string {
-	if len(rules) == 0 {
-		return ""
-	}
-	h := sha256.New()
-	for _, typ := range slices.Sorted(maps.Keys(rules)) {
-		_, _ = io.WriteString(h, typ+"\x00")
+	return digest(rules, func(w io.Writer, r config.Rule) {
 		for _, layout := range []paths.Layout{paths.DefaultLayout, paths.Layout554} {
-			_, _ = io.WriteString(h, layout.String()+"\x00")
-			items, err := ruleItems(layout, rules[typ])
+			_, _ = io.WriteString(w, layout.String()+"\x00")
+			items, err := ruleItems(layout, r)
 			if err != nil {
-				b, _ := json.Marshal(rules[typ].Content)
-				_, _ = h.Write(b)
-				_, _ = io.WriteString(h, "\x00")
+				b, _ := json.Marshal(r.Content)
+				_, _ = w.Write(b)
+				_, _ = io.WriteString(w, "\x00")
 				continue
 			}
 			slices.SortFunc(items, func(a, b ruleItem) int {
@@ -47,27 +42,34 @@ func RulesDigest(rules map[string]config.Rule) string {
 				return strings.Compare(a.Name, b.Name)
 			})
 			for _, it := range items {
-				_, _ = io.WriteString(h, it.Item+"\x00"+it.Name+"\x00")
-				_, _ = h.Write(it.Value)
-				_, _ = io.WriteString(h, "\x00")
+				_, _ = io.WriteString(w, it.Item+"\x00"+it.Name+"\x00")
+				_, _ = w.Write(it.Value)
+				_, _ = io.WriteString(w, "\x00")
 			}
 		}
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	})
 }
 
 // GlobalRulesDigest is RulesDigest for the global rules (by type, as a
 // Snapshot's GlobalRules holds them): each rule in the encoding
 // GlobalWrites writes. It is "" for no rules.
 func GlobalRulesDigest(rules map[string]config.Rule) string {
+	return digest(rules, func(w io.Writer, r config.Rule) {
+		_, _ = w.Write(encodeGlobalRule(r))
+		_, _ = io.WriteString(w, "\x00")
+	})
+}
+
+// digest hashes rules in type order, each rule's type and then what
+// encode writes of it; it is "" for no rules.
+func digest(rules map[string]config.Rule, encode func(w io.Writer, r config.Rule)) string {
 	if len(rules) == 0 {
 		return ""
 	}
 	h := sha256.New()
 	for _, typ := range slices.Sorted(maps.Keys(rules)) {
 		_, _ = io.WriteString(h, typ+"\x00")
-		_, _ = h.Write(encodeGlobalRule(rules[typ]))
-		_, _ = io.WriteString(h, "\x00")
+		encode(h, rules[typ])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
