@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
@@ -33,7 +36,8 @@ type Options struct {
 // Bootstrap builds the node's metadata, ShardingSphere's way (reference
 // 5.4): holding the BootstrapLock through sess, if the registry already has
 // databases (children of /metadata) it loads everything from the registry,
-// props and global rules included (path B); otherwise it persists cfg's
+// props and global rules included (path B), and warns once, listing
+// NotApplied, where cfg differs from it; otherwise it persists cfg's
 // global rules, props and databases, then the schemas opts.Introspect reads
 // from the real data sources (path A), in the layout of
 // cfg.Mode.Repository.Layout, and loads the result. So two nodes
@@ -74,7 +78,52 @@ func Bootstrap(ctx context.Context, repo registry.Repository, sess registry.Sess
 	if err := s.load(ctx); err != nil {
 		return nil, fmt.Errorf("metadata bootstrap: load: %w", err)
 	}
+	if len(dbs) > 0 {
+		if ignored := NotApplied(cfg, s.Current()); len(ignored) > 0 {
+			s.log.Warn("metadata bootstrap: the registry already holds the cluster's configuration, so this node loaded it and left out where its local configuration differs; "+
+				"change the cluster's configuration with DistSQL (ALTER ... RULE, SET DIST VARIABLE, IMPORT DATABASE CONFIGURATION) or the HTTP API",
+				"not_applied", strings.Join(ignored, "; "))
+		}
+	}
 	return s, nil
+}
+
+// NotApplied lists what of the local configuration cfg differs from the
+// cluster's configuration in snap, which a node that found databases in
+// the registry loads instead of cfg: each global rule cfg sets that the
+// registry holds otherwise ("global rule authority"), each prop
+// ("props sql-show: local true, registry false") and each database cfg
+// names that the registry does not hold. Rules compare as a node decodes
+// them (defaults filled in), props in their canonical form.
+func NotApplied(cfg *config.Config, snap *Snapshot) []string {
+	var out []string
+	for _, r := range cfg.GlobalRules {
+		node, err := paths.GlobalRule(r.Type)
+		if err != nil {
+			continue
+		}
+		local := DecodeGlobalRules([]registry.KV{
+			{Key: paths.ActiveVersion(node), Value: []byte("0")},
+			{Key: paths.Version(node, 0), Value: encodeGlobalRule(r)},
+		})
+		cluster, ok := snap.GlobalRules[r.Type]
+		if !ok || GlobalRulesDigest(local) != GlobalRulesDigest(map[string]config.Rule{r.Type: cluster}) {
+			out = append(out, "global rule "+r.Type)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Props)) {
+		local, _ := config.CheckProp(k, cfg.Props[k])
+		cluster, _ := config.CheckProp(k, snap.Props.Value(k))
+		if local != cluster {
+			out = append(out, fmt.Sprintf("props %s: local %q, registry %q", k, local, cluster))
+		}
+	}
+	for _, d := range cfg.Databases {
+		if _, ok := snap.Databases[d.Name]; !ok {
+			out = append(out, "database "+d.Name+" (not in the registry)")
+		}
+	}
+	return out
 }
 
 // Load returns a Store loaded from the registry, without persisting

@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -284,5 +285,62 @@ func TestUnreachableDataSourceFailsBootstrapWithoutWriting(t *testing.T) {
 	}
 	if dbs, _ := repo.Children(ctx, "/metadata"); len(dbs) != 0 {
 		t.Fatalf("bootstrap wrote %v before failing", dbs)
+	}
+}
+
+// TestNotAppliedOnRealRegistries: a node that finds the cluster's
+// configuration in the registry says, in one warning, what of its local
+// configuration it left out (a changed authority rule, a prop, a database
+// the registry lacks), and says nothing when its local configuration is
+// the one the registry holds, upstream's example configuration with its
+// global rules' defaults included.
+func TestNotAppliedOnRealRegistries(t *testing.T) {
+	for _, b := range realBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			repo1 := b.open(t)
+			bootOn(t, repo1, exampleConfig(t), fakeIntrospect)
+
+			boot := func(cfg *config.Config) string {
+				t.Helper()
+				var logs strings.Builder
+				log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				repo := another(t, repo1)
+				sess, err := repo.NewSession(testenv.Context(t), registry.SessionOptions{TTL: 10 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sess.Close(context.Background())
+				s, err := Bootstrap(testenv.Context(t), repo, sess, cfg, Options{Introspect: fakeIntrospect, Logger: log})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, item := range NotApplied(cfg, s.Current()) {
+					if !strings.Contains(logs.String(), strings.ReplaceAll(item, `"`, `\"`)) { // as the text handler quotes it
+						t.Fatalf("the warning does not list %s:\n%s", item, logs.String())
+					}
+				}
+				return logs.String()
+			}
+			if logs := boot(exampleConfig(t)); logs != "" {
+				t.Fatalf("the same local configuration: %s", logs)
+			}
+			changed := exampleConfig(t)
+			for i, r := range changed.GlobalRules {
+				if r.Type == "authority" {
+					changed.GlobalRules[i].Content = map[string]any{"users": []any{map[string]any{"user": "root@%", "password": "other"}}}
+				}
+			}
+			changed.Props["sql-show"] = "true"
+			changed.Databases = append(changed.Databases, config.Database{Name: "local_only_db"})
+			logs := boot(changed)
+			for _, want := range []string{"global rule authority", `props sql-show: local \"true\", registry \"false\"`, "database local_only_db (not in the registry)"} {
+				if !strings.Contains(logs, want) {
+					t.Errorf("the warning lacks %q:\n%s", want, logs)
+				}
+			}
+			if strings.Contains(logs, "other") || strings.Contains(logs, "global rule transaction") {
+				t.Errorf("the warning names more than what differs, or a password:\n%s", logs)
+			}
+		})
 	}
 }
