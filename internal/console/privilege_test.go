@@ -20,13 +20,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/etcd/etcdtest"
 )
 
-// TestPrivilegeModel runs the engine on real etcd and ZooKeeper with an
-// admin (root), an ordinary user permitted one database (app) and a
-// session whose user left the rule (ghost): the admin statements, the
-// databases, the process list and KILL answer as docs/distsql.md says.
-func TestPrivilegeModel(t *testing.T) {
-	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
-		cfg, err := config.ParseGlobal("global.yaml", []byte(`authority:
+// privilegeUsers: root is an admin; app is an ordinary user, permitted
+// app_db only.
+const privilegeUsers = `authority:
   users:
     - user: root@%
       password: root
@@ -37,7 +33,15 @@ func TestPrivilegeModel(t *testing.T) {
     type: DATABASE_PERMITTED
     props:
       user-database-mappings: app@%=app_db
-`))
+`
+
+// TestPrivilegeModel runs the engine on real etcd and ZooKeeper with an
+// admin (root), an ordinary user permitted one database (app) and a
+// session whose user left the rule (ghost): the admin statements, the
+// databases, the process list and KILL answer as docs/distsql.md says.
+func TestPrivilegeModel(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		cfg, err := config.ParseGlobal("global.yaml", []byte(privilegeUsers))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,14 +150,7 @@ func TestStorageUnitCheckIsNoPortScanner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.ParseGlobal("global.yaml", []byte(`authority:
-  users:
-    - user: root@%
-      password: root
-      admin: true
-    - user: app@%
-      password: app
-`))
+	cfg, err := config.ParseGlobal("global.yaml", []byte(privilegeUsers))
 	if err != nil {
 		t.Fatal(err)
 	}
