@@ -66,7 +66,8 @@ type Deps struct {
 	// (serve --allow-sqlite-units); false refuses them.
 	AllowSQLite bool
 	// Introspect reads the real schemas of a database's units (REFRESH
-	// DATABASE METADATA, IMPORT); nil means datasource.Introspect.
+	// DATABASE METADATA, IMPORT, the single tables); nil means
+	// datasource.Introspect.
 	Introspect func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
 }
 
