@@ -23,15 +23,12 @@ import (
 // a global rule statement needs none.
 func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement) (*Result, error) {
 	var db string
-	if !rules.IsGlobal(st) {
+	if drop, ok := st.(*distsql.DropReadwriteSplittingRule); ok && drop.Database != "" {
+		db = drop.Database
+	} else if !rules.IsGlobal(st) {
 		var err error
 		if db, err = sessionDatabase(s); err != nil {
-			if drop, ok := st.(*distsql.DropReadwriteSplittingRule); !ok || drop.Database == "" {
-				return nil, err
-			}
-		}
-		if drop, ok := st.(*distsql.DropReadwriteSplittingRule); ok && drop.Database != "" {
-			db = drop.Database
+			return nil, err
 		}
 	}
 	out, err := rules.Apply(ctx, e.d.Repo, db, st, e.ruleOptions())

@@ -25,7 +25,7 @@ const readwriteType = "readwrite_splitting"
 // readwriteKind is the rule's name in upstream's messages.
 const readwriteKind = "Readwrite-splitting"
 
-// ReadQueryLoadBalancers are upstream's ReadQueryLoadBalanceAlgorithm
+// readQueryLoadBalancers are upstream's ReadQueryLoadBalanceAlgorithm
 // types.
 var readQueryLoadBalancers = []string{"RANDOM", "ROUND_ROBIN", "WEIGHT"}
 
@@ -118,7 +118,7 @@ func checkReadwriteRules(d *metadata.Database, rules []distsql.ReadwriteSplittin
 			reads[u] = true
 		}
 		if r.HasLoadBal && !slices.Contains(readQueryLoadBalancers, strings.ToUpper(r.LoadType)) {
-			return &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.infra.algorithm.loadbalancer.core.LoadBalanceAlgorithm' with type '%s'.", r.LoadType)}
+			return noSPI("org.apache.shardingsphere.infra.algorithm.loadbalancer.core.LoadBalanceAlgorithm", r.LoadType)
 		}
 		if r.Strategy != "" && !slices.Contains(transactionalReadQueryStrategies, r.Strategy) {
 			return invalid(r.Name, fmt.Sprintf("No enum constant TransactionalReadQueryStrategy.%s", r.Strategy))
