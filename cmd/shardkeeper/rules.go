@@ -15,49 +15,56 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// newRulesCommand is the rules noun: the sharding and broadcast rule
-// statements of DistSQL, run as the consoles and the HTTP API run them
-// (internal/rules).
+// newRulesCommand is the rules noun: the rule statements of DistSQL, run
+// as the consoles and the HTTP API run them (internal/rules).
 func newRulesCommand() *cobra.Command {
 	t := &target{}
 	var database string
 	cmd := &cobra.Command{
 		Use:   "rules",
-		Short: "Sharding and broadcast rules: apply a DistSQL rule statement",
-		Long: `Runs one sharding or broadcast rule statement of DistSQL (CREATE, ALTER or
-DROP SHARDING TABLE RULE, SHARDING TABLE REFERENCE RULE, DEFAULT SHARDING
-STRATEGY, SHARDING ALGORITHM, SHARDING KEY GENERATOR, SHARDING KEY GENERATE
-STRATEGY, BROADCAST TABLE RULE) on a database, as the consoles and the HTTP
-API run it: upstream's checks and codes, the changed rule items written in
-one registry transaction, and it returns once every online shardkeeper node
-confirmed applying the new rules (or after 3 s, naming the nodes that did
-not).`,
+		Short: "Rules: apply a DistSQL rule statement",
+		Long: `Runs one rule statement of DistSQL as the consoles and the HTTP API run it:
+the next rule computed from the registry's, upstream's checks and codes, the
+changed rule items written in one registry transaction, and it returns once
+every online shardkeeper node confirmed applying the new rules (or after 3 s,
+naming the nodes that did not).
+
+On --database: CREATE, ALTER or DROP of SHARDING TABLE RULE, SHARDING TABLE
+REFERENCE RULE, DEFAULT SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY
+GENERATOR, SHARDING KEY GENERATE STRATEGY, BROADCAST TABLE RULE and
+READWRITE_SPLITTING RULE; LOAD and UNLOAD SINGLE TABLE; SET DEFAULT SINGLE
+TABLE STORAGE UNIT. LOAD and UNLOAD SINGLE TABLE read the storage units'
+tables: with --conf this process connects to the units, with --server the
+node does.
+
+Without --database: ALTER TRANSACTION, SQL_PARSER, GLOBAL CLOCK and
+SQL_FEDERATION RULE (the global rules).`,
 		Example: `  shardkeeper rules apply --database sharding_db --conf ./conf \
     "CREATE BROADCAST TABLE RULE t_dict"
   shardkeeper rules apply --database sharding_db --server http://127.0.0.1:8080 \
-    "DROP SHARDING TABLE RULE t_order"`,
+    "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))"
+  shardkeeper rules apply --conf ./conf \
+    "ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))"`,
 	}
 	t.register(cmd)
 	apply := &cobra.Command{
-		Use: "apply STATEMENT", Short: "Run one rule statement on --database", Args: args(1, 1, "STATEMENT"),
+		Use: "apply STATEMENT", Short: "Run one rule statement on --database, or a global rule statement", Args: args(1, 1, "STATEMENT"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := t.check(); err != nil {
 				return err
 			}
-			if database == "" {
-				return errors.New("--database is required")
-			}
 			return applyRule(cmd.Context(), t, database, a[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	apply.Flags().StringVar(&database, "database", "", "the logical database the statement changes")
+	apply.Flags().StringVar(&database, "database", "", "the logical database the statement changes (none for a global rule statement)")
 	cmd.AddCommand(apply)
 	return cmd
 }
 
-// applyRule runs statement on database db: through the node's HTTP API
-// with --server, otherwise through rules.Apply on the registry, with the
-// layout of the conf's layoutVersion.
+// applyRule runs statement on database db (a global rule statement with db
+// ""): through the node's HTTP API with --server, otherwise through
+// rules.Apply on the registry, with the layout of the conf's
+// layoutVersion.
 func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.Writer) error {
 	st, err := distsql.Parse(statement)
 	var se *distsql.SyntaxError
@@ -67,8 +74,14 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 	if err != nil {
 		return err
 	}
-	if !rules.Is(st) {
-		return errors.New("not a rule statement: rules apply runs CREATE, ALTER and DROP of the sharding and broadcast rules")
+	global := rules.IsGlobal(st)
+	switch {
+	case !rules.Is(st):
+		return errors.New("not a rule statement: rules apply runs CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, LOAD and UNLOAD SINGLE TABLE, SET DEFAULT SINGLE TABLE STORAGE UNIT, and ALTER of the global rules")
+	case global && db != "":
+		return errors.New("a global rule statement changes no database: leave out --database")
+	case !global && db == "":
+		return errors.New("--database is required for a database rule statement")
 	}
 	var warnings []string
 	changed := false
@@ -81,7 +94,11 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 			Changed  bool     `json:"changed"`
 			Warnings []string `json:"warnings"`
 		}
-		if err := c.do(ctx, "POST", "/api/v1/databases/"+url.PathEscape(db)+"/rules", map[string]string{"statement": statement}, &resp); err != nil {
+		path := "/api/v1/rules"
+		if !global {
+			path = "/api/v1/databases/" + url.PathEscape(db) + "/rules"
+		}
+		if err := c.do(ctx, "POST", path, map[string]string{"statement": statement}, &resp); err != nil {
 			return err
 		}
 		warnings, changed = resp.Warnings, resp.Changed

@@ -21,16 +21,19 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
-// TestRuleStatementThreeWays runs the same rule statements through the
-// MySQL console, the HTTP API and the CLI (on the registry) against one
-// node on real etcd: each front end accepts and refuses the same
+// TestRuleStatementThreeWays runs the same rule statements (sharding,
+// broadcast, readwrite-splitting, single tables, a global rule) through
+// the MySQL console, the HTTP API and the CLI (on the registry) against
+// one node on real etcd: each front end accepts and refuses the same
 // statements with the same code and message, writes the same rule, and
 // returns only once the node acknowledged the new rules.
 func TestRuleStatementThreeWays(t *testing.T) {
@@ -96,7 +99,11 @@ func TestRuleStatementThreeWays(t *testing.T) {
 		}},
 		{"http", func(t *testing.T, statement string) setResult {
 			body, _ := json.Marshal(map[string]string{"statement": statement})
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+d.HTTPAddr+"/api/v1/databases/rules_db/rules", strings.NewReader(string(body)))
+			path := "/api/v1/databases/rules_db/rules"
+			if isGlobal(t, statement) {
+				path = "/api/v1/rules"
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+d.HTTPAddr+path, strings.NewReader(string(body)))
 			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -113,7 +120,11 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			return setResult{e.Code, e.Error}
 		}},
 		{"cli", func(t *testing.T, statement string) setResult {
-			_, stderr, code := runCLI(t, "rules", "apply", "--database", "rules_db", statement, "--conf", conf)
+			a := []string{"rules", "apply", "--database", "rules_db", statement, "--conf", conf}
+			if isGlobal(t, statement) {
+				a = slices.Delete(a, 2, 4)
+			}
+			_, stderr, code := runCLI(t, a...)
 			if code == 0 {
 				return setResult{}
 			}
@@ -125,9 +136,9 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			return setResult{n, m[1]}
 		}},
 	}
-	for _, w := range ways {
+	for i, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
-			table := "t_" + w.name
+			table, rw := "t_"+w.name, "rw_"+w.name
 			for _, tc := range []struct {
 				statement string
 				want      setResult
@@ -138,7 +149,21 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				{"CREATE SHARDING TABLE RULE t_bad (DATANODES('ds_0.t_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='nope'))))", setResult{10404, "Invalid sharding algorithm configuration 'nope'."}},
 				{"CREATE SHARDING TABLE RULE `t/x` (DATANODES('ds_0.t_x'))", setResult{10200, "Invalid 'sharding table' rule 't/x', error message is: the name may not contain '/'"}},
 				{"CREATE BROADCAST TABLE RULE b_" + w.name, setResult{}},
+				{"CREATE READWRITE_SPLITTING RULE " + rw + " (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))", setResult{}},
+				{"CREATE READWRITE_SPLITTING RULE rw_bad (WRITE_STORAGE_UNIT=ds_9, READ_STORAGE_UNITS(ds_1))", setResult{10102, "Storage units '[ds_9]' do not exist in database 'rules_db'."}},
+				{"DROP READWRITE_SPLITTING RULE rw_none", setResult{10202, "Readwrite-splitting rules '[rw_none]' do not exist in database 'rules_db'."}},
+				{"SET DEFAULT SINGLE TABLE STORAGE UNIT = " + rw, setResult{}},
+				{"LOAD SINGLE TABLE ds_9.t_x", setResult{10102, "Storage units '[ds_9]' do not exist in database 'rules_db'."}},
+				{"SET DEFAULT SINGLE TABLE STORAGE UNIT = RANDOM", setResult{}},
+				{"DROP READWRITE_SPLITTING RULE " + rw, setResult{}},
+				{"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=" + strconv.Itoa(64+i) + ", MAXIMUM_SIZE=512))", setResult{}},
+				{"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))", setResult{30000, "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.transaction.spi.ShardingSphereDistributedTransactionManager' with type 'nope'."}},
 			} {
+				global := isGlobal(t, tc.statement)
+				beforeGlobal, _, err := metadata.ReadGlobalRules(ctx, repo)
+				if err != nil {
+					t.Fatal(err)
+				}
 				before, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
 				if err != nil {
 					t.Fatal(err)
@@ -151,8 +176,13 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				afterGlobal, _, err := metadata.ReadGlobalRules(ctx, repo)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if tc.want.code != 0 {
-					if metadata.RulesDigest(after.Rules) != metadata.RulesDigest(before.Rules) {
+					if metadata.RulesDigest(after.Rules) != metadata.RulesDigest(before.Rules) ||
+						metadata.GlobalRulesDigest(afterGlobal) != metadata.GlobalRulesDigest(beforeGlobal) {
 						t.Fatalf("%s: a refused statement changed the rules", w.name)
 					}
 					continue
@@ -163,8 +193,12 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ack := distvar.ParseAck(kv.Value); ack.Rules["rules_db"] != metadata.RulesDigest(after.Rules) {
-					t.Errorf("%s: the node's acknowledgement %q when %s returned, want digest %s", w.name, kv.Value, tc.statement, metadata.RulesDigest(after.Rules))
+				ackKey, digest := "rules_db", metadata.RulesDigest(after.Rules)
+				if global {
+					ackKey, digest = distvar.GlobalRules, metadata.GlobalRulesDigest(afterGlobal)
+				}
+				if ack := distvar.ParseAck(kv.Value); ack.Rules[ackKey] != digest {
+					t.Errorf("%s: the node's acknowledgement %q when %s returned, want digest %s", w.name, kv.Value, tc.statement, digest)
 				}
 			}
 			final, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
@@ -177,6 +211,22 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			if tables, _ := final.Rules["broadcast"].Content["tables"].([]any); !slices.Contains(tables, any("b_"+w.name)) {
 				t.Errorf("%s: broadcast tables %v", w.name, tables)
 			}
+			global, _, err := metadata.ReadGlobalRules(ctx, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rules.Map(global["sql_parser"].Content["parseTreeCache"])["initialCapacity"]; got != 64+i {
+				t.Errorf("%s: the sql_parser rule's parse tree cache capacity is %v, want %d", w.name, got, 64+i)
+			}
 		})
 	}
+}
+
+// isGlobal reports whether statement is a global rule statement.
+func isGlobal(t *testing.T, statement string) bool {
+	st, err := distsql.Parse(statement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules.IsGlobal(st)
 }

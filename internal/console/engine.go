@@ -19,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -65,7 +66,8 @@ type Deps struct {
 	// (serve --allow-sqlite-units); false refuses them.
 	AllowSQLite bool
 	// Introspect reads the real schemas of a database's units (REFRESH
-	// DATABASE METADATA, IMPORT); nil means datasource.Introspect.
+	// DATABASE METADATA, IMPORT, the single tables); nil means
+	// datasource.Introspect.
 	Introspect func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
 }
 
@@ -145,6 +147,9 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	if err := e.authorize(s, st); err != nil {
 		return nil, err
 	}
+	if rules.Is(st) { // rulechange.go
+		return e.applyRule(ctx, s, st)
+	}
 	switch st := st.(type) {
 	case *distsql.Empty:
 		return nil, &Error{Code: 12002, SQLState: "42000", Message: "SQL String can not be NULL or empty."}
@@ -197,13 +202,7 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.ShowShardingKeyGenerators:
 		return e.showShardingKeyGenerators(ctx, s, st)
 
-	// sharding_rules.go, sharding_rql.go
-	case *distsql.CreateShardingTableRule, *distsql.AlterShardingTableRule, *distsql.DropShardingTableRule,
-		*distsql.CreateShardingTableReferenceRule, *distsql.AlterShardingTableReferenceRule, *distsql.DropShardingTableReferenceRule,
-		*distsql.CreateDefaultShardingStrategy, *distsql.DropDefaultShardingStrategy, *distsql.DropShardingAlgorithm,
-		*distsql.DropShardingKeyGenerator, *distsql.CreateShardingKeyGenerateStrategy, *distsql.DropShardingKeyGenerateStrategy,
-		*distsql.CreateBroadcastTableRule, *distsql.DropBroadcastTableRule:
-		return e.applyRule(ctx, s, st)
+	// sharding_rql.go
 	case *distsql.ShowShardingTableReferenceRules:
 		return e.showShardingTableReferenceRules(ctx, s, st)
 	case *distsql.ShowDefaultShardingStrategy:
@@ -229,12 +228,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.CountBroadcastRule:
 		return e.countBroadcastRule(ctx, s, st)
 	// readwrite_rules.go, single_tables.go, global_rules.go
-	case *distsql.CreateReadwriteSplittingRule:
-		return e.retryStale(ctx, func() (*Result, error) { return e.createReadwriteSplittingRule(ctx, s, st) })
-	case *distsql.AlterReadwriteSplittingRule:
-		return e.retryStale(ctx, func() (*Result, error) { return e.alterReadwriteSplittingRule(ctx, s, st) })
-	case *distsql.DropReadwriteSplittingRule:
-		return e.retryStale(ctx, func() (*Result, error) { return e.dropReadwriteSplittingRule(ctx, s, st) })
 	case *distsql.ShowReadwriteSplittingRules:
 		return e.showReadwriteSplittingRules(ctx, s, st)
 	case *distsql.ShowReadwriteSplittingStatus:
@@ -243,20 +236,12 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showRulesUsedStorageUnit(ctx, s, st)
 	case *distsql.CountRule:
 		return e.countRule(ctx, s, st)
-	case *distsql.LoadSingleTable:
-		return e.retryStale(ctx, func() (*Result, error) { return e.loadSingleTable(ctx, s, st) })
-	case *distsql.UnloadSingleTable:
-		return e.retryStale(ctx, func() (*Result, error) { return e.unloadSingleTable(ctx, s, st) })
-	case *distsql.SetDefaultSingleTableStorageUnit:
-		return e.retryStale(ctx, func() (*Result, error) { return e.setDefaultSingleTableStorageUnit(ctx, s, st) })
 	case *distsql.ShowDefaultSingleTableStorageUnit:
 		return e.showDefaultSingleTableStorageUnit(ctx, s, st)
 	case *distsql.ShowSingleTables:
 		return e.showSingleTables(ctx, s, st)
 	case *distsql.ShowGlobalRule:
 		return e.showGlobalRule(ctx, s, st)
-	case *distsql.AlterGlobalRule:
-		return e.alterGlobalRule(ctx, s, st)
 	case *distsql.CreateDatabase:
 		return e.createDatabase(ctx, s, st)
 	case *distsql.DropDatabase:

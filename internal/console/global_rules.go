@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,10 +16,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// SHOW and ALTER of the global rules (AUTHORITY, TRANSACTION, SQL_PARSER,
-// GLOBAL CLOCK, SQL_FEDERATION) with upstream's columns and defaults (the
-// rule ShardingSphere builds when /rules has none), and CREATE / DROP
-// DATABASE as the Proxy answers them.
+// SHOW of the global rules (AUTHORITY, TRANSACTION, SQL_PARSER, GLOBAL
+// CLOCK, SQL_FEDERATION) with upstream's columns and defaults (the rule
+// ShardingSphere builds when /rules has none; their ALTER runs through
+// internal/rules, applyRule), and CREATE / DROP DATABASE as the Proxy
+// answers them.
 
 // globalRule is the content of global rule typ, nil when the registry has
 // none.
@@ -87,132 +86,6 @@ func (e *Engine) showGlobalRule(_ context.Context, _ *Session, st *distsql.ShowG
 func asAnyList(v any) []any {
 	l, _ := v.([]any)
 	return l
-}
-
-// alterSettings are the settings each ALTER ... RULE takes.
-var alterSettings = map[string][]string{
-	"transaction":    {"DEFAULT", "TYPE"},
-	"sql_parser":     {"SQL_STATEMENT_CACHE.INITIAL_CAPACITY", "SQL_STATEMENT_CACHE.MAXIMUM_SIZE", "PARSE_TREE_CACHE.INITIAL_CAPACITY", "PARSE_TREE_CACHE.MAXIMUM_SIZE"},
-	"global_clock":   {"TYPE", "PROVIDER", "ENABLED"},
-	"sql_federation": {"SQL_FEDERATION_ENABLED", "ALL_QUERY_USE_SQL_FEDERATION", "EXECUTION_PLAN_CACHE.INITIAL_CAPACITY", "EXECUTION_PLAN_CACHE.MAXIMUM_SIZE"},
-}
-
-// alterGlobalRule checks the statement's settings, merges them into the
-// rule (settings not given keep their value, as upstream's converters
-// build the rule from the current one) and writes it.
-func (e *Engine) alterGlobalRule(ctx context.Context, s *Session, st *distsql.AlterGlobalRule) (*Result, error) {
-	for name := range st.Settings {
-		if !slices.Contains(alterSettings[st.Type], name) {
-			return nil, &Error{Code: 12000, SQLState: "42000", Message: fmt.Sprintf("You have an error in your SQL syntax: ALTER %s RULE has no setting %s", strings.ToUpper(st.Type), name)}
-		}
-	}
-	invalid := func(msg string) error {
-		return &Error{Code: 10200, SQLState: "44000", Message: fmt.Sprintf("Invalid '%s' rule '%s', error message is: %s", st.Type, st.Type, msg)}
-	}
-	c := maps.Clone(e.globalRule(st.Type))
-	if c == nil {
-		c = map[string]any{}
-	}
-	props := func() map[string]any {
-		m := map[string]any{}
-		for _, p := range st.Properties {
-			m[p.Key] = propertyValue(p.Value)
-		}
-		return m
-	}
-	boolean := func(name string) (bool, error) {
-		v := st.Settings[name]
-		if v.Kind != distsql.BoolValue && !(v.Kind == distsql.StringValue && (strings.EqualFold(v.Text, "true") || strings.EqualFold(v.Text, "false"))) {
-			return false, invalid(fmt.Sprintf("%s must be TRUE or FALSE, not '%s'", name, v.Text))
-		}
-		return strings.EqualFold(v.Text, "true"), nil
-	}
-	cache := func(field, prefix string) error {
-		m := maps.Clone(rules.Map(c[field]))
-		if m == nil {
-			m = map[string]any{}
-		}
-		for setting, key := range map[string]string{".INITIAL_CAPACITY": "initialCapacity", ".MAXIMUM_SIZE": "maximumSize"} {
-			v, ok := st.Settings[prefix+setting]
-			if !ok {
-				continue
-			}
-			n, err := strconv.ParseInt(v.Text, 10, 32)
-			if v.Kind != distsql.IntValue || err != nil || n <= 0 {
-				return invalid(fmt.Sprintf("%s%s must be a positive integer, not '%s'", prefix, setting, v.Text))
-			}
-			m[key] = int(n)
-		}
-		c[field] = m
-		return nil
-	}
-	switch st.Type {
-	case "transaction":
-		def, ok := st.Settings["DEFAULT"]
-		if !ok {
-			return nil, invalid("DEFAULT is required")
-		}
-		typ := strings.ToUpper(def.Text)
-		providers := map[string][]string{"LOCAL": nil, "XA": {"Atomikos", "Narayana"}, "BASE": {"Seata"}}
-		allowed, known := providers[typ]
-		if !known {
-			return nil, invalid(fmt.Sprintf("unknown transaction type '%s' (LOCAL, XA or BASE)", def.Text))
-		}
-		c = map[string]any{"defaultType": typ}
-		if p, ok := st.Settings["TYPE"]; ok && p.Text != "" {
-			i := slices.IndexFunc(allowed, func(a string) bool { return strings.EqualFold(a, p.Text) })
-			if i < 0 {
-				return nil, &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.transaction.spi.ShardingSphereDistributedTransactionManager' with type '%s'.", p.Text)}
-			}
-			c["providerType"] = allowed[i]
-		} else if typ != "LOCAL" {
-			return nil, invalid(fmt.Sprintf("transaction type %s needs a provider: TYPE(NAME='%s')", typ, allowed[0]))
-		}
-		c["props"] = props()
-	case "sql_parser":
-		if err := cache("sqlStatementCache", "SQL_STATEMENT_CACHE"); err != nil {
-			return nil, err
-		}
-		if err := cache("parseTreeCache", "PARSE_TREE_CACHE"); err != nil {
-			return nil, err
-		}
-	case "global_clock":
-		if v, ok := st.Settings["TYPE"]; ok {
-			if !strings.EqualFold(v.Text, "TSO") {
-				return nil, &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.globalclock.spi.GlobalClockProvider' with type '%s'.", v.Text)}
-			}
-			c["type"] = "TSO"
-		}
-		if v, ok := st.Settings["PROVIDER"]; ok {
-			c["provider"] = v.Text
-		}
-		if _, ok := st.Settings["ENABLED"]; ok {
-			b, err := boolean("ENABLED")
-			if err != nil {
-				return nil, err
-			}
-			c["enabled"] = b
-		}
-		if st.HasProperties {
-			c["props"] = props()
-		}
-	case "sql_federation":
-		for setting, field := range map[string]string{"SQL_FEDERATION_ENABLED": "sqlFederationEnabled", "ALL_QUERY_USE_SQL_FEDERATION": "allQueryUseSQLFederation"} {
-			if _, ok := st.Settings[setting]; ok {
-				b, err := boolean(setting)
-				if err != nil {
-					return nil, err
-				}
-				c[field] = b
-			}
-		}
-		if err := cache("executionPlanCache", "EXECUTION_PLAN_CACHE"); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, unsupported("ALTER " + strings.ToUpper(st.Type) + " RULE")
-	}
-	return e.commitGlobalRule(ctx, s, config.Rule{Type: st.Type, Content: c})
 }
 
 // createDatabase adds an empty logical database as the Proxy's CREATE

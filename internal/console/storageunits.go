@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // SHOW STORAGE UNITS.
@@ -181,15 +182,9 @@ func unitUsage(db *metadata.Database) map[string]int {
 	usage := map[string]int{}
 	for _, r := range db.Rules {
 		used := map[string]bool{}
-		walkStrings(r.Content, func(s string) {
-			for _, x := range expandInline(s, maxInlineExpansion) {
-				for _, tok := range strings.FieldsFunc(x, func(r rune) bool {
-					return r == '.' || r == ',' || r == ' ' || r == '\t' || r == '\n'
-				}) {
-					if _, ok := db.Units[tok]; ok {
-						used[tok] = true
-					}
-				}
+		rules.Names(r.Content, func(name string) {
+			if _, ok := db.Units[name]; ok {
+				used[name] = true
 			}
 		})
 		for u := range used {
@@ -197,70 +192,4 @@ func unitUsage(db *metadata.Database) map[string]int {
 		}
 	}
 	return usage
-}
-
-func walkStrings(v any, fn func(string)) {
-	switch x := v.(type) {
-	case string:
-		fn(x)
-	case map[string]any:
-		for k, e := range x {
-			fn(k)
-			walkStrings(e, fn)
-		}
-	case []any:
-		for _, e := range x {
-			walkStrings(e, fn)
-		}
-	}
-}
-
-// maxInlineExpansion bounds the strings one inline expression expands to.
-const maxInlineExpansion = 4096
-
-// expandInline expands the ${a..b} and ${[x, y]} parts of a Groovy inline
-// expression into every combination, at most limit strings; a part it
-// cannot read stays as written.
-func expandInline(s string, limit int) []string {
-	start := strings.Index(s, "${")
-	if start < 0 {
-		start = strings.Index(s, "$->{")
-	}
-	if start < 0 {
-		return []string{s}
-	}
-	open := strings.IndexByte(s[start:], '{') + start
-	end := strings.IndexByte(s[open:], '}')
-	if end < 0 {
-		return []string{s}
-	}
-	end += open
-	inner := strings.TrimSpace(s[open+1 : end])
-	var values []string
-	if a, b, ok := strings.Cut(inner, ".."); ok {
-		lo, err1 := strconv.Atoi(strings.TrimSpace(a))
-		hi, err2 := strconv.Atoi(strings.TrimSpace(b))
-		if err1 != nil || err2 != nil || hi < lo || hi-lo >= limit {
-			return []string{s}
-		}
-		for i := lo; i <= hi; i++ {
-			values = append(values, strconv.Itoa(i))
-		}
-	} else if strings.HasPrefix(inner, "[") && strings.HasSuffix(inner, "]") {
-		for _, v := range strings.Split(inner[1:len(inner)-1], ",") {
-			values = append(values, strings.Trim(strings.TrimSpace(v), `'"`))
-		}
-	} else {
-		return []string{s}
-	}
-	var out []string
-	for _, v := range values {
-		for _, tail := range expandInline(s[end+1:], limit) {
-			out = append(out, s[:start]+v+tail)
-			if len(out) >= limit {
-				return out
-			}
-		}
-	}
-	return out
 }

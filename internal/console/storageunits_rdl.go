@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // REGISTER, ALTER and UNREGISTER STORAGE UNIT on the session's database
@@ -132,7 +133,7 @@ func unitsOf(s *Session, defs []distsql.StorageUnit) ([]dbconfig.Unit, error) {
 		}
 		m := config.NewDataSource(url, d.User, d.Password).Map()
 		for _, p := range d.Properties {
-			m[p.Key] = propertyValue(p.Value)
+			m[p.Key] = rules.PropertyValue(p.Value)
 		}
 		data, err := yaml.Marshal(m)
 		if err != nil {
@@ -152,21 +153,6 @@ func joinHostPort(host string, port int) string {
 		host = "[" + host + "]"
 	}
 	return host + ":" + strconv.Itoa(port)
-}
-
-// propertyValue is a PROPERTIES value with its YAML type.
-func propertyValue(v distsql.Value) any {
-	switch v.Kind {
-	case distsql.IntValue:
-		if n, err := strconv.ParseInt(v.Text, 10, 64); err == nil {
-			return n
-		}
-	case distsql.BoolValue:
-		return v.Text == "true"
-	case distsql.NullValue:
-		return nil
-	}
-	return v.Text
 }
 
 // awaitUnits waits (at most 3 s) until this node's view has (or, with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -14,41 +13,13 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// RuleOptions configures ChangeRule.
+// RuleOptions configures ChangeRule and ChangeGlobalRule.
 type RuleOptions struct {
 	// Layout places the rule items (the target ShardingSphere release).
 	Layout paths.Layout
 	// Session commits the transaction; nil means a session of the
 	// change's own.
 	Session registry.Session
-	// Base, when not nil, is the rule's content the caller's change was
-	// made from (its node's view of the rule, a Snapshot's content: nil
-	// or empty for no rule). When the registry holds another content,
-	// ChangeRule writes nothing and returns a *StaleRuleError, so that a
-	// change computed from a view behind the registry never undoes
-	// another node's.
-	Base *map[string]any
-}
-
-// StaleRuleError is ChangeRule's answer when the registry's rule is not
-// RuleOptions.Base: nothing was written. Current is the rule's content in
-// the registry, as a node's Snapshot holds it once it caught up. It wraps
-// registry.ErrBadVersion.
-type StaleRuleError struct {
-	Database, Type string
-	Current        map[string]any
-}
-
-func (e *StaleRuleError) Error() string {
-	return fmt.Sprintf("the %s rule of database %s in the registry is not the one the change was made from", e.Type, e.Database)
-}
-
-func (e *StaleRuleError) Unwrap() error { return registry.ErrBadVersion }
-
-// SameContent reports whether two rule contents, as Snapshots hold them,
-// are the same rule (nil and empty alike: no rule).
-func SameContent(a, b map[string]any) bool {
-	return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b)
 }
 
 // RuleChange is what ChangeRule wrote.
@@ -65,18 +36,18 @@ type RuleChange struct {
 // rule statement does: it reads the database's units and rules from the
 // registry (metadata.ReadDatabase; ErrNoDatabase is an
 // *UnknownDatabaseError), lets change compute the next content from a copy
-// of the rule (an empty map when the database has no such rule; change's
-// error, an *sqlerr.Error, is returned as is), checks the database's rules
+// of the rule (an empty map when the database has no such rule) and the
+// database as read (its units and its other rules, which change must not
+// modify; change's error, an *sqlerr.Error, is returned as is), checks the database's rules
 // with the result (every data source named is a storage unit or a logical
 // data source, every algorithm named is defined and of a known type:
 // upstream's codes; every item name fits a registry node, else 10200), and
 // only then writes the items that differ as upstream persists them for
 // opts.Layout, in one registry transaction conditioned on what it read
 // (metadata.RuleWritesFrom): nothing is written when a check fails. An
-// empty result removes the rule. With opts.Base, a registry rule other than
-// the base is refused first (*StaleRuleError). ctx bounds the reads and the
-// commit.
-func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+// empty result removes the rule. ctx bounds the reads and the commit (and
+// is change's to use).
+func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
 	d, kvs, err := metadata.ReadDatabase(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
 		return RuleChange{}, noDatabase(db)
@@ -87,14 +58,11 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	rules := d.Rules
 	old := rules[ruleType]
 	old.Type = ruleType
-	if opts.Base != nil && !SameContent(old.Content, *opts.Base) {
-		return RuleChange{}, &StaleRuleError{Database: db, Type: ruleType, Current: old.Content}
-	}
 	cur := config.CloneContent(old.Content)
 	if cur == nil {
 		cur = map[string]any{}
 	}
-	next, err := change(cur)
+	next, err := change(d, cur)
 	if err != nil {
 		return RuleChange{}, err
 	}
@@ -139,27 +107,38 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	return RuleChange{Changed: true, Digest: metadata.RulesDigest(after)}, nil
 }
 
-// ChangeGlobalRule replaces global rule r.Type with r (as upstream persists
-// it: a new version of /rules/{type}) in one registry transaction
-// conditioned on every global rule it read, and returns the digest of the
-// global rules the registry holds after it (metadata.GlobalRulesDigest),
-// which nodes acknowledge under distvar.GlobalRules once they applied it.
-// When another global rule changed between the read and the commit it
-// reads again (at most globalRuleAttempts times in all); when r.Type itself
-// changed, nothing is written and the error wraps registry.ErrBadVersion
-// (or ErrExists), since r was made from what it replaced. ctx bounds the
-// reads and the commit.
-func ChangeGlobalRule(ctx context.Context, repo registry.Repository, r config.Rule, opts RuleOptions) (RuleChange, error) {
-	node, err := paths.GlobalRule(r.Type)
-	if err != nil {
-		return RuleChange{}, err
+// ChangeGlobalRule changes global rule ruleType: it reads the global rules
+// (metadata.ReadGlobalRules), lets change compute the rule's next content
+// from a copy of its current one (an empty map when the registry has none;
+// change's error, an *sqlerr.Error, is returned as is), and writes it as
+// upstream persists it (a new version of /rules/{type}) in one registry
+// transaction conditioned on every global rule it read. When any global
+// rule changed between the read and the commit, it reads again and lets
+// change compute again from what the registry holds now (at most
+// globalRuleAttempts times in all; then the error wraps
+// registry.ErrBadVersion or ErrExists), so that nothing another node wrote
+// meanwhile is undone. It returns the digest of the global rules the
+// registry holds after it (metadata.GlobalRulesDigest), which nodes
+// acknowledge under distvar.GlobalRules once they applied it. ctx bounds
+// the reads and the commit.
+func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+	if !config.IsGlobalRuleType(ruleType) {
+		return RuleChange{}, fmt.Errorf("%q is not a global rule type", ruleType)
 	}
 	for attempt := 1; ; attempt++ {
-		_, kvs, err := metadata.ReadGlobalRules(ctx, repo)
+		rules, kvs, err := metadata.ReadGlobalRules(ctx, repo)
 		if err != nil {
 			return RuleChange{}, fmt.Errorf("read the global rules: %w", err)
 		}
-		conds, ops, err := metadata.GlobalRuleWritesFrom(kvs, r)
+		cur := config.CloneContent(rules[ruleType].Content)
+		if cur == nil {
+			cur = map[string]any{}
+		}
+		next, err := change(cur)
+		if err != nil {
+			return RuleChange{}, err
+		}
+		conds, ops, err := metadata.GlobalRuleWritesFrom(kvs, config.Rule{Type: ruleType, Content: next})
 		if err != nil {
 			return RuleChange{}, err
 		}
@@ -169,9 +148,9 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, r config.Ru
 			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
 		}
 		var oe *registry.OpError
-		if attempt < globalRuleAttempts && errors.As(err, &oe) && !registry.IsUnder(oe.Key, node) &&
+		if attempt < globalRuleAttempts && errors.As(err, &oe) &&
 			(errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound)) {
-			continue // another global rule changed: r still applies
+			continue // a global rule changed meanwhile: compute again
 		}
 		return RuleChange{}, err
 	}

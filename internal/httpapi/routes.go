@@ -46,6 +46,7 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/databases/{db}", read, s.handleDatabase)
 	handle("DELETE", "/api/v1/databases/{db}", mutation, s.handleDropDatabase)
 	handle("POST", "/api/v1/databases/{db}/rules", mutation, s.handleRuleStatement)
+	handle("POST", "/api/v1/rules", mutation, s.handleGlobalRuleStatement)
 	handle("GET", "/api/v1/readwrite-splitting/states", read, s.handleDataSourceStates)
 	handle("GET", "/api/v1/statistics", read, s.handleStatistics)
 	handle("PUT", "/api/v1/readwrite-splitting/{db}/{group}/{unit}/state", mutation, s.handleSetDataSourceState)

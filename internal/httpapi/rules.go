@@ -14,10 +14,11 @@ import (
 
 // ruleChange is the answer to a rule statement: whether it changed the
 // rule, which nodes confirmed applying it (rules.Outcome), with the
-// console's warnings.
+// console's warnings. Database is absent for a global rule.
 type ruleChange struct {
-	Database        string   `json:"database"`
+	Database        string   `json:"database,omitempty"`
 	Rule            string   `json:"rule"`
+	Global          bool     `json:"global,omitempty"`
 	Changed         bool     `json:"changed"`
 	Applied         []string `json:"applied"`
 	Pending         []string `json:"pending"`
@@ -31,15 +32,32 @@ type ruleChange struct {
 // one registry transaction, and the answer comes once every online
 // shardkeeper node confirmed applying the new rules, or after
 // distvar.DefaultTimeout with the nodes that did not in pending. A
-// statement that is not a sharding or broadcast rule statement is 400.
+// statement that is not a database rule statement is 400 (a global rule
+// statement names handleGlobalRuleStatement's route).
 func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
-	db := r.PathValue("db")
+	s.runRuleStatement(w, r, r.PathValue("db"))
+}
+
+// handleGlobalRuleStatement runs {"statement": "ALTER TRANSACTION RULE
+// ..."}, a global rule statement (rules.IsGlobal), as handleRuleStatement
+// runs a database's; any other statement is 400.
+func (s *Server) handleGlobalRuleStatement(w http.ResponseWriter, r *http.Request) {
+	s.runRuleStatement(w, r, "")
+}
+
+// runRuleStatement runs the request's rule statement on database db, or,
+// with db "", a global rule statement.
+func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db string) {
+	global := db == ""
 	body, perr := readBody(w, r)
 	if perr != nil {
 		s.writeError(w, perr)
 		return
 	}
-	const want = `{"statement":"CREATE SHARDING TABLE RULE ..."}`
+	want := `{"statement":"CREATE SHARDING TABLE RULE ..."}`
+	if global {
+		want = `{"statement":"ALTER TRANSACTION RULE ..."}`
+	}
 	var v struct {
 		Statement *string `json:"statement"`
 	}
@@ -61,8 +79,15 @@ func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if !rules.Is(st) {
-		s.writeError(w, badRequest("not a rule statement: this endpoint runs CREATE, ALTER and DROP of the sharding and broadcast rules"))
+	switch {
+	case !rules.Is(st):
+		s.writeError(w, badRequest("not a rule statement: the rule endpoints run CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, LOAD and UNLOAD SINGLE TABLE, SET DEFAULT SINGLE TABLE STORAGE UNIT (POST /api/v1/databases/{db}/rules) and ALTER of the global rules (POST /api/v1/rules)"))
+		return
+	case global && !rules.IsGlobal(st):
+		s.writeError(w, badRequest("a database rule statement: run it with POST /api/v1/databases/{db}/rules"))
+		return
+	case !global && rules.IsGlobal(st):
+		s.writeError(w, badRequest("a global rule statement: run it with POST /api/v1/rules"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), distvar.DefaultTimeout+10*time.Second)
@@ -81,7 +106,7 @@ func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	s.log.Info("rule changed", "database", db, "rule", out.RuleType, "changed", out.Changed, "pending", out.Pending)
-	s.writeJSON(w, ruleChange{Database: db, Rule: out.RuleType, Changed: out.Changed, Applied: out.Applied, Pending: out.Pending,
+	s.log.Info("rule changed", "database", db, "rule", out.RuleType, "global", out.Global, "changed", out.Changed, "pending", out.Pending)
+	s.writeJSON(w, ruleChange{Database: db, Rule: out.RuleType, Global: out.Global, Changed: out.Changed, Applied: out.Applied, Pending: out.Pending,
 		Unacknowledging: out.Unacknowledging, Warnings: out.Warnings(db)})
 }

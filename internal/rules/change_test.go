@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"errors"
-	"reflect"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -12,64 +10,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
-	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
-
-// TestChangeRefusesAStaleBase: a change made from a view of the rule that
-// the registry no longer holds (Options.Base) writes nothing and answers a
-// *dbconfig.StaleRuleError with the registry's rule; one made from the
-// registry's rule is written.
-func TestChangeRefusesAStaleBase(t *testing.T) {
-	ctx := testenv.Context(t)
-	repo := memory.New()
-	db := config.Database{Name: "db", DataSources: map[string]config.DataSource{
-		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
-		"ds_1": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_1", "root", ""),
-	}}
-	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, db); err != nil {
-		t.Fatal(err)
-	}
-	group := func(read string) map[string]any {
-		return map[string]any{"writeDataSourceName": "ds_0", "readDataSourceNames": []any{read}, "transactionalReadQueryStrategy": "PRIMARY"}
-	}
-	set := func(base map[string]any, groups map[string]any) (Outcome, error) {
-		return Change(ctx, repo, "db", "readwrite_splitting", func(map[string]any) (map[string]any, error) {
-			return map[string]any{"dataSourceGroups": groups}, nil
-		}, Options{Layout: paths.DefaultLayout, Base: &base})
-	}
-	if out, err := set(nil, map[string]any{"rw_a": group("ds_1")}); err != nil || !out.Changed {
-		t.Fatalf("first change: %+v %v", out, err)
-	}
-	before, err := repo.List(ctx, "/metadata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Made from a view without rw_a: it would drop rw_a unseen.
-	_, err = set(nil, map[string]any{"rw_b": group("ds_1")})
-	var stale *dbconfig.StaleRuleError
-	if !errors.As(err, &stale) || !errors.Is(err, registry.ErrBadVersion) {
-		t.Fatalf("change from a stale view: %v, want a StaleRuleError", err)
-	}
-	d, _, err := metadata.ReadDatabase(ctx, repo, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(stale.Current, d.Rules["readwrite_splitting"].Content) {
-		t.Errorf("StaleRuleError.Current = %v, want the registry's %v", stale.Current, d.Rules["readwrite_splitting"].Content)
-	}
-	after, err := repo.List(ctx, "/metadata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(before, after) {
-		t.Errorf("a refused change wrote: %v -> %v", before, after)
-	}
-	// Made from the registry's rule: written.
-	if out, err := set(stale.Current, map[string]any{"rw_a": group("ds_1"), "rw_b": group("ds_1")}); err != nil || !out.Changed {
-		t.Fatalf("change from the current rule: %+v %v", out, err)
-	}
-}
 
 // TestChangeGlobalRuleDigest: the digest ChangeGlobalRule returns is the
 // one a node computes from the global rules it reads afterwards, so that
@@ -80,7 +22,9 @@ func TestChangeGlobalRuleDigest(t *testing.T) {
 	if err := metadata.PersistGlobal(ctx, repo, []config.Rule{{Type: "sql_federation", Content: map[string]any{"sqlFederationEnabled": false}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := dbconfig.ChangeGlobalRule(ctx, repo, config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "XA", "providerType": "Narayana"}}, dbconfig.RuleOptions{})
+	rc, err := dbconfig.ChangeGlobalRule(ctx, repo, "transaction", func(map[string]any) (map[string]any, error) {
+		return map[string]any{"defaultType": "XA", "providerType": "Narayana"}, nil
+	}, dbconfig.RuleOptions{})
 	if err != nil || !rc.Changed {
 		t.Fatalf("ChangeGlobalRule: %+v %v", rc, err)
 	}

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
 
@@ -34,8 +33,8 @@ func (s *meddlingSession) Commit(ctx context.Context, txn registry.Txn) (registr
 // when another global rule changes between ChangeGlobalRule's read and its
 // commit, the change is still written and its digest is the one of the
 // global rules the registry holds afterwards (nodes acknowledge that one);
-// when the same rule changes, nothing is written and the error says the
-// rule changed (ErrBadVersion).
+// when the same rule changes, the change is computed again from the rule
+// the other node wrote, so that nothing of that one is undone.
 func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) registry.Repository{
 		"etcd": func(t *testing.T) registry.Repository {
@@ -76,7 +75,7 @@ func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
 				{Type: "sql_federation", Content: map[string]any{"sqlFederationEnabled": true}},
 				{Type: "sql_translator", Content: map[string]any{"type": "NATIVE"}},
 			} {
-				rc, err := dbconfig.ChangeGlobalRule(ctx, repo, transaction, dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(other)}})
+				rc, err := dbconfig.ChangeGlobalRule(ctx, repo, "transaction", replace(transaction.Content), dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(other)}})
 				if err != nil || !rc.Changed {
 					t.Fatalf("ChangeGlobalRule while %s changed: %+v %v", other.Type, rc, err)
 				}
@@ -98,19 +97,29 @@ func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
 				transaction.Content["providerType"] = transaction.Content["providerType"].(string) + "x"
 			}
 
-			// The rule itself changes meanwhile: nothing of this change is written.
+			// The rule itself changes meanwhile: the change is made again
+			// from theirs.
 			theirs := config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "BASE", "providerType": "Seata"}}
-			_, err = dbconfig.ChangeGlobalRule(ctx, repo, transaction, dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(theirs)}})
-			if !errors.Is(err, registry.ErrBadVersion) {
-				t.Fatalf("ChangeGlobalRule while the rule itself changed: %v, want ErrBadVersion", err)
+			addProps := func(c map[string]any) (map[string]any, error) {
+				c["props"] = map[string]any{"mine": "1"}
+				return c, nil
+			}
+			if _, err := dbconfig.ChangeGlobalRule(ctx, repo, "transaction", addProps, dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(theirs)}}); err != nil {
+				t.Fatalf("ChangeGlobalRule while the rule itself changed: %v", err)
 			}
 			rules, _, err := metadata.ReadGlobalRules(ctx, repo)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rules["transaction"].Content, theirs.Content) {
-				t.Fatalf("the concurrent change was overwritten: %v", rules["transaction"].Content)
+			want := map[string]any{"defaultType": "BASE", "providerType": "Seata", "props": map[string]any{"mine": "1"}}
+			if !reflect.DeepEqual(rules["transaction"].Content, want) {
+				t.Fatalf("after a concurrent change of the rule itself the registry holds %v, want %v", rules["transaction"].Content, want)
 			}
 		})
 	}
+}
+
+// replace is a global rule change that makes the rule c.
+func replace(c map[string]any) func(map[string]any) (map[string]any, error) {
+	return func(map[string]any) (map[string]any, error) { return config.CloneContent(c), nil }
 }

@@ -1,12 +1,14 @@
-// Package rules runs the rule statements of DistSQL (the sharding and
-// broadcast rules' CREATE, ALTER and DROP) as cluster changes, for the
-// console, the HTTP API and the CLI alike: Apply computes the next rule
-// from the registry's current one, checks it (upstream's codes), writes the
-// changed items in one registry transaction (dbconfig.ChangeRule), and
-// waits until every online shardkeeper node has applied the new rules, as
-// SET DIST VARIABLE waits (distvar.WaitRules). Change and ChangeGlobal do
-// the same for the console's other rule statements (readwrite-splitting,
-// single tables, the global rules).
+// Package rules runs the rule statements of DistSQL as cluster changes,
+// for the console, the HTTP API and the CLI alike: the sharding and
+// broadcast rules' CREATE, ALTER and DROP, CREATE, ALTER and DROP
+// READWRITE_SPLITTING RULE, LOAD and UNLOAD SINGLE TABLE, SET DEFAULT
+// SINGLE TABLE STORAGE UNIT (database rules), and ALTER TRANSACTION,
+// SQL_PARSER, GLOBAL CLOCK and SQL_FEDERATION RULE (global rules). Apply
+// computes the next rule from the registry's current one, checks it
+// (upstream's codes), writes it in one registry transaction
+// (dbconfig.ChangeRule, dbconfig.ChangeGlobalRule), and waits until every
+// online shardkeeper node has applied the new rules, as SET DIST VARIABLE
+// waits (distvar.WaitRules).
 package rules
 
 import (
@@ -17,9 +19,11 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -32,6 +36,16 @@ var ErrNotRuleStatement = errors.New("not a rule statement")
 // (see dbconfig.ChangeRule); db names the database, for messages.
 type change func(db string, c map[string]any) (map[string]any, error)
 
+// databaseChange is a change that also reads the rest of the database as
+// the registry holds it (d: its storage units and its other rules, not to
+// be modified) or the units' tables (through opts.Introspect); ctx bounds
+// those reads.
+type databaseChange func(ctx context.Context, d *metadata.Database, c map[string]any) (map[string]any, error)
+
+// globalChange computes a global rule's next content from a copy of its
+// current one (see dbconfig.ChangeGlobalRule).
+type globalChange func(c map[string]any) (map[string]any, error)
+
 // Options configures Apply.
 type Options struct {
 	// Layout places the rule items (the target ShardingSphere release).
@@ -41,10 +55,14 @@ type Options struct {
 	// Timeout bounds the wait for the nodes (not the write); zero means
 	// distvar.DefaultTimeout.
 	Timeout time.Duration
-	// Base, for Change, is the rule content the change was made from (see
-	// dbconfig.RuleOptions.Base); nil means none.
-	Base *map[string]any
+	// Introspect reads the tables of a database's units, for LOAD and
+	// UNLOAD SINGLE TABLE (see SingleTables); nil means
+	// datasource.Introspect, which connects to the units from this process.
+	Introspect Introspector
 }
+
+// Introspector reads the real schemas of database db's units.
+type Introspector func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
 
 // Outcome is what Apply did.
 type Outcome struct {
@@ -87,10 +105,24 @@ func (o Outcome) Warnings(db string) []string {
 
 // Is reports whether st is a statement Apply runs.
 func Is(st distsql.Statement) bool {
-	_, c := changeOf(st)
+	if _, c := changeOf(st); c != nil {
+		return true
+	}
+	if _, c := databaseChangeOf(st, Options{}); c != nil {
+		return true
+	}
+	return IsGlobal(st)
+}
+
+// IsGlobal reports whether st is a global rule statement Apply runs (one
+// that changes no database's rule).
+func IsGlobal(st distsql.Statement) bool {
+	_, c := globalChangeOf(st)
 	return c != nil
 }
 
+// changeOf is the change of a database rule statement computed from the
+// rule alone.
 func changeOf(st distsql.Statement) (string, change) {
 	switch st := st.(type) {
 	case *distsql.CreateShardingTableRule:
@@ -125,47 +157,65 @@ func changeOf(st distsql.Statement) (string, change) {
 	return "", nil
 }
 
-// Apply runs rule statement st on database db (see the package doc). A
-// refusal is an *sqlerr.Error with upstream's code, an unknown database a
+// databaseChangeOf is the change of a database rule statement that reads
+// more than the rule: the database's units and other rules, the units'
+// tables (through opts.Introspect).
+func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChange) {
+	switch st := st.(type) {
+	case *distsql.CreateReadwriteSplittingRule:
+		return readwriteType, createReadwriteRule(st)
+	case *distsql.AlterReadwriteSplittingRule:
+		return readwriteType, alterReadwriteRule(st)
+	case *distsql.DropReadwriteSplittingRule:
+		return readwriteType, dropReadwriteRule(st)
+	case *distsql.LoadSingleTable:
+		return singleType, loadSingleTable(st, opts.Introspect)
+	case *distsql.UnloadSingleTable:
+		return singleType, unloadSingleTable(st, opts.Introspect)
+	case *distsql.SetDefaultSingleTableStorageUnit:
+		return singleType, setDefaultSingleUnit(st)
+	}
+	return "", nil
+}
+
+// Apply runs rule statement st on database db (see the package doc); for a
+// global rule statement (IsGlobal) db is ignored. A refusal is an
+// *sqlerr.Error with upstream's code, an unknown database a
 // *dbconfig.UnknownDatabaseError, both before anything is written; any
 // other statement is ErrNotRuleStatement. A timeout of the wait is not an
 // error: the nodes are in Outcome.Pending. ctx bounds everything; when it
 // ends during the wait, Apply returns the Outcome so far and ctx's error.
 func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.Statement, opts Options) (Outcome, error) {
-	ruleType, c := changeOf(st)
+	if ruleType, c := globalChangeOf(st); c != nil {
+		out := Outcome{RuleType: ruleType, Global: true}
+		rc, err := dbconfig.ChangeGlobalRule(ctx, repo, ruleType, c, dbconfig.RuleOptions{Session: opts.Session})
+		return out, finish(ctx, repo, distvar.GlobalRules, rc, err, opts, &out)
+	}
+	ruleType, c := databaseChangeOf(st, opts)
 	if c == nil {
-		return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
+		var content change
+		if ruleType, content = changeOf(st); content == nil {
+			return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
+		}
+		c = func(_ context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
+			return content(d.Name, cur)
+		}
 	}
-	return Change(ctx, repo, db, ruleType, func(content map[string]any) (map[string]any, error) { return c(db, content) }, opts)
-}
-
-// Change is Apply for any change of database db's rule ruleType: change
-// computes the next content from a copy of the registry's (see
-// dbconfig.ChangeRule, which checks and writes it; with opts.Base, a
-// registry rule other than the base is a *dbconfig.StaleRuleError and
-// nothing is written), then Change waits for the nodes as Apply does.
-func Change(ctx context.Context, repo registry.Repository, db, ruleType string, change func(content map[string]any) (map[string]any, error), opts Options) (Outcome, error) {
 	out := Outcome{RuleType: ruleType}
-	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, change,
-		dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session, Base: opts.Base})
-	if err != nil || !rc.Changed {
-		return out, err
-	}
-	out.Changed, out.Digest = true, rc.Digest
-	return out, wait(ctx, repo, db, rc.Digest, opts, &out)
+	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
+		return c(ctx, d, cur)
+	}, dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session})
+	return out, finish(ctx, repo, db, rc, err, opts, &out)
 }
 
-// ChangeGlobal replaces global rule r.Type with r (dbconfig.ChangeGlobalRule)
-// and waits until every online node applied the global rules the registry
-// holds, as Apply waits.
-func ChangeGlobal(ctx context.Context, repo registry.Repository, r config.Rule, opts Options) (Outcome, error) {
-	out := Outcome{RuleType: r.Type, Global: true}
-	rc, err := dbconfig.ChangeGlobalRule(ctx, repo, r, dbconfig.RuleOptions{Session: opts.Session})
+// finish records what a change wrote in out and, when it wrote, waits for
+// the nodes to acknowledge it under db (wait).
+func finish(ctx context.Context, repo registry.Repository, db string, rc dbconfig.RuleChange, err error, opts Options, out *Outcome) error {
 	if err != nil || !rc.Changed {
-		return out, err
+		return err
 	}
 	out.Changed, out.Digest = true, rc.Digest
-	return out, wait(ctx, repo, distvar.GlobalRules, rc.Digest, opts, &out)
+	return wait(ctx, repo, db, rc.Digest, opts, out)
 }
 
 // wait waits until every online node acknowledges digest for db

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+)
+
+// TestRuleStatementRoutes: POST /api/v1/databases/{db}/rules runs every
+// database rule statement rules.Apply runs (readwrite-splitting and single
+// tables as well as sharding), POST /api/v1/rules the global rule
+// statements, each with upstream's codes; a statement of the other route,
+// or no rule statement, is 400 saying where it goes, and both routes want
+// the token.
+func TestRuleStatementRoutes(t *testing.T) {
+	repo := memory.New()
+	n := startNode(t, repo, "rules", nil)
+	ctx := context.Background()
+	units := map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+		"ds_1": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_1", "root", ""),
+	}
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "rw_db", DataSources: units}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, statement string) response {
+		t.Helper()
+		return do(t, n, "POST", path, testToken, `{"statement":"`+statement+`"}`)
+	}
+	const dbRoute, globalRoute = "/api/v1/databases/rw_db/rules", "/api/v1/rules"
+
+	var out ruleChange
+	r := post(dbRoute, "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))")
+	if r.status != 200 {
+		t.Fatalf("CREATE READWRITE_SPLITTING RULE: %d %s", r.status, r.body)
+	}
+	r.json(t, &out)
+	if !out.Changed || out.Rule != "readwrite_splitting" || out.Database != "rw_db" || out.Global {
+		t.Fatalf("CREATE READWRITE_SPLITTING RULE answered %s", r.body)
+	}
+	d, _, err := metadata.ReadDatabase(ctx, repo, "rw_db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := rules.Map(rules.ReadwriteGroups(d.Rules["readwrite_splitting"].Content)["rw"]); rules.Text(g["writeDataSourceName"]) != "ds_0" {
+		t.Fatalf("the registry's readwrite-splitting rule: %v", d.Rules["readwrite_splitting"].Content)
+	}
+	post(dbRoute, "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))").
+		apiError(t, 400, 10204, "Duplicate Readwrite-splitting rule names '[rw]' in database 'rw_db'.")
+	post(dbRoute, "SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_9").apiError(t, 400, 10102, "Storage units '[ds_9]' do not exist in database 'rw_db'.")
+	if r := post(dbRoute, "SET DEFAULT SINGLE TABLE STORAGE UNIT = rw"); r.status != 200 {
+		t.Fatalf("SET DEFAULT SINGLE TABLE STORAGE UNIT: %d %s", r.status, r.body)
+	}
+	post("/api/v1/databases/nope_db/rules", "DROP READWRITE_SPLITTING RULE rw").apiError(t, 404, 0, "Unknown database 'nope_db'.")
+
+	const alter = "ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))"
+	post(dbRoute, alter).apiError(t, 400, 0, "POST /api/v1/rules")
+	post(globalRoute, "DROP READWRITE_SPLITTING RULE rw").apiError(t, 400, 0, "POST /api/v1/databases/{db}/rules")
+	post(globalRoute, "SHOW COMPUTE NODES").apiError(t, 400, 0, "not a rule statement")
+	post(globalRoute, "ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))").apiError(t, 400, 30000, "with type 'nope'")
+	do(t, n, "POST", globalRoute, "", `{"statement":"`+alter+`"}`).apiError(t, 401, 0, "")
+	r = post(globalRoute, alter)
+	if r.status != 200 {
+		t.Fatalf("%s: %d %s", alter, r.status, r.body)
+	}
+	out = ruleChange{}
+	r.json(t, &out)
+	if !out.Changed || out.Rule != "sql_parser" || !out.Global || out.Database != "" {
+		t.Fatalf("%s answered %s", alter, r.body)
+	}
+	global, _, err := metadata.ReadGlobalRules(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rules.Map(global["sql_parser"].Content["parseTreeCache"]), map[string]any{"initialCapacity": 64, "maximumSize": 512}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the registry's sql_parser rule: %v", global["sql_parser"].Content)
+	}
+}
