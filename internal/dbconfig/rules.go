@@ -38,16 +38,33 @@ type RuleChange struct {
 // *UnknownDatabaseError), lets change compute the next content from a copy
 // of the rule (an empty map when the database has no such rule) and the
 // database as read (its units and its other rules, which change must not
-// modify; change's error, an *sqlerr.Error, is returned as is), checks the database's rules
-// with the result (every data source named is a storage unit or a logical
+// modify; change's error, an *sqlerr.Error, is returned as is), checks the
+// database's rules with the result (every data source named is a storage unit or a logical
 // data source, every algorithm named is defined and of a known type:
 // upstream's codes; every item name fits a registry node, else 10200), and
 // only then writes the items that differ as upstream persists them for
 // opts.Layout, in one registry transaction conditioned on what it read
-// (metadata.RuleWritesFrom): nothing is written when a check fails. An
-// empty result removes the rule. ctx bounds the reads and the commit (and
-// is change's to use).
+// (metadata.RuleWritesFrom): nothing is written when a check fails. When
+// an item it read changed before the commit, it reads again and lets
+// change compute again from what the registry holds now (at most
+// changeAttempts times in all; then the error wraps registry.ErrBadVersion,
+// ErrExists or ErrNotFound), so that nothing another node wrote meanwhile
+// is undone. An empty result removes the rule. The digest it returns is
+// that of the rules the registry holds after the commit, read again
+// (rulesDigestAfter). ctx bounds the reads and the commit (and is change's
+// to use).
 func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+	for attempt := 1; ; attempt++ {
+		rc, err := changeRuleOnce(ctx, repo, db, ruleType, change, opts)
+		if attempt < changeAttempts && changedMeanwhile(err) {
+			continue // a rule changed between the read and the commit: compute again
+		}
+		return rc, err
+	}
+}
+
+// changeRuleOnce is one read, change, check and commit of ChangeRule.
+func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
 	d, kvs, err := metadata.ReadDatabase(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
 		return RuleChange{}, noDatabase(db)
@@ -100,11 +117,33 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
 		return RuleChange{}, err
 	}
-	// The rules the registry holds now: those read, with the
-	// transaction's writes (its conditions held, so nothing it wrote or
-	// deleted changed in between).
-	after := metadata.DecodeRules(db, metadata.AfterOps(kvs, ops))
-	return RuleChange{Changed: true, Digest: metadata.RulesDigest(after)}, nil
+	return RuleChange{Changed: true, Digest: rulesDigestAfter(ctx, repo, db, kvs, ops)}, nil
+}
+
+// changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
+// commit again while the rules keep changing under them.
+const changeAttempts = 5
+
+// changedMeanwhile reports whether err is a commit's failed condition: a
+// key read changed before the commit.
+func changedMeanwhile(err error) bool {
+	var oe *registry.OpError
+	return errors.As(err, &oe) &&
+		(errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound))
+}
+
+// rulesDigestAfter is the digest of database db's rules the registry holds
+// after a committed transaction of ops over kvs, as read. The
+// transaction's conditions cover the items it wrote and deleted, not new
+// items another change (of another rule) may have added between the read
+// and the commit, which the nodes apply too: so the rules are read again.
+// When that read fails, it is the digest of kvs with ops applied.
+func rulesDigestAfter(ctx context.Context, repo registry.Repository, db string, kvs []registry.KV, ops []registry.Op) string {
+	now, err := metadata.ReadRules(ctx, repo, db)
+	if err != nil {
+		now = metadata.AfterOps(kvs, ops)
+	}
+	return metadata.RulesDigest(metadata.DecodeRules(db, now))
 }
 
 // ChangeGlobalRule changes global rule ruleType: it reads the global rules
@@ -115,7 +154,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 // transaction conditioned on every global rule it read. When any global
 // rule changed between the read and the commit, it reads again and lets
 // change compute again from what the registry holds now (at most
-// globalRuleAttempts times in all; then the error wraps
+// changeAttempts times in all; then the error wraps
 // registry.ErrBadVersion or ErrExists), so that nothing another node wrote
 // meanwhile is undone. It returns the digest of the global rules the
 // registry holds after it (metadata.GlobalRulesDigest), which nodes
@@ -147,18 +186,12 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 			after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
 			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
 		}
-		var oe *registry.OpError
-		if attempt < globalRuleAttempts && errors.As(err, &oe) &&
-			(errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound)) {
+		if attempt < changeAttempts && changedMeanwhile(err) {
 			continue // a global rule changed meanwhile: compute again
 		}
 		return RuleChange{}, err
 	}
 }
-
-// globalRuleAttempts bounds how often ChangeGlobalRule reads and commits
-// again while other global rules keep changing.
-const globalRuleAttempts = 5
 
 // checkItemNames refuses a named item whose name cannot be a registry
 // node (a '/', ".", ...), with upstream's InvalidRuleConfigurationException.

@@ -115,7 +115,7 @@ func ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Da
 	if err != nil {
 		return nil, nil, err
 	}
-	rules, err := repo.List(ctx, key+"/rules")
+	rules, err := ReadRules(ctx, repo, db)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,6 +127,16 @@ func ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Da
 		d.Units = map[string]config.DataSource{}
 	}
 	return d, rules, nil
+}
+
+// ReadRules reads every key under /metadata/{db}/rules (see DecodeRules,
+// RuleWritesFrom). ctx bounds the read.
+func ReadRules(ctx context.Context, repo registry.Repository, db string) ([]registry.KV, error) {
+	key, err := paths.Database(db)
+	if err != nil {
+		return nil, err
+	}
+	return repo.List(ctx, key+"/rules")
 }
 
 func decode(db string, kvs []registry.KV) *Database {

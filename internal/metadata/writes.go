@@ -249,11 +249,7 @@ func DropView(ctx context.Context, repo registry.Repository, db, schema, view st
 // /metadata/{db}/rules), so the transaction fails (ErrBadVersion,
 // ErrExists) when the registry changed meanwhile. ctx bounds the read.
 func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
-	key, err := paths.Database(db)
-	if err != nil {
-		return nil, nil, err
-	}
-	kvs, err := repo.List(ctx, key+"/rules")
+	kvs, err := ReadRules(ctx, repo, db)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -261,7 +257,7 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 }
 
 // RuleWritesFrom is RuleWrites over kvs, every key under
-// /metadata/{db}/rules as read (see ReadRules), instead of a read of its
+// /metadata/{db}/rules as ReadRules reads them, instead of a read of its
 // own.
 func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
 	if old.Type == "" {
