@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // The privilege model (docs/security.md). The user of a session is looked
@@ -117,37 +119,54 @@ func adminStatement(st distsql.Statement) string {
 	return ""
 }
 
-// statementDatabase is the database st works on for session s: its FROM
-// or USE database, else the session's for statements that use it; ""
-// for statements of no database.
+// statementDatabase is the database st works on for session s, the one
+// the privilege model checks: the database it names (USE db, CREATE and
+// DROP DATABASE db, the Database field every statement with FROM db or
+// IN db has), else the session's for statements that work on it (a
+// Database field left empty, the storage unit and database rule
+// statements); "" for statements of no database (REFRESH of every
+// database is an admin statement). A statement type added to
+// internal/distsql with a Database field is checked without a line here.
 func statementDatabase(s *Session, st distsql.Statement) string {
-	db := ""
-	usesSession := true
 	switch st := st.(type) {
 	case *distsql.Use:
 		return st.Database
 	case *distsql.RefreshDatabaseMetadata:
 		return st.Database
-	case *distsql.ExportDatabaseConfiguration:
-		db = st.Database
-	case *distsql.ShowStorageUnits:
-		db = st.Database
-	case *distsql.ShowShardingTableRules:
-		db = st.Database
-	case *distsql.ShowShardingAlgorithms:
-		db = st.Database
-	case *distsql.ShowShardingKeyGenerators:
-		db = st.Database
-	case *distsql.ShowTables:
-		db = st.Database
+	case *distsql.CreateDatabase:
+		return st.Name
+	case *distsql.DropDatabase:
+		return st.Name
 	case *distsql.RegisterStorageUnit, *distsql.AlterStorageUnit, *distsql.UnregisterStorageUnit:
-	default:
-		usesSession = false
+		return s.Database
 	}
-	if db == "" && usesSession {
-		db = s.Database
+	if db, ok := databaseField(st); ok {
+		if db == "" {
+			db = s.Database
+		}
+		return db
 	}
-	return db
+	if rules.Is(st) && !rules.IsGlobal(st) {
+		return s.Database
+	}
+	return ""
+}
+
+// databaseField is the value of st's string field Database, and whether it
+// has one.
+func databaseField(st distsql.Statement) (string, bool) {
+	v := reflect.ValueOf(st)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return "", false
+	}
+	f := v.FieldByName("Database")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return "", false
+	}
+	return f.String(), true
 }
 
 // authorize refuses st for session s when the privilege model does not

@@ -85,14 +85,20 @@ func TestPrivilegeModel(t *testing.T) {
 		exec(t, n, app, "REFRESH DATABASE METADATA app_db")
 		exec(t, n, app, "EXPORT DATABASE CONFIGURATION FROM app_db")
 		for _, q := range []string{"USE other_db", "SHOW TABLES FROM other_db", "SHOW STORAGE UNITS FROM other_db", "EXPORT DATABASE CONFIGURATION FROM other_db",
-			"REFRESH DATABASE METADATA other_db", "USE no_such_db"} {
+			"REFRESH DATABASE METADATA other_db", "USE no_such_db", "DROP DATABASE other_db", "CREATE DATABASE not_permitted_db",
+			"SHOW READWRITE_SPLITTING RULES FROM other_db", "DROP READWRITE_SPLITTING RULE IF EXISTS rw FROM other_db",
+			"SHOW SINGLE TABLES FROM other_db", "SHOW SHARDING TABLE NODES FROM other_db", "COUNT SHARDING RULE FROM other_db",
+			"SHOW DEFAULT SINGLE TABLE STORAGE UNIT FROM other_db", "SHOW BROADCAST TABLE RULES FROM other_db"} {
 			if c := code(app, q); c != 1044 {
 				t.Errorf("app: %s: %d, want 1044", q, c)
 			}
 		}
 		app.Database = "other_db" // as a PostgreSQL startup or a stale USE may leave it
-		if c := code(app, "UNREGISTER STORAGE UNIT ds_0"); c != 1044 {
-			t.Errorf("app: UNREGISTER in other_db: %d", c)
+		for _, q := range []string{"UNREGISTER STORAGE UNIT ds_0", "CREATE SHARDING TABLE RULE t_x (DATANODES('ds_0.t_x'))",
+			"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", "SHOW SINGLE TABLES", "SHOW SHARDING TABLE RULES"} {
+			if c := code(app, q); c != 1044 {
+				t.Errorf("app: %s in other_db: %d, want 1044", q, c)
+			}
 		}
 		app.Database = ""
 		res := exec(t, n, app, "SHOW DATABASES")
