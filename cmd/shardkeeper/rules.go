@@ -15,7 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// newRulesCommand is the rules noun: the sharding and broadcast rule
+// newRulesCommand is the rules noun: the sharding, broadcast and mask rule
 // statements of DistSQL, run as the consoles and the HTTP API run them
 // (internal/rules).
 func newRulesCommand() *cobra.Command {
@@ -23,11 +23,11 @@ func newRulesCommand() *cobra.Command {
 	var database string
 	cmd := &cobra.Command{
 		Use:   "rules",
-		Short: "Sharding and broadcast rules: apply a DistSQL rule statement",
-		Long: `Runs one sharding or broadcast rule statement of DistSQL (CREATE, ALTER or
-DROP SHARDING TABLE RULE, SHARDING TABLE REFERENCE RULE, DEFAULT SHARDING
-STRATEGY, SHARDING ALGORITHM, SHARDING KEY GENERATOR, SHARDING KEY GENERATE
-STRATEGY, BROADCAST TABLE RULE) on a database, as the consoles and the HTTP
+		Short: "Sharding, broadcast and mask rules: apply a DistSQL rule statement",
+		Long: `Runs one sharding, broadcast or mask rule statement of DistSQL (CREATE,
+ALTER or DROP SHARDING TABLE RULE, SHARDING TABLE REFERENCE RULE, DEFAULT
+SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY GENERATOR, SHARDING KEY
+GENERATE STRATEGY, BROADCAST TABLE RULE, MASK RULE) on a database, as the consoles and the HTTP
 API run it: upstream's checks and codes, the changed rule items written in
 one registry transaction, and it returns once every online shardkeeper node
 confirmed applying the new rules (or after 3 s, naming the nodes that did
@@ -68,7 +68,7 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 		return err
 	}
 	if !rules.Is(st) {
-		return errors.New("not a rule statement: rules apply runs CREATE, ALTER and DROP of the sharding and broadcast rules")
+		return errors.New("not a rule statement: rules apply runs " + rules.Statements)
 	}
 	var warnings []string
 	changed := false

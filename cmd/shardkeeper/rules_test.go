@@ -138,6 +138,8 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				{"CREATE SHARDING TABLE RULE t_bad (DATANODES('ds_0.t_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='nope'))))", setResult{10404, "Invalid sharding algorithm configuration 'nope'."}},
 				{"CREATE SHARDING TABLE RULE `t/x` (DATANODES('ds_0.t_x'))", setResult{10200, "Invalid 'sharding table' rule 't/x', error message is: the name may not contain '/'"}},
 				{"CREATE BROADCAST TABLE RULE b_" + w.name, setResult{}},
+				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{}},
+				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{10204, "Duplicate mask rule names '[m_" + w.name + "]' in database 'rules_db'."}},
 			} {
 				before, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
 				if err != nil {
@@ -176,6 +178,9 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			}
 			if tables, _ := final.Rules["broadcast"].Content["tables"].([]any); !slices.Contains(tables, any("b_"+w.name)) {
 				t.Errorf("%s: broadcast tables %v", w.name, tables)
+			}
+			if _, ok := final.Rules["mask"].Content["tables"].(map[string]any)["m_"+w.name]; !ok {
+				t.Errorf("%s: mask table m_%s is not in the registry's rule", w.name, w.name)
 			}
 		})
 	}

@@ -56,6 +56,23 @@ func cells(row string) []string {
 	return parts
 }
 
+// showRows runs query q on node n for session s and checks its columns
+// (joined with ',') and rows (upstream dataset rows, "a| b", in order).
+func showRows(t *testing.T, n *testNode, s *Session, q, columns string, rows ...string) {
+	t.Helper()
+	res := exec(t, n, s, q)
+	if got := strings.Join(columnNames(res), ","); got != columns {
+		t.Errorf("%s: columns %s, want %s", q, got, columns)
+	}
+	want := [][]string{}
+	for _, r := range rows {
+		want = append(want, cells(r))
+	}
+	if got := rowStrings(res); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+		t.Errorf("%s:\n got %q\nwant %q", q, got, want)
+	}
+}
+
 // TestShardingRuleStatements runs the sharding and broadcast statements on
 // node 1 of three and reads their effect on node 3 as soon as each
 // returns, with upstream's columns and rows (the e2e datasets under
@@ -74,17 +91,7 @@ func TestShardingRuleStatements(t *testing.T) {
 		}
 		show := func(q string, columns string, rows ...string) {
 			t.Helper()
-			res := exec(t, three, s3, q)
-			if got := strings.Join(columnNames(res), ","); got != columns {
-				t.Errorf("%s: columns %s, want %s", q, got, columns)
-			}
-			want := [][]string{}
-			for _, r := range rows {
-				want = append(want, cells(r))
-			}
-			if got := rowStrings(res); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-				t.Errorf("%s on node 3:\n got %q\nwant %q", q, got, want)
-			}
+			showRows(t, three, s3, q, columns, rows...)
 		}
 		const tableRuleColumns = "table,actual_data_nodes,actual_data_sources,database_strategy_type,database_sharding_column,database_sharding_algorithm_type,database_sharding_algorithm_props,table_strategy_type,table_sharding_column,table_sharding_algorithm_type,table_sharding_algorithm_props,key_generate_column,key_generator_type,key_generator_props,auditor_types,allow_hint_disable"
 

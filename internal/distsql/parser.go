@@ -256,6 +256,9 @@ func (p *parser) top() Statement {
 	if st := p.ruleStatement(); st != nil { // readwrite.go
 		return st
 	}
+	if st, ok := p.maskStatement(); ok { // mask.go
+		return st
+	}
 	switch strings.ToUpper(t.Text) {
 	case "SHOW":
 		p.i++

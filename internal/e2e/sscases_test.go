@@ -91,15 +91,16 @@ var statementKinds = []struct{ prefix, why string }{
 	{"DROP SHARDING", sharding()},
 	{"CREATE BROADCAST TABLE RULE", sharding()},
 	{"DROP BROADCAST TABLE RULE", sharding()},
+	// Mask rules.
+	{"CREATE MASK RULE", ""},
+	{"ALTER MASK RULE", ""},
+	{"DROP MASK RULE", ""},
+	{"SHOW MASK RULES", ""},
 	// Rules shardkeeper does not govern through DistSQL.
 	{"CREATE ENCRYPT RULE", "encrypt rules are not changed through shardkeeper's DistSQL"},
 	{"ALTER ENCRYPT RULE", "encrypt rules are not changed through shardkeeper's DistSQL"},
 	{"DROP ENCRYPT RULE", "encrypt rules are not changed through shardkeeper's DistSQL"},
 	{"SHOW ENCRYPT", "encrypt rules are not shown by shardkeeper's DistSQL"},
-	{"CREATE MASK RULE", "mask rules are not changed through shardkeeper's DistSQL"},
-	{"ALTER MASK RULE", "mask rules are not changed through shardkeeper's DistSQL"},
-	{"DROP MASK RULE", "mask rules are not changed through shardkeeper's DistSQL"},
-	{"SHOW MASK RULES", "mask rules are not shown by shardkeeper's DistSQL"},
 	// SQL on the storage units.
 	{"CREATE TABLE", "SQL (DDL): a shardkeeper node runs no SQL on storage units"},
 	{"DROP TABLE", "SQL (DDL): a shardkeeper node runs no SQL on storage units"},

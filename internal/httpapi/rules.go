@@ -31,7 +31,7 @@ type ruleChange struct {
 // one registry transaction, and the answer comes once every online
 // shardkeeper node confirmed applying the new rules, or after
 // distvar.DefaultTimeout with the nodes that did not in pending. A
-// statement that is not a sharding or broadcast rule statement is 400.
+// statement that rules.Apply does not run (rules.Statements) is 400.
 func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
 	db := r.PathValue("db")
 	body, perr := readBody(w, r)
@@ -62,7 +62,7 @@ func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !rules.Is(st) {
-		s.writeError(w, badRequest("not a rule statement: this endpoint runs CREATE, ALTER and DROP of the sharding and broadcast rules"))
+		s.writeError(w, badRequest("not a rule statement: this endpoint runs %s", rules.Statements))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), distvar.DefaultTimeout+10*time.Second)

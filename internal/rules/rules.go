@@ -1,5 +1,5 @@
-// Package rules runs the rule statements of DistSQL (the sharding and
-// broadcast rules' CREATE, ALTER and DROP) as cluster changes, for the
+// Package rules runs the rule statements of DistSQL (the sharding,
+// broadcast and mask rules' CREATE, ALTER and DROP) as cluster changes, for the
 // console, the HTTP API and the CLI alike: Apply computes the next rule
 // from the registry's current one, checks it (upstream's codes), writes the
 // changed items in one registry transaction (dbconfig.ChangeRule), and
@@ -27,6 +27,10 @@ import (
 // ErrNotRuleStatement is returned by Apply for a statement that is not a
 // rule statement of this package.
 var ErrNotRuleStatement = errors.New("not a rule statement")
+
+// Statements says which statements Apply runs, for the messages of front
+// ends that refuse another one.
+const Statements = "CREATE, ALTER and DROP of the sharding, broadcast and mask rules"
 
 // change computes a rule's next content from a copy of its current one
 // (see dbconfig.ChangeRule); db names the database, for messages.
@@ -121,6 +125,12 @@ func changeOf(st distsql.Statement) (string, change) {
 		return broadcastTableRule(st.Tables, true, st.IfNotExists)
 	case *distsql.DropBroadcastTableRule:
 		return broadcastTableRule(st.Tables, false, st.IfExists)
+	case *distsql.CreateMaskRule:
+		return maskRule.define(maskDefinitions(st.Rules), st.IfNotExists, false)
+	case *distsql.AlterMaskRule:
+		return maskRule.define(maskDefinitions(st.Rules), false, true)
+	case *distsql.DropMaskRule:
+		return maskRule.drop(st.Tables, st.IfExists)
 	}
 	return "", nil
 }
