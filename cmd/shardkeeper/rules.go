@@ -15,7 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// newRulesCommand is the rules noun: the sharding, broadcast and mask rule
+// newRulesCommand is the rules noun: the sharding, broadcast, mask and encrypt rule
 // statements of DistSQL, run as the consoles and the HTTP API run them
 // (internal/rules).
 func newRulesCommand() *cobra.Command {
@@ -23,15 +23,15 @@ func newRulesCommand() *cobra.Command {
 	var database string
 	cmd := &cobra.Command{
 		Use:   "rules",
-		Short: "Sharding, broadcast and mask rules: apply a DistSQL rule statement",
-		Long: `Runs one sharding, broadcast or mask rule statement of DistSQL (CREATE,
-ALTER or DROP SHARDING TABLE RULE, SHARDING TABLE REFERENCE RULE, DEFAULT
-SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY GENERATOR, SHARDING KEY
-GENERATE STRATEGY, BROADCAST TABLE RULE, MASK RULE) on a database, as the consoles and the HTTP
-API run it: upstream's checks and codes, the changed rule items written in
-one registry transaction, and it returns once every online shardkeeper node
-confirmed applying the new rules (or after 3 s, naming the nodes that did
-not).`,
+		Short: "Sharding, broadcast, mask and encrypt rules: apply a DistSQL rule statement",
+		Long: `Runs one sharding, broadcast, mask or encrypt rule statement of DistSQL
+(CREATE, ALTER or DROP SHARDING TABLE RULE, SHARDING TABLE REFERENCE RULE,
+DEFAULT SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY GENERATOR,
+SHARDING KEY GENERATE STRATEGY, BROADCAST TABLE RULE, MASK RULE, ENCRYPT RULE)
+on a database, as the consoles and the HTTP API run it: upstream's checks and
+codes, the changed rule items written in one registry transaction, and it
+returns once every online shardkeeper node confirmed applying the new rules
+(or after 3 s, naming the nodes that did not).`,
 		Example: `  shardkeeper rules apply --database sharding_db --conf ./conf \
     "CREATE BROADCAST TABLE RULE t_dict"
   shardkeeper rules apply --database sharding_db --server http://127.0.0.1:8080 \

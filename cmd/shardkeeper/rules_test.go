@@ -140,6 +140,8 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				{"CREATE BROADCAST TABLE RULE b_" + w.name, setResult{}},
 				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{}},
 				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{10204, "Duplicate mask rule names '[m_" + w.name + "]' in database 'rules_db'."}},
+				{"CREATE ENCRYPT RULE e_" + w.name + " (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k'))))))", setResult{}},
+				{"CREATE ENCRYPT RULE e_bad (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='MD5')))))", setResult{10400, "Algorithm 'EncryptAlgorithm.MD5' initialization failed, reason is: Can not support decrypt."}},
 			} {
 				before, _, err := metadata.ReadDatabase(ctx, repo, "rules_db")
 				if err != nil {
@@ -181,6 +183,9 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			}
 			if _, ok := final.Rules["mask"].Content["tables"].(map[string]any)["m_"+w.name]; !ok {
 				t.Errorf("%s: mask table m_%s is not in the registry's rule", w.name, w.name)
+			}
+			if _, ok := final.Rules["encrypt"].Content["tables"].(map[string]any)["e_"+w.name]; !ok {
+				t.Errorf("%s: encrypt table e_%s is not in the registry's rule", w.name, w.name)
 			}
 		})
 	}

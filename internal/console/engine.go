@@ -203,7 +203,8 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		*distsql.CreateDefaultShardingStrategy, *distsql.DropDefaultShardingStrategy, *distsql.DropShardingAlgorithm,
 		*distsql.DropShardingKeyGenerator, *distsql.CreateShardingKeyGenerateStrategy, *distsql.DropShardingKeyGenerateStrategy,
 		*distsql.CreateBroadcastTableRule, *distsql.DropBroadcastTableRule,
-		*distsql.CreateMaskRule, *distsql.AlterMaskRule, *distsql.DropMaskRule:
+		*distsql.CreateMaskRule, *distsql.AlterMaskRule, *distsql.DropMaskRule,
+		*distsql.CreateEncryptRule, *distsql.AlterEncryptRule, *distsql.DropEncryptRule:
 		return e.applyRule(ctx, s, st)
 	case *distsql.ShowShardingTableReferenceRules:
 		return e.showShardingTableReferenceRules(ctx, s, st)
@@ -229,9 +230,11 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.countShardingRule(ctx, s, st)
 	case *distsql.CountBroadcastRule:
 		return e.countBroadcastRule(ctx, s, st)
-	// mask_rules.go
+	// column_rules.go
 	case *distsql.ShowMaskRules:
 		return e.showMaskRules(ctx, s, st)
+	case *distsql.ShowEncryptRules:
+		return e.showEncryptRules(ctx, s, st)
 	// readwrite_rules.go, single_tables.go, global_rules.go
 	case *distsql.CreateReadwriteSplittingRule:
 		return e.retryStale(ctx, func() (*Result, error) { return e.createReadwriteSplittingRule(ctx, s, st) })

@@ -7,7 +7,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
-// The sharding, broadcast and mask rule statements (RDL) run through
+// The sharding, broadcast, mask and encrypt rule statements (RDL) run through
 // internal/rules, as the HTTP API and the CLI run them: the change is
 // checked, written in one registry transaction, and the statement returns
 // once every online shardkeeper node applied it, or after

@@ -13,7 +13,7 @@ import (
 
 // The algorithm types ShardingSphere ships, by SPI (upper case): every
 // sharding algorithm, those an auto table may use, key generators and
-// sharding auditors, mask algorithms. Read-only.
+// sharding auditors, mask and encrypt algorithms. Read-only.
 var (
 	ShardingAlgorithmTypes = []string{"INLINE", "MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "INTERVAL", "CLASS_BASED", "COMPLEX_INLINE", "HINT_INLINE", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
 	AutoAlgorithmTypes     = []string{"MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "CLASS_BASED", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
@@ -21,6 +21,7 @@ var (
 	AuditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
 	MaskAlgorithmTypes     = []string{"MD5", "KEEP_FIRST_N_LAST_M", "KEEP_FROM_X_TO_Y", "MASK_AFTER_SPECIAL_CHARS", "MASK_BEFORE_SPECIAL_CHARS",
 		"MASK_FIRST_N_LAST_M", "MASK_FROM_X_TO_Y", "TELEPHONE_RANDOM_REPLACE", "PERSONAL_IDENTITY_NUMBER_RANDOM_REPLACE"}
+	EncryptAlgorithmTypes = []string{"AES", "RC4", "MD5", "CHAR_DIGEST_LIKE"}
 )
 
 // checkRules checks db's rules as ShardingSphere's import checkers do

@@ -91,16 +91,15 @@ var statementKinds = []struct{ prefix, why string }{
 	{"DROP SHARDING", sharding()},
 	{"CREATE BROADCAST TABLE RULE", sharding()},
 	{"DROP BROADCAST TABLE RULE", sharding()},
-	// Mask rules.
+	// Mask and encrypt rules.
 	{"CREATE MASK RULE", ""},
 	{"ALTER MASK RULE", ""},
 	{"DROP MASK RULE", ""},
 	{"SHOW MASK RULES", ""},
-	// Rules shardkeeper does not govern through DistSQL.
-	{"CREATE ENCRYPT RULE", "encrypt rules are not changed through shardkeeper's DistSQL"},
-	{"ALTER ENCRYPT RULE", "encrypt rules are not changed through shardkeeper's DistSQL"},
-	{"DROP ENCRYPT RULE", "encrypt rules are not changed through shardkeeper's DistSQL"},
-	{"SHOW ENCRYPT", "encrypt rules are not shown by shardkeeper's DistSQL"},
+	{"CREATE ENCRYPT RULE", ""},
+	{"ALTER ENCRYPT RULE", ""},
+	{"DROP ENCRYPT RULE", ""},
+	{"SHOW ENCRYPT", ""},
 	// SQL on the storage units.
 	{"CREATE TABLE", "SQL (DDL): a shardkeeper node runs no SQL on storage units"},
 	{"DROP TABLE", "SQL (DDL): a shardkeeper node runs no SQL on storage units"},

@@ -1,12 +1,12 @@
 // Package rules runs the rule statements of DistSQL (the sharding,
-// broadcast and mask rules' CREATE, ALTER and DROP) as cluster changes, for the
-// console, the HTTP API and the CLI alike: Apply computes the next rule
-// from the registry's current one, checks it (upstream's codes), writes the
-// changed items in one registry transaction (dbconfig.ChangeRule), and
-// waits until every online shardkeeper node has applied the new rules, as
-// SET DIST VARIABLE waits (distvar.WaitRules). Change and ChangeGlobal do
-// the same for the console's other rule statements (readwrite-splitting,
-// single tables, the global rules).
+// broadcast, mask and encrypt rules' CREATE, ALTER and DROP) as cluster
+// changes, for the console, the HTTP API and the CLI alike: Apply computes
+// the next rule from the registry's current one, checks it (upstream's
+// codes), writes the changed items in one registry transaction
+// (dbconfig.ChangeRule), and waits until every online shardkeeper node has
+// applied the new rules, as SET DIST VARIABLE waits (distvar.WaitRules).
+// Change and ChangeGlobal do the same for the console's other rule
+// statements (readwrite-splitting, single tables, the global rules).
 package rules
 
 import (
@@ -30,7 +30,7 @@ var ErrNotRuleStatement = errors.New("not a rule statement")
 
 // Statements says which statements Apply runs, for the messages of front
 // ends that refuse another one.
-const Statements = "CREATE, ALTER and DROP of the sharding, broadcast and mask rules"
+const Statements = "CREATE, ALTER and DROP of the sharding, broadcast, mask and encrypt rules"
 
 // change computes a rule's next content from a copy of its current one
 // (see dbconfig.ChangeRule); db names the database, for messages.
@@ -131,6 +131,12 @@ func changeOf(st distsql.Statement) (string, change) {
 		return maskRule.define(maskDefinitions(st.Rules), false, true)
 	case *distsql.DropMaskRule:
 		return maskRule.drop(st.Tables, st.IfExists)
+	case *distsql.CreateEncryptRule:
+		return encryptRule.define(encryptDefinitions(st.Rules), st.IfNotExists, false)
+	case *distsql.AlterEncryptRule:
+		return encryptRule.define(encryptDefinitions(st.Rules), false, true)
+	case *distsql.DropEncryptRule:
+		return encryptRule.drop(st.Tables, st.IfExists)
 	}
 	return "", nil
 }
