@@ -31,8 +31,8 @@ naming the nodes that did not).
 
 On --database: CREATE, ALTER or DROP of SHARDING TABLE RULE, SHARDING TABLE
 REFERENCE RULE, DEFAULT SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY
-GENERATOR, SHARDING KEY GENERATE STRATEGY, BROADCAST TABLE RULE and
-READWRITE_SPLITTING RULE; LOAD and UNLOAD SINGLE TABLE; SET DEFAULT SINGLE
+GENERATOR, SHARDING KEY GENERATE STRATEGY, BROADCAST TABLE RULE,
+READWRITE_SPLITTING RULE, MASK RULE and ENCRYPT RULE; LOAD and UNLOAD SINGLE TABLE; SET DEFAULT SINGLE
 TABLE STORAGE UNIT. LOAD and UNLOAD SINGLE TABLE read the storage units'
 tables: with --conf this process connects to the units, with --server the
 node does.
@@ -77,7 +77,7 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 	global := rules.IsGlobal(st)
 	switch {
 	case !rules.Is(st):
-		return errors.New("not a rule statement: rules apply runs CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, LOAD and UNLOAD SINGLE TABLE, SET DEFAULT SINGLE TABLE STORAGE UNIT, and ALTER of the global rules")
+		return errors.New("not a rule statement: rules apply runs " + rules.Statements)
 	case global && db != "":
 		return errors.New("a global rule statement changes no database: leave out --database")
 	case !global && db == "":

@@ -158,6 +158,10 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				{"DROP READWRITE_SPLITTING RULE " + rw, setResult{}},
 				{"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=" + strconv.Itoa(64+i) + ", MAXIMUM_SIZE=512))", setResult{}},
 				{"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))", setResult{30000, "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.transaction.spi.ShardingSphereDistributedTransactionManager' with type 'nope'."}},
+				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{}},
+				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{10204, "Duplicate mask rule names '[m_" + w.name + "]' in database 'rules_db'."}},
+				{"CREATE ENCRYPT RULE e_" + w.name + " (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k'))))))", setResult{}},
+				{"CREATE ENCRYPT RULE e_bad (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='MD5')))))", setResult{10400, "Algorithm 'EncryptAlgorithm.MD5' initialization failed, reason is: Can not support decrypt."}},
 			} {
 				global := isGlobal(t, tc.statement)
 				beforeGlobal, _, err := metadata.ReadGlobalRules(ctx, repo)
@@ -217,6 +221,12 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			}
 			if got := rules.Map(global["sql_parser"].Content["parseTreeCache"])["initialCapacity"]; got != 64+i {
 				t.Errorf("%s: the sql_parser rule's parse tree cache capacity is %v, want %d", w.name, got, 64+i)
+			}
+			if _, ok := final.Rules["mask"].Content["tables"].(map[string]any)["m_"+w.name]; !ok {
+				t.Errorf("%s: mask table m_%s is not in the registry's rule", w.name, w.name)
+			}
+			if _, ok := final.Rules["encrypt"].Content["tables"].(map[string]any)["e_"+w.name]; !ok {
+				t.Errorf("%s: encrypt table e_%s is not in the registry's rule", w.name, w.name)
 			}
 		})
 	}

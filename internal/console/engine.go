@@ -227,6 +227,11 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.countShardingRule(ctx, s, st)
 	case *distsql.CountBroadcastRule:
 		return e.countBroadcastRule(ctx, s, st)
+	// column_rules.go
+	case *distsql.ShowMaskRules:
+		return e.showMaskRules(ctx, s, st)
+	case *distsql.ShowEncryptRules:
+		return e.showEncryptRules(ctx, s, st)
 	// readwrite_rules.go, single_tables.go, global_rules.go
 	case *distsql.ShowReadwriteSplittingRules:
 		return e.showReadwriteSplittingRules(ctx, s, st)

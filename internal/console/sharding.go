@@ -21,11 +21,17 @@ var shardingTableRuleColumns = textColumns("table", "actual_data_nodes", "actual
 // shardingRule returns the sharding rule content of the statement's
 // database (nil when it has none).
 func (e *Engine) shardingRule(s *Session, from string) (map[string]any, error) {
+	return e.ruleContent(s, from, "sharding")
+}
+
+// ruleContent returns the content of rule typ of the statement's database
+// (from, or the session's): nil when the database has no such rule.
+func (e *Engine) ruleContent(s *Session, from, typ string) (map[string]any, error) {
 	db, err := e.database(s, from)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := db.Rules["sharding"]
+	r, ok := db.Rules[typ]
 	if !ok {
 		return nil, nil
 	}

@@ -56,6 +56,46 @@ func cells(row string) []string {
 	return parts
 }
 
+// showRows runs query q on node n for session s and checks its columns
+// (joined with ',') and rows (upstream dataset rows, "a| b", in order).
+func showRows(t *testing.T, n *testNode, s *Session, q, columns string, rows ...string) {
+	t.Helper()
+	res := exec(t, n, s, q)
+	if got := strings.Join(columnNames(res), ","); got != columns {
+		t.Errorf("%s: columns %s, want %s", q, got, columns)
+	}
+	want := [][]string{}
+	for _, r := range rows {
+		want = append(want, cells(r))
+	}
+	if got := rowStrings(res); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+		t.Errorf("%s:\n got %q\nwant %q", q, got, want)
+	}
+}
+
+// refusal is a statement and the code and message it is refused with.
+type refusal struct {
+	sql  string
+	code uint16
+	msg  string
+}
+
+// refuses runs each statement on node n for session s and checks it is
+// refused with its code and message and leaves the registry byte-identical.
+func refuses(t *testing.T, n *testNode, s *Session, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		before := dumpAll(t, n.repo)
+		e := execError(t, n, s, tc.sql)
+		if e.Code != tc.code || e.Message != tc.msg {
+			t.Errorf("%s:\n got %d %q\nwant %d %q", tc.sql, e.Code, e.Message, tc.code, tc.msg)
+		}
+		if after := dumpAll(t, n.repo); !reflect.DeepEqual(before, after) {
+			t.Errorf("%s changed the registry", tc.sql)
+		}
+	}
+}
+
 // TestShardingRuleStatements runs the sharding and broadcast statements on
 // node 1 of three and reads their effect on node 3 as soon as each
 // returns, with upstream's columns and rows (the e2e datasets under
@@ -74,17 +114,7 @@ func TestShardingRuleStatements(t *testing.T) {
 		}
 		show := func(q string, columns string, rows ...string) {
 			t.Helper()
-			res := exec(t, three, s3, q)
-			if got := strings.Join(columnNames(res), ","); got != columns {
-				t.Errorf("%s: columns %s, want %s", q, got, columns)
-			}
-			want := [][]string{}
-			for _, r := range rows {
-				want = append(want, cells(r))
-			}
-			if got := rowStrings(res); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-				t.Errorf("%s on node 3:\n got %q\nwant %q", q, got, want)
-			}
+			showRows(t, three, s3, q, columns, rows...)
 		}
 		const tableRuleColumns = "table,actual_data_nodes,actual_data_sources,database_strategy_type,database_sharding_column,database_sharding_algorithm_type,database_sharding_algorithm_props,table_strategy_type,table_sharding_column,table_sharding_algorithm_type,table_sharding_algorithm_props,key_generate_column,key_generator_type,key_generator_props,auditor_types,allow_hint_disable"
 
@@ -175,11 +205,7 @@ func TestShardingRuleRefusals(t *testing.T) {
 		s := newSession()
 		s.Database = "sharding_db"
 		exec(t, n, s, "CREATE SHARDING TABLE RULE t_order (DATANODES('ds_${0..1}.t_order'))")
-		for _, tc := range []struct {
-			sql  string
-			code uint16
-			msg  string
-		}{
+		refuses(t, n, s, []refusal{
 			{"CREATE SHARDING TABLE RULE t_bad (DATANODES('ds_9.t_bad'))", 10102, "Storage units '[ds_9]' do not exist in database 'sharding_db'."},
 			{"CREATE SHARDING TABLE RULE t_bad (STORAGE_UNITS(ds_0, ds_7), SHARDING_COLUMN=id, TYPE(NAME='mod', PROPERTIES('sharding-count'='2')))", 10102, "Storage units '[ds_7]' do not exist in database 'sharding_db'."},
 			{"CREATE SHARDING TABLE RULE t_bad (DATANODES('ds_0.t_bad_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='nope'))))", 10404, "Invalid sharding algorithm configuration 'nope'."},
@@ -190,16 +216,7 @@ func TestShardingRuleRefusals(t *testing.T) {
 			{"CREATE SHARDING TABLE REFERENCE RULE `r/1` (t_order, t_order)", 10200, "Invalid 'sharding table reference' rule 'r/1', error message is: the name may not contain '/'"},
 			{"CREATE BROADCAST TABLE RULE `b/1`", 10200, "Invalid 'broadcast' rule 'b/1', error message is: the name may not contain '/'"},
 			{"DROP SHARDING TABLE RULE t_missing", 10202, "sharding rules '[t_missing]' do not exist in database 'sharding_db'."},
-		} {
-			before := dumpAll(t, n.repo)
-			e := execError(t, n, s, tc.sql)
-			if e.Code != tc.code || e.Message != tc.msg {
-				t.Errorf("%s:\n got %d %q\nwant %d %q", tc.sql, e.Code, e.Message, tc.code, tc.msg)
-			}
-			if after := dumpAll(t, n.repo); !reflect.DeepEqual(before, after) {
-				t.Errorf("%s changed the registry", tc.sql)
-			}
-		}
+		})
 	})
 }
 

@@ -13,12 +13,15 @@ import (
 
 // The algorithm types ShardingSphere ships, by SPI (upper case): every
 // sharding algorithm, those an auto table may use, key generators and
-// sharding auditors. Read-only.
+// sharding auditors, mask and encrypt algorithms. Read-only.
 var (
 	ShardingAlgorithmTypes = []string{"INLINE", "MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "INTERVAL", "CLASS_BASED", "COMPLEX_INLINE", "HINT_INLINE", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
 	AutoAlgorithmTypes     = []string{"MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "CLASS_BASED", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
 	KeyGeneratorTypes      = []string{"SNOWFLAKE", "UUID", "COSID", "COSID_SNOWFLAKE", "NANOID"}
 	AuditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
+	MaskAlgorithmTypes     = []string{"MD5", "KEEP_FIRST_N_LAST_M", "KEEP_FROM_X_TO_Y", "MASK_AFTER_SPECIAL_CHARS", "MASK_BEFORE_SPECIAL_CHARS",
+		"MASK_FIRST_N_LAST_M", "MASK_FROM_X_TO_Y", "TELEPHONE_RANDOM_REPLACE", "PERSONAL_IDENTITY_NUMBER_RANDOM_REPLACE"}
+	EncryptAlgorithmTypes = []string{"AES", "RC4", "MD5", "CHAR_DIGEST_LIKE"}
 )
 
 // checkRules checks db's rules as ShardingSphere's import checkers do
@@ -76,7 +79,44 @@ func checkRules(db config.Database) []*sqlerr.Error {
 				}
 				missing("readwrite_splitting", names)
 			}
-		case "broadcast", "single", "encrypt", "mask", "shadow":
+		case "mask":
+			errs = append(errs, checkColumnAlgorithms(db.Name, r.Content, "maskAlgorithms", []columnAlgorithm{{"Mask", "maskAlgorithm"}})...)
+		case "encrypt":
+			errs = append(errs, checkColumnAlgorithms(db.Name, r.Content, "encryptors", []columnAlgorithm{
+				{"Standard encrypt", "cipher.encryptorName"}, {"Assist query encrypt", "assistedQuery.encryptorName"}, {"Like query encrypt", "likeQuery.encryptorName"}})...)
+		case "broadcast", "single", "shadow":
+		}
+	}
+	return errs
+}
+
+// columnAlgorithm is a field of a mask or encrypt column that names an
+// algorithm ("cipher.encryptorName": field encryptorName of the column's
+// cipher), and the algorithm's kind as upstream's checker names it.
+type columnAlgorithm struct{ kind, field string }
+
+// checkColumnAlgorithms checks that every algorithm the columns of the
+// tables of rule content c name (fields) is defined in section, as
+// upstream's MaskRuleConfigurationChecker and
+// EncryptRuleConfigurationChecker do (UnregisteredAlgorithmException,
+// 10402).
+func checkColumnAlgorithms(dbName string, c map[string]any, section string, fields []columnAlgorithm) []*sqlerr.Error {
+	var errs []*sqlerr.Error
+	algorithms := mapOf(c[section])
+	tables := mapOf(c["tables"])
+	for _, table := range sortedNames(tables) {
+		columns := mapOf(mapOf(tables[table])["columns"])
+		for _, column := range sortedNames(columns) {
+			for _, f := range fields {
+				v := columns[column]
+				for _, part := range strings.Split(f.field, ".") {
+					v = mapOf(v)[part]
+				}
+				name, _ := v.(string)
+				if _, ok := algorithms[name]; name != "" && !ok {
+					errs = append(errs, &sqlerr.Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm '%s' on %s.%s.%s is unregistered.", f.kind, name, dbName, table, column)})
+				}
+			}
 		}
 	}
 	return errs

@@ -256,6 +256,12 @@ func (p *parser) top() Statement {
 	if st := p.ruleStatement(); st != nil { // readwrite.go
 		return st
 	}
+	if st, ok := p.maskStatement(); ok { // mask.go
+		return st
+	}
+	if st, ok := p.encryptStatement(); ok { // encrypt.go
+		return st
+	}
 	switch strings.ToUpper(t.Text) {
 	case "SHOW":
 		p.i++

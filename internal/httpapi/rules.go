@@ -32,8 +32,8 @@ type ruleChange struct {
 // one registry transaction, and the answer comes once every online
 // shardkeeper node confirmed applying the new rules, or after
 // distvar.DefaultTimeout with the nodes that did not in pending. A
-// statement that is not a database rule statement is 400 (a global rule
-// statement names handleGlobalRuleStatement's route).
+// statement that rules.Apply does not run (rules.Statements) is 400, and
+// so is a global rule statement (handleGlobalRuleStatement's route).
 func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
 	s.runRuleStatement(w, r, r.PathValue("db"))
 }
@@ -81,7 +81,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	}
 	switch {
 	case !rules.Is(st):
-		s.writeError(w, badRequest("not a rule statement: the rule endpoints run CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, LOAD and UNLOAD SINGLE TABLE, SET DEFAULT SINGLE TABLE STORAGE UNIT (POST /api/v1/databases/{db}/rules) and ALTER of the global rules (POST /api/v1/rules)"))
+		s.writeError(w, badRequest("not a rule statement: the rule endpoints run %s; database rules on POST /api/v1/databases/{db}/rules, global rules on POST /api/v1/rules", rules.Statements))
 		return
 	case global && !rules.IsGlobal(st):
 		s.writeError(w, badRequest("a database rule statement: run it with POST /api/v1/databases/{db}/rules"))

@@ -1,11 +1,11 @@
 // Package rules runs the rule statements of DistSQL as cluster changes,
-// for the console, the HTTP API and the CLI alike: the sharding and
-// broadcast rules' CREATE, ALTER and DROP, CREATE, ALTER and DROP
-// READWRITE_SPLITTING RULE, LOAD and UNLOAD SINGLE TABLE, SET DEFAULT
-// SINGLE TABLE STORAGE UNIT (database rules), and ALTER TRANSACTION,
-// SQL_PARSER, GLOBAL CLOCK and SQL_FEDERATION RULE (global rules). Apply
-// computes the next rule from the registry's current one, checks it
-// (upstream's codes), writes it in one registry transaction
+// for the console, the HTTP API and the CLI alike: the sharding,
+// broadcast, mask and encrypt rules' CREATE, ALTER and DROP, CREATE, ALTER
+// and DROP READWRITE_SPLITTING RULE, LOAD and UNLOAD SINGLE TABLE, SET
+// DEFAULT SINGLE TABLE STORAGE UNIT (database rules), and ALTER
+// TRANSACTION, SQL_PARSER, GLOBAL CLOCK and SQL_FEDERATION RULE (global
+// rules). Apply computes the next rule from the registry's current one,
+// checks it (upstream's codes), writes it in one registry transaction
 // (dbconfig.ChangeRule, dbconfig.ChangeGlobalRule), and waits until every
 // online shardkeeper node has applied the new rules, as SET DIST VARIABLE
 // waits (distvar.WaitRules).
@@ -31,6 +31,12 @@ import (
 // ErrNotRuleStatement is returned by Apply for a statement that is not a
 // rule statement of this package.
 var ErrNotRuleStatement = errors.New("not a rule statement")
+
+// Statements says which statements Apply runs, for the messages of front
+// ends that refuse another one.
+const Statements = "CREATE, ALTER and DROP of the sharding, broadcast, readwrite-splitting, mask and encrypt rules, " +
+	"LOAD and UNLOAD SINGLE TABLE and SET DEFAULT SINGLE TABLE STORAGE UNIT (database rules), " +
+	"and ALTER of the transaction, SQL parser, global clock and SQL federation rules (global rules)"
 
 // change computes a rule's next content from a copy of its current one
 // (see dbconfig.ChangeRule); db names the database, for messages.
@@ -153,6 +159,18 @@ func changeOf(st distsql.Statement) (string, change) {
 		return broadcastTableRule(st.Tables, true, st.IfNotExists)
 	case *distsql.DropBroadcastTableRule:
 		return broadcastTableRule(st.Tables, false, st.IfExists)
+	case *distsql.CreateMaskRule:
+		return maskRule.define(maskDefinitions(st.Rules), st.IfNotExists, false)
+	case *distsql.AlterMaskRule:
+		return maskRule.define(maskDefinitions(st.Rules), false, true)
+	case *distsql.DropMaskRule:
+		return maskRule.drop(st.Tables, st.IfExists)
+	case *distsql.CreateEncryptRule:
+		return encryptRule.define(encryptDefinitions(st.Rules), st.IfNotExists, false)
+	case *distsql.AlterEncryptRule:
+		return encryptRule.define(encryptDefinitions(st.Rules), false, true)
+	case *distsql.DropEncryptRule:
+		return encryptRule.drop(st.Tables, st.IfExists)
 	}
 	return "", nil
 }

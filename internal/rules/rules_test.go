@@ -105,3 +105,141 @@ func TestExpandInline(t *testing.T) {
 		t.Errorf("bound: %d strings", len(got))
 	}
 }
+
+// TestApplyMaskRule checks what CREATE, ALTER and DROP MASK RULE write:
+// upstream's generated algorithm names, properties as strings, the items
+// of the registry's layout (tables/{t}, mask_algorithms/{name}) with the
+// fields upstream's YAML swapper writes, and nothing left after the last
+// table goes.
+func TestApplyMaskRule(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(q string) {
+		t.Helper()
+		st, err := distsql.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := Apply(ctx, repo, "db", st, Options{}); err != nil || !out.Changed {
+			t.Fatalf("%s: %+v %v", q, out, err)
+		}
+	}
+	rule := func() map[string]any {
+		t.Helper()
+		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Rules["mask"].Content
+	}
+	apply("CREATE MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5')), (NAME=Phone, TYPE(NAME='keep_first_n_last_m', PROPERTIES('first-n'=3, 'last-m'=4)))))")
+	c := rule()
+	wantAlgs := map[string]any{
+		"t_user_password_md5":              map[string]any{"type": "MD5"},
+		"t_user_phone_keep_first_n_last_m": map[string]any{"type": "keep_first_n_last_m", "props": map[string]any{"first-n": "3", "last-m": "4"}},
+	}
+	if !reflect.DeepEqual(c["maskAlgorithms"], wantAlgs) {
+		t.Errorf("maskAlgorithms = %v, want %v", c["maskAlgorithms"], wantAlgs)
+	}
+	wantTable := map[string]any{"name": "t_user", "columns": map[string]any{
+		"password": map[string]any{"logicColumn": "password", "maskAlgorithm": "t_user_password_md5"},
+		"Phone":    map[string]any{"logicColumn": "Phone", "maskAlgorithm": "t_user_phone_keep_first_n_last_m"},
+	}}
+	if got := Map(c["tables"])["t_user"]; !reflect.DeepEqual(got, wantTable) {
+		t.Errorf("tables.t_user = %v, want %v", got, wantTable)
+	}
+	for _, item := range [][2]string{{"tables", "t_user"}, {"mask_algorithms", "t_user_password_md5"}} {
+		key, err := paths.DefaultLayout.RuleItem("db", "mask", item[0], item[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kvs, err := repo.List(ctx, key); err != nil || len(kvs) == 0 {
+			t.Errorf("item %s: %v %v", key, kvs, err)
+		}
+	}
+
+	apply("ALTER MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5'))))")
+	if got := rule()["maskAlgorithms"]; !reflect.DeepEqual(got, map[string]any{"t_user_password_md5": map[string]any{"type": "MD5"}}) {
+		t.Errorf("ALTER left maskAlgorithms %v, want only the one still used", got)
+	}
+	apply("DROP MASK RULE t_user")
+	if c := rule(); c != nil {
+		t.Errorf("after the last DROP the rule is %v, want none", c)
+	}
+}
+
+// TestApplyEncryptRule checks what CREATE, ALTER and DROP ENCRYPT RULE
+// write: upstream's encryptor names ({table}_{column}, assist_..., like_...),
+// the derived columns, the items tables/{t} and encryptors/{name} with the
+// fields upstream's YAML swapper writes, and the encryptors only a dropped
+// or altered table used removed with it.
+func TestApplyEncryptRule(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(q string) {
+		t.Helper()
+		st, err := distsql.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := Apply(ctx, repo, "db", st, Options{}); err != nil || !out.Changed {
+			t.Fatalf("%s: %+v %v", q, out, err)
+		}
+	}
+	rule := func() map[string]any {
+		t.Helper()
+		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Rules["encrypt"].Content
+	}
+	apply("CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'=123))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE'))), (NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4')))))")
+	c := rule()
+	wantEncryptors := map[string]any{
+		"t_user_phone":        map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": "123"}},
+		"assist_t_user_phone": map[string]any{"type": "MD5"},
+		"like_t_user_phone":   map[string]any{"type": "CHAR_DIGEST_LIKE"},
+		"t_user_pwd":          map[string]any{"type": "RC4"},
+	}
+	if !reflect.DeepEqual(c["encryptors"], wantEncryptors) {
+		t.Errorf("encryptors = %v, want %v", c["encryptors"], wantEncryptors)
+	}
+	wantTable := map[string]any{"name": "t_user", "columns": map[string]any{
+		"phone": map[string]any{"name": "phone", "cipher": map[string]any{"name": "phone_c", "encryptorName": "t_user_phone"},
+			"assistedQuery": map[string]any{"name": "phone_q", "encryptorName": "assist_t_user_phone"},
+			"likeQuery":     map[string]any{"name": "phone_l", "encryptorName": "like_t_user_phone"}},
+		"pwd": map[string]any{"name": "pwd", "cipher": map[string]any{"name": "pwd_c", "encryptorName": "t_user_pwd"}},
+	}}
+	if got := Map(c["tables"])["t_user"]; !reflect.DeepEqual(got, wantTable) {
+		t.Errorf("tables.t_user = %v, want %v", got, wantTable)
+	}
+	for _, item := range [][2]string{{"tables", "t_user"}, {"encryptors", "assist_t_user_phone"}} {
+		key, err := paths.DefaultLayout.RuleItem("db", "encrypt", item[0], item[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kvs, err := repo.List(ctx, key); err != nil || len(kvs) == 0 {
+			t.Errorf("item %s: %v %v", key, kvs, err)
+		}
+	}
+
+	apply("ALTER ENCRYPT RULE t_user (COLUMNS((NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4')))))")
+	if got := rule()["encryptors"]; !reflect.DeepEqual(got, map[string]any{"t_user_pwd": map[string]any{"type": "RC4"}}) {
+		t.Errorf("ALTER left encryptors %v, want only the one still used", got)
+	}
+	apply("DROP ENCRYPT RULE t_user")
+	if c := rule(); c != nil {
+		t.Errorf("after the last DROP the rule is %v, want none", c)
+	}
+}

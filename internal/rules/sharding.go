@@ -48,6 +48,21 @@ func invalidAlgorithm(kind, typ, reason string) *sqlerr.Error {
 	return &sqlerr.Error{Code: 10404, SQLState: "44000", Message: msg}
 }
 
+// serviceNotFound is ServiceProviderNotFoundException (SPI-00001): no
+// implementation of spi has type typ.
+func serviceNotFound(spi, typ string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI '%s' with type '%s'.", spi, typ)}
+}
+
+// checkSPIType refuses an algorithm type that is not one of known (upper
+// case) as upstream's TypedSPILoader.checkService does.
+func checkSPIType(spi, typ string, known []string) error {
+	if !slices.Contains(known, strings.ToUpper(typ)) {
+		return serviceNotFound(spi, typ)
+	}
+	return nil
+}
+
 // section returns c[f] as a map, creating it.
 func section(c map[string]any, f string) map[string]any {
 	m, ok := c[f].(map[string]any)
