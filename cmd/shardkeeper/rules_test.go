@@ -240,3 +240,19 @@ func isGlobal(t *testing.T, statement string) bool {
 	}
 	return rules.IsGlobal(st)
 }
+
+// TestRuleApplyRefusesAMismatchedDatabase: rules apply says what is wrong
+// with --database before it reaches a registry or a node.
+func TestRuleApplyRefusesAMismatchedDatabase(t *testing.T) {
+	for _, tc := range []struct{ db, statement, want string }{
+		{"db_a", "DROP READWRITE_SPLITTING RULE rw FROM db_b", "the statement names database db_b, --database db_a: give --database db_b"},
+		{"", "CREATE BROADCAST TABLE RULE t_dict", "--database is required for a database rule statement"},
+		{"db_a", "ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))", "a global rule statement changes no database: leave out --database"},
+		{"db_a", "SHOW COMPUTE NODES", "not a rule statement"},
+	} {
+		err := applyRule(context.Background(), &target{}, tc.db, tc.statement, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--database %q %s: %v, want %q", tc.db, tc.statement, err, tc.want)
+		}
+	}
+}

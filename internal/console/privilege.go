@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -140,7 +139,7 @@ func statementDatabase(s *Session, st distsql.Statement) string {
 	case *distsql.RegisterStorageUnit, *distsql.AlterStorageUnit, *distsql.UnregisterStorageUnit:
 		return s.Database
 	}
-	if db, ok := databaseField(st); ok {
+	if db, ok := distsql.NamedDatabase(st); ok {
 		if db == "" {
 			db = s.Database
 		}
@@ -150,23 +149,6 @@ func statementDatabase(s *Session, st distsql.Statement) string {
 		return s.Database
 	}
 	return ""
-}
-
-// databaseField is the value of st's string field Database, and whether it
-// has one.
-func databaseField(st distsql.Statement) (string, bool) {
-	v := reflect.ValueOf(st)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return "", false
-	}
-	f := v.FieldByName("Database")
-	if !f.IsValid() || f.Kind() != reflect.String {
-		return "", false
-	}
-	return f.String(), true
 }
 
 // authorize refuses st for session s when the privilege model does not

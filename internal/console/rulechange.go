@@ -22,10 +22,8 @@ import (
 // database the statement names (DROP READWRITE_SPLITTING RULE ... FROM db);
 // a global rule statement needs none.
 func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement) (*Result, error) {
-	var db string
-	if drop, ok := st.(*distsql.DropReadwriteSplittingRule); ok && drop.Database != "" {
-		db = drop.Database
-	} else if !rules.IsGlobal(st) {
+	db, _ := distsql.NamedDatabase(st) // FROM db
+	if db == "" && !rules.IsGlobal(st) {
 		var err error
 		if db, err = sessionDatabase(s); err != nil {
 			return nil, err

@@ -1,7 +1,28 @@
 package distsql
 
-// Statement is one parsed statement: one of the types below.
+import "reflect"
+
+// Statement is one parsed statement: one of the types below. A statement
+// with FROM db (or IN db) keeps db in a string field named Database, ""
+// when the statement leaves it out (see NamedDatabase).
 type Statement interface{ statement() }
+
+// NamedDatabase is the database st names in its Database field ("" when
+// the statement leaves it out), and whether st has such a field.
+func NamedDatabase(st Statement) (string, bool) {
+	v := reflect.ValueOf(st)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return "", false
+	}
+	f := v.FieldByName("Database")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return "", false
+	}
+	return f.String(), true
+}
 
 // Value is a literal as upstream's grammar has it: a string, an integer
 // (possibly negative), TRUE or FALSE; for client statements also a bare

@@ -240,3 +240,38 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestNamedDatabase: every statement with FROM db names db through
+// NamedDatabase (the privilege model and the rule front ends rely on it),
+// and one that leaves it out names "".
+func TestNamedDatabase(t *testing.T) {
+	for _, q := range []string{
+		"SHOW STORAGE UNITS FROM other_db", "SHOW TABLES FROM other_db", "SHOW FULL TABLES FROM other_db",
+		"EXPORT DATABASE CONFIGURATION FROM other_db", "SHOW SHARDING TABLE RULES FROM other_db", "SHOW SHARDING TABLE RULE t FROM other_db",
+		"SHOW SHARDING ALGORITHMS FROM other_db", "SHOW SHARDING KEY GENERATORS FROM other_db", "SHOW SHARDING TABLE NODES FROM other_db",
+		"SHOW SHARDING TABLE REFERENCE RULES FROM other_db", "SHOW DEFAULT SHARDING STRATEGY FROM other_db", "SHOW BROADCAST TABLE RULES FROM other_db",
+		"SHOW UNUSED SHARDING ALGORITHMS FROM other_db", "SHOW SHARDING AUDITORS FROM other_db", "COUNT SHARDING RULE FROM other_db",
+		"SHOW READWRITE_SPLITTING RULES FROM other_db", "SHOW STATUS FROM READWRITE_SPLITTING RULES FROM other_db",
+		"DROP READWRITE_SPLITTING RULE rw FROM other_db", "SHOW SINGLE TABLES FROM other_db", "SHOW SINGLE TABLE t FROM other_db",
+		"SHOW DEFAULT SINGLE TABLE STORAGE UNIT FROM other_db", "COUNT SINGLE TABLE FROM other_db", "SHOW RULES USED STORAGE UNIT ds_0 FROM other_db",
+		"SHOW MASK RULES FROM other_db", "SHOW ENCRYPT RULES FROM other_db", "COUNT MASK RULE FROM other_db",
+	} {
+		st, err := Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if db, ok := NamedDatabase(st); !ok || db != "other_db" {
+			t.Errorf("%s: NamedDatabase = %q, %v", q, db, ok)
+		}
+		without, err := Parse(strings.TrimSuffix(q, " FROM other_db"))
+		if err != nil {
+			t.Fatalf("%s without FROM: %v", q, err)
+		}
+		if db, ok := NamedDatabase(without); !ok || db != "" {
+			t.Errorf("%s without FROM: NamedDatabase = %q, %v", q, db, ok)
+		}
+	}
+	if _, ok := NamedDatabase(&ShowComputeNodes{}); ok {
+		t.Error("SHOW COMPUTE NODES names a database")
+	}
+}

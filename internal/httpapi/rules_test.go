@@ -59,6 +59,8 @@ func TestRuleStatementRoutes(t *testing.T) {
 		t.Fatalf("SET DEFAULT SINGLE TABLE STORAGE UNIT: %d %s", r.status, r.body)
 	}
 	post("/api/v1/databases/nope_db/rules", "DROP READWRITE_SPLITTING RULE rw").apiError(t, 404, 0, "Unknown database 'nope_db'.")
+	post("/api/v1/databases/nope_db/rules", "DROP READWRITE_SPLITTING RULE rw FROM rw_db").
+		apiError(t, 400, 0, "the statement names database rw_db: run it with POST /api/v1/databases/rw_db/rules")
 
 	const alter = "ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))"
 	post(dbRoute, alter).apiError(t, 400, 0, "POST /api/v1/rules")
