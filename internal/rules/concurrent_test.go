@@ -21,6 +21,19 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
+// realRegistries open a fresh namespace of real etcd and of real
+// ZooKeeper.
+var realRegistries = map[string]func(t *testing.T) registry.Repository{
+	"etcd": func(t *testing.T) registry.Repository {
+		s := etcdtest.New(t)
+		return s.Open(t, s.Namespace(t, "rules"))
+	},
+	"zookeeper": func(t *testing.T) registry.Repository {
+		s := zktest.New(t)
+		return s.Open(t, s.Namespace(t, "rules"))
+	},
+}
+
 // meddlingSession runs meddle once, right before the first Commit: a
 // change another node makes between a rule change's read and its write.
 type meddlingSession struct {
@@ -43,16 +56,7 @@ func (s *meddlingSession) Commit(ctx context.Context, txn registry.Txn) (registr
 // when the same rule changes, the change is computed again from the rule
 // the other node wrote, so that nothing of that one is undone.
 func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) registry.Repository{
-		"etcd": func(t *testing.T) registry.Repository {
-			s := etcdtest.New(t)
-			return s.Open(t, s.Namespace(t, "rules"))
-		},
-		"zookeeper": func(t *testing.T) registry.Repository {
-			s := zktest.New(t)
-			return s.Open(t, s.Namespace(t, "rules"))
-		},
-	} {
+	for name, open := range realRegistries {
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Context(t)
 			repo := open(t)
@@ -137,16 +141,7 @@ func replace(c map[string]any) func(map[string]any) (map[string]any, error) {
 // the one of the rules the registry holds afterwards, both rules included,
 // which is what the nodes acknowledge.
 func TestDatabaseRuleDigestUnderAConcurrentChange(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) registry.Repository{
-		"etcd": func(t *testing.T) registry.Repository {
-			s := etcdtest.New(t)
-			return s.Open(t, s.Namespace(t, "rules"))
-		},
-		"zookeeper": func(t *testing.T) registry.Repository {
-			s := zktest.New(t)
-			return s.Open(t, s.Namespace(t, "rules"))
-		},
-	} {
+	for name, open := range realRegistries {
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Context(t)
 			repo := open(t)

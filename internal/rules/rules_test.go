@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
@@ -106,20 +107,17 @@ func TestExpandInline(t *testing.T) {
 	}
 }
 
-// TestApplyMaskRule checks what CREATE, ALTER and DROP MASK RULE write:
-// upstream's generated algorithm names, properties as strings, the items
-// of the registry's layout (tables/{t}, mask_algorithms/{name}) with the
-// fields upstream's YAML swapper writes, and nothing left after the last
-// table goes.
-func TestApplyMaskRule(t *testing.T) {
+// oneUnitDatabase creates database db with one unit in repo and returns
+// apply, which runs a rule statement that must change it, and rule, which
+// reads the content of its rule ruleType from repo.
+func oneUnitDatabase(t *testing.T, repo registry.Repository, ruleType string) (apply func(q string), rule func() map[string]any) {
 	ctx := testenv.Context(t)
-	repo := memory.New()
 	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
 		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	apply := func(q string) {
+	apply = func(q string) {
 		t.Helper()
 		st, err := distsql.Parse(q)
 		if err != nil {
@@ -129,14 +127,26 @@ func TestApplyMaskRule(t *testing.T) {
 			t.Fatalf("%s: %+v %v", q, out, err)
 		}
 	}
-	rule := func() map[string]any {
+	rule = func() map[string]any {
 		t.Helper()
 		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.Rules["mask"].Content
+		return d.Rules[ruleType].Content
 	}
+	return apply, rule
+}
+
+// TestApplyMaskRule checks what CREATE, ALTER and DROP MASK RULE write:
+// upstream's generated algorithm names, properties as strings, the items
+// of the registry's layout (tables/{t}, mask_algorithms/{name}) with the
+// fields upstream's YAML swapper writes, and nothing left after the last
+// table goes.
+func TestApplyMaskRule(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	apply, rule := oneUnitDatabase(t, repo, "mask")
 	apply("CREATE MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5')), (NAME=Phone, TYPE(NAME='keep_first_n_last_m', PROPERTIES('first-n'=3, 'last-m'=4)))))")
 	c := rule()
 	wantAlgs := map[string]any{
@@ -181,29 +191,7 @@ func TestApplyMaskRule(t *testing.T) {
 func TestApplyEncryptRule(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := memory.New()
-	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
-		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	apply := func(q string) {
-		t.Helper()
-		st, err := distsql.Parse(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, err := Apply(ctx, repo, "db", st, Options{}); err != nil || !out.Changed {
-			t.Fatalf("%s: %+v %v", q, out, err)
-		}
-	}
-	rule := func() map[string]any {
-		t.Helper()
-		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Rules["encrypt"].Content
-	}
+	apply, rule := oneUnitDatabase(t, repo, "encrypt")
 	apply("CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'=123))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE'))), (NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4')))))")
 	c := rule()
 	wantEncryptors := map[string]any{
