@@ -111,8 +111,8 @@ func TestEncryptRuleStatements(t *testing.T) {
 		refuses(t, one, s1, []refusal{
 			{"CREATE ENCRYPT RULE t_user (COLUMNS((NAME=pwd,CIPHER=pwd_cipher,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10204, "Duplicate encrypt rule names '[t_user]' in database 'sharding_db'."},
 			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='nope')))))", 30000, "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.encrypt.spi.EncryptAlgorithm' with type 'nope'."},
-			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'EncryptAlgorithm.MD5' initialization failed, reason is: Can not support decrypt."},
-			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,LIKE_QUERY=c_l,ENCRYPT_ALGORITHM(TYPE(NAME='AES')),LIKE_QUERY_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'EncryptAlgorithm.MD5' initialization failed, reason is: Can not support like."},
+			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'MD5AssistedEncryptAlgorithm' initialization failed, reason is: Can not support decrypt."},
+			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,LIKE_QUERY=c_l,ENCRYPT_ALGORITHM(TYPE(NAME='AES')),LIKE_QUERY_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'MD5AssistedEncryptAlgorithm' initialization failed, reason is: Can not support like."},
 			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ASSISTED_QUERY=c,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10200, "Invalid 'encrypt' rule 't_new', error message is: assisted query column or like query column conflicts with logic column"},
 			{"ALTER ENCRYPT RULE t_none (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10202, "Encrypt rules '[t_none]' do not exist in database 'sharding_db'."},
 			{"DROP ENCRYPT RULE t_none", 10202, "Encrypt rules '[t_none]' do not exist in database 'sharding_db'."},

@@ -40,12 +40,16 @@ const encryptAlgorithmSPI = "org.apache.shardingsphere.encrypt.spi.EncryptAlgori
 
 // What each encrypt algorithm upstream ships supports (its
 // EncryptAlgorithmMetaData): decrypt (a cipher's), equivalent filter (an
-// assisted query's) and like (a like query's).
-var encryptSupports = map[string]struct{ decrypt, equivalent, like bool }{
-	"AES":              {decrypt: true, equivalent: true},
-	"RC4":              {decrypt: true, equivalent: true},
-	"MD5":              {equivalent: true},
-	"CHAR_DIGEST_LIKE": {like: true},
+// assisted query's) and like (a like query's); class is its class's simple
+// name, which upstream's refusals name.
+var encryptSupports = map[string]struct {
+	class                     string
+	decrypt, equivalent, like bool
+}{
+	"AES":              {class: "AESEncryptAlgorithm", decrypt: true, equivalent: true},
+	"RC4":              {class: "RC4EncryptAlgorithm", decrypt: true, equivalent: true},
+	"MD5":              {class: "MD5AssistedEncryptAlgorithm", equivalent: true},
+	"CHAR_DIGEST_LIKE": {class: "CharDigestLikeEncryptAlgorithm", like: true},
 }
 
 // encryptItem is one derived column of an encrypt column as the statement
@@ -90,7 +94,7 @@ func encryptDefinitions(rules []distsql.EncryptRule) []tableDefinition {
 							return nil, err
 						}
 						if !it.supports(strings.ToUpper(a.Type)) {
-							return nil, algorithmInitialization("EncryptAlgorithm", a.Type, it.cannot)
+							return nil, algorithmInitialization(encryptSupports[strings.ToUpper(a.Type)].class, it.cannot)
 						}
 						section(c, "encryptors")[it.encryptor] = algorithmValue(*a)
 						v["encryptorName"] = it.encryptor
@@ -106,7 +110,8 @@ func encryptDefinitions(rules []distsql.EncryptRule) []tableDefinition {
 }
 
 // algorithmInitialization is AlgorithmInitializationException (10400,
-// 44000): an algorithm of SPI spi and type typ cannot serve, for reason.
-func algorithmInitialization(spi, typ, reason string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10400, SQLState: "44000", Message: fmt.Sprintf("Algorithm '%s.%s' initialization failed, reason is: %s.", spi, typ, reason)}
+// 44000): the algorithm of class (upstream's class's simple name) cannot
+// serve, for reason.
+func algorithmInitialization(class, reason string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10400, SQLState: "44000", Message: fmt.Sprintf("Algorithm '%s' initialization failed, reason is: %s.", class, reason)}
 }
