@@ -27,8 +27,10 @@ var (
 // checkRules checks db's rules as ShardingSphere's import checkers do
 // before anything is written: every data source a rule names is a storage
 // unit of db (or a readwrite-splitting or shadow data source the rules
-// define), every algorithm a strategy names is defined, and every
-// algorithm's type exists. It returns every problem, each an *sqlerr.Error.
+// define), every algorithm a strategy or column names is defined, every
+// algorithm's type exists, and every mask and encrypt algorithm's props are
+// ones its upstream init accepts. It returns every problem, each an
+// *sqlerr.Error.
 func checkRules(db config.Database) []*sqlerr.Error {
 	sources := map[string]bool{}
 	for name := range db.DataSources {
@@ -80,11 +82,38 @@ func checkRules(db config.Database) []*sqlerr.Error {
 				missing("readwrite_splitting", names)
 			}
 		case "mask":
+			errs = append(errs, checkAlgorithms(db.Name, "mask", mapOf(r.Content["maskAlgorithms"]), MaskAlgorithmTypes, MaskAlgorithms)...)
 			errs = append(errs, checkColumnAlgorithms(db.Name, r.Content, "maskAlgorithms", []columnAlgorithm{{"Mask", "maskAlgorithm"}})...)
 		case "encrypt":
+			errs = append(errs, checkAlgorithms(db.Name, "encrypt", mapOf(r.Content["encryptors"]), EncryptAlgorithmTypes, EncryptAlgorithms)...)
 			errs = append(errs, checkColumnAlgorithms(db.Name, r.Content, "encryptors", []columnAlgorithm{
 				{"Standard encrypt", "cipher.encryptorName"}, {"Assist query encrypt", "assistedQuery.encryptorName"}, {"Like query encrypt", "likeQuery.encryptorName"}})...)
 		case "broadcast", "single", "shadow":
+		}
+	}
+	return errs
+}
+
+// checkAlgorithms checks the algorithm definitions defs ({name: {type,
+// props}}) of kind: each has a type (10401), one of known (10404), whose
+// props its upstream init accepts as family checks them (10400, the
+// message naming the algorithm; family nil checks no props).
+func checkAlgorithms(dbName, kind string, defs map[string]any, known []string, family AlgorithmFamily) []*sqlerr.Error {
+	var errs []*sqlerr.Error
+	for _, name := range sortedNames(defs) {
+		def := mapOf(defs[name])
+		typ, _ := def["type"].(string)
+		if typ == "" {
+			errs = append(errs, &sqlerr.Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
+			continue
+		}
+		if !slices.Contains(known, strings.ToUpper(typ)) {
+			errs = append(errs, &sqlerr.Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
+			continue
+		}
+		if err := family.Check(typ, mapOf(def["props"])); err != nil {
+			err.Message = fmt.Sprintf("%s algorithm '%s' of database '%s': %s", kind, name, dbName, err.Message)
+			errs = append(errs, err)
 		}
 	}
 	return errs
@@ -127,21 +156,9 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 	algorithms := mapOf(c["shardingAlgorithms"])
 	generators := mapOf(c["keyGenerators"])
 	auditors := mapOf(c["auditors"])
-	checkTypes := func(kind string, defs map[string]any, known []string) {
-		for _, name := range sortedNames(defs) {
-			typ, _ := mapOf(defs[name])["type"].(string)
-			if typ == "" {
-				errs = append(errs, &sqlerr.Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
-				continue
-			}
-			if !slices.Contains(known, strings.ToUpper(typ)) {
-				errs = append(errs, &sqlerr.Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
-			}
-		}
-	}
-	checkTypes("sharding", algorithms, ShardingAlgorithmTypes)
-	checkTypes("key generate", generators, KeyGeneratorTypes)
-	checkTypes("sharding audit", auditors, AuditorTypes)
+	errs = append(errs, checkAlgorithms(dbName, "sharding", algorithms, ShardingAlgorithmTypes, nil)...)
+	errs = append(errs, checkAlgorithms(dbName, "key generate", generators, KeyGeneratorTypes, nil)...)
+	errs = append(errs, checkAlgorithms(dbName, "sharding audit", auditors, AuditorTypes, nil)...)
 	strategy := func(where string, s any) {
 		for _, kind := range []string{"standard", "complex", "hint"} {
 			name, _ := mapOf(mapOf(s)[kind])["shardingAlgorithmName"].(string)

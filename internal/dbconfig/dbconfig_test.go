@@ -340,7 +340,7 @@ func TestCheckRules(t *testing.T) {
 		{"listed units", "- !SHARDING\n  autoTables:\n    t:\n      actualDataSources: ds_0, ds_${['1','x']}\n", 10102, "ds_x"},
 		{"unregistered key generator", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_0.t\n      keyGenerateStrategy:\n        column: id\n        keyGeneratorName: kg\n", 10402, "kg"},
 		{"unregistered mask algorithm", "- !MASK\n  maskAlgorithms:\n    md5:\n      type: MD5\n  tables:\n    t:\n      columns:\n        a:\n          maskAlgorithm: md5\n        b:\n          maskAlgorithm: gone\n", 10402, "'Mask' algorithm 'gone' on d.t.b is unregistered."},
-		{"unregistered encryptor", "- !ENCRYPT\n  encryptors:\n    aes:\n      type: AES\n  tables:\n    t:\n      columns:\n        a:\n          cipher:\n            name: a_c\n            encryptorName: aes\n          likeQuery:\n            name: a_l\n            encryptorName: like\n", 10402, "'Like query encrypt' algorithm 'like' on d.t.a is unregistered."},
+		{"unregistered encryptor", "- !ENCRYPT\n  encryptors:\n    aes:\n      type: AES\n      props:\n        aes-key-value: k\n        digest-algorithm-name: SHA-1\n  tables:\n    t:\n      columns:\n        a:\n          cipher:\n            name: a_c\n            encryptorName: aes\n          likeQuery:\n            name: a_l\n            encryptorName: like\n", 10402, "'Like query encrypt' algorithm 'like' on d.t.a is unregistered."},
 	} {
 		db, err := config.ParseDatabase(tc.name, fmt.Appendf(nil, "databaseName: d\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:/x\n  ds_1:\n    url: jdbc:sqlite:/y\nrules:\n%s", tc.rule))
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // The encrypt rule statements: CREATE, ALTER and DROP ENCRYPT RULE, as
@@ -93,10 +92,14 @@ func encryptDefinitions(rules []distsql.EncryptRule) []tableDefinition {
 						if err := checkSPIType(encryptAlgorithmSPI, a.Type, dbconfig.EncryptAlgorithmTypes); err != nil {
 							return nil, err
 						}
-						if !it.supports(strings.ToUpper(a.Type)) {
-							return nil, algorithmInitialization(encryptSupports[strings.ToUpper(a.Type)].class, it.cannot)
+						alg := algorithmValue(*a)
+						if err := dbconfig.EncryptAlgorithms.Check(a.Type, Map(alg["props"])); err != nil {
+							return nil, err
 						}
-						section(c, "encryptors")[it.encryptor] = algorithmValue(*a)
+						if !it.supports(strings.ToUpper(a.Type)) {
+							return nil, dbconfig.AlgorithmInitialization(encryptSupports[strings.ToUpper(a.Type)].class, it.cannot)
+						}
+						section(c, "encryptors")[it.encryptor] = alg
 						v["encryptorName"] = it.encryptor
 					}
 					value[it.field] = v
@@ -107,11 +110,4 @@ func encryptDefinitions(rules []distsql.EncryptRule) []tableDefinition {
 		}})
 	}
 	return defs
-}
-
-// algorithmInitialization is AlgorithmInitializationException (10400,
-// 44000): the algorithm of class (upstream's class's simple name) cannot
-// serve, for reason.
-func algorithmInitialization(class, reason string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10400, SQLState: "44000", Message: fmt.Sprintf("Algorithm '%s' initialization failed, reason is: %s.", class, reason)}
 }

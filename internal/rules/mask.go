@@ -44,8 +44,12 @@ func maskDefinitions(rules []distsql.MaskRule) []tableDefinition {
 				if err := checkSPIType(maskAlgorithmSPI, col.Algorithm.Type, dbconfig.MaskAlgorithmTypes); err != nil {
 					return nil, err
 				}
+				alg := algorithmValue(col.Algorithm)
+				if err := dbconfig.MaskAlgorithms.Check(col.Algorithm.Type, Map(alg["props"])); err != nil {
+					return nil, err
+				}
 				name := strings.ToLower(r.Table + "_" + col.Name + "_" + col.Algorithm.Type)
-				section(c, "maskAlgorithms")[name] = algorithmValue(col.Algorithm)
+				section(c, "maskAlgorithms")[name] = alg
 				columns[col.Name] = map[string]any{"maskAlgorithm": name}
 			}
 			return map[string]any{"columns": columns}, nil

@@ -147,11 +147,11 @@ func TestApplyMaskRule(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := memory.New()
 	apply, rule := oneUnitDatabase(t, repo, "mask")
-	apply("CREATE MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5')), (NAME=Phone, TYPE(NAME='keep_first_n_last_m', PROPERTIES('first-n'=3, 'last-m'=4)))))")
+	apply("CREATE MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5')), (NAME=Phone, TYPE(NAME='keep_first_n_last_m', PROPERTIES('first-n'=3, 'last-m'=4, 'replace-char'='*')))))")
 	c := rule()
 	wantAlgs := map[string]any{
 		"t_user_password_md5":              map[string]any{"type": "MD5"},
-		"t_user_phone_keep_first_n_last_m": map[string]any{"type": "keep_first_n_last_m", "props": map[string]any{"first-n": "3", "last-m": "4"}},
+		"t_user_phone_keep_first_n_last_m": map[string]any{"type": "keep_first_n_last_m", "props": map[string]any{"first-n": "3", "last-m": "4", "replace-char": "*"}},
 	}
 	if !reflect.DeepEqual(c["maskAlgorithms"], wantAlgs) {
 		t.Errorf("maskAlgorithms = %v, want %v", c["maskAlgorithms"], wantAlgs)
@@ -193,13 +193,13 @@ func TestApplyEncryptRule(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := memory.New()
 	apply, rule := oneUnitDatabase(t, repo, "encrypt")
-	apply("CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'=123))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE'))), (NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4')))))")
+	apply("CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'=123, 'digest-algorithm-name'='SHA-1'))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE'))), (NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4', PROPERTIES('rc4-key-value'='key-5'))))))")
 	c := rule()
 	wantEncryptors := map[string]any{
-		"t_user_phone":        map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": "123"}},
+		"t_user_phone":        map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": "123", "digest-algorithm-name": "SHA-1"}},
 		"assist_t_user_phone": map[string]any{"type": "MD5"},
 		"like_t_user_phone":   map[string]any{"type": "CHAR_DIGEST_LIKE"},
-		"t_user_pwd":          map[string]any{"type": "RC4"},
+		"t_user_pwd":          map[string]any{"type": "RC4", "props": map[string]any{"rc4-key-value": "key-5"}},
 	}
 	if !reflect.DeepEqual(c["encryptors"], wantEncryptors) {
 		t.Errorf("encryptors = %v, want %v", c["encryptors"], wantEncryptors)
@@ -223,8 +223,8 @@ func TestApplyEncryptRule(t *testing.T) {
 		}
 	}
 
-	apply("ALTER ENCRYPT RULE t_user (COLUMNS((NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4')))))")
-	if got := rule()["encryptors"]; !reflect.DeepEqual(got, map[string]any{"t_user_pwd": map[string]any{"type": "RC4"}}) {
+	apply("ALTER ENCRYPT RULE t_user (COLUMNS((NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4', PROPERTIES('rc4-key-value'='key-5'))))))")
+	if got := rule()["encryptors"]; !reflect.DeepEqual(got, map[string]any{"t_user_pwd": map[string]any{"type": "RC4", "props": map[string]any{"rc4-key-value": "key-5"}}}) {
 		t.Errorf("ALTER left encryptors %v, want only the one still used", got)
 	}
 	apply("DROP ENCRYPT RULE t_user")
