@@ -51,6 +51,9 @@ func TestMaskRuleStatements(t *testing.T) {
 			{"CREATE MASK RULE t_new (COLUMNS((NAME=c,TYPE(NAME='MD5')))), t_new (COLUMNS((NAME=c,TYPE(NAME='MD5'))))", 10204, "Duplicate mask rule names '[t_new]' in database 'sharding_db'."},
 			{"CREATE MASK RULE t_new (COLUMNS((NAME=c,TYPE(NAME='nope'))))", 30000, "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.mask.spi.MaskAlgorithm' with type 'nope'."},
 			{"CREATE MASK RULE t_new (COLUMNS((NAME=c,TYPE(NAME='MD5')), (NAME=c,TYPE(NAME='MD5'))))", 10200, "Invalid 'mask' rule 't_new', error message is: column 'c' is named twice"},
+			// Props upstream's init refuses: an upstream node could not build the rule.
+			{"CREATE MASK RULE t_new (COLUMNS((NAME=c,TYPE(NAME='KEEP_FIRST_N_LAST_M',PROPERTIES('last-m'=4,'replace-char'='*')))))", 10400, "Algorithm 'KeepFirstNLastMMaskAlgorithm' initialization failed, reason is: first-n is required."},
+			{"ALTER MASK RULE t_mask (COLUMNS((NAME=order_id,TYPE(NAME='MASK_AFTER_SPECIAL_CHARS',PROPERTIES('special-chars'='@','replace-char'='**')))))", 10400, "Algorithm 'MaskAfterSpecialCharsAlgorithm' initialization failed, reason is: replace-char's length must be one."},
 			{"ALTER MASK RULE t_none (COLUMNS((NAME=c,TYPE(NAME='MD5'))))", 10202, "Mask rules '[t_none]' do not exist in database 'sharding_db'."},
 			{"DROP MASK RULE t_none, t_mask", 10202, "Mask rules '[t_none]' do not exist in database 'sharding_db'."},
 		})
@@ -94,13 +97,13 @@ func TestEncryptRuleStatements(t *testing.T) {
 		show("SHOW ENCRYPT TABLE RULE t_user;", `t_user| pwd| pwd_cipher| | | AES| {"aes-key-value":"123456abc","digest-algorithm-name":"SHA-1"}| | | | `)
 		run("ALTER ENCRYPT RULE t_user (COLUMNS((NAME=pwd,CIPHER=pwd_cipher,ENCRYPT_ALGORITHM(TYPE(NAME='AES',PROPERTIES('aes-key-value'='123456abcd', 'digest-algorithm-name'='SHA-256'))))));")
 		show("SHOW ENCRYPT TABLE RULE t_user", `t_user| pwd| pwd_cipher| | | AES| {"aes-key-value":"123456abcd","digest-algorithm-name":"SHA-256"}| | | | `)
-		run("CREATE ENCRYPT RULE IF NOT EXISTS t_user (COLUMNS((NAME=x,CIPHER=x_c,ENCRYPT_ALGORITHM(TYPE(NAME='AES'))))), t_order (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='RC4', PROPERTIES('rc4-key-value'='k'))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE')))))")
+		run("CREATE ENCRYPT RULE IF NOT EXISTS t_user (COLUMNS((NAME=x,CIPHER=x_c,ENCRYPT_ALGORITHM(TYPE(NAME='AES'))))), t_order (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='RC4', PROPERTIES('rc4-key-value'='key-5'))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE')))))")
 		show("SHOW ENCRYPT RULES FROM sharding_db",
-			`t_order| phone| phone_c| phone_q| phone_l| RC4| {"rc4-key-value":"k"}| MD5| | CHAR_DIGEST_LIKE| `,
+			`t_order| phone| phone_c| phone_q| phone_l| RC4| {"rc4-key-value":"key-5"}| MD5| | CHAR_DIGEST_LIKE| `,
 			`t_user| pwd| pwd_cipher| | | AES| {"aes-key-value":"123456abcd","digest-algorithm-name":"SHA-256"}| | | | `)
 		if encs := two.store.Current().Databases["sharding_db"].Rules["encrypt"].Content["encryptors"]; !reflect.DeepEqual(encs, map[string]any{
 			"t_user_pwd":           map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": "123456abcd", "digest-algorithm-name": "SHA-256"}},
-			"t_order_phone":        map[string]any{"type": "RC4", "props": map[string]any{"rc4-key-value": "k"}},
+			"t_order_phone":        map[string]any{"type": "RC4", "props": map[string]any{"rc4-key-value": "key-5"}},
 			"assist_t_order_phone": map[string]any{"type": "MD5"},
 			"like_t_order_phone":   map[string]any{"type": "CHAR_DIGEST_LIKE"},
 		}) {
@@ -112,7 +115,10 @@ func TestEncryptRuleStatements(t *testing.T) {
 			{"CREATE ENCRYPT RULE t_user (COLUMNS((NAME=pwd,CIPHER=pwd_cipher,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10204, "Duplicate encrypt rule names '[t_user]' in database 'sharding_db'."},
 			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='nope')))))", 30000, "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.encrypt.spi.EncryptAlgorithm' with type 'nope'."},
 			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'MD5AssistedEncryptAlgorithm' initialization failed, reason is: Can not support decrypt."},
-			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,LIKE_QUERY=c_l,ENCRYPT_ALGORITHM(TYPE(NAME='AES')),LIKE_QUERY_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'MD5AssistedEncryptAlgorithm' initialization failed, reason is: Can not support like."},
+			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,LIKE_QUERY=c_l,ENCRYPT_ALGORITHM(TYPE(NAME='AES',PROPERTIES('aes-key-value'='k','digest-algorithm-name'='SHA-1'))),LIKE_QUERY_ALGORITHM(TYPE(NAME='MD5')))))", 10400, "Algorithm 'MD5AssistedEncryptAlgorithm' initialization failed, reason is: Can not support like."},
+			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='AES',PROPERTIES('digest-algorithm-name'='SHA-1'))))))", 10400, "Algorithm 'DefaultAESPropertiesProvider' initialization failed, reason is: aes-key-value can not be null or empty."},
+			{"ALTER ENCRYPT RULE t_user (COLUMNS((NAME=pwd,CIPHER=pwd_c,ENCRYPT_ALGORITHM(TYPE(NAME='RC4',PROPERTIES('rc4-key-value'='k'))))))", 10400, "Algorithm 'RC4EncryptAlgorithm' initialization failed, reason is: Key length has to be between 5 and 255."},
+			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,LIKE_QUERY=c_l,ENCRYPT_ALGORITHM(TYPE(NAME='RC4',PROPERTIES('rc4-key-value'='key-5'))),LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE',PROPERTIES('start'='u4e00'))))))", 10400, "Algorithm 'CharDigestLikeEncryptAlgorithm' initialization failed, reason is: start can only be a decimal number."},
 			{"CREATE ENCRYPT RULE t_new (COLUMNS((NAME=c,CIPHER=c_c,ASSISTED_QUERY=c,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10200, "Invalid 'encrypt' rule 't_new', error message is: assisted query column or like query column conflicts with logic column"},
 			{"ALTER ENCRYPT RULE t_none (COLUMNS((NAME=c,CIPHER=c_c,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10202, "Encrypt rules '[t_none]' do not exist in database 'sharding_db'."},
 			{"DROP ENCRYPT RULE t_none", 10202, "Encrypt rules '[t_none]' do not exist in database 'sharding_db'."},

@@ -287,6 +287,18 @@ func TestFailedImportLeavesRegistryAsItWas(t *testing.T) {
 			t.Fatalf("a refused import changed the registry:\nbefore %v\nafter  %v", before, after)
 		}
 
+		// A mask algorithm whose props upstream's init refuses: an
+		// upstream node could not build the rule.
+		badMask := "- !MASK\n  maskAlgorithms:\n    phone_mask:\n      type: KEEP_FIRST_N_LAST_M\n      props:\n        last-m: 4\n        replace-char: '*'\n" +
+			"  tables:\n    t_user:\n      columns:\n        phone:\n          maskAlgorithm: phone_mask\n"
+		_, err = Import(ctx, repo, "bad_mask.yaml", configYAML(dir, "sharding_db", badMask), Options{})
+		if !errors.As(err, &e) || e.Code != 10400 || e.Message != "mask algorithm 'phone_mask' of database 'sharding_db': Algorithm 'KeepFirstNLastMMaskAlgorithm' initialization failed, reason is: first-n is required." {
+			t.Fatalf("import with a bad mask algorithm: %v", err)
+		}
+		if after := dump(t, repo); !reflect.DeepEqual(before, after) {
+			t.Fatalf("a refused import changed the registry:\nbefore %v\nafter  %v", before, after)
+		}
+
 		unreachable := strings.Replace(string(configYAML(dir, "sharding_db", "")), "jdbc:sqlite:"+filepath.Join(dir, "ds1.db"), "jdbc:mysql://127.0.0.1:1/nothing", 1)
 		testenv.TCPRefused(t, "127.0.0.1:1")
 		_, err = Import(ctx, repo, "unreachable.yaml", []byte(unreachable), Options{})
@@ -340,6 +352,11 @@ func TestCheckRules(t *testing.T) {
 		{"listed units", "- !SHARDING\n  autoTables:\n    t:\n      actualDataSources: ds_0, ds_${['1','x']}\n", 10102, "ds_x"},
 		{"unregistered key generator", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_0.t\n      keyGenerateStrategy:\n        column: id\n        keyGeneratorName: kg\n", 10402, "kg"},
 		{"unregistered mask algorithm", "- !MASK\n  maskAlgorithms:\n    md5:\n      type: MD5\n  tables:\n    t:\n      columns:\n        a:\n          maskAlgorithm: md5\n        b:\n          maskAlgorithm: gone\n", 10402, "'Mask' algorithm 'gone' on d.t.b is unregistered."},
+		{"unknown mask algorithm type", "- !MASK\n  maskAlgorithms:\n    m:\n      type: NOPE\n", 10404, "there is no algorithm of type 'NOPE'"},
+		{"bad mask props", "- !MASK\n  maskAlgorithms:\n    m:\n      type: MASK_FROM_X_TO_Y\n      props:\n        from-x: 3\n        to-y: 2\n        replace-char: '*'\n", 10400,
+			"mask algorithm 'm' of database 'd': Algorithm 'MaskFromXToYMaskAlgorithm' initialization failed, reason is: fromX must be less than or equal to toY."},
+		{"bad encryptor props", "- !ENCRYPT\n  encryptors:\n    like:\n      type: CHAR_DIGEST_LIKE\n      props:\n        delta: x\n", 10400,
+			"encrypt algorithm 'like' of database 'd': Algorithm 'CharDigestLikeEncryptAlgorithm' initialization failed, reason is: delta can only be a decimal number."},
 		{"unregistered encryptor", "- !ENCRYPT\n  encryptors:\n    aes:\n      type: AES\n      props:\n        aes-key-value: k\n        digest-algorithm-name: SHA-1\n  tables:\n    t:\n      columns:\n        a:\n          cipher:\n            name: a_c\n            encryptorName: aes\n          likeQuery:\n            name: a_l\n            encryptorName: like\n", 10402, "'Like query encrypt' algorithm 'like' on d.t.a is unregistered."},
 	} {
 		db, err := config.ParseDatabase(tc.name, fmt.Appendf(nil, "databaseName: d\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:/x\n  ds_1:\n    url: jdbc:sqlite:/y\nrules:\n%s", tc.rule))
