@@ -160,7 +160,7 @@ func TestRuleStatementThreeWays(t *testing.T) {
 				{"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))", setResult{30000, "SPI-00001: No implementation class load from SPI 'org.apache.shardingsphere.transaction.spi.ShardingSphereDistributedTransactionManager' with type 'nope'."}},
 				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{}},
 				{"CREATE MASK RULE m_" + w.name + " (COLUMNS((NAME=c, TYPE(NAME='MD5'))))", setResult{10204, "Duplicate mask rule names '[m_" + w.name + "]' in database 'rules_db'."}},
-				{"CREATE ENCRYPT RULE e_" + w.name + " (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k'))))))", setResult{}},
+				{"CREATE ENCRYPT RULE e_" + w.name + " (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k', 'digest-algorithm-name'='SHA-1'))))))", setResult{}},
 				{"CREATE ENCRYPT RULE e_bad (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='MD5')))))", setResult{10400, "Algorithm 'MD5AssistedEncryptAlgorithm' initialization failed, reason is: Can not support decrypt."}},
 			} {
 				global := isGlobal(t, tc.statement)

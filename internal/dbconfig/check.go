@@ -82,10 +82,10 @@ func checkRules(db config.Database) []*sqlerr.Error {
 				missing("readwrite_splitting", names)
 			}
 		case "mask":
-			errs = append(errs, checkAlgorithms(db.Name, "mask", mapOf(r.Content["maskAlgorithms"]), MaskAlgorithmTypes, MaskAlgorithms)...)
+			errs = append(errs, checkAlgorithms(db.Name, "mask", mapOf(r.Content["maskAlgorithms"]), nil, MaskAlgorithms)...)
 			errs = append(errs, checkColumnAlgorithms(db.Name, r.Content, "maskAlgorithms", []columnAlgorithm{{"Mask", "maskAlgorithm"}})...)
 		case "encrypt":
-			errs = append(errs, checkAlgorithms(db.Name, "encrypt", mapOf(r.Content["encryptors"]), EncryptAlgorithmTypes, EncryptAlgorithms)...)
+			errs = append(errs, checkAlgorithms(db.Name, "encrypt", mapOf(r.Content["encryptors"]), nil, EncryptAlgorithms)...)
 			errs = append(errs, checkColumnAlgorithms(db.Name, r.Content, "encryptors", []columnAlgorithm{
 				{"Standard encrypt", "cipher.encryptorName"}, {"Assist query encrypt", "assistedQuery.encryptorName"}, {"Like query encrypt", "likeQuery.encryptorName"}})...)
 		case "broadcast", "single", "shadow":
@@ -95,9 +95,11 @@ func checkRules(db config.Database) []*sqlerr.Error {
 }
 
 // checkAlgorithms checks the algorithm definitions defs ({name: {type,
-// props}}) of kind: each has a type (10401), one of known (10404), whose
-// props its upstream init accepts as family checks them (10400, the
-// message naming the algorithm; family nil checks no props).
+// props}}) of kind: each has a type (10401), one of known (10404; known
+// nil accepts any, as for the mask and encrypt algorithms, which upstream's
+// plugins add to), whose props its upstream init accepts as family checks
+// them (10400, the message naming the algorithm; a type family does not
+// have is not checked).
 func checkAlgorithms(dbName, kind string, defs map[string]any, known []string, family AlgorithmFamily) []*sqlerr.Error {
 	var errs []*sqlerr.Error
 	for _, name := range sortedNames(defs) {
@@ -107,7 +109,7 @@ func checkAlgorithms(dbName, kind string, defs map[string]any, known []string, f
 			errs = append(errs, &sqlerr.Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
 			continue
 		}
-		if !slices.Contains(known, strings.ToUpper(typ)) {
+		if known != nil && !slices.Contains(known, strings.ToUpper(typ)) {
 			errs = append(errs, &sqlerr.Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
 			continue
 		}

@@ -352,7 +352,6 @@ func TestCheckRules(t *testing.T) {
 		{"listed units", "- !SHARDING\n  autoTables:\n    t:\n      actualDataSources: ds_0, ds_${['1','x']}\n", 10102, "ds_x"},
 		{"unregistered key generator", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_0.t\n      keyGenerateStrategy:\n        column: id\n        keyGeneratorName: kg\n", 10402, "kg"},
 		{"unregistered mask algorithm", "- !MASK\n  maskAlgorithms:\n    md5:\n      type: MD5\n  tables:\n    t:\n      columns:\n        a:\n          maskAlgorithm: md5\n        b:\n          maskAlgorithm: gone\n", 10402, "'Mask' algorithm 'gone' on d.t.b is unregistered."},
-		{"unknown mask algorithm type", "- !MASK\n  maskAlgorithms:\n    m:\n      type: NOPE\n", 10404, "there is no algorithm of type 'NOPE'"},
 		{"bad mask props", "- !MASK\n  maskAlgorithms:\n    m:\n      type: MASK_FROM_X_TO_Y\n      props:\n        from-x: 3\n        to-y: 2\n        replace-char: '*'\n", 10400,
 			"mask algorithm 'm' of database 'd': Algorithm 'MaskFromXToYMaskAlgorithm' initialization failed, reason is: fromX must be less than or equal to toY."},
 		{"bad encryptor props", "- !ENCRYPT\n  encryptors:\n    like:\n      type: CHAR_DIGEST_LIKE\n      props:\n        delta: x\n", 10400,

@@ -56,7 +56,7 @@ func TestRuleStatementsLoadUpstream(t *testing.T) {
 				"CREATE SHARDING KEY GENERATE STRATEGY t_order_item_id (TABLE=t_order_item, COLUMN=item_id, TYPE(NAME='snowflake'))",
 				"CREATE BROADCAST TABLE RULE t_dict, t_country",
 				"CREATE MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5')), (NAME=telephone, TYPE(NAME='KEEP_FIRST_N_LAST_M', PROPERTIES('first-n'=3, 'last-m'=4, 'replace-char'='*')))))",
-				"CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='123456abc'))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE')))))",
+				"CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='123456abc', 'digest-algorithm-name'='SHA-1'))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE')))))",
 			}
 			if layout == paths.Layout554 {
 				statements = append(statements, `CREATE SHARDING KEY GENERATE STRATEGY order_seq (SEQUENCE="order_seq", GENERATOR=t_order_snowflake)`)
