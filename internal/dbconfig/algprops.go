@@ -2,6 +2,8 @@ package dbconfig
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -66,6 +68,9 @@ var (
 	fromXToY     = []PropCheck{{"from-x", positiveInteger}, {"to-y", positiveInteger}, {"replace-char", singleChar}}
 	specialChars = []PropCheck{{"special-chars", atLeastOneChar}, {"replace-char", singleChar}}
 )
+
+// Types returns f's algorithm types, sorted.
+func (f AlgorithmFamily) Types() []string { return slices.Sorted(maps.Keys(f)) }
 
 // Check returns upstream's AlgorithmInitializationException (10400, 44000)
 // when the init of algorithm type typ would refuse props (a map of prop

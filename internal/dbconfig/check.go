@@ -19,9 +19,8 @@ var (
 	AutoAlgorithmTypes     = []string{"MOD", "HASH_MOD", "VOLUME_RANGE", "BOUNDARY_RANGE", "AUTO_INTERVAL", "CLASS_BASED", "COSID_MOD", "COSID_INTERVAL", "COSID_INTERVAL_SNOWFLAKE"}
 	KeyGeneratorTypes      = []string{"SNOWFLAKE", "UUID", "COSID", "COSID_SNOWFLAKE", "NANOID"}
 	AuditorTypes           = []string{"DML_SHARDING_CONDITIONS"}
-	MaskAlgorithmTypes     = []string{"MD5", "KEEP_FIRST_N_LAST_M", "KEEP_FROM_X_TO_Y", "MASK_AFTER_SPECIAL_CHARS", "MASK_BEFORE_SPECIAL_CHARS",
-		"MASK_FIRST_N_LAST_M", "MASK_FROM_X_TO_Y", "GENERIC_TABLE_RANDOM_REPLACE", "TELEPHONE_RANDOM_REPLACE", "PERSONAL_IDENTITY_NUMBER_RANDOM_REPLACE"}
-	EncryptAlgorithmTypes = []string{"AES", "RC4", "MD5", "CHAR_DIGEST_LIKE"}
+	MaskAlgorithmTypes     = MaskAlgorithms.Types()
+	EncryptAlgorithmTypes  = EncryptAlgorithms.Types()
 )
 
 // checkRules checks db's rules as ShardingSphere's import checkers do
