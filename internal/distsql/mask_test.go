@@ -1,17 +1,12 @@
 package distsql
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 )
 
 func TestParseMask(t *testing.T) {
 	str := func(s string) Value { return Value{Kind: StringValue, Text: s} }
-	for _, tc := range []struct {
-		sql  string
-		want Statement
-	}{
+	checkParses(t, []parseCase{
 		{"CREATE MASK RULE t_mask (COLUMNS((NAME=order_id,TYPE(NAME='MD5'))));",
 			&CreateMaskRule{Rules: []MaskRule{{Table: "t_mask", Columns: []MaskColumn{{Name: "order_id", Algorithm: Algorithm{Type: "MD5"}}}}}}},
 		{"create mask table rule if not exists a (columns((name=c1, type(name='MD5')), (NAME=c2, TYPE(NAME='KEEP_FIRST_N_LAST_M', PROPERTIES('first-n'=3, 'replace-char'='*'))))), b (COLUMNS((NAME=c, TYPE(NAME='MD5'))))",
@@ -29,20 +24,11 @@ func TestParseMask(t *testing.T) {
 		{"SHOW MASK RULES t_user FROM db", &ShowMaskRules{Table: "t_user", Database: "db"}},
 		{"SHOW MASK TABLE RULE t_user", &ShowMaskRules{Table: "t_user"}},
 		{"COUNT MASK RULE FROM db", &CountRule{Type: "mask", Database: "db"}},
-	} {
-		got, err := Parse(tc.sql)
-		if err != nil {
-			t.Errorf("%s: %v", tc.sql, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got %#v\nwant %#v", tc.sql, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestParseMaskErrors(t *testing.T) {
-	for _, tc := range []struct{ sql, want string }{
+	checkParseErrors(t, []parseErrorCase{
 		{"CREATE MASK RULE t (NAME=c, TYPE(NAME='MD5'))", "COLUMNS expected"},
 		{"CREATE MASK RULE t (COLUMNS((TYPE(NAME='MD5'))))", "NAME expected"},
 		{"CREATE MASK RULE t (COLUMNS((NAME=c)))", "',' expected"},
@@ -50,10 +36,5 @@ func TestParseMaskErrors(t *testing.T) {
 		{"ALTER MASK RULE", "table name expected"},
 		{"DROP MASK RULE", "table name expected"},
 		{"SHOW MASK RULE", "table name expected"},
-	} {
-		_, err := Parse(tc.sql)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.sql, err, tc.want)
-		}
-	}
+	})
 }

@@ -10,6 +10,42 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// parseCase is a statement and what Parse makes of it.
+type parseCase struct {
+	sql  string
+	want Statement
+}
+
+// checkParses parses each case's statement and compares the result.
+func checkParses(t *testing.T, cases []parseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		got, err := Parse(tc.sql)
+		if err != nil {
+			t.Errorf("%s: %v", tc.sql, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %#v\nwant %#v", tc.sql, got, tc.want)
+		}
+	}
+}
+
+// parseErrorCase is a statement Parse refuses, with a part of the message.
+type parseErrorCase struct{ sql, want string }
+
+// checkParseErrors parses each case's statement, which must fail with a
+// message holding want.
+func checkParseErrors(t *testing.T, cases []parseErrorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		_, err := Parse(tc.sql)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.sql, err, tc.want)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		sql  string

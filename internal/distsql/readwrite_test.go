@@ -1,15 +1,11 @@
 package distsql
 
 import (
-	"reflect"
 	"testing"
 )
 
 func TestParseRuleStatements(t *testing.T) {
-	for _, tc := range []struct {
-		sql  string
-		want Statement
-	}{
+	checkParses(t, []parseCase{
 		{"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1, ds_2), TYPE(NAME='random', PROPERTIES('read_weight'='2:1')))",
 			&CreateReadwriteSplittingRule{Rules: []ReadwriteSplittingRule{{Name: "rw", Write: "ds_0", Reads: []string{"ds_1", "ds_2"}, HasLoadBal: true, LoadType: "random",
 				LoadProps: []Property{{Key: "read_weight", Value: Value{Kind: StringValue, Text: "2:1"}}}}}}},
@@ -53,16 +49,7 @@ func TestParseRuleStatements(t *testing.T) {
 		{"ALTER STORAGE UNIT ds (URL='jdbc:mysql://h/d', USER='u')", &AlterStorageUnit{Units: []StorageUnit{{Name: "ds", URL: "jdbc:mysql://h/d", User: "u"}}}},
 		{"SHOW SHARDING TABLE RULES", &ShowShardingTableRules{}},
 		{"SET NAMES utf8mb4", &SetVariables{Assignments: []Assignment{{Name: "names", Value: Value{Kind: WordValue, Text: "utf8mb4"}}}}},
-	} {
-		got, err := Parse(tc.sql)
-		if err != nil {
-			t.Errorf("%s: %v", tc.sql, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got %#v\nwant %#v", tc.sql, got, tc.want)
-		}
-	}
+	})
 	for _, bad := range []string{
 		"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, BOGUS=1)",
 		"LOAD SINGLE TABLE t_a",

@@ -1,8 +1,6 @@
 package distsql
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -10,10 +8,7 @@ func TestParseSharding(t *testing.T) {
 	inline := func(expr string) *Algorithm {
 		return &Algorithm{Type: "inline", Props: []Property{{Key: "algorithm-expression", Value: Value{Kind: StringValue, Text: expr}}}}
 	}
-	for _, tc := range []struct {
-		sql  string
-		want Statement
-	}{
+	checkParses(t, []parseCase{
 		// upstream's e2e case, as written there.
 		{"CREATE SHARDING TABLE RULE t_order (DATANODES('ds_2.t_order_${0..1}'),TABLE_STRATEGY(TYPE='standard',SHARDING_COLUMN=order_id,SHARDING_ALGORITHM(TYPE(NAME='inline',PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))));",
 			&CreateShardingTableRule{Rules: []ShardingTableRule{{Table: "t_order", DataNodes: []string{"ds_2.t_order_${0..1}"},
@@ -75,30 +70,16 @@ func TestParseSharding(t *testing.T) {
 		{"SHOW BROADCAST TABLE RULES", &ShowBroadcastTableRules{}},
 		{"COUNT SHARDING RULE FROM db", &CountShardingRule{Database: "db"}},
 		{"COUNT BROADCAST RULE", &CountBroadcastRule{}},
-	} {
-		got, err := Parse(tc.sql)
-		if err != nil {
-			t.Errorf("%s: %v", tc.sql, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got %#v\nwant %#v", tc.sql, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestParseShardingErrors(t *testing.T) {
-	for _, tc := range []struct{ sql, want string }{
+	checkParseErrors(t, []parseErrorCase{
 		{"CREATE SHARDING TABLE RULE t (SHARDING_COLUMN=a)", "DATANODES or STORAGE_UNITS expected"},
 		{"CREATE SHARDING TABLE RULE t (DATANODES(ds_0.t))", "data node expected"},
 		{"CREATE SHARDING TABLE RULE t (STORAGE_UNITS(ds_0), TYPE(NAME='mod'))", "SHARDING_COLUMN expected"},
 		{"CREATE DEFAULT SHARDING VIEW STRATEGY (TYPE='none')", "DATABASE expected"},
 		{"SHOW SHARDING NOPE", "TABLE RULES or"},
 		{"DROP SHARDING TABLE RULE", "table name expected"},
-	} {
-		_, err := Parse(tc.sql)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.sql, err, tc.want)
-		}
-	}
+	})
 }
