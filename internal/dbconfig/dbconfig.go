@@ -267,7 +267,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		return nil, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
 	}
 	if len(db.DataSources) == 0 {
-		return nil, &sqlerr.Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db.Name)}
+		return nil, EmptyStorageUnits(db.Name)
 	}
 	if err := pingAll(ctx, *db, opts.Ping); err != nil {
 		return nil, err
@@ -440,4 +440,10 @@ func pingAll(ctx context.Context, db config.Database, ping func(context.Context,
 		return &sqlerr.Error{Code: 10110, SQLState: "08000", Message: fmt.Sprintf("Storage units can not connect, error messages are: [%s].", strings.Join(msgs, "; "))}
 	}
 	return nil
+}
+
+// EmptyStorageUnits is upstream's EmptyStorageUnitException (10101,
+// 42S02): database db has no storage unit.
+func EmptyStorageUnits(db string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db)}
 }

@@ -1,11 +1,13 @@
 package rules
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 )
 
 // The encrypt rule statements: CREATE, ALTER and DROP ENCRYPT RULE, as
@@ -110,4 +112,21 @@ func encryptDefinitions(rules []distsql.EncryptRule) []tableDefinition {
 		}})
 	}
 	return defs
+}
+
+// createEncryptRule is CREATE ENCRYPT RULE: the tables defined as for
+// ALTER, and, checked last as upstream's executor checks it, a database
+// without storage units refused (EmptyStorageUnitException, 10101).
+func createEncryptRule(st *distsql.CreateEncryptRule) databaseChange {
+	_, define := encryptRule.define(encryptDefinitions(st.Rules), st.IfNotExists, false)
+	return func(_ context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
+		next, err := define(d.Name, c)
+		if err != nil {
+			return nil, err
+		}
+		if len(d.Units) == 0 {
+			return nil, dbconfig.EmptyStorageUnits(d.Name)
+		}
+		return next, nil
+	}
 }

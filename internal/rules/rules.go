@@ -165,8 +165,6 @@ func changeOf(st distsql.Statement) (string, change) {
 		return maskRule.define(maskDefinitions(st.Rules), false, true)
 	case *distsql.DropMaskRule:
 		return maskRule.drop(st.Tables, st.IfExists)
-	case *distsql.CreateEncryptRule:
-		return encryptRule.define(encryptDefinitions(st.Rules), st.IfNotExists, false)
 	case *distsql.AlterEncryptRule:
 		return encryptRule.define(encryptDefinitions(st.Rules), false, true)
 	case *distsql.DropEncryptRule:
@@ -192,6 +190,8 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 		return singleType, unloadSingleTable(st, opts.Introspect)
 	case *distsql.SetDefaultSingleTableStorageUnit:
 		return singleType, setDefaultSingleUnit(st)
+	case *distsql.CreateEncryptRule:
+		return encryptRule.ruleType, createEncryptRule(st)
 	}
 	return "", nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -230,5 +231,36 @@ func TestApplyEncryptRule(t *testing.T) {
 	apply("DROP ENCRYPT RULE t_user")
 	if c := rule(); c != nil {
 		t.Errorf("after the last DROP the rule is %v, want none", c)
+	}
+}
+
+// TestCreateEncryptRuleNeedsStorageUnits: CREATE ENCRYPT RULE on a
+// database without storage units is upstream's EmptyStorageUnitException
+// and writes nothing; CREATE MASK RULE, which upstream does not check so,
+// is written.
+func TestCreateEncryptRuleNeedsStorageUnits(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "empty_db"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := distsql.Parse("CREATE ENCRYPT RULE t (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k', 'digest-algorithm-name'='SHA-1'))))))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, repo, "empty_db", st, Options{})
+	var se *sqlerr.Error
+	if !errors.As(err, &se) || se.Code != 10101 || se.Message != "There is no storage unit in database 'empty_db'." {
+		t.Fatalf("CREATE ENCRYPT RULE without units: %v", err)
+	}
+	if d, _, err := metadata.ReadDatabase(ctx, repo, "empty_db"); err != nil || len(d.Rules) != 0 {
+		t.Fatalf("rules after the refusal: %v %v", d.Rules, err)
+	}
+	st, err = distsql.Parse("CREATE MASK RULE t (COLUMNS((NAME=c, TYPE(NAME='MD5'))))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := Apply(ctx, repo, "empty_db", st, Options{}); err != nil || !out.Changed {
+		t.Fatalf("CREATE MASK RULE without units: %+v %v", out, err)
 	}
 }
