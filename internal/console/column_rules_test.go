@@ -16,20 +16,9 @@ const maskColumns = "table,column,algorithm_type,algorithm_props"
 // rdl/dataset/distsql_rdl/{create,alter,drop}_mask_rule.xml).
 func TestMaskRuleStatements(t *testing.T) {
 	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
-		nodes := rulesCluster(t, open, 2)
-		one, two := nodes[0], nodes[1]
-		s1, s2 := newSession(), newSession()
-		s1.Database, s2.Database = "sharding_db", "sharding_db"
-		run := func(q string) {
-			t.Helper()
-			if res := exec(t, one, s1, q); len(res.Warnings) > 0 {
-				t.Fatalf("%s warned: %v", q, res.Warnings)
-			}
-		}
-		show := func(q string, columns string, rows ...string) {
-			t.Helper()
-			showRows(t, two, s2, q, columns, rows...)
-		}
+		c := newRuleNodes(t, open, 2)
+		one, two, s1 := c.first, c.last, c.s1
+		run, show := c.run, c.show
 		show("SHOW MASK RULES", maskColumns)
 		run("CREATE MASK RULE t_mask (COLUMNS((NAME=order_id,TYPE(NAME='MD5'))));")
 		show("SHOW MASK RULES", maskColumns, "t_mask| order_id| MD5| ")
@@ -78,19 +67,12 @@ const encryptColumns = "table,logic_column,cipher_column,assisted_query_column,l
 // rdl/dataset/distsql_rdl/{create,alter,drop}_encrypt_rule.xml).
 func TestEncryptRuleStatements(t *testing.T) {
 	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
-		nodes := rulesCluster(t, open, 2)
-		one, two := nodes[0], nodes[1]
-		s1, s2 := newSession(), newSession()
-		s1.Database, s2.Database = "sharding_db", "sharding_db"
-		run := func(q string) {
-			t.Helper()
-			if res := exec(t, one, s1, q); len(res.Warnings) > 0 {
-				t.Fatalf("%s warned: %v", q, res.Warnings)
-			}
-		}
+		c := newRuleNodes(t, open, 2)
+		one, two, s1 := c.first, c.last, c.s1
+		run := c.run
 		show := func(q string, rows ...string) {
 			t.Helper()
-			showRows(t, two, s2, q, encryptColumns, rows...)
+			c.show(q, encryptColumns, rows...)
 		}
 		show("SHOW ENCRYPT RULES")
 		run("CREATE ENCRYPT RULE t_user (COLUMNS((NAME=pwd,CIPHER=pwd_cipher,ENCRYPT_ALGORITHM(TYPE(NAME='AES',PROPERTIES('aes-key-value'='123456abc', 'digest-algorithm-name'='SHA-1'))))));")
@@ -109,7 +91,7 @@ func TestEncryptRuleStatements(t *testing.T) {
 		}) {
 			t.Errorf("encryptors = %v", encs)
 		}
-		showRows(t, two, s2, "COUNT ENCRYPT RULE", "rule_name,database,count", "encrypt| sharding_db| 2")
+		c.show("COUNT ENCRYPT RULE", "rule_name,database,count", "encrypt| sharding_db| 2")
 
 		refuses(t, one, s1, []refusal{
 			{"CREATE ENCRYPT RULE t_user (COLUMNS((NAME=pwd,CIPHER=pwd_cipher,ENCRYPT_ALGORITHM(TYPE(NAME='AES')))))", 10204, "Duplicate encrypt rule names '[t_user]' in database 'sharding_db'."},

@@ -14,6 +14,38 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
+// ruleNodes is a rulesCluster with a session on sharding_db at its first
+// node, where statements run, and one at its last, where their effect is
+// read as soon as each statement returned.
+type ruleNodes struct {
+	t           *testing.T
+	first, last *testNode
+	s1, sLast   *Session
+}
+
+func newRuleNodes(t *testing.T, open func(t *testing.T) registry.Repository, n int) *ruleNodes {
+	t.Helper()
+	nodes := rulesCluster(t, open, n)
+	c := &ruleNodes{t: t, first: nodes[0], last: nodes[n-1], s1: newSession(), sLast: newSession()}
+	c.s1.Database, c.sLast.Database = "sharding_db", "sharding_db"
+	return c
+}
+
+// run runs q at the first node and fails the test on an error or a
+// warning.
+func (c *ruleNodes) run(q string) {
+	c.t.Helper()
+	if res := exec(c.t, c.first, c.s1, q); len(res.Warnings) > 0 {
+		c.t.Fatalf("%s warned: %v", q, res.Warnings)
+	}
+}
+
+// show checks SHOW q at the last node: its columns and rows (showRows).
+func (c *ruleNodes) show(q string, columns string, rows ...string) {
+	c.t.Helper()
+	showRows(c.t, c.last, c.sLast, q, columns, rows...)
+}
+
 // rulesCluster starts n nodes, each on its own connection to one registry
 // namespace and acknowledging, with database sharding_db of units ds_0,
 // ds_1 and ds_2 (SQLite files) seen by all of them.
@@ -102,20 +134,9 @@ func refuses(t *testing.T, n *testNode, s *Session, cases []refusal) {
 // shared/reference/shardingsphere-e2e/cases/{rdl,rql}/dataset).
 func TestShardingRuleStatements(t *testing.T) {
 	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
-		nodes := rulesCluster(t, open, 3)
-		one, three := nodes[0], nodes[2]
-		s1, s3 := newSession(), newSession()
-		s1.Database, s3.Database = "sharding_db", "sharding_db"
-		run := func(q string) {
-			t.Helper()
-			if res := exec(t, one, s1, q); len(res.Warnings) > 0 {
-				t.Fatalf("%s warned: %v", q, res.Warnings)
-			}
-		}
-		show := func(q string, columns string, rows ...string) {
-			t.Helper()
-			showRows(t, three, s3, q, columns, rows...)
-		}
+		c := newRuleNodes(t, open, 3)
+		one, three, s1 := c.first, c.last, c.s1
+		run, show := c.run, c.show
 		const tableRuleColumns = "table,actual_data_nodes,actual_data_sources,database_strategy_type,database_sharding_column,database_sharding_algorithm_type,database_sharding_algorithm_props,table_strategy_type,table_sharding_column,table_sharding_algorithm_type,table_sharding_algorithm_props,key_generate_column,key_generator_type,key_generator_props,auditor_types,allow_hint_disable"
 
 		// rdl create_sharding_rules.xml
