@@ -111,7 +111,7 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 		txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
 		txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
 	}
-	if err := e.announce(ctx, st.Name, true, txn); err != nil {
+	if err := e.announce(ctx, st.Name, true, txn, nil); err != nil {
 		if errors.Is(err, registry.ErrExists) {
 			return nil, &Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", st.Name)}
 		}
@@ -133,14 +133,15 @@ func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropD
 		}
 		return nil, &Error{Code: 1008, SQLState: "HY000", Message: fmt.Sprintf("Can't drop database '%s'; database doesn't exist", st.Name)}
 	}
-	key, err := paths.Database(st.Name)
-	if err != nil {
+	if _, err := paths.Database(st.Name); err != nil {
 		return nil, err
 	}
-	if err := e.announce(ctx, st.Name, false, registry.Txn{}); err != nil {
-		return nil, err
-	}
-	if err := e.d.Repo.Delete(ctx, key); err != nil {
+	// The keys go while DROP stands: a node that follows the database
+	// again when the announcement goes then finds it gone, not a database
+	// this statement already answered dropped.
+	if err := e.announce(ctx, st.Name, false, registry.Txn{}, func() error {
+		return metadata.DeleteDatabase(ctx, e.d.Repo, st.Name)
+	}); err != nil {
 		return nil, err
 	}
 	if s.Database == st.Name {
@@ -152,9 +153,10 @@ func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropD
 
 // announce commits txn with the database listener coordinator's
 // announcement of db (CREATE or DROP) as an ephemeral key of the node's
-// session, and deletes the announcement a second later (after the
-// ShardingSphere nodes saw it), as IMPORT does.
-func (e *Engine) announce(ctx context.Context, db string, create bool, txn registry.Txn) error {
+// session, runs whileAnnounced (when not nil) a second later (after the
+// ShardingSphere nodes saw the announcement), and then deletes the
+// announcement, as IMPORT does. It returns whileAnnounced's error.
+func (e *Engine) announce(ctx context.Context, db string, create bool, txn registry.Txn, whileAnnounced func() error) error {
 	listener, err := e.d.Layout.DatabaseListener(db)
 	if err != nil {
 		return err
@@ -174,6 +176,9 @@ func (e *Engine) announce(ctx context.Context, db string, create bool, txn regis
 	case <-ctx.Done():
 		t.Stop()
 	}
+	if whileAnnounced != nil {
+		err = whileAnnounced()
+	}
 	_ = e.d.Repo.Delete(context.WithoutCancel(ctx), listener)
-	return nil
+	return err
 }

@@ -1,11 +1,14 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
@@ -247,6 +250,72 @@ func TestRuleChangeFromAStaleViewLosesNothing(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("round %d: groups %v, want %v", i, got, want)
 			}
+		}
+	})
+}
+
+// slowRegistry delays, after reading, each Get under /metadata (a node's
+// check whether a database still exists when an announcement goes) and,
+// before deleting, each Delete under /metadata: the widest gaps the network can open
+// between a DROP DATABASE and the nodes that follow it.
+type slowRegistry struct {
+	registry.Repository
+	get, delete time.Duration
+}
+
+func (r slowRegistry) Get(ctx context.Context, key string) (registry.KV, error) {
+	kv, err := r.Repository.Get(ctx, key)
+	if registry.IsUnder(key, paths.MetadataRoot) {
+		time.Sleep(r.get)
+	}
+	return kv, err
+}
+
+func (r slowRegistry) Delete(ctx context.Context, key string) error {
+	if registry.IsUnder(key, paths.MetadataRoot) {
+		time.Sleep(r.delete)
+	}
+	return r.Repository.Delete(ctx, key)
+}
+
+// TestDroppedDatabaseStaysDropped, on real etcd and ZooKeeper: once DROP
+// DATABASE returned, the node's view never shows the database again, even
+// when the node reads whether it exists (as the DROP announcement goes)
+// before the delete and applies the answer after the statement returned;
+// a second DROP is 1008.
+func TestDroppedDatabaseStaysDropped(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		ctx := testenv.Context(t)
+		repo := open(t)
+		view, err := metadata.Bootstrap(ctx, slowRegistry{Repository: repo, get: 600 * time.Millisecond}, nil, nil, metadata.Options{Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = view.Run(runCtx) }()
+		defer func() { stop(); <-done }()
+		n := startNode(t, repo, "drop", nil, func(d *Deps) {
+			d.Repo = slowRegistry{Repository: repo, delete: 300 * time.Millisecond}
+			d.Metadata = view
+		})
+		s := newSession()
+		exec(t, n, s, "CREATE DATABASE dropped_db")
+		var returned, shownAgain atomic.Bool
+		cancel := view.Subscribe(func(snap *metadata.Snapshot, _ []metadata.Change) {
+			if returned.Load() && snap.Databases["dropped_db"] != nil {
+				shownAgain.Store(true)
+			}
+		})
+		defer cancel()
+		exec(t, n, s, "DROP DATABASE dropped_db")
+		returned.Store(true)
+		time.Sleep(2 * time.Second)
+		if shownAgain.Load() {
+			t.Fatal("the view showed the database again after DROP DATABASE returned")
+		}
+		if e := execError(t, n, s, "DROP DATABASE dropped_db"); e.Code != 1008 {
+			t.Fatalf("DROP DATABASE twice: %+v", e)
 		}
 	})
 }

@@ -69,13 +69,12 @@ func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) err
 	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
 }
 
-// DropDatabase announces DROP, then deletes database db with everything
-// under it, its statistics (see dropStatistics) and the mark of an import
-// that left it half-written (paths.Import). It returns ErrNoDatabase when the database does not exist.
-// ctx bounds the registry calls.
+// DropDatabase announces DROP, deletes database db (DeleteDatabase) while
+// the announcement stands, then deletes the announcement. It returns
+// ErrNoDatabase when the database does not exist. ctx bounds the registry
+// calls.
 func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
-	key, err := paths.Database(db)
-	if err != nil {
+	if _, err := paths.Database(db); err != nil {
 		return err
 	}
 	announce, err := c.Layout.DatabaseListener(db)
@@ -88,11 +87,25 @@ func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 	if err := c.Session.PutEphemeral(ctx, announce, []byte(c.Layout.ListenerValue(false))); err != nil {
 		return fmt.Errorf("announce the drop of database %s: %w", db, err)
 	}
-	err = c.Repo.Delete(ctx, key)
-	if err == nil {
-		err = errors.Join(dropStatistics(ctx, c.Repo, db), dropImportMark(ctx, c.Repo, db))
-	}
+	err = DeleteDatabase(ctx, c.Repo, db)
 	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
+}
+
+// DeleteDatabase deletes database db with everything under it, its
+// statistics (see dropStatistics) and the mark of an import that left it
+// half-written (paths.Import). It announces nothing: run it while a DROP
+// announcement of db stands (Coordinator.DropDatabase), so that a node
+// that follows db again when the announcement goes finds it gone. ctx
+// bounds the registry calls.
+func DeleteDatabase(ctx context.Context, repo registry.Repository, db string) error {
+	key, err := paths.Database(db)
+	if err != nil {
+		return err
+	}
+	if err := repo.Delete(ctx, key); err != nil {
+		return err
+	}
+	return errors.Join(dropStatistics(ctx, repo, db), dropImportMark(ctx, repo, db))
 }
 
 // dropStatistics deletes /statistics/databases/{db} with everything under
