@@ -88,14 +88,7 @@ func ReadGlobalRules(ctx context.Context, repo registry.Repository) (map[string]
 // DecodeGlobalRules decodes the global rules from kvs, keys under /rules,
 // as a node's Store applies them; a corrupt rule is skipped.
 func DecodeGlobalRules(kvs []registry.KV) map[string]config.Rule {
-	events := make([]registry.Event, 0, len(kvs))
-	for _, kv := range kvs {
-		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
-	}
-	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	d := newDraft(emptySnapshot())
-	ap.apply(context.Background(), d, events, false)
-	return d.s.GlobalRules
+	return decodeAll(kvs).GlobalRules
 }
 
 // ReadDatabase reads database db's storage units and rules from the
@@ -140,6 +133,12 @@ func ReadRules(ctx context.Context, repo registry.Repository, db string) ([]regi
 }
 
 func decode(db string, kvs []registry.KV) *Database {
+	return decodeAll(kvs).Databases[db]
+}
+
+// decodeAll is the snapshot a node's Store builds from kvs alone, corrupt
+// values skipped without a word.
+func decodeAll(kvs []registry.KV) *Snapshot {
 	events := make([]registry.Event, 0, len(kvs))
 	for _, kv := range kvs {
 		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
@@ -147,7 +146,7 @@ func decode(db string, kvs []registry.KV) *Database {
 	ap := newApplier(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	d := newDraft(emptySnapshot())
 	ap.apply(context.Background(), d, events, false)
-	return d.s.Databases[db]
+	return d.s
 }
 
 // DecodeRules decodes the rules of database db from kvs, keys under
