@@ -32,23 +32,20 @@ type setResult struct {
 	message string
 }
 
-// TestSetDistVariableThreeWays runs the same SET DIST VARIABLE through
-// the MySQL console, the HTTP API and the CLI (on the registry) against
-// one node on real etcd: each front end accepts and refuses the same
-// names and values with the same code and message, stores the same
-// canonical value, and returns only once the node acknowledged the /props
-// version it wrote.
-func TestSetDistVariableThreeWays(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// startThreeWaysNode starts a node (id, HTTP with token, a MySQL console,
+// user root with password pw) on a fresh namespace (prefix) of real etcd,
+// and returns it with a registry client on that namespace and its conf
+// dir, for the tests that run one change through the console, the HTTP
+// API and the CLI.
+func startThreeWaysNode(ctx context.Context, t *testing.T, prefix, id, token string) (*daemon.Daemon, registry.Repository, string) {
+	t.Helper()
 	reg := realRegistries(t)[0]
-	conf := clusterConf(t, reg, "sk_setvar_", "authority:\n  users:\n    - user: root@%\n      password: pw\n", nil)
+	conf := clusterConf(t, reg, prefix, "authority:\n  users:\n    - user: root@%\n      password: pw\n", nil)
 	repo := openConf(ctx, t, conf, "/nodes", "/reservation", "/metadata", "/props")
 	c, err := config.Load(ctx, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const token, id = "setvar-token", "setvar"
 	d, err := daemon.Start(ctx, daemon.Config{
 		Repository: c.Mode.Repository, Conf: c,
 		Node:   cluster.Config{InstanceID: id, Reservation: time.Second},
@@ -60,6 +57,20 @@ func TestSetDistVariableThreeWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	return d, repo, conf
+}
+
+// TestSetDistVariableThreeWays runs the same SET DIST VARIABLE through
+// the MySQL console, the HTTP API and the CLI (on the registry) against
+// one node on real etcd: each front end accepts and refuses the same
+// names and values with the same code and message, stores the same
+// canonical value, and returns only once the node acknowledged the /props
+// version it wrote.
+func TestSetDistVariableThreeWays(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token, id = "setvar-token", "setvar"
+	d, repo, conf := startThreeWaysNode(ctx, t, "sk_setvar_", id, token)
 	mc := gomysql.NewConfig()
 	mc.User, mc.Passwd, mc.Net, mc.Addr, mc.Timeout = "root", "pw", "tcp", d.MySQLAddr, 10*time.Second
 	db, err := sql.Open("mysql", mc.FormatDSN())

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -18,9 +17,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
@@ -39,25 +36,8 @@ import (
 func TestRuleStatementThreeWays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	reg := realRegistries(t)[0]
-	conf := clusterConf(t, reg, "sk_rules3_", "authority:\n  users:\n    - user: root@%\n      password: pw\n", nil)
-	repo := openConf(ctx, t, conf, "/nodes", "/reservation", "/metadata", "/props")
-	c, err := config.Load(ctx, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const token, id = "rules-token", "rules3"
-	d, err := daemon.Start(ctx, daemon.Config{
-		Repository: c.Mode.Repository, Conf: c,
-		Node:   cluster.Config{InstanceID: id, Reservation: time.Second},
-		HTTP:   &daemon.HTTPConfig{Addr: "127.0.0.1:0", Token: token, OpenReads: true},
-		MySQL:  &daemon.MySQLConfig{Addr: "127.0.0.1:0"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	d, repo, conf := startThreeWaysNode(ctx, t, "sk_rules3_", id, token)
 	// The database comes after the node persisted the conf's global rules
 	// (its users), as an operator's would.
 	dir := t.TempDir()
