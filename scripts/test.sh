@@ -3,7 +3,7 @@
 # Chromium from Debian packages when missing, starts etcd and ZooKeeper on
 # free loopback ports, runs go vet, a gofmt check, staticcheck and
 # `go test -race -v ./...` with their addresses (a test that needs a server
-# fails, never skips, under this script), then the model check of the
+# or the shared reference fails, never skips, under this script), then the model check of the
 # worker-id fence protocol (scripts/model.sh test: 2 nodes, 3 worker ids,
 # every fault, and the three control models' counterexamples), then a short
 # chaos run, then stops them.
@@ -12,6 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/servers.sh
 start_servers
+# Tests that read the shared reference (../shared next to the clone, or
+# SHARDKEEPER_SHARED_DIR: upstream's example configuration and end-to-end
+# cases, read in place) fail instead of skipping when it is missing.
+export SHARDKEEPER_REQUIRE_SHARED=1
 go vet ./...
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

@@ -21,9 +21,10 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
-// ShardingSphere's own end-to-end DistSQL cases (testdata/shardingsphere-e2e,
-// upstream's test/e2e/sql resources, unchanged) run against a shardkeeper
-// node: TestShardingSphereCases.
+// ShardingSphere's own end-to-end DistSQL cases (upstream's test/e2e/sql
+// resources, read in place from the shared reference's
+// reference/shardingsphere-e2e: see ssRoot) run against a shardkeeper node:
+// TestShardingSphereCases.
 
 // shardingStatementsSupported switches on every sharding and broadcast
 // rule statement below at once: the cases that use them run instead of
@@ -221,13 +222,19 @@ func (c ssCase) String() string {
 	return fmt.Sprintf("%s %s [%s %s] %q", c.typ, c.file, c.scenario, c.dbType, c.sql)
 }
 
-const ssRoot = "../../testdata/shardingsphere-e2e"
+// ssRoot returns the folder of upstream's e2e resources in the shared
+// reference, which the project does not ship; without it the test skips
+// (fails under scripts/test.sh) with a line saying where it looked.
+func ssRoot(t testing.TB) string {
+	t.Helper()
+	return testenv.Shared(t, "reference", "shardingsphere-e2e")
+}
 
 // datasetFile finds name for scenario as upstream's DataSetLoader does:
 // dataset/{scenario}/{mode}/{dbType}/, {scenario}/{dbType}/,
 // {scenario}/{mode}/, {scenario}/, dataset/.
-func datasetFile(typ, scenario, dbType, name string) string {
-	base := filepath.Join(ssRoot, "cases", typ, "dataset")
+func datasetFile(root, typ, scenario, dbType, name string) string {
+	base := filepath.Join(root, "cases", typ, "dataset")
 	for _, dir := range []string{
 		filepath.Join(base, scenario, "cluster", dbType), filepath.Join(base, scenario, dbType),
 		filepath.Join(base, scenario, "cluster"), filepath.Join(base, scenario), base,
@@ -261,12 +268,13 @@ var ssDBTypes = []struct{ name, dir string }{{"MySQL", "mysql"}, {"PostgreSQL", 
 // for other database types (openGauss, ...).
 func loadSSCases(t *testing.T) (cases []ssCase, other int) {
 	t.Helper()
-	scenarios, err := os.ReadDir(filepath.Join(ssRoot, "env", "scenario"))
+	root := ssRoot(t)
+	scenarios, err := os.ReadDir(filepath.Join(root, "env", "scenario"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, typ := range []string{"ral", "rdl", "rql"} {
-		files, err := filepath.Glob(filepath.Join(ssRoot, "cases", typ, "e2e-*.xml"))
+		files, err := filepath.Glob(filepath.Join(root, "cases", typ, "e2e-*.xml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,15 +303,15 @@ func loadSSCases(t *testing.T) (cases []ssCase, other int) {
 						names := splitList(xc.Scenarios)
 						if len(names) == 0 {
 							for _, s := range scenarios {
-								if _, err := os.Stat(filepath.Join(ssRoot, "cases", typ, "dataset", s.Name())); err == nil && datasetFile(typ, s.Name(), dbType, a.ExpectedFile) != "" {
+								if _, err := os.Stat(filepath.Join(root, "cases", typ, "dataset", s.Name())); err == nil && datasetFile(root, typ, s.Name(), dbType, a.ExpectedFile) != "" {
 									names = append(names, s.Name())
 								}
 							}
 						}
 						for _, s := range names {
 							c := ssCase{typ: typ, file: filepath.Base(f), sql: xc.SQL, scenario: s, dbType: dbType, assertion: a,
-								expected: datasetFile(typ, s, dbType, a.ExpectedFile)}
-							c.skip = caseSkip(c)
+								expected: datasetFile(root, typ, s, dbType, a.ExpectedFile)}
+							c.skip = caseSkip(root, c)
 							cases = append(cases, c)
 						}
 					}
@@ -316,7 +324,7 @@ func loadSSCases(t *testing.T) (cases []ssCase, other int) {
 
 // caseSkip says why c does not run: a statement of it not supported, a
 // known difference, no dataset or no scenario configuration.
-func caseSkip(c ssCase) string {
+func caseSkip(root string, c ssCase) string {
 	if c.expected == "" {
 		return "no expected dataset " + c.assertion.ExpectedFile + " for the scenario"
 	}
@@ -343,16 +351,16 @@ func caseSkip(c ssCase) string {
 			return kind + ": " + why
 		}
 	}
-	if _, err := scenarioConfig(c.scenario, c.dbType); err != nil {
+	if _, err := scenarioConfig(root, c.scenario, c.dbType); err != nil {
 		return err.Error()
 	}
 	return ""
 }
 
 // scenarioConfig returns the scenario's database configuration file for
-// dbType.
-func scenarioConfig(scenario, dbType string) (string, error) {
-	files, _ := filepath.Glob(filepath.Join(ssRoot, "env", "scenario", scenario, "proxy", "conf", dbType, "database-*.yaml"))
+// dbType under root (ssRoot).
+func scenarioConfig(root, scenario, dbType string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(root, "env", "scenario", scenario, "proxy", "conf", dbType, "database-*.yaml"))
 	if len(files) != 1 {
 		return "", fmt.Errorf("scenario %s has %d %s database configurations, not one", scenario, len(files), dbType)
 	}
@@ -425,7 +433,7 @@ var (
 // (the cases are master's).
 func ssGlobal(t *testing.T, typ string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(ssRoot, "env", "common", "cluster", "proxy", "conf", "zookeeper", "global.yaml"))
+	data, err := os.ReadFile(filepath.Join(ssRoot(t), "env", "common", "cluster", "proxy", "conf", "zookeeper", "global.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +590,7 @@ func compareDataset(file string, unitHost, unitPort string, cols []string, rows 
 // runSSCase runs one case on the node as upstream's runner does: the
 // initial SQL, the statement, the assertion SQL (or, without one, the
 // statement as a query) compared with the dataset, and the destroy SQL.
-func runSSCase(port int, db string, server dbServer, c ssCase) (inOrder bool, err error) {
+func runSSCase(root string, port int, db string, server dbServer, c ssCase) (inOrder bool, err error) {
 	exec := func(list string) error {
 		for _, st := range splitStatements(list) {
 			if _, _, err := queryNode(port, db, st); err != nil {
@@ -608,13 +616,14 @@ func runSSCase(port int, db string, server dbServer, c ssCase) (inOrder bool, er
 	}
 	inOrder, err = compareDataset(c.expected, server.host, server.port, cols, rows)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w (dataset %s)", query, err, strings.TrimPrefix(c.expected, ssRoot+"/"))
+		return false, fmt.Errorf("%s: %w (dataset %s)", query, err, strings.TrimPrefix(c.expected, root+"/"))
 	}
 	return inOrder, nil
 }
 
 // TestShardingSphereCases runs ShardingSphere's e2e RAL, RDL and RQL cases
-// (testdata/shardingsphere-e2e) whose statements shardkeeper answers,
+// (read in place from the shared reference: ssRoot) whose statements
+// shardkeeper answers,
 // through the mariadb client against a node on real etcd and on real
 // ZooKeeper: per scenario, the scenario's databases are created on the
 // MariaDB server with its init SQL, the node starts with the scenario's
@@ -634,6 +643,7 @@ func TestShardingSphereCases(t *testing.T) {
 		"mysql":      newDBServer(t, "mysql", testenv.MySQLURL()),
 		"postgresql": newDBServer(t, "postgresql", testenv.PostgresURL()),
 	}
+	root := ssRoot(t)
 	cases, other := loadSSCases(t)
 	// Cases run per scenario and database type, one node for each.
 	type group struct{ scenario, dbType string }
@@ -655,7 +665,7 @@ func TestShardingSphereCases(t *testing.T) {
 				port, db := startScenario(t, typ, g.scenario, server)
 				for _, c := range groups[g] {
 					ran++
-					inOrder, err := runSSCase(port, db, server, c)
+					inOrder, err := runSSCase(root, port, db, server, c)
 					if err != nil {
 						t.Errorf("%s: %v", c, err)
 						continue
@@ -715,7 +725,8 @@ func pgUnitReachable(t *testing.T) {
 // returns the node's MySQL port and the logical database.
 func startScenario(t *testing.T, typ, scenario string, server dbServer) (port int, db string) {
 	t.Helper()
-	dir := filepath.Join(ssRoot, "env", "scenario", scenario)
+	root := ssRoot(t)
+	dir := filepath.Join(root, "env", "scenario", scenario)
 	inits, _ := filepath.Glob(filepath.Join(dir, "data", "actual", "init-sql", server.dbType, "*.sql"))
 	for _, f := range inits {
 		// Some init SQL creates databases it does not drop first.
@@ -742,7 +753,7 @@ func startScenario(t *testing.T, typ, scenario string, server dbServer) (port in
 			t.Fatalf("init SQL %s: %v", f, err)
 		}
 	}
-	file, err := scenarioConfig(scenario, server.dbType)
+	file, err := scenarioConfig(root, scenario, server.dbType)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,63 +1,70 @@
 package testenv
 
 import (
-	"bytes"
-	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestSharedCopiesMatch checks the repository's copies of the shared test
-// data against the originals, when those are reachable.
-func TestSharedCopiesMatch(t *testing.T) {
+// TestSharedPath: the shared reference is $SHARDKEEPER_SHARED_DIR when set
+// and ../shared next to the module root otherwise; a missing path is an
+// error naming where it looked and the variable that points elsewhere.
+func TestSharedPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "reference", "cases"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := sharedPath(dir, "reference", "cases")
+	if err != nil || p != filepath.Join(dir, "reference", "cases") {
+		t.Fatalf("sharedPath(%s, reference, cases) = %q, %v", dir, p, err)
+	}
+	if p, err := sharedPath(" "+dir+" ", "reference"); err != nil || p != filepath.Join(dir, "reference") {
+		t.Fatalf("a blank-padded directory: %q, %v", p, err)
+	}
+	_, err = sharedPath(dir, "testdata", "shardingsphere")
+	want := "no shared reference at " + filepath.Join(dir, "testdata", "shardingsphere") + " (looked in $" + EnvSharedDir + "): set " + EnvSharedDir + " to its folder"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("a missing path: %v, want %q", err, want)
+	}
+
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := filepath.Join(root, "..", "shared")
-	if d := os.Getenv("SHARDKEEPER_SHARED_DIR"); d != "" {
-		shared = d
+	next := filepath.Join(filepath.Dir(root), "shared", "no-such-part")
+	_, err = sharedPath("", "no-such-part")
+	if err == nil || !strings.Contains(err.Error(), "no shared reference at "+next+" (looked in ../shared next to the clone)") {
+		t.Fatalf("without %s: %v, want it to look at %s", EnvSharedDir, err, next)
 	}
-	orig := filepath.Join(shared, "testdata")
-	if _, err := os.Stat(orig); err != nil {
-		t.Skipf("the shared test data is not reachable at %s (set SHARDKEEPER_SHARED_DIR): nothing to compare", orig)
+}
+
+// TestSharedSkipsOrFails runs a test that needs a missing shared reference
+// in a child process: it skips with the line saying where it looked, and
+// fails with the same line under SHARDKEEPER_REQUIRE_SHARED=1.
+func TestSharedSkipsOrFails(t *testing.T) {
+	if os.Getenv("SHARDKEEPER_TESTENV_CHILD") == "1" {
+		Shared(t, "reference", "shardingsphere-e2e")
+		t.Log("found")
+		return
 	}
-	copies := filepath.Join(root, "testdata")
-	n := 0
-	err = filepath.WalkDir(copies, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() == "README.md" {
-			return err
+	missing := filepath.Join(t.TempDir(), "gone")
+	line := "no shared reference at " + filepath.Join(missing, "reference", "shardingsphere-e2e")
+	for _, c := range []struct {
+		require string
+		fails   bool
+		verdict string
+	}{
+		{"", false, "--- SKIP: TestSharedSkipsOrFails"},
+		{"0", false, "--- SKIP: TestSharedSkipsOrFails"},
+		{"1", true, "--- FAIL: TestSharedSkipsOrFails"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSharedSkipsOrFails$", "-test.v")
+		cmd.Env = append(os.Environ(), "SHARDKEEPER_TESTENV_CHILD=1", EnvSharedDir+"="+missing, EnvRequireShared+"="+c.require)
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != c.fails || !strings.Contains(string(out), c.verdict) || !strings.Contains(string(out), line) || strings.Contains(string(out), "found") {
+			t.Errorf("%s=%q: err %v, output:\n%s\nwant %s and %q", EnvRequireShared, c.require, err, out, c.verdict, line)
 		}
-		if d.IsDir() {
-			if d.Name() == "registry" {
-				return filepath.SkipDir // the project's own registry trees, with no original
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(copies, p)
-		from := filepath.Join(orig, rel)
-		if strings.HasPrefix(rel, "shardingsphere-e2e"+string(filepath.Separator)) {
-			// ShardingSphere's e2e cases are a reference copy.
-			from = filepath.Join(shared, "reference", rel)
-		}
-		want, err := os.ReadFile(from)
-		if err != nil {
-			t.Errorf("%s has no original: %v", rel, err)
-			return nil
-		}
-		got, _ := os.ReadFile(p)
-		if !bytes.Equal(got, want) {
-			t.Errorf("testdata/%s differs from %s", rel, from)
-		}
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 {
-		t.Fatal("no test data copies found")
 	}
 }

@@ -3,6 +3,9 @@
 // loopback and exports their addresses together with
 // SHARDKEEPER_REQUIRE_SERVERS=1; under it a missing server fails the test.
 // A plain `go test ./...` without the script skips those tests instead.
+// The same holds for the shared reference (Shared): upstream's material
+// that tests read in place from ../shared next to the clone, which the
+// script requires with SHARDKEEPER_REQUIRE_SHARED=1.
 //
 // It also holds what tests of every package share: Context (a bounded
 // context), Eventually (poll until a condition holds), Namespace (a name no
