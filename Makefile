@@ -2,11 +2,17 @@
 # `make test` runs every test against real etcd and ZooKeeper.
 .PHONY: build run test
 
+# The commit is stamped by the go command from a git clone; LDFLAGS passes
+# it too, for a git worktree, where the go command cannot read it.
+LDFLAGS ?= -X github.com/shardkeeper/shardkeeper/internal/version.linkedCommit=$(shell git rev-parse HEAD 2>/dev/null)
+
+BIN ?= bin/shardkeeper
+
 build:
-	go build -o bin/shardkeeper ./cmd/shardkeeper
+	go build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shardkeeper
 
 run: build
-	./bin/shardkeeper serve
+	$(BIN) serve
 
 test:
 	scripts/test.sh

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/version"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -43,8 +44,11 @@ func newRootCommand() *cobra.Command {
 		Short:         "Cluster mode for sharded databases: worker ids, membership and metadata on etcd or ZooKeeper",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `shardkeeper version` prints.
+		Version: version.Read().Release,
 	}
-	root.AddCommand(newServeCommand(), newRegistryCommand(), newHealthCommand())
+	root.SetVersionTemplate(versionText(version.Read()))
+	root.AddCommand(newServeCommand(), newRegistryCommand(), newHealthCommand(), newVersionCommand())
 	addAdminCommands(root)
 	return root
 }

@@ -120,6 +120,7 @@ type Daemon struct {
 	acker      *distvar.Acker     // acknowledges applied /props versions
 	stmts      *connserver.Budget // the consoles' statements, both protocols together
 	log        *slog.Logger
+	started    time.Time // when Start began, for the uptime
 	cancel     context.CancelFunc
 	runDone    chan struct{}
 }
@@ -148,7 +149,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		nc.InstanceID, nc.RandomInstanceID = cluster.NewInstanceID(), true
 	}
 	log = log.With("instance", nc.InstanceID)
-	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget)}
+	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget), started: time.Now()}
 	var fileDir *dbconfig.FileDir
 	if c.DistSQLFileDir != "" {
 		// The data dir: the embedded registry's data, or the credentials an
@@ -261,6 +262,7 @@ func (d *Daemon) serve() error {
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
 			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
+			Ports: d.ports(), Started: d.started,
 		})
 		if err != nil {
 			return err
@@ -282,6 +284,17 @@ func (d *Daemon) serve() error {
 		}
 	}
 	return nil
+}
+
+// ports are the bound addresses by service, for the status document.
+func (d *Daemon) ports() map[string]string {
+	ports := map[string]string{}
+	for name, addr := range map[string]string{"http": d.HTTPAddr, "resp": d.RESPAddr, "udp": d.UDPAddr, "mysql": d.MySQLAddr, "postgresql": d.PostgreSQLAddr} {
+		if addr != "" {
+			ports[name] = addr
+		}
+	}
+	return ports
 }
 
 // bind binds the configured front ends: HTTP, RESP, UDP, MySQL, PostgreSQL.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -47,18 +48,32 @@ func (m *httpMetrics) countRoute(pattern string, h http.HandlerFunc) http.Handle
 }
 
 // metricsHandler serves the Prometheus exposition of the node's counters
-// and state, the server's own counters and cfg.RegistryMetrics, read at
-// each scrape.
+// and state, the server's own counters, cfg.RegistryMetrics and
+// cfg.Collectors, the build, and the Go runtime's and the process's
+// standard metrics, read at each scrape.
 func (s *Server) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.metrics.routes, s.metrics.errs, s.metrics.tlsHandshakes, nodeCollector{s})
 	if s.cfg.RegistryMetrics != nil {
 		reg.MustRegister(s.cfg.RegistryMetrics)
 	}
-	started := time.Now()
+	started := s.cfg.Started
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "shardkeeper_uptime_seconds", Help: "Seconds since the metrics were created.",
+		Name: "shardkeeper_uptime_seconds", Help: "Seconds since the node started.",
 	}, func() float64 { return time.Since(started).Seconds() }))
+	b := s.cfg.Build
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "shardkeeper_build_info",
+		Help:        "Always 1; the labels say which build runs: release, module version, commit, Go version.",
+		ConstLabels: prometheus.Labels{"release": b.Release, "module": b.Module, "commit": b.ShortCommit(), "goversion": b.Go},
+	})
+	buildInfo.Set(1)
+	// The Go runtime's (go_*: memory, goroutines, GC) and the process's
+	// (process_*: CPU, resident memory, open and maximum descriptors).
+	reg.MustRegister(buildInfo, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range s.cfg.Collectors {
+		reg.MustRegister(c)
+	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = noStore

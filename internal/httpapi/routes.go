@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"net/http"
 	"strings"
 )
@@ -105,18 +107,39 @@ func (s *Server) serveStatic(w http.ResponseWriter, name, contentType string) {
 		s.writeError(w, err)
 		return
 	}
+	s.writePage(w, b, contentType, strings.HasSuffix(name, ".html"))
+}
+
+// writePage writes b; html adds the page's security headers.
+func (s *Server) writePage(w http.ResponseWriter, b []byte, contentType string, html bool) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h["Cache-Control"] = noStore
-	if strings.HasSuffix(name, ".html") {
+	if html {
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; img-src 'self' data:")
 		h.Set("X-Content-Type-Options", "nosniff")
 	}
 	_, _ = w.Write(b)
 }
 
+// statusMark is where handlePage puts the status document in the page, so
+// that the page shows the node's status on load, before the event
+// stream's first event.
+const statusMark = "/*STATUS*/"
+
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
-	s.serveStatic(w, "static/index.html", "text/html; charset=utf-8")
+	page, err := static.ReadFile("static/index.html")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	// json.Marshal escapes <, > and &: the document cannot end the script element.
+	doc, err := json.Marshal(s.status(r.Context()))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writePage(w, bytes.Replace(page, []byte(statusMark), doc, 1), "text/html; charset=utf-8", true)
 }
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {

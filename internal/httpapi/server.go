@@ -31,7 +31,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-
+	"github.com/shardkeeper/shardkeeper/internal/version"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -69,6 +69,10 @@ type Config struct {
 	// and the server's own (the daemon passes the metered.Metrics of the
 	// repository the node uses).
 	RegistryMetrics prometheus.Collector
+	// Collectors are served in /metrics too (the daemon passes the
+	// consoles' and the key services' metrics). Their metric names must
+	// not clash with the server's own.
+	Collectors []prometheus.Collector
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Epoch is the snowflake epoch the node's keys use; the zero Time
@@ -76,6 +80,17 @@ type Config struct {
 	Epoch time.Time
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Build is the running binary's build, shown in /api/v1/status, on
+	// the status page and as shardkeeper_build_info; the zero Info means
+	// version.Read().
+	Build version.Info
+	// Ports are the node's bound addresses by service ("http", "mysql",
+	// "postgresql", "resp", "udp"), shown in /api/v1/status and on the
+	// status page.
+	Ports map[string]string
+	// Started is when the node started, for the uptime in /api/v1/status;
+	// the zero Time means when New was called.
+	Started time.Time
 }
 
 // Server serves one node's HTTP interface. Its methods are safe for
@@ -129,6 +144,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ModeType == "" {
 		cfg.ModeType = "Cluster"
+	}
+	if cfg.Build == (version.Info{}) {
+		cfg.Build = version.Read()
+	}
+	if cfg.Started.IsZero() {
+		cfg.Started = cfg.Now()
 	}
 	hosts, err := newHostPolicy(cfg.AllowedHosts)
 	if err != nil {

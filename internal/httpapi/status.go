@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/version"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -132,6 +133,10 @@ type status struct {
 	Stalls       int64             `json:"fenceStalls"`
 	Losses       int64             `json:"workerIdLosses"`
 	Problems     []string          `json:"problems,omitempty"`
+	Version      version.Info      `json:"version"`
+	Ports        map[string]string `json:"ports"`   // bound address by service: http, mysql, postgresql, resp, udp
+	Started      int64             `json:"started"` // unix ms
+	Uptime       float64           `json:"uptimeSeconds"`
 }
 
 func (s *Server) status(ctx context.Context) status {
@@ -143,6 +148,10 @@ func (s *Server) status(ctx context.Context) status {
 		Ready: ready, NotReady: why, ModeType: s.cfg.ModeType, ClusterState: snap.ClusterState,
 		Self: s.selfRow(), Nodes: s.rows(), WorkerIDs: workerid.Count, MetadataSeq: snap.Seq,
 		Databases: s.summaries(ctx, snap), DataSources: dataSourceStates(snap), KeysIssued: st.Keys, Renewals: st.Renewals, Stalls: st.Stalls, Losses: st.Losses,
+		Version: s.cfg.Build, Ports: s.cfg.Ports, Started: s.cfg.Started.UnixMilli(), Uptime: s.cfg.Now().Sub(s.cfg.Started).Seconds(),
+	}
+	if out.Ports == nil {
+		out.Ports = map[string]string{}
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	cells, err := s.workerMap(lctx)
