@@ -40,7 +40,7 @@ type setResult struct {
 func startThreeWaysNode(ctx context.Context, t *testing.T, prefix, id, token string) (*daemon.Daemon, registry.Repository, string) {
 	t.Helper()
 	reg := realRegistries(t)[0]
-	conf := clusterConf(t, reg, prefix, "authority:\n  users:\n    - user: root@%\n      password: pw\n", nil)
+	conf := clusterConf(t, reg, prefix, "authority:\n  users:\n    - user: root@%\n      password: pw\n      admin: true\n", nil)
 	repo := openConf(ctx, t, conf, "/nodes", "/reservation", "/metadata", "/props")
 	c, err := config.Load(ctx, conf)
 	if err != nil {

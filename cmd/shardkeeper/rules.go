@@ -83,7 +83,7 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 	case !global && db == "":
 		return errors.New("--database is required for a database rule statement")
 	}
-	if named, _ := distsql.NamedDatabase(st); named != "" && named != db {
+	if named := st.Scope().Database; named != "" && named != db {
 		return fmt.Errorf("the statement names database %s, --database %s: give --database %s", named, db, named)
 	}
 	var warnings []string

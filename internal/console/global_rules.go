@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -49,8 +50,15 @@ func textOr(v any, def string) string {
 	return def
 }
 
-func (e *Engine) showGlobalRule(_ context.Context, _ *Session, st *distsql.ShowGlobalRule) (*Result, error) {
+// showGlobalRule shows global rule st.Type. Every user may read the global
+// rules; to a non-admin their secrets (a transaction provider's
+// recoveryStorePassword, a clock's password, ...) read redact.Mask, as
+// wherever else a secret is shown.
+func (e *Engine) showGlobalRule(_ context.Context, s *Session, st *distsql.ShowGlobalRule) (*Result, error) {
 	c := e.globalRule(st.Type)
+	if !e.grant(s).admin {
+		c = redact.Map(c)
+	}
 	row := func(cols []string, values ...string) (*Result, error) {
 		r := make([]*string, len(values))
 		for i, v := range values {

@@ -10,7 +10,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // The privilege model (docs/security.md). The user of a session is looked
@@ -18,14 +17,17 @@ import (
 // statement that needs it, so a changed rule applies to the next
 // statement of every open session:
 //
-//   - admin statements (IMPORT DATABASE CONFIGURATION, IMPORT METADATA,
-//     EXPORT METADATA, anything TO FILE or FROM FILE, REFRESH of every
-//     database) need `admin: true`;
+//   - cluster-wide statements, those whose effect is not confined to one
+//     database (distsql.Scope's Cluster: LOCK / UNLOCK CLUSTER, ALTER of a
+//     global rule, SET DIST VARIABLE, compute node ENABLE / DISABLE /
+//     LABEL / UNLABEL, REFRESH of every database, IMPORT, EXPORT METADATA,
+//     anything TO FILE or FROM FILE) need `admin: true`;
 //   - a database named by a statement (FROM db, USE db, the session's
 //     database) must be permitted by the rule's privilege
 //     (DATABASE_PERMITTED); SHOW DATABASES lists only those;
 //   - SHOW PROCESSLIST shows a non-admin only its own sessions, and KILL
 //     ends only its own;
+//   - SHOW of a global rule masks its secrets (redact) to a non-admin;
 //   - a non-admin's REGISTER or ALTER STORAGE UNIT that cannot connect
 //     learns nothing of why, and no sooner than the unit's connection
 //     timeout (pingFor);
@@ -97,65 +99,25 @@ func notOwner(s *Session, id string) *Error {
 	return &Error{Code: 1095, SQLState: state, Message: fmt.Sprintf("You are not owner of thread %s: ending another user's session needs an admin user (admin: true in the authority rule)", id)}
 }
 
-// adminStatement names st when it needs an admin user; "" when not.
-func adminStatement(st distsql.Statement) string {
-	switch st := st.(type) {
-	case *distsql.ImportDatabaseConfiguration:
-		return "IMPORT DATABASE CONFIGURATION"
-	case *distsql.ImportMetadata:
-		return "IMPORT METADATA"
-	case *distsql.ExportMetadata:
-		return "EXPORT METADATA" // every database and every user's password
-	case *distsql.ExportDatabaseConfiguration:
-		if st.File != "" {
-			return "EXPORT ... TO FILE"
-		}
-	case *distsql.RefreshDatabaseMetadata:
-		if st.Database == "" {
-			return "REFRESH DATABASE METADATA of every database"
-		}
-	}
-	return ""
-}
-
-// statementDatabase is the database st works on for session s, the one
-// the privilege model checks: the database it names (USE db, CREATE and
-// DROP DATABASE db, the Database field every statement with FROM db or
-// IN db has), else the session's for statements that work on it (a
-// Database field left empty, the storage unit and database rule
-// statements); "" for statements of no database (REFRESH of every
-// database is an admin statement). A statement type added to
-// internal/distsql with a Database field is checked without a line here.
+// statementDatabase is the database st acts on for session s, the one the
+// privilege model checks: the database it names (st.Scope), else the
+// session's for statements that act on it; "" for statements of no
+// database.
 func statementDatabase(s *Session, st distsql.Statement) string {
-	switch st := st.(type) {
-	case *distsql.Use:
-		return st.Database
-	case *distsql.RefreshDatabaseMetadata:
-		return st.Database
-	case *distsql.CreateDatabase:
-		return st.Name
-	case *distsql.DropDatabase:
-		return st.Name
-	case *distsql.RegisterStorageUnit, *distsql.AlterStorageUnit, *distsql.UnregisterStorageUnit:
+	sc := st.Scope()
+	if sc.Database == "" && sc.Session {
 		return s.Database
 	}
-	if db, ok := distsql.NamedDatabase(st); ok {
-		if db == "" {
-			db = s.Database
-		}
-		return db
-	}
-	if rules.Is(st) && !rules.IsGlobal(st) {
-		return s.Database
-	}
-	return ""
+	return sc.Database
 }
 
 // authorize refuses st for session s when the privilege model does not
-// let s run it. It reads the authority rule only for statements the model
-// restricts.
+// let s run it: a cluster-wide statement (st.Scope().Cluster) needs an
+// admin, the database st acts on must be permitted. It is the one check
+// of every console statement; it reads the authority rule only for
+// statements the model restricts.
 func (e *Engine) authorize(s *Session, st distsql.Statement) error {
-	what := adminStatement(st)
+	what := st.Scope().Cluster
 	db := statementDatabase(s, st)
 	if what == "" && db == "" {
 		return nil

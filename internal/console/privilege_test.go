@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -249,4 +251,107 @@ func silentPort(t *testing.T) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// TestClusterWideStatementsNeedAdmin runs the engine on real etcd and
+// ZooKeeper: every statement whose effect reaches beyond one database is
+// refused to an ordinary user (app, permitted app_db) with 1045 naming it
+// and leaves the registry as it was; the storage unit and rule statements
+// of app_db stay open to app; SHOW TRANSACTION RULE and SHOW GLOBAL CLOCK
+// RULE show app their secret props masked and root in clear.
+func TestClusterWideStatementsNeedAdmin(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		cfg, err := config.ParseGlobal("global.yaml", []byte(privilegeUsers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo := open(t)
+		n := startNode(t, repo, "wide", cfg)
+		root := newSession()
+		app := &Session{ID: NewSessionID(), User: "app", Host: "10.0.0.9", Protocol: "MySQL", Database: "app_db"}
+		exec(t, n, root, "CREATE DATABASE app_db")
+		root.Database = "app_db"
+		exec(t, n, root, fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", filepath.Join(t.TempDir(), "ds_0.db")))
+		const secret = "s3cr3t-Recovery"
+		exec(t, n, root, "ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana', PROPERTIES('recoveryStoreUser'='sa', 'recoveryStorePassword'='"+secret+"')))")
+		exec(t, n, root, "ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='redis', ENABLED=true, PROPERTIES('host'='127.0.0.1', 'password'='"+secret+"'))")
+
+		before := dumpRegistry(t, repo)
+		for q, what := range map[string]string{
+			"LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME='READ_WRITE'))": "LOCK CLUSTER",
+			"UNLOCK CLUSTER": "UNLOCK CLUSTER",
+			"ALTER TRANSACTION RULE (DEFAULT='LOCAL')":                                     "ALTER TRANSACTION RULE",
+			"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=1, MAXIMUM_SIZE=2))": "ALTER SQL_PARSER RULE",
+			"ALTER SQL_FEDERATION RULE (SQL_FEDERATION_ENABLED=true)":                      "ALTER SQL_FEDERATION RULE",
+			"ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='local', ENABLED=false)":        "ALTER GLOBAL CLOCK RULE",
+			"SET DIST VARIABLE sql_show = true":                                            "SET DIST VARIABLE",
+			"DISABLE COMPUTE NODE 'wide'":                                                  "DISABLE COMPUTE NODE",
+			"ENABLE COMPUTE NODE 'wide'":                                                   "ENABLE COMPUTE NODE",
+			"LABEL COMPUTE NODE 'wide' WITH tenant_b":                                      "LABEL COMPUTE NODE",
+			"RELABEL COMPUTE NODE 'wide' WITH tenant_b":                                    "RELABEL COMPUTE NODE",
+			"UNLABEL COMPUTE NODE 'wide'":                                                  "UNLABEL COMPUTE NODE",
+			"REFRESH DATABASE METADATA":                                                    "REFRESH DATABASE METADATA of every database",
+		} {
+			e := execError(t, n, app, q)
+			if e.Code != 1045 || e.SQLState != "28000" || !strings.Contains(e.Message, what+" needs an admin user") {
+				t.Errorf("app: %s: %d %s %s; want 1045 naming %s", q, e.Code, e.SQLState, e.Message, what)
+			}
+		}
+		pg := &Session{ID: NewSessionID(), User: "app", Host: "10.0.0.9", Protocol: "PostgreSQL", Database: "app_db"}
+		if e := execError(t, n, pg, "LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME='WRITE'))"); e.Code != 1045 || e.SQLState != "42501" {
+			t.Errorf("PostgreSQL: %+v", e)
+		}
+		if after := dumpRegistry(t, repo); !maps.Equal(before, after) {
+			t.Fatalf("refused statements changed the registry:\nbefore %v\nafter  %v", before, after)
+		}
+
+		// Confined to app_db: open to app.
+		exec(t, n, app, "SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0")
+		exec(t, n, app, "CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order'))")
+		exec(t, n, app, "REFRESH DATABASE METADATA app_db")
+		exec(t, n, app, "SHOW STORAGE UNITS")
+
+		// The global rules' secrets: masked to app, in clear to root.
+		for _, q := range []string{"SHOW TRANSACTION RULE", "SHOW GLOBAL CLOCK RULE"} {
+			props := func(s *Session) string {
+				res := exec(t, n, s, q)
+				return *res.Rows[0][len(res.Columns)-1]
+			}
+			if got := props(app); strings.Contains(got, secret) || !strings.Contains(got, `"password":"******"`) && !strings.Contains(got, `"recoveryStorePassword":"******"`) {
+				t.Errorf("app: %s: props %s", q, got)
+			}
+			if got := props(root); !strings.Contains(got, secret) {
+				t.Errorf("root: %s: props %s, want the secret in clear", q, got)
+			}
+		}
+		if got := *exec(t, n, app, "SHOW TRANSACTION RULE").Rows[0][2]; !strings.Contains(got, `"recoveryStoreUser":"sa"`) {
+			t.Errorf("app: SHOW TRANSACTION RULE masks more than secrets: %s", got)
+		}
+	})
+}
+
+// dumpRegistry is every key and value of the registry but the worker id
+// reservations and the online nodes, which move on their own.
+func dumpRegistry(t *testing.T, repo registry.Repository) map[string]string {
+	t.Helper()
+	ctx := testenv.Context(t)
+	out := map[string]string{}
+	var walk func(p string)
+	walk = func(p string) {
+		if p == paths.ReservationTop || p == paths.OnlineRoot {
+			return
+		}
+		if kv, err := repo.Get(ctx, p); err == nil {
+			out[p] = string(kv.Value)
+		}
+		children, err := repo.Children(ctx, p)
+		if err != nil {
+			return
+		}
+		for _, c := range children {
+			walk(strings.TrimSuffix(p, "/") + "/" + c)
+		}
+	}
+	walk("/")
+	return out
 }

@@ -22,8 +22,9 @@ import (
 // database the statement names (DROP READWRITE_SPLITTING RULE ... FROM db);
 // a global rule statement needs none.
 func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement) (*Result, error) {
-	db, _ := distsql.NamedDatabase(st) // FROM db
-	if db == "" && !rules.IsGlobal(st) {
+	sc := st.Scope()
+	db := sc.Database // FROM db
+	if db == "" && sc.Session {
 		var err error
 		if db, err = sessionDatabase(s); err != nil {
 			return nil, err

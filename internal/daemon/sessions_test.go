@@ -36,7 +36,7 @@ func TestOneNodeTwoZooKeeperConnections(t *testing.T) {
 	ctx := testenv.Context(t)
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_daemon_")
-	conf, err := config.ParseGlobal("global.yaml", []byte("authority:\n  users:\n    - user: root@%\n      password: pw\n"))
+	conf, err := config.ParseGlobal("global.yaml", []byte("authority:\n  users:\n    - user: root@%\n      password: pw\n      admin: true\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

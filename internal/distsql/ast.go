@@ -1,28 +1,52 @@
 package distsql
 
-import "reflect"
-
-// Statement is one parsed statement: one of the types below. A statement
-// with FROM db (or IN db) keeps db in a string field named Database, ""
-// when the statement leaves it out (see NamedDatabase).
-type Statement interface{ statement() }
-
-// NamedDatabase is the database st names in its Database field ("" when
-// the statement leaves it out), and whether st has such a field.
-func NamedDatabase(st Statement) (string, bool) {
-	v := reflect.ValueOf(st)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return "", false
-	}
-	f := v.FieldByName("Database")
-	if !f.IsValid() || f.Kind() != reflect.String {
-		return "", false
-	}
-	return f.String(), true
+// Statement is one parsed statement: one of the types of this package.
+// Every statement says what it acts on (Scope), which the consoles'
+// privilege check asks: a statement type without a Scope method is no
+// Statement, so a new statement cannot forget to say.
+type Statement interface {
+	// Scope is what the statement acts on for the privilege model
+	// (docs/security.md).
+	Scope() Scope
 }
+
+// Scope is what one statement acts on.
+type Scope struct {
+	// Cluster names the statement, as a refusal shows it ("LOCK
+	// CLUSTER", "ALTER TRANSACTION RULE"), when its effect is not
+	// confined to one database: every tenant's (cluster locks, global
+	// rules, dist variables, compute node states and labels, REFRESH of
+	// every database), the cluster's users (IMPORT METADATA), every
+	// database's configuration (EXPORT METADATA), or the node's files
+	// (TO FILE, FROM FILE). Such a statement needs an admin user. ""
+	// when the effect stays within Database.
+	Cluster string
+	// Database is the database the statement names (FROM db, IN db, USE
+	// db, CREATE DATABASE db); "" when it names none.
+	Database string
+	// Session: with Database "", the statement acts on the session's
+	// database (storage unit and database rule statements, SHOW ...
+	// without FROM).
+	Session bool
+}
+
+// named is the scope of a statement acting on database db, the session's
+// when db is "" (FROM db left out).
+func named(db string) Scope { return Scope{Database: db, Session: true} }
+
+// sessionDatabase is the scope of a statement acting on the session's
+// database.
+var sessionDatabase = Scope{Session: true}
+
+// cluster is the scope of a statement whose effect reaches beyond one
+// database, named what.
+func cluster(what string) Scope { return Scope{Cluster: what} }
+
+// local is the scope of a statement that acts on no database and changes
+// nothing beyond the session: reads of the cluster's state, client
+// statements. (SHOW PROCESSLIST and KILL restrict themselves to the
+// session's user.)
+var local = Scope{}
 
 // Value is a literal as upstream's grammar has it: a string, an integer
 // (possibly negative), TRUE or FALSE; for client statements also a bare
@@ -307,43 +331,136 @@ type Transaction struct{ Verb string }
 // Empty is a statement with nothing in it but comments and semicolons.
 type Empty struct{}
 
-func (ShowComputeNodes) statement()                {}
-func (ShowComputeNodeInfo) statement()             {}
-func (ShowComputeNodeMode) statement()             {}
-func (EnableComputeNode) statement()               {}
-func (DisableComputeNode) statement()              {}
-func (LabelComputeNode) statement()                {}
-func (UnlabelComputeNode) statement()              {}
-func (ShowDistVariables) statement()               {}
-func (ShowDistVariable) statement()                {}
-func (SetDistVariable) statement()                 {}
-func (LockCluster) statement()                     {}
-func (UnlockCluster) statement()                   {}
-func (RefreshDatabaseMetadata) statement()         {}
-func (ExportDatabaseConfiguration) statement()     {}
-func (ImportDatabaseConfiguration) statement()     {}
-func (ExportMetadata) statement()                  {}
-func (ImportMetadata) statement()                  {}
-func (ShowKeyGenerateAlgorithmPlugins) statement() {}
-func (ShowProcesslist) statement()                 {}
-func (Kill) statement()                            {}
-func (ShowNextKeys) statement()                    {}
-func (ShowStorageUnits) statement()                {}
-func (RegisterStorageUnit) statement()             {}
-func (AlterStorageUnit) statement()                {}
-func (UnregisterStorageUnit) statement()           {}
-func (ShowShardingTableRules) statement()          {}
-func (ShowShardingAlgorithms) statement()          {}
-func (ShowShardingKeyGenerators) statement()       {}
-func (Select) statement()                          {}
-func (SetVariables) statement()                    {}
-func (ShowDatabases) statement()                   {}
-func (ShowTables) statement()                      {}
-func (ShowVariables) statement()                   {}
-func (ShowWarnings) statement()                    {}
-func (Use) statement()                             {}
-func (Transaction) statement()                     {}
-func (Empty) statement()                           {}
+// Scope implements Statement.
+func (ShowComputeNodes) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (ShowComputeNodeInfo) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (ShowComputeNodeMode) Scope() Scope { return local }
+
+// Scope implements Statement: a node's state acts on every tenant's
+// traffic through it.
+func (EnableComputeNode) Scope() Scope { return cluster("ENABLE COMPUTE NODE") }
+
+// Scope implements Statement.
+func (DisableComputeNode) Scope() Scope { return cluster("DISABLE COMPUTE NODE") }
+
+// Scope implements Statement.
+func (st LabelComputeNode) Scope() Scope {
+	if st.Relabel {
+		return cluster("RELABEL COMPUTE NODE")
+	}
+	return cluster("LABEL COMPUTE NODE")
+}
+
+// Scope implements Statement.
+func (UnlabelComputeNode) Scope() Scope { return cluster("UNLABEL COMPUTE NODE") }
+
+// Scope implements Statement.
+func (ShowDistVariables) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (ShowDistVariable) Scope() Scope { return local }
+
+// Scope implements Statement: /props apply to every database.
+func (SetDistVariable) Scope() Scope { return cluster("SET DIST VARIABLE") }
+
+// Scope implements Statement.
+func (LockCluster) Scope() Scope { return cluster("LOCK CLUSTER") }
+
+// Scope implements Statement.
+func (UnlockCluster) Scope() Scope { return cluster("UNLOCK CLUSTER") }
+
+// Scope implements Statement: without a database, every database.
+func (st RefreshDatabaseMetadata) Scope() Scope {
+	if st.Database == "" {
+		return cluster("REFRESH DATABASE METADATA of every database")
+	}
+	return Scope{Database: st.Database}
+}
+
+// Scope implements Statement: TO FILE writes the node's files.
+func (st ExportDatabaseConfiguration) Scope() Scope {
+	sc := named(st.Database)
+	if st.File != "" {
+		sc.Cluster = "EXPORT ... TO FILE"
+	}
+	return sc
+}
+
+// Scope implements Statement: it creates a database and reads the node's
+// files.
+func (ImportDatabaseConfiguration) Scope() Scope { return cluster("IMPORT DATABASE CONFIGURATION") }
+
+// Scope implements Statement: every database and every user's password.
+func (ExportMetadata) Scope() Scope { return cluster("EXPORT METADATA") }
+
+// Scope implements Statement: every database, the global rules and the
+// users.
+func (ImportMetadata) Scope() Scope { return cluster("IMPORT METADATA") }
+
+// Scope implements Statement.
+func (ShowKeyGenerateAlgorithmPlugins) Scope() Scope { return local }
+
+// Scope implements Statement (a non-admin sees its own sessions only).
+func (ShowProcesslist) Scope() Scope { return local }
+
+// Scope implements Statement (a non-admin ends its own sessions only).
+func (Kill) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (ShowNextKeys) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (st ShowStorageUnits) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (RegisterStorageUnit) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (AlterStorageUnit) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (UnregisterStorageUnit) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (st ShowShardingTableRules) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowShardingAlgorithms) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowShardingKeyGenerators) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (Select) Scope() Scope { return local }
+
+// Scope implements Statement: session variables only.
+func (SetVariables) Scope() Scope { return local }
+
+// Scope implements Statement (a non-admin sees its permitted databases
+// only).
+func (ShowDatabases) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (st ShowTables) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (ShowVariables) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (ShowWarnings) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (st Use) Scope() Scope { return Scope{Database: st.Database} }
+
+// Scope implements Statement.
+func (Transaction) Scope() Scope { return local }
+
+// Scope implements Statement.
+func (Empty) Scope() Scope { return local }
 
 func (Literal) expr()  {}
 func (Variable) expr() {}

@@ -52,10 +52,17 @@ type ShowEncryptRules struct {
 	Database string
 }
 
-func (CreateEncryptRule) statement() {}
-func (AlterEncryptRule) statement()  {}
-func (DropEncryptRule) statement()   {}
-func (ShowEncryptRules) statement()  {}
+// Scope implements Statement: the session's database.
+func (CreateEncryptRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (AlterEncryptRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropEncryptRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (st ShowEncryptRules) Scope() Scope { return named(st.Database) }
 
 // encryptStatement reads an encrypt rule statement when one starts here;
 // ok is false, with nothing consumed, otherwise.

@@ -41,10 +41,17 @@ type ShowMaskRules struct {
 	Database string
 }
 
-func (CreateMaskRule) statement() {}
-func (AlterMaskRule) statement()  {}
-func (DropMaskRule) statement()   {}
-func (ShowMaskRules) statement()  {}
+// Scope implements Statement: the session's database.
+func (CreateMaskRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (AlterMaskRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropMaskRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (st ShowMaskRules) Scope() Scope { return named(st.Database) }
 
 // maskStatement reads a mask rule statement when one starts here; ok is
 // false, with nothing consumed, otherwise.

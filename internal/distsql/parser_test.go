@@ -277,10 +277,11 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestNamedDatabase: every statement with FROM db names db through
-// NamedDatabase (the privilege model and the rule front ends rely on it),
-// and one that leaves it out names "".
-func TestNamedDatabase(t *testing.T) {
+// TestScope: every statement with FROM db names db in its Scope (the
+// privilege model and the rule front ends rely on it), one that leaves it
+// out acts on the session's database, and every statement whose effect
+// reaches beyond one database says it is cluster-wide.
+func TestScope(t *testing.T) {
 	for _, q := range []string{
 		"SHOW STORAGE UNITS FROM other_db", "SHOW TABLES FROM other_db", "SHOW FULL TABLES FROM other_db",
 		"EXPORT DATABASE CONFIGURATION FROM other_db", "SHOW SHARDING TABLE RULES FROM other_db", "SHOW SHARDING TABLE RULE t FROM other_db",
@@ -296,18 +297,56 @@ func TestNamedDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-		if db, ok := NamedDatabase(st); !ok || db != "other_db" {
-			t.Errorf("%s: NamedDatabase = %q, %v", q, db, ok)
+		if sc := st.Scope(); sc != (Scope{Database: "other_db", Session: true}) {
+			t.Errorf("%s: Scope = %+v", q, sc)
 		}
 		without, err := Parse(strings.TrimSuffix(q, " FROM other_db"))
 		if err != nil {
 			t.Fatalf("%s without FROM: %v", q, err)
 		}
-		if db, ok := NamedDatabase(without); !ok || db != "" {
-			t.Errorf("%s without FROM: NamedDatabase = %q, %v", q, db, ok)
+		if sc := without.Scope(); sc != (Scope{Session: true}) {
+			t.Errorf("%s without FROM: Scope = %+v", q, sc)
 		}
 	}
-	if _, ok := NamedDatabase(&ShowComputeNodes{}); ok {
-		t.Error("SHOW COMPUTE NODES names a database")
+	for q, what := range map[string]string{
+		"LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME='READ_WRITE'))": "LOCK CLUSTER",
+		"UNLOCK CLUSTER": "UNLOCK CLUSTER",
+		"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana'))":                    "ALTER TRANSACTION RULE",
+		"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))": "ALTER SQL_PARSER RULE",
+		"ALTER SQL_FEDERATION RULE (SQL_FEDERATION_ENABLED=true)":                         "ALTER SQL_FEDERATION RULE",
+		"ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='local', ENABLED=false)":           "ALTER GLOBAL CLOCK RULE",
+		"SET DIST VARIABLE sql_show = true":                                               "SET DIST VARIABLE",
+		"ENABLE COMPUTE NODE 'n1'":                                                        "ENABLE COMPUTE NODE",
+		"DISABLE COMPUTE NODE 'n1'":                                                       "DISABLE COMPUTE NODE",
+		"LABEL COMPUTE NODE 'n1' WITH sh1":                                                "LABEL COMPUTE NODE",
+		"RELABEL COMPUTE NODE 'n1' WITH sh1":                                              "RELABEL COMPUTE NODE",
+		"UNLABEL COMPUTE NODE 'n1'":                                                       "UNLABEL COMPUTE NODE",
+		"REFRESH DATABASE METADATA":                                                       "REFRESH DATABASE METADATA of every database",
+		"IMPORT METADATA 'e30='":                                                          "IMPORT METADATA",
+		"EXPORT METADATA":                                                                 "EXPORT METADATA",
+		"IMPORT DATABASE CONFIGURATION FROM FILE 'a.yaml'":                                "IMPORT DATABASE CONFIGURATION",
+		"EXPORT DATABASE CONFIGURATION FROM db TO FILE 'a.yaml'":                          "EXPORT ... TO FILE",
+	} {
+		st, err := Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := st.Scope().Cluster; got != what {
+			t.Errorf("%s: Scope().Cluster = %q, want %q", q, got, what)
+		}
+	}
+	for _, q := range []string{
+		"REGISTER STORAGE UNIT ds_0 (URL='jdbc:mysql://h/db', USER='u')", "UNREGISTER STORAGE UNIT ds_0",
+		"CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t'))", "DROP SHARDING TABLE RULE t", "LOAD SINGLE TABLE *.*",
+		"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", "REFRESH DATABASE METADATA db", "CREATE DATABASE db", "DROP DATABASE db",
+		"SHOW TRANSACTION RULE", "SHOW COMPUTE NODES", "SHOW DIST VARIABLES", "SHOW PROCESSLIST", "KILL 1", "USE db",
+	} {
+		st, err := Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if sc := st.Scope(); sc.Cluster != "" {
+			t.Errorf("%s: cluster-wide (%+v), want confined to one database", q, sc)
+		}
 	}
 }

@@ -126,22 +126,59 @@ type DropDatabase struct {
 	IfExists bool
 }
 
-func (CreateReadwriteSplittingRule) statement()      {}
-func (AlterReadwriteSplittingRule) statement()       {}
-func (DropReadwriteSplittingRule) statement()        {}
-func (ShowReadwriteSplittingRules) statement()       {}
-func (ShowReadwriteSplittingStatus) statement()      {}
-func (LoadSingleTable) statement()                   {}
-func (UnloadSingleTable) statement()                 {}
-func (SetDefaultSingleTableStorageUnit) statement()  {}
-func (ShowDefaultSingleTableStorageUnit) statement() {}
-func (ShowSingleTables) statement()                  {}
-func (ShowRulesUsedStorageUnit) statement()          {}
-func (ShowGlobalRule) statement()                    {}
-func (AlterGlobalRule) statement()                   {}
-func (CountRule) statement()                         {}
-func (CreateDatabase) statement()                    {}
-func (DropDatabase) statement()                      {}
+// Scope implements Statement: the session's database.
+func (CreateReadwriteSplittingRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (AlterReadwriteSplittingRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (st DropReadwriteSplittingRule) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowReadwriteSplittingRules) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowReadwriteSplittingStatus) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement: the session's database.
+func (LoadSingleTable) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (UnloadSingleTable) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (SetDefaultSingleTableStorageUnit) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (st ShowDefaultSingleTableStorageUnit) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowSingleTables) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowRulesUsedStorageUnit) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement: the global rules are shown to every user, their secrets masked to a non-admin.
+func (ShowGlobalRule) Scope() Scope { return local }
+
+// Scope implements Statement: a global rule acts on every database.
+func (st AlterGlobalRule) Scope() Scope {
+	name := strings.ToUpper(st.Type) // TRANSACTION, SQL_PARSER, SQL_FEDERATION
+	if st.Type == "global_clock" {
+		name = "GLOBAL CLOCK"
+	}
+	return cluster("ALTER " + name + " RULE")
+}
+
+// Scope implements Statement.
+func (st CountRule) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st CreateDatabase) Scope() Scope { return Scope{Database: st.Name} }
+
+// Scope implements Statement.
+func (st DropDatabase) Scope() Scope { return Scope{Database: st.Name} }
 
 // globalRules maps the words that name a global rule in SHOW and ALTER to
 // the rule's registry name.

@@ -195,32 +195,83 @@ type CountShardingRule struct{ Database string }
 // CountBroadcastRule is COUNT BROADCAST RULE [FROM db].
 type CountBroadcastRule struct{ Database string }
 
-func (CreateShardingTableRule) statement()           {}
-func (AlterShardingTableRule) statement()            {}
-func (DropShardingTableRule) statement()             {}
-func (CreateShardingTableReferenceRule) statement()  {}
-func (AlterShardingTableReferenceRule) statement()   {}
-func (DropShardingTableReferenceRule) statement()    {}
-func (CreateBroadcastTableRule) statement()          {}
-func (DropBroadcastTableRule) statement()            {}
-func (CreateDefaultShardingStrategy) statement()     {}
-func (DropDefaultShardingStrategy) statement()       {}
-func (DropShardingAlgorithm) statement()             {}
-func (DropShardingKeyGenerator) statement()          {}
-func (CreateShardingKeyGenerateStrategy) statement() {}
-func (DropShardingKeyGenerateStrategy) statement()   {}
-func (ShowShardingTableReferenceRules) statement()   {}
-func (ShowDefaultShardingStrategy) statement()       {}
-func (ShowShardingKeyGenerateStrategies) statement() {}
-func (ShowUnusedShardingAlgorithms) statement()      {}
-func (ShowShardingAuditors) statement()              {}
-func (ShowUnusedShardingAuditors) statement()        {}
-func (ShowShardingTableRulesUsed) statement()        {}
-func (ShowUnusedShardingKeyGenerators) statement()   {}
-func (ShowShardingTableNodes) statement()            {}
-func (ShowBroadcastTableRules) statement()           {}
-func (CountShardingRule) statement()                 {}
-func (CountBroadcastRule) statement()                {}
+// Scope implements Statement: the session's database.
+func (CreateShardingTableRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (AlterShardingTableRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropShardingTableRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (CreateShardingTableReferenceRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (AlterShardingTableReferenceRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropShardingTableReferenceRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (CreateBroadcastTableRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropBroadcastTableRule) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (CreateDefaultShardingStrategy) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropDefaultShardingStrategy) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropShardingAlgorithm) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropShardingKeyGenerator) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (CreateShardingKeyGenerateStrategy) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement: the session's database.
+func (DropShardingKeyGenerateStrategy) Scope() Scope { return sessionDatabase }
+
+// Scope implements Statement.
+func (st ShowShardingTableReferenceRules) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowDefaultShardingStrategy) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowShardingKeyGenerateStrategies) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowUnusedShardingAlgorithms) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowShardingAuditors) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowUnusedShardingAuditors) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowShardingTableRulesUsed) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowUnusedShardingKeyGenerators) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowShardingTableNodes) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st ShowBroadcastTableRules) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st CountShardingRule) Scope() Scope { return named(st.Database) }
+
+// Scope implements Statement.
+func (st CountBroadcastRule) Scope() Scope { return named(st.Database) }
 
 // lookingAt reports whether the next tokens are the keywords kws, without
 // consuming them.

@@ -64,7 +64,7 @@ func postgreSQLConsole(t *testing.T, conf string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("authority:\n  users:\n    - user: root@%\n      password: \"r00t pass\"\n  privilege:\n    type: ALL_PERMITTED\n"); err != nil {
+	if _, err := f.WriteString("authority:\n  users:\n    - user: root@%\n      password: \"r00t pass\"\n      admin: true\n  privilege:\n    type: ALL_PERMITTED\n"); err != nil {
 		t.Fatal(err)
 	}
 	_ = f.Close()

@@ -90,7 +90,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 		s.writeError(w, badRequest("a global rule statement: run it with POST /api/v1/rules"))
 		return
 	}
-	if named, _ := distsql.NamedDatabase(st); named != "" && named != db {
+	if named := st.Scope().Database; named != "" && named != db {
 		s.writeError(w, badRequest("the statement names database %s: run it with POST /api/v1/databases/%s/rules", named, named))
 		return
 	}
