@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"crypto/sha256"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,5 +68,59 @@ func TestSharedSkipsOrFails(t *testing.T) {
 		if (err != nil) != c.fails || !strings.Contains(string(out), c.verdict) || !strings.Contains(string(out), line) || strings.Contains(string(out), "found") {
 			t.Errorf("%s=%q: err %v, output:\n%s\nwant %s and %q", EnvRequireShared, c.require, err, out, c.verdict, line)
 		}
+	}
+}
+
+// TestNoUpstreamCopies: no file the repository tracks is byte-identical to
+// a file of upstream's material in the shared reference (reference/ and
+// testdata/shardingsphere/): the project reads that material in place and
+// ships none of it.
+func TestNoUpstreamCopies(t *testing.T) {
+	upstream := map[[sha256.Size]byte]string{}
+	for _, dir := range [][]string{{"reference"}, {"testdata", "shardingsphere"}} {
+		root := Shared(t, dir...)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if len(data) > 0 {
+				upstream[sha256.Sum256(data)] = p
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(upstream) == 0 {
+		t.Fatal("the shared reference has no files to compare with")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "ls-files", "-z")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("git ls-files in %s: %v: not a git clone, nothing to compare", root, err)
+	}
+	n := 0
+	for _, name := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			continue // deleted in the work tree, or not a regular file
+		}
+		n++
+		if from, ok := upstream[sha256.Sum256(data)]; ok {
+			t.Errorf("%s is a copy of %s: read it from the shared reference instead", name, from)
+		}
+	}
+	if n == 0 {
+		t.Fatal("git ls-files lists no readable file")
 	}
 }
