@@ -74,13 +74,13 @@ func runVectors(t *testing.T, path string) {
 	}
 }
 
-// TestSharedVectors runs the project's ShardingSphere vectors (the repository's
-// copy of the shared file, or SHARDKEEPER_SNOWFLAKE_VECTORS). A missing file
-// is a failure, not a skip.
+// TestSharedVectors runs the project's ShardingSphere vectors
+// (testdata/snowflake-vectors.json, or SHARDKEEPER_SNOWFLAKE_VECTORS). A
+// missing file is a failure, not a skip.
 func TestSharedVectors(t *testing.T) {
 	path := os.Getenv("SHARDKEEPER_SNOWFLAKE_VECTORS")
 	if path == "" {
-		path = filepath.Join("..", "testdata", "snowflake-vectors.json") // a copy of ../shared/testdata's
+		path = filepath.Join("..", "testdata", "snowflake-vectors.json")
 	}
 	runVectors(t, path)
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func TestLoadModeShardingSphereExample(t *testing.T) {
-	m, err := LoadMode(t.Context(), "../../testdata/shardingsphere")
+	m, err := LoadMode(t.Context(), shardingSphereConf(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,21 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
+// upstreamShardingDB returns the path of upstream's example sharding
+// database (database-sharding-mysql.yaml), read in place from the shared
+// reference, which the project does not ship: the test skips without it
+// (fails under scripts/test.sh).
+func upstreamShardingDB(t *testing.T) string {
+	t.Helper()
+	return testenv.Shared(t, "testdata", "shardingsphere", "database-sharding-mysql.yaml")
+}
+
 // persistShardingDB writes upstream's example sharding database
-// (testdata/shardingsphere/database-sharding-mysql.yaml) plus an unused
-// unit to the registry and waits until n's store has it.
+// (upstreamShardingDB) plus an unused unit to the registry and waits until
+// n's store has it.
 func persistShardingDB(t *testing.T, repo registry.Repository, n *testNode) {
 	t.Helper()
-	const file = "../../testdata/shardingsphere/database-sharding-mysql.yaml"
+	file := upstreamShardingDB(t)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +169,8 @@ func asMapT(v any) map[string]any {
 func TestShardingTableRulesLayout554(t *testing.T) {
 	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
 		repo := open(t)
+		file := upstreamShardingDB(t)
 		n := startNode(t, repo, "rules", nil)
-		const file = "../../testdata/shardingsphere/database-sharding-mysql.yaml"
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

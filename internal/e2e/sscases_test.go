@@ -623,9 +623,8 @@ func runSSCase(root string, port int, db string, server dbServer, c ssCase) (inO
 
 // TestShardingSphereCases runs ShardingSphere's e2e RAL, RDL and RQL cases
 // (read in place from the shared reference: ssRoot) whose statements
-// shardkeeper answers,
-// through the mariadb client against a node on real etcd and on real
-// ZooKeeper: per scenario, the scenario's databases are created on the
+// shardkeeper answers, through the mariadb client against a node on real
+// etcd and on real ZooKeeper: per scenario, the scenario's databases are created on the
 // MariaDB server with its init SQL, the node starts with the scenario's
 // database configuration (units rewritten to that server) and upstream's
 // cluster-mode global.yaml, and each case's result is compared with its

@@ -243,7 +243,7 @@ func TestNodeWritesEachReleasesTree(t *testing.T) {
 			got := dumpTree(t, repo)
 			golden := "golden-" + layout.String() + ".yaml"
 			header := "# What a shardkeeper node writes for target release " + layout.String() + " (mode props\n" +
-				"# layoutVersion) from the example conf; regenerate with go test ./internal/metadata -run\n" +
+				"# layoutVersion) from upstream's example conf; regenerate with go test ./internal/metadata -run\n" +
 				"# TestNodeWritesEachReleasesTree -update. It matches shardingsphere-" + layout.String() + ".yaml key for key.\n"
 			if *update {
 				if err := os.WriteFile(filepath.Join(registryDir, golden), encodeTree(header, got), 0o644); err != nil {

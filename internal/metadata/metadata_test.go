@@ -20,12 +20,21 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
-const exampleDir = "../../testdata/shardingsphere"
+// exampleDir returns the folder of ShardingSphere's example proxy
+// configuration, read in place from the shared reference (the project does
+// not ship it): the registry trees under testdata/registry are what
+// upstream writes for it. Without the shared reference the test skips
+// (fails under scripts/test.sh).
+func exampleDir(t testing.TB) string {
+	t.Helper()
+	return testenv.Shared(t, "testdata", "shardingsphere")
+}
 
 // exampleConfig is ShardingSphere's example global.yaml with its MySQL
 // database file.
 func exampleConfig(t testing.TB) *config.Config {
 	t.Helper()
+	exampleDir := exampleDir(t)
 	g, err := config.ParseGlobal("global.yaml", readFile(t, filepath.Join(exampleDir, "global.yaml")))
 	if err != nil {
 		t.Fatal(err)

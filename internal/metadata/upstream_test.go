@@ -561,7 +561,7 @@ func catalogIntrospect(ctx context.Context, db config.Database) ([]datasource.Sc
 func upstreamConfig(t *testing.T) *config.Config {
 	t.Helper()
 	cfg := exampleConfig(t)
-	pg, err := config.ParseDatabase("database-sharding-postgresql.yaml", readFile(t, filepath.Join(exampleDir, "database-sharding-postgresql.yaml")))
+	pg, err := config.ParseDatabase("database-sharding-postgresql.yaml", readFile(t, filepath.Join(exampleDir(t), "database-sharding-postgresql.yaml")))
 	if err != nil {
 		t.Fatal(err)
 	}
