@@ -126,7 +126,7 @@ func sqliteConfig(t *testing.T) *config.Config {
 			t.Fatal(err)
 		}
 	}
-	cfg := exampleConfig(t)
+	cfg := confConfig(t) // its mode, global rules and props
 	cfg.Databases = []config.Database{{Name: "lite_db", DataSources: map[string]config.DataSource{"lite": ds},
 		Rules: []config.Rule{{Type: "single", Content: map[string]any{"tables": []any{"*.*"}, "defaultDataSource": "lite"}}}}}
 	return cfg
