@@ -83,7 +83,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&node.InstanceID, "instance-id", "", "stable instance id (default: a new UUID per start); a restarted node with the same id gets its worker id back; a start while another live node holds the id is refused")
+	fl.StringVar(&node.InstanceID, "instance-id", "", "stable instance id (default: on the embedded registry a UUID made on the first start and kept in DATADIR/instance-id, so stable per data dir; on etcd and ZooKeeper a new UUID per start); a restarted node with the same id gets its worker id back; a start while another live node holds the id is refused")
 	fl.StringVar(&node.Host, "host", "127.0.0.1", "host published in the online node (attribute ip@port)")
 	fl.IntVar(&node.Port, "port", 3307, "port published in the online node; without --port, the port --mysql bound (this default with --mysql off)")
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")

@@ -25,6 +25,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/embedded"
 	"github.com/shardkeeper/shardkeeper/registry/metered"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -36,8 +37,9 @@ type Config struct {
 	// Conf is the loaded conf dir (databases, props, global rules); nil
 	// means none: the node then loads whatever the registry has.
 	Conf *config.Config
-	// Node configures the cluster node; its InstanceID defaults to a new
-	// random one, its SessionTTL to the repository's timeToLiveSeconds, its
+	// Node configures the cluster node; its InstanceID defaults, on the
+	// embedded registry, to the one kept in the data dir (InstanceIDFile,
+	// made on the first start), elsewhere to a new random one; its SessionTTL to the repository's timeToLiveSeconds, its
 	// Snowflake (when zero) to Conf.Snowflake(), the first SNOWFLAKE key
 	// generator of Conf's sharding rules.
 	Node cluster.Config
@@ -144,9 +146,18 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if c.Repository.Type == config.RepositoryEmbedded {
+		// Before the ports and the instance id: a second node on a data dir
+		// in use is refused for that alone.
+		if err := embedded.CheckDir(c.Repository.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	nc := c.Node
 	if nc.InstanceID == "" {
-		nc.InstanceID, nc.RandomInstanceID = cluster.NewInstanceID(), true
+		if nc.InstanceID, nc.RandomInstanceID, err = defaultInstanceID(c.Repository); err != nil {
+			return nil, err
+		}
 	}
 	log = log.With("instance", nc.InstanceID)
 	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget), started: time.Now()}

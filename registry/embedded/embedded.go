@@ -425,12 +425,12 @@ func (q *quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Ch
 // startError explains why StartEtcd failed.
 func startError(c Config, err error) error {
 	if errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use") {
-		return fmt.Errorf("embedded etcd: a client or peer port is taken (ClientURL %q, PeerURL %q): stop the other server or choose other URLs: %w",
+		return fmt.Errorf("embedded etcd: a client or peer port is taken (clientUrl %q, peerUrl %q): stop the other server, or set another clientUrl (or peerUrl) in the mode's repository props: %w",
 			orDefault(c.ClientURL, DefaultClientURL), c.PeerURL, err)
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) {
-		return fmt.Errorf("embedded etcd: cannot listen (ClientURL %q, PeerURL %q): %w",
+		return fmt.Errorf("embedded etcd: cannot listen (clientUrl %q, peerUrl %q): %w",
 			orDefault(c.ClientURL, DefaultClientURL), c.PeerURL, err)
 	}
 	return fmt.Errorf("embedded etcd in %s: %w", c.Dir, err)
@@ -504,6 +504,22 @@ func (r *Repo) Close() error {
 // ErrDirInUse is wrapped by the error of Start and Open when another process
 // runs a server on the data directory.
 var ErrDirInUse = errors.New("is in use by another process")
+
+// CheckDir returns an error wrapping ErrDirInUse when another process
+// runs a server on dir, nil when none does or dir does not exist yet. It
+// takes and releases the lock Start takes, so that a caller can refuse
+// early, before it binds ports or writes anything; Start checks again.
+func CheckDir(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	unlock()
+	return nil
+}
 
 // lockDir takes an exclusive advisory lock on dir for the process.
 func lockDir(dir string) (unlock func(), err error) {
