@@ -1,5 +1,8 @@
-# shardkeeper: `make run` starts a node on the embedded registry,
-# `make test` runs every test against real etcd and ZooKeeper.
+# shardkeeper: `make run` starts a node on the embedded registry
+# (`make run CONF=conf` with the example conf dir conf/), `make test` runs
+# every test against real etcd and ZooKeeper, with upstream's example conf
+# and e2e cases read in place from the shared reference (../shared next to
+# the clone, or SHARDKEEPER_SHARED_DIR; testdata/README.md).
 .PHONY: build run test
 
 # The commit is stamped by the go command from a git clone; LDFLAGS passes
@@ -11,8 +14,9 @@ BIN ?= bin/shardkeeper
 build:
 	go build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shardkeeper
 
+CONF ?=
 run: build
-	$(BIN) serve
+	$(BIN) serve $(if $(CONF),--conf $(CONF))
 
 test:
 	scripts/test.sh
