@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -19,6 +22,65 @@ const (
 	DefaultMaxTxnKeys  = 120
 	DefaultMaxTxnBytes = 512 << 10
 )
+
+// tornRead returns an error wrapping registry.ErrBadVersion (so that the
+// change is computed again, see changedMeanwhile) when an active_version
+// among kvs names a version kvs lack: a listing that is not one snapshot
+// (ZooKeeper's: children, then reads) caught a change committed between
+// its steps, and the item would look absent. nil when kvs are whole.
+func tornRead(kvs []registry.KV) error {
+	have := make(map[string]bool, len(kvs))
+	for _, kv := range kvs {
+		have[kv.Key] = true
+	}
+	for _, kv := range kvs {
+		node, ok := strings.CutSuffix(kv.Key, "/"+paths.ActiveVersionName)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(kv.Value)))
+		if err != nil || have[paths.Version(node, n)] {
+			continue
+		}
+		return &registry.OpError{Op: "list", Key: kv.Key, Err: fmt.Errorf("%w: version %d was replaced while the rules were read", registry.ErrBadVersion, n)}
+	}
+	return nil
+}
+
+// txnSize is what one transaction costs against the limits: the keys it
+// conditions (every key it writes is one of them) and, as batches counts
+// them, its keys and values plus 64 bytes a key.
+func txnSize(txn registry.Txn) (keys, bytes int) {
+	for _, c := range txn.Conds {
+		bytes += len(c.Key) + 64
+	}
+	for _, o := range txn.Ops {
+		bytes += len(o.Value)
+	}
+	return len(txn.Conds), bytes
+}
+
+// checkOneTransaction refuses a change that must be written atomically
+// (a rule or storage-unit statement) but does not fit one registry
+// transaction: more than DefaultMaxTxnKeys keys or DefaultMaxTxnBytes
+// bytes (txnSize). The refusal is TooBigForOneTransaction; nothing is
+// sent.
+func checkOneTransaction(txn registry.Txn) error {
+	keys, bytes := txnSize(txn)
+	if keys > DefaultMaxTxnKeys || bytes > DefaultMaxTxnBytes {
+		return TooBigForOneTransaction(keys, bytes)
+	}
+	return nil
+}
+
+// TooBigForOneTransaction is the refusal of a statement whose change needs
+// keys registry keys and bytes bytes in its one transaction, beyond
+// DefaultMaxTxnKeys or DefaultMaxTxnBytes (upstream's
+// UnsupportedSQLOperationException, 30001, 0A000).
+func TooBigForOneTransaction(keys, bytes int) *sqlerr.Error {
+	return unsupported("the change needs %d registry keys and %d KiB in one transaction, more than one transaction holds (%d keys, %d KiB); nothing was written: split it into smaller statements (a sharding table rule is two keys or more a table).",
+		keys, (bytes+1023)/1024, DefaultMaxTxnKeys, DefaultMaxTxnBytes>>10)
+}
 
 // batches splits kvs into transactions within the limits, in order.
 func batches(kvs []registry.KV, maxKeys, maxBytes int) [][]registry.KV {

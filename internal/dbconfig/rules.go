@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/retry"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -46,9 +49,11 @@ type RuleChange struct {
 // opts.Layout, in one registry transaction conditioned on what it read
 // (metadata.RuleWritesFrom): nothing is written when a check fails. When
 // an item it read changed before the commit, it reads again and lets
-// change compute again from what the registry holds now (at most
-// changeAttempts times in all; then the error wraps registry.ErrBadVersion,
-// ErrExists or ErrNotFound), so that nothing another node wrote meanwhile
+// change compute again from what the registry holds now, after a jittered
+// pause (at most changeAttempts times in all; then the error is the
+// retryable conflict refusal, an *sqlerr.Error with CodeConflict and SQL
+// state 40001 that wraps registry.ErrBadVersion, ErrExists or
+// ErrNotFound), so that nothing another node wrote meanwhile
 // is undone. An empty result removes the rule. The digest it returns is
 // that of the rules the registry holds after the commit, read again
 // (rulesDigestAfter). ctx bounds the reads and the commit (and is change's
@@ -56,10 +61,16 @@ type RuleChange struct {
 func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
 	for attempt := 1; ; attempt++ {
 		rc, err := changeRuleOnce(ctx, repo, db, ruleType, change, opts)
-		if attempt < changeAttempts && changedMeanwhile(err) {
-			continue // a rule changed between the read and the commit: compute again
+		if !changedMeanwhile(err) {
+			return rc, err
 		}
-		return rc, err
+		if attempt == changeAttempts {
+			return RuleChange{}, conflict(err)
+		}
+		if !pauseBeforeAgain(ctx, attempt) {
+			return RuleChange{}, ctx.Err()
+		}
+		// A rule changed between the read and the commit: compute again.
 	}
 }
 
@@ -71,6 +82,9 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	}
 	if err != nil {
 		return RuleChange{}, fmt.Errorf("read database %s: %w", db, err)
+	}
+	if err := tornRead(kvs); err != nil {
+		return RuleChange{}, err // read again
 	}
 	rules := d.Rules
 	old := rules[ruleType]
@@ -121,8 +135,39 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
-// commit again while the rules keep changing under them.
-const changeAttempts = 5
+// commit again while the rules keep changing under them; before each new
+// attempt they pause (pauseBeforeAgain), so that changes racing on several
+// nodes spread out instead of colliding again at once.
+const changeAttempts = 10
+
+// Pauses between attempts: changeBackoffBase doubled per attempt, at most
+// changeBackoffMax, each drawn at random from its upper half.
+const (
+	changeBackoffBase = 10 * time.Millisecond
+	changeBackoffMax  = 400 * time.Millisecond
+)
+
+// pauseBeforeAgain waits before attempt+1, a jittered exponential backoff;
+// it reports false when ctx ended first.
+func pauseBeforeAgain(ctx context.Context, attempt int) bool {
+	d := retry.Backoff(attempt-1, changeBackoffBase, changeBackoffMax)
+	d = d/2 + rand.N(d/2+1)
+	return retry.Sleep(ctx, d)
+}
+
+// CodeConflict is the vendor code of the refusal of a rule change that
+// kept losing to concurrent changes (Conflict); its SQL state is 40001
+// (serialization failure), which clients treat as "run it again".
+const CodeConflict = 17010
+
+// conflict is the refusal of a change that lost changeAttempts times in a
+// row to changes other nodes committed between its read and its commit
+// nothing of it was written, and running
+// it again is safe. It wraps err, the last failed condition.
+func conflict(err error) *sqlerr.Error {
+	return &sqlerr.Error{Code: CodeConflict, SQLState: "40001", Err: err, Message: fmt.Sprintf(
+		"Cluster persist repository error, reason is: the rules kept changing on other nodes while this statement was written (%d attempts); nothing was written: run it again.", changeAttempts)}
+}
 
 // changedMeanwhile reports whether err is a commit's failed condition: a
 // key read changed before the commit.
@@ -153,9 +198,10 @@ func rulesDigestAfter(ctx context.Context, repo registry.Repository, db string, 
 // upstream persists it (a new version of /rules/{type}) in one registry
 // transaction conditioned on every global rule it read. When any global
 // rule changed between the read and the commit, it reads again and lets
-// change compute again from what the registry holds now (at most
-// changeAttempts times in all; then the error wraps
-// registry.ErrBadVersion or ErrExists), so that nothing another node wrote
+// change compute again from what the registry holds now, after a jittered
+// pause (at most changeAttempts times in all; then the error is the
+// conflict refusal, CodeConflict, wrapping registry.ErrBadVersion or
+// ErrExists), so that nothing another node wrote
 // meanwhile is undone. It returns the digest of the global rules the
 // registry holds after it (metadata.GlobalRulesDigest), which nodes
 // acknowledge under distvar.GlobalRules once they applied it. ctx bounds
@@ -186,10 +232,16 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 			after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
 			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
 		}
-		if attempt < changeAttempts && changedMeanwhile(err) {
-			continue // a global rule changed meanwhile: compute again
+		if !changedMeanwhile(err) {
+			return RuleChange{}, err
 		}
-		return RuleChange{}, err
+		if attempt == changeAttempts {
+			return RuleChange{}, conflict(err)
+		}
+		if !pauseBeforeAgain(ctx, attempt) {
+			return RuleChange{}, ctx.Err()
+		}
+		// A global rule changed meanwhile: compute again.
 	}
 }
 

@@ -322,8 +322,13 @@ func logicalDataSources(d *metadata.Database) map[string]bool {
 	return out
 }
 
-// commitOne commits txn with sess, or a session of its own.
+// commitOne commits txn with sess, or a session of its own. A txn beyond
+// the limits of one transaction is refused (TooBigForOneTransaction)
+// before anything is sent.
 func commitOne(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) error {
+	if err := checkOneTransaction(txn); err != nil {
+		return err
+	}
 	if sess == nil {
 		s, err := repo.NewSession(ctx, registry.SessionOptions{})
 		if err != nil {
