@@ -47,7 +47,8 @@ func unsupportedOperation(status int, reason string) *Error {
 // sqlStatus is the HTTP status of a refusal with ShardingSphere's code:
 // 404 for a variable that does not exist, 409 for LOCK CLUSTER on a
 // locked cluster and UNLOCK CLUSTER on an unlocked one, 400 for every
-// other refused request.
+// other refused request (writeError answers a retryable conflict, SQL
+// state 40001, with 409 too).
 func sqlStatus(code uint16) int {
 	switch code {
 	case distvar.CodeUnsupportedVariable:
@@ -75,6 +76,9 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	case ok:
 	case errors.As(err, &refused):
 		e = &Error{Status: sqlStatus(refused.Code), Code: int(refused.Code), Message: refused.Message}
+		if refused.SQLState == "40001" { // a change that lost to concurrent ones: send it again
+			e.Status = http.StatusConflict
+		}
 	default:
 		e = &Error{Status: http.StatusInternalServerError, Message: redact.Text(err.Error())}
 		s.log.Warn("http: internal error", "err", err)

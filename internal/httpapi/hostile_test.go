@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -192,5 +194,123 @@ func TestHostileTLSHandshakeLogRateLimit(t *testing.T) {
 	got = lines()
 	if len(got) != 3 || !strings.Contains(got[2], `msg="TLS handshakes failed" count=3 `) {
 		t.Fatalf("at shutdown, want a summary of the 3 held back:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// serveOn serves n's server on a loopback port of its own until the
+// test's cleanup and returns the address.
+func serveOn(t *testing.T, n *testNode) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- n.srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.srv.Shutdown(ctx)
+		<-serveDone
+	})
+	return ln.Addr().String()
+}
+
+// rawRequest opens a connection to addr and sends head (a request line
+// and headers, nothing of a body).
+func rawRequest(t *testing.T, addr, head string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// readyzWithin asks /readyz on a new connection and fails unless it
+// answers within d.
+func readyzWithin(t *testing.T, addr string, d time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: d, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz: %d", resp.StatusCode)
+	}
+}
+
+// TestHostileHTTPBodyNeverSent: a POST without the token that declares a
+// 200 KB body and never sends it is answered 401 at once and its
+// connection closed (the server does not wait to drain the body); one
+// with the token whose body stops arriving is cut after the body
+// timeout.
+func TestHostileHTTPBodyNeverSent(t *testing.T) {
+	n := startNode(t, memory.New(), "body-node", func(c *Config) { c.BodyTimeout = 500 * time.Millisecond })
+	addr := serveOn(t, n)
+	c := rawRequest(t, addr, "POST /api/v1/databases HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("a refused POST whose body never comes: %v after %q (the answer waits for the body)", err, answer)
+	}
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 401 ") || !strings.Contains(string(answer), "Connection: close") {
+		t.Fatalf("a refused POST whose body never comes: %q, want 401 and the connection closed", answer)
+	}
+
+	start := time.Now()
+	c = rawRequest(t, addr, "POST /api/v1/databases HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "+testToken+
+		"\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{\"name\":")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, err = io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("a POST whose body stops: %v after %q (the body has no deadline)", err, answer)
+	}
+	if took := time.Since(start); !strings.HasPrefix(string(answer), "HTTP/1.1 400 ") || took > 3*time.Second {
+		t.Fatalf("a POST whose body stops: %q after %v, want 400 after the body timeout", answer, took)
+	}
+}
+
+// TestHostileHTTPConnectionCap: connections that send part of a request
+// and then nothing, three times the cap of them, hold at most the cap of
+// the port's connections (each new one closes the one that waited
+// longest), /readyz still answers on a new connection meanwhile, and the
+// process's descriptors stay bounded.
+func TestHostileHTTPConnectionCap(t *testing.T) {
+	const maxConns = 20
+	n := startNode(t, memory.New(), "cap-node", func(c *Config) { c.MaxConnections = maxConns })
+	addr := serveOn(t, n)
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("no /proc/self/fd: %v", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	for i := range 3 * maxConns {
+		if i%2 == 0 {
+			rawRequest(t, addr, "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n") // headers never end
+		} else {
+			rawRequest(t, addr, "POST /api/v1/databases HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "+testToken+
+				"\r\nContent-Length: 200000\r\n\r\n{") // body never ends
+		}
+	}
+	testenv.Eventually(t, "the slow connections to be accepted", func() bool { return n.srv.connLimit().held() == maxConns })
+	readyzWithin(t, addr, 3*time.Second)
+	if held := n.srv.connLimit().held(); held > maxConns {
+		t.Fatalf("the port holds %d connections, over its cap %d", held, maxConns)
+	}
+	// Each client end is open still; the server's ends beyond the cap
+	// are closed: the process holds the 60 client ends and at most the
+	// cap of server ends.
+	if got := fds() - before; got > 3*maxConns+maxConns+5 {
+		t.Fatalf("%d more descriptors for %d slow connections with a cap of %d", got, 3*maxConns, maxConns)
 	}
 }

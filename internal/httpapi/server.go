@@ -65,6 +65,15 @@ type Config struct {
 	AllowedHosts []string
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
+	// MaxConnections caps the connections Serve holds at once; 0 means
+	// DefaultMaxConnections. When every slot is taken, a new connection
+	// closes the one that has waited for its client longest (idle, or
+	// sending its headers or body), or is closed itself when every slot
+	// serves a request.
+	MaxConnections int
+	// BodyTimeout bounds reading a request's body, from the end of its
+	// headers; 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// RegistryMetrics, when set, is served in /metrics besides the node's
 	// and the server's own (the daemon passes the metered.Metrics of the
 	// repository the node uses).
@@ -122,6 +131,7 @@ type Server struct {
 
 	srvMu     sync.Mutex
 	httpSrv   *http.Server
+	limit     *connLimit      // Serve's listener; nil before Serve
 	ctx       context.Context // ends at Shutdown or Close
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -151,6 +161,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Started.IsZero() {
 		cfg.Started = cfg.Now()
 	}
+	if cfg.MaxConnections < 0 {
+		return nil, fmt.Errorf("httpapi: MaxConnections %d: want 0 (the default, %d) or more", cfg.MaxConnections, DefaultMaxConnections)
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	hosts, err := newHostPolicy(cfg.AllowedHosts)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
@@ -179,29 +198,43 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the server's routes behind the Host check (see
-// Config.AllowedHosts).
-func (s *Server) Handler() http.Handler { return s.checkHost(s.mux) }
+// Config.AllowedHosts) and the body bound (boundBody).
+func (s *Server) Handler() http.Handler { return s.boundBody(s.checkHost(s.mux)) }
 
 // Serve accepts connections on ln until Shutdown (HTTPS when Config.TLS is
-// set). It returns nil after Shutdown.
+// set). It returns nil after Shutdown. It holds at most
+// Config.MaxConnections connections at once (see connLimit); a request's
+// headers must arrive within HeaderTimeout, its body within
+// Config.BodyTimeout, and an idle connection is closed after two minutes.
 func (s *Server) Serve(ln net.Listener) error {
-	s.srvMu.Lock()
-	s.httpSrv = &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          log.New(s.errLog, "", 0),
-	}
-	srv := s.httpSrv
-	s.srvMu.Unlock()
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
-	err := srv.Serve(ln)
+	limit := newConnLimit(ln, s.cfg.MaxConnections, s.log)
+	s.srvMu.Lock()
+	s.limit = limit
+	s.httpSrv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: HeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(s.errLog, "", 0),
+		ConnState:         limit.connState,
+		ConnContext:       connContext,
+	}
+	srv := s.httpSrv
+	s.srvMu.Unlock()
+	err := srv.Serve(limit)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// connLimit is Serve's listener, nil before Serve.
+func (s *Server) connLimit() *connLimit {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	return s.limit
 }
 
 // Drain marks the node not ready: from its return /readyz answers 503 and
