@@ -102,6 +102,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
 	fl.BoolVar(&hf.openReads, "open-reads", true, "let GET requests through without the token")
+	fl.IntVar(&hf.maxConns, "http-max-connections", httpapi.DefaultMaxConnections, "how many --http connections are held at once; when all are taken, a new one closes the connection that has waited for its client longest (idle, or sending headers or a body), or is closed itself when every one is serving a request")
 	fl.StringSliceVar(&hf.allowedHosts, "allowed-hosts", nil, "host names the HTTP API answers to besides localhost, IP addresses and the --http host (others get 421, against DNS rebinding); *.example.com for a domain, * for any")
 	fl.StringVar(&hf.tlsCert, "tls-cert", "", "serve HTTPS, and TLS on the DistSQL console, with this certificate (PEM; needs --tls-key)")
 	fl.StringVar(&hf.tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
@@ -250,6 +251,7 @@ type httpFlags struct {
 	addr, tokenFile, tlsCert, tlsKey string
 	openReads                        bool
 	allowedHosts                     []string
+	maxConns                         int
 }
 
 // config resolves the flags; nil means no HTTP server. explicit says
@@ -262,7 +264,10 @@ func (h httpFlags) config(ctx context.Context, explicit bool) (*daemon.HTTPConfi
 	if err := httpapi.CheckAllowedHosts(h.allowedHosts); err != nil {
 		return nil, fmt.Errorf("--allowed-hosts: %w", err)
 	}
-	c := &daemon.HTTPConfig{Addr: h.addr, OpenReads: h.openReads, AllowedHosts: h.allowedHosts}
+	if h.maxConns < 1 {
+		return nil, fmt.Errorf("--http-max-connections %d: want 1 or more (default %d)", h.maxConns, httpapi.DefaultMaxConnections)
+	}
+	c := &daemon.HTTPConfig{Addr: h.addr, OpenReads: h.openReads, AllowedHosts: h.allowedHosts, MaxConnections: h.maxConns}
 	if !explicit {
 		c.FallbackAddr = "127.0.0.1:0"
 	}

@@ -271,7 +271,7 @@ func (d *Daemon) serve() error {
 		c := d.http.c
 		srv, err := d.http.serve(httpapi.Config{
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
-			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS,
+			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
 			Ports: d.ports(), Started: d.started,
 		})

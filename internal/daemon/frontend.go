@@ -57,6 +57,9 @@ type HTTPConfig struct {
 	AllowedHosts []string
 	// TLS, when set, serves HTTPS.
 	TLS *tls.Config
+	// MaxConnections caps the connections held at once; 0 means
+	// httpapi.DefaultMaxConnections (see httpapi.Config.MaxConnections).
+	MaxConnections int
 }
 
 // RESPConfig configures the Redis-protocol key service (see
