@@ -10,7 +10,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"maps"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // Session is one client connection, as the front end that accepted it
@@ -116,8 +119,10 @@ func NewSessionID() string {
 // in I/O that ignores ctx (a read of a FIFO) then goes on in the
 // background and its outcome is dropped: it runs on a copy of s, which is
 // copied back only when it returns in time. The error is ctx's when the
-// statement was left behind.
-func ExecuteCancellable(ctx context.Context, e Executor, s *Session, query string) (*Result, error) {
+// statement was left behind. A panic in the statement is its error, an
+// internal error (30000) logged to log with its stack: the session and
+// the node go on.
+func ExecuteCancellable(ctx context.Context, log *slog.Logger, e Executor, s *Session, query string) (*Result, error) {
 	type outcome struct {
 		res *Result
 		err error
@@ -127,7 +132,7 @@ func ExecuteCancellable(ctx context.Context, e Executor, s *Session, query strin
 	cs.Variables = maps.Clone(s.Variables)
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := e.Execute(ctx, &cs, query)
+		res, err := execute(ctx, log, e, &cs, query)
 		done <- outcome{res, err, cs}
 	}()
 	select {
@@ -143,4 +148,11 @@ func ExecuteCancellable(ctx context.Context, e Executor, s *Session, query strin
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// execute runs query on e for s, a panic its error (sqlerr.Recover).
+func execute(ctx context.Context, log *slog.Logger, e Executor, s *Session, query string) (res *Result, err error) {
+	defer func() { err = opError(s, err) }() // the *sqlerr.Error of a panic as the client's *Error
+	defer sqlerr.Recover(log, "statement", &err)
+	return e.Execute(ctx, s, query)
 }

@@ -374,7 +374,7 @@ func (ss *session) execute(query string) (*mysql.Result, error) {
 	ss.stmtMu.Lock()
 	ss.stmtCancel, ss.cancelled = cancel, false
 	ss.stmtMu.Unlock()
-	res, err := console.ExecuteCancellable(ctx, ss.srv.cfg.Executor, &ss.cs, query)
+	res, err := console.ExecuteCancellable(ctx, ss.log, ss.srv.cfg.Executor, &ss.cs, query)
 	ss.stmtMu.Lock()
 	ss.stmtCancel = nil
 	interrupted := ss.cancelled && ss.ctx.Err() == nil

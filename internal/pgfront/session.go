@@ -271,7 +271,7 @@ func (sess *session) exec(q string) (*console.Result, error) {
 		masked := redact.Statement(q)
 		procs.Update(sess.console.ID, func(p *process.Process) { p.SQL, p.Idle = masked, false })
 	}
-	res, err := console.ExecuteCancellable(ctx, sess.srv.c.Executor, &sess.console, q)
+	res, err := console.ExecuteCancellable(ctx, sess.srv.log, sess.srv.c.Executor, &sess.console, q)
 	if procs != nil {
 		procs.Update(sess.console.ID, func(p *process.Process) {
 			p.Idle, p.DatabaseName = true, sess.console.Database
