@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
@@ -101,7 +103,11 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 			tables := rules.Map(r.Content[f])
 			for _, t := range sortedKeys(tables) {
 				tm := rules.Map(tables[t])
-				if rules.NamesUnit(map[string]any{"n": tm["actualDataNodes"], "u": tm["storageUnits"]}, st.Unit) {
+				units, _ := dbconfig.DataSourcesOfNodes(rules.Text(tm["actualDataNodes"]))
+				if auto, err := inline.Expand(rules.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
+					units = append(units, auto...)
+				}
+				if slices.Contains(units, st.Unit) {
 					add("sharding", t)
 				}
 			}
@@ -119,7 +125,8 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	if r, ok := db.Rules["shadow"]; ok {
 		sources := rules.Map(r.Content["dataSources"])
 		for _, n := range sortedKeys(sources) {
-			if rules.NamesUnit(sources[n], st.Unit) {
+			sm := rules.Map(sources[n])
+			if rules.Text(sm["productionDataSourceName"]) == st.Unit || rules.Text(sm["shadowDataSourceName"]) == st.Unit {
 				add("shadow", n)
 			}
 		}

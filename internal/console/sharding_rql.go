@@ -2,13 +2,14 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
@@ -119,7 +120,11 @@ func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *dists
 		if !match(name) {
 			continue
 		}
-		nodes, _ := dbconfig.ExpandInline(rules.Text(rules.Map(tables[name])["actualDataNodes"]))
+		expr := rules.Text(rules.Map(tables[name])["actualDataNodes"])
+		nodes, err := inline.Expand(expr, inline.MaxNames)
+		if errors.Is(err, inline.ErrTooMany) {
+			nodes = []string{expr} // more than a rule may hold: as written
+		}
 		res.Rows = append(res.Rows, strs(name, strings.Join(nodes, ", ")))
 	}
 	auto := rules.Map(rule["autoTables"])
@@ -128,9 +133,9 @@ func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *dists
 			continue
 		}
 		t := rules.Map(auto[name])
-		sources, _ := dbconfig.ExpandInline(rules.Text(t["actualDataSources"]))
+		sources, _ := inline.Expand(rules.Text(t["actualDataSources"]), inline.MaxNames)
 		alg := rules.Map(rules.Map(rule["shardingAlgorithms"])[readStrategy(t["shardingStrategy"]).algorithm])
-		n := autoShardingCount(alg)
+		n := min(autoShardingCount(alg), inline.MaxNames) // a stored count is not trusted
 		var nodes []string
 		for i := 0; i < n && len(sources) > 0; i++ {
 			nodes = append(nodes, fmt.Sprintf("%s.%s_%d", sources[i%len(sources)], name, i))

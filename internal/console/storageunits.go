@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // SHOW STORAGE UNITS.
@@ -175,20 +175,19 @@ func parseJDBC(raw string) (typ, host, port, db string, query map[string]string)
 	return typ, host, port, db, query
 }
 
-// unitUsage counts, per storage unit, the rule types of db whose
-// configuration names the unit: as a whole name in one of its strings,
-// with Groovy inline ranges (ds_${0..1}, ds_${['a','b']}) expanded.
+// unitUsage counts, per storage unit, the rule types of db whose fields
+// that name data sources name the unit (dbconfig.UnitsInUse, broadcast
+// tables left out, the single rule's default data source in), with
+// Groovy inline ranges (ds_${0..1}, ds_${['a','b']}) expanded.
 func unitUsage(db *metadata.Database) map[string]int {
 	usage := map[string]int{}
-	for _, r := range db.Rules {
-		used := map[string]bool{}
-		rules.Names(r.Content, func(name string) {
-			if _, ok := db.Units[name]; ok {
-				used[name] = true
-			}
-		})
-		for u := range used {
-			usage[u]++
+	inUse := dbconfig.UnitsInUse(db, false, true)
+	if u, _ := db.Rules["single"].Content["defaultDataSource"].(string); u != "" && !slices.Contains(inUse[u], "SingleRule") {
+		inUse[u] = append(inUse[u], "SingleRule")
+	}
+	for unit, ruleTypes := range inUse {
+		if _, ok := db.Units[unit]; ok {
+			usage[unit] = len(ruleTypes)
 		}
 	}
 	return usage

@@ -1,13 +1,14 @@
 package dbconfig
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -52,16 +53,17 @@ func checkRules(db config.Database) []*sqlerr.Error {
 		}
 	}
 	var errs []*sqlerr.Error
-	missing := func(rule string, names []string) {
+	missing := func(names []string) {
 		var absent []string
+		seen := map[string]bool{}
 		for _, n := range names {
-			if !sources[n] && !slices.Contains(absent, n) {
+			if !sources[n] && !seen[n] {
+				seen[n] = true
 				absent = append(absent, n)
 			}
 		}
 		if len(absent) > 0 {
 			errs = append(errs, &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(absent, ", "), db.Name)})
-			_ = rule
 		}
 	}
 	for _, r := range db.Rules {
@@ -78,7 +80,7 @@ func checkRules(db config.Database) []*sqlerr.Error {
 				for _, rd := range listOf(gm["readDataSourceNames"]) {
 					names = append(names, fmt.Sprint(rd))
 				}
-				missing("readwrite_splitting", names)
+				missing(names)
 			}
 		case "mask":
 			errs = append(errs, checkAlgorithms(db.Name, "mask", mapOf(r.Content["maskAlgorithms"]), nil, MaskAlgorithms)...)
@@ -152,7 +154,7 @@ func checkColumnAlgorithms(dbName string, c map[string]any, section string, fiel
 	return errs
 }
 
-func checkSharding(dbName string, c map[string]any, missing func(string, []string)) []*sqlerr.Error {
+func checkSharding(dbName string, c map[string]any, missing func([]string)) []*sqlerr.Error {
 	var errs []*sqlerr.Error
 	algorithms := mapOf(c["shardingAlgorithms"])
 	generators := mapOf(c["keyGenerators"])
@@ -177,11 +179,27 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 			}
 		}
 	}
+	// total is the names the rule's expressions stand for, counted before
+	// any is built (inline.MaxRuleNames).
+	total := 0
+	count := func(table, what, expr string) bool {
+		n, err := inline.Count(expr, inline.MaxNames)
+		if errors.Is(err, inline.ErrTooMany) {
+			errs = append(errs, TooManyNames("sharding table", table, what, expr, err))
+			return false
+		}
+		if total += n; total > inline.MaxRuleNames {
+			errs = append(errs, InvalidRule("sharding", dbName, fmt.Sprintf("its tables' data nodes and data sources stand for more than %d names, the most one rule may", inline.MaxRuleNames)))
+			return false
+		}
+		return err == nil
+	}
 	tables := mapOf(c["tables"])
 	for _, name := range sortedNames(tables) {
 		t := mapOf(tables[name])
-		if nodes, _ := t["actualDataNodes"].(string); nodes != "" {
-			missing("sharding", dataSourcesOfNodes(nodes))
+		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count(name, "data nodes", nodes) {
+			ds, _ := DataSourcesOfNodes(nodes)
+			missing(ds)
 		}
 		strategy(name, t["databaseStrategy"])
 		strategy(name, t["tableStrategy"])
@@ -190,12 +208,9 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 	auto := mapOf(c["autoTables"])
 	for _, name := range sortedNames(auto) {
 		t := mapOf(auto[name])
-		if ds, _ := t["actualDataSources"].(string); ds != "" {
-			var names []string
-			for _, part := range splitTop(ds) {
-				names = append(names, expand(strings.TrimSpace(part))...)
-			}
-			missing("sharding", names)
+		if ds, _ := t["actualDataSources"].(string); ds != "" && count(name, "storage units", ds) {
+			names, _ := inline.Expand(ds, inline.MaxNames)
+			missing(names)
 		}
 		strategy(name, t["shardingStrategy"])
 		generator(name, t["keyGenerateStrategy"])
@@ -210,113 +225,59 @@ func checkSharding(dbName string, c map[string]any, missing func(string, []strin
 	return errs
 }
 
-// dataSourcesOfNodes returns the data source names of an actualDataNodes
-// expression ("ds_${0..1}.t_order_${0..1}, ds_2.t_x"), expanding the
-// inline ranges and lists of the data source part. A part it cannot
-// expand (any other Groovy) is left out: nothing is claimed about it.
-func dataSourcesOfNodes(nodes string) []string {
-	var out []string
-	for _, node := range splitTop(nodes) {
+// DataSourcesOfNodes returns the data source names of an actualDataNodes
+// expression ("ds_${0..1}.t_order_${0..1}, ds_2.t_x"), each once, in the
+// order they first appear: the data source parts of its nodes expanded
+// together (inline.Expand, at most inline.MaxNames names). Parts it cannot
+// expand (any other Groovy) are left out, nothing being claimed about
+// them; the error is then inline.ErrSyntax, or inline.ErrTooMany when
+// they stand for too many names and none is returned.
+func DataSourcesOfNodes(nodes string) ([]string, error) {
+	var parts []string
+	seenPart := map[string]bool{}
+	for _, node := range inline.Split(nodes) {
 		node = strings.TrimSpace(node)
-		ds := node
-		if i := topDot(node); i >= 0 {
-			ds = node[:i]
+		if i := inline.TopDot(node); i >= 0 {
+			node = node[:i]
 		}
-		out = append(out, expand(ds)...)
-	}
-	return out
-}
-
-// splitTop splits s at the commas outside ${...}.
-func splitTop(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
+		if !seenPart[node] { // ds_${0..1}.t_a, ds_${0..1}.t_b: expanded once
+			seenPart[node] = true
+			parts = append(parts, node)
 		}
-	}
-	return append(out, s[start:])
-}
-
-// topDot is the index of the first '.' outside ${...}, or -1.
-func topDot(s string) int {
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-		case '.':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-var (
-	inlineRe = regexp.MustCompile(`\$\{([^}]*)\}|\$->\{([^}]*)\}`)
-	rangeRe  = regexp.MustCompile(`^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$`)
-	listRe   = regexp.MustCompile(`^\s*\[(.*)\]\s*$`)
-)
-
-// expand evaluates the ${a..b} and ${['x', 'y']} parts of an inline
-// expression into every name it stands for (bounded to 10,000 names). It
-// returns nil for an expression it cannot evaluate.
-func expand(expr string) []string {
-	loc := inlineRe.FindStringSubmatchIndex(expr)
-	if loc == nil {
-		if strings.ContainsAny(expr, "${}") {
-			return nil
-		}
-		return []string{expr}
-	}
-	body := expr[loc[2]:loc[3]]
-	if loc[2] < 0 {
-		body = expr[loc[4]:loc[5]]
-	}
-	var values []string
-	if m := rangeRe.FindStringSubmatch(body); m != nil {
-		a, _ := strconv.Atoi(m[1])
-		b, _ := strconv.Atoi(m[2])
-		if b < a || b-a > 10000 {
-			return nil
-		}
-		for i := a; i <= b; i++ {
-			values = append(values, strconv.Itoa(i))
-		}
-	} else if m := listRe.FindStringSubmatch(body); m != nil {
-		for _, v := range strings.Split(m[1], ",") {
-			values = append(values, strings.Trim(strings.TrimSpace(v), `'"`))
-		}
-	} else {
-		return nil
 	}
 	var out []string
-	for _, v := range values {
-		rest := expand(expr[loc[1]:])
-		if rest == nil {
-			return nil
+	var first error
+	seen := map[string]bool{}
+	total := 0
+	for _, part := range parts {
+		names, err := inline.Expand(part, inline.MaxNames-total)
+		if errors.Is(err, inline.ErrTooMany) {
+			return nil, err
 		}
-		for _, r := range rest {
-			out = append(out, expr[:loc[0]]+v+r)
-			if len(out) > 10000 {
-				return nil
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		total += len(names)
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
 			}
 		}
 	}
-	return out
+	return out, first
+}
+
+// TooManyNames is the refusal (InvalidRule, 10200) of an expression of
+// rule name that stands for more names than the bound err (from
+// inline.Count or inline.Expand) names; what is "data nodes" or "storage
+// units". Only the first 64 bytes of expr are shown.
+func TooManyNames(ruleType, name, what, expr string, err error) *sqlerr.Error {
+	if len(expr) > 64 {
+		expr = expr[:64] + "..."
+	}
+	return InvalidRule(ruleType, name, fmt.Sprintf("%s '%s' are refused: %v (the bounds: %d names for one expression, %d for one statement or one rule)", what, expr, err, inline.MaxNames, inline.MaxRuleNames))
 }
 
 func mapOf(v any) map[string]any {

@@ -340,6 +340,16 @@ func TestFailedImportLeavesRegistryAsItWas(t *testing.T) {
 	})
 }
 
+// manyTables is n sharding tables t_0, t_1, ... of a rule's YAML, each
+// with actualDataNodes nodes.
+func manyTables(n int, nodes string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "    t_%d:\n      actualDataNodes: %s\n", i, nodes)
+	}
+	return b.String()
+}
+
 func TestCheckRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, rule string
@@ -350,6 +360,12 @@ func TestCheckRules(t *testing.T) {
 		{"unregistered algorithm", "- !SHARDING\n  defaultTableStrategy:\n    standard:\n      shardingColumn: id\n      shardingAlgorithmName: missing\n", 10402, "missing"},
 		{"unknown unit", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_${0..2}.t\n", 10102, "ds_2"},
 		{"listed units", "- !SHARDING\n  autoTables:\n    t:\n      actualDataSources: ds_0, ds_${['1','x']}\n", 10102, "ds_x"},
+		// upstream's $->{} spelling (it panicked): expanded as ${}.
+		{"upstream spelling", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_$->{0..2}.t_ss_$->{0..1}\n", 10102, "'[ds_2]'"},
+		{"upstream spelling of units", "- !SHARDING\n  autoTables:\n    t:\n      actualDataSources: ds_$->{[1, 'y']}\n", 10102, "'[ds_y]'"},
+		// The bounds, counted before a name is built.
+		{"one expression", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: u0_${0..9999}.t,u1_${0..9999}.t\n", 10200, "more than 10000 names"},
+		{"one rule", "- !SHARDING\n  tables:\n" + manyTables(11, "ds_${0..1}.t_${0..4999}"), 10200, "more than 100000 names, the most one rule may"},
 		{"unregistered key generator", "- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_0.t\n      keyGenerateStrategy:\n        column: id\n        keyGeneratorName: kg\n", 10402, "kg"},
 		{"unregistered mask algorithm", "- !MASK\n  maskAlgorithms:\n    md5:\n      type: MD5\n  tables:\n    t:\n      columns:\n        a:\n          maskAlgorithm: md5\n        b:\n          maskAlgorithm: gone\n", 10402, "'Mask' algorithm 'gone' on d.t.b is unregistered."},
 		{"bad mask props", "- !MASK\n  maskAlgorithms:\n    m:\n      type: MASK_FROM_X_TO_Y\n      props:\n        from-x: 3\n        to-y: 2\n        replace-char: '*'\n", 10400,
@@ -365,6 +381,18 @@ func TestCheckRules(t *testing.T) {
 		errs := checkRules(*db)
 		if len(errs) == 0 || errs[0].Code != tc.code || !strings.Contains(errs[0].Message, tc.want) {
 			t.Errorf("%s: %v, want %d naming %s", tc.name, errs, tc.code, tc.want)
+		}
+	}
+	for _, rule := range []string{
+		"- !SHARDING\n  tables:\n    t:\n      actualDataNodes: ds_$->{0..1}.t_ss_$->{0..1}\n",
+		"- !SHARDING\n  tables:\n" + manyTables(10, "ds_${0..1}.t_${0..4999}"), // 100,000: the bound itself
+	} {
+		db, err := config.ParseDatabase("ok", fmt.Appendf(nil, "databaseName: d\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:/x\n  ds_1:\n    url: jdbc:sqlite:/y\nrules:\n%s", rule))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := checkRules(*db); len(errs) > 0 {
+			t.Errorf("%.80s: %v", rule, errs)
 		}
 	}
 	db, _ := config.ParseDatabase("ok", configYAML("/tmp", "d", ""))

@@ -270,19 +270,3 @@ func checkItemNames(db string, r config.Rule) error {
 func InvalidRule(ruleType, name, msg string) *sqlerr.Error {
 	return &sqlerr.Error{Code: 10200, SQLState: "44000", Message: fmt.Sprintf("Invalid '%s' rule '%s', error message is: %s", ruleType, name, msg)}
 }
-
-// ExpandInline returns every value a comma-separated list of inline
-// expressions stands for (ds_${0..1}.t_${['a','b']}, $->{...}), and false
-// when a part is not a range or a list expression this package can
-// evaluate.
-func ExpandInline(expr string) ([]string, bool) {
-	var out []string
-	for _, part := range splitTop(expr) {
-		vals := expand(strings.TrimSpace(part))
-		if vals == nil {
-			return nil, false
-		}
-		out = append(out, vals...)
-	}
-	return out, true
-}

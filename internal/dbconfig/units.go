@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -205,7 +206,7 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 	if len(absent) > 0 {
 		return nil, missingUnits(db, absent)
 	}
-	used := unitsInUse(d, ignoreSingle, ignoreBroadcast)
+	used := UnitsInUse(d, ignoreSingle, ignoreBroadcast)
 	for _, n := range todo {
 		if rules := used[n]; len(rules) > 0 {
 			return nil, &sqlerr.Error{Code: 10103, SQLState: "44000", Message: fmt.Sprintf("Storage unit '%s' still used by '[%s]'.", n, strings.Join(rules, ", "))}
@@ -231,10 +232,17 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 	return todo, nil
 }
 
-// unitsInUse maps each data source name a rule of d refers to onto the
+// UnitsInUse maps each data source name a rule of d refers to onto the
 // names of those rules' types, upper case as upstream names them
-// (ShardingRule, ...).
-func unitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[string][]string {
+// (ShardingRule, ...). It reads only the fields that name data sources:
+// the data source part of sharding tables' actualDataNodes, auto tables'
+// actualDataSources (inline expressions expanded, at most
+// inline.MaxNames names each; one that cannot be expanded claims
+// nothing), readwrite-splitting groups' write and read data sources,
+// shadow data sources' production and shadow ones, single tables' data
+// source, and with broadcast tables every unit. Single and broadcast
+// tables are left out when ignoreSingle / ignoreBroadcast.
+func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[string][]string {
 	out := map[string][]string{}
 	add := func(rule string, names []string) {
 		for _, n := range names {
@@ -249,18 +257,22 @@ func unitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		case "sharding":
 			for _, t := range mapOf(c["tables"]) {
 				if nodes, _ := mapOf(t)["actualDataNodes"].(string); nodes != "" {
-					add("ShardingRule", dataSourcesOfNodes(nodes))
+					names, _ := DataSourcesOfNodes(nodes)
+					add("ShardingRule", names)
 				}
 			}
 			for _, t := range mapOf(c["autoTables"]) {
 				if ds, _ := mapOf(t)["actualDataSources"].(string); ds != "" {
-					for _, part := range splitTop(ds) {
-						add("ShardingRule", expand(strings.TrimSpace(part)))
-					}
+					names, _ := inline.Expand(ds, inline.MaxNames)
+					add("ShardingRule", names)
 				}
 			}
 		case "readwrite_splitting":
-			for _, g := range mapOf(c["dataSourceGroups"]) {
+			groups := mapOf(c["dataSourceGroups"])
+			if groups == nil {
+				groups = mapOf(c["dataSources"]) // configs written for older releases
+			}
+			for _, g := range groups {
 				gm := mapOf(g)
 				if w, ok := gm["writeDataSourceName"].(string); ok {
 					add("ReadwriteSplittingRule", []string{w})

@@ -239,12 +239,11 @@ func dropReadwriteRule(st *distsql.DropReadwriteSplittingRule) databaseChange {
 		// A group another rule names (a sharding table's data nodes, a
 		// single table's unit, ...) is still in use.
 		var used []string
+		inUse := dbconfig.UnitsInUse(d, false, true)
+		defaultSingle := Text(d.Rules["single"].Content["defaultDataSource"])
 		for _, n := range names {
-			for typ, r := range d.Rules {
-				if typ != readwriteType && NamesUnit(r.Content, n) {
-					used = append(used, n)
-					break
-				}
+			if n == defaultSingle || slices.ContainsFunc(inUse[n], func(rule string) bool { return rule != "ReadwriteSplittingRule" }) {
+				used = append(used, n)
 			}
 		}
 		if len(used) > 0 {

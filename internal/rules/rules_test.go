@@ -88,26 +88,6 @@ func TestApplyWritesUpstreamShapes(t *testing.T) {
 	}
 }
 
-func TestExpandInline(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"ds_${0..1}.t_${0..1}", []string{"ds_0.t_0", "ds_0.t_1", "ds_1.t_0", "ds_1.t_1"}},
-		{"ds_${['a', 'b']}.t", []string{"ds_a.t", "ds_b.t"}},
-		{"ds_$->{0..1}", []string{"ds_0", "ds_1"}},
-		{"ds_${user_id % 2}", []string{"ds_${user_id % 2}"}},
-		{"plain", []string{"plain"}},
-	} {
-		if got := ExpandInline(tc.in, 100); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ExpandInline(%q) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-	if got := ExpandInline("x${0..9}${0..9}${0..9}${0..9}", 50); len(got) != 50 {
-		t.Errorf("bound: %d strings", len(got))
-	}
-}
-
 // oneUnitDatabase creates database db with one unit in repo and returns
 // apply, which runs a rule statement that must change it, and rule, which
 // reads the content of its rule ruleType from repo.

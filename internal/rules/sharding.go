@@ -1,12 +1,14 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
@@ -192,8 +194,11 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 	field := "tables"
 	if r.Auto() {
 		field = "autoTables"
-		if _, ok := dbconfig.ExpandInline(strings.Join(r.StorageUnits, ",")); !ok {
-			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", strings.Join(r.StorageUnits, ",")))
+		units := strings.Join(r.StorageUnits, ",")
+		if _, err := inline.Expand(units, inline.MaxNames); errors.Is(err, inline.ErrTooMany) {
+			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "storage units", units, err)
+		} else if err != nil {
+			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", units))
 		}
 		if err := checkType("sharding", r.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
 			return "", nil, err
@@ -207,8 +212,10 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 		t["shardingStrategy"] = map[string]any{"standard": map[string]any{"shardingColumn": r.ShardingColumn, "shardingAlgorithmName": name}}
 	} else {
 		nodes := strings.Join(r.DataNodes, ",")
-		expanded, ok := dbconfig.ExpandInline(nodes)
-		if !ok {
+		expanded, err := inline.Expand(nodes, inline.MaxNames)
+		if errors.Is(err, inline.ErrTooMany) {
+			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "data nodes", nodes, err)
+		} else if err != nil {
 			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("data nodes '%s' are not a valid inline expression", nodes))
 		}
 		for _, n := range expanded {
@@ -351,16 +358,42 @@ func dropUnused(c map[string]any, algs, gens, auditors []string) {
 	}
 }
 
+// countNames refuses a statement whose tables' DATANODES and
+// STORAGE_UNITS stand for more than inline.MaxRuleNames names together, or
+// one of them for more than inline.MaxNames (10200), counting them before
+// any is built.
+func countNames(rules []distsql.ShardingTableRule) error {
+	total := 0
+	for _, r := range rules {
+		what, expr := "data nodes", strings.Join(r.DataNodes, ",")
+		if r.Auto() {
+			what, expr = "storage units", strings.Join(r.StorageUnits, ",")
+		}
+		n, err := inline.Count(expr, inline.MaxNames)
+		if errors.Is(err, inline.ErrTooMany) {
+			return dbconfig.TooManyNames("sharding table", r.Table, what, expr, err)
+		}
+		if total += n; total > inline.MaxRuleNames {
+			return dbconfig.InvalidRule("sharding table", r.Table, fmt.Sprintf("the statement's data nodes and storage units stand for more than %d names, the most one statement may", inline.MaxRuleNames))
+		}
+	}
+	return nil
+}
+
 func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alter bool) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		var dup, absent, seen []string
+		if err := countNames(rules); err != nil {
+			return nil, err
+		}
+		var dup, absent []string
 		var todo []distsql.ShardingTableRule
+		seen := map[string]bool{}
 		for _, r := range rules {
-			if slices.ContainsFunc(seen, func(n string) bool { return strings.EqualFold(n, r.Table) }) {
+			if seen[strings.ToLower(r.Table)] {
 				dup = append(dup, r.Table)
 				continue
 			}
-			seen = append(seen, r.Table)
+			seen[strings.ToLower(r.Table)] = true
 			f, _ := shardingTable(c, r.Table)
 			switch {
 			case alter && f == "":

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
@@ -159,12 +161,8 @@ func shardedTables(d *metadata.Database) map[string]bool {
 			for t, v := range Map(r.Content[f]) {
 				out[strings.ToLower(t)] = true
 				for _, nodes := range List(Map(v)["actualDataNodes"]) {
-					for _, node := range strings.Split(nodes, ",") {
-						for _, x := range ExpandInline(strings.TrimSpace(node), MaxInlineExpansion) {
-							if i := strings.LastIndexByte(x, '.'); i >= 0 {
-								out[strings.ToLower(x[i+1:])] = true
-							}
-						}
+					for _, x := range actualTables(nodes) {
+						out[strings.ToLower(x)] = true
 					}
 				}
 			}
@@ -173,6 +171,31 @@ func shardedTables(d *metadata.Database) map[string]bool {
 	if r, ok := d.Rules["broadcast"]; ok {
 		for _, t := range List(r.Content["tables"]) {
 			out[strings.ToLower(t)] = true
+		}
+	}
+	return out
+}
+
+// actualTables is the table names of the data nodes of expression nodes
+// (the part after a node's last '.'), its inline expressions expanded
+// (at most inline.MaxNames names in all); a node it cannot expand stands
+// for itself.
+func actualTables(nodes string) []string {
+	var out []string
+	for _, node := range inline.Split(nodes) {
+		node = strings.TrimSpace(node)
+		if i := inline.TopDot(node); i >= 0 {
+			node = node[i+1:]
+		}
+		names, err := inline.Expand(node, inline.MaxNames-len(out))
+		if errors.Is(err, inline.ErrTooMany) {
+			return out
+		}
+		if err != nil {
+			names = []string{node}
+		}
+		for _, x := range names {
+			out = append(out, x[strings.LastIndexByte(x, '.')+1:])
 		}
 	}
 	return out
