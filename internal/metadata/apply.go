@@ -42,13 +42,77 @@ type draft struct {
 	dbs     map[string]bool // databases already copied in this batch
 	schemas map[string]bool // "db/schema" already copied
 	states  bool            // DataSourceStates already copied
+	// rules and fields are the rule contents ("db\x00type") and their
+	// fields' maps and lists ("db\x00type\x00field") already copied in
+	// this batch: an item applied to them changes them in place, so a
+	// batch of n items of a rule costs O(n) plus one copy of each touched
+	// content and field, not a copy per item.
+	rules   map[string]bool
+	fields  map[string]bool
 	changes []Change
 }
 
 func newDraft(base *Snapshot) *draft {
 	s := *base
 	s.Databases = maps.Clone(base.Databases)
-	return &draft{s: &s, dbs: map[string]bool{}, schemas: map[string]bool{}}
+	return &draft{s: &s, dbs: map[string]bool{}, schemas: map[string]bool{}, rules: map[string]bool{}, fields: map[string]bool{}}
+}
+
+// ruleContent returns rule typ of database db (which the draft owns, see
+// db) with its content owned by the draft, copied the first time the batch
+// touches it; an absent rule gets an empty content (not stored: the caller
+// stores the rule once it changed it).
+func (d *draft) ruleContent(db *Database, typ string) map[string]any {
+	id := db.Name + "\x00" + typ
+	r, ok := db.Rules[typ]
+	if ok && d.rules[id] && r.Content != nil {
+		return r.Content
+	}
+	content := maps.Clone(r.Content)
+	if content == nil {
+		content = map[string]any{}
+	}
+	d.rules[id] = true
+	for f := range d.fields {
+		if strings.HasPrefix(f, id+"\x00") {
+			delete(d.fields, f) // a content new to the batch: none of its fields is copied yet
+		}
+	}
+	return content
+}
+
+// editRule applies one item (field f, entry name) to rule typ of database
+// db through editRuleItem, with the content and the field owned by the
+// draft, and stores the rule, or removes it when its content is left
+// empty.
+func (d *draft) editRule(db *Database, typ, f, name string, decoded any, del bool) {
+	content := d.ruleContent(db, typ)
+	_, existed := db.Rules[typ]
+	// The digest's sum: out with the entries the item stands for (the
+	// whole field when it is not of the item's shape), in with them once
+	// changed.
+	sum := &db.rulesSum
+	partial := name != "" && sum.named(-1, typ, content, f, name)
+	if v, ok := content[f]; ok && !partial {
+		sum.field(-1, typ, f, v)
+	}
+	if !existed {
+		sum.entry(1, typ, "", 't', "", nil)
+	}
+	prefix := db.Name + "\x00" + typ + "\x00"
+	editRuleItem(typ, content, f, name, decoded, del, func(f string) bool { return d.fields[prefix+f] })
+	d.fields[prefix+f] = true
+	if partial {
+		sum.named(1, typ, content, f, name)
+	} else if v, ok := content[f]; ok {
+		sum.field(1, typ, f, v)
+	}
+	if len(content) == 0 {
+		sum.entry(-1, typ, "", 't', "", nil)
+		delete(db.Rules, typ)
+		return
+	}
+	db.Rules[typ] = config.Rule{Type: typ, Content: content}
 }
 
 func (d *draft) db(name string, create bool) *Database {
@@ -57,7 +121,7 @@ func (d *draft) db(name string, create bool) *Database {
 		if !create {
 			return nil
 		}
-		cur = &Database{Name: name, Units: map[string]config.DataSource{}, Rules: map[string]config.Rule{}, Schemas: map[string]*Schema{}}
+		cur = &Database{Name: name, Units: map[string]config.DataSource{}, Rules: map[string]config.Rule{}, Schemas: map[string]*Schema{}, summed: true}
 		d.s.Databases[name] = cur
 		d.dbs[name] = true
 		d.changes = append(d.changes, Change{Kind: paths.KindDatabase, Database: name})
@@ -188,7 +252,8 @@ func (a *applier) route(ctx context.Context, d *draft, ev registry.Event, live b
 	case paths.KindRuleType:
 		if del {
 			if db := d.db(k.Database, false); db != nil {
-				if _, ok := db.Rules[k.RuleType]; ok {
+				if r, ok := db.Rules[k.RuleType]; ok {
+					db.rulesSum.add(k.RuleType, r.Content, -1)
 					delete(db.Rules, k.RuleType)
 					a.forget(k.Node)
 					d.changes = append(d.changes, Change{Kind: k.Kind, Database: k.Database, RuleType: k.RuleType, Deleted: true})
@@ -293,13 +358,12 @@ func (a *applier) set(d *draft, k paths.Key, data []byte) error {
 		}
 		d.db(k.Database, true).Units[k.Name] = ds
 	case paths.KindRuleItem:
-		db := d.db(k.Database, true)
-		r := db.Rules[k.RuleType]
-		content, err := applyRuleItem(k.RuleType, r.Content, k.RuleItem, k.ItemName, data, false)
+		f := camel(k.RuleItem)
+		decoded, err := decodeRuleItem(k.RuleType, f, k.ItemName, data, false)
 		if err != nil {
 			return err
 		}
-		db.Rules[k.RuleType] = config.Rule{Type: k.RuleType, Content: content}
+		d.editRule(d.db(k.Database, true), k.RuleType, f, k.ItemName, decoded, false)
 	case paths.KindGlobalRule:
 		r, err := decodeRuleContent(k.Name, data)
 		if err != nil {
@@ -340,19 +404,13 @@ func (a *applier) remove(d *draft, k paths.Key) {
 		if db == nil {
 			return
 		}
-		r, ok := db.Rules[k.RuleType]
-		if !ok {
+		if _, ok := db.Rules[k.RuleType]; !ok {
 			return
 		}
 		if k.ItemName == "" && k.Leaf == "" {
 			a.forget(k.Node) // the whole item with its named entries
 		}
-		content, _ := applyRuleItem(k.RuleType, r.Content, k.RuleItem, k.ItemName, nil, true)
-		if len(content) == 0 {
-			delete(db.Rules, k.RuleType)
-		} else {
-			db.Rules[k.RuleType] = config.Rule{Type: k.RuleType, Content: content}
-		}
+		d.editRule(db, k.RuleType, camel(k.RuleItem), k.ItemName, nil, true)
 	case paths.KindGlobalRule:
 		d.s.GlobalRules = maps.Clone(d.s.GlobalRules)
 		delete(d.s.GlobalRules, k.Name)

@@ -3,6 +3,7 @@ package metadata
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -471,49 +472,80 @@ func uniqueValue(v any) ([]byte, bool) {
 // removed when del is true.
 func applyRuleItem(typ string, content map[string]any, item, name string, value []byte, del bool) (map[string]any, error) {
 	f := camel(item)
+	decoded, err := decodeRuleItem(typ, f, name, value, del)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]any, len(content)+1)
 	for k, v := range content {
 		out[k] = v
 	}
-	var decoded any
-	if !del {
-		switch {
-		case has(keyListFields, typ, f) || (name == "" && has(rawFields, typ, f)):
-			decoded = string(value)
-		default:
-			if err := yaml.Unmarshal(value, &decoded); err != nil {
-				return nil, fmt.Errorf("rule %s item %s: %w", typ, item, err)
-			}
-		}
+	editRuleItem(typ, out, f, name, decoded, del, func(string) bool { return false })
+	return out, nil
+}
+
+// decodeRuleItem decodes the value of item (field f, entry name) of a rule
+// of type typ as the rule's content holds it: keyListFields' elements and
+// raw unique fields as strings, everything else as YAML. It is nil when del
+// is true.
+func decodeRuleItem(typ, f, name string, value []byte, del bool) (any, error) {
+	if del {
+		return nil, nil
 	}
+	if has(keyListFields, typ, f) || (name == "" && has(rawFields, typ, f)) {
+		return string(value), nil
+	}
+	var decoded any
+	if err := yaml.Unmarshal(value, &decoded); err != nil {
+		return nil, fmt.Errorf("rule %s item %s: %w", typ, snake(f), err)
+	}
+	return decoded, nil
+}
+
+// editRuleItem sets field f's entry name (the whole field when name is "")
+// of content to decoded, or removes it when del is true, in place: content
+// is the caller's to change. The field's value (a map of named entries or
+// a list) is changed in place only when owned(f) says the caller owns it
+// too; otherwise it is copied first, and the copy is left in content. A
+// field left empty is removed. It costs O(1) for a named entry of an owned
+// field, O(len(field)) otherwise.
+func editRuleItem(typ string, content map[string]any, f, name string, decoded any, del bool, owned func(f string) bool) {
 	switch {
 	case name == "":
 		if del {
-			delete(out, f)
+			delete(content, f)
 		} else {
-			out[f] = decoded
+			content[f] = decoded
 		}
 	case has(keyListFields, typ, f):
-		old, _ := out[f].([]any)
+		old, _ := content[f].([]any)
 		var list []any
+		if owned(f) {
+			list = old[:0]
+		}
 		for _, e := range old {
 			if bindingItemName(fmt.Sprint(e)) != name {
 				list = append(list, e)
 			}
 		}
+		if owned(f) {
+			clear(old[len(list):]) // filtered in place: no stale element stays reachable
+		}
 		if !del {
 			list = append(list, decoded)
 		}
 		if len(list) == 0 {
-			delete(out, f)
+			delete(content, f)
 		} else {
-			out[f] = list
+			content[f] = list
 		}
 	default:
-		old, _ := out[f].(map[string]any)
-		m := make(map[string]any, len(old)+1)
-		for k, v := range old {
-			m[k] = v
+		m, ok := content[f].(map[string]any)
+		if !ok || !owned(f) {
+			m = maps.Clone(m)
+			if m == nil {
+				m = map[string]any{}
+			}
 		}
 		if del {
 			delete(m, name)
@@ -521,12 +553,11 @@ func applyRuleItem(typ string, content map[string]any, item, name string, value 
 			m[name] = decoded
 		}
 		if len(m) == 0 {
-			delete(out, f)
+			delete(content, f)
 		} else {
-			out[f] = m
+			content[f] = m
 		}
 	}
-	return out, nil
 }
 
 // snake converts lowerCamel to lower_underscore ("defaultTableStrategy" ->

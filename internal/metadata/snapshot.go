@@ -28,6 +28,12 @@ type Database struct {
 	Units   map[string]config.DataSource // storage units by name
 	Rules   map[string]config.Rule       // database rules by type, rebuilt from their items
 	Schemas map[string]*Schema
+
+	// rulesSum is the sum RulesDigest makes of Rules, kept up to date
+	// item by item by the Store when summed is true (see
+	// Database.RulesDigest).
+	rulesSum rulesSum
+	summed   bool
 }
 
 // Schema is one schema of a logical database.

@@ -1,0 +1,203 @@
+package metadata
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+)
+
+// TestRuleItemBatchesMatchItemByItem applies random batches of rule item
+// writes and deletes (named tables, binding tables, unique items, a whole
+// rule's removal) to a store and checks after each batch that the rules
+// are those the items give applied one by one on copies (applyRuleItem),
+// that the rules digest the database carries is RulesDigest of its rules,
+// and that no earlier snapshot changed: a batch changes the rules in place
+// only where it copied them itself.
+func TestRuleItemBatchesMatchItemByItem(t *testing.T) {
+	ctx := testenv.Context(t)
+	rng := rand.New(rand.NewPCG(38, 1))
+	s := newStore(memory.New(), nil)
+	type item struct{ typ, item, name string }
+	value := func(it item, n int) string {
+		switch it.item {
+		case "binding_tables":
+			return it.name + ":" + it.name + ",t_x" + strconv.Itoa(n%3)
+		case "default_sharding_column":
+			return "col_" + strconv.Itoa(n)
+		}
+		return fmt.Sprintf("actualDataNodes: ds_0.%s_%d\nprops:\n  n: %d\n", it.name, n, n)
+	}
+	var all []item
+	for i := range 12 {
+		all = append(all, item{"sharding", "tables", fmt.Sprintf("t_%02d", i)})
+	}
+	for i := range 3 {
+		all = append(all, item{"sharding", "binding_tables", fmt.Sprintf("t_%02d", i)})
+		all = append(all, item{"encrypt", "tables", fmt.Sprintf("e_%02d", i)})
+	}
+	all = append(all, item{"sharding", "default_sharding_column", ""}, item{"sharding", "sharding_algorithms", "mod"})
+	held := map[item]string{}   // the items the registry holds, with their values
+	version := map[item]int{}   // the next version of each item
+	var published []*Snapshot   // every snapshot so far
+	var frozen []map[string]any // a deep copy of each one's rules when published
+	for batch := range 60 {
+		var events []registry.Event
+		for range 1 + rng.IntN(8) {
+			it := all[rng.IntN(len(all))]
+			node, err := paths.DefaultLayout.RuleItem("db", it.typ, it.item, it.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := held[it]; ok && rng.IntN(3) == 0 {
+				delete(held, it)
+				events = append(events, registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: paths.ActiveVersion(node)}},
+					registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: paths.Version(node, version[it]-1)}})
+				continue
+			}
+			n := version[it]
+			version[it]++
+			held[it] = value(it, n)
+			events = append(events,
+				registry.Event{Type: registry.EventPut, KV: registry.KV{Key: paths.Version(node, n), Value: []byte(held[it]), Version: 1}},
+				registry.Event{Type: registry.EventPut, KV: registry.KV{Key: paths.ActiveVersion(node), Value: []byte(strconv.Itoa(n)), Version: registry.Version(n + 1)}})
+			if n > 0 {
+				events = append(events, registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: paths.Version(node, n-1)}})
+			}
+		}
+		if batch%20 == 19 { // the whole encrypt rule goes
+			events = append(events, registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: "/metadata/db/rules/encrypt"}})
+			for it := range held {
+				if it.typ == "encrypt" {
+					delete(held, it)
+				}
+			}
+		}
+		if batch == 0 {
+			events = append([]registry.Event{{Type: registry.EventPut, KV: registry.KV{Key: "/metadata/db", Version: 1}}}, events...)
+		}
+		d := newDraft(s.Current())
+		s.ap.apply(ctx, d, events, false)
+		s.publish(d)
+		snap := s.Current()
+		want := map[string]config.Rule{}
+		for _, it := range slices.SortedFunc(maps.Keys(held), func(a, b item) int {
+			return strings.Compare(a.typ+"/"+a.item+"/"+a.name, b.typ+"/"+b.item+"/"+b.name)
+		}) {
+			c, err := applyRuleItem(it.typ, want[it.typ].Content, it.item, it.name, []byte(held[it]), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[it.typ] = config.Rule{Type: it.typ, Content: c}
+		}
+		got := snap.Databases["db"].Rules
+		if !reflect.DeepEqual(sortedLists(got), sortedLists(want)) {
+			t.Fatalf("batch %d: rules %v\nwant %v", batch, got, want)
+		}
+		if dg := snap.Databases["db"].RulesDigest(); dg != RulesDigest(want) {
+			t.Fatalf("batch %d: the database's digest %q, RulesDigest of its rules %q", batch, dg, RulesDigest(want))
+		}
+		for i, old := range published {
+			if !reflect.DeepEqual(sortedLists(old.Databases["db"].Rules), frozen[i]) {
+				t.Fatalf("batch %d changed the rules of snapshot %d", batch, i)
+			}
+		}
+		published = append(published, snap)
+		frozen = append(frozen, sortedLists(got))
+	}
+}
+
+// sortedLists is a deep copy of rules with every list sorted (the
+// binding tables' order is the order their items were applied in).
+func sortedLists(rules map[string]config.Rule) map[string]any {
+	var norm func(v any) any
+	norm = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = norm(e)
+			}
+			return out
+		case []any:
+			out := make([]any, 0, len(x))
+			for _, e := range x {
+				out = append(out, norm(e))
+			}
+			slices.SortFunc(out, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+			return out
+		}
+		return v
+	}
+	out := map[string]any{}
+	for typ, r := range rules {
+		out[typ] = norm(r.Content)
+	}
+	return out
+}
+
+// TestDecodeChanges: a database decoded from the keys read before a rule
+// change, with only the keys the change (and a change of another rule
+// meanwhile) touched decoded again, is the database decoded from the keys
+// after it, with the same rules digest, and the one decoded before is
+// left as it was.
+func TestDecodeChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(38, 2))
+	before := shardingKVs(t, 40)
+	for step := range 30 {
+		base := decode("db", before)
+		baseRules := sortedLists(base.Rules)
+		baseDigest := base.RulesDigest()
+		old := base.Rules["sharding"]
+		next := config.Rule{Type: "sharding", Content: config.CloneContent(old.Content)}
+		tables, _ := next.Content["tables"].(map[string]any)
+		if tables == nil {
+			tables = map[string]any{}
+			next.Content["tables"] = tables
+		}
+		for range 1 + rng.IntN(4) {
+			name := fmt.Sprintf("t_order_%05d", rng.IntN(60))
+			switch rng.IntN(3) {
+			case 0:
+				delete(tables, name)
+			default:
+				tables[name] = map[string]any{"actualDataNodes": fmt.Sprintf("ds_0.%s_%d", name, step)}
+			}
+		}
+		_, ops, err := RuleWritesFrom(paths.DefaultLayout, "db", before, old, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step%5 == 4 { // another rule, written meanwhile
+			more, err := DatabaseWrites(paths.DefaultLayout, config.Database{Name: "db", Rules: []config.Rule{{Type: "single", Content: map[string]any{"defaultDataSource": fmt.Sprint("ds_", step)}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range more[1:] {
+				ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
+			}
+		}
+		now := AfterOps(before, ops)
+		got, want := DecodeChanges(base, before, now), decode("db", now)
+		if !reflect.DeepEqual(sortedLists(got.Rules), sortedLists(want.Rules)) {
+			t.Fatalf("step %d: rules %v\nwant %v", step, got.Rules, want.Rules)
+		}
+		if got.RulesDigest() != RulesDigest(want.Rules) || want.RulesDigest() != RulesDigest(want.Rules) {
+			t.Fatalf("step %d: digest %q, want %q", step, got.RulesDigest(), RulesDigest(want.Rules))
+		}
+		if !reflect.DeepEqual(sortedLists(base.Rules), baseRules) || base.RulesDigest() != baseDigest {
+			t.Fatalf("step %d: DecodeChanges changed the database it started from", step)
+		}
+		before = now
+	}
+}
