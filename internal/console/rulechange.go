@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 
-	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
@@ -59,10 +58,6 @@ func (e *Engine) awaitRules(ctx context.Context, db string, out rules.Outcome) {
 		if out.Global {
 			return metadata.GlobalRulesDigest(snap.GlobalRules) == out.Digest
 		}
-		var have map[string]config.Rule
-		if d := snap.Databases[db]; d != nil {
-			have = d.Rules
-		}
-		return metadata.RulesDigest(have) == out.Digest
+		return snap.Databases[db].RulesDigest() == out.Digest
 	})
 }

@@ -126,12 +126,12 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 		return RuleChange{}, err
 	}
 	if len(ops) == 0 {
-		return RuleChange{Digest: metadata.RulesDigest(rules)}, nil
+		return RuleChange{Digest: d.RulesDigest()}, nil
 	}
 	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
 		return RuleChange{}, err
 	}
-	return RuleChange{Changed: true, Digest: rulesDigestAfter(ctx, repo, db, kvs, ops)}, nil
+	return RuleChange{Changed: true, Digest: rulesDigestAfter(ctx, repo, d, kvs, ops)}, nil
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
@@ -182,13 +182,16 @@ func changedMeanwhile(err error) bool {
 // transaction's conditions cover the items it wrote and deleted, not new
 // items another change (of another rule) may have added between the read
 // and the commit, which the nodes apply too: so the rules are read again.
-// When that read fails, it is the digest of kvs with ops applied.
-func rulesDigestAfter(ctx context.Context, repo registry.Repository, db string, kvs []registry.KV, ops []registry.Op) string {
-	now, err := metadata.ReadRules(ctx, repo, db)
+// When that read fails, it is the digest of kvs with ops applied. Only
+// the keys that differ from kvs are decoded (metadata.DecodeChanges onto
+// d, the database decoded from kvs), so that it costs what the change
+// changed plus a comparison of the keys, not a decode of every rule.
+func rulesDigestAfter(ctx context.Context, repo registry.Repository, d *metadata.Database, kvs []registry.KV, ops []registry.Op) string {
+	now, err := metadata.ReadRules(ctx, repo, d.Name)
 	if err != nil {
 		now = metadata.AfterOps(kvs, ops)
 	}
-	return metadata.RulesDigest(metadata.DecodeRules(db, now))
+	return metadata.DecodeChanges(d, kvs, now).RulesDigest()
 }
 
 // ChangeGlobalRule changes global rule ruleType: it reads the global rules

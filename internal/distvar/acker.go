@@ -56,8 +56,6 @@ type Acker struct {
 	mu      sync.Mutex
 	sess    registry.Session // the session written holds
 	written string           // the acknowledgement written in sess
-
-	digests map[*metadata.Database]string // RulesDigest of each database seen last
 }
 
 // StartAcker starts publishing cfg.Store's applied props version in
@@ -81,7 +79,7 @@ func StartAcker(ctx context.Context, repo registry.Repository, cfg AckerConfig) 
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: "", done: make(chan struct{}), digests: map[*metadata.Database]string{}}
+	a := &Acker{repo: repo, key: key, cfg: cfg, log: log, written: "", done: make(chan struct{})}
 	remove, err := cfg.Node.OnSession(ctx, a.write)
 	if err != nil {
 		return nil, err
@@ -125,22 +123,15 @@ func (a *Acker) write(ctx context.Context, sess registry.Session) error {
 }
 
 // ack is the acknowledgement of snap: its props version, each database's
-// rules digest (computed again only for a database that changed) and the
-// global rules' digest. a.mu is held.
+// rules digest (the one the store keeps up to date item by item, O(1)
+// here) and the global rules' digest. a.mu is held.
 func (a *Acker) ack(snap *metadata.Snapshot) string {
 	out := Ack{Props: snap.PropsVersion, Rules: map[string]string{}}
-	seen := make(map[*metadata.Database]string, len(snap.Databases))
 	for name, db := range snap.Databases {
-		d, ok := a.digests[db]
-		if !ok {
-			d = metadata.RulesDigest(db.Rules)
-		}
-		seen[db] = d
-		if d != "" {
+		if d := db.RulesDigest(); d != "" {
 			out.Rules[name] = d
 		}
 	}
-	a.digests = seen
 	if d := metadata.GlobalRulesDigest(snap.GlobalRules); d != "" {
 		out.Rules[GlobalRules] = d
 	}
