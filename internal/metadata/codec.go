@@ -409,11 +409,34 @@ type ruleItem struct {
 	Item  string // lower_underscore field name
 	Name  string // "" for unique items
 	Value []byte
+	// val is the value a lazy item (Value nil until encoded) encodes.
+	val  any
+	lazy bool
+}
+
+// encoded returns the item's value, encoding a lazy item's now.
+func (it *ruleItem) encoded() []byte {
+	if it.lazy {
+		it.Value, it.lazy = marshal(it.val), false
+	}
+	return it.Value
 }
 
 // ruleItems splits a database rule into its registry items, with the
 // fields layout's release writes (upstreamRule).
 func ruleItems(layout paths.Layout, r config.Rule) ([]ruleItem, error) {
+	items, err := lazyRuleItems(layout, r)
+	for i := range items {
+		items[i].encoded()
+	}
+	return items, err
+}
+
+// lazyRuleItems is ruleItems with the named entries of map fields (a
+// sharding table, an algorithm: the bulk of a large rule) left to encode
+// when asked (ruleItem.encoded), so that a caller comparing two rules
+// encodes only the entries that differ.
+func lazyRuleItems(layout paths.Layout, r config.Rule) ([]ruleItem, error) {
 	r, err := upstreamRule(layout, r)
 	if err != nil {
 		return nil, err
@@ -430,7 +453,7 @@ func ruleItems(layout paths.Layout, r config.Rule) ([]ruleItem, error) {
 				continue
 			}
 			for _, k := range sortedKeys(m) {
-				items = append(items, ruleItem{Item: item, Name: k, Value: marshal(m[k])})
+				items = append(items, ruleItem{Item: item, Name: k, val: m[k], lazy: true})
 			}
 		case has(keyListFields, r.Type, f):
 			list, _ := v.([]any)

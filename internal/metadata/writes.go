@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -266,20 +267,22 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 	if old.Type != next.Type {
 		return nil, nil, fmt.Errorf("rule %s cannot become rule %s", old.Type, next.Type)
 	}
-	before := map[[2]string][]byte{}
+	// The items of both rules, each encoded only when the two differ in
+	// it: a change of one table of thousands encodes that table's item.
+	before := map[[2]string]*ruleItem{}
 	if old.Content != nil {
-		items, err := ruleItems(layout, old)
+		items, err := lazyRuleItems(layout, old)
 		if err != nil {
 			return nil, nil, fmt.Errorf("database %s: %w", db, err)
 		}
-		for _, it := range items {
-			before[[2]string{it.Item, it.Name}] = it.Value
+		for i := range items {
+			before[[2]string{items[i].Item, items[i].Name}] = &items[i]
 		}
 	}
 	var items []ruleItem
 	if next.Content != nil {
 		var err error
-		if items, err = ruleItems(layout, next); err != nil {
+		if items, err = lazyRuleItems(layout, next); err != nil {
 			return nil, nil, fmt.Errorf("database %s: %w", db, err)
 		}
 	}
@@ -293,10 +296,11 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 		conds, ops = append(conds, c...), append(ops, o...)
 	}
 	kept := map[[2]string]bool{}
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		id := [2]string{it.Item, it.Name}
 		kept[id] = true
-		if v, ok := before[id]; ok && string(v) == string(it.Value) {
+		if b, ok := before[id]; ok && (b.lazy && it.lazy && reflect.DeepEqual(b.val, it.val) || string(b.encoded()) == string(it.encoded())) {
 			continue
 		}
 		node, err := layout.RuleItem(db, next.Type, it.Item, it.Name)
@@ -312,7 +316,7 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 				add(deleteFrom(read, other))
 			}
 		}
-		add(replaceFrom(read, node, it.Value))
+		add(replaceFrom(read, node, it.encoded()))
 	}
 	for _, id := range sortedKeys2(before) {
 		if kept[id] {
@@ -380,7 +384,7 @@ func deleteFrom(read map[string]registry.KV, node string) ([]registry.Cond, []re
 	return conds, ops
 }
 
-func sortedKeys2(m map[[2]string][]byte) [][2]string {
+func sortedKeys2[V any](m map[[2]string]V) [][2]string {
 	out := make([][2]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
