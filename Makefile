@@ -75,6 +75,17 @@ bench-rules:
 	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
 		go test ./internal/console -run "^$$" -bench "CreateShardingTableRule" -benchtime 20x -timeout 10m'
 
+# bench-rules-scale: CREATE and ALTER SHARDING TABLE RULE, SET DIST
+# VARIABLE and SHOW SHARDING TABLE RULES next to 0, 1,000 and 10,000
+# existing sharding tables on 3 nodes, on real etcd and ZooKeeper in one
+# run: p50/p99, CPU per statement, RSS and the ratio to the empty database
+# (RULE_SCALE_TABLES, RULE_SCALE_STATEMENTS change the sizes and the
+# statements per size).
+.PHONY: bench-rules-scale
+bench-rules-scale:
+	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
+		go test ./internal/console -run "^$$" -bench "RuleStatementsAtScale" -benchtime 1x -timeout 60m'
+
 # bench-distsql: the DistSQL console over the MySQL protocol on real etcd,
 # in one run: SHOW COMPUTE NODES with 100 registered nodes sent at 1,000
 # statements/s (p50/p99 next to SELECT 1 through the same front end, each

@@ -23,8 +23,15 @@ import (
 // them. It returns the node and its store.
 func benchMember(b testing.TB, repo registry.Repository, id string) (*cluster.Node, *metadata.Store) {
 	b.Helper()
+	return benchMemberFor(b, repo, id, 600*time.Millisecond)
+}
+
+// benchMemberFor is benchMember with the node's registration reservation
+// (a longer one keeps a node busy applying thousands of items registered).
+func benchMemberFor(b testing.TB, repo registry.Repository, id string, reservation time.Duration) (*cluster.Node, *metadata.Store) {
+	b.Helper()
 	ctx := testenv.Context(b)
-	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: id, Port: 3307, Reservation: 600 * time.Millisecond, Logger: quietLogger()})
+	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: id, Port: 3307, Reservation: reservation, Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
