@@ -105,3 +105,63 @@ func TestFreshStartLogsOneFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleFreshStartNoWarn starts serve as `make run` does (the embedded
+// registry in a fresh data dir, no instance id, the HTTP API and both
+// consoles, here on free ports) and leaves it idle: its log has no WARN
+// and no ERROR line. With --log-level debug the embedded etcd's own lines
+// show; with --log-level error nothing does; a wrong level is a usage
+// error.
+func TestIdleFreshStartNoWarn(t *testing.T) {
+	serve := func(level string, idle time.Duration) string {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "conf")
+		if err := os.MkdirAll(conf, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
+			"\n      clientUrl: http://127.0.0.1:0\n"
+		if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var stdout, stderr testenv.SyncBuffer
+		cmd := newRootCommand()
+		cmd.SetOut(&stdout)
+		cmd.SetErr(&stderr)
+		cmd.SetArgs([]string{"serve", "--conf", conf, "--http", "127.0.0.1:0", "--mysql", "127.0.0.1:0", "--postgresql", "127.0.0.1:0", "--log-level", level})
+		done := make(chan error, 1)
+		go func() { done <- cmd.ExecuteContext(ctx) }()
+		testenv.Eventually(t, "serve's running line", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("serve exited: %v\n%s%s", err, stdout.String(), stderr.String())
+			default:
+			}
+			return strings.Contains(stdout.String(), "shardkeeper: running")
+		})
+		time.Sleep(idle)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve: %v\n%s", err, stderr.String())
+		}
+		return stderr.String()
+	}
+	log := serve("info", 5*time.Second)
+	if strings.Contains(log, "level=WARN") || strings.Contains(log, "level=ERROR") || strings.Contains(log, "level=DEBUG") {
+		t.Errorf("idle fresh start logged a warning, an error or debug at --log-level info:\n%s", log)
+	}
+	if !strings.Contains(log, "level=INFO") {
+		t.Errorf("nothing at info:\n%s", log)
+	}
+	if log := serve("debug", 0); !strings.Contains(log, "level=DEBUG msg=\"closed etcd server\"") {
+		t.Errorf("--log-level debug shows no embedded etcd line:\n%s", log)
+	}
+	if log := serve("error", 0); log != "" {
+		t.Errorf("--log-level error logged:\n%s", log)
+	}
+	if _, err := run(t, t.Context(), "serve", "--log-level", "loud"); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "--log-level") {
+		t.Errorf("serve --log-level loud: %v", err)
+	}
+}

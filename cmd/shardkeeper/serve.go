@@ -40,6 +40,7 @@ type serveOptions struct {
 	reg       registryFlags
 	node      cluster.Config
 	logFormat string
+	logLevel  string
 	stopAfter time.Duration
 	maxBorrow time.Duration
 	respAddr  string
@@ -89,6 +90,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.DurationVar(&node.Reservation, "reservation", cluster.DefaultReservation, "how far ahead key time is reserved in the registry (renewed every third of it; at most 1m)")
 	fl.DurationVar(&o.maxBorrow, "max-borrow", 0, "how far ahead of the clock a burst of keys may be stamped instead of waiting for the next millisecond (each ms is 4096 keys; whole ms; 0 never borrows; at most --reservation: never past the committed reservation)")
 	fl.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error: the least level logged (debug adds the embedded etcd's own lines, slow-request dumps included)")
 	fl.DurationVar(&o.stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&o.respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
 	fl.IntVar(&o.respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
@@ -116,7 +118,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	log := newLogger(cmd.ErrOrStderr(), o.logFormat)
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cmd.ErrOrStderr(), o.logFormat, level)
 	dc, err := o.daemonConfig(cmd, log)
 	if err != nil {
 		return err
@@ -353,11 +359,31 @@ func (h httpFlags) postgreSQLConfig(ctx context.Context, addr string, maxConns i
 }
 
 // newLogger returns the node's logger: text or JSON lines on w with their
-// secrets masked (redact.Handler). daemon.Start adds the instance id.
-func newLogger(w io.Writer, format string) *slog.Logger {
-	var h slog.Handler = slog.NewTextHandler(w, nil)
+// secrets masked (redact.Handler), at level and above (nil: info).
+// daemon.Start adds the instance id.
+func newLogger(w io.Writer, format string, level ...slog.Leveler) *slog.Logger {
+	opts := &slog.HandlerOptions{}
+	if len(level) > 0 {
+		opts.Level = level[0]
+	}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if format == "json" {
-		h = slog.NewJSONHandler(w, nil)
+		h = slog.NewJSONHandler(w, opts)
 	}
 	return slog.New(redact.Handler(h))
+}
+
+// parseLogLevel reads --log-level.
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usagef("--log-level %q: want debug, info, warn or error", s)
 }

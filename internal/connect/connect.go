@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/zapslog"
@@ -31,6 +33,13 @@ import (
 // username but with c.DataDir, it uses the credentials of the embedded
 // registry kept in that directory (see embedded.LoadCredentials).
 func Open(ctx context.Context, c config.Repository, log *slog.Logger) (registry.Repository, error) {
+	return OpenCounting(ctx, c, log, nil)
+}
+
+// OpenCounting is Open that, for Embedded, logs the embedded etcd's
+// slow-request messages at debug and counts them in slow (see
+// zapslog.CountingLogger); nil slow is Open.
+func OpenCounting(ctx context.Context, c config.Repository, log *slog.Logger, slow *zapslog.Slow) (registry.Repository, error) {
 	switch c.Type {
 	case config.RepositoryEtcd:
 		tlsConfig, err := loadTLS(ctx, c)
@@ -77,7 +86,7 @@ func Open(ctx context.Context, c config.Repository, log *slog.Logger) (registry.
 			ClientURL: c.ClientURL,
 			PeerURL:   c.PeerURL,
 			Namespace: c.Namespace,
-			Logger:    zapslog.Logger(log),
+			Logger:    embeddedLogger(log, slow),
 		})
 	default:
 		return nil, fmt.Errorf("unknown repository type %q (want etcd, ZooKeeper or Embedded)", c.Type)
@@ -162,4 +171,11 @@ func loadTLS(ctx context.Context, c config.Repository) (*tls.Config, error) {
 		t.Certificates = []tls.Certificate{cert}
 	}
 	return t, nil
+}
+
+func embeddedLogger(log *slog.Logger, slow *zapslog.Slow) *zap.Logger {
+	if slow == nil {
+		return zapslog.Logger(log)
+	}
+	return zapslog.CountingLogger(log, slow)
 }

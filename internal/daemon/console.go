@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"syscall"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
@@ -83,7 +84,13 @@ func (f *consoleFrontend) serve(deps consoleDeps) error {
 	case err != nil:
 		log.Error(f.name+" console: the authority rule's users cannot be read: every login is refused until it is fixed", "err", err)
 	case users.Empty():
-		log.Warn(f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password, and every local process is an admin (imports, exports, server files, every session's statements); add users to the authority rule to restrict it", "addr", addr)
+		// On a loopback address, as by default, only local clients could
+		// reach it anyway: said once, not a warning.
+		level := slog.LevelWarn
+		if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().IsLoopback() {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, f.name+" console: no users in the authority rule: only loopback clients are accepted, under any user name, without a password, and every local process is an admin (imports, exports, server files, every session's statements); add users to the authority rule to restrict it", "addr", addr)
 	}
 	log.Info(f.name+" console listening", "addr", addr, "tls", f.tls, "version", f.version)
 	return nil

@@ -10,7 +10,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/authority"
@@ -24,6 +27,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/zapslog"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/embedded"
 	"github.com/shardkeeper/shardkeeper/registry/metered"
@@ -123,6 +127,7 @@ type Daemon struct {
 	stmts      *connserver.Budget // the consoles' statements, both protocols together
 	log        *slog.Logger
 	started    time.Time // when Start began, for the uptime
+	slow       *zapslog.Slow
 	cancel     context.CancelFunc
 	runDone    chan struct{}
 }
@@ -179,7 +184,8 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if err := d.bind(); err != nil {
 		return nil, err
 	}
-	rawRepo, err := connect.Open(ctx, c.Repository, log)
+	d.slow = &zapslog.Slow{}
+	rawRepo, err := connect.OpenCounting(ctx, c.Repository, log, d.slow)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +256,9 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
 	go func() {
 		defer close(d.runDone)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { reportSlow(runCtx, d.slow, log, SlowWindow) })
 		if err := store.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("metadata watch stopped", "err", err)
 		}
@@ -273,7 +282,7 @@ func (d *Daemon) serve() error {
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
 			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
-			Ports: d.ports(), Started: d.started,
+			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow)},
 		})
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
@@ -689,5 +690,29 @@ func TestHostileMySQLKillEndsStuckStatement(t *testing.T) {
 	}
 	if got := rows(t, c2, "WHOAMI"); len(got) != 1 {
 		t.Fatalf("the session after KILL QUERY: %v", got)
+	}
+}
+
+// TestClientDisconnectIsNoError checks that a client closing its
+// connection without COM_QUIT (as a killed mysql or a driver's pool does)
+// ends its session at debug, not as an error.
+func TestClientDisconnectIsNoError(t *testing.T) {
+	f := start(t, mysqlfront.Config{})
+	nc, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.ConnectWithDialer(t.Context(), "tcp", f.addr, "root", "", "",
+		func(context.Context, string, string) (net.Conn, error) { return nc, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Execute("SELECT @@version"); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close() // no COM_QUIT
+	testenv.Eventually(t, "the session to end", func() bool { return strings.Contains(f.log.String(), "mysql: session ended: the client disconnected") })
+	if log := f.log.String(); strings.Contains(log, "session closed") || strings.Contains(log, "ReadFull") {
+		t.Fatalf("a normal disconnect logged as a failure:\n%s", log)
 	}
 }

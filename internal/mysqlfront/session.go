@@ -8,11 +8,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -179,12 +181,31 @@ func (ss *session) serve() {
 		_ = ss.raw.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
 		_ = ss.raw.SetWriteDeadline(time.Now().Add(cfg.IdleTimeout + writeTimeout))
 		if err := ss.command(); err != nil {
-			if ss.ctx.Err() == nil && !errors.Is(err, errQuit) {
+			switch {
+			case ss.ctx.Err() != nil || errors.Is(err, errQuit):
+			case clientGone(err):
+				// A client that closes its connection without COM_QUIT (most
+				// drivers' pools, a killed mysql) ends its session normally.
+				ss.log.Debug("mysql: session ended: the client disconnected", "user", ss.cs.User, "id", ss.cs.ID)
+			default:
 				ss.log.Info("mysql: session closed", "user", ss.cs.User, "id", ss.cs.ID, "err", err)
 			}
 			return
 		}
 	}
+}
+
+// clientGone says whether err is the client closing its connection
+// between commands: the header of the next packet could not be read for
+// end of stream or a reset.
+func clientGone(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	// go-mysql formats the read error into its ErrBadConn.
+	msg := err.Error()
+	return strings.Contains(msg, "io.ReadFull(header) failed. err EOF") ||
+		strings.Contains(msg, "io.ReadFull(header) failed") && strings.Contains(msg, "connection reset by peer")
 }
 
 func (ss *session) readUsers() (*authority.Users, error) {

@@ -261,7 +261,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 			StartMillis: time.Now().UnixMilli(), Idle: true,
 		}, sess.kill, sess.cancelStatement)
 	}
-	s.log.Info("postgresql: session started", "session", sess.console.ID, "user", user, "client", host, "tls", viaTLS)
+	s.log.Debug("postgresql: session started", "session", sess.console.ID, "user", user, "client", host, "tls", viaTLS)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,6 +51,7 @@ var Benign = []struct{ Message, Err string }{
 type core struct {
 	h      slog.Handler
 	fields []zapcore.Field
+	slow   *Slow // nil: slow-request messages are neither counted nor lowered
 }
 
 // Level maps a zap level to the slog level the node logs it at.
@@ -65,16 +67,28 @@ func Level(l zapcore.Level) slog.Level {
 }
 
 func (c *core) Enabled(l zapcore.Level) bool {
+	// A counting core sees every warning: a slow-request one is counted
+	// whatever the handler logs.
+	return c.slow != nil && l >= zapcore.WarnLevel || c.handles(l)
+}
+
+// handles says whether the handler logs entries of level l.
+func (c *core) handles(l zapcore.Level) bool {
 	return c.h.Enabled(context.Background(), Level(l))
 }
 
 func (c *core) With(fields []zapcore.Field) zapcore.Core {
-	return &core{h: c.h, fields: append(c.fields[:len(c.fields):len(c.fields)], fields...)}
+	return &core{h: c.h, fields: append(c.fields[:len(c.fields):len(c.fields)], fields...), slow: c.slow}
 }
 
 func (c *core) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	// Benign entries are decided in Write, which needs the fields.
-	if c.Enabled(e.Level) {
+	// Slow-request entries are counted in Write, whatever the handler
+	// logs: a core wrapping this one may call Write without Check.
+	if c.slow != nil && isSlow(e.Message) {
+		return ce.AddCore(e, c)
+	}
+	if c.handles(e.Level) {
 		return ce.AddCore(e, c)
 	}
 	return ce
@@ -89,6 +103,14 @@ func (c *core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		f.AddTo(enc)
 	}
 	level := Level(e.Level)
+	if c.slow != nil && isSlow(e.Message) {
+		// Authenticate is slow by design (bcrypt of the password), once per
+		// client connection: not a sign of load.
+		if enc.Fields["response type"] != "/etcdserverpb.Auth/Authenticate" {
+			c.slow.n.Add(1)
+		}
+		level = slog.LevelDebug
+	}
 	if level >= slog.LevelWarn && benign(e.Message, enc.Fields) {
 		level = slog.LevelDebug
 	}
@@ -147,4 +169,38 @@ func attr(k string, v any) slog.Attr {
 		return slog.Group(k, attrs...)
 	}
 	return slog.Any(k, v)
+}
+
+// SlowMessages are the etcd server's messages about a request or a disk
+// write that took too long. Each dumps the request's protobuf text, which
+// a user can do nothing with: they are logged at debug and counted in the
+// Slow of the logger (see NewSlow), whose rate is what a user acts on.
+var SlowMessages = []string{
+	"apply request took too long",
+	"request stats",
+	"slow fdatasync",
+	"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk",
+	"waiting for ReadIndex response took too long, retrying",
+	"timed out waiting for read index response (local node might have slow network)",
+}
+
+// Slow counts the slow-request messages (SlowMessages) of the loggers
+// made with CountingLogger. The zero value counts from 0. Safe for
+// concurrent use.
+type Slow struct{ n atomic.Int64 }
+
+// Count is the number of slow-request messages so far.
+func (s *Slow) Count() int64 { return s.n.Load() }
+
+// CountingLogger is Logger(l) that also logs the SlowMessages at debug,
+// whatever their level, and counts each in s.
+func CountingLogger(l *slog.Logger, s *Slow) *zap.Logger {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return zap.New(&core{h: l.Handler(), slow: s})
+}
+
+func isSlow(msg string) bool {
+	return slices.Contains(SlowMessages, msg)
 }

@@ -39,3 +39,28 @@ func TestLevelsFieldsAndBenignErrors(t *testing.T) {
 		t.Errorf("error = %v", e)
 	}
 }
+
+// TestCountingLoggerSlowAtDebug checks that the embedded etcd's
+// slow-request warnings, with their protobuf dumps, go to debug and are
+// counted, and that other warnings stay warnings.
+func TestCountingLoggerSlowAtDebug(t *testing.T) {
+	var buf bytes.Buffer
+	var slow Slow
+	l := CountingLogger(slog.New(slog.NewTextHandler(&buf, nil)), &slow).Named("etcd")
+	l.Warn("apply request took too long", zap.Duration("took", 150*time.Millisecond), zap.String("request", `header:<ID:1 > txn:<compare:<target:MOD key:"governance_ds/reservation/1" > >`))
+	l.Warn("request stats", zap.String("request content", "compare:<target:MOD >"))
+	l.Warn("request stats", zap.String("response type", "/etcdserverpb.Auth/Authenticate")) // bcrypt: slow by design
+	l.Warn("some other warning")
+	if got := slow.Count(); got != 2 {
+		t.Fatalf("slow = %d, want 2", got)
+	}
+	if out := buf.String(); strings.Contains(out, "took too long") || strings.Contains(out, "request stats") || !strings.Contains(out, "some other warning") {
+		t.Fatalf("log at info:\n%s", out)
+	}
+	buf.Reset()
+	l = CountingLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &slow)
+	l.Warn("apply request took too long")
+	if out := buf.String(); !strings.Contains(out, "level=DEBUG") || !strings.Contains(out, "apply request took too long") || slow.Count() != 3 {
+		t.Fatalf("log at debug (slow %d):\n%s", slow.Count(), out)
+	}
+}
