@@ -38,7 +38,10 @@ func TestReportSlow(t *testing.T) {
 	el := zapslog.CountingLogger(slog.New(slog.DiscardHandler), &slow)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); reportSlow(ctx, &slow, slog.New(slog.NewTextHandler(&buf, nil)), 100*time.Millisecond) }()
+	go func() {
+		defer close(done)
+		reportSlow(ctx, &slow, slog.New(slog.NewTextHandler(&buf, nil)), 100*time.Millisecond)
+	}()
 	for range 7 {
 		el.Warn("apply request took too long")
 	}
