@@ -93,7 +93,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error: the least level logged (debug adds the embedded etcd's own lines, slow-request dumps included)")
 	fl.DurationVar(&o.stopAfter, "stop-after", 0, "leave after this long (for tests and demos)")
 	fl.StringVar(&o.respAddr, "resp", "", "also serve keys over the Redis protocol on host:port (INCR, NEXTID [n]; no authentication: loopback or a trusted network)")
-	fl.IntVar(&o.respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB: size it to the host's memory")
+	fl.IntVar(&o.respMax, "resp-max-clients", keyserver.DefaultMaxClients, "how many --resp connections are served at once (Redis's maxclients); one more is answered \"-ERR max number of clients reached\" and closed. Each may buffer about 3.6 MB (the default, 115 MiB at most, fits the 512 MiB sizing of docs/operations.md): raise it with the host's memory")
 	fl.StringVar(&o.udpAddr, "udp", "", "also serve keys over UDP datagrams on host:port (one request and one reply per datagram, see internal/keyserver; no authentication: loopback or a trusted network)")
 	fl.StringVar(&o.mysqlAddr, "mysql", defaultMySQLAddr, "DistSQL console over the MySQL protocol on host:port (mariadb, mysql, go-sql-driver; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.IntVar(&o.mysqlMax, "mysql-max-connections", mysqlfront.DefaultMaxConnections, "how many --mysql sessions are served at once; one more is refused with MySQL's error 1040 (Too many connections)")

@@ -80,11 +80,12 @@ const (
 	IOGoroutines IO = "goroutines"
 )
 
-// DefaultMaxClients is the connection cap when Config.MaxClients is 0: a
-// tenth of Redis's default maxclients, so that the port's worst-case
-// buffers (DefaultMaxClients times the per-connection bound, about 3.6 GB)
-// fit a small host.
-const DefaultMaxClients = 1_000
+// DefaultMaxClients is the connection cap when Config.MaxClients is 0:
+// the port's worst-case buffers (DefaultMaxClients times the
+// per-connection bound of about 3.6 MB: 115 MiB) fit the documented
+// memory sizing of a node (docs/operations.md: 512 MiB with everything
+// else). Key clients are few and pooled; raise it with the memory.
+const DefaultMaxClients = 32
 
 // Config says how ServeConfig serves connections. The zero Config is
 // IOAuto with DefaultMaxClients.

@@ -358,3 +358,13 @@ func TestSlowReader(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultMaxClientsFitsTheSizing: the default cap's worst-case
+// buffers fit the RESP share of the documented node sizing
+// (docs/operations.md: 115 MiB of 512 MiB).
+func TestDefaultMaxClientsFitsTheSizing(t *testing.T) {
+	perConn := inputLimit + outputLimit + maxRequest
+	if total := DefaultMaxClients * perConn; total > 128<<20 {
+		t.Fatalf("DefaultMaxClients %d × %d bytes = %d MiB, over the 128 MiB the sizing allows", DefaultMaxClients, perConn, total>>20)
+	}
+}
