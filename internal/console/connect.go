@@ -76,6 +76,8 @@ var sessionDefaults = map[string]string{
 	"wait_timeout":             "28800",
 	// PostgreSQL (SHOW name)
 	"server_version":                PostgreSQLServerVersion,
+	"server_version_num":            "140000",
+	"bytea_output":                  "hex",
 	"server_encoding":               "UTF8",
 	"client_encoding":               "UTF8",
 	"standard_conforming_strings":   "on",
@@ -106,10 +108,6 @@ func variable(s *Session, name string) (string, bool) {
 	}
 	v, ok := sessionDefaults[name]
 	return v, ok
-}
-
-func unknownVariable(name string) error {
-	return &Error{Code: 1193, SQLState: "HY000", Message: fmt.Sprintf("Unknown system variable '%s'", name)}
 }
 
 func (e *Engine) selectStatement(_ context.Context, s *Session, st *distsql.Select) (*Result, error) {
@@ -175,7 +173,7 @@ func (e *Engine) eval(s *Session, x distsql.Expr) (*string, ColumnType, error) {
 		}
 		v, ok := variable(s, x.Name)
 		if !ok {
-			return nil, Text, unknownVariable(x.Name)
+			return nil, Text, unknownSystemVariable(s, x.Name)
 		}
 		typ := Text
 		if integerVariables[x.Name] {
@@ -203,10 +201,12 @@ func (e *Engine) eval(s *Session, x distsql.Expr) (*string, ColumnType, error) {
 			return str(s.User + "@" + s.Host), Text, nil
 		case "now", "current_timestamp", "sysdate", "localtime", "localtimestamp":
 			return str(time.Now().UTC().Format("2006-01-02 15:04:05")), Text, nil
+		case "set_config":
+			return setConfig(s, x.Args)
 		case "connection_id", "pg_backend_pid":
 			return str(strconv.FormatUint(uint64(process.Number(s.ID)), 10)), Int64, nil
 		}
-		return nil, Text, &Error{Code: 1305, SQLState: "42000", Message: fmt.Sprintf("FUNCTION %s does not exist", x.Name)}
+		return nil, Text, unknownFunction(s, x.Name)
 	}
 	return nil, Text, unsupported(fmt.Sprintf("expression %T", x))
 }
@@ -338,24 +338,17 @@ func (e *Engine) showTables(_ context.Context, s *Session, st *distsql.ShowTable
 		cols = append(cols, Column{Name: "Table_type"})
 	}
 	res := &Result{Columns: cols}
-	type entry struct{ name, typ string }
-	var list []entry
-	for _, sc := range d.Schemas {
-		for n := range sc.Tables {
-			list = append(list, entry{n, "BASE TABLE"})
+	for _, t := range logicTables(d) {
+		typ := "BASE TABLE"
+		if t.View {
+			typ = "VIEW"
 		}
-		for n := range sc.Views {
-			list = append(list, entry{n, "VIEW"})
-		}
-	}
-	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.name, b.name) })
-	for _, t := range list {
-		if st.Like != nil && !matchLike(*st.Like, t.name) {
+		if st.Like != nil && !matchLike(*st.Like, t.Name) {
 			continue
 		}
-		row := []*string{str(t.name)}
+		row := []*string{str(t.Name)}
 		if st.Full {
-			row = append(row, str(t.typ))
+			row = append(row, str(typ))
 		}
 		res.Rows = append(res.Rows, row)
 	}
@@ -366,7 +359,7 @@ func (e *Engine) showVariables(_ context.Context, s *Session, st *distsql.ShowVa
 	if st.Name != "" {
 		v, ok := variable(s, st.Name)
 		if !ok {
-			return nil, &Error{Code: 1193, SQLState: "42704", Message: fmt.Sprintf("unrecognized configuration parameter \"%s\"", st.Name)}
+			return nil, unknownSystemVariable(s, st.Name)
 		}
 		return &Result{Columns: textColumns(st.Name), Rows: [][]*string{{str(v)}}}, nil
 	}

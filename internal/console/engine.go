@@ -130,15 +130,22 @@ func (e *Engine) Close(context.Context) error {
 // state; a syntax error is code 12000, state 42000, naming the line,
 // column and the text near the error.
 func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result, error) {
+	if res, ok, err := e.catalogQuery(s, query); ok { // catalog.go
+		return res, err
+	}
 	st, err := distsql.Parse(query)
 	if err != nil {
+		if res, ok, cerr := e.catalogSelect(s, query); ok {
+			return res, cerr
+		}
 		var se *distsql.SyntaxError
 		if errors.As(err, &se) {
 			return nil, &Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error(), Position: charPosition(query, se.Line, se.Column)}
 		}
 		return nil, err
 	}
-	return e.Run(ctx, s, st)
+	res, err := e.Run(ctx, s, st)
+	return nullMissing(res), err
 }
 
 // Run runs a parsed statement for session s (Execute without the parse),

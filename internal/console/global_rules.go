@@ -105,10 +105,7 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 		if st.IfNotExists {
 			return &Result{}, nil
 		}
-		if s.Protocol == "PostgreSQL" {
-			return nil, &Error{Code: 1007, SQLState: "42P04", Message: fmt.Sprintf("database \"%s\" already exists", st.Name)}
-		}
-		return nil, &Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", st.Name)}
+		return nil, databaseExists(s, st.Name)
 	}
 	kvs, err := metadata.DatabaseWrites(e.d.Layout, config.Database{Name: st.Name})
 	if err != nil {
@@ -121,7 +118,7 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 	}
 	if err := e.announce(ctx, st.Name, true, txn, nil); err != nil {
 		if errors.Is(err, registry.ErrExists) {
-			return nil, &Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", st.Name)}
+			return nil, databaseExists(s, st.Name)
 		}
 		return nil, err
 	}
@@ -136,10 +133,7 @@ func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropD
 		if st.IfExists {
 			return &Result{}, nil
 		}
-		if s.Protocol == "PostgreSQL" {
-			return nil, &Error{Code: 1008, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", st.Name)}
-		}
-		return nil, &Error{Code: 1008, SQLState: "HY000", Message: fmt.Sprintf("Can't drop database '%s'; database doesn't exist", st.Name)}
+		return nil, databaseMissing(s, st.Name)
 	}
 	if _, err := paths.Database(st.Name); err != nil {
 		return nil, err

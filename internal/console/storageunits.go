@@ -129,7 +129,7 @@ func storageUnitRow(name string, ds config.DataSource) []*string {
 	}
 	ms := func(d int64) *string { return str(strconv.FormatInt(d, 10)) }
 	return []*string{
-		str(name), str(typ), str(host), str(port), str(dbName),
+		str(name), str(typ), str(host), nullIfEmpty(port), str(dbName),
 		ms(ds.ConnectionTimeout.Milliseconds()), ms(ds.IdleTimeout.Milliseconds()), ms(ds.MaxLifetime.Milliseconds()),
 		str(strconv.Itoa(ds.MaxPoolSize)), str(strconv.Itoa(ds.MinPoolSize)), str(strconv.FormatBool(ds.ReadOnly)), str("{" + js.String() + "}"),
 	}

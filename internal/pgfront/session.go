@@ -366,6 +366,9 @@ func commandTag(q string, res *console.Result) string {
 		return "SELECT " + strconv.Itoa(len(res.Rows))
 	}
 	word := strings.ToUpper(firstWord(q))
+	if tag, ok := databaseTag(word, q); ok {
+		return tag
+	}
 	if res.Affected > 0 {
 		return word + " " + strconv.FormatUint(res.Affected, 10)
 	}

@@ -1,0 +1,117 @@
+package console
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/catalog"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
+)
+
+// logicTables are the tables a client of database d sees, as a Proxy
+// shows them (SHOW TABLES, the catalog): the sharding rule's tables and
+// auto tables, the broadcast tables, the single tables the single rule
+// loads (named, or by a wildcard every persisted table no other rule
+// takes) and the views, in name order. A logic table's columns are the
+// persisted ones of the table of its name, else of its first actual table.
+// The physical tables of sharding tables are not listed (SHOW SHARDING
+// TABLE NODES shows them).
+func logicTables(d *metadata.Database) []catalog.Table {
+	persisted := map[string]datasource.Table{} // lower-case name
+	views := map[string]bool{}
+	for _, sc := range d.Schemas {
+		for n, t := range sc.Tables {
+			if t.Name == "" {
+				t.Name = n
+			}
+			persisted[strings.ToLower(n)] = t
+		}
+		for n := range sc.Views {
+			views[n] = true
+		}
+	}
+	out := map[string]catalog.Table{} // by lower-case name
+	taken := map[string]bool{}        // physical tables of sharding tables
+	add := func(name string, actual []string, view bool) {
+		k := strings.ToLower(name)
+		if _, ok := out[k]; ok {
+			return
+		}
+		t := catalog.Table{Name: name, View: view}
+		src, ok := persisted[k]
+		for _, a := range actual {
+			if ok {
+				break
+			}
+			src, ok = persisted[strings.ToLower(a)]
+		}
+		if ok {
+			t.Columns, t.Indexes = src.Columns, src.Indexes
+		}
+		out[k] = t
+	}
+	if r, ok := d.Rules["sharding"]; ok {
+		tables := rules.Map(r.Content["tables"])
+		for _, name := range sortedKeys(tables) {
+			nodes, _ := dbconfig.ExpandInline(rules.Text(rules.Map(tables[name])["actualDataNodes"]))
+			var actual []string
+			for _, n := range nodes {
+				a := n[strings.LastIndexByte(n, '.')+1:]
+				actual = append(actual, a)
+				taken[strings.ToLower(a)] = true
+			}
+			add(name, actual, false)
+		}
+		auto := rules.Map(r.Content["autoTables"])
+		for _, name := range sortedKeys(auto) {
+			prefix := strings.ToLower(name) + "_"
+			var actual []string
+			for k := range persisted {
+				if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+					actual = append(actual, k)
+					taken[k] = true
+				}
+			}
+			slices.Sort(actual)
+			add(name, actual, false)
+		}
+	}
+	if r, ok := d.Rules["broadcast"]; ok {
+		for _, name := range rules.List(r.Content["tables"]) {
+			add(name, nil, false)
+			taken[strings.ToLower(name)] = true
+		}
+	}
+	if r, ok := d.Rules["single"]; ok {
+		wildcard := false
+		for _, p := range rules.List(r.Content["tables"]) {
+			name := p[strings.LastIndexByte(p, '.')+1:]
+			if name == "*" {
+				wildcard = true
+				continue
+			}
+			if !taken[strings.ToLower(name)] {
+				add(name, nil, false)
+			}
+		}
+		if wildcard {
+			for k, t := range persisted {
+				if !taken[k] {
+					add(t.Name, nil, false)
+				}
+			}
+		}
+	}
+	for n := range views {
+		add(n, nil, true)
+	}
+	list := make([]catalog.Table, 0, len(out))
+	for _, t := range out {
+		list = append(list, t)
+	}
+	slices.SortFunc(list, func(a, b catalog.Table) int { return strings.Compare(a.Name, b.Name) })
+	return list
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"database/sql"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+)
+
+// TestClients runs a node with both consoles on real etcd and on real
+// ZooKeeper, a SQLite unit registered, a sharding table t_order over its
+// t_order_0 and t_order_1 and the single table t_user loaded, and drives it
+// with the clients people bring: the mariadb client sends the connect
+// queries of MySQL Workbench, DataGrip and Connector/J 5.1 and browses
+// information_schema; psql runs \l, \dt, \d, \d t_order, \dn and \du;
+// each port answers errors in its own dialect, PostgreSQL's command tags,
+// and NULL for the SQLite unit's port.
+func TestClients(t *testing.T) {
+	requireMariaDB(t)
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Fatal("psql not found: scripts/servers.sh installs Debian postgresql-client")
+	}
+	eachRegistry(t, func(t *testing.T, typ string) {
+		conf := writeConf(t, typ, registryServers(t, typ))
+		unit := filepath.Join(t.TempDir(), "ds_0.db")
+		db, err := sql.Open("sqlite", unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ddl := range []string{
+			"CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
+			"CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
+			"CREATE TABLE t_user (user_id INT PRIMARY KEY, name VARCHAR(64))",
+		} {
+			if _, err := db.Exec(ddl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = db.Close()
+		pgAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		n := startMySQLNode(t, conf, "e2e-clients-"+strings.ToLower(typ), "127.0.0.1", "--postgresql", pgAddr, "--allow-sqlite-units")
+		my := func(statement string, extra ...string) ([][]string, string, error) {
+			t.Helper()
+			return mariadb(t, localCmd, "127.0.0.1", n.port, "root", "", statement, extra...)
+		}
+		must := func(statement string, extra ...string) [][]string {
+			t.Helper()
+			rows, errOut, err := my(statement, extra...)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", statement, err, errOut)
+			}
+			return rows
+		}
+		must("CREATE DATABASE sharding_db")
+		must(fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", unit), "-D", "sharding_db")
+		must("CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, "+
+			"SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))))", "-D", "sharding_db")
+		must("LOAD SINGLE TABLE ds_0.t_user", "-D", "sharding_db")
+		must("REFRESH DATABASE METADATA sharding_db")
+
+		// SHOW TABLES lists the logic tables, as a Proxy does.
+		testenv.Eventually(t, "SHOW FULL TABLES to list the logic tables with their columns", func() bool {
+			rows := must("SHOW FULL TABLES", "-D", "sharding_db")
+			cols := must("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 't_order'", "-D", "sharding_db")
+			return slices.EqualFunc(rows[1:], [][]string{{"t_order", "BASE TABLE"}, {"t_user", "BASE TABLE"}}, slices.Equal) && len(cols) == 4
+		})
+
+		// What MySQL Workbench, DataGrip and Connector/J 5.1 send on
+		// connect and when browsing, each answered as MySQL would.
+		for q, want := range map[string]string{
+			"SHOW SESSION STATUS LIKE 'Ssl_cipher'":                "Ssl_cipher",
+			"SHOW SESSION VARIABLES LIKE 'lower_case_table_names'": "lower_case_table_names\t0",
+			"SELECT current_user()":                                "root",
+			"SET CHARACTER SET utf8":                               "",
+			"SELECT CONNECTION_ID()":                               "",
+			"/* mysql-connector-java-5.1.49 ( Revision: ad86f36e100e104cd926c6b81c8cab9565750116 ) */SHOW VARIABLES WHERE Variable_name ='language' OR Variable_name = 'net_write_timeout' OR Variable_name = 'interactive_timeout' OR Variable_name = 'wait_timeout' OR Variable_name = 'character_set_client' OR Variable_name = 'character_set_connection' OR Variable_name = 'character_set' OR Variable_name = 'character_set_server' OR Variable_name = 'tx_isolation' OR Variable_name = 'transaction_isolation' OR Variable_name = 'character_set_results' OR Variable_name = 'timezone' OR Variable_name = 'time_zone' OR Variable_name = 'system_time_zone' OR Variable_name = 'lower_case_table_names' OR Variable_name = 'max_allowed_packet' OR Variable_name = 'net_buffer_length' OR Variable_name = 'sql_mode' OR Variable_name = 'query_cache_type' OR Variable_name = 'query_cache_size' OR Variable_name = 'license' OR Variable_name = 'init_connect'": "net_write_timeout\t60",
+			"SELECT @@session.auto_increment_increment":                                                    "1",
+			"select database(), schema(), left(user(),instr(concat(user(),'@'),'@')-1), @@version_comment": "sharding_db\tsharding_db\troot\tshardkeeper",
+			"SHOW ENGINES":                                   "InnoDB\tDEFAULT",
+			"SHOW STORAGE ENGINES":                           "InnoDB\tDEFAULT",
+			"SHOW CHARSET":                                   "utf8mb4\tUTF-8 Unicode",
+			"SHOW CHARACTER SET":                             "utf8mb4\tUTF-8 Unicode",
+			"SHOW COLLATION":                                 "utf8mb4_general_ci\tutf8mb4\t45",
+			"SHOW STATUS":                                    "Uptime",
+			"SHOW GLOBAL STATUS LIKE 'Uptime'":               "Uptime",
+			"SHOW GRANTS":                                    "GRANT ALL PRIVILEGES ON `sharding_db`.* TO 'root'@'127.0.0.1'",
+			"SHOW PLUGINS":                                   "mysql_native_password\tACTIVE",
+			"SHOW TABLE STATUS":                              "t_order\tInnoDB",
+			"SHOW CREATE DATABASE sharding_db":               "CREATE DATABASE `sharding_db`",
+			"SHOW CREATE TABLE t_order":                      "PRIMARY KEY (`order_id`)",
+			"SHOW COLUMNS FROM t_order":                      "order_id\tbigint\tNO\tPRI",
+			"SHOW FULL COLUMNS FROM t_user":                  "name\tvarchar(64)",
+			"SHOW KEYS FROM t_order":                         "t_order\t0\tPRIMARY\t1\torder_id",
+			"SHOW INDEX FROM t_user FROM sharding_db":        "t_user\t0\tPRIMARY",
+			"SHOW ENGINE INNODB STATUS":                      "InnoDB",
+			"SHOW PROCEDURE STATUS WHERE Db = 'sharding_db'": "",
+			"SELECT * FROM information_schema.SCHEMATA":      "def\tsharding_db\tutf8mb4",
+			"SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('information_schema')":                 "sharding_db",
+			"SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sharding_db' ORDER BY TABLE_NAME": "t_user\tBASE TABLE",
+			"SELECT * FROM information_schema.ENGINES":                                         "InnoDB",
+			"SELECT * FROM information_schema.CHARACTER_SETS":                                  "utf8mb4",
+			"SELECT * FROM information_schema.COLLATIONS WHERE COLLATION_NAME LIKE 'utf8mb4%'": "utf8mb4_bin",
+		} {
+			rows, errOut, err := my(q, "-D", "sharding_db")
+			if err != nil {
+				t.Errorf("%.80s: %v\n%s", q, err, errOut)
+				continue
+			}
+			var lines []string
+			for _, r := range rows {
+				lines = append(lines, strings.Join(r, "\t"))
+			}
+			if out := strings.Join(lines, "\n"); !strings.Contains(out, want) {
+				t.Errorf("%.80s: no %q in\n%s", q, want, out)
+			}
+		}
+		// MySQL's codes on the MySQL port.
+		for q, want := range map[string]string{
+			"SHOW no_such_parameter":                           "ERROR 1193 (HY000) at line 1: Unknown system variable 'no_such_parameter'",
+			"SELECT * FROM information_schema.NO_SUCH":         "ERROR 1109 (42S02) at line 1: Unknown table 'NO_SUCH' in information_schema",
+			"SHOW COLUMNS FROM no_such":                        "ERROR 1146 (42S02) at line 1: Table 'sharding_db.no_such' doesn't exist",
+			"SELECT a FROM information_schema.TABLES t JOIN x": "ERROR 1235 (42000) at line 1: This version of shardkeeper doesn't yet support",
+		} {
+			_, errOut, err := my(q, "-D", "sharding_db")
+			if err == nil || !strings.Contains(errOut, want) {
+				t.Errorf("%s: %v %q, want %q", q, err, errOut, want)
+			}
+		}
+
+		// psql's meta-commands show the cluster's objects.
+		dsn := fmt.Sprintf("host=127.0.0.1 port=%s user=root dbname=sharding_db sslmode=disable connect_timeout=10", pgAddr[strings.LastIndexByte(pgAddr, ':')+1:])
+		psql := func(args ...string) string {
+			t.Helper()
+			out, err := psqlRun(t, "", append([]string{dsn}, args...)...)
+			if err != nil {
+				t.Fatalf("psql %q: %v\n%s", args, err, out)
+			}
+			return out
+		}
+		for cmd, wants := range map[string][]string{
+			`\l`:         {"sharding_db | root  | UTF8"},
+			`\dt`:        {"public | t_order | table | root", "public | t_user  | table | root"},
+			`\d`:         {"public | t_order | table | root"},
+			`\d t_order`: {`Table "public.t_order"`, "order_id | bigint                |           | not null |", "status   | character varying(32) |", `"t_order_pkey" PRIMARY KEY, btree (order_id)`},
+			`\dn`:        {"public | root"},
+			`\du`:        {"root"},
+		} {
+			out := psql("-c", cmd)
+			for _, w := range wants {
+				if !strings.Contains(out, w) {
+					t.Errorf("psql %s: no %q in\n%s", cmd, w, out)
+				}
+			}
+		}
+		for q, want := range map[string]string{
+			"SHOW server_version_num":                                              "140000",
+			"SHOW TRANSACTION ISOLATION LEVEL":                                     "read committed",
+			"SELECT set_config('bytea_output','hex',false)":                        "hex",
+			"SELECT table_name FROM information_schema.tables ORDER BY table_name": "t_order\nt_user",
+			"SELECT datname FROM pg_catalog.pg_database":                           "sharding_db",
+			"SHOW STORAGE UNITS":                                                   "ds_0|SQLite||(null)|",
+		} {
+			if out := psql("-A", "-t", "-P", "null=(null)", "-c", q); !strings.Contains(out, want) {
+				t.Errorf("psql -c %q: no %q in\n%s", q, want, out)
+			}
+		}
+		// PostgreSQL's command tags and codes on the PostgreSQL port.
+		if out := psql("-c", "CREATE DATABASE tagged_db", "-c", "DROP DATABASE tagged_db"); out != "CREATE DATABASE\nDROP DATABASE\n" {
+			t.Errorf("command tags: %q", out)
+		}
+		for q, want := range map[string]string{
+			"SHOW no_such_parameter":              `ERROR:  42704: unrecognized configuration parameter "no_such_parameter"`,
+			"SELECT * FROM pg_catalog.pg_no_such": `ERROR:  42P01: relation "pg_catalog.pg_no_such" does not exist`,
+			"SELECT no_such_function()":           "ERROR:  42883: function no_such_function() does not exist",
+		} {
+			out, err := psqlRun(t, "", dsn, "-v", "VERBOSITY=verbose", "-c", q)
+			if err == nil || !strings.Contains(out, want) {
+				t.Errorf("psql -c %q: %v\n%s, want %q", q, err, out, want)
+			}
+		}
+		if _, errOut, _ := my("SHOW STORAGE UNITS", "-D", "sharding_db"); errOut != "" {
+			t.Errorf("SHOW STORAGE UNITS: %s", errOut)
+		}
+		if rows := must("SHOW STORAGE UNITS", "-D", "sharding_db"); column(t, rows, "port")[0] != "NULL" {
+			t.Errorf("SQLite unit's port %q, want NULL", column(t, rows, "port")[0])
+		}
+	})
+}
