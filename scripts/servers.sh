@@ -26,6 +26,9 @@ install_servers() {
 	command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 	# internal/e2e drives the MySQL console with the real mariadb client.
 	command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
+	# internal/e2e reads every SHOW with Python's typed drivers, as applications do.
+	/usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 || need+=(python3-pymysql)
+	/usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
 	# internal/e2e builds the container image and runs it with podman on runc.
 	command -v podman >/dev/null 2>&1 || need+=(podman)
 	command -v runc >/dev/null 2>&1 || need+=(runc)

@@ -294,6 +294,10 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showDatabases(ctx, s, st)
 	case *distsql.ShowTables:
 		return e.showTables(ctx, s, st)
+	case *distsql.ShowLogicalTables: // logictables.go
+		return e.showLogicalTables(ctx, s, st)
+	case *distsql.NoEngine:
+		return nil, noEngine(st)
 	case *distsql.ShowVariables:
 		return e.showVariables(ctx, s, st)
 	case *distsql.ShowWarnings:

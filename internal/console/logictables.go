@@ -1,12 +1,14 @@
 package console
 
 import (
+	"context"
 	"slices"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/catalog"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
@@ -56,7 +58,7 @@ func logicTables(d *metadata.Database) []catalog.Table {
 	if r, ok := d.Rules["sharding"]; ok {
 		tables := rules.Map(r.Content["tables"])
 		for _, name := range sortedKeys(tables) {
-			nodes, _ := dbconfig.ExpandInline(rules.Text(rules.Map(tables[name])["actualDataNodes"]))
+			nodes, _ := inline.Expand(rules.Text(rules.Map(tables[name])["actualDataNodes"]), inline.MaxNames)
 			var actual []string
 			for _, n := range nodes {
 				a := n[strings.LastIndexByte(n, '.')+1:]
@@ -114,4 +116,53 @@ func logicTables(d *metadata.Database) []catalog.Table {
 	}
 	slices.SortFunc(list, func(a, b catalog.Table) int { return strings.Compare(a.Name, b.Name) })
 	return list
+}
+
+// showLogicalTables is upstream's SHOW [FULL] LOGICAL TABLES: the logic
+// tables (logicTables) with their type under FULL and, for a database
+// whose units have schemas (PostgreSQL), schema_name.
+func (e *Engine) showLogicalTables(_ context.Context, s *Session, st *distsql.ShowLogicalTables) (*Result, error) {
+	d, err := e.database(s, st.Database)
+	if err != nil {
+		return nil, err
+	}
+	withSchema := false
+	for _, u := range d.Units {
+		withSchema = rules.HasSchemas(u)
+		break
+	}
+	res := &Result{Columns: textColumns("table_name"), Rows: [][]*string{}}
+	if st.Full {
+		res.Columns = append(res.Columns, Column{Name: "table_type"})
+	}
+	if withSchema {
+		res.Columns = append(res.Columns, Column{Name: "schema_name"})
+	}
+	for _, t := range logicTables(d) {
+		if st.Like != nil && !matchLike(*st.Like, t.Name) {
+			continue
+		}
+		row := []*string{str(t.Name)}
+		if st.Full {
+			typ := "TABLE"
+			if t.View {
+				typ = "VIEW"
+			}
+			row = append(row, str(typ))
+		}
+		if withSchema {
+			row = append(row, str("public"))
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+// noEngine answers a statement that needs a SQL engine or migration,
+// naming it: UnsupportedSQLOperationException (30001, 0A000).
+func noEngine(st *distsql.NoEngine) *Error {
+	if st.Migration {
+		return unsupported(st.Statement + ": this shardkeeper node runs no data migration or streaming; run it on a ShardingSphere-Proxy")
+	}
+	return unsupported(st.Statement + ": this shardkeeper node has no SQL engine; run it on a ShardingSphere-Proxy")
 }

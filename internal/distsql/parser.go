@@ -250,6 +250,9 @@ func (p *parser) top() Statement {
 	if t.Kind != Ident {
 		p.fail("statement expected")
 	}
+	if st, ok := p.noEngine(); ok { // catalog.go
+		return st
+	}
 	if st, ok := p.shardingRDL(); ok { // sharding_rdl.go
 		return st
 	}
@@ -463,6 +466,10 @@ func (p *parser) show() Statement {
 		return st
 	case p.keyword("DATABASES") || p.keyword("SCHEMAS"):
 		return &ShowDatabases{Like: p.like()}
+	case p.keywords("LOGICAL", "TABLES"), p.keywords("FULL", "LOGICAL", "TABLES"):
+		st := &ShowLogicalTables{Full: isKeyword(p.toks[p.i-3], "FULL"), Database: p.fromDatabase()}
+		st.Like = p.like()
+		return st
 	case p.keywords("FULL", "TABLES"):
 		st := &ShowTables{Full: true, Database: p.fromDatabase()}
 		st.Like = p.like()

@@ -62,6 +62,7 @@ func TestClients(t *testing.T) {
 		must(fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", unit), "-D", "sharding_db")
 		must("CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, "+
 			"SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))))", "-D", "sharding_db")
+		must("CREATE SHARDING TABLE RULE t_auto (STORAGE_UNITS(ds_0), SHARDING_COLUMN=order_id, TYPE(NAME='hash_mod', PROPERTIES('sharding-count'='2')))", "-D", "sharding_db")
 		must("LOAD SINGLE TABLE ds_0.t_user", "-D", "sharding_db")
 		must("REFRESH DATABASE METADATA sharding_db")
 
@@ -69,8 +70,26 @@ func TestClients(t *testing.T) {
 		testenv.Eventually(t, "SHOW FULL TABLES to list the logic tables with their columns", func() bool {
 			rows := must("SHOW FULL TABLES", "-D", "sharding_db")
 			cols := must("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 't_order'", "-D", "sharding_db")
-			return slices.EqualFunc(rows[1:], [][]string{{"t_order", "BASE TABLE"}, {"t_user", "BASE TABLE"}}, slices.Equal) && len(cols) == 4
+			return slices.EqualFunc(rows[1:], [][]string{{"t_auto", "BASE TABLE"}, {"t_order", "BASE TABLE"}, {"t_user", "BASE TABLE"}}, slices.Equal) && len(cols) == 4
 		})
+
+		// The logic tables through upstream's statement; the auto table
+		// among the rules using the unit.
+		if rows := must("SHOW FULL LOGICAL TABLES", "-D", "sharding_db"); !slices.EqualFunc(rows, [][]string{{"table_name", "table_type"},
+			{"t_auto", "TABLE"}, {"t_order", "TABLE"}, {"t_user", "TABLE"}}, slices.Equal) {
+			t.Errorf("SHOW FULL LOGICAL TABLES: %q", rows)
+		}
+		if rows := must("SHOW RULES USED STORAGE UNIT ds_0", "-D", "sharding_db"); !slices.EqualFunc(rows[1:], [][]string{{"sharding", "t_order"}, {"sharding", "t_auto"}, {"single", "t_user"}}, slices.Equal) {
+			t.Errorf("SHOW RULES USED STORAGE UNIT ds_0: %q", rows)
+		}
+		for q, want := range map[string]string{
+			"PREVIEW SELECT * FROM t_order": "ERROR 30001 (0A000) at line 1: Unsupported SQL operation: PREVIEW: this shardkeeper node has no SQL engine",
+			"SHOW MIGRATION LIST":           "ERROR 30001 (0A000) at line 1: Unsupported SQL operation: SHOW MIGRATION: this shardkeeper node runs no data migration",
+		} {
+			if _, errOut, err := my(q, "-D", "sharding_db"); err == nil || !strings.Contains(errOut, want) {
+				t.Errorf("%s: %v %q, want %q", q, err, errOut, want)
+			}
+		}
 
 		// What MySQL Workbench, DataGrip and Connector/J 5.1 send on
 		// connect and when browsing, each answered as MySQL would.
@@ -185,6 +204,14 @@ func TestClients(t *testing.T) {
 				t.Errorf("psql -c %q: %v\n%s, want %q", q, err, out, want)
 			}
 		}
+		// Python's typed drivers read every SHOW without an exception.
+		for _, driver := range []string{"pymysql", "psycopg2"} {
+			if out, err := pythonShows(t, driver, n.port, pgAddr); err != nil {
+				t.Errorf("%s: %v\n%s", driver, err, out)
+			} else {
+				t.Logf("%s: %s", driver, strings.TrimSpace(out))
+			}
+		}
 		if _, errOut, _ := my("SHOW STORAGE UNITS", "-D", "sharding_db"); errOut != "" {
 			t.Errorf("SHOW STORAGE UNITS: %s", errOut)
 		}
@@ -192,4 +219,52 @@ func TestClients(t *testing.T) {
 			t.Errorf("SQLite unit's port %q, want NULL", column(t, rows, "port")[0])
 		}
 	})
+}
+
+// clientShows are the SHOW statements of docs/distsql.md, as a user types
+// them against the database TestClients sets up.
+var clientShows = []string{
+	"SHOW COMPUTE NODES", "SHOW COMPUTE NODE INFO", "SHOW COMPUTE NODE MODE", "SHOW DIST VARIABLES",
+	"SHOW TEMP DIST VARIABLES", "SHOW DIST VARIABLE WHERE NAME = sql_show", "SHOW STORAGE UNITS",
+	"SHOW STORAGE UNITS WHERE USAGE_COUNT = 0", "SHOW SHARDING TABLE RULES", "SHOW SHARDING TABLE RULE t_order",
+	"SHOW SHARDING TABLE NODES", "SHOW SHARDING ALGORITHMS", "SHOW SHARDING KEY GENERATORS", "SHOW SHARDING AUDITORS",
+	"SHOW UNUSED SHARDING ALGORITHMS", "SHOW UNUSED SHARDING KEY GENERATORS", "SHOW UNUSED SHARDING AUDITORS",
+	"SHOW DEFAULT SHARDING STRATEGY", "SHOW SHARDING TABLE REFERENCE RULES", "SHOW SHARDING TABLE RULES USED ALGORITHM t_order_inline",
+	"SHOW BROADCAST TABLE RULES", "COUNT SHARDING RULE", "SHOW READWRITE_SPLITTING RULES", "SHOW STATUS FROM READWRITE_SPLITTING RULES",
+	"SHOW SINGLE TABLES", "SHOW SINGLE TABLE t_user", "SHOW DEFAULT SINGLE TABLE STORAGE UNIT", "COUNT SINGLE TABLE",
+	"SHOW RULES USED STORAGE UNIT ds_0", "SHOW MASK RULES", "SHOW ENCRYPT RULES", "SHOW AUTHORITY RULE", "SHOW TRANSACTION RULE",
+	"SHOW SQL_PARSER RULE", "SHOW GLOBAL CLOCK RULE", "SHOW SQL_FEDERATION RULE", "SHOW PROCESSLIST", "SHOW NEXT KEYS COUNT 2",
+	"SHOW KEY GENERATE ALGORITHM PLUGINS", "SHOW DATABASES", "SHOW TABLES", "SHOW FULL TABLES", "SHOW LOGICAL TABLES",
+}
+
+// pythonShows runs every clientShows statement through Python's driver
+// (pymysql on the MySQL port, psycopg2 on the PostgreSQL one), reading
+// every row: a value a typed column cannot hold raises, and the script
+// fails naming the statement.
+func pythonShows(t *testing.T, driver string, mysqlPort int, pgAddr string) (string, error) {
+	t.Helper()
+	if err := exec.Command("/usr/bin/python3", "-c", "import "+driver).Run(); err != nil {
+		t.Fatalf("python3-%s missing: bash -c 'source scripts/servers.sh && install_servers'", driver)
+	}
+	connect := fmt.Sprintf("pymysql.connect(host='127.0.0.1', port=%d, user='root', password='', database='sharding_db')", mysqlPort)
+	if driver == "psycopg2" {
+		host, port, _ := strings.Cut(pgAddr, ":")
+		connect = fmt.Sprintf("psycopg2.connect(host='%s', port=%s, user='root', dbname='sharding_db', sslmode='disable')", host, port)
+	}
+	var script strings.Builder
+	fmt.Fprintf(&script, "import sys, %s\nconn = %s\nn = 0\n", driver, connect)
+	fmt.Fprintf(&script, "for q in %s:\n", pyList(clientShows))
+	script.WriteString("    cur = conn.cursor()\n    try:\n        cur.execute(q)\n        n += len(cur.fetchall())\n" +
+		"    except Exception as e:\n        print('%s: %s: %s' % (q, type(e).__name__, e))\n        sys.exit(1)\n" +
+		"    cur.close()\nprint('%d statements, %d rows' % (len(" + pyList(clientShows) + "), n))\n")
+	out, err := exec.Command("/usr/bin/python3", "-c", script.String()).CombinedOutput()
+	return string(out), err
+}
+
+func pyList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = "'" + strings.ReplaceAll(s, "'", "\\'") + "'"
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
