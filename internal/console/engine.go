@@ -86,6 +86,7 @@ type Engine struct {
 	log *slog.Logger
 
 	nodeRows atomic.Pointer[nodeRows] // SHOW COMPUTE NODES of the current membership view
+	rules    *metadata.RuleCache      // the databases rule statements read, decoded
 
 	mu     sync.Mutex
 	closed bool
@@ -109,7 +110,7 @@ func New(d Deps) *Engine {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Engine{d: d, log: log}
+	return &Engine{d: d, log: log, rules: metadata.NewRuleCache()}
 }
 
 var _ Executor = (*Engine)(nil)

@@ -23,6 +23,10 @@ type RuleOptions struct {
 	// Session commits the transaction; nil means a session of the
 	// change's own.
 	Session registry.Session
+	// Cache, when set, decodes the database read for a change from the
+	// rule keys that changed since its last read (metadata.RuleCache);
+	// nil decodes every rule item each time.
+	Cache *metadata.RuleCache
 }
 
 // RuleChange is what ChangeRule wrote.
@@ -76,7 +80,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 
 // changeRuleOnce is one read, change, check and commit of ChangeRule.
 func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
-	d, kvs, err := metadata.ReadDatabase(ctx, repo, db)
+	d, kvs, err := opts.Cache.ReadDatabase(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
 		return RuleChange{}, noDatabase(db)
 	}

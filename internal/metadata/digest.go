@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -403,4 +404,80 @@ func AfterOps(kvs []registry.KV, ops []registry.Op) []registry.KV {
 	}
 	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	return out
+}
+
+// RuleCache keeps, for the databases read through it, the database last
+// decoded and the rule keys it was decoded from, so that the next
+// ReadDatabase decodes only the rule keys that changed since (see
+// DecodeChanges) instead of every rule item: reading a database of
+// thousands of sharding tables then costs the registry read and a
+// comparison of its keys. It holds at most MaxCachedDatabases databases.
+// The zero value is not usable; a nil *RuleCache reads without one. Safe
+// for concurrent use.
+type RuleCache struct {
+	mu  sync.Mutex
+	dbs map[string]cachedDatabase
+}
+
+type cachedDatabase struct {
+	d   *Database
+	kvs []registry.KV
+}
+
+// MaxCachedDatabases bounds the databases a RuleCache keeps.
+const MaxCachedDatabases = 64
+
+// NewRuleCache returns an empty RuleCache.
+func NewRuleCache() *RuleCache { return &RuleCache{dbs: map[string]cachedDatabase{}} }
+
+// ReadDatabase is metadata.ReadDatabase (the same reads, result and
+// errors) with the rules decoded from what changed since the cache's last
+// read of db. The Database returned may be shared with other reads: it
+// must not be modified. ctx bounds the reads.
+func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Database, []registry.KV, error) {
+	if c == nil {
+		return ReadDatabase(ctx, repo, db)
+	}
+	key, err := paths.Database(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := requireDatabase(ctx, repo, db); err != nil {
+		return nil, nil, err
+	}
+	units, err := repo.List(ctx, key+"/data_sources")
+	if err != nil {
+		return nil, nil, err
+	}
+	rules, err := ReadRules(ctx, repo, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	prev, ok := c.dbs[db]
+	c.mu.Unlock()
+	var d *Database
+	if ok {
+		d = DecodeChanges(prev.d, prev.kvs, rules)
+	} else {
+		d = decode(db, rules)
+		if d == nil {
+			d = &Database{Name: db, Rules: map[string]config.Rule{}, summed: true}
+		}
+	}
+	c.mu.Lock()
+	if _, ok := c.dbs[db]; !ok && len(c.dbs) >= MaxCachedDatabases {
+		for name := range c.dbs {
+			delete(c.dbs, name) // any one: the cache only saves decoding
+			break
+		}
+	}
+	c.dbs[db] = cachedDatabase{d: d, kvs: rules}
+	c.mu.Unlock()
+	out := *d
+	out.Units = map[string]config.DataSource{}
+	if u := decode(db, units); u != nil && u.Units != nil {
+		out.Units = u.Units
+	}
+	return &out, rules, nil
 }

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -199,5 +200,83 @@ func TestDecodeChanges(t *testing.T) {
 			t.Fatalf("step %d: DecodeChanges changed the database it started from", step)
 		}
 		before = now
+	}
+}
+
+// TestRuleCacheReadsAsReadDatabase: a database read through a RuleCache
+// after each of a series of rule and unit changes is the one ReadDatabase
+// reads (rules, units, digest, keys), and what it returned before stays
+// as it was. The cache keeps at most MaxCachedDatabases databases.
+func TestRuleCacheReadsAsReadDatabase(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	ds := config.NewDataSource("jdbc:sqlite:/tmp/unused.db", "", "")
+	if err := PersistDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{"ds_0": ds},
+		Rules: []config.Rule{shardingRule(30)}}); err != nil {
+		t.Fatal(err)
+	}
+	cache := NewRuleCache()
+	var earlier []*Database
+	var frozen []map[string]any
+	for step := range 8 {
+		switch step % 4 {
+		case 1, 2: // a table altered, one dropped, one added
+			d, _, err := ReadDatabase(ctx, repo, "db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := d.Rules["sharding"]
+			next := config.Rule{Type: "sharding", Content: config.CloneContent(old.Content)}
+			tables := next.Content["tables"].(map[string]any)
+			tables[fmt.Sprintf("t_order_%05d", step)] = map[string]any{"actualDataNodes": fmt.Sprint("ds_0.t_", step)}
+			delete(tables, fmt.Sprintf("t_order_%05d", 20+step))
+			tables[fmt.Sprintf("t_new_%d", step)] = map[string]any{"actualDataNodes": "ds_0.t_new"}
+			conds, ops, err := RuleWrites(ctx, repo, paths.DefaultLayout, "db", old, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Commit(ctx, repo, conds, ops); err != nil {
+				t.Fatal(err)
+			}
+		case 3: // a unit added
+			if err := RegisterUnit(ctx, repo, "db", fmt.Sprint("ds_", step), ds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, gotKVs, err := cache.ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantKVs, err := ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(sortedLists(got.Rules), sortedLists(want.Rules)) || !reflect.DeepEqual(got.Units, want.Units) || !reflect.DeepEqual(gotKVs, wantKVs) {
+			t.Fatalf("step %d: the cache read %v %v, ReadDatabase %v %v", step, got.Rules, got.Units, want.Rules, want.Units)
+		}
+		if got.RulesDigest() != RulesDigest(want.Rules) {
+			t.Fatalf("step %d: digest %q, want %q", step, got.RulesDigest(), RulesDigest(want.Rules))
+		}
+		for i, d := range earlier {
+			if !reflect.DeepEqual(sortedLists(d.Rules), frozen[i]) {
+				t.Fatalf("step %d changed the database read at step %d", step, i)
+			}
+		}
+		earlier, frozen = append(earlier, got), append(frozen, sortedLists(got.Rules))
+	}
+	if _, _, err := cache.ReadDatabase(ctx, repo, "nope"); !errors.Is(err, ErrNoDatabase) {
+		t.Fatalf("an unknown database: %v, want ErrNoDatabase", err)
+	}
+	for i := range MaxCachedDatabases + 2 {
+		name := fmt.Sprint("db_", i)
+		if err := PersistDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := cache.ReadDatabase(ctx, repo, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(cache.dbs); n > MaxCachedDatabases {
+		t.Fatalf("the cache holds %d databases, more than %d", n, MaxCachedDatabases)
 	}
 }

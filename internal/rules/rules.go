@@ -65,6 +65,10 @@ type Options struct {
 	// UNLOAD SINGLE TABLE (see SingleTables); nil means
 	// datasource.Introspect, which connects to the units from this process.
 	Introspect Introspector
+	// Cache, when set, keeps the databases the changes read decoded, so
+	// that a change decodes only the rule items that changed since the
+	// last (see metadata.RuleCache); nil decodes every item each time.
+	Cache *metadata.RuleCache
 }
 
 // Introspector reads the real schemas of database db's units.
@@ -222,7 +226,7 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 	out := Outcome{RuleType: ruleType}
 	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
 		return c(ctx, d, cur)
-	}, dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session})
+	}, dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return out, finish(ctx, repo, db, rc, err, opts, &out)
 }
 
