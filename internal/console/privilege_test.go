@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,21 @@ func TestPrivilegeModel(t *testing.T) {
 			}
 		}
 		app.Database = "other_db" // as a PostgreSQL startup or a stale USE may leave it
+		// The catalog shows only the permitted databases, whatever the
+		// session's database.
+		if got := rowStrings(exec(t, n, app, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")); !reflect.DeepEqual(got, [][]string{{"information_schema"}, {"app_db"}}) {
+			t.Errorf("app's SCHEMATA: %v", got)
+		}
+		if e := execError(t, n, app, "SHOW CREATE DATABASE other_db"); e.Code != 1049 {
+			t.Errorf("app's SHOW CREATE DATABASE other_db: %+v", e)
+		}
+		pgApp := &Session{ID: NewSessionID(), User: "app", Host: "10.0.0.9", Protocol: "PostgreSQL", Database: "other_db"}
+		if got := rowStrings(exec(t, n, pgApp, "SELECT datname FROM pg_catalog.pg_database")); !reflect.DeepEqual(got, [][]string{{"app_db"}}) {
+			t.Errorf("app's pg_database: %v", got)
+		}
+		if got := rowStrings(exec(t, n, pgApp, "SELECT table_name FROM information_schema.tables")); len(got) != 0 {
+			t.Errorf("app's tables of other_db: %v", got)
+		}
 		for _, q := range []string{"UNREGISTER STORAGE UNIT ds_0", "CREATE SHARDING TABLE RULE t_x (DATANODES('ds_0.t_x'))",
 			"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", "SHOW SINGLE TABLES", "SHOW SHARDING TABLE RULES"} {
 			if c := code(app, q); c != 1044 {
