@@ -37,22 +37,23 @@ const defaultMySQLAddr = "127.0.0.1:3307"
 
 // serveOptions are serve's flags.
 type serveOptions struct {
-	reg       registryFlags
-	node      cluster.Config
-	logFormat string
-	logLevel  string
-	stopAfter time.Duration
-	maxBorrow time.Duration
-	respAddr  string
-	respMax   int
-	udpAddr   string
-	mysqlAddr string
-	mysqlMax  int
-	pgAddr    string
-	pgMax     int
-	hf        httpFlags
-	fileDir   string
-	sqlite    bool
+	reg            registryFlags
+	node           cluster.Config
+	logFormat      string
+	logLevel       string
+	stopAfter      time.Duration
+	maxBorrow      time.Duration
+	respAddr       string
+	respMax        int
+	udpAddr        string
+	mysqlAddr      string
+	mysqlMax       int
+	pgAddr         string
+	pgMax          int
+	hf             httpFlags
+	fileDir        string
+	sqlite         bool
+	applyAuthority bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -100,6 +101,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.StringVar(&o.pgAddr, "postgresql", "off", "DistSQL console over the PostgreSQL protocol on host:port (psql, pgx; users from the authority rule, none: loopback clients only; TLS with --tls-cert); \"off\" disables")
 	fl.IntVar(&o.pgMax, "postgresql-max-connections", pgfront.DefaultMaxConnections, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
 	fl.StringVar(&o.fileDir, "distsql-file-dir", "", "the one directory whose files the consoles' EXPORT ... TO FILE and IMPORT ... FROM FILE may name (admin users only; new files only, mode 0600, never overwritten, no symbolic links); never the data dir; empty: server-side files are off")
+	fl.BoolVar(&o.applyAuthority, "apply-authority", false, "write the authority rule (users, privilege) of --conf's global.yaml to the registry, for every node, when it differs from the registry's (logged); without it such a node refuses to start, naming the users that differ")
 	fl.BoolVar(&o.sqlite, "allow-sqlite-units", false, "let console statements (REGISTER/ALTER STORAGE UNIT, IMPORT) create SQLite storage units, whose jdbc:sqlite: path is a file the node creates with its own rights")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
@@ -207,7 +209,7 @@ func (o *serveOptions) daemonConfig(cmd *cobra.Command, log *slog.Logger) (daemo
 	}
 	return daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log, ModeType: mode.Type, MaxBorrow: o.maxBorrow,
 		HTTP: httpConf, RESP: respConf, UDP: udpConfig(o.udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf,
-		DistSQLFileDir: o.fileDir, AllowSQLiteUnits: o.sqlite}, nil
+		DistSQLFileDir: o.fileDir, AllowSQLiteUnits: o.sqlite, ApplyAuthority: o.applyAuthority}, nil
 }
 
 // announce tells the operator where the started node answers.

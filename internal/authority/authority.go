@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -333,4 +334,58 @@ func (u *Users) Permits(usr User, db string) bool {
 		}
 	}
 	return false
+}
+
+// Diff says how users want differs from users have, naming users by
+// name@host and never a password: "app@% only in the local rule", "root@%
+// only in the registry's rule", "root@% differs (password, admin)", "the
+// privilege differs". wantName and haveName name the two sides ("the local rule",
+// "the registry's rule"). Nil and Empty users have no users. The result
+// is empty when both grant the same logins and privileges; it is sorted
+// by user.
+func Diff(want, have *Users, wantName, haveName string) []string {
+	key := func(u User) string { return strings.ToLower(u.String()) }
+	had := map[string]User{}
+	for _, u := range have.List() {
+		had[key(u)] = u
+	}
+	var out []string
+	for _, u := range want.List() {
+		h, ok := had[key(u)]
+		delete(had, key(u))
+		if !ok {
+			out = append(out, fmt.Sprintf("%s only in %s", u, wantName))
+			continue
+		}
+		var fields []string
+		if u.Password != h.Password {
+			fields = append(fields, "password")
+		}
+		if u.Admin != h.Admin {
+			fields = append(fields, "admin")
+		}
+		if !strings.EqualFold(u.AuthenticationMethod, h.AuthenticationMethod) {
+			fields = append(fields, "authentication method")
+		}
+		if len(fields) > 0 {
+			out = append(out, fmt.Sprintf("%s differs (%s)", u, strings.Join(fields, ", ")))
+		}
+	}
+	for _, u := range have.List() {
+		if _, ok := had[key(u)]; ok {
+			out = append(out, fmt.Sprintf("%s only in %s", u, haveName))
+		}
+	}
+	slices.Sort(out)
+	var wm, hm []mapping
+	if want != nil {
+		wm = want.databases
+	}
+	if have != nil {
+		hm = have.databases
+	}
+	if !slices.Equal(wm, hm) || (wm == nil) != (hm == nil) {
+		out = append(out, "the privilege (type or user-database-mappings) differs")
+	}
+	return out
 }

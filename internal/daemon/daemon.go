@@ -39,8 +39,13 @@ type Config struct {
 	// Repository says which registry to use (config.Mode's repository).
 	Repository config.Repository
 	// Conf is the loaded conf dir (databases, props, global rules); nil
-	// means none: the node then loads whatever the registry has.
+	// means none: the node then loads whatever the registry has. Start
+	// fails with a *metadata.AuthorityError when Conf's authority rule
+	// differs from the registry's, unless ApplyAuthority.
 	Conf *config.Config
+	// ApplyAuthority writes Conf's authority rule to the registry when it
+	// differs from the registry's (metadata.Options.ApplyAuthority).
+	ApplyAuthority bool
 	// Node configures the cluster node; its InstanceID defaults, on the
 	// embedded registry, to the one kept in the data dir (InstanceIDFile,
 	// made on the first start), elsewhere to a new random one; its SessionTTL to the repository's timeToLiveSeconds, its
@@ -376,7 +381,7 @@ func bootstrap(ctx context.Context, repo registry.Repository, node *cluster.Node
 	if sess == nil {
 		return nil, errors.New("metadata bootstrap: the node lost its registry session while starting")
 	}
-	return metadata.Bootstrap(ctx, repo, sess, c.Conf, metadata.Options{Introspect: datasource.Introspect, Logger: log})
+	return metadata.Bootstrap(ctx, repo, sess, c.Conf, metadata.Options{Introspect: datasource.Introspect, Logger: log, ApplyAuthority: c.ApplyAuthority})
 }
 
 // CloseTimeout is what serve gives Close on SIGTERM: the bound of its

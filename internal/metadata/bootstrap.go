@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardkeeper/shardkeeper/internal/authority"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -31,6 +32,30 @@ type Options struct {
 	// Logger receives warnings (corrupt values, lost watches); nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// ApplyAuthority writes the local configuration's authority rule to
+	// the registry, as a new version every node follows, when it differs
+	// from the registry's (serve --apply-authority); it is logged. Without
+	// it such a difference fails Bootstrap with an *AuthorityError. With
+	// it and no local authority rule, Bootstrap fails: there is nothing
+	// to apply.
+	ApplyAuthority bool
+}
+
+// AuthorityError is Bootstrap's refusal to start when the local
+// configuration's authority rule (global.yaml's users and privilege)
+// differs from the registry's, which the node would otherwise run with:
+// a security setting the operator wrote is never dropped with a warning.
+type AuthorityError struct {
+	// Differences name the users that differ by name@host (never a
+	// password) and whether the privilege differs.
+	Differences []string
+}
+
+func (e *AuthorityError) Error() string {
+	return "metadata bootstrap: the authority rule of the local configuration (global.yaml: authority) differs from the registry's, " +
+		"which holds the cluster's configuration and which this node would run with instead: " + strings.Join(e.Differences, "; ") +
+		". Either start once with --apply-authority to write the local authority rule to the registry for every node (the node logs it), " +
+		"or remove the authority rule from the local global.yaml to keep the registry's users (change those with IMPORT METADATA as an admin)"
 }
 
 // Bootstrap builds the node's metadata, ShardingSphere's way (reference
@@ -78,6 +103,9 @@ func Bootstrap(ctx context.Context, repo registry.Repository, sess registry.Sess
 	if err := s.load(ctx); err != nil {
 		return nil, fmt.Errorf("metadata bootstrap: load: %w", err)
 	}
+	if err := reconcileAuthority(ctx, repo, s, cfg, opts.ApplyAuthority); err != nil {
+		return nil, err
+	}
 	if len(dbs) > 0 {
 		if ignored := NotApplied(cfg, s.Current()); len(ignored) > 0 {
 			s.log.Warn("metadata bootstrap: the registry already holds the cluster's configuration, so this node loaded it and left out where its local configuration differs; "+
@@ -106,8 +134,7 @@ func NotApplied(cfg *config.Config, snap *Snapshot) []string {
 			{Key: paths.ActiveVersion(node), Value: []byte("0")},
 			{Key: paths.Version(node, 0), Value: encodeGlobalRule(r)},
 		})
-		cluster, ok := snap.GlobalRules[r.Type]
-		if !ok || GlobalRulesDigest(local) != GlobalRulesDigest(map[string]config.Rule{r.Type: cluster}) {
+		if !sameGlobalRule(local, snap, r.Type) {
 			out = append(out, "global rule "+r.Type)
 		}
 	}
@@ -124,6 +151,75 @@ func NotApplied(cfg *config.Config, snap *Snapshot) []string {
 		}
 	}
 	return out
+}
+
+// sameGlobalRule reports whether local (rules decoded as a node decodes
+// them) holds the rule of type typ that snap holds.
+func sameGlobalRule(local map[string]config.Rule, snap *Snapshot, typ string) bool {
+	cluster, ok := snap.GlobalRules[typ]
+	return ok && GlobalRulesDigest(map[string]config.Rule{typ: local[typ]}) == GlobalRulesDigest(map[string]config.Rule{typ: cluster})
+}
+
+// reconcileAuthority compares cfg's authority rule with the one loaded
+// into s: the same, or none in cfg (without apply), is nil; otherwise an
+// *AuthorityError naming the difference, or, with apply, the local rule
+// written to the registry as a new version (logged) and s reloaded.
+func reconcileAuthority(ctx context.Context, repo registry.Repository, s *Store, cfg *config.Config, apply bool) error {
+	i := slices.IndexFunc(cfg.GlobalRules, func(r config.Rule) bool { return r.Type == authority.RuleType })
+	if i < 0 {
+		if apply {
+			return errors.New("metadata bootstrap: --apply-authority: the local configuration has no authority rule to apply (global.yaml: authority.users)")
+		}
+		return nil
+	}
+	r := cfg.GlobalRules[i]
+	node, err := paths.GlobalRule(r.Type)
+	if err != nil {
+		return err
+	}
+	local := DecodeGlobalRules([]registry.KV{
+		{Key: paths.ActiveVersion(node), Value: []byte("0")},
+		{Key: paths.Version(node, 0), Value: encodeGlobalRule(r)},
+	})
+	if sameGlobalRule(local, s.Current(), r.Type) {
+		return nil
+	}
+	want, err := authority.FromRules(local[r.Type])
+	if err != nil {
+		return fmt.Errorf("metadata bootstrap: the local authority rule: %w", err)
+	}
+	var diff []string
+	have, err := authority.FromRules(s.Current().GlobalRules[r.Type])
+	if err != nil {
+		diff = append(diff, "the registry's authority rule cannot be read ("+err.Error()+")")
+	} else {
+		diff = authority.Diff(want, have, "the local configuration", "the registry")
+		if have.Empty() {
+			diff = append(diff, "the registry has no users (only loopback clients, each an admin)")
+		}
+	}
+	if len(diff) == 0 {
+		diff = []string{"the rule's other settings (authenticators, defaultAuthenticator) differ"}
+	}
+	if !apply {
+		return &AuthorityError{Differences: diff}
+	}
+	s.log.Warn("metadata bootstrap: applying the local authority rule to the registry (--apply-authority): every node of the cluster now takes its users",
+		"node", node, "differences", strings.Join(diff, "; "))
+	if _, err := putVersioned(ctx, repo, node, encodeGlobalRule(r)); err != nil {
+		var ce *CleanupError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("metadata bootstrap: apply the local authority rule: %w", err)
+		}
+		s.log.Warn("metadata bootstrap: the local authority rule is applied; older versions are left for the next write", "err", err)
+	}
+	if err := s.load(ctx); err != nil {
+		return fmt.Errorf("metadata bootstrap: load: %w", err)
+	}
+	if !sameGlobalRule(local, s.Current(), r.Type) {
+		return errors.New("metadata bootstrap: --apply-authority: another writer changed the registry's authority rule at the same time; start again")
+	}
+	return nil
 }
 
 // Load returns a Store loaded from the registry, without persisting

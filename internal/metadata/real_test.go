@@ -326,19 +326,19 @@ func TestNotAppliedOnRealRegistries(t *testing.T) {
 			}
 			changed := exampleConfig(t)
 			for i, r := range changed.GlobalRules {
-				if r.Type == "authority" {
-					changed.GlobalRules[i].Content = map[string]any{"users": []any{map[string]any{"user": "root@%", "password": "other"}}}
+				if r.Type == "transaction" {
+					changed.GlobalRules[i].Content = map[string]any{"defaultType": "XA", "providerType": "Atomikos", "props": map[string]any{"recoveryStorePassword": "other"}}
 				}
 			}
 			changed.Props["sql-show"] = "true"
 			changed.Databases = append(changed.Databases, config.Database{Name: "local_only_db"})
 			logs := boot(changed)
-			for _, want := range []string{"global rule authority", `props sql-show: local \"true\", registry \"false\"`, "database local_only_db (not in the registry)"} {
+			for _, want := range []string{"global rule transaction", `props sql-show: local \"true\", registry \"false\"`, "database local_only_db (not in the registry)"} {
 				if !strings.Contains(logs, want) {
 					t.Errorf("the warning lacks %q:\n%s", want, logs)
 				}
 			}
-			if strings.Contains(logs, "other") || strings.Contains(logs, "global rule transaction") {
+			if strings.Contains(logs, "other") || strings.Contains(logs, "global rule authority") {
 				t.Errorf("the warning names more than what differs, or a password:\n%s", logs)
 			}
 		})
