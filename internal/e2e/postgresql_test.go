@@ -270,7 +270,7 @@ func TestPostgreSQLLoopbackOnlyWithoutUsers(t *testing.T) {
 		return strings.Contains(p.stderr.String(), "postgresql console: no users in the authority rule: only loopback clients are accepted")
 	})
 	out, err := psqlRun(t, "", pgDSN(fmt.Sprintf("127.0.0.1:%d", port), "anyone", "", "sslmode=disable"), "-A", "-t", "-c", "SHOW COMPUTE NODE INFO")
-	if err != nil || !strings.HasPrefix(out, "pg-nousers|") {
+	if err != nil || !strings.Contains("\n"+out, "\npg-nousers|") || !strings.Contains(out, "WARNING:  no users are configured on this node") {
 		t.Fatalf("psql on loopback: %v\n%s", err, out)
 	}
 	client := hosts[0]

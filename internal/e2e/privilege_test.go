@@ -138,6 +138,34 @@ func TestConsolePrivileges(t *testing.T) {
 			t.Fatalf("psql: app's SHOW STORAGE UNITS FROM other_db: %v\n%s", err, out)
 		}
 
+		// 1b. Cluster-wide statements need an admin on both protocols, and
+		// the global rules' secrets are masked to app.
+		const recovery = "r3covery-Pa55"
+		must("root", "ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana', PROPERTIES('recoveryStoreUser'='sa', 'recoveryStorePassword'='"+recovery+"')))")
+		for _, q := range []string{
+			"LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME='READ_WRITE'))", "UNLOCK CLUSTER", "SET DIST VARIABLE sql_show = true",
+			"ALTER TRANSACTION RULE (DEFAULT='LOCAL')", "ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=1, MAXIMUM_SIZE=2))",
+			"ALTER SQL_FEDERATION RULE (SQL_FEDERATION_ENABLED=true)", "ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='local', ENABLED=true)",
+			"LABEL COMPUTE NODE 'e2e-priv-1' WITH tenant_b", "DISABLE COMPUTE NODE 'e2e-priv-1'", "REFRESH DATABASE METADATA",
+		} {
+			if e := refused("app", q, "1045 (28000)"); !strings.Contains(e, "needs an admin user") {
+				t.Fatalf("app: %s: %s", q, e)
+			}
+			if out, err := psql("app", q); err == nil || !strings.Contains(out, "42501") || !strings.Contains(out, "needs an admin user") {
+				t.Fatalf("psql: app's %s: %v\n%s", q, err, out)
+			}
+		}
+		if got := column(t, must("app", "SHOW TRANSACTION RULE"), "props"); len(got) != 1 || strings.Contains(got[0], recovery) || !strings.Contains(got[0], `"recoveryStorePassword":"******"`) {
+			t.Fatalf("app's SHOW TRANSACTION RULE: %v", got)
+		}
+		if out, err := psql("app", "SHOW TRANSACTION RULE"); err != nil || strings.Contains(out, recovery) || !strings.Contains(out, "******") {
+			t.Fatalf("psql: app's SHOW TRANSACTION RULE: %v\n%s", err, out)
+		}
+		if got := column(t, must("root", "SHOW TRANSACTION RULE"), "props"); len(got) != 1 || !strings.Contains(got[0], recovery) {
+			t.Fatalf("root's SHOW TRANSACTION RULE: %v", got)
+		}
+		must("root", "SHOW COMPUTE NODES")
+
 		// 2. Passwords of running statements: masked, on both protocols,
 		// in SHOW FULL PROCESSLIST and in the registry's answers.
 		silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers: the ping waits

@@ -372,13 +372,22 @@ func TestLoopbackOnlyPasswordIgnored(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(f.addr)
 	for _, pw := range []string{"", "-psecret"} {
-		args := []string{"--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "anyone", "--skip-ssl", "--batch", "--connect-timeout=10", "-e", "WHOAMI"}
+		args := []string{"--protocol=TCP", "-h", "127.0.0.1", "-P", port, "-u", "anyone", "--skip-ssl", "--batch", "--connect-timeout=10",
+			"--show-warnings", "-e", "WHOAMI; WHOAMI"}
 		if pw != "" {
 			args = append(args, pw)
 		}
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "anyone") {
 			t.Errorf("mariadb %q with no users: %v\n%s", pw, err, out)
+		}
+		// A client that sent a password is told once that nothing checked it.
+		want := 0
+		if pw != "" {
+			want = 1
+		}
+		if n := strings.Count(string(out), "Warning (Code 1105): "+mysqlfront.NoUsersWarning); n != want {
+			t.Errorf("mariadb %q with no users: the no-users warning %d times, want %d:\n%s", pw, n, want, out)
 		}
 	}
 	if logs := f.log.String(); strings.Contains(logs, "malformed handshake") || strings.Contains(logs, "secret") || strings.Contains(logs, "any-pw") {

@@ -58,6 +58,10 @@ type session struct {
 
 	users     *authority.Users
 	noPass    bool // the credential GetCredential returned is the empty password
+	// unchecked holds the warning that no users are configured, for a
+	// client that sent a password in loopback-only mode, until its first
+	// statement carries it.
+	unchecked string
 	authed    bool
 	pendingDB string // database named in the handshake, used once authenticated
 	cs        console.Session
@@ -299,10 +303,14 @@ type authProvider struct {
 }
 
 func (p authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
+	sent := !(len(data) == 0 || len(data) == 1 && data[0] == 0) // go-mysql's isEmptyPassword
 	if p.ss.users.Empty() {
+		if sent {
+			p.ss.unchecked = NoUsersWarning
+		}
 		return nil
 	}
-	if p.ss.noPass && !(len(data) == 0 || len(data) == 1 && data[0] == 0) { // go-mysql's isEmptyPassword
+	if p.ss.noPass && sent {
 		return server.ErrAccessDenied
 	}
 	err := p.DefaultAuthenticationProvider.Authenticate(c, plugin, data)
@@ -377,13 +385,31 @@ func (ss *session) UseDB(db string) error {
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
-// HandleQuery implements server.Handler for COM_QUERY.
+// NoUsersWarning is what a client that sent a password in loopback-only
+// mode is told once, with its first statement: nothing checked it.
+const NoUsersWarning = "no users are configured on this node (the authority rule has none), so the password you sent was not checked: " +
+	"every loopback client gets in under any name and is an admin; add users to the authority rule (README: Operating it with DistSQL)"
+
+// HandleQuery implements server.Handler for COM_QUERY. The session's first
+// statement carries the unchecked-password warning, if any, in MySQL's
+// way: its warning count and SHOW WARNINGS.
 func (ss *session) HandleQuery(query string) (*mysql.Result, error) {
 	if isShowWarnings(query) {
 		ss.conn.SetWarnings(0)
 		return mysql.NewResult(warningsResultset(ss.warnings)), nil
 	}
-	return ss.execute(query)
+	res, err := ss.execute(query)
+	if w := ss.unchecked; w != "" {
+		ss.unchecked = ""
+		ss.warnings = append(ss.warnings, warning{level: "Warning", code: warningCode, message: w})
+		if err == nil {
+			ss.setWarnings(len(ss.warnings))
+			if res != nil {
+				res.Warnings = uint16(min(len(ss.warnings), 0xffff))
+			}
+		}
+	}
+	return res, err
 }
 
 // execute runs one statement through the executor, with the session in

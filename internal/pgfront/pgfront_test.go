@@ -446,13 +446,18 @@ func TestLoopbackOnlyPasswordIgnored(t *testing.T) {
 	if err := c.QueryRow(testenv.Context(t), "SHOW SESSION").Scan(&user, new(string), new(string), new(string), new(string)); err != nil || user != "anyone" {
 		t.Fatalf("loopback client with a password and no users: %q %v", user, err)
 	}
-	if out, err := psql(t, []string{"PGPASSWORD=secret"}, dsn(addr, "anyone", "", ""), "-c", "SHOW THINGS"); err != nil || !strings.Contains(out, "(2 rows)") {
+	out, err := psql(t, []string{"PGPASSWORD=secret"}, dsn(addr, "anyone", "", ""), "-c", "SHOW THINGS")
+	if err != nil || !strings.Contains(out, "(2 rows)") {
 		t.Fatalf("psql with PGPASSWORD and no users: %v\n%s", err, out)
+	}
+	// Told once, at login, that nothing checks a password.
+	if n := strings.Count(out, "WARNING:  "+pgfront.NoUsersNotice); n != 1 {
+		t.Fatalf("psql with PGPASSWORD and no users: the no-users notice %d times:\n%s", n, out)
 	}
 
 	nopw := server(t, pgfront.Config{Executor: newTestExec(), Users: consoletest.Users(t, "authority:\n  users:\n    - user: nopw@%\n")})
 	connect(t, dsn(nopw, "nopw", "", ""))
-	_, err := pgx.Connect(testenv.Context(t), dsn(nopw, "nopw", "a-password", ""))
+	_, err = pgx.Connect(testenv.Context(t), dsn(nopw, "nopw", "a-password", ""))
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "28P01" {
 		t.Fatalf("a user without a password, logging in with one: %v, want FATAL 28P01", err)

@@ -177,6 +177,11 @@ func remoteAddr(nc net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// NoUsersNotice is the warning every session of loopback-only mode (no
+// users configured) gets at login.
+const NoUsersNotice = "no users are configured on this node (the authority rule has none), so no password is asked for or checked: " +
+	"every loopback client gets in under any name and is an admin; add users to the authority rule (README: Operating it with DistSQL)"
+
 // authenticate checks the StartupMessage m's user against the configured
 // users and finishes the startup: AuthenticationOk, ParameterStatus,
 // BackendKeyData, ReadyForQuery.
@@ -231,6 +236,12 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 		return errEvicted
 	}
 	be.Send(&pgproto3.AuthenticationOk{})
+	if users.Empty() {
+		// A PostgreSQL client sends a password only when asked, so none
+		// can be told apart: every session of loopback-only mode hears
+		// once, at login, that nothing checks one.
+		be.Send(&pgproto3.NoticeResponse{Severity: "WARNING", SeverityUnlocalized: "WARNING", Code: "01000", Message: NoUsersNotice})
+	}
 	sess.console = console.Session{User: user, Host: host, Database: database, Protocol: "PostgreSQL"}
 	for _, p := range [][2]string{
 		{"server_version", ServerVersion},
