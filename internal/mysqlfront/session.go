@@ -56,8 +56,8 @@ type session struct {
 	stmtCancel context.CancelFunc // of the running statement; nil between statements
 	cancelled  bool               // KILL QUERY cancelled the running statement
 
-	users     *authority.Users
-	noPass    bool // the credential GetCredential returned is the empty password
+	users  *authority.Users
+	noPass bool // the credential GetCredential returned is the empty password
 	// unchecked holds the warning that no users are configured, for a
 	// client that sent a password in loopback-only mode, until its first
 	// statement carries it.
