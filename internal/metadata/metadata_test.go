@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,7 +197,15 @@ func normalise(t *testing.T, content map[string]any) map[string]any {
 func TestConcurrentBootstrapKeepsOneCopy(t *testing.T) {
 	ctx := testenv.Context(t)
 	base := memory.New()
-	cfgs := []*config.Config{exampleConfig(t), otherConfig(), exampleConfig(t), otherConfig()}
+	// Which node persists is the race; a node whose authority rule then
+	// differs refuses to start (TestAuthorityDiffersRefusesStart), so the
+	// configs here differ in their databases and props only.
+	example := func() *config.Config {
+		cfg := exampleConfig(t)
+		cfg.GlobalRules = slices.DeleteFunc(cfg.GlobalRules, func(r config.Rule) bool { return r.Type == "authority" })
+		return cfg
+	}
+	cfgs := []*config.Config{example(), otherConfig(), example(), otherConfig()}
 	nodes := make([]*node, len(cfgs))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
