@@ -324,7 +324,9 @@ func (h *Holding) ReservedUntil() int64 {
 // error wrapping ErrLost when they changed (stop issuing at once). On any
 // other error the outcome is unknown: keep using the previous limit; the
 // next Reserve finds out (it re-reads the fence and adopts a write of its
-// own that did land). A reservation never goes down: until below the
+// own that did land). That re-read has its own deadline (RereadTimeout),
+// not what is left of ctx: when it cannot answer either, the outcome stays
+// unknown (not ErrLost). A reservation never goes down: until below the
 // current limit is a no-op.
 func (h *Holding) Reserve(ctx context.Context, until int64) error {
 	h.mu.Lock()
@@ -365,8 +367,17 @@ func (h *Holding) write(ctx context.Context, until int64) error {
 	}
 	if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrExists) {
 		// Perhaps our own earlier write landed with an unknown outcome:
-		// adopt it if the fence is still ours and the reservation unchanged.
-		if h.adopt(ctx, fk, res) {
+		// adopt it if the fence is still ours and the reservation
+		// unchanged. The re-read has a deadline of its own: ctx may be
+		// spent by the commit that failed, and a re-read that cannot
+		// answer leaves the outcome unknown, not lost.
+		rctx, cancel := rereadContext(ctx)
+		ours, rerr := h.adopt(rctx, fk, res)
+		cancel()
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("reserve worker id %d: the outcome is unknown (%v) and the fence could not be re-read: %w", h.WorkerID, err, rerr)
+		case ours:
 			return h.write(ctx, until)
 		}
 		return fmt.Errorf("reserve worker id %d: %w (%v)", h.WorkerID, ErrLost, err)
@@ -377,27 +388,55 @@ func (h *Holding) write(ctx context.Context, until int64) error {
 	return fmt.Errorf("reserve worker id %d: %w", h.WorkerID, err)
 }
 
+// RereadTimeout bounds the re-read that resolves a renewal whose
+// condition failed (was it this holder's own earlier write that landed?),
+// whatever is left of the renewal's context.
+const RereadTimeout = 5 * time.Second
+
+// rereadContext is a context for that re-read: it ends after
+// RereadTimeout or when ctx is cancelled, not when ctx's deadline passes.
+func rereadContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RereadTimeout)
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	return rctx, func() { stop(); cancel() }
+}
+
 // adopt re-reads the fence and reservation; if both are still this
 // holder's, it takes the fence's version and reservation as current and
-// reports true.
-func (h *Holding) adopt(ctx context.Context, fk, res string) bool {
+// reports true. It reports false when the registry answered that they
+// are not (changed or gone), and an error when a read failed otherwise:
+// then nobody knows.
+func (h *Holding) adopt(ctx context.Context, fk, res string) (bool, error) {
 	repoKV, err := h.repo.Get(ctx, fk)
+	if errors.Is(err, registry.ErrNotFound) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, err
 	}
 	f, err := decodeFence(repoKV.Value)
 	if err != nil || f.Epoch != h.Epoch || f.Holder != h.InstanceID || repoKV.Version == h.fenceVersion {
-		return false
+		return false, nil
 	}
 	resKV, err := h.repo.Get(ctx, res)
-	if err != nil || resKV.Version != h.resVersion || string(resKV.Value) != h.InstanceID {
-		return false
+	if errors.Is(err, registry.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if resKV.Version != h.resVersion || string(resKV.Value) != h.InstanceID {
+		return false, nil
 	}
 	h.fenceVersion = repoKV.Version
 	if f.ReservedUntil > h.reservedUntil {
 		h.reservedUntil = f.ReservedUntil
 	}
-	return true
+	return true, nil
 }
 
 // Alternatives is the number of candidate ids one claim tries where the
