@@ -15,6 +15,10 @@ var (
 	ErrWatchLost      = errors.New("watch lost; re-watch to resync")
 	ErrClosed         = errors.New("closed")
 	ErrUnavailable    = errors.New("registry unavailable")
+	// ErrTooLarge is a write larger than the registry takes in one
+	// request (etcd's --max-request-bytes, ZooKeeper's jute.maxbuffer):
+	// refused before it is sent, so nothing was written.
+	ErrTooLarge = errors.New("too large for one registry request")
 )
 
 // OpError records the operation and key that failed, in the style of

@@ -67,8 +67,8 @@ type Mode struct {
 // names in YAML (`namespace`, `server-lists`, `timeToLiveSeconds`,
 // `retryIntervalMilliseconds`, `maxRetries`, `operationTimeoutMilliseconds`,
 // `digest`) plus shardkeeper's own (`username`, `password`, `caFile`,
-// `certFile`, `keyFile`, `connectTimeoutMilliseconds`, `layoutVersion`, and
-// for Embedded `dataDir`, `clientUrl`, `peerUrl`).
+// `certFile`, `keyFile`, `connectTimeoutMilliseconds`, `layoutVersion`,
+// `maxRequestBytes`, and for Embedded `dataDir`, `clientUrl`, `peerUrl`).
 type Repository struct {
 	Type             string        // RepositoryEtcd, RepositoryZooKeeper or RepositoryEmbedded
 	Namespace        string        // key prefix (etcd) or root znode (ZooKeeper)
@@ -87,6 +87,11 @@ type Repository struct {
 	DataDir          string        // Embedded: where the embedded etcd keeps its data and credentials; etcd: read the credentials there
 	ClientURL        string        // Embedded: where it listens for clients
 	PeerURL          string        // Embedded: where it listens for etcd peers; empty (the default) opens no peer port
+	// MaxRequestBytes is the server's request limit (prop
+	// maxRequestBytes: etcd's --max-request-bytes, ZooKeeper's
+	// jute.maxbuffer); 0 means the server's default (1.5 MiB, 1 MiB).
+	// Writes beyond it are refused before they are sent.
+	MaxRequestBytes int
 	// Layout is the ShardingSphere release whose registry layout the node
 	// writes (prop layoutVersion, such as 5.5.2; default 5.5.3). Every
 	// layout is read.
@@ -302,6 +307,8 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 			r.OperationTimeout = p.millis(v, field, 1)
 		case "connectTimeoutMilliseconds":
 			r.ConnectTimeout = p.millis(v, field, 1)
+		case "maxRequestBytes":
+			r.MaxRequestBytes = p.integer(v, field, 64<<10, 1<<30)
 		case "connectionTimeout":
 			// etcd's prop is defined but unused upstream; accepted and ignored.
 		case "digest":

@@ -55,23 +55,25 @@ func OpenCounting(ctx context.Context, c config.Repository, log *slog.Logger, sl
 			user, password = creds.Username, creds.Password
 		}
 		return etcd.Open(ctx, etcd.Config{
-			Endpoints:   c.ServerLists,
-			Namespace:   c.Namespace,
-			Username:    user,
-			Password:    password,
-			TLS:         tlsConfig,
-			DialTimeout: c.ConnectTimeout,
-			Retry:       etcd.Retry{Interval: c.RetryInterval, MaxRetries: c.MaxRetries, AttemptTimeout: c.OperationTimeout},
+			Endpoints:       c.ServerLists,
+			Namespace:       c.Namespace,
+			Username:        user,
+			Password:        password,
+			TLS:             tlsConfig,
+			DialTimeout:     c.ConnectTimeout,
+			Retry:           etcd.Retry{Interval: c.RetryInterval, MaxRetries: c.MaxRetries, AttemptTimeout: c.OperationTimeout},
+			MaxRequestBytes: c.MaxRequestBytes,
 		})
 	case config.RepositoryZooKeeper:
 		return zookeeper.Open(ctx, zookeeper.Config{
-			Servers:        c.ServerLists,
-			Namespace:      c.Namespace,
-			SessionTimeout: c.TimeToLive,
-			ConnectTimeout: c.ConnectTimeout,
-			Digest:         c.Digest,
-			Retry:          zookeeper.Backoff{Interval: c.RetryInterval, MaxRetries: c.MaxRetries},
-			AttemptTimeout: c.OperationTimeout,
+			Servers:         c.ServerLists,
+			Namespace:       c.Namespace,
+			SessionTimeout:  c.TimeToLive,
+			ConnectTimeout:  c.ConnectTimeout,
+			Digest:          c.Digest,
+			Retry:           zookeeper.Backoff{Interval: c.RetryInterval, MaxRetries: c.MaxRetries},
+			AttemptTimeout:  c.OperationTimeout,
+			MaxRequestBytes: c.MaxRequestBytes,
 		})
 	case config.RepositoryEmbedded:
 		if log == nil {

@@ -173,6 +173,9 @@ func (r *Repo) Children(ctx context.Context, key string) ([]string, error) {
 
 // Put implements registry.Repository.
 func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
+	if err := r.checkSize("put", key, 1, len(key)+len(value)+registry.RequestOverhead); err != nil {
+		return 0, err
+	}
 	c, cancel, err := r.begin(ctx, "put", key)
 	if err != nil {
 		return 0, err
@@ -187,6 +190,9 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 
 // Create implements registry.Repository: a Txn on CreateRevision == 0.
 func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
+	if err := r.checkSize("create", key, 1, len(key)+len(value)+registry.RequestOverhead); err != nil {
+		return 0, err
+	}
 	c, cancel, err := r.begin(ctx, "create", key)
 	if err != nil {
 		return 0, err
@@ -209,6 +215,9 @@ func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.V
 // Update implements registry.Repository: a Txn on ModRevision == expect
 // whose else branch reads the key to tell ErrNotFound from ErrBadVersion.
 func (r *Repo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
+	if err := r.checkSize("update", key, 1, len(key)+len(value)+registry.RequestOverhead); err != nil {
+		return 0, err
+	}
 	c, cancel, err := r.begin(ctx, "update", key)
 	if err != nil {
 		return 0, err

@@ -51,6 +51,9 @@ import (
 const (
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 10 * time.Second
+	// DefaultMaxRequestBytes is Config.MaxRequestBytes' default: etcd's
+	// own default --max-request-bytes, 1.5 MiB.
+	DefaultMaxRequestBytes = 1536 << 10
 )
 
 // Config says how to reach etcd.
@@ -86,6 +89,12 @@ type Config struct {
 	// Dialer replaces the TCP dial of every connection attempt (tests,
 	// proxies); addr is host:port.
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// MaxRequestBytes is the most one write may carry (keys with the
+	// namespace, values and registry.RequestOverhead each, see
+	// registry.Txn.Size): the server's --max-request-bytes. A larger write
+	// is refused with registry.ErrTooLarge before it is sent. Zero means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int
 }
 
 // Validate reports every problem in c at once.
@@ -152,6 +161,7 @@ type Repo struct {
 	ns             string
 	endpoints      []string
 	requestTimeout time.Duration
+	maxRequest     int   // Config.MaxRequestBytes
 	childrenPage   int64 // keys per Children read; tests make it small
 
 	ctx    context.Context // cancelled by Close; every goroutine ends with it
@@ -181,6 +191,9 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	lg := c.Logger
 	if lg == nil {
@@ -236,6 +249,7 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		ns:             c.Namespace,
 		endpoints:      endpoints,
 		requestTimeout: c.RequestTimeout,
+		maxRequest:     c.MaxRequestBytes,
 		childrenPage:   childrenPage,
 		ctx:            rctx,
 		cancel:         cancel,
@@ -352,6 +366,12 @@ func (r *Repo) rangeOf(key string) (start, end string) {
 		return p, clientv3.GetPrefixRangeEnd(p)
 	}
 	return r.full(key), clientv3.GetPrefixRangeEnd(r.full(key) + "/")
+}
+
+// checkSize refuses a write of keys keys (each also carries the
+// namespace) and size bytes (registry.Txn.Size) beyond the request limit.
+func (r *Repo) checkSize(op, key string, keys, size int) error {
+	return registry.CheckSize(op, key, size+keys*len(r.ns), r.maxRequest, "etcd's request limit (--max-request-bytes; the repository prop maxRequestBytes)")
 }
 
 // begin checks key and the Repo's state and bounds ctx by RequestTimeout.

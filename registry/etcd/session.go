@@ -157,6 +157,9 @@ func (s *session) convertError(ctx context.Context, op, key string, err error) e
 
 // PutEphemeral implements registry.Session: a put with the session's lease.
 func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) error {
+	if err := s.repo.checkSize("put ephemeral", key, 1, len(key)+len(value)+registry.RequestOverhead); err != nil {
+		return err
+	}
 	c, cancel, err := s.begin(ctx, "put ephemeral", key)
 	if err != nil {
 		return err
@@ -169,6 +172,9 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 // CreateExclusiveEphemeral implements registry.Session: a Txn on
 // CreateRevision == 0 that puts key with the session's lease.
 func (s *session) CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error {
+	if err := s.repo.checkSize("create ephemeral", key, 1, len(key)+len(value)+registry.RequestOverhead); err != nil {
+		return err
+	}
 	c, cancel, err := s.begin(ctx, "create ephemeral", key)
 	if err != nil {
 		return err

@@ -20,6 +20,9 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		return 0, err
 	}
 	first := txn.Conds[0].Key
+	if err := s.repo.checkSize("commit", first, len(txn.Conds)+len(txn.Ops), txn.Size()); err != nil {
+		return 0, err
+	}
 	c, cancel, err := s.begin(ctx, "commit", first)
 	if err != nil {
 		return 0, err
@@ -46,6 +49,13 @@ func (s *session) CommitFirst(ctx context.Context, alts []registry.Txn) (int, re
 		return -1, 0, err
 	}
 	first := alts[0].Conds[0].Key
+	keys, size := 0, 0
+	for _, t := range alts {
+		keys, size = keys+len(t.Conds)+len(t.Ops), size+t.Size()
+	}
+	if err := s.repo.checkSize("commit", first, keys, size); err != nil {
+		return -1, 0, err
+	}
 	c, cancel, err := s.begin(ctx, "commit", first)
 	if err != nil {
 		return -1, 0, err

@@ -105,6 +105,9 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 	if err := r.check(ctx, "put", key); err != nil {
 		return 0, err
 	}
+	if err := r.checkSize("put", key, len(key)+len(value)); err != nil {
+		return 0, err
+	}
 	r.st.mu.Lock()
 	defer r.st.mu.Unlock()
 	return registry.Version(r.st.write(key, value, nil)), nil
@@ -113,6 +116,9 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 // Create implements registry.Repository.
 func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
 	if err := r.check(ctx, "create", key); err != nil {
+		return 0, err
+	}
+	if err := r.checkSize("create", key, len(key)+len(value)); err != nil {
 		return 0, err
 	}
 	r.st.mu.Lock()
@@ -126,6 +132,9 @@ func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.V
 // Update implements registry.Repository.
 func (r *Repo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
 	if err := r.check(ctx, "update", key); err != nil {
+		return 0, err
+	}
+	if err := r.checkSize("update", key, len(key)+len(value)); err != nil {
 		return 0, err
 	}
 	r.st.mu.Lock()

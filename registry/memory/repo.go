@@ -116,6 +116,17 @@ func (r *Repo) check(ctx context.Context, op, key string) error {
 	return nil
 }
 
+// MaxRequestBytes is the most one write carries (keys and values, see
+// registry.Txn.Size), etcd's default request limit: a larger one is
+// refused with registry.ErrTooLarge, as the real registries refuse it, so
+// that simulations meet the same bound.
+const MaxRequestBytes = 1536 << 10
+
+// checkSize refuses a write of size bytes beyond MaxRequestBytes.
+func (r *Repo) checkSize(op, key string, size int) error {
+	return registry.CheckSize(op, key, size, MaxRequestBytes, "the memory registry's request limit (etcd's default)")
+}
+
 // write stores key under st.mu at a new revision and notifies watchers; it
 // returns the new version.
 func (st *store) write(key string, value []byte, owner *session) int64 {

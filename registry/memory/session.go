@@ -115,6 +115,9 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 	if err := s.repo.check(ctx, "put-ephemeral", key); err != nil {
 		return err
 	}
+	if err := s.repo.checkSize("put-ephemeral", key, len(key)+len(value)); err != nil {
+		return err
+	}
 	st := s.repo.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -128,6 +131,9 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 // CreateExclusiveEphemeral implements registry.Session.
 func (s *session) CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error {
 	if err := s.repo.check(ctx, "create-ephemeral", key); err != nil {
+		return err
+	}
+	if err := s.repo.checkSize("create-ephemeral", key, len(key)+len(value)); err != nil {
 		return err
 	}
 	st := s.repo.st

@@ -16,6 +16,9 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	if err := s.repo.check(ctx, "commit", "/"); err != nil {
 		return 0, err
 	}
+	if err := s.repo.checkSize("commit", txn.Conds[0].Key, txn.Size()); err != nil {
+		return 0, err
+	}
 	st := s.repo.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -35,6 +38,13 @@ func (s *session) CommitFirst(ctx context.Context, alts []registry.Txn) (int, re
 		return -1, 0, err
 	}
 	if err := s.repo.check(ctx, "commit", "/"); err != nil {
+		return -1, 0, err
+	}
+	size := 0
+	for _, t := range alts {
+		size += t.Size()
+	}
+	if err := s.repo.checkSize("commit-first", alts[0].Conds[0].Key, size); err != nil {
 		return -1, 0, err
 	}
 	st := s.repo.st

@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"GetMany", testGetMany},
 		{"CommitFirst", testCommitFirst},
 		{"CommitFirstRace", testCommitFirstRace},
+		{"TooLarge", testTooLarge},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}

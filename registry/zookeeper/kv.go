@@ -120,6 +120,9 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 	if err := r.checkWrite(ctx, "put", key); err != nil {
 		return 0, err
 	}
+	if err := r.checkSize("put", key, 1, len(key), len(value)); err != nil {
+		return 0, err
+	}
 	p := r.full(key)
 	for {
 		stat, err := r.conn.Set(p, data(value), -1)
@@ -143,6 +146,9 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 // Create implements registry.Repository.
 func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.Version, error) {
 	if err := r.checkWrite(ctx, "create", key); err != nil {
+		return 0, err
+	}
+	if err := r.checkSize("create", key, 1, len(key), len(value)); err != nil {
 		return 0, err
 	}
 	v, err := r.create(r.full(key), value)
@@ -196,6 +202,9 @@ func multiAt(conn *zk.Conn, ops ...any) ([]zk.MultiResponse, int, error) {
 // write still fails if anyone wrote in between.
 func (r *Repo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
 	if err := r.checkWrite(ctx, "update", key); err != nil {
+		return 0, err
+	}
+	if err := r.checkSize("update", key, 1, len(key), len(value)); err != nil {
 		return 0, err
 	}
 	p := r.full(key)

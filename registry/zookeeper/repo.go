@@ -73,6 +73,9 @@ const (
 	// DefaultConnectTimeout bounds Open and NewSession while they wait for a
 	// session.
 	DefaultConnectTimeout = 10 * time.Second
+	// DefaultMaxRequestBytes is Config.MaxRequestBytes' default: the
+	// server's default jute.maxbuffer (0xfffff bytes).
+	DefaultMaxRequestBytes = 0xfffff
 )
 
 // Config says where the ensemble is and how to talk to it.
@@ -109,6 +112,14 @@ type Config struct {
 	// ShardingSphere's operationTimeoutMilliseconds, which it gives Curator
 	// as its connection timeout. Zero means go-zookeeper's 1 s.
 	AttemptTimeout time.Duration
+	// MaxRequestBytes is the most one write may carry: the server's
+	// jute.maxbuffer, past which it drops the connection without an
+	// answer. A write is counted with its full paths, each value twice (a
+	// create is a multi of the create and a set) and
+	// registry.RequestOverhead a key; a larger one is refused with
+	// registry.ErrTooLarge before it is sent. Zero means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int
 }
 
 // Validate reports every problem with c at once.
@@ -177,6 +188,9 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	r := &Repo{
 		cfg:      cfg,
@@ -392,6 +406,14 @@ func (r *Repo) checkWrite(ctx context.Context, op, key string) error {
 		return &registry.OpError{Op: op, Key: key, Err: fmt.Errorf("%w: / is the namespace root, not a key", registry.ErrBadKey)}
 	}
 	return nil
+}
+
+// checkSize refuses a write beyond Config.MaxRequestBytes: keys keys
+// (with the namespace root) and values of valueBytes bytes in all, each
+// counted twice.
+func (r *Repo) checkSize(op, key string, keys, keyBytes, valueBytes int) error {
+	size := keyBytes + keys*(len(r.root)+registry.RequestOverhead) + 2*valueBytes
+	return registry.CheckSize(op, key, size, r.cfg.MaxRequestBytes, "ZooKeeper's request limit (the server's jute.maxbuffer; the repository prop maxRequestBytes)")
 }
 
 // convert is convertError for the Repo's connection: after Close every

@@ -174,6 +174,9 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 	if err := s.check(ctx, "put ephemeral", key); err != nil {
 		return err
 	}
+	if err := s.r.checkSize("put ephemeral", key, 1, len(key), len(value)); err != nil {
+		return err
+	}
 	p := s.r.full(key)
 	for attempt := 0; ; attempt++ {
 		err := withParents(s.conn, s.r.acl, p, func() error {
@@ -213,6 +216,9 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 // ZooKeeper lets exactly one of any number of racing creators win.
 func (s *session) CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error {
 	if err := s.check(ctx, "create ephemeral", key); err != nil {
+		return err
+	}
+	if err := s.r.checkSize("create ephemeral", key, 1, len(key), len(value)); err != nil {
 		return err
 	}
 	p := s.r.full(key)

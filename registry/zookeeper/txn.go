@@ -32,6 +32,16 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	if err := s.check(ctx, "commit", first); err != nil {
 		return 0, err
 	}
+	keyBytes, valueBytes := 0, 0
+	for _, c := range txn.Conds {
+		keyBytes += len(c.Key)
+	}
+	for _, o := range txn.Ops {
+		keyBytes, valueBytes = keyBytes+len(o.Key), valueBytes+len(o.Value)
+	}
+	if err := s.r.checkSize("commit", first, len(txn.Conds)+len(txn.Ops), keyBytes, valueBytes); err != nil {
+		return 0, err
+	}
 	for _, c := range txn.Conds {
 		if c.Key == "/" {
 			return 0, &registry.OpError{Op: "commit", Key: c.Key, Err: fmt.Errorf("%w: / is the namespace root, not a key", registry.ErrBadKey)}
