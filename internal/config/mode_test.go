@@ -180,3 +180,25 @@ func TestConnectionPropsRefusedOnEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRequestBytesProp: maxRequestBytes sets the registry's request
+// limit on etcd and ZooKeeper; a value outside [64 KiB, 1 GiB] is refused
+// with its line.
+func TestMaxRequestBytesProp(t *testing.T) {
+	for _, typ := range []string{"etcd", "ZooKeeper"} {
+		doc := func(v string) string {
+			return "mode:\n  type: Cluster\n  repository:\n    type: " + typ + "\n    props:\n      namespace: ns\n      server-lists: " +
+				map[string]string{"etcd": "http://127.0.0.1:2379", "ZooKeeper": "127.0.0.1:2181"}[typ] +
+				"\n      maxRequestBytes: " + v + "\n"
+		}
+		m, err := ParseMode("global.yaml", []byte(doc("4194304")))
+		if err != nil || m.Repository.MaxRequestBytes != 4<<20 {
+			t.Fatalf("%s: maxRequestBytes 4194304: %+v %v", typ, m.Repository, err)
+		}
+		for _, bad := range []string{"0", "-1", "1000", "x"} {
+			if _, err := ParseMode("global.yaml", []byte(doc(bad))); err == nil || !strings.Contains(err.Error(), "global.yaml:8: mode.repository.props.maxRequestBytes") {
+				t.Errorf("%s: maxRequestBytes %s: %v", typ, bad, err)
+			}
+		}
+	}
+}
