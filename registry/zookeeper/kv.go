@@ -120,7 +120,7 @@ func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Vers
 	if err := r.checkWrite(ctx, "put", key); err != nil {
 		return 0, err
 	}
-	if err := r.checkSize("put", key, 1, len(key), len(value)); err != nil {
+	if err := r.checkSize("put", key, 1, len(key), 2*len(value)); err != nil {
 		return 0, err
 	}
 	p := r.full(key)
@@ -148,7 +148,7 @@ func (r *Repo) Create(ctx context.Context, key string, value []byte) (registry.V
 	if err := r.checkWrite(ctx, "create", key); err != nil {
 		return 0, err
 	}
-	if err := r.checkSize("create", key, 1, len(key), len(value)); err != nil {
+	if err := r.checkSize("create", key, 1, len(key), 2*len(value)); err != nil {
 		return 0, err
 	}
 	v, err := r.create(r.full(key), value)

@@ -114,8 +114,8 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// MaxRequestBytes is the most one write may carry: the server's
 	// jute.maxbuffer, past which it drops the connection without an
-	// answer. A write is counted with its full paths, each value twice (a
-	// create is a multi of the create and a set) and
+	// answer. A write is counted with its full paths, its values (a
+	// create's twice: it is a multi of the create and a set) and
 	// registry.RequestOverhead a key; a larger one is refused with
 	// registry.ErrTooLarge before it is sent. Zero means
 	// DefaultMaxRequestBytes.
@@ -409,10 +409,10 @@ func (r *Repo) checkWrite(ctx context.Context, op, key string) error {
 }
 
 // checkSize refuses a write beyond Config.MaxRequestBytes: keys keys
-// (with the namespace root) and values of valueBytes bytes in all, each
-// counted twice.
+// (with the namespace root) of keyBytes bytes and the valueBytes bytes of
+// values it sends (a create sends its value twice, see create).
 func (r *Repo) checkSize(op, key string, keys, keyBytes, valueBytes int) error {
-	size := keyBytes + keys*(len(r.root)+registry.RequestOverhead) + 2*valueBytes
+	size := keyBytes + keys*(len(r.root)+registry.RequestOverhead) + valueBytes
 	return registry.CheckSize(op, key, size, r.cfg.MaxRequestBytes, "ZooKeeper's request limit (the server's jute.maxbuffer; the repository prop maxRequestBytes)")
 }
 

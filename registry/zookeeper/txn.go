@@ -32,14 +32,15 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 	if err := s.check(ctx, "commit", first); err != nil {
 		return 0, err
 	}
-	keyBytes, valueBytes := 0, 0
+	keyBytes, valueBytes, largest := 0, 0, 0
 	for _, c := range txn.Conds {
 		keyBytes += len(c.Key)
 	}
 	for _, o := range txn.Ops {
-		keyBytes, valueBytes = keyBytes+len(o.Key), valueBytes+len(o.Value)
+		keyBytes, valueBytes, largest = keyBytes+len(o.Key), valueBytes+len(o.Value), max(largest, len(o.Value))
 	}
-	if err := s.r.checkSize("commit", first, len(txn.Conds)+len(txn.Ops), keyBytes, valueBytes); err != nil {
+	// One created key's value is sent twice (a set returns the Stat).
+	if err := s.r.checkSize("commit", first, len(txn.Conds)+len(txn.Ops), keyBytes, valueBytes+largest); err != nil {
 		return 0, err
 	}
 	for _, c := range txn.Conds {
