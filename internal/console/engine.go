@@ -299,6 +299,8 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showLogicalTables(ctx, s, st)
 	case *distsql.NoEngine:
 		return nil, noEngine(st)
+	case *distsql.AlterReadwriteSplittingStatus: // rwstatus.go
+		return e.alterReadwriteStatus(ctx, s, st)
 	case *distsql.ShowVariables:
 		return e.showVariables(ctx, s, st)
 	case *distsql.ShowWarnings:

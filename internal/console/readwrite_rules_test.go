@@ -95,6 +95,21 @@ func TestReadwriteSplittingAndGlobalRules(t *testing.T) {
 			got := rowStrings(exec(t, n, s, "SHOW STATUS FROM READWRITE_SPLITTING RULE rw"))
 			return reflect.DeepEqual(got, [][]string{{"rw", "ds_1", "ENABLED"}, {"rw", "ds_spare", "DISABLED"}})
 		})
+		// Upstream's ALTER READWRITE_SPLITTING RULE g ENABLE|DISABLE unit,
+		// with its checks.
+		exec(t, n, s, "ALTER READWRITE_SPLITTING RULE rw ENABLE ds_spare FROM sharding_db")
+		testenv.Eventually(t, "ENABLE to show ds_spare enabled", func() bool {
+			got := rowStrings(exec(t, n, s, "SHOW STATUS FROM READWRITE_SPLITTING RULE rw"))
+			return reflect.DeepEqual(got, [][]string{{"rw", "ds_1", "ENABLED"}, {"rw", "ds_spare", "ENABLED"}})
+		})
+		exec(t, n, s, "ALTER READWRITE_SPLITTING RULE rw DISABLE ds_spare")
+		testenv.Eventually(t, "DISABLE to show ds_spare disabled", func() bool {
+			got := rowStrings(exec(t, n, s, "SHOW STATUS FROM READWRITE_SPLITTING RULE rw"))
+			return reflect.DeepEqual(got, [][]string{{"rw", "ds_1", "ENABLED"}, {"rw", "ds_spare", "DISABLED"}})
+		})
+		if e := execError(t, n, s, "ALTER READWRITE_SPLITTING RULE nope DISABLE ds_spare"); e.Code != 10202 || e.SQLState != "42S02" {
+			t.Errorf("DISABLE in an unknown rule: %+v", e)
+		}
 		exec(t, n, s, "CREATE READWRITE_SPLITTING RULE IF NOT EXISTS rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))")
 		if e := execError(t, n, s, "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))"); e.Code != 10204 {
 			t.Errorf("CREATE of an existing rule: %+v", e)

@@ -72,3 +72,31 @@ func (p *parser) noEngine() (Statement, bool) {
 	}
 	return st, true
 }
+
+// AlterReadwriteSplittingStatus is upstream's ALTER READWRITE_SPLITTING
+// RULE group ENABLE|DISABLE unit [FROM db]: a read data source's state.
+type AlterReadwriteSplittingStatus struct {
+	Group, Unit, Database string
+	Enable                bool
+}
+
+// Scope implements Statement.
+func (st AlterReadwriteSplittingStatus) Scope() Scope { return named(st.Database) }
+
+// readwriteStatus reads ALTER READWRITE_SPLITTING RULE g ENABLE|DISABLE u
+// [FROM db] when the tokens start it.
+func (p *parser) readwriteStatus() (Statement, bool) {
+	if !isKeyword(p.peekAt(0), "ALTER") || !isKeyword(p.peekAt(1), "READWRITE_SPLITTING") || !isKeyword(p.peekAt(2), "RULE") ||
+		!isKeyword(p.peekAt(4), "ENABLE") && !isKeyword(p.peekAt(4), "DISABLE") {
+		return nil, false
+	}
+	p.i += 3
+	st := &AlterReadwriteSplittingStatus{Group: p.identifier("rule name")}
+	st.Enable = p.keyword("ENABLE")
+	if !st.Enable {
+		p.expect("DISABLE")
+	}
+	st.Unit = p.identOrString("storage unit name")
+	st.Database = p.fromDatabase()
+	return st, true
+}

@@ -17,5 +17,7 @@ func TestParseLogicalTablesAndNoEngine(t *testing.T) {
 		{"DROP STREAMING 'j'", &NoEngine{Statement: "DROP STREAMING", Migration: true}},
 		{"COMMIT", &Transaction{Verb: "commit"}},
 		{"USE migration", &Use{Database: "migration"}},
+		{"ALTER READWRITE_SPLITTING RULE g DISABLE ds_1", &AlterReadwriteSplittingStatus{Group: "g", Unit: "ds_1"}},
+		{"ALTER READWRITE_SPLITTING RULE g ENABLE ds_1 FROM db", &AlterReadwriteSplittingStatus{Group: "g", Unit: "ds_1", Database: "db", Enable: true}},
 	})
 }

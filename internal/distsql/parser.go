@@ -253,6 +253,9 @@ func (p *parser) top() Statement {
 	if st, ok := p.noEngine(); ok { // catalog.go
 		return st
 	}
+	if st, ok := p.readwriteStatus(); ok { // catalog.go
+		return st
+	}
 	if st, ok := p.shardingRDL(); ok { // sharding_rdl.go
 		return st
 	}
