@@ -59,6 +59,7 @@ type consoleDeps struct {
 	users     func() (*authority.Users, error)
 	processes *process.Table
 	budget    *connserver.Budget // the statements of both consoles together
+	metrics   *console.Metrics   // both consoles' sessions, logins and refusals (statements: executor)
 	log       *slog.Logger
 }
 

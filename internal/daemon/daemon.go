@@ -133,8 +133,11 @@ type Daemon struct {
 	log        *slog.Logger
 	started    time.Time // when Start began, for the uptime
 	slow       *zapslog.Slow
-	cancel     context.CancelFunc
-	runDone    chan struct{}
+	// consoleMetrics counts the consoles' sessions, statements, errors,
+	// failed logins and refused connections, served in /metrics.
+	consoleMetrics *console.Metrics
+	cancel         context.CancelFunc
+	runDone        chan struct{}
 }
 
 // Start connects to the registry, opens the cluster node (it holds a
@@ -170,7 +173,8 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		}
 	}
 	log = log.With("instance", nc.InstanceID)
-	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget), started: time.Now()}
+	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget), started: time.Now(),
+		consoleMetrics: console.NewMetrics()}
 	var fileDir *dbconfig.FileDir
 	if c.DistSQLFileDir != "" {
 		// The data dir: the embedded registry's data, or the credentials an
@@ -287,7 +291,7 @@ func (d *Daemon) serve() error {
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
 			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
-			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow)},
+			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow), d.consoleMetrics},
 		})
 		if err != nil {
 			return err
@@ -299,7 +303,8 @@ func (d *Daemon) serve() error {
 			k.serve(d.Node, d.log)
 		}
 	}
-	deps := consoleDeps{executor: d.Console, users: d.users, processes: d.Processes, budget: d.stmts, log: d.log}
+	deps := consoleDeps{executor: d.consoleMetrics.Instrument(d.Console), users: d.users, processes: d.Processes, budget: d.stmts,
+		metrics: d.consoleMetrics, log: d.log}
 	for _, c := range []*consoleFrontend{d.mysql, d.postgreSQL} {
 		if c == nil {
 			continue

@@ -45,7 +45,7 @@ func bindMySQL(c *MySQLConfig, log *slog.Logger) (*consoleFrontend, error) {
 		open: func(d consoleDeps) (consoleServer, error) {
 			return mysqlfront.New(mysqlfront.Config{
 				Executor: d.executor, Users: d.users, Processes: d.processes, TLS: c.TLS,
-				MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Logger: d.log, Budget: d.budget,
+				MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Logger: d.log, Budget: d.budget, Metrics: d.metrics,
 			})
 		}}, nil
 }

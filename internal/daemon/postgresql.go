@@ -37,7 +37,7 @@ func bindPostgreSQL(c *PostgreSQLConfig, log *slog.Logger) (*consoleFrontend, er
 		open: func(d consoleDeps) (consoleServer, error) {
 			return pgfront.New(pgfront.Config{
 				Executor: d.executor, Processes: d.processes, Users: d.users,
-				TLS: c.TLS, Logger: d.log, MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Budget: d.budget,
+				TLS: c.TLS, Logger: d.log, MaxConnections: c.MaxConnections, IdleTimeout: c.IdleTimeout, Budget: d.budget, Metrics: d.metrics,
 			})
 		}}, nil
 }

@@ -66,6 +66,9 @@ const handshakeBudget = 64 << 10
 type Config struct {
 	// Executor runs every statement. Required.
 	Executor console.Executor
+	// Metrics, when set, counts the sessions, failed logins and refused
+	// connections (console.Metrics).
+	Metrics *console.Metrics
 	// Users returns the users a client may log in as; it is called for
 	// every connection, so a change of the authority rule applies to the
 	// next login. Nil, or Empty users, accept only loopback clients, under
@@ -132,8 +135,11 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	s.conns = connserver.New(connserver.Config{
 		Name: "mysqlfront", Max: cfg.MaxConnections, Logger: cfg.Logger,
-		Serve:  func(ctx context.Context, nc net.Conn) { newSession(ctx, s, nc).serve() },
-		Refuse: func(ctx context.Context, nc net.Conn) { newSession(ctx, s, nc).refuse(errTooManyConnections) },
+		Serve: func(ctx context.Context, nc net.Conn) { newSession(ctx, s, nc).serve() },
+		Refuse: func(ctx context.Context, nc net.Conn) {
+			cfg.Metrics.Refused("mysql")
+			newSession(ctx, s, nc).refuse(errTooManyConnections)
+		},
 	})
 	var key *rsa.PrivateKey
 	if cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 {

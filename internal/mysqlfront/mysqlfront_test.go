@@ -90,7 +90,7 @@ func start(t *testing.T, cfg mysqlfront.Config) *front {
 	t.Helper()
 	f := &front{exec: &executor{blocked: make(chan string, 4), unstick: make(chan struct{})}, log: &testenv.SyncBuffer{}, proc: process.NewTable()}
 	t.Cleanup(func() { close(f.exec.unstick) })
-	cfg.Executor = f.exec
+	cfg.Executor = cfg.Metrics.Instrument(f.exec) // counted as the daemon counts them; nil Metrics: f.exec
 	cfg.Processes = f.proc
 	cfg.Logger = slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := mysqlfront.New(cfg)

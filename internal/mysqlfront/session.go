@@ -180,6 +180,7 @@ func (ss *session) serve() {
 		}, ss.kill, ss.cancelStatement)
 		defer remove()
 	}
+	defer cfg.Metrics.SessionStarted("mysql")()
 	ss.log.Debug("mysql: session started", "user", ss.cs.User, "id", ss.cs.ID)
 	for {
 		_ = ss.raw.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
@@ -364,6 +365,7 @@ func (ss *session) OnAuthSuccess(c *server.Conn) error {
 // OnAuthFailure implements server.AuthenticationHandler: it logs the
 // refused login, never the password.
 func (ss *session) OnAuthFailure(c *server.Conn, err error) {
+	ss.srv.cfg.Metrics.LoginFailed("mysql")
 	var me *mysql.MyError
 	if errors.Is(err, server.ErrAccessDenied) || errors.As(err, &me) && me.Code == mysql.ER_ACCESS_DENIED_ERROR {
 		ss.log.Warn("mysql: access denied", "user", c.GetUser(), "reason", err.Error())

@@ -100,6 +100,9 @@ const ServerVersion = "14.0 (shardkeeper)"
 type Config struct {
 	// Executor runs the statements (required).
 	Executor console.Executor
+	// Metrics, when set, counts the sessions, failed logins and refused
+	// connections (console.Metrics).
+	Metrics *console.Metrics
 	// Processes, when set, lists every open session as a process.
 	Processes *process.Table
 	// Users returns the accounts clients log in as; it is called once per

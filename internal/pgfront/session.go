@@ -44,6 +44,7 @@ type session struct {
 	ctx        context.Context // ends when the session is killed or the server closes
 	end        context.CancelFunc
 	removeProc func()
+	ended      func() // uncounts the session in Config.Metrics; nil before login
 
 	mu        sync.Mutex
 	stmtStop  context.CancelFunc // cancels the running statement; nil when none runs
@@ -102,6 +103,9 @@ func (sess *session) run() {
 	s := sess.srv
 	defer func() {
 		s.unregister(sess)
+		if sess.ended != nil {
+			sess.ended()
+		}
 		if sess.removeProc != nil {
 			sess.removeProc()
 		}

@@ -54,6 +54,7 @@ func (s *Server) refuse(_ context.Context, nc net.Conn) {
 			return
 		}
 	}
+	s.c.Metrics.Refused("postgresql")
 	s.log.Warn("postgresql: connection refused: too many clients", "client", nc.RemoteAddr().String(), "max_conns", s.c.MaxConnections)
 	sendFatal(nc, &fatal{"53300", "sorry, too many clients already"})
 }
@@ -272,6 +273,7 @@ func (s *Server) authenticate(sess *session, m *pgproto3.StartupMessage, client 
 			StartMillis: time.Now().UnixMilli(), Idle: true,
 		}, sess.kill, sess.cancelStatement)
 	}
+	sess.ended = s.c.Metrics.SessionStarted("postgresql")
 	s.log.Debug("postgresql: session started", "session", sess.console.ID, "user", user, "client", host, "tls", viaTLS)
 	return nil
 }
@@ -306,6 +308,7 @@ func (s *Server) checkPassword(sess *session, be *pgproto3.Backend, users *autho
 		reason = "no user " + user + " may connect from " + client.String()
 	}
 	failed := func() error {
+		s.c.Metrics.LoginFailed("postgresql")
 		s.log.Warn("postgresql: authentication failed", "user", user, "client", client.String(), "reason", reason)
 		return &fatal{"28P01", fmt.Sprintf("password authentication failed for user %q", user)}
 	}
@@ -407,6 +410,7 @@ func (s *Server) scram(sess *session, be *pgproto3.Backend, user, password strin
 	}
 	out, err := conv.Step(string(first.Data))
 	if err != nil {
+		s.c.Metrics.LoginFailed("postgresql")
 		s.log.Warn("postgresql: authentication failed", "user", user, "reason", "scram client-first: "+err.Error())
 		return &fatal{"28P01", fmt.Sprintf("password authentication failed for user %q", user)}
 	}
