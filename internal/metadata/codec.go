@@ -365,9 +365,11 @@ func encodeGlobalRule(r config.Rule) []byte { return encodeRuleContent(upstreamG
 
 func decodeRuleContent(typ string, data []byte) (config.Rule, error) {
 	r := config.Rule{Type: typ, Content: map[string]any{}}
-	if err := yaml.Unmarshal(data, &r.Content); err != nil {
+	content, err := unmarshalContent(data)
+	if err != nil {
 		return r, fmt.Errorf("rule %s: %w", typ, err)
 	}
+	r.Content = content
 	if r.Content == nil {
 		r.Content = map[string]any{}
 	}
@@ -518,8 +520,8 @@ func decodeRuleItem(typ, f, name string, value []byte, del bool) (any, error) {
 	if has(keyListFields, typ, f) || (name == "" && has(rawFields, typ, f)) {
 		return string(value), nil
 	}
-	var decoded any
-	if err := yaml.Unmarshal(value, &decoded); err != nil {
+	decoded, err := unmarshalValue(value)
+	if err != nil {
 		return nil, fmt.Errorf("rule %s item %s: %w", typ, snake(f), err)
 	}
 	return decoded, nil
