@@ -219,3 +219,38 @@ func TestHostileInlineBounds(t *testing.T) {
 		t.Errorf("chain_db: USAGE_COUNT = 1 then 0: want ds_0 then ds_1 (a prop naming ds_1 is no use of it):\n%.600s\n%s", out, c.mariadb("USE chain_db; SHOW STORAGE UNITS"))
 	}
 }
+
+// maskStatement is CREATE MASK RULE table with one algorithm of n props.
+func maskStatement(table string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE MASK RULE %s (COLUMNS((NAME=phone, TYPE(NAME='KEEP_FIRST_N_LAST_M', PROPERTIES('first-n'=3, 'last-m'=4, 'replace-char'='*'", table)
+	for i := range n {
+		fmt.Fprintf(&b, ", 'extra-%d'='value-%d'", i, i)
+	}
+	b.WriteString(")))))")
+	return b.String()
+}
+
+// TestHostileMaskProps replays CREATE MASK RULE with 20,000 props (249
+// KB, seconds of CPU on every node) over the real mariadb client and with
+// 2,000 over psql: refused with 10200 naming the bound of one algorithm's
+// props, nothing written, the session goes on; 997 props besides the
+// algorithm's own 3 are written.
+func TestHostileMaskProps(t *testing.T) {
+	s := etcdtest.New(t)
+	repo := s.Open(t, s.Namespace(t, "mask-props"))
+	c, mc := startClients(t, repo, "props-a")
+	persistRuleDB(t, repo, mc, "m_db")
+	out := c.mariadb("USE m_db; " + maskStatement("t_big", 20000) + "; SHOW MASK RULES")
+	if !strings.Contains(out, "ERROR 10200 (44000)") || !strings.Contains(out, "more than the 1000 one algorithm may have") || strings.Contains(out, "t_big\t") {
+		t.Errorf("mariadb, 20,000 props: want 10200 and nothing written:\n%.600s", out)
+	}
+	out = c.psql("m_db", maskStatement("t_big", 2000)+";\nSHOW MASK RULES")
+	if !strings.Contains(out, "ERROR:  44000:") || !strings.Contains(out, "more than the 1000 one algorithm may have") || strings.Contains(out, "t_big|") {
+		t.Errorf("psql, 2,000 props: want 44000 and nothing written:\n%.600s", out)
+	}
+	out = c.mariadb("USE m_db; " + maskStatement("t_ok", 997) + "; SHOW MASK RULES")
+	if !strings.Contains(out, "t_ok\tphone\tKEEP_FIRST_N_LAST_M") {
+		t.Errorf("mariadb, 1,000 props: want the rule written:\n%.300s", out)
+	}
+}

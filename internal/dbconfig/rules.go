@@ -112,8 +112,14 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(next) > 0 {
 		cfg.Rules = append(cfg.Rules, nextRule)
 	}
+	if err := ctx.Err(); err != nil { // KILL, or the client gone: nothing more is done
+		return RuleChange{}, err
+	}
 	if errs := checkRules(cfg); len(errs) > 0 {
 		return RuleChange{}, errs[0]
+	}
+	if err := ctx.Err(); err != nil {
+		return RuleChange{}, err
 	}
 	if len(next) > 0 {
 		if _, err := metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {

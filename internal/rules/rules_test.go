@@ -91,7 +91,7 @@ func TestApplyWritesUpstreamShapes(t *testing.T) {
 // oneUnitDatabase creates database db with one unit in repo and returns
 // apply, which runs a rule statement that must change it, and rule, which
 // reads the content of its rule ruleType from repo.
-func oneUnitDatabase(t *testing.T, repo registry.Repository, ruleType string) (apply func(q string), rule func() map[string]any) {
+func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (apply func(q string), rule func() map[string]any) {
 	ctx := testenv.Context(t)
 	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
 		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
