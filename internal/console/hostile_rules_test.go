@@ -215,7 +215,13 @@ func TestHostileInlineBounds(t *testing.T) {
 		t.Errorf("stored_db: USAGE_COUNT = 1 lists %d units, want ds_0 and ds_1:\n%.600s", n, out)
 	}
 	out = c.psql("chain_db", "SHOW STORAGE UNITS WHERE USAGE_COUNT = 1;\nSHOW STORAGE UNITS WHERE USAGE_COUNT = 0")
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "ds_0|") || !strings.HasPrefix(lines[1], "ds_1|") {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "WARNING:") { // the loopback-only notice
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ds_0|") || !strings.HasPrefix(lines[1], "ds_1|") {
 		t.Errorf("chain_db: USAGE_COUNT = 1 then 0: want ds_0 then ds_1 (a prop naming ds_1 is no use of it):\n%.600s\n%s", out, c.mariadb("USE chain_db; SHOW STORAGE UNITS"))
 	}
 }
