@@ -11,6 +11,6 @@ import (
 // connection has its goroutine.
 const eventLoops = false
 
-func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, _ IO, cl *clients) error {
+func serveLoops(ctx context.Context, ln *net.TCPListener, src Source, cl *clients) error {
 	return serveGoroutines(ctx, ln, src, cl)
 }
