@@ -191,7 +191,9 @@ func TestClients(t *testing.T) {
 			}
 		}
 		// PostgreSQL's command tags and codes on the PostgreSQL port.
-		if out := psql("-c", "CREATE DATABASE tagged_db", "-c", "DROP DATABASE tagged_db"); out != "CREATE DATABASE\nDROP DATABASE\n" {
+		// The loopback-only notice (this node has no users) comes first; the tags follow it.
+		out := psql("-c", "CREATE DATABASE tagged_db", "-c", "DROP DATABASE tagged_db")
+		if tags := strings.TrimPrefix(out, loopbackNotice(out)); tags != "CREATE DATABASE\nDROP DATABASE\n" {
 			t.Errorf("command tags: %q", out)
 		}
 		for q, want := range map[string]string{
@@ -267,4 +269,13 @@ func pyList(items []string) string {
 		quoted[i] = "'" + strings.ReplaceAll(s, "'", "\\'") + "'"
 	}
 	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// loopbackNotice returns the first line of out, newline included, when it
+// is the WARNING a node without users sends each PostgreSQL session, else "".
+func loopbackNotice(out string) string {
+	if first, _, ok := strings.Cut(out, "\n"); ok && strings.HasPrefix(first, "WARNING:") && strings.Contains(first, "no users are configured") {
+		return first + "\n"
+	}
+	return ""
 }
