@@ -248,18 +248,7 @@ func DecodeGlobalRules(kvs []registry.KV) map[string]config.Rule {
 // DecodeRules). It returns ErrNoDatabase (wrapped) when the database does
 // not exist. ctx bounds the reads.
 func ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Database, []registry.KV, error) {
-	key, err := paths.Database(db)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := requireDatabase(ctx, repo, db); err != nil {
-		return nil, nil, err
-	}
-	units, err := repo.List(ctx, key+"/data_sources")
-	if err != nil {
-		return nil, nil, err
-	}
-	rules, err := ReadRules(ctx, repo, db)
+	units, rules, err := readDatabaseKeys(ctx, repo, db)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -438,18 +427,7 @@ func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, 
 	if c == nil {
 		return ReadDatabase(ctx, repo, db)
 	}
-	key, err := paths.Database(db)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := requireDatabase(ctx, repo, db); err != nil {
-		return nil, nil, err
-	}
-	units, err := repo.List(ctx, key+"/data_sources")
-	if err != nil {
-		return nil, nil, err
-	}
-	rules, err := ReadRules(ctx, repo, db)
+	units, rules, err := readDatabaseKeys(ctx, repo, db)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -480,4 +458,24 @@ func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, 
 		out.Units = u.Units
 	}
 	return &out, rules, nil
+}
+
+// readDatabaseKeys reads database db's storage-unit keys and its rule keys,
+// the reads ReadDatabase and RuleCache.ReadDatabase decode. It returns
+// ErrNoDatabase (wrapped) when the database does not exist.
+func readDatabaseKeys(ctx context.Context, repo registry.Repository, db string) (units, rules []registry.KV, err error) {
+	key, err := paths.Database(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := requireDatabase(ctx, repo, db); err != nil {
+		return nil, nil, err
+	}
+	if units, err = repo.List(ctx, key+"/data_sources"); err != nil {
+		return nil, nil, err
+	}
+	if rules, err = ReadRules(ctx, repo, db); err != nil {
+		return nil, nil, err
+	}
+	return units, rules, nil
 }
