@@ -10,7 +10,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // ruleChange is the answer to a rule statement: whether it changed the
@@ -101,7 +100,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	if s.cfg.Node != nil {
 		opts.Session = s.cfg.Node.Session()
 	}
-	out, err := s.applyRule(ctx, db, st, opts)
+	out, err := rules.Apply(ctx, s.cfg.Repo, db, st, opts)
 	var unknown *dbconfig.UnknownDatabaseError
 	switch {
 	case errors.As(err, &unknown):
@@ -114,16 +113,4 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	s.log.Info("rule changed", "database", db, "rule", out.RuleType, "global", out.Global, "changed", out.Changed, "pending", out.Pending)
 	s.writeJSON(w, ruleChange{Database: db, Rule: out.RuleType, Global: out.Global, Changed: out.Changed, Applied: out.Applied, Pending: out.Pending,
 		Unacknowledging: out.Unacknowledging, Warnings: out.Warnings(db)})
-}
-
-// applyRule is rules.Apply, a panic its error (sqlerr.Recover, logged
-// with its stack), answered as an internal error (500).
-func (s *Server) applyRule(ctx context.Context, db string, st distsql.Statement, opts rules.Options) (out rules.Outcome, err error) {
-	defer func() {
-		if errors.Is(err, sqlerr.ErrPanicked) {
-			err = errors.New(err.Error()) // not a refusal: 500
-		}
-	}()
-	defer sqlerr.Recover(s.log, "rule statement", &err)
-	return rules.Apply(ctx, s.cfg.Repo, db, st, opts)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/version"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
@@ -198,8 +199,27 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the server's routes behind the Host check (see
-// Config.AllowedHosts) and the body bound (boundBody).
-func (s *Server) Handler() http.Handler { return s.boundBody(s.checkHost(s.mux)) }
+// Config.AllowedHosts) and the body bound (boundBody), a panic in any of
+// them that request's internal error (recoverPanics).
+func (s *Server) Handler() http.Handler { return s.recoverPanics(s.boundBody(s.checkHost(s.mux))) }
+
+// recoverPanics answers a panic in next as that request's internal error:
+// 500 with code 30000 and the panic's value, logged with its stack
+// (sqlerr.Recover). The connection and the node go on.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.serveRecovered(next, w, r); err != nil {
+			s.writeError(w, errorf(http.StatusInternalServerError, sqlerr.InternalCode, "%s", err.Error()))
+		}
+	})
+}
+
+// serveRecovered runs next, a panic its error.
+func (s *Server) serveRecovered(next http.Handler, w http.ResponseWriter, r *http.Request) (err error) {
+	defer sqlerr.Recover(s.log, "HTTP handler of "+r.Method+" "+r.URL.Path, &err)
+	next.ServeHTTP(w, r)
+	return nil
+}
 
 // Serve accepts connections on ln until Shutdown (HTTPS when Config.TLS is
 // set). It returns nil after Shutdown. It holds at most
