@@ -60,7 +60,7 @@ func addAdminCommands(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usagef("%v\nSee '%s --help'.", err, cmd.CommandPath())
 	})
-	for _, c := range []*cobra.Command{newNodesCommand(), newKeysCommand(), newPropsCommand(), newDatabasesCommand(), newRulesCommand(), newReadwriteSplittingCommand(), newStatisticsCommand()} {
+	for _, c := range []*cobra.Command{newNodesCommand(), newKeysCommand(), newPropsCommand(), newDatabasesCommand(), newRulesCommand(), newReadwriteSplittingCommand(), newStatisticsCommand(), newClusterCommand()} {
 		c.Args = func(cmd *cobra.Command, a []string) error {
 			if len(a) > 0 {
 				return usagef("unknown command %q for %q\nSee '%s --help'.", a[0], cmd.CommandPath(), cmd.CommandPath())

@@ -66,7 +66,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"keys", "decode", "-5"}, 2, "unknown shorthand flag"},
 		{[]string{"keys", "decode", "x1"}, 2, `KEY "x1": want a non-negative decimal`},
 		{[]string{"keys", "decode", "1", "--epoch", "yesterday"}, 2, "--epoch"},
-		{[]string{"keys", "next"}, 2, "keys next needs a running node: pass --server URL"},
+		{[]string{"keys", "next", "--conf", "/tmp"}, 2, "keys next needs a running node: pass --server URL"},
 		{[]string{"keys", "next", "-n", "0", "--server", "http://127.0.0.1:1"}, 2, "-n 0: want 1 to 10000 keys"},
 		{[]string{"keys", "next", "-n", "10001", "--server", "http://127.0.0.1:1"}, 2, "-n 10001"},
 		{[]string{"keys", "next", "--server", "http://127.0.0.1:1"}, 1, "cannot reach the node at http://127.0.0.1:1"},

@@ -71,6 +71,31 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// TestKeysNextFindsTheLocalNode runs keys next without --server or
+// $SHARDKEEPER_SERVER: it asks the local node at serve's default HTTP
+// address, as health does (skipped when that port is taken).
+func TestKeysNextFindsTheLocalNode(t *testing.T) {
+	t.Setenv(envServer, "")
+	ln, err := net.Listen("tcp", defaultHTTPAddr)
+	if err != nil {
+		t.Skipf("%s is taken: %v", defaultHTTPAddr, err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/keys" || r.URL.Query().Get("count") != "2" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"keys":["1190422418313265152","1190422418313265153"]}`))
+	}))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	stdout, stderr, code := runCLI(t, "keys", "next", "-n", "2")
+	if code != 0 || !strings.Contains(stdout, "1190422418313265153") {
+		t.Fatalf("keys next -n 2: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+}
+
 // closedPort returns a loopback host:port that nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()

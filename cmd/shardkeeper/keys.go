@@ -20,11 +20,12 @@ func newKeysCommand() *cobra.Command {
 	var count int
 	next := &cobra.Command{
 		Use:   "next [-n N]",
-		Short: "Issue N new keys from a running node (--server)",
+		Short: "Issue N new keys from a running node (--server, default the local node)",
 		Long: `Issue N new Snowflake keys (1 to 10000) from a running node through its
-HTTP API. Issuing needs a node: a key needs a worker id held with a time
-reservation, which only a running node has, so --server URL is required.`,
-		Example: `  shardkeeper keys next --server http://127.0.0.1:8080
+HTTP API: --server, else $` + envServer + `, else the local node at ` + defaultHealthServer + `.
+Issuing needs a node: a key needs a worker id held with a time reservation,
+which only a running node has, so the registry flags do not apply.`,
+		Example: `  shardkeeper keys next
   shardkeeper keys next -n 100 --server http://127.0.0.1:8080 -o json`,
 		Args: args(0, 0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,8 +36,11 @@ reservation, which only a running node has, so --server URL is required.`,
 				return usagef("-n %d: want 1 to %d keys", count, httpapi.MaxKeysPerRequest)
 			}
 			if !t.useServer() {
-				return usagef("keys next needs a running node: pass --server URL (or set %s) of a node started with `shardkeeper serve --http ADDR`.\n"+
-					"The registry alone cannot issue keys: a key needs a worker id held with a time reservation, which only a running node has.", envServer)
+				if t.reg.confDir != "" || t.reg.repositoryType != "" || t.reg.serverLists != "" {
+					return usagef("keys next needs a running node: pass --server URL (or set %s) of a node started with `shardkeeper serve --http ADDR`, not the registry flags.\n"+
+						"The registry alone cannot issue keys: a key needs a worker id held with a time reservation, which only a running node has.", envServer)
+				}
+				t.server = defaultHealthServer
 			}
 			c, err := t.client()
 			if err != nil {

@@ -52,6 +52,34 @@ func roundTrip(t *testing.T, flags ...string) {
 	if got := mustRun(t, append([]string{"registry", "get", "/nodes/compute_nodes/status/cli-test", "-o", "json"}, flags...)...); !strings.Contains(got, `"value":"OK"`) {
 		t.Fatalf("get -o json = %q", got)
 	}
+	versionedNode(t, flags...)
+}
+
+// versionedNode writes /props as ShardingSphere 5.5 does (versions/N and
+// active_version) with the given registry flags: registry get /props
+// prints the active version's value and names its key on stderr, registry
+// put /props is refused and names props set, and get of a node without a
+// value names its children.
+func versionedNode(t *testing.T, flags ...string) {
+	t.Helper()
+	cli := cliExpect(t, flags...)
+	cli(0, "OK", "registry", "put", "/props/versions/0", "sql-show: false")
+	cli(0, "OK", "registry", "put", "/props/versions/1", "sql-show: true")
+	cli(0, "OK", "registry", "put", "/props/active_version", "1")
+	stdout, stderr, code := runCLI(t, append([]string{"registry", "get", "/props"}, flags...)...)
+	if code != 0 || stdout != "sql-show: true\n" || !strings.Contains(stderr, "/props is versioned: its active version 1, /props/versions/1") {
+		t.Fatalf("registry get /props: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+	cli(0, `"value":"sql-show: true"`, "registry", "get", "/props", "-o", "json")
+	cli(1, "refusing to put /props: it is a versioned node", "registry", "put", "/props", "sql-show: false")
+	cli(1, "'shardkeeper props set NAME VALUE'", "registry", "put", "/props", "sql-show: false")
+	if got := mustRun(t, append([]string{"registry", "get", "/props/versions/1"}, flags...)...); got != "sql-show: true\n" {
+		t.Fatalf("a refused put changed the active version: %q", got)
+	}
+	cli(1, "/nodes/compute_nodes/status holds no value; its children do: cli-test", "registry", "get", "/nodes/compute_nodes/status")
+	cli(0, "OK", "registry", "put", "/props/active_version", "7")
+	cli(1, "/props is a versioned node whose active version 7 is missing", "registry", "get", "/props")
+	mustRun(t, append([]string{"registry", "rm", "/props"}, flags...)...)
 }
 
 func TestRegistryCLIOnEtcd(t *testing.T) {

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,6 +69,13 @@ it, and put that.`,
 						return err
 					}
 				}
+				if versioned, err := isVersioned(ctx, r, args[0]); err != nil {
+					return err
+				} else if versioned {
+					return fmt.Errorf("refusing to put %s: it is a versioned node (active_version, versions/N), whose own value nothing reads; "+
+						"change it with what owns it, which writes a new version every node applies: props with 'shardkeeper props set NAME VALUE', "+
+						"rules with 'shardkeeper rules apply', storage units with REGISTER or ALTER STORAGE UNIT on a console", args[0])
+				}
 				if redact.ContainsMask(value) {
 					return fmt.Errorf("refusing to put %s: the value holds %s, the mask printed in place of a secret, and would replace the real secret with it; "+
 						"read the value with 'shardkeeper registry get %s --show-secrets', edit that, and put it", args[0], redact.Mask, args[0])
@@ -109,10 +119,19 @@ it, and put that.`,
 
 func newGetCommand(f *registryFlags) *cobra.Command {
 	var output string
+	errOut := io.Discard
 	cmd := &cobra.Command{
-		Use: "get PATH", Short: "Print the value at PATH", Args: cobra.ExactArgs(1),
+		Use: "get PATH", Short: "Print the value at PATH (of a versioned node such as /props: its active version's)", Args: cobra.ExactArgs(1),
+		Long: `Print the value at PATH.
+
+A versioned node of ShardingSphere 5.5's layout (/props, /rules/NAME, a
+database's tables, views and storage units) holds no value itself: get
+prints its active version's value, /PATH/versions/N where N is the value of
+/PATH/active_version, and names that key on stderr. A PATH that holds no
+value but has children is an error that names them.`,
+		PreRun: func(cmd *cobra.Command, _ []string) { errOut = cmd.ErrOrStderr() },
 		RunE: withRepo(f, func(ctx context.Context, r registry.Repository, args []string, out io.Writer) error {
-			kv, err := r.Get(ctx, args[0])
+			kv, err := readNode(ctx, r, args[0], errOut)
 			if err != nil {
 				return err
 			}
@@ -133,6 +152,55 @@ func newGetCommand(f *registryFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "value", "value or json (with the version)")
 	return cmd
+}
+
+// isVersioned says whether path is a versioned node of the 5.5 layout:
+// its children are active_version and versions.
+func isVersioned(ctx context.Context, r registry.Repository, path string) (bool, error) {
+	children, err := r.Children(ctx, path)
+	if errors.Is(err, registry.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(children, paths.ActiveVersionName) && slices.Contains(children, paths.VersionsName), nil
+}
+
+// readNode returns the value at path. A node without a value of its own
+// (missing, or empty as a ZooKeeper parent is) that is versioned answers
+// with its active version, which it names on note; one with other
+// children is an error that names them; an empty node without children
+// answers its empty value.
+func readNode(ctx context.Context, r registry.Repository, path string, note io.Writer) (registry.KV, error) {
+	kv, err := r.Get(ctx, path)
+	if (err == nil && len(kv.Value) > 0) || (err != nil && !errors.Is(err, registry.ErrNotFound)) {
+		return kv, err
+	}
+	children, cerr := r.Children(ctx, path)
+	if cerr != nil || len(children) == 0 {
+		return kv, err
+	}
+	node := "/" + strings.Trim(path, "/")
+	if !slices.Contains(children, paths.ActiveVersionName) || !slices.Contains(children, paths.VersionsName) {
+		return kv, fmt.Errorf("%s holds no value; its children do: %s (see 'shardkeeper registry ls %s')", node, strings.Join(children, ", "), node)
+	}
+	av, err := r.Get(ctx, paths.ActiveVersion(node))
+	if err != nil {
+		return kv, fmt.Errorf("%s is a versioned node: reading its active version: %w", node, err)
+	}
+	n, aerr := strconv.Atoi(strings.TrimSpace(string(av.Value)))
+	if aerr != nil || n < 0 {
+		return kv, fmt.Errorf("%s is a versioned node whose %s is %q, not a version number", node, paths.ActiveVersion(node), av.Value)
+	}
+	kv, err = r.Get(ctx, paths.Version(node, n))
+	if errors.Is(err, registry.ErrNotFound) {
+		return kv, fmt.Errorf("%s is a versioned node whose active version %d is missing (%s): see 'shardkeeper registry ls %s/%s'", node, n, paths.Version(node, n), node, paths.VersionsName)
+	}
+	if err == nil {
+		fmt.Fprintf(note, "%s is versioned: its active version %d, %s\n", node, n, paths.Version(node, n))
+	}
+	return kv, err
 }
 
 // withRepo opens the registry from the flags for one command, bounded by

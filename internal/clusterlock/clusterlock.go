@@ -8,6 +8,11 @@
 // /exclusive_operation/lock_cluster, or 5.5.2's global lock), which
 // ShardingSphere nodes take for the same statements, so that two LOCKs on
 // any mix of nodes never both succeed.
+//
+// A Standalone node refuses LOCK CLUSTER with 17000, as upstream's
+// LockClusterExecutor does (DistSQLExecutorClusterModeRequired), and
+// accepts UNLOCK CLUSTER, so that a lock set on its registry by a Cluster
+// node or an earlier version stays removable from every surface.
 package clusterlock
 
 import (
@@ -41,6 +46,9 @@ var (
 	// ErrNotLocked is NotLockedClusterException (15031): UNLOCK of a
 	// cluster whose state is OK.
 	ErrNotLocked = &sqlerr.Error{Code: 15031, SQLState: "HY000", Message: "Cluster is not locked."}
+	// ErrClusterModeRequired is upstream's DistSQLExecutorClusterModeRequired
+	// (17000): LOCK CLUSTER on a Standalone node.
+	ErrClusterModeRequired = &sqlerr.Error{Code: 17000, SQLState: "44000", Message: "Mode must be 'cluster'."}
 )
 
 // BusyError says the cluster lock was held by someone else for the whole
@@ -78,14 +86,21 @@ type Op struct {
 	Session registry.Session
 	// Timeout bounds the wait for the lock; zero means DefaultTimeout.
 	Timeout time.Duration
+	// Standalone says the node runs in Standalone mode: Lock refuses
+	// with ErrClusterModeRequired; Unlock runs as in Cluster mode.
+	Standalone bool
 }
 
 // Lock runs LOCK CLUSTER WITH strategy: under the cluster lock, it checks
 // that the state is OK (else ErrLocked) and writes the strategy's state,
 // which it returns. The state is checked before the lock too, as upstream
-// does, so a locked cluster is refused without waiting. ctx bounds the
-// whole statement.
+// does, so a locked cluster is refused without waiting. On a Standalone
+// node (op.Standalone) it returns ErrClusterModeRequired and writes
+// nothing. ctx bounds the whole statement.
 func Lock(ctx context.Context, repo registry.Repository, strategy string, op Op) (string, error) {
+	if op.Standalone {
+		return "", ErrClusterModeRequired
+	}
 	target, err := StateFor(strategy)
 	if err != nil {
 		return "", err
@@ -100,7 +115,7 @@ func Lock(ctx context.Context, repo registry.Repository, strategy string, op Op)
 }
 
 // Unlock runs UNLOCK CLUSTER: under the cluster lock, it checks that the
-// state is not OK (else ErrNotLocked) and writes OK.
+// state is not OK (else ErrNotLocked) and writes OK, in either mode.
 func Unlock(ctx context.Context, repo registry.Repository, op Op) error {
 	return change(ctx, repo, op, func(cur string) (string, error) {
 		if cur == StateOK {

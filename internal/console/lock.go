@@ -11,15 +11,14 @@ import (
 )
 
 // LOCK CLUSTER and UNLOCK CLUSTER (internal/clusterlock): the cluster state
-// changed under the layout's cluster lock, with upstream's checks. Both
+// changed under the layout's cluster lock, with upstream's checks; a
+// Standalone node refuses LOCK and accepts UNLOCK, as the HTTP API and
+// the CLI do. Both
 // return once this node's view shows the new state (at most 3 s later),
 // so that the session's next statement sees it.
 
 func (e *Engine) lockCluster(ctx context.Context, s *Session, st *distsql.LockCluster) (*Result, error) {
-	if err := e.clusterModeRequired(); err != nil {
-		return nil, err
-	}
-	state, err := clusterlock.Lock(ctx, e.d.Repo, st.Strategy, clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(st.TimeoutMillis) * time.Millisecond})
+	state, err := clusterlock.Lock(ctx, e.d.Repo, st.Strategy, e.lockOp(st.TimeoutMillis))
 	if err != nil {
 		return nil, opError(s, err)
 	}
@@ -28,23 +27,18 @@ func (e *Engine) lockCluster(ctx context.Context, s *Session, st *distsql.LockCl
 }
 
 func (e *Engine) unlockCluster(ctx context.Context, s *Session, st *distsql.UnlockCluster) (*Result, error) {
-	if err := e.clusterModeRequired(); err != nil {
-		return nil, err
-	}
-	if err := clusterlock.Unlock(ctx, e.d.Repo, clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(st.TimeoutMillis) * time.Millisecond}); err != nil {
+	if err := clusterlock.Unlock(ctx, e.d.Repo, e.lockOp(st.TimeoutMillis)); err != nil {
 		return nil, opError(s, err)
 	}
 	e.awaitClusterState(ctx, clusterlock.StateOK)
 	return &Result{}, nil
 }
 
-// clusterModeRequired is upstream's DistSQLExecutorClusterModeRequired:
-// "Mode must be 'cluster'." (17000).
-func (e *Engine) clusterModeRequired() error {
-	if e.d.ModeType != config.ModeCluster {
-		return &Error{Code: 17000, SQLState: "44000", Message: "Mode must be 'cluster'."}
-	}
-	return nil
+// lockOp is the clusterlock.Op of a LOCK or UNLOCK CLUSTER with the
+// statement's TIMEOUT on this node.
+func (e *Engine) lockOp(timeoutMillis int64) clusterlock.Op {
+	return clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(timeoutMillis) * time.Millisecond,
+		Standalone: e.d.ModeType == config.ModeStandalone}
 }
 
 func (e *Engine) awaitClusterState(ctx context.Context, state string) {

@@ -241,7 +241,8 @@ func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
 // changeClusterState runs LOCK CLUSTER (lock) or UNLOCK CLUSTER as the
 // body asks, on the server's session, under the cluster lock of the
 // configured layout, and answers with the state it wrote once this node
-// applied it (at most 3 s).
+// applied it (at most 3 s). A Standalone node refuses LOCK (17000) and
+// accepts UNLOCK, as the consoles do.
 func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock bool) {
 	body, perr := readBody(w, r)
 	if perr != nil {
@@ -265,7 +266,7 @@ func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock
 		s.writeError(w, err)
 		return
 	}
-	op := clusterlock.Op{Layout: s.cfg.Layout, Session: sess, Timeout: req.Timeout}
+	op := clusterlock.Op{Layout: s.cfg.Layout, Session: sess, Timeout: req.Timeout, Standalone: s.cfg.ModeType == config.ModeStandalone}
 	next := clusterlock.StateOK
 	if lock {
 		next, err = clusterlock.Lock(ctx, s.cfg.Repo, req.Strategy, op)
