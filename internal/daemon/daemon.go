@@ -291,7 +291,7 @@ func (d *Daemon) serve() error {
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
 			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
-			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow), d.consoleMetrics},
+			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow), d.consoleMetrics, keyPortCollector{d.resp, d.udp}},
 		})
 		if err != nil {
 			return err

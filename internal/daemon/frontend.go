@@ -165,12 +165,13 @@ func allowedHosts(c *HTTPConfig) []string {
 // keyFrontend serves keys on a bound port with a keyserver loop: the
 // Redis protocol on a TCP listener or datagrams on a UDP socket.
 type keyFrontend struct {
-	addr   string                                                // bound address (host:port)
-	name   string                                                // for logs: "resp" or "udp"
-	run    func(ctx context.Context, src keyserver.Source) error // serves until ctx ends; closes the port
-	close  func() error                                          // closes the port when run never ran
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returned; nil before serve
+	addr    string                                                // bound address (host:port)
+	name    string                                                // for logs: "resp" or "udp"
+	run     func(ctx context.Context, src keyserver.Source) error // serves until ctx ends; closes the port
+	close   func() error                                          // closes the port when run never ran
+	metrics *keyserver.Metrics                                    // what the port served (keyPortCollector)
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run returned; nil before serve
 }
 
 // bindRESP checks c and binds its TCP address.
@@ -182,12 +183,13 @@ func bindRESP(c *RESPConfig) (*keyFrontend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resp: listen on %s: %w", c.Addr, err)
 	}
-	cfg := keyserver.Config{MaxClients: c.MaxClients}
+	cfg := keyserver.Config{MaxClients: c.MaxClients, Metrics: &keyserver.Metrics{}}
 	return &keyFrontend{
-		addr:  ln.Addr().String(),
-		name:  "resp",
-		run:   func(ctx context.Context, src keyserver.Source) error { return keyserver.ServeConfig(ctx, ln, src, cfg) },
-		close: ln.Close,
+		addr:    ln.Addr().String(),
+		name:    "resp",
+		run:     func(ctx context.Context, src keyserver.Source) error { return keyserver.ServeConfig(ctx, ln, src, cfg) },
+		close:   ln.Close,
+		metrics: cfg.Metrics,
 	}, nil
 }
 
@@ -197,11 +199,15 @@ func bindUDP(c *UDPConfig) (*keyFrontend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("udp: listen on %s: %w", c.Addr, err)
 	}
+	cfg := keyserver.Config{Metrics: &keyserver.Metrics{}}
 	return &keyFrontend{
-		addr:  pc.LocalAddr().String(),
-		name:  "udp",
-		run:   func(ctx context.Context, src keyserver.Source) error { return keyserver.ServeUDP(ctx, pc, src) },
-		close: pc.Close,
+		addr: pc.LocalAddr().String(),
+		name: "udp",
+		run: func(ctx context.Context, src keyserver.Source) error {
+			return keyserver.ServeUDPConfig(ctx, pc, src, cfg)
+		},
+		close:   pc.Close,
+		metrics: cfg.Metrics,
 	}, nil
 }
 

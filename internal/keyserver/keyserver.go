@@ -100,6 +100,8 @@ type Config struct {
 	// inputLimit plus outputLimit plus one reply (about 3.6 MB), so all
 	// of them hold at most MaxClients times that.
 	MaxClients int
+	// Metrics, when set, counts what the port serves (see Metrics).
+	Metrics *Metrics
 }
 
 // maxClientsReply answers a connection over Config.MaxClients.
@@ -110,6 +112,7 @@ const maxClientsReply = "-ERR max number of clients reached\r\n"
 type clients struct {
 	max  int64
 	open atomic.Int64
+	m    *Metrics // counts the connections; may be nil
 }
 
 // admit takes a slot for a new connection, or reports false when all
@@ -117,14 +120,26 @@ type clients struct {
 func (c *clients) admit() bool {
 	if c.open.Add(1) > c.max {
 		c.open.Add(-1)
+		if c.m != nil {
+			c.m.refused.Add(1)
+		}
 		return false
+	}
+	if c.m != nil {
+		c.m.accepted.Add(1)
+		c.m.open.Add(1)
 	}
 	return true
 }
 
 // leave frees the slot of a connection that admit took, once it is
 // closed.
-func (c *clients) leave() { c.open.Add(-1) }
+func (c *clients) leave() {
+	c.open.Add(-1)
+	if c.m != nil {
+		c.m.open.Add(-1)
+	}
+}
 
 // refuseWait bounds the write of maxClientsReply; a new connection's
 // empty socket buffer takes it at once.
@@ -159,7 +174,8 @@ func ServeConfig(ctx context.Context, ln net.Listener, src Source, cfg Config) e
 		_ = ln.Close()
 		return fmt.Errorf("keyserver: MaxClients %d: want 0 (the default, %d) or more", cfg.MaxClients, DefaultMaxClients)
 	}
-	cl := &clients{max: int64(cmp.Or(cfg.MaxClients, DefaultMaxClients))}
+	cl := &clients{max: int64(cmp.Or(cfg.MaxClients, DefaultMaxClients)), m: cfg.Metrics}
+	src = withMetrics(src, cfg.Metrics)
 	tl, tcp := ln.(*net.TCPListener)
 	switch {
 	case io == IOGoroutines || (io == IOAuto && (!tcp || !eventLoops)):
@@ -305,6 +321,7 @@ const maxKeyReply = 24
 // (or one event loop) at a time.
 type conn struct {
 	src  Source
+	m    *Metrics // nil counts nothing
 	out  []byte   // replies not yet written
 	args [][]byte // the current command's arguments (into the input)
 	keys []int64
@@ -347,7 +364,7 @@ func (c *conn) release() {
 const outSize = 16 << 10
 
 func newConn(src Source) *conn {
-	return &conn{src: src, out: make([]byte, 0, outSize), args: make([][]byte, 0, 8)}
+	return &conn{src: src, m: metricsOf(src), out: make([]byte, 0, outSize), args: make([][]byte, 0, 8)}
 }
 
 // trim lets an empty output buffer that grew for a large reply go.
@@ -372,12 +389,14 @@ func (c *conn) process(ctx context.Context, in []byte) (used int, quit bool) {
 		args, n, err := c.parse(in[used:])
 		if err != nil {
 			c.flushPending(ctx)
+			c.m.requestError()
 			c.out = append(c.out, "-ERR Protocol error: "+err.Error()+"\r\n"...)
 			return len(in), true
 		}
 		if n == 0 {
 			if len(in)-used > maxRequest {
 				c.flushPending(ctx)
+				c.m.requestError()
 				c.out = append(c.out, "-ERR Protocol error: too big request\r\n"...)
 				return len(in), true
 			}
@@ -392,6 +411,7 @@ func (c *conn) process(ctx context.Context, in []byte) (used int, quit bool) {
 			// mistake): close at its first line, as Redis does, so that
 			// no header or body line runs as a command.
 			c.flushPending(ctx)
+			c.m.requestError()
 			return len(in), true
 		}
 		if c.dispatch(ctx, args) {
@@ -417,6 +437,7 @@ func (c *conn) looksLikeHTTP(args [][]byte) bool {
 // dispatch runs one command, appending its reply to c.out (or counting it
 // in c.pending). It reports whether the client asked to quit.
 func (c *conn) dispatch(ctx context.Context, args [][]byte) (quit bool) {
+	c.m.request()
 	name := args[0]
 	switch {
 	case eq(name, "INCR"):
@@ -436,6 +457,7 @@ func (c *conn) dispatch(ctx context.Context, args [][]byte) (quit bool) {
 		}
 		n, err := strconv.Atoi(string(args[1]))
 		if err != nil || n < 1 || n > MaxBatch {
+			c.m.requestError()
 			c.out = fmt.Appendf(c.out, "-ERR count must be an integer in [1, %d]\r\n", MaxBatch)
 			return false
 		}
@@ -471,6 +493,7 @@ func (c *conn) dispatch(ctx context.Context, args [][]byte) (quit bool) {
 			c.bulk(args[2])
 			c.bulk([]byte(value))
 		} else {
+			c.m.requestError()
 			c.out = append(c.out, "-ERR only CONFIG GET is supported\r\n"...)
 		}
 	case eq(name, "COMMAND"):
@@ -478,6 +501,7 @@ func (c *conn) dispatch(ctx context.Context, args [][]byte) (quit bool) {
 	case eq(name, "SELECT"), eq(name, "CLIENT"), eq(name, "RESET"):
 		c.out = append(c.out, "+OK\r\n"...)
 	default:
+		c.m.requestError()
 		c.out = fmt.Appendf(c.out, "-ERR unknown command '%s', with args beginning with: (shardkeeper serves INCR, NEXTID [n], NEXTIDB n, WORKERID)\r\n", sanitize(name))
 	}
 	return false
@@ -528,6 +552,7 @@ func (c *conn) batch(ctx context.Context, n int, packed bool) {
 }
 
 func (c *conn) keyError(err error) {
+	c.m.notIssued()
 	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), "\r", " "), "\n", " ")
 	c.out = append(c.out, "-NOTISSUING "...)
 	c.out = append(c.out, msg...)
@@ -536,6 +561,7 @@ func (c *conn) keyError(err error) {
 
 func (c *conn) wrongArgs(ctx context.Context, cmd string) bool {
 	c.flushPending(ctx)
+	c.m.requestError()
 	c.out = fmt.Appendf(c.out, "-ERR wrong number of arguments for '%s' command\r\n", cmd)
 	return false
 }

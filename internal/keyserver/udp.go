@@ -174,12 +174,17 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 	keys := b.keys
 	for i, d := range in {
 		id, n, ok := parseUDPRequest(d)
+		if ok {
+			b.c.m.request()
+		}
 		switch {
 		case !ok:
 			out[i] = nil
 		case n < 1 || n > MaxUDPCount:
+			b.c.m.requestError()
 			out[i] = appendUDPError(out[i][:0], id, fmt.Sprintf("ERR count must be an integer in [1, %d]", MaxUDPCount), len(d))
 		case !validUDPRequest(d, n):
+			b.c.m.requestError()
 			out[i] = appendUDPError(out[i][:0], id, fmt.Sprintf("ERR pad to %d bytes", udpRequestLen(n)), len(d))
 		case len(keys) >= n:
 			out[i] = appendUDPKeys(out[i][:0], id, keys[:n])
@@ -187,6 +192,7 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 		default:
 			// Keys issued before the error stay unused: they are unique,
 			// so dropping them is safe.
+			b.c.m.notIssued()
 			msg := "NOTISSUING not issuing keys"
 			if err != nil {
 				msg = "NOTISSUING " + err.Error()
@@ -216,6 +222,7 @@ func ServeUDP(ctx context.Context, pc net.PacketConn, src Source) error {
 // datagram at a time with net.PacketConn's ReadFrom and WriteTo, IOAuto
 // the first where it exists. cfg.MaxClients does not apply.
 func ServeUDPConfig(ctx context.Context, pc net.PacketConn, src Source, cfg Config) error {
+	src = withMetrics(src, cfg.Metrics)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	uc, ok := pc.(*net.UDPConn)
