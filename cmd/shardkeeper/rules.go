@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -66,7 +67,7 @@ SQL_FEDERATION RULE (the global rules).`,
 // rules.Apply on the registry, with the layout of the conf's
 // layoutVersion.
 func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.Writer) error {
-	st, err := distsql.Parse(statement)
+	st, err := families.Parse(statement)
 	var se *distsql.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Errorf("%s (code %d)", se.Error(), distsql.SyntaxErrorCode)

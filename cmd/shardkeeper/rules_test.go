@@ -18,11 +18,12 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
@@ -199,7 +200,7 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rules.Map(global["sql_parser"].Content["parseTreeCache"])["initialCapacity"]; got != 64+i {
+			if got := rule.Map(global["sql_parser"].Content["parseTreeCache"])["initialCapacity"]; got != 64+i {
 				t.Errorf("%s: the sql_parser rule's parse tree cache capacity is %v, want %d", w.name, got, 64+i)
 			}
 			if _, ok := final.Rules["mask"].Content["tables"].(map[string]any)["m_"+w.name]; !ok {
@@ -214,7 +215,7 @@ func TestRuleStatementThreeWays(t *testing.T) {
 
 // isGlobal reports whether statement is a global rule statement.
 func isGlobal(t *testing.T, statement string) bool {
-	st, err := distsql.Parse(statement)
+	st, err := families.Parse(statement)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -107,7 +107,7 @@ func TestEncryptRuleStatements(t *testing.T) {
 		})
 
 		run("DROP ENCRYPT RULE t_order")
-		if encs := two.store.Current().Databases["sharding_db"].Rules["encrypt"].Content["encryptors"]; len(rules.Map(encs)) != 1 {
+		if encs := two.store.Current().Databases["sharding_db"].Rules["encrypt"].Content["encryptors"]; len(rule.Map(encs)) != 1 {
 			t.Errorf("after DROP of t_order the encryptors are %v, want t_user_pwd's only", encs)
 		}
 		run("DROP ENCRYPT RULE t_user ")

@@ -19,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -134,7 +135,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result
 	if res, ok, err := e.catalogQuery(s, query); ok { // catalog.go
 		return res, err
 	}
-	st, err := distsql.Parse(query)
+	st, err := families.Parse(query)
 	if err != nil {
 		if res, ok, cerr := e.catalogSelect(s, query); ok {
 			return res, cerr
@@ -157,6 +158,9 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	}
 	if rules.Is(st) { // rulechange.go
 		return e.applyRule(ctx, s, st)
+	}
+	if res, ok, err := e.showFamilyRule(ctx, s, st); ok { // column_rules.go
+		return res, err
 	}
 	switch st := st.(type) {
 	case *distsql.Empty:
@@ -235,11 +239,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.countShardingRule(ctx, s, st)
 	case *distsql.CountBroadcastRule:
 		return e.countBroadcastRule(ctx, s, st)
-	// column_rules.go
-	case *distsql.ShowMaskRules:
-		return e.showMaskRules(ctx, s, st)
-	case *distsql.ShowEncryptRules:
-		return e.showEncryptRules(ctx, s, st)
 	// readwrite_rules.go, single_tables.go, global_rules.go
 	case *distsql.ShowReadwriteSplittingRules:
 		return e.showReadwriteSplittingRules(ctx, s, st)

@@ -13,7 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -32,8 +32,8 @@ func (e *Engine) globalRule(typ string) map[string]any {
 // cacheText renders a cache option as upstream's executors do:
 // "initialCapacity: 128, maximumSize: 1024".
 func cacheText(v any, capacity, size int) string {
-	m := rules.Map(v)
-	c, s := rules.Text(m["initialCapacity"]), rules.Text(m["maximumSize"])
+	m := rule.Map(v)
+	c, s := rule.Text(m["initialCapacity"]), rule.Text(m["maximumSize"])
 	if c == "" {
 		c = strconv.Itoa(capacity)
 	}
@@ -44,7 +44,7 @@ func cacheText(v any, capacity, size int) string {
 }
 
 func textOr(v any, def string) string {
-	if s := rules.Text(v); s != "" {
+	if s := rule.Text(v); s != "" {
 		return s
 	}
 	return def
@@ -70,20 +70,20 @@ func (e *Engine) showGlobalRule(_ context.Context, s *Session, st *distsql.ShowG
 	case "authority":
 		var users []string
 		for _, u := range asAnyList(c["users"]) {
-			name := rules.Text(rules.Map(u)["user"])
+			name := rule.Text(rule.Map(u)["user"])
 			if !strings.Contains(name, "@") {
 				name += "@%"
 			}
 			users = append(users, name)
 		}
-		priv := rules.Map(c["privilege"])
-		return row([]string{"users", "provider", "props"}, strings.Join(users, "; "), textOr(priv["type"], "ALL_PERMITTED"), propsJSON(priv["props"]))
+		priv := rule.Map(c["privilege"])
+		return row([]string{"users", "provider", "props"}, strings.Join(users, "; "), textOr(priv["type"], "ALL_PERMITTED"), rule.PropsText(priv["props"]))
 	case "transaction":
-		return row([]string{"default_type", "provider_type", "props"}, textOr(c["defaultType"], "LOCAL"), rules.Text(c["providerType"]), propsJSON(c["props"]))
+		return row([]string{"default_type", "provider_type", "props"}, textOr(c["defaultType"], "LOCAL"), rule.Text(c["providerType"]), rule.PropsText(c["props"]))
 	case "sql_parser":
 		return row([]string{"parse_tree_cache", "sql_statement_cache"}, cacheText(c["parseTreeCache"], 128, 1024), cacheText(c["sqlStatementCache"], 2000, 65535))
 	case "global_clock":
-		return row([]string{"type", "provider", "enabled", "props"}, textOr(c["type"], "TSO"), textOr(c["provider"], "local"), textOr(c["enabled"], "false"), propsJSON(c["props"]))
+		return row([]string{"type", "provider", "enabled", "props"}, textOr(c["type"], "TSO"), textOr(c["provider"], "local"), textOr(c["enabled"], "false"), rule.PropsText(c["props"]))
 	case "sql_federation":
 		return row([]string{"sql_federation_enabled", "all_query_use_sql_federation", "execution_plan_cache"},
 			textOr(c["sqlFederationEnabled"], "false"), textOr(c["allQueryUseSQLFederation"], "false"), cacheText(c["executionPlanCache"], 2000, 65535))

@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
@@ -56,9 +57,9 @@ func logicTables(d *metadata.Database) []catalog.Table {
 		out[k] = t
 	}
 	if r, ok := d.Rules["sharding"]; ok {
-		tables := rules.Map(r.Content["tables"])
+		tables := rule.Map(r.Content["tables"])
 		for _, name := range sortedKeys(tables) {
-			nodes, _ := inline.Expand(rules.Text(rules.Map(tables[name])["actualDataNodes"]), inline.MaxNames)
+			nodes, _ := inline.Expand(rule.Text(rule.Map(tables[name])["actualDataNodes"]), inline.MaxNames)
 			var actual []string
 			for _, n := range nodes {
 				a := n[strings.LastIndexByte(n, '.')+1:]
@@ -67,7 +68,7 @@ func logicTables(d *metadata.Database) []catalog.Table {
 			}
 			add(name, actual, false)
 		}
-		auto := rules.Map(r.Content["autoTables"])
+		auto := rule.Map(r.Content["autoTables"])
 		for _, name := range sortedKeys(auto) {
 			prefix := strings.ToLower(name) + "_"
 			var actual []string
@@ -82,14 +83,14 @@ func logicTables(d *metadata.Database) []catalog.Table {
 		}
 	}
 	if r, ok := d.Rules["broadcast"]; ok {
-		for _, name := range rules.List(r.Content["tables"]) {
+		for _, name := range rule.List(r.Content["tables"]) {
 			add(name, nil, false)
 			taken[strings.ToLower(name)] = true
 		}
 	}
 	if r, ok := d.Rules["single"]; ok {
 		wildcard := false
-		for _, p := range rules.List(r.Content["tables"]) {
+		for _, p := range rule.List(r.Content["tables"]) {
 			name := p[strings.LastIndexByte(p, '.')+1:]
 			if name == "*" {
 				wildcard = true

@@ -10,6 +10,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
@@ -32,21 +34,21 @@ func (e *Engine) showReadwriteSplittingRules(_ context.Context, s *Session, st *
 		return res, nil
 	}
 	groups := rules.ReadwriteGroups(r.Content)
-	balancers := rules.Map(r.Content["loadBalancers"])
+	balancers := rule.Map(r.Content["loadBalancers"])
 	for _, name := range sortedKeys(groups) {
 		if st.Name != "" && !strings.EqualFold(st.Name, name) {
 			continue
 		}
-		g := rules.Map(groups[name])
-		strategy := rules.Text(g["transactionalReadQueryStrategy"])
+		g := rule.Map(groups[name])
+		strategy := rule.Text(g["transactionalReadQueryStrategy"])
 		if strategy == "" {
 			strategy = "PRIMARY"
 		}
 		var lbType, lbProps string
-		if lb := rules.Map(balancers[rules.Text(g["loadBalancerName"])]); lb != nil {
-			lbType, lbProps = rules.Text(lb["type"]), propsJSON(lb["props"])
+		if lb := rule.Map(balancers[rule.Text(g["loadBalancerName"])]); lb != nil {
+			lbType, lbProps = rule.Text(lb["type"]), rule.PropsText(lb["props"])
 		}
-		res.Rows = append(res.Rows, []*string{str(name), str(rules.Text(g["writeDataSourceName"])), str(rules.Text(g["readDataSourceNames"])),
+		res.Rows = append(res.Rows, []*string{str(name), str(rule.Text(g["writeDataSourceName"])), str(rule.Text(g["readDataSourceNames"])),
 			str(strategy), str(lbType), str(lbProps)})
 	}
 	return res, nil
@@ -71,7 +73,7 @@ func (e *Engine) showReadwriteSplittingStatus(_ context.Context, s *Session, st 
 		if st.Name != "" && !strings.EqualFold(st.Name, name) {
 			continue
 		}
-		for _, u := range rules.List(rules.Map(groups[name])["readDataSourceNames"]) {
+		for _, u := range rule.List(rule.Map(groups[name])["readDataSourceNames"]) {
 			status := metadata.StateEnabled
 			if states[metadata.QualifiedDataSource{Database: db.Name, Group: name, Unit: u}] == metadata.StateDisabled {
 				status = metadata.StateDisabled
@@ -100,11 +102,11 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
 	if r, ok := db.Rules["sharding"]; ok {
 		for _, f := range []string{"tables", "autoTables"} {
-			tables := rules.Map(r.Content[f])
+			tables := rule.Map(r.Content[f])
 			for _, t := range sortedKeys(tables) {
-				tm := rules.Map(tables[t])
-				units, _ := dbconfig.DataSourcesOfNodes(rules.Text(tm["actualDataNodes"]))
-				if auto, err := inline.Expand(rules.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
+				tm := rule.Map(tables[t])
+				units, _ := dbconfig.DataSourcesOfNodes(rule.Text(tm["actualDataNodes"]))
+				if auto, err := inline.Expand(rule.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
 					units = append(units, auto...)
 				}
 				if slices.Contains(units, st.Unit) {
@@ -116,23 +118,23 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	if r, ok := db.Rules["readwrite_splitting"]; ok {
 		groups := rules.ReadwriteGroups(r.Content)
 		for _, g := range sortedKeys(groups) {
-			gm := rules.Map(groups[g])
-			if rules.Text(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(rules.Text(gm["readDataSourceNames"]), ","), st.Unit) {
+			gm := rule.Map(groups[g])
+			if rule.Text(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(rule.Text(gm["readDataSourceNames"]), ","), st.Unit) {
 				add("readwrite_splitting", g)
 			}
 		}
 	}
 	if r, ok := db.Rules["shadow"]; ok {
-		sources := rules.Map(r.Content["dataSources"])
+		sources := rule.Map(r.Content["dataSources"])
 		for _, n := range sortedKeys(sources) {
-			sm := rules.Map(sources[n])
-			if rules.Text(sm["productionDataSourceName"]) == st.Unit || rules.Text(sm["shadowDataSourceName"]) == st.Unit {
+			sm := rule.Map(sources[n])
+			if rule.Text(sm["productionDataSourceName"]) == st.Unit || rule.Text(sm["shadowDataSourceName"]) == st.Unit {
 				add("shadow", n)
 			}
 		}
 	}
 	if r, ok := db.Rules["single"]; ok {
-		for _, t := range rules.List(r.Content["tables"]) {
+		for _, t := range rule.List(r.Content["tables"]) {
 			if u, table, ok := strings.Cut(t, "."); ok && u == st.Unit && !strings.Contains(table, "*") {
 				add("single", table[strings.LastIndexByte(table, '.')+1:])
 			}
@@ -155,20 +157,20 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 	add := func(name string, n int) {
 		res.Rows = append(res.Rows, []*string{str(name), str(db.Name), str(fmt.Sprint(n))})
 	}
+	if f, ok := families.ByType(st.Type); ok {
+		if r, ok := db.Rules[st.Type]; ok {
+			add(st.Type, f.Count(r.Content))
+		}
+		return res, nil
+	}
 	switch st.Type {
 	case "readwrite_splitting":
 		if r, ok := db.Rules["readwrite_splitting"]; ok {
 			add("readwrite_splitting", len(rules.ReadwriteGroups(r.Content)))
 		}
-	case "encrypt", "mask":
-		// One per table, as upstream's EncryptCountResultRowBuilder and
-		// MaskCountResultRowBuilder count.
-		if r, ok := db.Rules[st.Type]; ok {
-			add(st.Type, len(rules.Map(r.Content["tables"])))
-		}
 	case "shadow":
 		if r, ok := db.Rules["shadow"]; ok {
-			add("shadow", len(rules.Map(r.Content["dataSources"])))
+			add("shadow", len(rule.Map(r.Content["dataSources"])))
 		}
 	case "single":
 		tables, err := rules.SingleTables(ctx, e.d.Introspect, db)

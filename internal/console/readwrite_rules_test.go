@@ -14,7 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -260,7 +260,7 @@ func TestRuleChangeFromAStaleViewLosesNothing(t *testing.T) {
 			}
 			var want []string
 			for _, g := range slices.Sorted(maps.Keys(groups)) {
-				want = append(want, g+":"+rules.Text(rules.Map(groups[g])["readDataSourceNames"]))
+				want = append(want, g+":"+rule.Text(rule.Map(groups[g])["readDataSourceNames"]))
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("round %d: groups %v, want %v", i, got, want)

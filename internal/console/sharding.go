@@ -2,12 +2,11 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
 
 // SHOW SHARDING TABLE RULES, ALGORITHMS and KEY GENERATORS: read-only views
@@ -38,20 +37,6 @@ func (e *Engine) ruleContent(s *Session, from, typ string) (map[string]any, erro
 	return r.Content, nil
 }
 
-// propsJSON renders algorithm props as ShardingSphere shows Properties: ""
-// when empty, JSON otherwise.
-func propsJSON(v any) string {
-	m := rules.Map(v)
-	if len(m) == 0 {
-		return ""
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -69,32 +54,32 @@ type strategy struct {
 }
 
 func readStrategy(v any) strategy {
-	m := rules.Map(v)
+	m := rule.Map(v)
 	for _, typ := range []string{"standard", "complex", "hint", "none"} {
 		if body, ok := m[typ]; ok {
-			b := rules.Map(body)
-			col := rules.Text(b["shardingColumn"])
+			b := rule.Map(body)
+			col := rule.Text(b["shardingColumn"])
 			if typ == "complex" {
-				col = rules.Text(b["shardingColumns"])
+				col = rule.Text(b["shardingColumns"])
 			}
-			return strategy{typ: strings.ToUpper(typ), column: col, algorithm: rules.Text(b["shardingAlgorithmName"]), present: true}
+			return strategy{typ: strings.ToUpper(typ), column: col, algorithm: rule.Text(b["shardingAlgorithmName"]), present: true}
 		}
 	}
 	return strategy{}
 }
 
 func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *distsql.ShowShardingTableRules) (*Result, error) {
-	rule, err := e.shardingRule(s, st.Database)
+	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: shardingTableRuleColumns, Rows: [][]*string{}}
-	if rule == nil {
+	if content == nil {
 		return res, nil
 	}
-	algorithms := rules.Map(rule["shardingAlgorithms"])
-	generators := rules.Map(rule["keyGenerators"])
-	auditors := rules.Map(rule["auditors"])
+	algorithms := rule.Map(content["shardingAlgorithms"])
+	generators := rule.Map(content["keyGenerators"])
+	auditors := rule.Map(content["auditors"])
 	strategyCells := func(sc strategy) (typ, col, algType, algProps string) {
 		if !sc.present {
 			return "", "", "", ""
@@ -104,8 +89,8 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 			// type: the e2e datasets show empty cells for a none strategy.
 			return "", "", "", ""
 		}
-		alg := rules.Map(algorithms[sc.algorithm])
-		return sc.typ, sc.column, rules.Text(alg["type"]), propsJSON(alg["props"])
+		alg := rule.Map(algorithms[sc.algorithm])
+		return sc.typ, sc.column, rule.Text(alg["type"]), rule.PropsText(alg["props"])
 	}
 	pick := func(own, def any) any {
 		if own != nil {
@@ -120,32 +105,32 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		if ks := t["keyGenerateStrategy"]; ks != nil {
 			return ks
 		}
-		strategies := rules.Map(rule["keyGenerateStrategies"])
+		strategies := rule.Map(content["keyGenerateStrategies"])
 		for _, sn := range sortedKeys(strategies) {
-			ks := rules.Map(strategies[sn])
-			if strings.EqualFold(rules.Text(ks["logicTable"]), name) && !strings.EqualFold(rules.Text(ks["keyGenerateType"]), "sequence") {
+			ks := rule.Map(strategies[sn])
+			if strings.EqualFold(rule.Text(ks["logicTable"]), name) && !strings.EqualFold(rule.Text(ks["keyGenerateType"]), "sequence") {
 				return map[string]any{"column": ks["keyGenerateColumn"], "keyGeneratorName": ks["keyGeneratorName"]}
 			}
 		}
 		return nil
 	}
 	keyCells := func(ks any) (col, typ, props string) {
-		k := rules.Map(ks)
+		k := rule.Map(ks)
 		if k == nil {
 			return "", "", ""
 		}
-		gen := rules.Map(generators[rules.Text(k["keyGeneratorName"])])
-		return rules.Text(k["column"]), rules.Text(gen["type"]), propsJSON(gen["props"])
+		gen := rule.Map(generators[rule.Text(k["keyGeneratorName"])])
+		return rule.Text(k["column"]), rule.Text(gen["type"]), rule.PropsText(gen["props"])
 	}
 	auditCells := func(as any) (types, allow string) {
-		a := rules.Map(as)
+		a := rule.Map(as)
 		if a == nil {
 			return "", ""
 		}
 		var list []string
 		if names, ok := a["auditorNames"].([]any); ok {
 			for _, n := range names {
-				list = append(list, rules.Text(rules.Map(auditors[rules.Text(n)])["type"]))
+				list = append(list, rule.Text(rule.Map(auditors[rule.Text(n)])["type"]))
 			}
 		}
 		allowHint := "false"
@@ -155,29 +140,29 @@ func (e *Engine) showShardingTableRules(_ context.Context, s *Session, st *dists
 		return strings.Join(list, ","), allowHint
 	}
 	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
-	tables := rules.Map(rule["tables"])
+	tables := rule.Map(content["tables"])
 	for _, name := range sortedKeys(tables) {
 		if !match(name) {
 			continue
 		}
-		t := rules.Map(tables[name])
-		dbType, dbCol, dbAlg, dbProps := strategyCells(readStrategy(pick(t["databaseStrategy"], rule["defaultDatabaseStrategy"])))
-		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["tableStrategy"], rule["defaultTableStrategy"])))
-		kCol, kType, kProps := keyCells(pick(ownKey(name, t), rule["defaultKeyGenerateStrategy"]))
-		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
-		res.Rows = append(res.Rows, strs(name, rules.Text(t["actualDataNodes"]), "", dbType, dbCol, dbAlg, dbProps,
+		t := rule.Map(tables[name])
+		dbType, dbCol, dbAlg, dbProps := strategyCells(readStrategy(pick(t["databaseStrategy"], content["defaultDatabaseStrategy"])))
+		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["tableStrategy"], content["defaultTableStrategy"])))
+		kCol, kType, kProps := keyCells(pick(ownKey(name, t), content["defaultKeyGenerateStrategy"]))
+		aTypes, aAllow := auditCells(pick(t["auditStrategy"], content["defaultAuditStrategy"]))
+		res.Rows = append(res.Rows, strs(name, rule.Text(t["actualDataNodes"]), "", dbType, dbCol, dbAlg, dbProps,
 			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
 	}
-	autoTables := rules.Map(rule["autoTables"])
+	autoTables := rule.Map(content["autoTables"])
 	for _, name := range sortedKeys(autoTables) {
 		if !match(name) {
 			continue
 		}
-		t := rules.Map(autoTables[name])
-		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["shardingStrategy"], rule["defaultTableStrategy"])))
-		kCol, kType, kProps := keyCells(pick(ownKey(name, t), rule["defaultKeyGenerateStrategy"]))
-		aTypes, aAllow := auditCells(pick(t["auditStrategy"], rule["defaultAuditStrategy"]))
-		res.Rows = append(res.Rows, strs(name, "", rules.Text(t["actualDataSources"]), "", "", "", "",
+		t := rule.Map(autoTables[name])
+		tType, tCol, tAlg, tProps := strategyCells(readStrategy(pick(t["shardingStrategy"], content["defaultTableStrategy"])))
+		kCol, kType, kProps := keyCells(pick(ownKey(name, t), content["defaultKeyGenerateStrategy"]))
+		aTypes, aAllow := auditCells(pick(t["auditStrategy"], content["defaultAuditStrategy"]))
+		res.Rows = append(res.Rows, strs(name, "", rule.Text(t["actualDataSources"]), "", "", "", "",
 			tType, tCol, tAlg, tProps, kCol, kType, kProps, aTypes, aAllow))
 	}
 	return res, nil
@@ -193,15 +178,15 @@ func strs(values ...string) []*string {
 
 // namedAlgorithms lists a name -> {type, props} section of the rule.
 func (e *Engine) namedAlgorithms(s *Session, from, section string) (*Result, error) {
-	rule, err := e.shardingRule(s, from)
+	content, err := e.shardingRule(s, from)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
-	algs := rules.Map(rule[section])
+	algs := rule.Map(content[section])
 	for _, name := range sortedKeys(algs) {
-		a := rules.Map(algs[name])
-		res.Rows = append(res.Rows, strs(name, rules.Text(a["type"]), propsJSON(a["props"])))
+		a := rule.Map(algs[name])
+		res.Rows = append(res.Rows, strs(name, rule.Text(a["type"]), rule.PropsText(a["props"])))
 	}
 	return res, nil
 }

@@ -10,13 +10,9 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
-
-func listOf(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
 
 // The sharding and broadcast rule queries beyond sharding.go's, with
 // upstream's columns: SHOW SHARDING TABLE REFERENCE RULES, SHOW DEFAULT
@@ -27,13 +23,13 @@ func listOf(v any) []any {
 // executors do.
 
 func (e *Engine) showShardingTableReferenceRules(_ context.Context, s *Session, st *distsql.ShowShardingTableReferenceRules) (*Result, error) {
-	rule, err := e.shardingRule(s, st.Database)
+	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "sharding_table_reference"), Rows: [][]*string{}}
-	for _, b := range listOf(rule["bindingTables"]) {
-		name, tables := rules.BindingParts(rules.Text(b))
+	for _, b := range rule.Values(content["bindingTables"]) {
+		name, tables := rules.BindingParts(rule.Text(b))
 		if st.Name == "" || strings.EqualFold(st.Name, name) {
 			res.Rows = append(res.Rows, strs(name, strings.Join(tables, ",")))
 		}
@@ -42,42 +38,42 @@ func (e *Engine) showShardingTableReferenceRules(_ context.Context, s *Session, 
 }
 
 func (e *Engine) showDefaultShardingStrategy(_ context.Context, s *Session, st *distsql.ShowDefaultShardingStrategy) (*Result, error) {
-	rule, err := e.shardingRule(s, st.Database)
+	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "sharding_column", "sharding_algorithm_name", "sharding_algorithm_type", "sharding_algorithm_props"), Rows: [][]*string{}}
-	if rule == nil {
+	if content == nil {
 		return res, nil
 	}
 	for _, d := range []struct{ name, field string }{{"TABLE", "defaultTableStrategy"}, {"DATABASE", "defaultDatabaseStrategy"}} {
-		sc := readStrategy(rule[d.field])
+		sc := readStrategy(content[d.field])
 		if !sc.present || sc.typ == "NONE" {
 			res.Rows = append(res.Rows, strs(d.name, sc.typ, "", "", "", ""))
 			continue
 		}
-		alg := rules.Map(rules.Map(rule["shardingAlgorithms"])[sc.algorithm])
-		res.Rows = append(res.Rows, strs(d.name, sc.typ, sc.column, sc.algorithm, rules.Text(alg["type"]), propsJSON(alg["props"])))
+		alg := rule.Map(rule.Map(content["shardingAlgorithms"])[sc.algorithm])
+		res.Rows = append(res.Rows, strs(d.name, sc.typ, sc.column, sc.algorithm, rule.Text(alg["type"]), rule.PropsText(alg["props"])))
 	}
 	return res, nil
 }
 
 func (e *Engine) showShardingKeyGenerateStrategies(_ context.Context, s *Session, st *distsql.ShowShardingKeyGenerateStrategies) (*Result, error) {
-	rule, err := e.shardingRule(s, st.Database)
+	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "table", "column", "sequence", "generator_name", "generator_type", "generator_props"), Rows: [][]*string{}}
-	strategies := rules.Map(rule["keyGenerateStrategies"])
-	gens := rules.Map(rule["keyGenerators"])
+	strategies := rule.Map(content["keyGenerateStrategies"])
+	gens := rule.Map(content["keyGenerators"])
 	for _, name := range sortedKeys(strategies) {
 		if st.Name != "" && !strings.EqualFold(st.Name, name) {
 			continue
 		}
-		ks := rules.Map(strategies[name])
-		gen := rules.Map(gens[rules.Text(ks["keyGeneratorName"])])
-		res.Rows = append(res.Rows, strs(name, strings.ToLower(rules.Text(ks["keyGenerateType"])), rules.Text(ks["logicTable"]), rules.Text(ks["keyGenerateColumn"]),
-			rules.Text(ks["keyGenerateSequence"]), rules.Text(ks["keyGeneratorName"]), rules.Text(gen["type"]), propsJSON(gen["props"])))
+		ks := rule.Map(strategies[name])
+		gen := rule.Map(gens[rule.Text(ks["keyGeneratorName"])])
+		res.Rows = append(res.Rows, strs(name, strings.ToLower(rule.Text(ks["keyGenerateType"])), rule.Text(ks["logicTable"]), rule.Text(ks["keyGenerateColumn"]),
+			rule.Text(ks["keyGenerateSequence"]), rule.Text(ks["keyGeneratorName"]), rule.Text(gen["type"]), rule.PropsText(gen["props"])))
 	}
 	return res, nil
 }
@@ -85,12 +81,12 @@ func (e *Engine) showShardingKeyGenerateStrategies(_ context.Context, s *Session
 // unused lists the entries of section (name -> {type, props}) that the
 // rule does not use.
 func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
-	rule, err := e.shardingRule(s, from)
+	content, err := e.shardingRule(s, from)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "type", "props"), Rows: [][]*string{}}
-	algs, gens, auditors := rules.InUse(rule)
+	algs, gens, auditors := rules.InUse(content)
 	used := algs
 	switch section {
 	case "keyGenerators":
@@ -98,43 +94,43 @@ func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
 	case "auditors":
 		used = auditors
 	}
-	m := rules.Map(rule[section])
+	m := rule.Map(content[section])
 	for _, name := range sortedKeys(m) {
 		if !used[name] {
-			a := rules.Map(m[name])
-			res.Rows = append(res.Rows, strs(name, rules.Text(a["type"]), propsJSON(a["props"])))
+			a := rule.Map(m[name])
+			res.Rows = append(res.Rows, strs(name, rule.Text(a["type"]), rule.PropsText(a["props"])))
 		}
 	}
 	return res, nil
 }
 
 func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *distsql.ShowShardingTableNodes) (*Result, error) {
-	rule, err := e.shardingRule(s, st.Database)
+	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("name", "nodes"), Rows: [][]*string{}}
 	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
-	tables := rules.Map(rule["tables"])
+	tables := rule.Map(content["tables"])
 	for _, name := range sortedKeys(tables) {
 		if !match(name) {
 			continue
 		}
-		expr := rules.Text(rules.Map(tables[name])["actualDataNodes"])
+		expr := rule.Text(rule.Map(tables[name])["actualDataNodes"])
 		nodes, err := inline.Expand(expr, inline.MaxNames)
 		if errors.Is(err, inline.ErrTooMany) {
-			nodes = []string{expr} // more than a rule may hold: as written
+			nodes = []string{expr} // more than a content may hold: as written
 		}
 		res.Rows = append(res.Rows, strs(name, strings.Join(nodes, ", ")))
 	}
-	auto := rules.Map(rule["autoTables"])
+	auto := rule.Map(content["autoTables"])
 	for _, name := range sortedKeys(auto) {
 		if !match(name) {
 			continue
 		}
-		t := rules.Map(auto[name])
-		sources, _ := inline.Expand(rules.Text(t["actualDataSources"]), inline.MaxNames)
-		alg := rules.Map(rules.Map(rule["shardingAlgorithms"])[readStrategy(t["shardingStrategy"]).algorithm])
+		t := rule.Map(auto[name])
+		sources, _ := inline.Expand(rule.Text(t["actualDataSources"]), inline.MaxNames)
+		alg := rule.Map(rule.Map(content["shardingAlgorithms"])[readStrategy(t["shardingStrategy"]).algorithm])
 		n := min(autoShardingCount(alg), inline.MaxNames) // a stored count is not trusted
 		var nodes []string
 		for i := 0; i < n && len(sources) > 0; i++ {
@@ -148,16 +144,16 @@ func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *dists
 // autoShardingCount is the number of actual tables an auto-table
 // algorithm makes (0 when this node cannot tell).
 func autoShardingCount(alg map[string]any) int {
-	props := rules.Map(alg["props"])
+	props := rule.Map(alg["props"])
 	atoi := func(k string) int {
-		n, _ := strconv.Atoi(strings.TrimSpace(rules.Text(props[k])))
+		n, _ := strconv.Atoi(strings.TrimSpace(rule.Text(props[k])))
 		return n
 	}
-	switch strings.ToUpper(rules.Text(alg["type"])) {
+	switch strings.ToUpper(rule.Text(alg["type"])) {
 	case "MOD", "HASH_MOD":
 		return atoi("sharding-count")
 	case "BOUNDARY_RANGE":
-		return len(strings.Split(rules.Text(props["sharding-ranges"]), ",")) + 1
+		return len(strings.Split(rule.Text(props["sharding-ranges"]), ",")) + 1
 	case "VOLUME_RANGE":
 		lo, hi, v := atoi("range-lower"), atoi("range-upper"), atoi("sharding-volume")
 		if v <= 0 || hi < lo {
@@ -174,7 +170,7 @@ func (e *Engine) broadcastTables(s *Session, from string) (string, []any, bool, 
 		return "", nil, false, err
 	}
 	r, ok := db.Rules["broadcast"]
-	return db.Name, listOf(r.Content["tables"]), ok, nil
+	return db.Name, rule.Values(r.Content["tables"]), ok, nil
 }
 
 func (e *Engine) showBroadcastTableRules(_ context.Context, s *Session, st *distsql.ShowBroadcastTableRules) (*Result, error) {
@@ -184,7 +180,7 @@ func (e *Engine) showBroadcastTableRules(_ context.Context, s *Session, st *dist
 	}
 	res := &Result{Columns: textColumns("broadcast_table"), Rows: [][]*string{}}
 	for _, t := range tables {
-		res.Rows = append(res.Rows, strs(rules.Text(t)))
+		res.Rows = append(res.Rows, strs(rule.Text(t)))
 	}
 	return res, nil
 }
@@ -201,10 +197,10 @@ func (e *Engine) countShardingRule(_ context.Context, s *Session, st *distsql.Co
 	if !ok {
 		return res, nil
 	}
-	tables := len(rules.Map(r.Content["tables"])) + len(rules.Map(r.Content["autoTables"]))
+	tables := len(rule.Map(r.Content["tables"])) + len(rule.Map(r.Content["autoTables"]))
 	res.Rows = append(res.Rows,
 		strs("sharding_table", db.Name, strconv.Itoa(tables)),
-		strs("sharding_table_reference", db.Name, strconv.Itoa(len(listOf(r.Content["bindingTables"])))))
+		strs("sharding_table_reference", db.Name, strconv.Itoa(len(rule.Values(r.Content["bindingTables"])))))
 	return res, nil
 }
 
@@ -225,19 +221,19 @@ func (e *Engine) countBroadcastRule(_ context.Context, s *Session, st *distsql.C
 // 5.5.4 rule-level column strategy naming the table) or audit strategy
 // name st.Name, as upstream's ShowShardingTableRulesUsed*Executor.
 func (e *Engine) showShardingTableRulesUsed(_ context.Context, s *Session, st *distsql.ShowShardingTableRulesUsed) (*Result, error) {
-	rule, err := e.shardingRule(s, st.Database)
+	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Columns: textColumns("type", "name"), Rows: [][]*string{}}
 	for _, f := range []struct{ field, typ string }{{"tables", "table"}, {"autoTables", "auto_table"}} {
-		tables := rules.Map(rule[f.field])
+		tables := rule.Map(content[f.field])
 		for _, name := range sortedKeys(tables) {
-			algs, gens, auditors := rules.UsedBy(rules.Map(tables[name]))
+			algs, gens, auditors := rules.UsedBy(rule.Map(tables[name]))
 			names := algs
 			switch st.Kind {
 			case "KEY GENERATOR":
-				names = append(gens, strategyGenerators(rule, name)...)
+				names = append(gens, strategyGenerators(content, name)...)
 			case "AUDITOR":
 				names = auditors
 			}
@@ -251,13 +247,13 @@ func (e *Engine) showShardingTableRulesUsed(_ context.Context, s *Session, st *d
 
 // strategyGenerators returns the key generators of the rule-level (5.5.4)
 // column key generate strategies of table.
-func strategyGenerators(rule map[string]any, table string) []string {
+func strategyGenerators(content map[string]any, table string) []string {
 	var out []string
-	strategies := rules.Map(rule["keyGenerateStrategies"])
+	strategies := rule.Map(content["keyGenerateStrategies"])
 	for _, sn := range sortedKeys(strategies) {
-		ks := rules.Map(strategies[sn])
-		if strings.EqualFold(rules.Text(ks["logicTable"]), table) && !strings.EqualFold(rules.Text(ks["keyGenerateType"]), "sequence") {
-			if g := rules.Text(ks["keyGeneratorName"]); g != "" {
+		ks := rule.Map(strategies[sn])
+		if strings.EqualFold(rule.Text(ks["logicTable"]), table) && !strings.EqualFold(rule.Text(ks["keyGenerateType"]), "sequence") {
+			if g := rule.Text(ks["keyGeneratorName"]); g != "" {
 				out = append(out, g)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
@@ -53,7 +54,7 @@ func (e *Engine) showDefaultSingleTableStorageUnit(_ context.Context, s *Session
 	if err != nil {
 		return nil, err
 	}
-	unit := rules.Text(db.Rules["single"].Content["defaultDataSource"])
+	unit := rule.Text(db.Rules["single"].Content["defaultDataSource"])
 	if unit == "" {
 		unit = "RANDOM"
 	}

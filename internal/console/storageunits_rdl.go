@@ -13,7 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
 
 // REGISTER, ALTER and UNREGISTER STORAGE UNIT on the session's database
@@ -133,7 +133,7 @@ func unitsOf(s *Session, defs []distsql.StorageUnit) ([]dbconfig.Unit, error) {
 		}
 		m := config.NewDataSource(url, d.User, d.Password).Map()
 		for _, p := range d.Properties {
-			m[p.Key] = rules.PropertyValue(p.Value)
+			m[p.Key] = rule.PropertyValue(p.Value)
 		}
 		data, err := yaml.Marshal(m)
 		if err != nil {

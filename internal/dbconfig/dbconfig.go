@@ -30,6 +30,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -267,7 +268,7 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		return nil, unsupported("Database `%s` exists and is not empty, overwrite is not supported", db.Name)
 	}
 	if len(db.DataSources) == 0 {
-		return nil, EmptyStorageUnits(db.Name)
+		return nil, rule.EmptyStorageUnits(db.Name)
 	}
 	if err := pingAll(ctx, *db, opts.Ping); err != nil {
 		return nil, err
@@ -440,10 +441,4 @@ func pingAll(ctx context.Context, db config.Database, ping func(context.Context,
 		return &sqlerr.Error{Code: 10110, SQLState: "08000", Message: fmt.Sprintf("Storage units can not connect, error messages are: [%s].", strings.Join(msgs, "; "))}
 	}
 	return nil
-}
-
-// EmptyStorageUnits is upstream's EmptyStorageUnitException (10101,
-// 42S02): database db has no storage unit.
-func EmptyStorageUnits(db string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10101, SQLState: "42S02", Message: fmt.Sprintf("There is no storage unit in database '%s'.", db)}
 }

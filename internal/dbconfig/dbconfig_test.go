@@ -19,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -533,7 +534,7 @@ func TestImportBigDatabase(t *testing.T) {
 			t.Fatalf("%d keys in %d transactions", res.Keys, res.Transactions)
 		}
 		d := loadSnapshot(ctx, t, repo).Databases["big_db"]
-		if d == nil || len(mapOf(d.Rules["encrypt"].Content["tables"])) != 150 {
+		if d == nil || len(rule.Map(d.Rules["encrypt"].Content["tables"])) != 150 {
 			t.Fatalf("big_db after import: %v", d)
 		}
 		t.Logf("%d keys in %d transactions", res.Keys, res.Transactions)

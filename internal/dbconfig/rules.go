@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/retry"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -123,7 +124,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	}
 	if len(next) > 0 {
 		if _, err := metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {
-			return RuleChange{}, InvalidRule(ruleType, "", err.Error())
+			return RuleChange{}, rule.InvalidRule(ruleType, "", err.Error())
 		}
 		if err := checkItemNames(db, nextRule); err != nil {
 			return RuleChange{}, err
@@ -268,18 +269,12 @@ func checkItemNames(db string, r config.Rule) error {
 		}
 		for name := range m {
 			if strings.Contains(name, "/") {
-				return InvalidRule(r.Type, name, "the name may not contain '/'")
+				return rule.InvalidRule(r.Type, name, "the name may not contain '/'")
 			}
 			if _, err := paths.RuleItem(db, r.Type, field, name); err != nil {
-				return InvalidRule(r.Type, name, err.Error())
+				return rule.InvalidRule(r.Type, name, err.Error())
 			}
 		}
 	}
 	return nil
-}
-
-// InvalidRule is upstream's InvalidRuleConfigurationException (10200,
-// 44000): rule name of type ruleType is refused for msg.
-func InvalidRule(ruleType, name, msg string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10200, SQLState: "44000", Message: fmt.Sprintf("Invalid '%s' rule '%s', error message is: %s", ruleType, name, msg)}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -255,35 +256,35 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		c := d.Rules[typ].Content
 		switch typ {
 		case "sharding":
-			for _, t := range mapOf(c["tables"]) {
-				if nodes, _ := mapOf(t)["actualDataNodes"].(string); nodes != "" {
+			for _, t := range rule.Map(c["tables"]) {
+				if nodes, _ := rule.Map(t)["actualDataNodes"].(string); nodes != "" {
 					names, _ := DataSourcesOfNodes(nodes)
 					add("ShardingRule", names)
 				}
 			}
-			for _, t := range mapOf(c["autoTables"]) {
-				if ds, _ := mapOf(t)["actualDataSources"].(string); ds != "" {
+			for _, t := range rule.Map(c["autoTables"]) {
+				if ds, _ := rule.Map(t)["actualDataSources"].(string); ds != "" {
 					names, _ := inline.Expand(ds, inline.MaxNames)
 					add("ShardingRule", names)
 				}
 			}
 		case "readwrite_splitting":
-			groups := mapOf(c["dataSourceGroups"])
+			groups := rule.Map(c["dataSourceGroups"])
 			if groups == nil {
-				groups = mapOf(c["dataSources"]) // configs written for older releases
+				groups = rule.Map(c["dataSources"]) // configs written for older releases
 			}
 			for _, g := range groups {
-				gm := mapOf(g)
+				gm := rule.Map(g)
 				if w, ok := gm["writeDataSourceName"].(string); ok {
 					add("ReadwriteSplittingRule", []string{w})
 				}
-				for _, r := range listOf(gm["readDataSourceNames"]) {
+				for _, r := range rule.Values(gm["readDataSourceNames"]) {
 					add("ReadwriteSplittingRule", []string{fmt.Sprint(r)})
 				}
 			}
 		case "shadow":
-			for _, s := range mapOf(c["dataSources"]) {
-				sm := mapOf(s)
+			for _, s := range rule.Map(c["dataSources"]) {
+				sm := rule.Map(s)
 				for _, k := range []string{"productionDataSourceName", "shadowDataSourceName"} {
 					if v, ok := sm[k].(string); ok {
 						add("ShadowRule", []string{v})
@@ -294,7 +295,7 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 			if ignoreSingle {
 				continue
 			}
-			for _, t := range listOf(c["tables"]) {
+			for _, t := range rule.Values(c["tables"]) {
 				// ds.table, ds.schema.table, or wildcards (*.*): a named
 				// data source is in use.
 				if ds, _, ok := strings.Cut(fmt.Sprint(t), "."); ok && ds != "*" {
@@ -304,7 +305,7 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		case "broadcast":
 			// Broadcast tables live on every unit: a unit is in use when
 			// the rule has tables, unless ignored.
-			if ignoreBroadcast || len(listOf(c["tables"])) == 0 {
+			if ignoreBroadcast || len(rule.Values(c["tables"])) == 0 {
 				continue
 			}
 			for name := range d.Units {
@@ -322,11 +323,11 @@ func logicalDataSources(d *metadata.Database) map[string]bool {
 	for typ, r := range d.Rules {
 		switch typ {
 		case "readwrite_splitting":
-			for name := range mapOf(r.Content["dataSourceGroups"]) {
+			for name := range rule.Map(r.Content["dataSourceGroups"]) {
 				out[name] = true
 			}
 		case "shadow":
-			for name := range mapOf(r.Content["dataSources"]) {
+			for name := range rule.Map(r.Content["dataSources"]) {
 				out[name] = true
 			}
 		}

@@ -17,10 +17,12 @@ import (
 )
 
 // Parse reads one statement, optionally followed by semicolons. It returns
-// a pointer to one of the statement types of this package (*Empty for a
-// statement of only comments and semicolons) or a *SyntaxError. Parse is
-// safe for concurrent use.
-func Parse(sql string) (Statement, error) {
+// a pointer to one of the statement types of this package or of a rule
+// family whose reader families has (*Empty for a statement of only
+// comments and semicolons) or a *SyntaxError. The families' readers are
+// tried in order before the statements of this package. Parse is safe for
+// concurrent use.
+func Parse(sql string, families ...Reader) (Statement, error) {
 	if len(sql) > MaxStatementBytes {
 		return nil, &SyntaxError{Line: 1, Column: 1, Msg: fmt.Sprintf("statement longer than %d bytes", MaxStatementBytes)}
 	}
@@ -28,7 +30,7 @@ func Parse(sql string) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{sql: sql, toks: toks}
+	p := &parser{sql: sql, toks: toks, families: families}
 	for p.symbol(";") {
 	}
 	if p.peek().Kind == EOF {
@@ -47,9 +49,10 @@ func Parse(sql string) (Statement, error) {
 }
 
 type parser struct {
-	sql  string
-	toks []Token
-	i    int
+	sql      string
+	toks     []Token
+	i        int
+	families []Reader
 }
 
 // bail is what a parse function panics with; statement recovers it.
@@ -262,11 +265,10 @@ func (p *parser) top() Statement {
 	if st := p.ruleStatement(); st != nil { // readwrite.go
 		return st
 	}
-	if st, ok := p.maskStatement(); ok { // mask.go
-		return st
-	}
-	if st, ok := p.encryptStatement(); ok { // encrypt.go
-		return st
+	for _, read := range p.families {
+		if st, ok := read(&Parser{p}); ok {
+			return st
+		}
 	}
 	switch strings.ToUpper(t.Text) {
 	case "SHOW":

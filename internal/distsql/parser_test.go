@@ -291,7 +291,7 @@ func TestScope(t *testing.T) {
 		"SHOW READWRITE_SPLITTING RULES FROM other_db", "SHOW STATUS FROM READWRITE_SPLITTING RULES FROM other_db",
 		"DROP READWRITE_SPLITTING RULE rw FROM other_db", "SHOW SINGLE TABLES FROM other_db", "SHOW SINGLE TABLE t FROM other_db",
 		"SHOW DEFAULT SINGLE TABLE STORAGE UNIT FROM other_db", "COUNT SINGLE TABLE FROM other_db", "SHOW RULES USED STORAGE UNIT ds_0 FROM other_db",
-		"SHOW MASK RULES FROM other_db", "SHOW ENCRYPT RULES FROM other_db", "COUNT MASK RULE FROM other_db",
+		"COUNT MASK RULE FROM other_db",
 	} {
 		st, err := Parse(q)
 		if err != nil {

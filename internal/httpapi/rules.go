@@ -9,6 +9,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
@@ -69,7 +70,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 		s.writeError(w, badRequest("missing field statement: want %s", want))
 		return
 	}
-	st, err := distsql.Parse(*v.Statement)
+	st, err := families.Parse(*v.Statement)
 	var se *distsql.SyntaxError
 	if errors.As(err, &se) {
 		s.writeError(w, errorf(http.StatusBadRequest, distsql.SyntaxErrorCode, "%s", se.Error()))

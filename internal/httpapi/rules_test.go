@@ -9,6 +9,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -49,7 +50,7 @@ func TestRuleStatementRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := rules.Map(rules.ReadwriteGroups(d.Rules["readwrite_splitting"].Content)["rw"]); rules.Text(g["writeDataSourceName"]) != "ds_0" {
+	if g := rule.Map(rules.ReadwriteGroups(d.Rules["readwrite_splitting"].Content)["rw"]); rule.Text(g["writeDataSourceName"]) != "ds_0" {
 		t.Fatalf("the registry's readwrite-splitting rule: %v", d.Rules["readwrite_splitting"].Content)
 	}
 	post(dbRoute, "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_1, READ_STORAGE_UNITS(ds_0))").
@@ -81,7 +82,7 @@ func TestRuleStatementRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := rules.Map(global["sql_parser"].Content["parseTreeCache"]), map[string]any{"initialCapacity": 64, "maximumSize": 512}; !reflect.DeepEqual(got, want) {
+	if got, want := rule.Map(global["sql_parser"].Content["parseTreeCache"]), map[string]any{"initialCapacity": 64, "maximumSize": 512}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("the registry's sql_parser rule: %v", global["sql_parser"].Content)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 )
 
 // The functions below give a rule the fields upstream's YAML swappers
@@ -76,6 +77,10 @@ func RuleAsWritten(layout paths.Layout, r config.Rule) (config.Rule, error) {
 // Layout554.
 func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
 	c := config.CloneContent(r.Content)
+	if f, ok := families.ByType(r.Type); ok {
+		f.Upstream(c)
+		return config.Rule{Type: r.Type, Content: c}, nil
+	}
 	switch r.Type {
 	case "sharding":
 		if err := upstreamSharding(layout, c); err != nil {
@@ -84,16 +89,6 @@ func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
 	case "readwrite_splitting":
 		eachMap(c, "dataSourceGroups", func(_ string, g map[string]any) {
 			setDefault(g, "transactionalReadQueryStrategy", "PRIMARY")
-		})
-	case "encrypt":
-		eachMap(c, "tables", func(name string, t map[string]any) {
-			t["name"] = name
-			eachMap(t, "columns", func(col string, cm map[string]any) { cm["name"] = col })
-		})
-	case "mask":
-		eachMap(c, "tables", func(name string, t map[string]any) {
-			t["name"] = name
-			eachMap(t, "columns", func(col string, cm map[string]any) { cm["logicColumn"] = col })
 		})
 	}
 	return config.Rule{Type: r.Type, Content: c}, nil

@@ -8,10 +8,10 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -46,7 +46,7 @@ func TestApplyReadsTheRegistry(t *testing.T) {
 	}}
 	apply := func(q string) (Outcome, error) {
 		t.Helper()
-		st, err := distsql.Parse(q)
+		st, err := families.Parse(q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestApplyReadsTheRegistry(t *testing.T) {
 		"sqlStatementCache": map[string]any{"initialCapacity": 100, "maximumSize": 200}}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := distsql.Parse("ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))")
+	st, _ := families.Parse("ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))")
 	if !IsGlobal(st) || !Is(st) {
 		t.Fatalf("IsGlobal/Is of ALTER SQL_PARSER RULE")
 	}
@@ -117,7 +117,7 @@ func TestApplyReadsTheRegistry(t *testing.T) {
 	if !reflect.DeepEqual(global["sql_parser"].Content, want) {
 		t.Errorf("sql_parser rule %v, want %v", global["sql_parser"].Content, want)
 	}
-	st, _ = distsql.Parse("ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))")
+	st, _ = families.Parse("ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='nope'))")
 	if _, err := Apply(ctx, repo, "", st, opts); code(err) != 30000 {
 		t.Errorf("ALTER TRANSACTION RULE of an unknown provider: %v, want 30000", err)
 	}

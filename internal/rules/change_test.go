@@ -5,10 +5,10 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -57,7 +57,7 @@ func TestDigestOfEachChange554(t *testing.T) {
 		`CREATE SHARDING KEY GENERATE STRATEGY order_seq (SEQUENCE="order_seq", TYPE(NAME="uuid"))`,
 		"CREATE SHARDING KEY GENERATE STRATEGY item_id (TABLE=t_order, COLUMN=item_id, GENERATOR=t_order_snowflake)",
 	} {
-		st, err := distsql.Parse(q)
+		st, err := families.Parse(q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,10 +10,11 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -168,7 +169,7 @@ func TestDatabaseRuleDigestUnderAConcurrentChange(t *testing.T) {
 					t.Errorf("the concurrent change: %v", err)
 				}
 			}
-			st, err := distsql.Parse("CREATE SHARDING TABLE RULE t_order (DATANODES('ds_${0..1}.t_order'))")
+			st, err := families.Parse("CREATE SHARDING TABLE RULE t_order (DATANODES('ds_${0..1}.t_order'))")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +189,7 @@ func TestDatabaseRuleDigestUnderAConcurrentChange(t *testing.T) {
 			// Another node creates the same table rule meanwhile: the
 			// statement is computed again and answers as if it came second.
 			theirs := config.CloneContent(d.Rules["sharding"].Content)
-			Map(theirs["tables"])["t_user"] = map[string]any{"actualDataNodes": "ds_0.t_user", "logicTable": "t_user"}
+			rule.Map(theirs["tables"])["t_user"] = map[string]any{"actualDataNodes": "ds_0.t_user", "logicTable": "t_user"}
 			meddleSame := func() {
 				conds, ops, err := metadata.RuleWrites(ctx, repo, paths.DefaultLayout, "db", d.Rules["sharding"], config.Rule{Type: "sharding", Content: theirs})
 				if err == nil {
@@ -198,7 +199,7 @@ func TestDatabaseRuleDigestUnderAConcurrentChange(t *testing.T) {
 					t.Errorf("the concurrent change: %v", err)
 				}
 			}
-			st, err = distsql.Parse("CREATE SHARDING TABLE RULE t_user (DATANODES('ds_1.t_user'))")
+			st, err = families.Parse("CREATE SHARDING TABLE RULE t_user (DATANODES('ds_1.t_user'))")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +213,7 @@ func TestDatabaseRuleDigestUnderAConcurrentChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := Map(Map(d.Rules["sharding"].Content["tables"])["t_user"])["actualDataNodes"]; got != "ds_0.t_user" {
+			if got := rule.Map(rule.Map(d.Rules["sharding"].Content["tables"])["t_user"])["actualDataNodes"]; got != "ds_0.t_user" {
 				t.Fatalf("the other node's t_user was overwritten: %v", got)
 			}
 		})

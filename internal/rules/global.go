@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -46,11 +46,11 @@ func alterGlobalRule(st *distsql.AlterGlobalRule) globalChange {
 				return nil, &sqlerr.Error{Code: 12000, SQLState: "42000", Message: fmt.Sprintf("You have an error in your SQL syntax: ALTER %s RULE has no setting %s", strings.ToUpper(st.Type), name)}
 			}
 		}
-		invalid := func(msg string) error { return dbconfig.InvalidRule(st.Type, st.Type, msg) }
+		invalid := func(msg string) error { return rule.InvalidRule(st.Type, st.Type, msg) }
 		props := func() map[string]any {
 			m := map[string]any{}
 			for _, p := range st.Properties {
-				m[p.Key] = PropertyValue(p.Value)
+				m[p.Key] = rule.PropertyValue(p.Value)
 			}
 			return m
 		}
@@ -62,7 +62,7 @@ func alterGlobalRule(st *distsql.AlterGlobalRule) globalChange {
 			return strings.EqualFold(v.Text, "true"), nil
 		}
 		cache := func(field, prefix string) error {
-			m := maps.Clone(Map(c[field]))
+			m := maps.Clone(rule.Map(c[field]))
 			if m == nil {
 				m = map[string]any{}
 			}

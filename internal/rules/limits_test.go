@@ -12,10 +12,11 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -73,7 +74,7 @@ func TestRuleStatementBeyondOneTransaction(t *testing.T) {
 		repo := open(t)
 		twoUnitDatabase(ctx, t, repo)
 		apply := func(q string) (Outcome, error) {
-			st, err := distsql.Parse(q)
+			st, err := families.Parse(q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +105,7 @@ func TestConcurrentAltersOnSeveralNodes(t *testing.T) {
 		ctx := testenv.Context(t)
 		nodes := []registry.Repository{open(t), open(t), open(t)}
 		twoUnitDatabase(ctx, t, nodes[0])
-		st, err := distsql.Parse("CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t_0'))")
+		st, err := families.Parse("CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t_0'))")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestConcurrentAltersOnSeveralNodes(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range alters {
 			wg.Go(func() {
-				st, err := distsql.Parse(fmt.Sprintf("ALTER SHARDING TABLE RULE t (DATANODES('ds_%d.t_%d'))", i%2, i+1))
+				st, err := families.Parse(fmt.Sprintf("ALTER SHARDING TABLE RULE t (DATANODES('ds_%d.t_%d'))", i%2, i+1))
 				if err != nil {
 					errs[i] = err
 					return
@@ -142,7 +143,7 @@ func TestConcurrentAltersOnSeveralNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := Map(Map(d.Rules["sharding"].Content["tables"])["t"])["actualDataNodes"].(string)
+		got, _ := rule.Map(rule.Map(d.Rules["sharding"].Content["tables"])["t"])["actualDataNodes"].(string)
 		if got == "ds_0.t_0" || !strings.HasPrefix(got, "ds_") {
 			t.Fatalf("after the ALTERs the rule's data nodes are %q, want one an ALTER wrote", got)
 		}
@@ -176,7 +177,7 @@ func TestChangeThatKeepsLosing(t *testing.T) {
 	}
 	defer sess.Close(context.Background())
 	losing := &losingSession{Session: sess}
-	st, err := distsql.Parse("CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t_0'))")
+	st, err := families.Parse("CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t_0'))")
 	if err != nil {
 		t.Fatal(err)
 	}

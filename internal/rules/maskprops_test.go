@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -26,13 +27,13 @@ func maskStatement(table string, n int) string {
 }
 
 // TestHostileMaskProps: an algorithm of more props than
-// dbconfig.MaxAlgorithmProps (the 249 KB statement of 20,000 props that
+// rule.MaxAlgorithmProps (the 249 KB statement of 20,000 props that
 // cost seconds on every node) is refused with 10200 naming the bound and
 // writes nothing; one at the bound is written.
 func TestHostileMaskProps(t *testing.T) {
 	repo := memory.New()
-	apply, rule := oneUnitDatabase(t, repo, "mask")
-	st, err := distsql.Parse(maskStatement("t_big", 20000))
+	apply, content := oneUnitDatabase(t, repo, "mask")
+	st, err := families.Parse(maskStatement("t_big", 20000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +42,11 @@ func TestHostileMaskProps(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != 10200 || !strings.Contains(se.Message, "more than the 1000 one algorithm may have") {
 		t.Fatalf("20,000 props: %v, want 10200 naming the bound", err)
 	}
-	if c := rule(); c != nil {
+	if c := content(); c != nil {
 		t.Errorf("a refused statement wrote %v", c)
 	}
 	apply(maskStatement("t_ok", 1000-3))
-	if n := len(Map(Map(Map(rule()["maskAlgorithms"])["t_ok_phone_keep_first_n_last_m"])["props"])); n != 1000 {
+	if n := len(rule.Map(rule.Map(rule.Map(content()["maskAlgorithms"])["t_ok_phone_keep_first_n_last_m"])["props"])); n != 1000 {
 		t.Errorf("at the bound: %d props written", n)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
 
 // CREATE, ALTER and DROP READWRITE_SPLITTING RULE, as ShardingSphere's
@@ -33,16 +33,10 @@ var readQueryLoadBalancers = []string{"RANDOM", "ROUND_ROBIN", "WEIGHT"}
 // TransactionalReadQueryStrategy values.
 var transactionalReadQueryStrategies = []string{"PRIMARY", "FIXED", "DYNAMIC"}
 
-// missingUnits is upstream's MissingRequiredStorageUnitsException (10102,
-// 44000).
-func missingUnits(db string, names []string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '%s' do not exist in database '%s'.", javaList(names), db)}
-}
-
 // readwriteOf returns the groups and load balancers of readwrite-splitting
 // rule content c as maps of their own, to change.
 func readwriteOf(c map[string]any) (groups, balancers map[string]any) {
-	groups, balancers = maps.Clone(ReadwriteGroups(c)), maps.Clone(Map(c["loadBalancers"]))
+	groups, balancers = maps.Clone(ReadwriteGroups(c)), maps.Clone(rule.Map(c["loadBalancers"]))
 	if groups == nil {
 		groups = map[string]any{}
 	}
@@ -61,7 +55,7 @@ func readwriteContent(groups, balancers map[string]any) map[string]any {
 	}
 	used := map[string]any{}
 	for _, g := range groups {
-		if n := Text(Map(g)["loadBalancerName"]); n != "" && balancers[n] != nil {
+		if n := rule.Text(rule.Map(g)["loadBalancerName"]); n != "" && balancers[n] != nil {
 			used[n] = balancers[n]
 		}
 	}
@@ -88,9 +82,9 @@ func checkReadwriteRules(d *metadata.Database, rules []distsql.ReadwriteSplittin
 		}
 	}
 	if len(missing) > 0 {
-		return missingUnits(d.Name, missing)
+		return rule.MissingStorageUnits(d.Name, missing)
 	}
-	invalid := func(name, msg string) error { return dbconfig.InvalidRule(readwriteKind, name, msg) }
+	invalid := func(name, msg string) error { return rule.InvalidRule(readwriteKind, name, msg) }
 	writes := map[string]string{}
 	for _, r := range rules {
 		// The name becomes a registry path segment (the group's item and
@@ -154,7 +148,7 @@ func readwriteNames(rules []distsql.ReadwriteSplittingRule) []string {
 func putReadwriteRules(db string, groups, balancers map[string]any, rules []distsql.ReadwriteSplittingRule, alter []string) error {
 	for _, r := range rules {
 		if w := writeUnitOwner(groups, r.Write, r.Name); w != "" && !slices.Contains(alter, w) {
-			return dbconfig.InvalidRule(readwriteKind, r.Name, fmt.Sprintf("Can not config duplicate write storage unit `%s` in database `%s` (rule %s has it)", r.Write, db, w))
+			return rule.InvalidRule(readwriteKind, r.Name, fmt.Sprintf("Can not config duplicate write storage unit `%s` in database `%s` (rule %s has it)", r.Write, db, w))
 		}
 		putReadwriteRule(groups, balancers, r)
 	}
@@ -164,7 +158,7 @@ func putReadwriteRules(db string, groups, balancers map[string]any, rules []dist
 func createReadwriteRule(st *distsql.CreateReadwriteSplittingRule) databaseChange {
 	return func(_ context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
 		if dup := duplicateNames(readwriteNames(st.Rules)); len(dup) > 0 {
-			return nil, duplicateRule(readwriteKind, d.Name, dup)
+			return nil, rule.DuplicateRule(readwriteKind, d.Name, dup)
 		}
 		groups, balancers := readwriteOf(c)
 		rules := st.Rules
@@ -176,7 +170,7 @@ func createReadwriteRule(st *distsql.CreateReadwriteSplittingRule) databaseChang
 		}
 		if len(existing) > 0 {
 			if !st.IfNotExists {
-				return nil, duplicateRule(readwriteKind, d.Name, existing)
+				return nil, rule.DuplicateRule(readwriteKind, d.Name, existing)
 			}
 			rules = slices.DeleteFunc(slices.Clone(rules), func(r distsql.ReadwriteSplittingRule) bool { return slices.Contains(existing, r.Name) })
 		}
@@ -197,7 +191,7 @@ func alterReadwriteRule(st *distsql.AlterReadwriteSplittingRule) databaseChange 
 	return func(_ context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
 		names := readwriteNames(st.Rules)
 		if dup := duplicateNames(names); len(dup) > 0 {
-			return nil, duplicateRule(readwriteKind, d.Name, dup)
+			return nil, rule.DuplicateRule(readwriteKind, d.Name, dup)
 		}
 		groups, balancers := readwriteOf(c)
 		var missing []string
@@ -207,7 +201,7 @@ func alterReadwriteRule(st *distsql.AlterReadwriteSplittingRule) databaseChange 
 			}
 		}
 		if len(missing) > 0 {
-			return nil, missingRule(readwriteKind, d.Name, missing)
+			return nil, rule.MissingRule(readwriteKind, d.Name, missing)
 		}
 		if err := checkReadwriteRules(d, st.Rules); err != nil {
 			return nil, err
@@ -231,7 +225,7 @@ func dropReadwriteRule(st *distsql.DropReadwriteSplittingRule) databaseChange {
 			}
 		}
 		if len(missing) > 0 && !st.IfExists {
-			return nil, missingRule(readwriteKind, d.Name, missing)
+			return nil, rule.MissingRule(readwriteKind, d.Name, missing)
 		}
 		if len(names) == 0 {
 			return c, nil
@@ -240,14 +234,14 @@ func dropReadwriteRule(st *distsql.DropReadwriteSplittingRule) databaseChange {
 		// single table's unit, ...) is still in use.
 		var used []string
 		inUse := dbconfig.UnitsInUse(d, false, true)
-		defaultSingle := Text(d.Rules["single"].Content["defaultDataSource"])
+		defaultSingle := rule.Text(d.Rules["single"].Content["defaultDataSource"])
 		for _, n := range names {
 			if n == defaultSingle || slices.ContainsFunc(inUse[n], func(rule string) bool { return rule != "ReadwriteSplittingRule" }) {
 				used = append(used, n)
 			}
 		}
 		if len(used) > 0 {
-			return nil, ruleInUse(readwriteKind, d.Name, used)
+			return nil, rule.RuleInUse(readwriteKind, d.Name, used)
 		}
 		for _, n := range names {
 			delete(groups, n)
@@ -259,7 +253,7 @@ func dropReadwriteRule(st *distsql.DropReadwriteSplittingRule) databaseChange {
 // writeUnitOwner is the group other than name whose write unit is unit.
 func writeUnitOwner(groups map[string]any, unit, name string) string {
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
-		if g != name && Text(Map(groups[g])["writeDataSourceName"]) == unit {
+		if g != name && rule.Text(rule.Map(groups[g])["writeDataSourceName"]) == unit {
 			return g
 		}
 	}
@@ -269,7 +263,7 @@ func writeUnitOwner(groups map[string]any, unit, name string) string {
 // putReadwriteRule sets group r.Name (and its load balancer) in groups and
 // balancers.
 func putReadwriteRule(groups, balancers map[string]any, r distsql.ReadwriteSplittingRule) {
-	g := map[string]any{"writeDataSourceName": r.Write, "readDataSourceNames": anyList(r.Reads)}
+	g := map[string]any{"writeDataSourceName": r.Write, "readDataSourceNames": rule.AnyList(r.Reads)}
 	strategy := r.Strategy
 	if strategy == "" {
 		strategy = "PRIMARY"

@@ -15,6 +15,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +27,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -163,24 +167,20 @@ func changeOf(st distsql.Statement) (string, change) {
 		return broadcastTableRule(st.Tables, true, st.IfNotExists)
 	case *distsql.DropBroadcastTableRule:
 		return broadcastTableRule(st.Tables, false, st.IfExists)
-	case *distsql.CreateMaskRule:
-		return maskRule.define(maskDefinitions(st.Rules), st.IfNotExists, false)
-	case *distsql.AlterMaskRule:
-		return maskRule.define(maskDefinitions(st.Rules), false, true)
-	case *distsql.DropMaskRule:
-		return maskRule.drop(st.Tables, st.IfExists)
-	case *distsql.AlterEncryptRule:
-		return encryptRule.define(encryptDefinitions(st.Rules), false, true)
-	case *distsql.DropEncryptRule:
-		return encryptRule.drop(st.Tables, st.IfExists)
 	}
 	return "", nil
 }
 
 // databaseChangeOf is the change of a database rule statement that reads
 // more than the rule: the database's units and other rules, the units'
-// tables (through opts.Introspect).
+// tables (through opts.Introspect); a rule family's change (families.Of)
+// reads them as rule.Database.
 func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChange) {
+	if f, c := families.Of(st); c != nil {
+		return f.Type(), func(ctx context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
+			return c(ctx, familyDatabase(d), cur)
+		}
+	}
 	switch st := st.(type) {
 	case *distsql.CreateReadwriteSplittingRule:
 		return readwriteType, createReadwriteRule(st)
@@ -194,8 +194,6 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 		return singleType, unloadSingleTable(st, opts.Introspect)
 	case *distsql.SetDefaultSingleTableStorageUnit:
 		return singleType, setDefaultSingleUnit(st)
-	case *distsql.CreateEncryptRule:
-		return encryptRule.ruleType, createEncryptRule(st)
 	}
 	return "", nil
 }
@@ -256,4 +254,13 @@ func wait(ctx context.Context, repo registry.Repository, db, digest string, opts
 		err = nil
 	}
 	return err
+}
+
+// familyDatabase is d as the rule families' changes read it.
+func familyDatabase(d *metadata.Database) rule.Database {
+	contents := make(map[string]map[string]any, len(d.Rules))
+	for typ, r := range d.Rules {
+		contents[typ] = r.Content
+	}
+	return families.Database(d.Name, slices.Sorted(maps.Keys(d.Units)), contents)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -35,7 +37,7 @@ func TestApplyWritesUpstreamShapes(t *testing.T) {
 		"CREATE DEFAULT SHARDING TABLE STRATEGY (TYPE='none')",
 		"CREATE BROADCAST TABLE RULE t_dict",
 	} {
-		st, err := distsql.Parse(q)
+		st, err := families.Parse(q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +84,7 @@ func TestApplyWritesUpstreamShapes(t *testing.T) {
 		t.Errorf("SHOW COMPUTE NODES: %v", err)
 	}
 	// IF NOT EXISTS of what exists writes nothing.
-	st, _ := distsql.Parse("CREATE BROADCAST TABLE RULE IF NOT EXISTS t_dict")
+	st, _ := families.Parse("CREATE BROADCAST TABLE RULE IF NOT EXISTS t_dict")
 	if out, err := Apply(ctx, repo, "db", st, Options{}); err != nil || out.Changed {
 		t.Errorf("IF NOT EXISTS: %+v %v", out, err)
 	}
@@ -91,7 +93,7 @@ func TestApplyWritesUpstreamShapes(t *testing.T) {
 // oneUnitDatabase creates database db with one unit in repo and returns
 // apply, which runs a rule statement that must change it, and rule, which
 // reads the content of its rule ruleType from repo.
-func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (apply func(q string), rule func() map[string]any) {
+func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (apply func(q string), content func() map[string]any) {
 	ctx := testenv.Context(t)
 	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
 		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
@@ -100,7 +102,7 @@ func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (a
 	}
 	apply = func(q string) {
 		t.Helper()
-		st, err := distsql.Parse(q)
+		st, err := families.Parse(q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +110,7 @@ func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (a
 			t.Fatalf("%s: %+v %v", q, out, err)
 		}
 	}
-	rule = func() map[string]any {
+	content = func() map[string]any {
 		t.Helper()
 		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
 		if err != nil {
@@ -116,7 +118,7 @@ func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (a
 		}
 		return d.Rules[ruleType].Content
 	}
-	return apply, rule
+	return apply, content
 }
 
 // TestApplyMaskRule checks what CREATE, ALTER and DROP MASK RULE write:
@@ -127,9 +129,9 @@ func oneUnitDatabase(t testing.TB, repo registry.Repository, ruleType string) (a
 func TestApplyMaskRule(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := memory.New()
-	apply, rule := oneUnitDatabase(t, repo, "mask")
+	apply, content := oneUnitDatabase(t, repo, "mask")
 	apply("CREATE MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5')), (NAME=Phone, TYPE(NAME='keep_first_n_last_m', PROPERTIES('first-n'=3, 'last-m'=4, 'replace-char'='*')))))")
-	c := rule()
+	c := content()
 	wantAlgs := map[string]any{
 		"t_user_password_md5":              map[string]any{"type": "MD5"},
 		"t_user_phone_keep_first_n_last_m": map[string]any{"type": "keep_first_n_last_m", "props": map[string]any{"first-n": "3", "last-m": "4", "replace-char": "*"}},
@@ -141,7 +143,7 @@ func TestApplyMaskRule(t *testing.T) {
 		"password": map[string]any{"logicColumn": "password", "maskAlgorithm": "t_user_password_md5"},
 		"Phone":    map[string]any{"logicColumn": "Phone", "maskAlgorithm": "t_user_phone_keep_first_n_last_m"},
 	}}
-	if got := Map(c["tables"])["t_user"]; !reflect.DeepEqual(got, wantTable) {
+	if got := rule.Map(c["tables"])["t_user"]; !reflect.DeepEqual(got, wantTable) {
 		t.Errorf("tables.t_user = %v, want %v", got, wantTable)
 	}
 	for _, item := range [][2]string{{"tables", "t_user"}, {"mask_algorithms", "t_user_password_md5"}} {
@@ -155,12 +157,12 @@ func TestApplyMaskRule(t *testing.T) {
 	}
 
 	apply("ALTER MASK RULE t_user (COLUMNS((NAME=password, TYPE(NAME='MD5'))))")
-	if got := rule()["maskAlgorithms"]; !reflect.DeepEqual(got, map[string]any{"t_user_password_md5": map[string]any{"type": "MD5"}}) {
+	if got := content()["maskAlgorithms"]; !reflect.DeepEqual(got, map[string]any{"t_user_password_md5": map[string]any{"type": "MD5"}}) {
 		t.Errorf("ALTER left maskAlgorithms %v, want only the one still used", got)
 	}
 	apply("CREATE MASK RULE t_generic (COLUMNS((NAME=c, TYPE(NAME='GENERIC_TABLE_RANDOM_REPLACE'))))") // a type 5.5's releases ship
 	apply("DROP MASK RULE t_user, t_generic")
-	if c := rule(); c != nil {
+	if c := content(); c != nil {
 		t.Errorf("after the last DROP the rule is %v, want none", c)
 	}
 }
@@ -173,9 +175,9 @@ func TestApplyMaskRule(t *testing.T) {
 func TestApplyEncryptRule(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := memory.New()
-	apply, rule := oneUnitDatabase(t, repo, "encrypt")
+	apply, content := oneUnitDatabase(t, repo, "encrypt")
 	apply("CREATE ENCRYPT RULE t_user (COLUMNS((NAME=phone, CIPHER=phone_c, ASSISTED_QUERY=phone_q, LIKE_QUERY=phone_l, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'=123, 'digest-algorithm-name'='SHA-1'))), ASSISTED_QUERY_ALGORITHM(TYPE(NAME='MD5')), LIKE_QUERY_ALGORITHM(TYPE(NAME='CHAR_DIGEST_LIKE'))), (NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4', PROPERTIES('rc4-key-value'='key-5'))))))")
-	c := rule()
+	c := content()
 	wantEncryptors := map[string]any{
 		"t_user_phone":        map[string]any{"type": "AES", "props": map[string]any{"aes-key-value": "123", "digest-algorithm-name": "SHA-1"}},
 		"assist_t_user_phone": map[string]any{"type": "MD5"},
@@ -191,7 +193,7 @@ func TestApplyEncryptRule(t *testing.T) {
 			"likeQuery":     map[string]any{"name": "phone_l", "encryptorName": "like_t_user_phone"}},
 		"pwd": map[string]any{"name": "pwd", "cipher": map[string]any{"name": "pwd_c", "encryptorName": "t_user_pwd"}},
 	}}
-	if got := Map(c["tables"])["t_user"]; !reflect.DeepEqual(got, wantTable) {
+	if got := rule.Map(c["tables"])["t_user"]; !reflect.DeepEqual(got, wantTable) {
 		t.Errorf("tables.t_user = %v, want %v", got, wantTable)
 	}
 	for _, item := range [][2]string{{"tables", "t_user"}, {"encryptors", "assist_t_user_phone"}} {
@@ -205,11 +207,11 @@ func TestApplyEncryptRule(t *testing.T) {
 	}
 
 	apply("ALTER ENCRYPT RULE t_user (COLUMNS((NAME=pwd, CIPHER=pwd_c, ENCRYPT_ALGORITHM(TYPE(NAME='RC4', PROPERTIES('rc4-key-value'='key-5'))))))")
-	if got := rule()["encryptors"]; !reflect.DeepEqual(got, map[string]any{"t_user_pwd": map[string]any{"type": "RC4", "props": map[string]any{"rc4-key-value": "key-5"}}}) {
+	if got := content()["encryptors"]; !reflect.DeepEqual(got, map[string]any{"t_user_pwd": map[string]any{"type": "RC4", "props": map[string]any{"rc4-key-value": "key-5"}}}) {
 		t.Errorf("ALTER left encryptors %v, want only the one still used", got)
 	}
 	apply("DROP ENCRYPT RULE t_user")
-	if c := rule(); c != nil {
+	if c := content(); c != nil {
 		t.Errorf("after the last DROP the rule is %v, want none", c)
 	}
 }
@@ -224,7 +226,7 @@ func TestCreateEncryptRuleNeedsStorageUnits(t *testing.T) {
 	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "empty_db"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := distsql.Parse("CREATE ENCRYPT RULE t (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k', 'digest-algorithm-name'='SHA-1'))))))")
+	st, err := families.Parse("CREATE ENCRYPT RULE t (COLUMNS((NAME=c, CIPHER=c_c, ENCRYPT_ALGORITHM(TYPE(NAME='AES', PROPERTIES('aes-key-value'='k', 'digest-algorithm-name'='SHA-1'))))))")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +238,7 @@ func TestCreateEncryptRuleNeedsStorageUnits(t *testing.T) {
 	if d, _, err := metadata.ReadDatabase(ctx, repo, "empty_db"); err != nil || len(d.Rules) != 0 {
 		t.Fatalf("rules after the refusal: %v %v", d.Rules, err)
 	}
-	st, err = distsql.Parse("CREATE MASK RULE t (COLUMNS((NAME=c, TYPE(NAME='MD5'))))")
+	st, err = families.Parse("CREATE MASK RULE t (COLUMNS((NAME=c, TYPE(NAME='MD5'))))")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,88 +9,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
-	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
-
-// javaList is a collection as upstream's messages print it: [a, b].
-func javaList(names []string) string { return "[" + strings.Join(names, ", ") + "]" }
-
-// duplicateRule is DuplicateRuleException (10204, 42S01).
-func duplicateRule(ruleType, db string, names []string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10204, SQLState: "42S01", Message: fmt.Sprintf("Duplicate %s rule names '%s' in database '%s'.", ruleType, javaList(names), db)}
-}
-
-// missingRule is MissingRequiredRuleException (10202, 42S02).
-func missingRule(ruleType, db string, names []string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10202, SQLState: "42S02", Message: fmt.Sprintf("%s rules '%s' do not exist in database '%s'.", ruleType, javaList(names), db)}
-}
-
-// ruleInUse is InUsedRuleException (10203, 44000).
-func ruleInUse(ruleType, db string, names []string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10203, SQLState: "44000", Message: fmt.Sprintf("%s rules '%s' in database '%s' are still in used.", ruleType, javaList(names), db)}
-}
-
-// missingAlgorithm is MissingRequiredAlgorithmException (10401, 44000).
-func missingAlgorithm(kind, db string, names []string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10401, SQLState: "44000", Message: fmt.Sprintf("'%s' algorithm on %s.%s is required.", kind, db, javaList(names))}
-}
-
-// algorithmInUse is InUsedAlgorithmException (10403, 44000).
-func algorithmInUse(kind, db string, names []string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 10403, SQLState: "44000", Message: fmt.Sprintf("%s algorithms '%s' in database '%s' are still in used.", kind, javaList(names), db)}
-}
-
-// invalidAlgorithm is InvalidAlgorithmConfigurationException (10404, 44000).
-func invalidAlgorithm(kind, typ, reason string) *sqlerr.Error {
-	msg := fmt.Sprintf("Invalid %s algorithm configuration '%s'.", kind, typ)
-	if reason != "" {
-		msg = fmt.Sprintf("Invalid %s algorithm configuration '%s'. %s.", kind, typ, reason)
-	}
-	return &sqlerr.Error{Code: 10404, SQLState: "44000", Message: msg}
-}
-
-// serviceNotFound is ServiceProviderNotFoundException (SPI-00001): no
-// implementation of spi has type typ.
-func serviceNotFound(spi, typ string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("SPI-00001: No implementation class load from SPI '%s' with type '%s'.", spi, typ)}
-}
-
-// checkSPIType refuses an algorithm type that is not one of known (upper
-// case) as upstream's TypedSPILoader.checkService does.
-func checkSPIType(spi, typ string, known []string) error {
-	if !slices.Contains(known, strings.ToUpper(typ)) {
-		return serviceNotFound(spi, typ)
-	}
-	return nil
-}
-
-// section returns c[f] as a map, creating it.
-func section(c map[string]any, f string) map[string]any {
-	m, ok := c[f].(map[string]any)
-	if !ok {
-		m = map[string]any{}
-		c[f] = m
-	}
-	return m
-}
-
-// prune removes the empty sections of c.
-func prune(c map[string]any) map[string]any {
-	for k, v := range c {
-		switch x := v.(type) {
-		case map[string]any:
-			if len(x) == 0 {
-				delete(c, k)
-			}
-		case []any:
-			if len(x) == 0 {
-				delete(c, k)
-			}
-		}
-	}
-	return c
-}
 
 // findKey returns the key of m equal to name in any case ("" if none).
 func findKey(m map[string]any, name string) string {
@@ -109,41 +30,16 @@ func findKey(m map[string]any, name string) string {
 // table name in c.
 func shardingTable(c map[string]any, name string) (sectionName, key string) {
 	for _, f := range []string{"tables", "autoTables"} {
-		if k := findKey(Map(c[f]), name); k != "" {
+		if k := findKey(rule.Map(c[f]), name); k != "" {
 			return f, k
 		}
 	}
 	return "", ""
 }
 
-// algorithmValue is an algorithm as the rule stores it: its type as
-// written, its properties as strings (upstream's Properties).
-func algorithmValue(a distsql.Algorithm) map[string]any {
-	m := map[string]any{"type": a.Type}
-	if len(a.Props) > 0 {
-		props := map[string]any{}
-		for _, p := range a.Props {
-			props[p.Key] = p.Value.Text
-		}
-		m["props"] = props
-	}
-	return m
-}
-
 func checkType(kind, typ string, known []string) error {
 	if !slices.Contains(known, strings.ToUpper(typ)) {
-		return invalidAlgorithm(kind, typ, "")
-	}
-	return nil
-}
-
-// checkName refuses a name that cannot name a registry node.
-func checkName(ruleType, name string) error {
-	if strings.Contains(name, "/") {
-		return dbconfig.InvalidRule(ruleType, name, "the name may not contain '/'")
-	}
-	if _, err := paths.RuleItem("db", "r", "i", name); err != nil {
-		return dbconfig.InvalidRule(ruleType, name, err.Error())
+		return rule.InvalidAlgorithm(kind, typ, "")
 	}
 	return nil
 }
@@ -156,7 +52,7 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 		return map[string]any{"none": nil}, nil
 	}
 	if st.Algorithm == nil {
-		return nil, dbconfig.InvalidRule(ruleType, owner, fmt.Sprintf("the %s strategy has no sharding algorithm", typ))
+		return nil, rule.InvalidRule(ruleType, owner, fmt.Sprintf("the %s strategy has no sharding algorithm", typ))
 	}
 	if err := checkType("sharding", st.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
 		return nil, err
@@ -165,19 +61,19 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 	switch typ {
 	case "standard":
 		if len(st.Columns) != 1 {
-			return nil, dbconfig.InvalidRule(ruleType, owner, "a standard strategy takes one SHARDING_COLUMN")
+			return nil, rule.InvalidRule(ruleType, owner, "a standard strategy takes one SHARDING_COLUMN")
 		}
 		body["shardingColumn"] = st.Columns[0]
 	case "complex":
 		if len(st.Columns) < 2 {
-			return nil, dbconfig.InvalidRule(ruleType, owner, "a complex strategy takes SHARDING_COLUMNS with two columns or more")
+			return nil, rule.InvalidRule(ruleType, owner, "a complex strategy takes SHARDING_COLUMNS with two columns or more")
 		}
 		body["shardingColumns"] = strings.Join(st.Columns, ",")
 	case "hint":
 	default:
-		return nil, dbconfig.InvalidRule(ruleType, owner, fmt.Sprintf("strategy type '%s' is not STANDARD, COMPLEX, HINT or NONE", st.Type))
+		return nil, rule.InvalidRule(ruleType, owner, fmt.Sprintf("strategy type '%s' is not STANDARD, COMPLEX, HINT or NONE", st.Type))
 	}
-	section(c, "shardingAlgorithms")[algName] = algorithmValue(*st.Algorithm)
+	rule.Section(c, "shardingAlgorithms")[algName] = rule.AlgorithmValue(*st.Algorithm)
 	return map[string]any{typ: body}, nil
 }
 
@@ -186,7 +82,7 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 // under upstream's generated names; it returns the section it belongs in.
 func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (string, map[string]any, error) {
 	const ruleType = "sharding table"
-	if err := checkName(ruleType, r.Table); err != nil {
+	if err := rule.CheckName(ruleType, r.Table); err != nil {
 		return "", nil, err
 	}
 	lower := strings.ToLower
@@ -198,16 +94,16 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 		if _, err := inline.Expand(units, inline.MaxNames); errors.Is(err, inline.ErrTooMany) {
 			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "storage units", units, err)
 		} else if err != nil {
-			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", units))
+			return "", nil, rule.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", units))
 		}
 		if err := checkType("sharding", r.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
 			return "", nil, err
 		}
 		if !slices.Contains(dbconfig.AutoAlgorithmTypes, strings.ToUpper(r.Algorithm.Type)) {
-			return "", nil, invalidAlgorithm("sharding", r.Algorithm.Type, fmt.Sprintf("auto sharding algorithm is required for rule `%s`", r.Table))
+			return "", nil, rule.InvalidAlgorithm("sharding", r.Algorithm.Type, fmt.Sprintf("auto sharding algorithm is required for rule `%s`", r.Table))
 		}
 		name := lower(r.Table + "_" + r.Algorithm.Type)
-		section(c, "shardingAlgorithms")[name] = algorithmValue(*r.Algorithm)
+		rule.Section(c, "shardingAlgorithms")[name] = rule.AlgorithmValue(*r.Algorithm)
 		t["actualDataSources"] = strings.Join(r.StorageUnits, ",")
 		t["shardingStrategy"] = map[string]any{"standard": map[string]any{"shardingColumn": r.ShardingColumn, "shardingAlgorithmName": name}}
 	} else {
@@ -216,7 +112,7 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 		if errors.Is(err, inline.ErrTooMany) {
 			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "data nodes", nodes, err)
 		} else if err != nil {
-			return "", nil, dbconfig.InvalidRule(ruleType, r.Table, fmt.Sprintf("data nodes '%s' are not a valid inline expression", nodes))
+			return "", nil, rule.InvalidRule(ruleType, r.Table, fmt.Sprintf("data nodes '%s' are not a valid inline expression", nodes))
 		}
 		for _, n := range expanded {
 			if ds, tbl, ok := strings.Cut(n, "."); !ok || ds == "" || tbl == "" {
@@ -247,7 +143,7 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 			return "", nil, err
 		}
 		name := lower(r.Table + "_" + k.Algorithm.Type)
-		section(c, "keyGenerators")[name] = algorithmValue(k.Algorithm)
+		rule.Section(c, "keyGenerators")[name] = rule.AlgorithmValue(k.Algorithm)
 		t["keyGenerateStrategy"] = map[string]any{"column": k.Column, "keyGeneratorName": name}
 	}
 	if a := r.Audit; a != nil {
@@ -257,7 +153,7 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 				return "", nil, err
 			}
 			name := lower(r.Table + "_" + alg.Type)
-			section(c, "auditors")[name] = algorithmValue(alg)
+			rule.Section(c, "auditors")[name] = rule.AlgorithmValue(alg)
 			names = append(names, name)
 		}
 		t["auditStrategy"] = map[string]any{"auditorNames": names, "allowHintDisable": a.AllowHintDisable}
@@ -270,11 +166,11 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 // generate strategies, then the algorithms, key generators and auditors
 // it used that nothing else uses.
 func removeTable(c map[string]any, f, key string) {
-	old := Map(Map(c[f])[key])
-	delete(Map(c[f]), key)
-	strategies := Map(c["keyGenerateStrategies"])
+	old := rule.Map(rule.Map(c[f])[key])
+	delete(rule.Map(c[f]), key)
+	strategies := rule.Map(c["keyGenerateStrategies"])
 	for name, s := range strategies {
-		if strings.EqualFold(Text(Map(s)["logicTable"]), key) && !strings.EqualFold(Text(Map(s)["keyGenerateType"]), "sequence") {
+		if strings.EqualFold(rule.Text(rule.Map(s)["logicTable"]), key) && !strings.EqualFold(rule.Text(rule.Map(s)["keyGenerateType"]), "sequence") {
 			delete(strategies, name)
 		}
 	}
@@ -286,25 +182,20 @@ func removeTable(c map[string]any, f, key string) {
 // tables of m (name -> table) refer to.
 func usedNames(m map[string]any) (algs, gens, auditors []string) {
 	for _, t := range m {
-		tm := Map(t)
+		tm := rule.Map(t)
 		for _, f := range []string{"databaseStrategy", "tableStrategy", "shardingStrategy"} {
 			if n := strategyAlgorithm(tm[f]); n != "" {
 				algs = append(algs, n)
 			}
 		}
-		if n := Text(Map(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
+		if n := rule.Text(rule.Map(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
 			gens = append(gens, n)
 		}
-		for _, n := range listOf(Map(tm["auditStrategy"])["auditorNames"]) {
-			auditors = append(auditors, Text(n))
+		for _, n := range rule.Values(rule.Map(tm["auditStrategy"])["auditorNames"]) {
+			auditors = append(auditors, rule.Text(n))
 		}
 	}
 	return algs, gens, auditors
-}
-
-func listOf(v any) []any {
-	l, _ := v.([]any)
-	return l
 }
 
 // inUse returns every algorithm, key generator and auditor name the rule
@@ -313,7 +204,7 @@ func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 	algs, gens, auditors = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	all := map[string]any{}
 	for _, f := range []string{"tables", "autoTables"} {
-		for k, v := range Map(c[f]) {
+		for k, v := range rule.Map(c[f]) {
 			all[f+"/"+k] = v
 		}
 	}
@@ -329,8 +220,8 @@ func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 	for _, n := range au {
 		auditors[n] = true
 	}
-	for _, s := range Map(c["keyGenerateStrategies"]) {
-		if n := Text(Map(s)["keyGeneratorName"]); n != "" {
+	for _, s := range rule.Map(c["keyGenerateStrategies"]) {
+		if n := rule.Text(rule.Map(s)["keyGeneratorName"]); n != "" {
 			gens[n] = true
 		}
 	}
@@ -343,17 +234,17 @@ func dropUnused(c map[string]any, algs, gens, auditors []string) {
 	usedA, usedG, usedAu := inUse(c)
 	for _, n := range algs {
 		if !usedA[n] {
-			delete(Map(c["shardingAlgorithms"]), n)
+			delete(rule.Map(c["shardingAlgorithms"]), n)
 		}
 	}
 	for _, n := range gens {
 		if !usedG[n] {
-			delete(Map(c["keyGenerators"]), n)
+			delete(rule.Map(c["keyGenerators"]), n)
 		}
 	}
 	for _, n := range auditors {
 		if !usedAu[n] {
-			delete(Map(c["auditors"]), n)
+			delete(rule.Map(c["auditors"]), n)
 		}
 	}
 }
@@ -374,7 +265,7 @@ func countNames(rules []distsql.ShardingTableRule) error {
 			return dbconfig.TooManyNames("sharding table", r.Table, what, expr, err)
 		}
 		if total += n; total > inline.MaxRuleNames {
-			return dbconfig.InvalidRule("sharding table", r.Table, fmt.Sprintf("the statement's data nodes and storage units stand for more than %d names, the most one statement may", inline.MaxRuleNames))
+			return rule.InvalidRule("sharding table", r.Table, fmt.Sprintf("the statement's data nodes and storage units stand for more than %d names, the most one statement may", inline.MaxRuleNames))
 		}
 	}
 	return nil
@@ -406,10 +297,10 @@ func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alt
 			todo = append(todo, r)
 		}
 		if len(dup) > 0 {
-			return nil, duplicateRule("sharding", db, dup)
+			return nil, rule.DuplicateRule("sharding", db, dup)
 		}
 		if len(absent) > 0 {
-			return nil, missingRule("sharding", db, absent)
+			return nil, rule.MissingRule("sharding", db, absent)
 		}
 		for _, r := range todo {
 			if f, key := shardingTable(c, r.Table); f != "" {
@@ -419,9 +310,9 @@ func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alt
 			if err != nil {
 				return nil, err
 			}
-			section(c, f)[r.Table] = t
+			rule.Section(c, f)[r.Table] = t
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
@@ -435,8 +326,8 @@ func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
 				}
 				continue
 			}
-			for _, b := range listOf(c["bindingTables"]) {
-				_, ref := BindingParts(Text(b))
+			for _, b := range rule.Values(c["bindingTables"]) {
+				_, ref := BindingParts(rule.Text(b))
 				if slices.ContainsFunc(ref, func(n string) bool { return strings.EqualFold(n, t) }) {
 					bound = append(bound, t)
 					break
@@ -444,31 +335,31 @@ func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
 			}
 		}
 		if len(absent) > 0 {
-			return nil, missingRule("sharding", db, absent)
+			return nil, rule.MissingRule("sharding", db, absent)
 		}
 		if len(bound) > 0 {
-			return nil, ruleInUse("Sharding", db, bound)
+			return nil, rule.RuleInUse("Sharding", db, bound)
 		}
 		for _, t := range st.Tables {
 			if f, key := shardingTable(c, t); f != "" {
 				removeTable(c, f, key)
 			}
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
 func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
 		existing := map[string]int{}
-		list := listOf(c["bindingTables"])
+		list := rule.Values(c["bindingTables"])
 		for i, b := range list {
-			name, _ := BindingParts(Text(b))
+			name, _ := BindingParts(rule.Text(b))
 			existing[strings.ToLower(name)] = i
 		}
 		var dup, absent, missingTables []string
 		for _, r := range refs {
-			if err := checkName("sharding table reference", r.Name); err != nil {
+			if err := rule.CheckName("sharding table reference", r.Name); err != nil {
 				return nil, err
 			}
 			_, ok := existing[strings.ToLower(r.Name)]
@@ -485,18 +376,18 @@ func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) 
 			}
 		}
 		if len(dup) > 0 {
-			return nil, duplicateRule("sharding table reference", db, dup)
+			return nil, rule.DuplicateRule("sharding table reference", db, dup)
 		}
 		if len(absent) > 0 {
-			return nil, missingRule("Sharding table reference", db, absent)
+			return nil, rule.MissingRule("Sharding table reference", db, absent)
 		}
 		if len(missingTables) > 0 {
-			return nil, missingRule("Sharding", db, missingTables)
+			return nil, rule.MissingRule("Sharding", db, missingTables)
 		}
 		// A table belongs to one reference at most.
 		taken := map[string]string{}
 		for _, b := range list {
-			name, tables := BindingParts(Text(b))
+			name, tables := BindingParts(rule.Text(b))
 			for _, t := range tables {
 				taken[strings.ToLower(t)] = strings.ToLower(name)
 			}
@@ -513,10 +404,10 @@ func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) 
 				}
 			}
 			if len(twice) > 0 {
-				return nil, duplicateRule("sharding table reference", db, twice)
+				return nil, rule.DuplicateRule("sharding table reference", db, twice)
 			}
 			if len(r.Tables) < 2 {
-				return nil, dbconfig.InvalidRule("sharding table reference", r.Name, "a reference rule names two tables or more")
+				return nil, rule.InvalidRule("sharding table reference", r.Name, "a reference rule names two tables or more")
 			}
 			elem := r.Name + ":" + strings.Join(r.Tables, ",")
 			if i, ok := existing[strings.ToLower(r.Name)]; ok {
@@ -530,18 +421,18 @@ func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) 
 			}
 		}
 		c["bindingTables"] = list
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
 func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		list := listOf(c["bindingTables"])
+		list := rule.Values(c["bindingTables"])
 		var absent []string
 		for _, n := range st.Names {
 			found := false
 			for _, b := range list {
-				name, _ := BindingParts(Text(b))
+				name, _ := BindingParts(rule.Text(b))
 				found = found || strings.EqualFold(name, n)
 			}
 			if !found && !st.IfExists {
@@ -549,17 +440,17 @@ func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string,
 			}
 		}
 		if len(absent) > 0 {
-			return nil, missingRule("Sharding table reference", db, absent)
+			return nil, rule.MissingRule("Sharding table reference", db, absent)
 		}
 		var keep []any
 		for _, b := range list {
-			name, _ := BindingParts(Text(b))
+			name, _ := BindingParts(rule.Text(b))
 			if !slices.ContainsFunc(st.Names, func(n string) bool { return strings.EqualFold(n, name) }) {
 				keep = append(keep, b)
 			}
 		}
 		c["bindingTables"] = keep
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
@@ -569,11 +460,11 @@ func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string,
 		_, exists := c[field]
 		switch {
 		case st.Alter && !exists:
-			return nil, missingRule("Default sharding strategy", db, []string{strings.ToLower(st.Kind)})
+			return nil, rule.MissingRule("Default sharding strategy", db, []string{strings.ToLower(st.Kind)})
 		case !st.Alter && exists && st.IfNotExists:
 			return c, nil
 		case !st.Alter && exists:
-			return nil, duplicateRule("default sharding strategy", db, []string{strings.ToLower(st.Kind)})
+			return nil, rule.DuplicateRule("default sharding strategy", db, []string{strings.ToLower(st.Kind)})
 		}
 		oldAlg := strategyAlgorithm(c[field])
 		delete(c, field)
@@ -589,7 +480,7 @@ func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string,
 		if oldAlg != "" && oldAlg != algName {
 			dropUnused(c, []string{oldAlg}, nil, nil)
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
@@ -609,14 +500,14 @@ func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (strin
 			if st.IfExists {
 				return c, nil
 			}
-			return nil, missingRule("Default sharding strategy", db, []string{strings.ToLower(st.Kind)})
+			return nil, rule.MissingRule("Default sharding strategy", db, []string{strings.ToLower(st.Kind)})
 		}
 		alg := strategyAlgorithm(c[field])
 		delete(c, field)
 		if alg != "" {
 			dropUnused(c, []string{alg}, nil, nil)
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
@@ -624,7 +515,7 @@ func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (strin
 // keyGenerators) that nothing uses.
 func dropNamed(f, kind string, names []string, ifExists bool) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		m := Map(c[f])
+		m := rule.Map(c[f])
 		var absent, used []string
 		usedA, usedG, _ := inUse(c)
 		usedSet := usedA
@@ -643,32 +534,32 @@ func dropNamed(f, kind string, names []string, ifExists bool) (string, change) {
 			}
 		}
 		if len(absent) > 0 {
-			return nil, missingAlgorithm(kind, db, absent)
+			return nil, rule.MissingAlgorithm(kind, db, absent)
 		}
 		if len(used) > 0 {
-			return nil, algorithmInUse(strings.ToUpper(kind[:1])+kind[1:], db, used)
+			return nil, rule.AlgorithmInUse(strings.ToUpper(kind[:1])+kind[1:], db, used)
 		}
 		for _, n := range names {
 			delete(m, n)
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
 func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		if err := checkName("sharding key generate strategy", st.Name); err != nil {
+		if err := rule.CheckName("sharding key generate strategy", st.Name); err != nil {
 			return nil, err
 		}
-		strategies := section(c, "keyGenerateStrategies")
+		strategies := rule.Section(c, "keyGenerateStrategies")
 		_, exists := strategies[st.Name]
 		switch {
 		case st.Alter && !exists:
-			return nil, missingRule("Sharding key generate strategy", db, []string{st.Name})
+			return nil, rule.MissingRule("Sharding key generate strategy", db, []string{st.Name})
 		case !st.Alter && exists && st.IfNotExists:
-			return prune(c), nil
+			return rule.Prune(c), nil
 		case !st.Alter && exists:
-			return nil, duplicateRule("sharding key generate strategy", db, []string{st.Name})
+			return nil, rule.DuplicateRule("sharding key generate strategy", db, []string{st.Name})
 		}
 		d := st.Definition
 		entry := map[string]any{}
@@ -677,26 +568,26 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 			entry["keyGenerateSequence"] = d.Sequence
 		} else {
 			if f, _ := shardingTable(c, d.Table); f == "" {
-				return nil, missingRule("Sharding", db, []string{d.Table})
+				return nil, rule.MissingRule("Sharding", db, []string{d.Table})
 			}
 			entry["keyGenerateType"] = "column"
 			entry["logicTable"] = d.Table
 			entry["keyGenerateColumn"] = d.Column
 		}
 		var oldGen string
-		if old := Map(strategies[st.Name]); old != nil {
-			oldGen = Text(old["keyGeneratorName"])
+		if old := rule.Map(strategies[st.Name]); old != nil {
+			oldGen = rule.Text(old["keyGeneratorName"])
 		}
 		if d.Algorithm != nil {
 			if err := checkType("key generator", d.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
 				return nil, err
 			}
 			name := strings.ToLower(st.Name + "_" + d.Algorithm.Type)
-			section(c, "keyGenerators")[name] = algorithmValue(*d.Algorithm)
+			rule.Section(c, "keyGenerators")[name] = rule.AlgorithmValue(*d.Algorithm)
 			entry["keyGeneratorName"] = name
 		} else {
-			if _, ok := Map(c["keyGenerators"])[d.Generator]; !ok {
-				return nil, missingAlgorithm("key generator", db, []string{d.Generator})
+			if _, ok := rule.Map(c["keyGenerators"])[d.Generator]; !ok {
+				return nil, rule.MissingAlgorithm("key generator", db, []string{d.Generator})
 			}
 			entry["keyGeneratorName"] = d.Generator
 		}
@@ -704,13 +595,13 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 		if oldGen != "" {
 			dropUnused(c, nil, []string{oldGen}, nil)
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
 func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		strategies := Map(c["keyGenerateStrategies"])
+		strategies := rule.Map(c["keyGenerateStrategies"])
 		var absent []string
 		for _, n := range st.Names {
 			if _, ok := strategies[n]; !ok && !st.IfExists {
@@ -718,24 +609,24 @@ func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (strin
 			}
 		}
 		if len(absent) > 0 {
-			return nil, missingRule("Sharding key generate strategy", db, absent)
+			return nil, rule.MissingRule("Sharding key generate strategy", db, absent)
 		}
 		for _, n := range st.Names {
 			delete(strategies, n)
 		}
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }
 
 func broadcastTableRule(tables []string, create, ifFlag bool) (string, change) {
 	return "broadcast", func(db string, c map[string]any) (map[string]any, error) {
-		list := listOf(c["tables"])
+		list := rule.Values(c["tables"])
 		has := func(t string) int {
-			return slices.IndexFunc(list, func(e any) bool { return strings.EqualFold(Text(e), t) })
+			return slices.IndexFunc(list, func(e any) bool { return strings.EqualFold(rule.Text(e), t) })
 		}
 		var bad []string
 		for _, t := range tables {
-			if err := checkName("broadcast", t); err != nil {
+			if err := rule.CheckName("broadcast", t); err != nil {
 				return nil, err
 			}
 			if (has(t) >= 0) == create && !ifFlag {
@@ -744,9 +635,9 @@ func broadcastTableRule(tables []string, create, ifFlag bool) (string, change) {
 		}
 		if len(bad) > 0 {
 			if create {
-				return nil, duplicateRule("broadcast", db, bad)
+				return nil, rule.DuplicateRule("broadcast", db, bad)
 			}
-			return nil, missingRule("Broadcast", db, bad)
+			return nil, rule.MissingRule("Broadcast", db, bad)
 		}
 		for _, t := range tables {
 			i := has(t)
@@ -758,6 +649,6 @@ func broadcastTableRule(tables []string, create, ifFlag bool) (string, change) {
 			}
 		}
 		c["tables"] = list
-		return prune(c), nil
+		return rule.Prune(c), nil
 	}
 }

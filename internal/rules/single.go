@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -74,7 +75,7 @@ func unitTables(ctx context.Context, introspect Introspector, d *metadata.Databa
 // datasource.Introspect), sorted by table then unit. ctx bounds the
 // reads.
 func SingleTables(ctx context.Context, introspect Introspector, d *metadata.Database) ([]SingleTable, error) {
-	patterns := List(d.Rules[singleType].Content["tables"])
+	patterns := rule.List(d.Rules[singleType].Content["tables"])
 	if len(patterns) == 0 {
 		return nil, nil
 	}
@@ -85,9 +86,9 @@ func SingleTables(ctx context.Context, introspect Introspector, d *metadata.Data
 	if r, ok := d.Rules[readwriteType]; ok {
 		groups := ReadwriteGroups(r.Content)
 		for _, g := range slices.Sorted(maps.Keys(groups)) {
-			gm := Map(groups[g])
-			alias[Text(gm["writeDataSourceName"])] = g
-			for _, u := range List(gm["readDataSourceNames"]) {
+			gm := rule.Map(groups[g])
+			alias[rule.Text(gm["writeDataSourceName"])] = g
+			for _, u := range rule.List(gm["readDataSourceNames"]) {
 				hidden[u] = true
 			}
 		}
@@ -158,9 +159,9 @@ func shardedTables(d *metadata.Database) map[string]bool {
 	out := map[string]bool{}
 	if r, ok := d.Rules["sharding"]; ok {
 		for _, f := range []string{"tables", "autoTables"} {
-			for t, v := range Map(r.Content[f]) {
+			for t, v := range rule.Map(r.Content[f]) {
 				out[strings.ToLower(t)] = true
-				for _, nodes := range List(Map(v)["actualDataNodes"]) {
+				for _, nodes := range rule.List(rule.Map(v)["actualDataNodes"]) {
 					for _, x := range actualTables(nodes) {
 						out[strings.ToLower(x)] = true
 					}
@@ -169,7 +170,7 @@ func shardedTables(d *metadata.Database) map[string]bool {
 		}
 	}
 	if r, ok := d.Rules["broadcast"]; ok {
-		for _, t := range List(r.Content["tables"]) {
+		for _, t := range rule.List(r.Content["tables"]) {
 			out[strings.ToLower(t)] = true
 		}
 	}
@@ -210,7 +211,7 @@ func HasSchemas(ds config.DataSource) bool {
 // readwriteGroup is readwrite-splitting group name of d, nil when d has
 // none of that name.
 func readwriteGroup(d *metadata.Database, name string) map[string]any {
-	return Map(ReadwriteGroups(d.Rules[readwriteType].Content)[name])
+	return rule.Map(ReadwriteGroups(d.Rules[readwriteType].Content)[name])
 }
 
 // isUnit reports whether name is a storage unit or a readwrite-splitting
@@ -227,7 +228,7 @@ func setDefaultSingleUnit(st *distsql.SetDefaultSingleTableStorageUnit) database
 			return c, nil
 		}
 		if !isUnit(d, st.Unit) {
-			return nil, missingUnits(d.Name, []string{st.Unit})
+			return nil, rule.MissingStorageUnits(d.Name, []string{st.Unit})
 		}
 		c["defaultDataSource"] = st.Unit
 		return c, nil
@@ -236,7 +237,7 @@ func setDefaultSingleUnit(st *distsql.SetDefaultSingleTableStorageUnit) database
 
 func loadSingleTable(st *distsql.LoadSingleTable, introspect Introspector) databaseChange {
 	return func(ctx context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
-		current := List(c["tables"])
+		current := rule.List(c["tables"])
 		// Units named must exist; tables named must be on them and must
 		// not be sharding or broadcast tables.
 		var missing []string
@@ -255,7 +256,7 @@ func loadSingleTable(st *distsql.LoadSingleTable, introspect Introspector) datab
 			}
 		}
 		if len(missing) > 0 {
-			return nil, missingUnits(d.Name, missing)
+			return nil, rule.MissingStorageUnits(d.Name, missing)
 		}
 		if len(byUnit) > 0 {
 			units := slices.Sorted(maps.Keys(byUnit))
@@ -263,7 +264,7 @@ func loadSingleTable(st *distsql.LoadSingleTable, introspect Introspector) datab
 			for i, u := range units {
 				real[i] = u
 				if g := readwriteGroup(d, u); g != nil {
-					real[i] = Text(g["writeDataSourceName"])
+					real[i] = rule.Text(g["writeDataSourceName"])
 				}
 			}
 			tables, err := unitTables(ctx, introspect, d, real)
@@ -286,7 +287,7 @@ func loadSingleTable(st *distsql.LoadSingleTable, introspect Introspector) datab
 				current = append(current, ref)
 			}
 		}
-		c["tables"] = anyList(current)
+		c["tables"] = rule.AnyList(current)
 		return c, nil
 	}
 }
@@ -297,7 +298,7 @@ func unloadSingleTable(st *distsql.UnloadSingleTable, introspect Introspector) d
 			delete(c, "tables")
 			return c, nil
 		}
-		current := List(c["tables"])
+		current := rule.List(c["tables"])
 		loaded, err := SingleTables(ctx, introspect, d)
 		if err != nil {
 			return nil, err
@@ -328,7 +329,7 @@ func unloadSingleTable(st *distsql.UnloadSingleTable, introspect Introspector) d
 		if len(current) == 0 {
 			delete(c, "tables")
 		} else {
-			c["tables"] = anyList(current)
+			c["tables"] = rule.AnyList(current)
 		}
 		return c, nil
 	}

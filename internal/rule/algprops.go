@@ -1,4 +1,4 @@
-package dbconfig
+package rule
 
 import (
 	"fmt"
@@ -11,13 +11,14 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
-// What the init of each mask and encrypt algorithm ShardingSphere ships
-// requires of its props: an upstream node builds every rule it loads, and
-// one whose algorithm's init refuses its props fails to build. Read-only.
+// What the init of an algorithm ShardingSphere ships requires of its
+// props: an upstream node builds every rule it loads, and one whose
+// algorithm's init refuses its props fails to build. The families hold
+// their algorithms' checks (mask.Algorithms, encrypt.Algorithms).
 
-// AlgorithmFamily is the algorithm types of one SPI (upper case), each with
+// Algorithms is the algorithm types of one SPI (upper case), each with
 // the checks of its props.
-type AlgorithmFamily map[string]AlgorithmProps
+type Algorithms map[string]AlgorithmProps
 
 // AlgorithmProps is what one algorithm type's init checks.
 type AlgorithmProps struct {
@@ -38,46 +39,15 @@ type PropCheck struct {
 	Check func(key, value string, ok bool) string
 }
 
-// MaskAlgorithms are the mask algorithm types, as upstream's mask
-// algorithms and their MaskAlgorithmPropertiesChecker check them.
-var MaskAlgorithms = AlgorithmFamily{
-	"MD5":                       {Class: "MD5MaskAlgorithm"}, // salt is optional
-	"KEEP_FIRST_N_LAST_M":       {Class: "KeepFirstNLastMMaskAlgorithm", Props: firstNLastM},
-	"KEEP_FROM_X_TO_Y":          {Class: "KeepFromXToYMaskAlgorithm", Props: fromXToY, Then: fromXNotAfterToY},
-	"MASK_FIRST_N_LAST_M":       {Class: "MaskFirstNLastMMaskAlgorithm", Props: firstNLastM},
-	"MASK_FROM_X_TO_Y":          {Class: "MaskFromXToYMaskAlgorithm", Props: fromXToY, Then: fromXNotAfterToY},
-	"MASK_AFTER_SPECIAL_CHARS":  {Class: "MaskAfterSpecialCharsAlgorithm", Props: specialChars},
-	"MASK_BEFORE_SPECIAL_CHARS": {Class: "MaskBeforeSpecialCharsAlgorithm", Props: specialChars},
-	"GENERIC_TABLE_RANDOM_REPLACE": {Class: "GenericTableRandomReplaceAlgorithm", Props: []PropCheck{
-		{"uppercase-letter-codes", charList}, {"lowercase-letter-codes", charList}, {"digital-codes", charList}, {"special-codes", charList}}},
-	"TELEPHONE_RANDOM_REPLACE":                {Class: "TelephoneRandomReplaceAlgorithm", Props: []PropCheck{{"network-numbers", integerList}}},
-	"PERSONAL_IDENTITY_NUMBER_RANDOM_REPLACE": {Class: "PersonalIdentityNumberRandomReplaceAlgorithm", Props: []PropCheck{{"alpha-two-country-area-code", notEmptyWhenGiven}}},
-}
-
-// EncryptAlgorithms are the encrypt algorithm types, as upstream's encrypt
-// algorithms (and AES's properties provider) check them.
-var EncryptAlgorithms = AlgorithmFamily{
-	"AES":              {Class: "DefaultAESPropertiesProvider", Props: []PropCheck{{"aes-key-value", notNullOrEmpty}, {"digest-algorithm-name", notNullOrEmpty}}},
-	"RC4":              {Class: "RC4EncryptAlgorithm", Props: []PropCheck{{"rc4-key-value", rc4Key}}},
-	"MD5":              {Class: "MD5AssistedEncryptAlgorithm"},                                                                                   // salt is optional
-	"CHAR_DIGEST_LIKE": {Class: "CharDigestLikeEncryptAlgorithm", Props: []PropCheck{{"delta", decimal}, {"mask", decimal}, {"start", decimal}}}, // dict is optional
-}
-
-var (
-	firstNLastM  = []PropCheck{{"first-n", positiveInteger}, {"last-m", positiveInteger}, {"replace-char", singleChar}}
-	fromXToY     = []PropCheck{{"from-x", positiveInteger}, {"to-y", positiveInteger}, {"replace-char", singleChar}}
-	specialChars = []PropCheck{{"special-chars", atLeastOneChar}, {"replace-char", singleChar}}
-)
-
 // Types returns f's algorithm types, sorted.
-func (f AlgorithmFamily) Types() []string { return slices.Sorted(maps.Keys(f)) }
+func (f Algorithms) Types() []string { return slices.Sorted(maps.Keys(f)) }
 
 // Check returns upstream's AlgorithmInitializationException (10400, 44000)
 // when the init of algorithm type typ would refuse props (a map of prop
 // name to value; a value that is not a string counts as its text, a nil
 // one as absent), nil when it accepts them or typ is not one of f's types
 // (the type's own check refuses that).
-func (f AlgorithmFamily) Check(typ string, props map[string]any) *sqlerr.Error {
+func (f Algorithms) Check(typ string, props map[string]any) *sqlerr.Error {
 	a, ok := f[strings.ToUpper(typ)]
 	if !ok {
 		return nil
@@ -110,15 +80,17 @@ func AlgorithmInitialization(class, reason string) *sqlerr.Error {
 }
 
 // javaInt reads s as Java's Integer.parseInt does (an optional sign, then
-// decimal digits, in 32 bits).
+// Decimal digits, in 32 bits).
 func javaInt(s string) (int64, bool) {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return n, err == nil
 }
 
-// The prop checks, with upstream's reasons.
+// The prop checks the families' Algorithms use (PropCheck.Check), with
+// upstream's reasons.
 
-func positiveInteger(key, v string, ok bool) string {
+// PositiveInteger is a required Java int above zero.
+func PositiveInteger(key, v string, ok bool) string {
 	switch n, isInt := javaInt(v); {
 	case !ok:
 		return key + " is required"
@@ -130,8 +102,8 @@ func positiveInteger(key, v string, ok bool) string {
 	return ""
 }
 
-// singleChar is one Java char: one UTF-16 unit.
-func singleChar(key, v string, ok bool) string {
+// SingleChar is one Java char: one UTF-16 unit.
+func SingleChar(key, v string, ok bool) string {
 	switch {
 	case !ok:
 		return key + " is required"
@@ -141,7 +113,8 @@ func singleChar(key, v string, ok bool) string {
 	return ""
 }
 
-func atLeastOneChar(key, v string, ok bool) string {
+// AtLeastOneChar is required text of at least one character.
+func AtLeastOneChar(key, v string, ok bool) string {
 	switch {
 	case !ok:
 		return key + " is required"
@@ -151,32 +124,34 @@ func atLeastOneChar(key, v string, ok bool) string {
 	return ""
 }
 
-func notNullOrEmpty(key, v string, _ bool) string {
+// NotNullOrEmpty is required, non-empty text.
+func NotNullOrEmpty(key, v string, _ bool) string {
 	if v == "" {
 		return key + " can not be null or empty"
 	}
 	return ""
 }
 
-func notEmptyWhenGiven(key, v string, ok bool) string {
+// NotEmptyWhenGiven is optional text, not empty when given.
+func NotEmptyWhenGiven(key, v string, ok bool) string {
 	if ok && v == "" {
 		return key + " can not be empty"
 	}
 	return ""
 }
 
-// decimal is an optional Java int.
-func decimal(key, v string, ok bool) string {
+// Decimal is an optional Java int.
+func Decimal(key, v string, ok bool) string {
 	if _, isInt := javaInt(v); ok && !isInt {
 		return key + " can only be a decimal number"
 	}
 	return ""
 }
 
-// charList is an optional comma-separated list whose trimmed items are
+// CharList is an optional comma-separated list whose trimmed items are
 // each taken as their first character: an empty item has none (upstream's
 // init fails on it, with this reason when the whole list is empty).
-func charList(key, v string, ok bool) string {
+func CharList(key, v string, ok bool) string {
 	if !ok {
 		return ""
 	}
@@ -188,9 +163,9 @@ func charList(key, v string, ok bool) string {
 	return ""
 }
 
-// integerList is an optional comma-separated list of Java ints; an empty
+// IntegerList is an optional comma-separated list of Java ints; an empty
 // list is the default's.
-func integerList(_, v string, ok bool) string {
+func IntegerList(_, v string, ok bool) string {
 	if !ok || v == "" {
 		return ""
 	}
@@ -202,15 +177,16 @@ func integerList(_, v string, ok bool) string {
 	return ""
 }
 
-// rc4Key is a key of 5 to 255 bytes in UTF-8.
-func rc4Key(_, v string, _ bool) string {
+// RC4Key is a key of 5 to 255 bytes in UTF-8.
+func RC4Key(_, v string, _ bool) string {
 	if len(v) < 5 || len(v) > 255 {
 		return "Key length has to be between 5 and 255"
 	}
 	return ""
 }
 
-func fromXNotAfterToY(props map[string]string) string {
+// FromXNotAfterToY refuses from-x after to-y.
+func FromXNotAfterToY(props map[string]string) string {
 	x, _ := javaInt(props["from-x"])
 	y, _ := javaInt(props["to-y"])
 	if x > y {

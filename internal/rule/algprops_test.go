@@ -1,8 +1,12 @@
-package dbconfig
+package rule_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
+	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
 )
 
 // TestAlgorithmPropsCheck checks, for each mask and encrypt algorithm type,
@@ -63,41 +67,41 @@ func TestAlgorithmPropsCheck(t *testing.T) {
 	}
 	aes := map[string]any{"aes-key-value": "123456abc", "digest-algorithm-name": "SHA-1"}
 	for _, tc := range []struct {
-		family   AlgorithmFamily
+		family   rule.Algorithms
 		typ      string
 		valid    []map[string]any
 		refusals []refusal
 	}{
-		{MaskAlgorithms, "MD5", []map[string]any{nil, {"salt": "s"}}, nil},
-		{MaskAlgorithms, "KEEP_FIRST_N_LAST_M", []map[string]any{firstLast}, numbers("KeepFirstNLastMMaskAlgorithm", firstLast, "first-n", "last-m")},
-		{MaskAlgorithms, "mask_first_n_last_m", []map[string]any{firstLast}, numbers("MaskFirstNLastMMaskAlgorithm", firstLast, "first-n", "last-m")},
-		{MaskAlgorithms, "KEEP_FROM_X_TO_Y", []map[string]any{fromTo, with(fromTo, "from-x", "2")}, fromToRefusals("KeepFromXToYMaskAlgorithm")},
-		{MaskAlgorithms, "MASK_FROM_X_TO_Y", []map[string]any{fromTo}, fromToRefusals("MaskFromXToYMaskAlgorithm")},
-		{MaskAlgorithms, "MASK_AFTER_SPECIAL_CHARS", []map[string]any{special, with(special, "special-chars", "@@")}, specialRefusals("MaskAfterSpecialCharsAlgorithm")},
-		{MaskAlgorithms, "MASK_BEFORE_SPECIAL_CHARS", []map[string]any{special}, specialRefusals("MaskBeforeSpecialCharsAlgorithm")},
-		{MaskAlgorithms, "GENERIC_TABLE_RANDOM_REPLACE", []map[string]any{nil, {"digital-codes": "1, 2", "special-codes": "~", "uppercase-letter-codes": "AB,C"}}, []refusal{
+		{mask.Algorithms, "MD5", []map[string]any{nil, {"salt": "s"}}, nil},
+		{mask.Algorithms, "KEEP_FIRST_N_LAST_M", []map[string]any{firstLast}, numbers("KeepFirstNLastMMaskAlgorithm", firstLast, "first-n", "last-m")},
+		{mask.Algorithms, "mask_first_n_last_m", []map[string]any{firstLast}, numbers("MaskFirstNLastMMaskAlgorithm", firstLast, "first-n", "last-m")},
+		{mask.Algorithms, "KEEP_FROM_X_TO_Y", []map[string]any{fromTo, with(fromTo, "from-x", "2")}, fromToRefusals("KeepFromXToYMaskAlgorithm")},
+		{mask.Algorithms, "MASK_FROM_X_TO_Y", []map[string]any{fromTo}, fromToRefusals("MaskFromXToYMaskAlgorithm")},
+		{mask.Algorithms, "MASK_AFTER_SPECIAL_CHARS", []map[string]any{special, with(special, "special-chars", "@@")}, specialRefusals("MaskAfterSpecialCharsAlgorithm")},
+		{mask.Algorithms, "MASK_BEFORE_SPECIAL_CHARS", []map[string]any{special}, specialRefusals("MaskBeforeSpecialCharsAlgorithm")},
+		{mask.Algorithms, "GENERIC_TABLE_RANDOM_REPLACE", []map[string]any{nil, {"digital-codes": "1, 2", "special-codes": "~", "uppercase-letter-codes": "AB,C"}}, []refusal{
 			{map[string]any{"digital-codes": ""}, msg("GenericTableRandomReplaceAlgorithm", "'digital-codes' must be not empty")},
 			{map[string]any{"special-codes": "~,,!"}, msg("GenericTableRandomReplaceAlgorithm", "'special-codes' must be not empty")},
 			{map[string]any{"lowercase-letter-codes": "a, "}, msg("GenericTableRandomReplaceAlgorithm", "'lowercase-letter-codes' must be not empty")},
 		}},
-		{MaskAlgorithms, "TELEPHONE_RANDOM_REPLACE", []map[string]any{nil, {"network-numbers": ""}, {"network-numbers": "130, 131"}}, []refusal{
+		{mask.Algorithms, "TELEPHONE_RANDOM_REPLACE", []map[string]any{nil, {"network-numbers": ""}, {"network-numbers": "130, 131"}}, []refusal{
 			{map[string]any{"network-numbers": "130,1a"}, msg("TelephoneRandomReplaceAlgorithm", "network-number 1a can only be integer number")},
 		}},
-		{MaskAlgorithms, "PERSONAL_IDENTITY_NUMBER_RANDOM_REPLACE", []map[string]any{nil, {"alpha-two-country-area-code": "US"}}, []refusal{
+		{mask.Algorithms, "PERSONAL_IDENTITY_NUMBER_RANDOM_REPLACE", []map[string]any{nil, {"alpha-two-country-area-code": "US"}}, []refusal{
 			{map[string]any{"alpha-two-country-area-code": ""}, msg("PersonalIdentityNumberRandomReplaceAlgorithm", "alpha-two-country-area-code can not be empty")},
 		}},
-		{EncryptAlgorithms, "AES", []map[string]any{aes}, []refusal{
+		{encrypt.Algorithms, "AES", []map[string]any{aes}, []refusal{
 			{without(aes, "aes-key-value"), msg("DefaultAESPropertiesProvider", "aes-key-value can not be null or empty")},
 			{with(aes, "aes-key-value", ""), msg("DefaultAESPropertiesProvider", "aes-key-value can not be null or empty")},
 			{without(aes, "digest-algorithm-name"), msg("DefaultAESPropertiesProvider", "digest-algorithm-name can not be null or empty")},
 		}},
-		{EncryptAlgorithms, "RC4", []map[string]any{{"rc4-key-value": "12345"}, {"rc4-key-value": strings.Repeat("k", 255)}}, []refusal{
+		{encrypt.Algorithms, "RC4", []map[string]any{{"rc4-key-value": "12345"}, {"rc4-key-value": strings.Repeat("k", 255)}}, []refusal{
 			{nil, msg("RC4EncryptAlgorithm", "Key length has to be between 5 and 255")},
 			{map[string]any{"rc4-key-value": "1234"}, msg("RC4EncryptAlgorithm", "Key length has to be between 5 and 255")},
 			{map[string]any{"rc4-key-value": strings.Repeat("k", 256)}, msg("RC4EncryptAlgorithm", "Key length has to be between 5 and 255")},
 		}},
-		{EncryptAlgorithms, "MD5", []map[string]any{nil, {"salt": "s"}}, nil},
-		{EncryptAlgorithms, "CHAR_DIGEST_LIKE", []map[string]any{nil, {"delta": "-2", "mask": 4093, "start": "19968", "dict": "abc"}}, []refusal{
+		{encrypt.Algorithms, "MD5", []map[string]any{nil, {"salt": "s"}}, nil},
+		{encrypt.Algorithms, "CHAR_DIGEST_LIKE", []map[string]any{nil, {"delta": "-2", "mask": 4093, "start": "19968", "dict": "abc"}}, []refusal{
 			{map[string]any{"delta": "1.5"}, msg("CharDigestLikeEncryptAlgorithm", "delta can only be a decimal number")},
 			{map[string]any{"mask": "0x7fd"}, msg("CharDigestLikeEncryptAlgorithm", "mask can only be a decimal number")},
 			{map[string]any{"start": ""}, msg("CharDigestLikeEncryptAlgorithm", "start can only be a decimal number")},

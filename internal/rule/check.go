@@ -1,0 +1,77 @@
+package rule
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+)
+
+// MaxAlgorithmProps is the most props one algorithm (sharding, key
+// generator, auditor, mask, encrypt) may have; upstream's take a handful.
+const MaxAlgorithmProps = 1000
+
+// CheckAlgorithms checks the algorithm definitions defs ({name: {type,
+// props}}) of kind: each has at most MaxAlgorithmProps props (10200), a
+// type (10401), one of known (10404; known nil accepts any, as for the
+// mask and encrypt algorithms, which upstream's plugins add to), whose
+// props its upstream init accepts as family checks
+// them (10400, the message naming the algorithm; a type family does not
+// have is not checked).
+func CheckAlgorithms(dbName, kind string, defs map[string]any, known []string, family Algorithms) []*sqlerr.Error {
+	var errs []*sqlerr.Error
+	for _, name := range SortedKeys(defs) {
+		def := Map(defs[name])
+		if n := len(Map(def["props"])); n > MaxAlgorithmProps {
+			errs = append(errs, InvalidRule(kind, name, fmt.Sprintf("the algorithm has %d props, more than the %d one algorithm may have", n, MaxAlgorithmProps)))
+			continue
+		}
+		typ, _ := def["type"].(string)
+		if typ == "" {
+			errs = append(errs, &sqlerr.Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
+			continue
+		}
+		if known != nil && !slices.Contains(known, strings.ToUpper(typ)) {
+			errs = append(errs, &sqlerr.Error{Code: 10404, SQLState: "44000", Message: fmt.Sprintf("Invalid %s algorithm configuration '%s': there is no algorithm of type '%s' (known: %s).", kind, name, typ, strings.Join(known, ", "))})
+			continue
+		}
+		if err := family.Check(typ, Map(def["props"])); err != nil {
+			err.Message = fmt.Sprintf("%s algorithm '%s' of database '%s': %s", kind, name, dbName, err.Message)
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// ColumnAlgorithm is a field of a mask or encrypt column that names an
+// algorithm ("cipher.encryptorName": field encryptorName of the column's
+// cipher), and the algorithm's kind as upstream's checker names it.
+type ColumnAlgorithm struct{ Kind, Field string }
+
+// CheckColumnAlgorithms checks that every algorithm the columns of the
+// tables of rule content c name (fields) is defined in section, as
+// upstream's MaskRuleConfigurationChecker and
+// EncryptRuleConfigurationChecker do (UnregisteredAlgorithmException,
+// 10402).
+func CheckColumnAlgorithms(dbName string, c map[string]any, section string, fields []ColumnAlgorithm) []*sqlerr.Error {
+	var errs []*sqlerr.Error
+	algorithms := Map(c[section])
+	tables := Map(c["tables"])
+	for _, table := range SortedKeys(tables) {
+		columns := Map(Map(tables[table])["columns"])
+		for _, column := range SortedKeys(columns) {
+			for _, f := range fields {
+				v := columns[column]
+				for _, part := range strings.Split(f.Field, ".") {
+					v = Map(v)[part]
+				}
+				name, _ := v.(string)
+				if _, ok := algorithms[name]; name != "" && !ok {
+					errs = append(errs, &sqlerr.Error{Code: 10402, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm '%s' on %s.%s.%s is unregistered.", f.Kind, name, dbName, table, column)})
+				}
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,88 @@
+// Package families lists the rule families, in the one place a family is
+// added: the parser reads their statements (Parse), the rule change path,
+// the console's queries, the checks, the units in use and the registry's
+// upstream form find them here (ByType, Of).
+package families
+
+import (
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
+	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
+)
+
+// All are the rule families, in the order their readers are tried and
+// their rules shown. Read-only.
+var All = []rule.Family{
+	mask.Family,
+	encrypt.Family,
+}
+
+// readers are All's statement readers.
+var readers = func() []distsql.Reader {
+	out := make([]distsql.Reader, len(All))
+	for i, f := range All {
+		out[i] = f.Read
+	}
+	return out
+}()
+
+// Parse is distsql.Parse with the families' statements.
+func Parse(sql string) (distsql.Statement, error) {
+	return distsql.Parse(sql, readers...)
+}
+
+// ByType returns the family of rule type typ ("mask"); ok is false when
+// no family has that type.
+func ByType(typ string) (rule.Family, bool) {
+	for _, f := range All {
+		if f.Type() == typ {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+// Of returns the family whose change st is, and that change; nil when st
+// changes no family's rule.
+func Of(st distsql.Statement) (rule.Family, rule.Change) {
+	for _, f := range All {
+		if c := f.Change(st); c != nil {
+			return f, c
+		}
+	}
+	return nil, nil
+}
+
+// Show answers st, a query of a family, from the content of that family's
+// rule, which content returns (nil when the database has none); ok is
+// false when st is no family's query.
+func Show(st distsql.Statement, content func(ruleType string) (map[string]any, error)) (rows rule.Rows, ok bool, err error) {
+	for _, f := range All {
+		if _, ok := f.Show(st, nil); !ok {
+			continue
+		}
+		c, err := content(f.Type())
+		if err != nil {
+			return rule.Rows{}, true, err
+		}
+		rows, _ := f.Show(st, c)
+		return rows, true, nil
+	}
+	return rule.Rows{}, false, nil
+}
+
+// Database is d's view for the families' changes and checks: its units,
+// its rules' contents and the data sources its rules may name.
+func Database(name string, units []string, rules map[string]map[string]any) rule.Database {
+	d := rule.Database{Name: name, Units: units, Rules: rules, Sources: map[string]bool{}}
+	for _, u := range units {
+		d.Sources[u] = true
+	}
+	for _, f := range All {
+		for _, n := range f.Defines(rules[f.Type()]) {
+			d.Sources[n] = true
+		}
+	}
+	return d
+}

@@ -1,0 +1,77 @@
+package rule
+
+import (
+	"context"
+
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+)
+
+// Family is one rule family: everything about one type of database rule,
+// in one package. The families are listed in internal/rule/families;
+// nothing outside a family's package knows its statements, its content's
+// fields or its refusals.
+type Family interface {
+	// Type is the rule's type in the registry and in configs ("mask").
+	Type() string
+	// Read reads a statement of the family when one starts at p; ok is
+	// false, with nothing consumed, when none does.
+	Read(p *distsql.Parser) (st distsql.Statement, ok bool)
+	// Change is the change statement st makes to the family's rule; nil
+	// when st is none of the family's changes.
+	Change(st distsql.Statement) Change
+	// Show answers st, a query of the family, from the content of the
+	// family's rule of the statement's database (nil when it has none);
+	// ok is false when st is none of the family's queries.
+	Show(st distsql.Statement, c map[string]any) (rows Rows, ok bool)
+	// Check checks the family's rule content c in database d as upstream's
+	// rule checker does before anything is written (import, every
+	// change), algorithm props included; it returns every problem.
+	Check(d Database, c map[string]any) []*sqlerr.Error
+	// Units returns the items of c that use storage units, and the units
+	// each uses, in the items' order; data sources the rules define
+	// (Defines) count as units here.
+	Units(c map[string]any) []Use
+	// Defines returns the logical data sources c defines (readwrite
+	// splitting groups, shadow data sources), which other rules may name
+	// as they name storage units.
+	Defines(c map[string]any) []string
+	// Count is what COUNT <family> RULE answers for c: the number of its
+	// rules as upstream's count row builder counts them.
+	Count(c map[string]any) int
+	// Upstream rewrites c, a copy, in place as upstream's YAML swapper
+	// writes it (the fields a node persists beyond the map keys).
+	Upstream(c map[string]any)
+}
+
+// Change computes a rule's next content from a copy of its current one
+// (empty when the database has no such rule), reading database d (its
+// units and other rules, not to be modified); ctx bounds any I/O. It
+// returns the content unchanged for a statement that changes nothing (IF
+// EXISTS, IF NOT EXISTS) and an empty map to remove the rule.
+type Change func(ctx context.Context, d Database, c map[string]any) (map[string]any, error)
+
+// Database is what a family's change and check read of a database
+// besides its own rule.
+type Database struct {
+	Name string
+	// Units are the names of its storage units.
+	Units []string
+	// Rules are its rules' contents by type; read-only.
+	Rules map[string]map[string]any
+	// Sources are the data source names a rule may name: the units and
+	// the logical data sources the rules define (Family.Defines).
+	Sources map[string]bool
+}
+
+// Use is an item of a rule and the storage units it uses.
+type Use struct {
+	Item  string
+	Units []string
+}
+
+// Rows is the answer of a query: text columns, rows of text.
+type Rows struct {
+	Columns []string
+	Rows    [][]string
+}

@@ -1,0 +1,179 @@
+// Package ruletest is the conformance suite every rule family runs (Run),
+// in the manner of registrytest: each case's statements are parsed
+// (families.Parse), applied on a memory registry through the one change
+// path (rules.Apply), written in upstream's form and read back
+// (metadata.ReadDatabase), and the rule then answers the family's SHOW,
+// units in use and COUNT as the case expects; a refused statement writes
+// nothing. No server is needed: a family's suite runs in milliseconds.
+package ruletest
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+)
+
+// Case is one scenario of a family's suite, run on a fresh database "db"
+// with storage units Units.
+type Case struct {
+	Name  string
+	Units []string
+	// Statements run in order, each must change the rule.
+	Statements []string
+	// Refused, run after Statements, must each be refused with the code
+	// given, writing nothing.
+	Refused map[string]int
+	// Show is a query of the family; Rows its expected answer.
+	Show string
+	Rows [][]string
+	// Uses is what Family.Units answers for the rule afterwards.
+	Uses []rule.Use
+	// Count is what Family.Count answers.
+	Count int
+	// Gone is true when the statements leave no rule of the family.
+	Gone bool
+}
+
+// Run runs the cases of family f on the memory registry of each layout
+// (release) a node writes.
+func Run(t *testing.T, f rule.Family, cases []Case) {
+	if _, ok := families.ByType(f.Type()); !ok {
+		t.Fatalf("family %s is not in families.All", f.Type())
+	}
+	for _, layout := range []paths.Layout{paths.DefaultLayout, paths.Layout554} {
+		for _, c := range cases {
+			t.Run(layout.String()+"/"+c.Name, func(t *testing.T) { run(t, f, layout, c) })
+		}
+	}
+}
+
+func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	units := map[string]config.DataSource{}
+	for _, u := range c.Units {
+		units[u] = config.NewDataSource("jdbc:mysql://127.0.0.1:3306/"+u, "root", "")
+	}
+	if err := metadatatest.CreateDatabase(ctx, repo, layout, config.Database{Name: "db", DataSources: units}); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(q string) (rules.Outcome, error) {
+		st, err := families.Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if sc := st.Scope(); sc.Cluster != "" || !sc.Session {
+			t.Errorf("%s: scope %+v, want the session's database", q, sc)
+		}
+		return rules.Apply(ctx, repo, "db", st, rules.Options{Layout: layout})
+	}
+	for _, q := range c.Statements {
+		if out, err := apply(q); err != nil || !out.Changed || out.RuleType != f.Type() {
+			t.Fatalf("%s: %+v %v", q, out, err)
+		}
+	}
+	read := func() map[string]any {
+		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := d.Rules[f.Type()]
+		if !ok {
+			return nil
+		}
+		return r.Content
+	}
+	content := read()
+	for q, code := range c.Refused {
+		_, err := apply(q)
+		var se *sqlerr.Error
+		if !errors.As(err, &se) || int(se.Code) != code {
+			t.Errorf("%s: %v, want code %d", q, err, code)
+		}
+		if after := read(); !reflect.DeepEqual(after, content) {
+			t.Errorf("%s: refused, but the rule changed:\n%v\nto\n%v", q, content, after)
+		}
+	}
+	if c.Gone {
+		if content != nil {
+			t.Errorf("rule left: %v", content)
+		}
+		return
+	}
+	if content == nil {
+		t.Fatal("no rule written")
+	}
+	// What the registry holds is upstream's form, which decodes back to it.
+	written, err := metadata.RuleAsWritten(layout, config.Rule{Type: f.Type(), Content: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := config.CloneContent(content)
+	f.Upstream(upstream)
+	if !reflect.DeepEqual(written.Content, upstream) {
+		t.Errorf("upstream form:\n got %v\nwant %v", written.Content, upstream)
+	}
+	if errs := f.Check(families.Database("db", c.Units, map[string]map[string]any{f.Type(): content}), content); len(errs) > 0 {
+		t.Errorf("the rule a statement wrote fails its check: %v", errs)
+	}
+	if c.Show != "" {
+		st, err := families.Parse(c.Show)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, ok := f.Show(st, content)
+		if !ok {
+			t.Fatalf("%s is not a query of %s", c.Show, f.Type())
+		}
+		if !reflect.DeepEqual(rows.Rows, c.Rows) && (len(rows.Rows) > 0 || len(c.Rows) > 0) {
+			t.Errorf("%s:\n got %q\nwant %q", c.Show, rows.Rows, c.Rows)
+		}
+		for i, r := range rows.Rows {
+			if len(r) != len(rows.Columns) {
+				t.Errorf("%s: row %d has %d values for %d columns", c.Show, i, len(r), len(rows.Columns))
+			}
+		}
+	}
+	if got := f.Units(content); !reflect.DeepEqual(got, c.Uses) && (len(got) > 0 || len(c.Uses) > 0) {
+		t.Errorf("units: got %v, want %v", got, c.Uses)
+	}
+	if got := f.Count(content); got != c.Count {
+		t.Errorf("count: got %d, want %d", got, c.Count)
+	}
+}
+
+// Parses checks that each statement (the map's keys) parses, with read
+// as the only family, into the value.
+func Parses(t *testing.T, read distsql.Reader, cases map[string]distsql.Statement) {
+	t.Helper()
+	for sql, want := range cases {
+		got, err := distsql.Parse(sql, read)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %#v, %v\nwant %#v", sql, got, err, want)
+		}
+	}
+}
+
+// ParseErrors checks that each statement (the map's keys) is refused,
+// with read as the only family, with a message holding the value.
+func ParseErrors(t *testing.T, read distsql.Reader, cases map[string]string) {
+	t.Helper()
+	for sql, want := range cases {
+		if _, err := distsql.Parse(sql, read); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", sql, err, want)
+		}
+	}
+}
