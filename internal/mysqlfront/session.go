@@ -21,6 +21,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
@@ -44,13 +45,16 @@ func errHostNotAllowed(addr netip.Addr) *mysql.MyError {
 // implement go-mysql's server.Handler and server.AuthenticationHandler;
 // they run on the connection's goroutine only.
 type session struct {
-	srv    *Server
-	raw    net.Conn
-	addr   netip.Addr // client address, no port
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	once   sync.Once
+	srv *Server
+	raw net.Conn
+	// watched is raw as the session reads it, watched while a statement
+	// runs so that a client that closes its connection cancels it.
+	watched *connserver.WatchedConn
+	addr    netip.Addr // client address, no port
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	once    sync.Once
 
 	stmtMu     sync.Mutex
 	stmtCancel context.CancelFunc // of the running statement; nil between statements
@@ -151,7 +155,8 @@ func (ss *session) serve() {
 			ss.log.Error("mysql: no RSA key for caching_sha2_password", "err", err)
 		}
 	}
-	lc := &limitConn{Conn: ss.raw, host: hostAddr(ss.addr.String()), max: cfg.MaxPacketSize, framing: true,
+	ss.watched = &connserver.WatchedConn{Conn: ss.raw}
+	lc := &limitConn{Conn: ss.watched, host: hostAddr(ss.addr.String()), max: cfg.MaxPacketSize, framing: true,
 		sslRequest: cfg.TLS != nil, budget: handshakeBudget, connID: process.Number(ss.cs.ID)}
 	_ = ss.raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
 	protocol := server.NewServerWithAuth(ServerVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD,
@@ -423,7 +428,16 @@ func (ss *session) execute(query string) (*mysql.Result, error) {
 	ss.stmtMu.Lock()
 	ss.stmtCancel, ss.cancelled = cancel, false
 	ss.stmtMu.Unlock()
+	stopWatch := func() {}
+	if ss.watched != nil {
+		user, id := ss.cs.User, ss.cs.ID // the statement may change the session meanwhile
+		stopWatch = ss.watched.Watch(func() {
+			ss.log.Info("mysql: the client closed its connection during a statement; the statement is cancelled", "user", user, "id", id)
+			cancel()
+		})
+	}
 	res, err := console.ExecuteCancellable(ctx, ss.log, ss.srv.cfg.Executor, &ss.cs, query)
+	stopWatch()
 	ss.stmtMu.Lock()
 	ss.stmtCancel = nil
 	interrupted := ss.cancelled && ss.ctx.Err() == nil

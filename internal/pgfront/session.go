@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
@@ -33,9 +34,12 @@ const (
 
 // session is one authenticated connection.
 type session struct {
-	srv        *Server
-	raw        net.Conn // the accepted connection, as the connection server counts it
-	nc         net.Conn
+	srv *Server
+	raw net.Conn // the accepted connection, as the connection server counts it
+	nc  net.Conn // what the session reads and writes: watched, or TLS over it
+	// watched is raw as the session reads it, watched while a statement
+	// runs so that a client that closes its connection cancels it.
+	watched    *connserver.WatchedConn
 	be         *pgproto3.Backend
 	in         *msgReader // under be: the statement budget
 	console    console.Session
@@ -275,7 +279,13 @@ func (sess *session) exec(q string) (*console.Result, error) {
 		masked := redact.Statement(q)
 		procs.Update(sess.console.ID, func(p *process.Process) { p.SQL, p.Idle = masked, false })
 	}
+	id := sess.console.ID // the statement may change the session meanwhile
+	stopWatch := sess.watched.Watch(func() {
+		sess.srv.log.Info("postgresql: the client closed its connection during a statement; the statement is cancelled", "session", id)
+		stop()
+	})
 	res, err := console.ExecuteCancellable(ctx, sess.srv.log, sess.srv.c.Executor, &sess.console, q)
+	stopWatch()
 	if procs != nil {
 		procs.Update(sess.console.ID, func(p *process.Process) {
 			p.Idle, p.DatabaseName = true, sess.console.Database

@@ -22,6 +22,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/shardkeeper/shardkeeper/internal/authority"
+	"github.com/shardkeeper/shardkeeper/internal/connserver"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 )
@@ -129,7 +130,8 @@ func readStartup(r io.Reader) (pgproto3.FrontendMessage, error) {
 // session, ready for statements. On error the returned session, when not
 // nil, has the connection to send the error on.
 func (s *Server) startup(ctx context.Context, nc net.Conn) (*session, error) {
-	sess := &session{srv: s, raw: nc, nc: nc, ctx: ctx}
+	watched := &connserver.WatchedConn{Conn: nc}
+	sess := &session{srv: s, raw: nc, nc: watched, watched: watched, ctx: ctx}
 	client := remoteAddr(nc)
 	tlsDone := false
 	for {
@@ -148,7 +150,7 @@ func (s *Server) startup(ctx context.Context, nc net.Conn) (*session, error) {
 			if _, err := sess.nc.Write([]byte{'S'}); err != nil {
 				return sess, err
 			}
-			tc := tls.Server(nc, s.c.TLS)
+			tc := tls.Server(watched, s.c.TLS)
 			if err := tc.Handshake(); err != nil {
 				return nil, fmt.Errorf("tls handshake: %w", err)
 			}
