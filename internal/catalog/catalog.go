@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // Bounds checked before the work.
@@ -89,26 +90,16 @@ type Result struct {
 	Rows    [][]*string
 }
 
-// Error is a refusal as the protocol's own server would answer it: Code
-// and SQLState for MySQL, SQLState for PostgreSQL.
-type Error struct {
-	Code     uint16
-	SQLState string
-	Message  string
-}
-
-func (e *Error) Error() string { return e.Message }
-
 // unsupportedMySQL is a catalog query this node cannot answer, on the
 // MySQL port: ER_NOT_SUPPORTED_YET (1235, 42000).
-func unsupportedMySQL(what string) *Error {
-	return &Error{Code: 1235, SQLState: "42000", Message: "This version of shardkeeper doesn't yet support '" + what + "': the catalog answers the queries listed in docs/distsql.md (Clients)"}
+func unsupportedMySQL(what string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 1235, SQLState: "42000", Message: "This version of shardkeeper doesn't yet support '" + what + "': the catalog answers the queries listed in docs/distsql.md (Clients)"}
 }
 
 // unsupportedPostgreSQL is a catalog query this node cannot answer, on the
 // PostgreSQL port: feature_not_supported (0A000).
-func unsupportedPostgreSQL(what string) *Error {
-	return &Error{Code: 1235, SQLState: "0A000", Message: "catalog query not supported: " + what + " (the catalog answers the queries listed in docs/distsql.md, Clients)"}
+func unsupportedPostgreSQL(what string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 1235, SQLState: "0A000", Message: "catalog query not supported: " + what + " (the catalog answers the queries listed in docs/distsql.md, Clients)"}
 }
 
 // Table returns database db's table name ("" db: the current one), found

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"reflect"
 	"strings"
 	"testing"
@@ -129,7 +130,7 @@ func TestRefusals(t *testing.T) {
 			v.Protocol = "MySQL"
 			_, err = AnswerMySQL(v, c.q, nil)
 		}
-		var ce *Error
+		var ce *sqlerr.Error
 		if !errors.As(err, &ce) || ce.SQLState != c.state {
 			t.Errorf("%s: %v, want SQL state %s", c.q, err, c.state)
 		}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"regexp"
 	"slices"
 	"strconv"
@@ -471,10 +472,10 @@ var status = [][2]string{
 
 // AnswerMySQL answers catalog query q (IsMySQL's) over v; variables are the
 // session's SHOW VARIABLES rows, for SHOW VARIABLES WHERE. An unsupported
-// query is an *Error in MySQL's codes.
+// query is an *sqlerr.Error in MySQL's codes.
 func AnswerMySQL(v *View, q string, variables [][2]string) (*Result, error) {
 	if len(q) > MaxQueryBytes {
-		return nil, &Error{Code: 1153, SQLState: "08S01", Message: fmt.Sprintf("catalog query longer than %d bytes", MaxQueryBytes)}
+		return nil, &sqlerr.Error{Code: 1153, SQLState: "08S01", Message: fmt.Sprintf("catalog query longer than %d bytes", MaxQueryBytes)}
 	}
 	words := firstWords(q, 2)
 	if len(words) > 0 && words[0] == "SHOW" {
@@ -487,11 +488,11 @@ func AnswerMySQL(v *View, q string, variables [][2]string) (*Result, error) {
 	if sq.relation == "" { // SELECT expressions without FROM
 		res, err := run(sq, &relation{rows: [][]*string{{}}}, v)
 		if err != nil {
-			var ce *Error
+			var ce *sqlerr.Error
 			if errors.As(err, &ce) {
 				return nil, ce
 			}
-			return nil, &Error{Code: 1305, SQLState: "42000", Message: err.Error()}
+			return nil, &sqlerr.Error{Code: 1305, SQLState: "42000", Message: err.Error()}
 		}
 		return res, nil
 	}
@@ -501,11 +502,11 @@ func AnswerMySQL(v *View, q string, variables [][2]string) (*Result, error) {
 	}
 	rel, ok := mysqlRelation(v, strings.ToUpper(sq.relation))
 	if !ok {
-		return nil, &Error{Code: 1109, SQLState: "42S02", Message: fmt.Sprintf("Unknown table '%s' in information_schema", sq.relation)}
+		return nil, &sqlerr.Error{Code: 1109, SQLState: "42S02", Message: fmt.Sprintf("Unknown table '%s' in information_schema", sq.relation)}
 	}
 	res, err := run(sq, rel, v)
 	if err != nil {
-		return nil, &Error{Code: 1054, SQLState: "42S22", Message: err.Error()}
+		return nil, &sqlerr.Error{Code: 1054, SQLState: "42S22", Message: err.Error()}
 	}
 	return res, nil
 }

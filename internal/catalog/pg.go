@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,10 +58,10 @@ var (
 )
 
 // AnswerPostgreSQL answers catalog query q (IsPostgreSQL's) over v. An
-// unsupported query is an *Error with PostgreSQL's SQL state.
+// unsupported query is an *sqlerr.Error with PostgreSQL's SQL state.
 func AnswerPostgreSQL(v *View, q string) (*Result, error) {
 	if len(q) > MaxQueryBytes {
-		return nil, &Error{Code: 1153, SQLState: "54000", Message: fmt.Sprintf("catalog query longer than %d bytes", MaxQueryBytes)}
+		return nil, &sqlerr.Error{Code: 1153, SQLState: "54000", Message: fmt.Sprintf("catalog query longer than %d bytes", MaxQueryBytes)}
 	}
 	if w := firstWords(q, 2); len(w) == 2 && w[0] == "SHOW" {
 		return &Result{Columns: cols("transaction_isolation"), Rows: [][]*string{row(pgIsolation)}}, nil
@@ -76,17 +77,17 @@ func AnswerPostgreSQL(v *View, q string) (*Result, error) {
 	if sq.relation == "" { // SELECT expressions without FROM
 		res, err := run(sq, &relation{rows: [][]*string{{}}}, v)
 		if err != nil {
-			return nil, &Error{Code: 1305, SQLState: "42883", Message: err.Error()}
+			return nil, &sqlerr.Error{Code: 1305, SQLState: "42883", Message: err.Error()}
 		}
 		return res, nil
 	}
 	rel, ok := pgRelation(v, strings.ToLower(sq.schema), strings.ToLower(sq.relation))
 	if !ok {
-		return nil, &Error{Code: 1146, SQLState: "42P01", Message: fmt.Sprintf("relation \"%s\" does not exist", qualified(sq.schema, sq.relation))}
+		return nil, &sqlerr.Error{Code: 1146, SQLState: "42P01", Message: fmt.Sprintf("relation \"%s\" does not exist", qualified(sq.schema, sq.relation))}
 	}
 	res, err := run(sq, rel, v)
 	if err != nil {
-		return nil, &Error{Code: 1054, SQLState: "42703", Message: err.Error()}
+		return nil, &sqlerr.Error{Code: 1054, SQLState: "42703", Message: err.Error()}
 	}
 	return res, nil
 }
@@ -136,11 +137,11 @@ func matcher(m []string) (*regexp.Regexp, error) {
 	}
 	p := unquote(m[1])
 	if len(p) > 1024 {
-		return nil, &Error{Code: 1235, SQLState: "54000", Message: "name pattern longer than 1024 bytes"}
+		return nil, &sqlerr.Error{Code: 1235, SQLState: "54000", Message: "name pattern longer than 1024 bytes"}
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
-		return nil, &Error{Code: 1235, SQLState: "2201B", Message: fmt.Sprintf("invalid regular expression: %v", err)}
+		return nil, &sqlerr.Error{Code: 1235, SQLState: "2201B", Message: fmt.Sprintf("invalid regular expression: %v", err)}
 	}
 	return re, nil
 }

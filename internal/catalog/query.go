@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"regexp"
 	"slices"
 	"strconv"
@@ -541,7 +542,7 @@ func (e *env) column(c colRef) (*string, Type, error) {
 				return str(v), Text, nil
 			}
 		}
-		return nil, Text, &Error{Code: 1193, SQLState: "HY000", Message: fmt.Sprintf("Unknown system variable '%s'", name)}
+		return nil, Text, &sqlerr.Error{Code: 1193, SQLState: "HY000", Message: fmt.Sprintf("Unknown system variable '%s'", name)}
 	}
 	for i, col := range e.rel.cols {
 		if strings.EqualFold(col.Name, c.name) {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strings"
 )
 
@@ -78,16 +79,16 @@ func showMySQL(v *View, q string, variables [][2]string) (*Result, error) {
 		}
 	}()
 	if perr != nil {
-		var ce *Error
-		if e, ok := perr.(*Error); ok {
+		var ce *sqlerr.Error
+		if e, ok := perr.(*sqlerr.Error); ok {
 			ce = e
 		} else {
-			ce = &Error{Code: 1064, SQLState: "42000", Message: fmt.Sprintf("You have an error in your SQL syntax: %s in '%s'", perr, clip(q))}
+			ce = &sqlerr.Error{Code: 1064, SQLState: "42000", Message: fmt.Sprintf("You have an error in your SQL syntax: %s in '%s'", perr, clip(q))}
 		}
 		return nil, ce
 	}
 	if len(rel.rows) > MaxRows {
-		return nil, &Error{Code: 1235, SQLState: "42000", Message: fmt.Sprintf("more than %d rows", MaxRows)}
+		return nil, &sqlerr.Error{Code: 1235, SQLState: "42000", Message: fmt.Sprintf("more than %d rows", MaxRows)}
 	}
 	rows := rel.rows
 	if rows == nil {
@@ -103,10 +104,10 @@ func fromDatabase(v *View, p *qparser) (string, error) {
 		db = p.name()
 	}
 	if db == "" {
-		return "", &Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
+		return "", &sqlerr.Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
 	}
 	if !v.hasDatabase(db) {
-		return "", &Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", db)}
+		return "", &sqlerr.Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", db)}
 	}
 	return db, nil
 }
@@ -137,11 +138,11 @@ func tableOf(v *View, p *qparser) (string, Table, error) {
 		db = v.Current
 	}
 	if db == "" {
-		return "", Table{}, &Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
+		return "", Table{}, &sqlerr.Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
 	}
 	t, ok := v.Table(db, name)
 	if !ok {
-		return "", Table{}, &Error{Code: 1146, SQLState: "42S02", Message: fmt.Sprintf("Table '%s.%s' doesn't exist", db, name)}
+		return "", Table{}, &sqlerr.Error{Code: 1146, SQLState: "42S02", Message: fmt.Sprintf("Table '%s.%s' doesn't exist", db, name)}
 	}
 	return db, t, nil
 }
@@ -196,7 +197,7 @@ func showRelation(v *View, p *qparser, form string, variables [][2]string) (*rel
 					host = p.name()
 				}
 				if name != v.User {
-					return nil, &Error{Code: 1141, SQLState: "42000", Message: fmt.Sprintf("There is no such grant defined for user '%s' on host '%s'", name, host)}
+					return nil, &sqlerr.Error{Code: 1141, SQLState: "42000", Message: fmt.Sprintf("There is no such grant defined for user '%s' on host '%s'", name, host)}
 				}
 			}
 		}
@@ -239,7 +240,7 @@ func showRelation(v *View, p *qparser, form string, variables [][2]string) (*rel
 		}
 		db := p.name()
 		if !v.hasDatabase(db) {
-			return nil, &Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", db)}
+			return nil, &sqlerr.Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", db)}
 		}
 		cond := ""
 		if ifNotExists {
@@ -256,7 +257,7 @@ func showRelation(v *View, p *qparser, form string, variables [][2]string) (*rel
 		}
 		t, ok := v.Table(db, name)
 		if !ok {
-			return nil, &Error{Code: 1146, SQLState: "42S02", Message: fmt.Sprintf("Table '%s.%s' doesn't exist", db, name)}
+			return nil, &sqlerr.Error{Code: 1146, SQLState: "42S02", Message: fmt.Sprintf("Table '%s.%s' doesn't exist", db, name)}
 		}
 		return &relation{cols: cols("Table", "Create Table"), rows: [][]*string{row(t.Name, createTable(t))}}, nil
 	case "columns":

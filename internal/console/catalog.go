@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"slices"
 	"strings"
 
@@ -50,7 +51,7 @@ func (e *Engine) catalogSelect(s *Session, q string) (*Result, bool, error) {
 	} else {
 		r, err = catalog.AnswerMySQL(e.catalogView(s), q, e.variableRows(s))
 	}
-	var ce *catalog.Error
+	var ce *sqlerr.Error
 	if errors.As(err, &ce) && (ce.Code == 1235) {
 		return nil, false, nil // not read: the parser's error is clearer
 	}
@@ -59,10 +60,6 @@ func (e *Engine) catalogSelect(s *Session, q string) (*Result, bool, error) {
 
 func fromCatalog(r *catalog.Result, err error) (*Result, bool, error) {
 	if err != nil {
-		var ce *catalog.Error
-		if errors.As(err, &ce) {
-			return nil, true, &Error{Code: ce.Code, SQLState: ce.SQLState, Message: ce.Message}
-		}
 		return nil, true, err
 	}
 	res := &Result{Rows: r.Rows}

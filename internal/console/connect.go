@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"path"
 	"slices"
 	"strconv"
@@ -220,7 +221,7 @@ func (e *Engine) setVariables(_ context.Context, s *Session, st *distsql.SetVari
 			s.Variables = map[string]string{}
 		}
 		if len(s.Variables) >= maxSessionVariables {
-			return nil, &Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: a session keeps at most %d variables.", maxSessionVariables)}
+			return nil, &sqlerr.Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: a session keeps at most %d variables.", maxSessionVariables)}
 		}
 		v := a.Value.Text
 		switch a.Value.Kind {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"reflect"
 	"testing"
 )
@@ -61,7 +62,7 @@ func TestConnectStatements(t *testing.T) {
 		"SHOW TABLES":               1046,
 	} {
 		_, err := e.Execute(context.Background(), s, q)
-		ce, ok := err.(*Error)
+		ce, ok := err.(*sqlerr.Error)
 		if !ok || ce.Code != code {
 			t.Errorf("%s: %v, want code %d", q, err, code)
 		}

@@ -75,30 +75,12 @@ type Result struct {
 	Shared bool
 }
 
-// Error is a statement's failure as the client sees it: ShardingSphere's
-// vendor code and SQL state where upstream has one for the failure.
-// Executors return *Error for every failure a client caused or should see;
-// any other error is reported as an internal error (code 30000, state
-// HY000), with its text.
-type Error struct {
-	// Code is the MySQL-protocol vendor code (e.g. 1045, 19000).
-	Code uint16
-	// SQLState is the five-character SQL state (e.g. "42000"), used by
-	// both protocols.
-	SQLState string
-	Message  string
-	// Position is the 1-based character position in the statement text
-	// where a syntax error was found; 0 when the error has none. The
-	// PostgreSQL front end sends it as the error's position field, which
-	// psql shows as a caret under the statement.
-	Position int
-}
-
-func (e *Error) Error() string { return e.Message }
-
 // Executor runs one statement of a session. It must be safe for
 // concurrent use by many sessions; ctx is cancelled when the session is
-// killed or the node shuts down.
+// killed or the node shuts down. Executors return an *sqlerr.Error, with
+// ShardingSphere's vendor code and SQL state where upstream has one, for
+// every failure a client caused or should see; any other error is
+// reported as an internal error (code 30000, state HY000), with its text.
 type Executor interface {
 	Execute(ctx context.Context, s *Session, query string) (*Result, error)
 }
@@ -152,7 +134,7 @@ func ExecuteCancellable(ctx context.Context, log *slog.Logger, e Executor, s *Se
 
 // execute runs query on e for s, a panic its error (sqlerr.Recover).
 func execute(ctx context.Context, log *slog.Logger, e Executor, s *Session, query string) (res *Result, err error) {
-	defer func() { err = opError(s, err) }() // the *sqlerr.Error of a panic as the client's *Error
+	defer func() { err = opError(s, err) }() // a wrapped refusal, a panic's included, as the client's *sqlerr.Error
 	defer sqlerr.Recover(log, "statement", &err)
 	return e.Execute(ctx, s, query)
 }

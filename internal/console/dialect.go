@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
@@ -18,38 +19,38 @@ func postgres(s *Session) bool { return s != nil && s.Protocol == "PostgreSQL" }
 
 // unknownSystemVariable is MySQL's ER_UNKNOWN_SYSTEM_VARIABLE (1193, HY000)
 // or PostgreSQL's undefined_object (42704) for a parameter nobody has.
-func unknownSystemVariable(s *Session, name string) *Error {
+func unknownSystemVariable(s *Session, name string) *sqlerr.Error {
 	if postgres(s) {
-		return &Error{Code: 1193, SQLState: "42704", Message: fmt.Sprintf("unrecognized configuration parameter \"%s\"", name)}
+		return &sqlerr.Error{Code: 1193, SQLState: "42704", Message: fmt.Sprintf("unrecognized configuration parameter \"%s\"", name)}
 	}
-	return &Error{Code: 1193, SQLState: "HY000", Message: fmt.Sprintf("Unknown system variable '%s'", name)}
+	return &sqlerr.Error{Code: 1193, SQLState: "HY000", Message: fmt.Sprintf("Unknown system variable '%s'", name)}
 }
 
 // unknownFunction is MySQL's ER_SP_DOES_NOT_EXIST (1305, 42000) or
 // PostgreSQL's undefined_function (42883).
-func unknownFunction(s *Session, name string) *Error {
+func unknownFunction(s *Session, name string) *sqlerr.Error {
 	if postgres(s) {
-		return &Error{Code: 1305, SQLState: "42883", Message: fmt.Sprintf("function %s() does not exist", name)}
+		return &sqlerr.Error{Code: 1305, SQLState: "42883", Message: fmt.Sprintf("function %s() does not exist", name)}
 	}
-	return &Error{Code: 1305, SQLState: "42000", Message: fmt.Sprintf("FUNCTION %s does not exist", name)}
+	return &sqlerr.Error{Code: 1305, SQLState: "42000", Message: fmt.Sprintf("FUNCTION %s does not exist", name)}
 }
 
 // databaseExists is MySQL's ER_DB_CREATE_EXISTS (1007, HY000) or
 // PostgreSQL's duplicate_database (42P04).
-func databaseExists(s *Session, name string) *Error {
+func databaseExists(s *Session, name string) *sqlerr.Error {
 	if postgres(s) {
-		return &Error{Code: 1007, SQLState: "42P04", Message: fmt.Sprintf("database \"%s\" already exists", name)}
+		return &sqlerr.Error{Code: 1007, SQLState: "42P04", Message: fmt.Sprintf("database \"%s\" already exists", name)}
 	}
-	return &Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", name)}
+	return &sqlerr.Error{Code: 1007, SQLState: "HY000", Message: fmt.Sprintf("Can't create database '%s'; database exists", name)}
 }
 
 // databaseMissing is DROP DATABASE's MySQL ER_DB_DROP_EXISTS (1008, HY000)
 // or PostgreSQL's invalid_catalog_name (3D000).
-func databaseMissing(s *Session, name string) *Error {
+func databaseMissing(s *Session, name string) *sqlerr.Error {
 	if postgres(s) {
-		return &Error{Code: 1008, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
+		return &sqlerr.Error{Code: 1008, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
 	}
-	return &Error{Code: 1008, SQLState: "HY000", Message: fmt.Sprintf("Can't drop database '%s'; database doesn't exist", name)}
+	return &sqlerr.Error{Code: 1008, SQLState: "HY000", Message: fmt.Sprintf("Can't drop database '%s'; database doesn't exist", name)}
 }
 
 // nullMissing returns res with every empty value of a BIGINT column as
@@ -106,13 +107,13 @@ func nullIfEmpty(v string) *string {
 // session's variable name becomes value, which it returns.
 func setConfig(s *Session, args []distsql.Expr) (*string, ColumnType, error) {
 	if len(args) != 3 {
-		return nil, Text, &Error{Code: 1305, SQLState: "42883", Message: fmt.Sprintf("function set_config() takes 3 arguments, not %d", len(args))}
+		return nil, Text, &sqlerr.Error{Code: 1305, SQLState: "42883", Message: fmt.Sprintf("function set_config() takes 3 arguments, not %d", len(args))}
 	}
 	var vals [2]string
 	for i := range vals {
 		l, ok := args[i].(distsql.Literal)
 		if !ok || l.Value.Kind == distsql.NullValue {
-			return nil, Text, &Error{Code: 1305, SQLState: "22023", Message: "set_config takes a literal name and value"}
+			return nil, Text, &sqlerr.Error{Code: 1305, SQLState: "22023", Message: "set_config takes a literal name and value"}
 		}
 		vals[i] = l.Value.Text
 	}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -28,7 +29,7 @@ func TestDialectErrors(t *testing.T) {
 		{pg, "SELECT no_such_function()", 1305, "42883", "function no_such_function() does not exist"},
 	} {
 		_, err := e.Execute(context.Background(), c.s, c.query)
-		ce, ok := err.(*Error)
+		ce, ok := err.(*sqlerr.Error)
 		if !ok || ce.Code != c.code || ce.SQLState != c.state || ce.Message != c.message {
 			t.Errorf("%s on %s: %#v, want %d %s %q", c.query, c.s.Protocol, err, c.code, c.state, c.message)
 		}

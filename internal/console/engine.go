@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"log/slog"
 	"strings"
 	"sync"
@@ -128,7 +129,7 @@ func (e *Engine) Close(context.Context) error {
 }
 
 // Execute parses query and runs it for session s. Failures a client caused
-// or should see are *Error with ShardingSphere's vendor code and SQL
+// or should see are *sqlerr.Error with ShardingSphere's vendor code and SQL
 // state; a syntax error is code 12000, state 42000, naming the line,
 // column and the text near the error.
 func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result, error) {
@@ -142,7 +143,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result
 		}
 		var se *distsql.SyntaxError
 		if errors.As(err, &se) {
-			return nil, &Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error(), Position: charPosition(query, se.Line, se.Column)}
+			return nil, &sqlerr.Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error(), Position: charPosition(query, se.Line, se.Column)}
 		}
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	}
 	switch st := st.(type) {
 	case *distsql.Empty:
-		return nil, &Error{Code: 12002, SQLState: "42000", Message: "SQL String can not be NULL or empty."}
+		return nil, &sqlerr.Error{Code: 12002, SQLState: "42000", Message: "SQL String can not be NULL or empty."}
 
 	// computenodes.go
 	case *distsql.ShowComputeNodes:

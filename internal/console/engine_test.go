@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"io"
 	"log/slog"
 	"reflect"
@@ -115,14 +116,14 @@ func exec(t *testing.T, n *testNode, s *Session, query string) *Result {
 	return res
 }
 
-// execError runs query and returns its *Error, failing the test when it
+// execError runs query and returns its *sqlerr.Error, failing the test when it
 // succeeds or fails otherwise.
-func execError(t *testing.T, n *testNode, s *Session, query string) *Error {
+func execError(t *testing.T, n *testNode, s *Session, query string) *sqlerr.Error {
 	t.Helper()
 	_, err := n.engine.Execute(testenv.Context(t), s, query)
-	var e *Error
+	var e *sqlerr.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("%s: err = %v, want *console.Error", query, err)
+		t.Fatalf("%s: err = %v, want *sqlerr.Error", query, err)
 	}
 	return e
 }
@@ -152,7 +153,7 @@ func rowStrings(res *Result) [][]string {
 func TestSyntaxErrorCode(t *testing.T) {
 	e := New(Deps{})
 	_, err := e.Execute(context.Background(), newSession(), "SHOW COMPUTE NODEZ")
-	var ce *Error
+	var ce *sqlerr.Error
 	if !errors.As(err, &ce) || ce.Code != 12000 || ce.SQLState != "42000" {
 		t.Fatalf("err = %#v, want code 12000 state 42000", err)
 	}
@@ -431,7 +432,7 @@ func TestHostileLabelCountFirst(t *testing.T) {
 		for _, verb := range []string{"LABEL", "RELABEL", "UNLABEL"} {
 			q := verb + " COMPUTE NODE 'node-a' WITH " + b.String()
 			_, err := n.engine.Execute(testenv.Context(t), s, q)
-			var e *Error
+			var e *sqlerr.Error
 			if !errors.As(err, &e) || e.Code != 30001 || !strings.Contains(e.Message, "at most 64 labels") {
 				t.Errorf("%s with 100,000 labels: %.200v, want 30001 at most 64 labels", verb, err)
 			}

@@ -17,23 +17,23 @@ import (
 // unknownDatabase is ShardingSphere's UnknownDatabaseException as its
 // front ends answer it: MySQL's ER_BAD_DB_ERROR (1049, 42000), PostgreSQL's
 // invalid_catalog_name (3D000).
-func unknownDatabase(s *Session, name string) *Error {
+func unknownDatabase(s *Session, name string) *sqlerr.Error {
 	if s != nil && s.Protocol == "PostgreSQL" {
-		return &Error{Code: 1049, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
+		return &sqlerr.Error{Code: 1049, SQLState: "3D000", Message: fmt.Sprintf("database \"%s\" does not exist", name)}
 	}
-	return &Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", name)}
+	return &sqlerr.Error{Code: 1049, SQLState: "42000", Message: fmt.Sprintf("Unknown database '%s'", name)}
 }
 
 // noDatabaseSelected is ShardingSphere's NoDatabaseSelectedException as
 // its front ends answer it: MySQL's ER_NO_DB_ERROR (1046, 3D000).
-func noDatabaseSelected() *Error {
-	return &Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
+func noDatabaseSelected() *sqlerr.Error {
+	return &sqlerr.Error{Code: 1046, SQLState: "3D000", Message: "No database selected"}
 }
 
 // unsupported is ShardingSphere's UnsupportedSQLOperationException
 // (30001, 0A000): "Unsupported SQL operation: <what>."
-func unsupported(what string) *Error {
-	return &Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
+func unsupported(what string) *sqlerr.Error {
+	return &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
 }
 
 // unsupportedVariable is ShardingSphere's UnsupportedVariableException
@@ -50,19 +50,20 @@ func invalidVariableValue(value string) error {
 
 // unknownThread is MySQL's ER_NO_SUCH_THREAD (1094, HY000), KILL's
 // answer for a process nobody has.
-func unknownThread(id string) *Error {
-	return &Error{Code: 1094, SQLState: "HY000", Message: fmt.Sprintf("Unknown thread id: %s", id)}
+func unknownThread(id string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 1094, SQLState: "HY000", Message: fmt.Sprintf("Unknown thread id: %s", id)}
 }
 
 // unknownException is what ShardingSphere answers for an exception it has
 // no code for (30000, HY000).
-func unknownException(err error) *Error {
-	return &Error{Code: 30000, SQLState: "HY000", Message: "Unknown exception: " + err.Error()}
+func unknownException(err error) *sqlerr.Error {
+	return &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: "Unknown exception: " + err.Error()}
 }
 
-// opError converts the refusals of the packages the console runs
+// opError converts the failures of the packages the console runs
 // statements through (dbconfig, distvar, clusterlock, computenode) into
-// the client's *Error for session s; other errors pass unchanged.
+// the client's *sqlerr.Error for session s: a wrapped refusal is the
+// refusal itself; other errors pass unchanged.
 func opError(s *Session, err error) error {
 	var (
 		unknown *dbconfig.UnknownDatabaseError
@@ -76,11 +77,11 @@ func opError(s *Session, err error) error {
 	case errors.As(err, &unknown):
 		return unknownDatabase(s, unknown.Name)
 	case errors.As(err, &refusal):
-		return &Error{Code: refusal.Code, SQLState: refusal.SQLState, Message: refusal.Message}
+		return refusal
 	case errors.As(err, &busy):
 		return unknownException(busy)
 	case errors.As(err, &se):
-		return &Error{Code: computenode.StateCode, SQLState: "0A000", Message: se.Error()}
+		return &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: se.Error()}
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strconv"
 	"strings"
 	"time"
@@ -109,7 +110,7 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 	}
 	kvs, err := metadata.DatabaseWrites(e.d.Layout, config.Database{Name: st.Name})
 	if err != nil {
-		return nil, &Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("Can not create database '%s': %v", st.Name, err)}
+		return nil, &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("Can not create database '%s': %v", st.Name, err)}
 	}
 	var txn registry.Txn
 	for _, kv := range kvs {
@@ -165,7 +166,7 @@ func (e *Engine) announce(ctx context.Context, db string, create bool, txn regis
 	}
 	sess := e.d.Node.Session()
 	if sess == nil {
-		return &Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
+		return &sqlerr.Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
 	}
 	txn.Conds = append(txn.Conds, registry.Cond{Key: listener})
 	txn.Ops = append(txn.Ops, registry.Op{Key: listener, Value: []byte(e.d.Layout.ListenerValue(create)), Ephemeral: true})

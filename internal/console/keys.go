@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strconv"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
@@ -25,7 +26,7 @@ func (e *Engine) showKeyGenerateAlgorithmPlugins(_ context.Context, _ *Session, 
 // increasing order, in a BIGINT column named key.
 func (e *Engine) showNextKeys(ctx context.Context, _ *Session, st *distsql.ShowNextKeys) (*Result, error) {
 	if st.Count < 1 || st.Count > MaxNextKeys {
-		return nil, &Error{Code: 1210, SQLState: "HY000",
+		return nil, &sqlerr.Error{Code: 1210, SQLState: "HY000",
 			Message: fmt.Sprintf("Incorrect arguments to SHOW NEXT KEYS: COUNT must be between 1 and %d, not %d", MaxNextKeys, st.Count)}
 	}
 	keys, err := e.d.Node.NextIDs(ctx, int(st.Count))

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"slices"
 	"strings"
 
@@ -161,7 +162,7 @@ func (e *Engine) showLogicalTables(_ context.Context, s *Session, st *distsql.Sh
 
 // noEngine answers a statement that needs a SQL engine or migration,
 // naming it: UnsupportedSQLOperationException (30001, 0A000).
-func noEngine(st *distsql.NoEngine) *Error {
+func noEngine(st *distsql.NoEngine) *sqlerr.Error {
 	if st.Migration {
 		return unsupported(st.Statement + ": this shardkeeper node runs no data migration or streaming; run it on a ShardingSphere-Proxy")
 	}

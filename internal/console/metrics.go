@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strconv"
 	"strings"
 
@@ -120,7 +121,7 @@ func (x meteredExecutor) Execute(ctx context.Context, s *Session, query string) 
 	res, err := x.e.Execute(ctx, s, query)
 	if err != nil {
 		code := "30000"
-		var ce *Error
+		var ce *sqlerr.Error
 		if errors.As(err, &ce) {
 			code = strconv.Itoa(int(ce.Code))
 		}

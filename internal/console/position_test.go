@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"testing"
 )
 
@@ -21,7 +22,7 @@ func TestSyntaxErrorPosition(t *testing.T) {
 		{"SET DIST VARIABLE sql_show = 'é' xyz", 34},
 	} {
 		_, err := e.Execute(context.Background(), &Session{}, tc.query)
-		var ce *Error
+		var ce *sqlerr.Error
 		if !errors.As(err, &ce) || ce.SQLState != "42000" {
 			t.Fatalf("%q: %v, want a syntax error", tc.query, err)
 		}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -70,33 +71,33 @@ func (g grant) permits(db string) bool {
 // accessDenied is upstream's AccessDeniedException as its DistSQL
 // authority check raises it (MySQL's 1045), saying what needs an admin.
 // Over PostgreSQL the state is insufficient_privilege (42501).
-func accessDenied(s *Session, what string) *Error {
+func accessDenied(s *Session, what string) *sqlerr.Error {
 	state := "28000"
 	if s.Protocol == "PostgreSQL" {
 		state = "42501"
 	}
-	return &Error{Code: 1045, SQLState: state, Message: fmt.Sprintf(
+	return &sqlerr.Error{Code: 1045, SQLState: state, Message: fmt.Sprintf(
 		"Access denied for user '%s'@'%s' (using password: YES): %s needs an admin user (admin: true in the authority rule)", s.User, s.Host, what)}
 }
 
 // databaseDenied is MySQL's ER_DBACCESS_DENIED_ERROR (1044): db is not
 // among the databases the authority rule's privilege permits the user.
-func databaseDenied(s *Session, db string) *Error {
+func databaseDenied(s *Session, db string) *sqlerr.Error {
 	state := "42000"
 	if s.Protocol == "PostgreSQL" {
 		state = "42501"
 	}
-	return &Error{Code: 1044, SQLState: state, Message: fmt.Sprintf("Access denied for user '%s'@'%s' to database '%s'", s.User, s.Host, db)}
+	return &sqlerr.Error{Code: 1044, SQLState: state, Message: fmt.Sprintf("Access denied for user '%s'@'%s' to database '%s'", s.User, s.Host, db)}
 }
 
 // notOwner is MySQL's ER_KILL_DENIED_ERROR (1095): KILL of another
 // user's session without admin.
-func notOwner(s *Session, id string) *Error {
+func notOwner(s *Session, id string) *sqlerr.Error {
 	state := "HY000"
 	if s.Protocol == "PostgreSQL" {
 		state = "42501"
 	}
-	return &Error{Code: 1095, SQLState: state, Message: fmt.Sprintf("You are not owner of thread %s: ending another user's session needs an admin user (admin: true in the authority rule)", id)}
+	return &sqlerr.Error{Code: 1095, SQLState: state, Message: fmt.Sprintf("You are not owner of thread %s: ending another user's session needs an admin user (admin: true in the authority rule)", id)}
 }
 
 // statementDatabase is the database st acts on for session s, the one the

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"slices"
 	"strings"
 
@@ -97,7 +98,7 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	}
 	res := &Result{Columns: rulesUsedColumns, Rows: [][]*string{}}
 	if _, ok := db.Units[st.Unit]; !ok {
-		return nil, &Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", st.Unit, db.Name)}
+		return nil, &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", st.Unit, db.Name)}
 	}
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
 	if r, ok := db.Rules["sharding"]; ok {

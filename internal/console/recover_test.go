@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"log/slog"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestStatementPanicIsItsError(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s := &console.Session{ID: "p1", Database: "before"}
 	res, err := console.ExecuteCancellable(context.Background(), log, panicking{}, s, "PANIC")
-	var ce *console.Error
+	var ce *sqlerr.Error
 	if res != nil || !errors.As(err, &ce) || ce.Code != 30000 || ce.SQLState != "HY000" || !strings.Contains(ce.Message, "slice bounds out of range") {
 		t.Fatalf("PANIC: %v, %#v; want a 30000 error naming the panic", res, err)
 	}

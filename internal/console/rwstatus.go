@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
@@ -30,7 +31,7 @@ func (e *Engine) alterReadwriteStatus(ctx context.Context, s *Session, st *dists
 			case metadata.CodeUnsupportedOperation:
 				state = "0A000"
 			}
-			return nil, &Error{Code: uint16(ce.Code), SQLState: state, Message: ce.Message}
+			return nil, &sqlerr.Error{Code: uint16(ce.Code), SQLState: state, Message: ce.Message}
 		}
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strconv"
 	"strings"
 	"time"
@@ -141,7 +142,7 @@ func unitsOf(s *Session, defs []distsql.StorageUnit) ([]dbconfig.Unit, error) {
 		}
 		ds, err := config.ParseDataSource("statement", d.Name, data)
 		if err != nil {
-			return nil, &Error{Code: 10100, SQLState: "HY000", Message: fmt.Sprintf("Can not register storage units '%s': %v", d.Name, err)}
+			return nil, &sqlerr.Error{Code: 10100, SQLState: "HY000", Message: fmt.Sprintf("Can not register storage units '%s': %v", d.Name, err)}
 		}
 		out = append(out, dbconfig.Unit{Name: d.Name, DataSource: ds})
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"io"
 	"log/slog"
 	"math/big"
@@ -29,7 +30,7 @@ type echoExecutor struct{}
 
 func (echoExecutor) Execute(_ context.Context, _ *console.Session, q string) (*console.Result, error) {
 	if q == "" {
-		return nil, &console.Error{Code: 1064, SQLState: "42000", Message: "empty"}
+		return nil, &sqlerr.Error{Code: 1064, SQLState: "42000", Message: "empty"}
 	}
 	return &console.Result{Columns: []console.Column{{Name: "q"}}, Rows: [][]*string{{&q}}}, nil
 }

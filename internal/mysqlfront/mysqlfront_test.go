@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"log/slog"
 	"net"
 	"os/exec"
@@ -54,7 +55,7 @@ func (e *executor) Execute(ctx context.Context, s *console.Session, q string) (*
 	case strings.EqualFold(q, "WARN"):
 		return &console.Result{Affected: 3, Warnings: []string{"node b did not answer", "node c did not answer"}}, nil
 	case strings.EqualFold(q, "FAIL"):
-		return nil, &console.Error{Code: 19000, SQLState: "44000", Message: "Compute node `x` does not exist."}
+		return nil, &sqlerr.Error{Code: 19000, SQLState: "44000", Message: "Compute node `x` does not exist."}
 	case strings.EqualFold(q, "BROKEN"):
 		return nil, errors.New("disk on fire")
 	case strings.EqualFold(q, "BLOCK"):
@@ -68,14 +69,14 @@ func (e *executor) Execute(ctx context.Context, s *console.Session, q string) (*
 	case strings.HasPrefix(strings.ToUpper(q), "USE "):
 		db := strings.Trim(q[4:], "` ")
 		if db == "nope" {
-			return nil, &console.Error{Code: 1049, SQLState: "42000", Message: "Unknown database 'nope'"}
+			return nil, &sqlerr.Error{Code: 1049, SQLState: "42000", Message: "Unknown database 'nope'"}
 		}
 		s.Database = db
 		return &console.Result{}, nil
 	case strings.HasPrefix(strings.ToUpper(q), "SELECT @@"), strings.HasPrefix(strings.ToUpper(q), "SET "):
 		return &console.Result{}, nil
 	}
-	return nil, &console.Error{Code: 1064, SQLState: "42000", Message: "You have an error in your SQL syntax: " + q}
+	return nil, &sqlerr.Error{Code: 1064, SQLState: "42000", Message: "You have an error in your SQL syntax: " + q}
 }
 
 type front struct {

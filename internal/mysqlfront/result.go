@@ -3,6 +3,7 @@ package mysqlfront
 import (
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -17,10 +18,10 @@ const warningCode = mysql.ER_UNKNOWN_ERROR
 // internalErrorCode is ShardingSphere's code for an unexpected failure.
 const internalErrorCode = 30000
 
-// toMyError is err as the client sees it: a *console.Error with its code
+// toMyError is err as the client sees it: a *sqlerr.Error with its code
 // and state, anything else as ShardingSphere's 30000 / HY000 with its text.
 func toMyError(err error) *mysql.MyError {
-	var ce *console.Error
+	var ce *sqlerr.Error
 	if errors.As(err, &ce) {
 		state := ce.SQLState
 		if len(state) != 5 {

@@ -3,6 +3,7 @@ package pgfront
 import (
 	"bytes"
 	"context"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"io"
 	"log/slog"
 	"net"
@@ -19,7 +20,7 @@ type echoExec struct{}
 
 func (echoExec) Execute(_ context.Context, _ *console.Session, q string) (*console.Result, error) {
 	if q == "FAIL" {
-		return nil, &console.Error{SQLState: "42000", Message: "failed"}
+		return nil, &sqlerr.Error{SQLState: "42000", Message: "failed"}
 	}
 	return &console.Result{Columns: []console.Column{{Name: "q"}, {Name: "n", Type: console.Int64}}, Rows: [][]*string{{&q, nil}}}, nil
 }

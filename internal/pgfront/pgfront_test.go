@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -73,7 +74,7 @@ func (e *testExec) Execute(ctx context.Context, s *console.Session, q string) (*
 		e.stopped <- ctx.Err()
 		return nil, ctx.Err()
 	}
-	return nil, &console.Error{Code: 19000, SQLState: "42000", Message: "You have an error in your SQL syntax: " + q, Position: 6}
+	return nil, &sqlerr.Error{Code: 19000, SQLState: "42000", Message: "You have an error in your SQL syntax: " + q, Position: 6}
 }
 
 // server runs a Server on a loopback port and returns its address.

@@ -30,7 +30,7 @@
 //
 // Results are sent as text (int8 columns in binary when a Bind asks for
 // it): console.Int64 columns are int8, the others text. Warnings become
-// NoticeResponse messages, a *console.Error an ErrorResponse with its SQL
+// NoticeResponse messages, a *sqlerr.Error an ErrorResponse with its SQL
 // state (and its position), any other error one with state HY000.
 //
 // The extended protocol's Describe of a prepared statement needs the

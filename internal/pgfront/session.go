@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"io"
 	"net"
 	"os"
@@ -215,11 +216,11 @@ func (sess *session) fail(err error, extended bool) {
 	sess.failed = extended
 }
 
-// errorResponse is err as the client sees it: a *console.Error with its
+// errorResponse is err as the client sees it: a *sqlerr.Error with its
 // SQL state and position, anything else as an internal error (HY000).
 func errorResponse(err error) *pgproto3.ErrorResponse {
 	e := &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "HY000", Message: err.Error()}
-	var ce *console.Error
+	var ce *sqlerr.Error
 	if errors.As(err, &ce) {
 		if ce.SQLState != "" {
 			e.Code = ce.SQLState
@@ -245,7 +246,7 @@ func (sess *session) simpleQuery(text string) {
 		if err != nil {
 			// A position is the statement's; the client counts in the
 			// whole query text.
-			var ce *console.Error
+			var ce *sqlerr.Error
 			if errors.As(err, &ce) && ce.Position > 0 && p.start > 0 {
 				moved := *ce
 				moved.Position += utf8.RuneCountInString(text[:p.start])
@@ -297,9 +298,9 @@ func (sess *session) exec(q string) (*console.Result, error) {
 	sess.mu.Unlock()
 	switch {
 	case err != nil && cancelled:
-		return nil, &console.Error{SQLState: "57014", Message: "canceling statement due to user request"}
+		return nil, &sqlerr.Error{SQLState: "57014", Message: "canceling statement due to user request"}
 	case err != nil && sess.ctx.Err() != nil:
-		return nil, &console.Error{SQLState: "57P01", Message: "terminating connection due to administrator command"}
+		return nil, &sqlerr.Error{SQLState: "57P01", Message: "terminating connection due to administrator command"}
 	case err != nil:
 		return nil, err
 	case res == nil:
@@ -403,7 +404,7 @@ func firstWord(q string) string {
 
 func (sess *session) parse(m *pgproto3.Parse) {
 	if len(m.ParameterOIDs) > 0 {
-		sess.fail(&console.Error{SQLState: "0A000", Message: "statement parameters ($1...) are not supported: DistSQL statements take their values inline"}, true)
+		sess.fail(&sqlerr.Error{SQLState: "0A000", Message: "statement parameters ($1...) are not supported: DistSQL statements take their values inline"}, true)
 		return
 	}
 	if _, ok := sess.stmts[m.Name]; !ok && m.Name != "" && len(sess.stmts) >= maxPrepared {
@@ -412,13 +413,13 @@ func (sess *session) parse(m *pgproto3.Parse) {
 	}
 	if m.Name != "" {
 		if _, ok := sess.stmts[m.Name]; ok {
-			sess.fail(&console.Error{SQLState: "42P05", Message: fmt.Sprintf("prepared statement %q already exists", m.Name)}, true)
+			sess.fail(&sqlerr.Error{SQLState: "42P05", Message: fmt.Sprintf("prepared statement %q already exists", m.Name)}, true)
 			return
 		}
 	}
 	stmts := Split(m.Query)
 	if len(stmts) > 1 {
-		sess.fail(&console.Error{SQLState: "42601", Message: "cannot insert multiple commands into a prepared statement"}, true)
+		sess.fail(&sqlerr.Error{SQLState: "42601", Message: "cannot insert multiple commands into a prepared statement"}, true)
 		return
 	}
 	q := ""
@@ -436,12 +437,12 @@ func (sess *session) bind(m *pgproto3.Bind) {
 		return
 	}
 	if len(m.Parameters) > 0 {
-		sess.fail(&console.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message supplies %d parameters, but the statement requires 0", len(m.Parameters))}, true)
+		sess.fail(&sqlerr.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message supplies %d parameters, but the statement requires 0", len(m.Parameters))}, true)
 		return
 	}
 	for _, f := range m.ResultFormatCodes {
 		if f != 0 && f != 1 {
-			sess.fail(&console.Error{SQLState: "22023", Message: fmt.Sprintf("unsupported format code: %d", f)}, true)
+			sess.fail(&sqlerr.Error{SQLState: "22023", Message: fmt.Sprintf("unsupported format code: %d", f)}, true)
 			return
 		}
 	}
@@ -549,23 +550,23 @@ func (sess *session) execute(m *pgproto3.Execute) {
 // PostgreSQL's SQL states and texts.
 
 // noPrepared is invalid_sql_statement_name (26000).
-func noPrepared(name string) *console.Error {
-	return &console.Error{SQLState: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", name)}
+func noPrepared(name string) *sqlerr.Error {
+	return &sqlerr.Error{SQLState: "26000", Message: fmt.Sprintf("prepared statement %q does not exist", name)}
 }
 
 // noPortal is invalid_cursor_name (34000).
-func noPortal(name string) *console.Error {
-	return &console.Error{SQLState: "34000", Message: fmt.Sprintf("portal %q does not exist", name)}
+func noPortal(name string) *sqlerr.Error {
+	return &sqlerr.Error{SQLState: "34000", Message: fmt.Sprintf("portal %q does not exist", name)}
 }
 
 // formatsMismatch is a Bind whose result formats do not fit the columns
 // (protocol_violation, 08P01).
-func formatsMismatch(formats, columns int) *console.Error {
-	return &console.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message has %d result formats but the query has %d columns", formats, columns)}
+func formatsMismatch(formats, columns int) *sqlerr.Error {
+	return &sqlerr.Error{SQLState: "08P01", Message: fmt.Sprintf("bind message has %d result formats but the query has %d columns", formats, columns)}
 }
 
 // tooMany is program_limit_exceeded (54000) for the session's bound of
 // maxPrepared prepared statements or portals.
-func tooMany(what string) *console.Error {
-	return &console.Error{SQLState: "54000", Message: fmt.Sprintf("too many %s (at most %d): close some", what, maxPrepared)}
+func tooMany(what string) *sqlerr.Error {
+	return &sqlerr.Error{SQLState: "54000", Message: fmt.Sprintf("too many %s (at most %d): close some", what, maxPrepared)}
 }

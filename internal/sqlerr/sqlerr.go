@@ -1,8 +1,13 @@
-// Package sqlerr is the refusal of a cluster operation for which
-// ShardingSphere has a vendor code and SQL state (a lock already held, an
-// unknown variable, a storage unit in use...). The operations' packages
-// return it; the DistSQL console and the HTTP API answer it as upstream's
-// front ends answer the same exception.
+// Package sqlerr is the one coded refusal of the project: ShardingSphere's
+// {vendor code, SQL state, message} for an operation it refuses (a lock
+// already held, an unknown variable, a storage unit in use, every worker
+// id taken...), and the same triple for the refusals of the consoles' own
+// protocols and of the HTTP API. Every package that refuses an operation
+// returns an *Error; each front end maps it to its own form in one place:
+// the MySQL console as an error packet (Code, SQLState), the PostgreSQL
+// console as an ErrorResponse (SQLState, Message, Position), the HTTP API
+// as a status from Kind and a {"error", "code"} body, the CLI as
+// "message (code N)" and exit code 1.
 package sqlerr
 
 import (
@@ -14,18 +19,59 @@ import (
 
 // Error is one refusal. Message is what the client sees.
 type Error struct {
-	// Code is the MySQL-protocol vendor code (e.g. 15030).
+	// Code is the MySQL-protocol vendor code (e.g. 15030); 0 when the
+	// refusal has none (the HTTP API then answers code 0).
 	Code uint16
-	// SQLState is the five-character SQL state (e.g. "HY000").
+	// SQLState is the five-character SQL state (e.g. "HY000"), used by
+	// both consoles; "" when it has none (the consoles answer HY000).
 	SQLState string
 	Message  string
-	// Err is the cause, for logs; it may be nil.
+	// Kind says what kind of refusal it is, for a front end that answers
+	// with a class rather than a SQL state (the HTTP API's status). The
+	// zero value is Invalid.
+	Kind Kind
+	// Position is the 1-based character position in the statement text
+	// where a syntax error was found; 0 when the error has none. The
+	// PostgreSQL console sends it as the error's position field, which
+	// psql shows as a caret under the statement.
+	Position int
+	// Err is the cause, for logs and errors.Is; it may be nil.
 	Err error
 }
 
 func (e *Error) Error() string { return e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with a nonzero Code and the same
+// Code and SQLState as e: every refusal with a sentinel's code matches
+// the sentinel (errors.Is(err, clusterlock.ErrLocked)), whoever built it.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code != 0 && t.Code == e.Code && t.SQLState == e.SQLState
+}
+
+// Kind is the class of a refusal.
+type Kind uint8
+
+// The kinds of refusal. The HTTP API answers them with the status named
+// in each comment.
+const (
+	// Invalid is a request refused by a check: bad input, or a change
+	// the rules forbid (400).
+	Invalid Kind = iota
+	// NotFound is a request naming something that does not exist (404).
+	NotFound
+	// Conflict is a request the cluster's current state refuses (a lock
+	// held, a change lost to concurrent ones); it may succeed later (409).
+	Conflict
+	// Unauthenticated is a request without valid credentials (401).
+	Unauthenticated
+	// Denied is a request whose credentials do not allow it (403).
+	Denied
+	// Unavailable is a request the node cannot serve now (503).
+	Unavailable
+)
 
 // ErrPanicked is the cause (Err) of the error Recover makes of a panic.
 var ErrPanicked = errors.New("panicked")
