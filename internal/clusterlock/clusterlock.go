@@ -42,10 +42,10 @@ const (
 var (
 	// ErrLocked is LockedClusterException (15030): LOCK of a cluster
 	// whose state is not OK.
-	ErrLocked = &sqlerr.Error{Code: 15030, SQLState: "HY000", Message: "Cluster is already locked."}
+	ErrLocked = &sqlerr.Error{Code: 15030, SQLState: "HY000", Kind: sqlerr.Conflict, Message: "Cluster is already locked."}
 	// ErrNotLocked is NotLockedClusterException (15031): UNLOCK of a
 	// cluster whose state is OK.
-	ErrNotLocked = &sqlerr.Error{Code: 15031, SQLState: "HY000", Message: "Cluster is not locked."}
+	ErrNotLocked = &sqlerr.Error{Code: 15031, SQLState: "HY000", Kind: sqlerr.Conflict, Message: "Cluster is not locked."}
 	// ErrClusterModeRequired is upstream's DistSQLExecutorClusterModeRequired
 	// (17000): LOCK CLUSTER on a Standalone node.
 	ErrClusterModeRequired = &sqlerr.Error{Code: 17000, SQLState: "44000", Message: "Mode must be 'cluster'."}

@@ -176,7 +176,7 @@ const CodeConflict = 17010
 // nothing of it was written, and running
 // it again is safe. It wraps err, the last failed condition.
 func conflict(err error) *sqlerr.Error {
-	return &sqlerr.Error{Code: CodeConflict, SQLState: "40001", Err: err, Message: fmt.Sprintf(
+	return &sqlerr.Error{Code: CodeConflict, SQLState: "40001", Kind: sqlerr.Conflict, Err: err, Message: fmt.Sprintf(
 		"Cluster persist repository error, reason is: the rules kept changing on other nodes while this statement was written (%d attempts); nothing was written: run it again.", changeAttempts)}
 }
 

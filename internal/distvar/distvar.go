@@ -51,7 +51,7 @@ const (
 // UnsupportedVariable is UnsupportedVariableException (12010, 44000): name
 // is no variable.
 func UnsupportedVariable(name string) *sqlerr.Error {
-	return &sqlerr.Error{Code: CodeUnsupportedVariable, SQLState: "44000", Message: fmt.Sprintf("Can not support variable '%s'.", name)}
+	return &sqlerr.Error{Code: CodeUnsupportedVariable, SQLState: "44000", Kind: sqlerr.NotFound, Message: fmt.Sprintf("Can not support variable '%s'.", name)}
 }
 
 // InvalidValue is InvalidVariableValueException (12011, HY004): value does

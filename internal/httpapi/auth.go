@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // EnvToken is the environment variable serve reads the API token from when
@@ -33,30 +35,30 @@ const noTokenMessage = "this node has no API token, so it refuses every change: 
 // check returns nil when r may proceed: reads when they are open or carry
 // the token, mutations only with the token. The scheme name "Bearer" is
 // matched case-insensitively (RFC 9110 section 11.1).
-func (a auth) check(r *http.Request, mutating bool) *Error {
+func (a auth) check(r *http.Request, mutating bool) *sqlerr.Error {
 	header := r.Header.Get("Authorization")
 	if !mutating && a.openReads {
 		return nil
 	}
 	if !a.set {
 		if mutating {
-			return errorf(http.StatusUnauthorized, CodeNone, "%s", noTokenMessage)
+			return refuse(sqlerr.Unauthenticated, "%s", noTokenMessage)
 		}
-		return errorf(http.StatusForbidden, CodeNone, "reads are closed on this node (--open-reads=false) and it has no API token: set one with --token-file or %s", EnvToken)
+		return refuse(sqlerr.Denied, "reads are closed on this node (--open-reads=false) and it has no API token: set one with --token-file or %s", EnvToken)
 	}
 	if header == "" {
 		if mutating {
-			return errorf(http.StatusUnauthorized, CodeNone, "this call changes the cluster: send Authorization: Bearer <token>")
+			return refuse(sqlerr.Unauthenticated, "this call changes the cluster: send Authorization: Bearer <token>")
 		}
-		return errorf(http.StatusForbidden, CodeNone, "reads are closed on this node (--open-reads=false): send Authorization: Bearer <token>")
+		return refuse(sqlerr.Denied, "reads are closed on this node (--open-reads=false): send Authorization: Bearer <token>")
 	}
 	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return errorf(http.StatusUnauthorized, CodeNone, "the Authorization header must be \"Bearer <token>\"")
+		return refuse(sqlerr.Unauthenticated, "the Authorization header must be \"Bearer <token>\"")
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	if subtle.ConstantTimeCompare(sum[:], a.sum[:]) != 1 {
-		return errorf(http.StatusUnauthorized, CodeNone, "invalid API token")
+		return refuse(sqlerr.Unauthenticated, "invalid API token")
 	}
 	return nil
 }

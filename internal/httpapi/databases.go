@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // dbSummary is one row of GET /api/v1/databases.
@@ -117,7 +118,7 @@ func (s *Server) handleDatabase(w http.ResponseWriter, r *http.Request) {
 	snap := s.cfg.Store.Current()
 	db := snap.Databases[name]
 	if db == nil {
-		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "Unknown database '%s'.", name))
+		s.writeError(w, refuse(sqlerr.NotFound, "Unknown database '%s'.", name))
 		return
 	}
 	out := databaseJSON{Name: db.Name, Units: map[string]map[string]any{}, Rules: []ruleJSON{}, Schemas: map[string]schemaJSON{}}

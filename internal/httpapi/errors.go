@@ -8,53 +8,42 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
-	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
-// ShardingSphere vendor codes the API returns.
-const (
-	CodeNone                 = 0
-	CodeUnsupportedOperation = 30001 // "Unsupported SQL operation: %s."
-)
-
-// Error is an API error: the HTTP status, ShardingSphere's vendor code (0
-// when there is none) and the message. Its JSON form is
-// {"error": Message, "code": Code}.
-type Error struct {
-	Status  int
-	Code    int
-	Message string
+// refuse is a refusal of the API itself, without a ShardingSphere code:
+// its kind gives the status (httpStatus).
+func refuse(kind sqlerr.Kind, format string, args ...any) *sqlerr.Error {
+	return &sqlerr.Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *Error) Error() string { return e.Message }
-
-func errorf(status, code int, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+func badRequest(format string, args ...any) *sqlerr.Error {
+	return refuse(sqlerr.Invalid, format, args...)
 }
 
-func badRequest(format string, args ...any) *Error {
-	return errorf(http.StatusBadRequest, CodeNone, format, args...)
+// unsupportedOperation is ShardingSphere's UnsupportedSQLOperationException
+// (30001, 0A000), answered with kind's status.
+func unsupportedOperation(kind sqlerr.Kind, reason string) *sqlerr.Error {
+	return &sqlerr.Error{Code: 30001, SQLState: "0A000", Kind: kind, Message: fmt.Sprintf("Unsupported SQL operation: %s.", reason)}
 }
 
-// unsupportedOperation is ShardingSphere's UnsupportedSQLOperationException.
-func unsupportedOperation(status int, reason string) *Error {
-	return errorf(status, CodeUnsupportedOperation, "Unsupported SQL operation: %s.", reason)
-}
-
-// sqlStatus is the HTTP status of a refusal with ShardingSphere's code:
-// 404 for a variable that does not exist, 409 for LOCK CLUSTER on a
-// locked cluster and UNLOCK CLUSTER on an unlocked one, 400 for every
-// other refused request (writeError answers a retryable conflict, SQL
-// state 40001, with 409 too).
-func sqlStatus(code uint16) int {
-	switch code {
-	case distvar.CodeUnsupportedVariable:
+// httpStatus is the HTTP status of a refusal of kind k: the one mapping
+// of sqlerr's kinds onto the API.
+func httpStatus(k sqlerr.Kind) int {
+	switch k {
+	case sqlerr.NotFound:
 		return http.StatusNotFound
-	case clusterlock.ErrLocked.Code, clusterlock.ErrNotLocked.Code:
+	case sqlerr.Conflict:
 		return http.StatusConflict
+	case sqlerr.Unauthenticated:
+		return http.StatusUnauthorized
+	case sqlerr.Denied:
+		return http.StatusForbidden
+	case sqlerr.Unavailable:
+		return http.StatusServiceUnavailable
+	case sqlerr.Internal:
+		return http.StatusInternalServerError
 	}
 	return http.StatusBadRequest
 }
@@ -64,36 +53,36 @@ var (
 	noStore         = []string{"no-store"}
 )
 
-// writeError writes err as the API's JSON error. A refusal with
-// ShardingSphere's code (an *sqlerr.Error from distvar, clusterlock or
-// dbconfig) keeps its code and message, with the status sqlStatus gives
-// it. Other errors that are not an *Error become 500 with their text, its
+// writeError writes err as the API's JSON error. A refusal (an
+// *sqlerr.Error, the API's own or one of distvar, clusterlock, dbconfig,
+// computenode, metadata) keeps its code and message, with the status of
+// its kind (httpStatus). Other errors become 500 with their text, its
 // secrets masked (redact.Text).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	e, ok := err.(*Error)
 	var refused *sqlerr.Error
-	switch {
-	case ok:
-	case errors.As(err, &refused):
-		e = &Error{Status: sqlStatus(refused.Code), Code: int(refused.Code), Message: refused.Message}
-		if refused.SQLState == "40001" { // a change that lost to concurrent ones: send it again
-			e.Status = http.StatusConflict
-		}
-	default:
-		e = &Error{Status: http.StatusInternalServerError, Message: redact.Text(err.Error())}
+	if !errors.As(err, &refused) {
 		s.log.Warn("http: internal error", "err", err)
+		s.writeStatus(w, http.StatusInternalServerError, 0, redact.Text(err.Error()))
+		return
 	}
-	s.metrics.httpError(e.Status)
-	b := make([]byte, 0, 64+len(e.Message))
+	s.writeStatus(w, httpStatus(refused.Kind), refused.Code, refused.Message)
+}
+
+// writeStatus writes the API's JSON error {"error": message, "code": code}
+// with status. Only writeError and the answers of HTTP itself (405, 421)
+// call it.
+func (s *Server) writeStatus(w http.ResponseWriter, status int, code uint16, message string) {
+	s.metrics.httpError(status)
+	b := make([]byte, 0, 64+len(message))
 	b = append(b, `{"error":`...)
-	b = appendJSONString(b, e.Message)
+	b = appendJSONString(b, message)
 	b = append(b, `,"code":`...)
-	b = strconv.AppendInt(b, int64(e.Code), 10)
+	b = strconv.AppendUint(b, uint64(code), 10)
 	b = append(b, "}\n"...)
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Cache-Control"] = noStore
-	w.WriteHeader(e.Status)
+	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 

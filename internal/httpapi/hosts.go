@@ -101,7 +101,7 @@ func validName(h string) bool {
 func (s *Server) checkHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hosts.allows(r.Host) {
-			s.writeError(w, errorf(http.StatusMisdirectedRequest, CodeNone,
+			s.writeStatus(w, http.StatusMisdirectedRequest, 0, fmt.Sprintf(
 				"this node does not answer to host %q: it answers to localhost, IP addresses and the names its operator allows (serve --allowed-hosts)", r.Host))
 			return
 		}

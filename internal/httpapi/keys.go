@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ok, why := s.admits(); !ok {
-		s.writeError(w, errorf(http.StatusServiceUnavailable, CodeNone, "%s", why))
+		s.writeError(w, refuse(sqlerr.Unavailable, "%s", why))
 		return
 	}
 	buf := keyBufs.Get().(*keyBuf)
@@ -59,7 +60,7 @@ func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
 		if !errors.Is(err, cluster.ErrNotIssuing) {
 			msg = "not issuing keys: " + msg
 		}
-		s.writeError(w, errorf(http.StatusServiceUnavailable, CodeNone, "%s", msg))
+		s.writeError(w, refuse(sqlerr.Unavailable, "%s", msg))
 		return
 	}
 	out := append(buf.out[:0], `{"workerId":`...)

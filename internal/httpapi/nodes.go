@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 func (s *Server) row(inst cluster.Instance) computenode.Row {
@@ -56,7 +57,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, s.selfRow())
 		return
 	}
-	s.writeError(w, errorf(http.StatusNotFound, CodeNone, "compute node %s is not online", quote(id)))
+	s.writeError(w, refuse(sqlerr.NotFound, "compute node %s is not online", quote(id)))
 }
 
 // handleState is PUT /api/v1/nodes/{id}/state, ENABLE / DISABLE COMPUTE
@@ -113,21 +114,21 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		s.writeError(w, errorf(http.StatusConflict, CodeNone, "compute node %s left meanwhile", quote(id)))
+		s.writeError(w, refuse(sqlerr.Conflict, "compute node %s left meanwhile", quote(id)))
 		return
 	}
 }
 
 // stateError maps a refused state change onto an HTTP answer.
-func stateError(e *computenode.StateError) *Error {
+func stateError(e *computenode.StateError) *sqlerr.Error {
 	switch e.Kind {
 	case computenode.NotOnline:
-		return unsupportedOperation(http.StatusNotFound, e.Reason)
+		return unsupportedOperation(sqlerr.NotFound, e.Reason)
 	case computenode.CurrentInstance:
-		return unsupportedOperation(http.StatusBadRequest, e.Reason)
+		return unsupportedOperation(sqlerr.Invalid, e.Reason)
 	case computenode.AlreadyDisabled:
-		return unsupportedOperation(http.StatusConflict, e.Reason)
+		return unsupportedOperation(sqlerr.Conflict, e.Reason)
 	default:
-		return errorf(http.StatusConflict, CodeNone, "%s", e.Reason)
+		return refuse(sqlerr.Conflict, "%s", e.Reason)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // MaxKeysPerRequest is the largest count GET /api/v1/keys accepts.
@@ -24,7 +25,7 @@ const maxBody = 64 << 10
 // parseCount reads count from a raw query string ("count=N"): 1 when
 // absent, an error unless 1 <= N <= MaxKeysPerRequest. Other parameters
 // are ignored. It does not allocate on the common paths.
-func parseCount(rawQuery string) (int, *Error) {
+func parseCount(rawQuery string) (int, *sqlerr.Error) {
 	q := rawQuery
 	for q != "" {
 		var part string
@@ -48,7 +49,7 @@ func parseCount(rawQuery string) (int, *Error) {
 	return 1, nil
 }
 
-func checkCount(n int, value string) (int, *Error) {
+func checkCount(n int, value string) (int, *sqlerr.Error) {
 	if n < 1 || n > MaxKeysPerRequest {
 		return 0, badRequest("count %s is out of range: want 1 to %d", quote(value), MaxKeysPerRequest)
 	}
@@ -73,7 +74,7 @@ func atoiSmall(s string) (int, bool) {
 
 // parseKey reads a key given as a decimal string (what GET /api/v1/keys
 // returns).
-func parseKey(s string) (int64, *Error) {
+func parseKey(s string) (int64, *sqlerr.Error) {
 	k, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || k < 0 || (len(s) > 1 && s[0] == '0') || s[0] == '+' {
 		return 0, badRequest("key %s is not a key: want a non-negative decimal 64-bit integer such as 1234567890123456789", quote(s))
@@ -82,7 +83,7 @@ func parseKey(s string) (int64, *Error) {
 }
 
 // readBody reads a JSON request body of at most maxBody bytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *sqlerr.Error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		return nil, badRequest("reading the request body: %v (at most %d bytes)", err, maxBody)
@@ -92,7 +93,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
 
 // decodeObject decodes a JSON object body into v, with a message naming
 // what was expected.
-func decodeObject(body []byte, v any, want string) *Error {
+func decodeObject(body []byte, v any, want string) *sqlerr.Error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("empty request body: want %s", want)
 	}
@@ -107,7 +108,7 @@ func decodeObject(body []byte, v any, want string) *Error {
 }
 
 // parseStateBody reads {"state":"ENABLE"|"DISABLE"} (case-insensitive).
-func parseStateBody(body []byte) (string, *Error) {
+func parseStateBody(body []byte) (string, *sqlerr.Error) {
 	const want = `{"state":"ENABLE"} or {"state":"DISABLE"}`
 	var v struct {
 		State *string `json:"state"`
@@ -127,7 +128,7 @@ func parseStateBody(body []byte) (string, *Error) {
 
 // parseValueBody reads {"value": V}. V may be a string, a number or a
 // boolean; it is returned as text.
-func parseValueBody(body []byte) (string, *Error) {
+func parseValueBody(body []byte) (string, *sqlerr.Error) {
 	const want = `{"value":"..."}`
 	var v struct {
 		Value json.RawMessage `json:"value"`
@@ -157,7 +158,7 @@ type lockRequest struct {
 }
 
 // parseLockBody reads {"strategy":"WRITE"|"READ_WRITE","timeoutMillis":N}.
-func parseLockBody(body []byte) (lockRequest, *Error) {
+func parseLockBody(body []byte) (lockRequest, *sqlerr.Error) {
 	const want = `{"strategy":"WRITE"} or {"strategy":"READ_WRITE"}`
 	var v struct {
 		Strategy      *string `json:"strategy"`
@@ -182,7 +183,7 @@ func parseLockBody(body []byte) (lockRequest, *Error) {
 }
 
 // parseUnlockBody reads an optional {"timeoutMillis":N}.
-func parseUnlockBody(body []byte) (time.Duration, *Error) {
+func parseUnlockBody(body []byte) (time.Duration, *sqlerr.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return clusterlock.DefaultTimeout, nil
 	}
@@ -202,7 +203,7 @@ func parseUnlockBody(body []byte) (time.Duration, *Error) {
 	return t, nil
 }
 
-func parseTimeout(ms *int64) (time.Duration, *Error) {
+func parseTimeout(ms *int64) (time.Duration, *sqlerr.Error) {
 	if ms == nil {
 		return 0, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 func TestParseCount(t *testing.T) {
@@ -37,7 +38,7 @@ func TestParseCount(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || err.Status != 400 || !strings.Contains(err.Message, c.err) {
+		if err == nil || httpStatus(err.Kind) != 400 || !strings.Contains(err.Message, c.err) {
 			t.Errorf("parseCount(%q) = %d, %v; want an error with %q", c.query, got, err, c.err)
 		}
 	}
@@ -62,7 +63,7 @@ func TestParseKey(t *testing.T) {
 func TestParseBodies(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		parse func([]byte) (string, *Error)
+		parse func([]byte) (string, *sqlerr.Error)
 		body  string
 		want  string
 		err   string
@@ -92,7 +93,7 @@ func TestParseBodies(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || err.Status != 400 || !strings.Contains(err.Message, c.err) {
+		if err == nil || httpStatus(err.Kind) != 400 || !strings.Contains(err.Message, c.err) {
 			t.Errorf("%s %s = %q, %v; want an error with %q", c.name, c.body, got, err, c.err)
 		}
 	}
@@ -108,7 +109,7 @@ func TestParseLockBodies(t *testing.T) {
 		t.Fatalf("lock default timeout = %+v, %v", req, err)
 	}
 	for _, bad := range []string{``, `{}`, `{"strategy":"READ"}`, `{"strategy":"WRITE","timeoutMillis":0}`, `{"strategy":"WRITE","timeoutMillis":"5"}`} {
-		if _, err := parseLockBody([]byte(bad)); err == nil || err.Status != 400 {
+		if _, err := parseLockBody([]byte(bad)); err == nil || httpStatus(err.Kind) != 400 {
 			t.Errorf("lock %s: %v", bad, err)
 		}
 	}
@@ -131,15 +132,15 @@ func FuzzParsers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if n, err := parseCount(s); err == nil && (n < 1 || n > MaxKeysPerRequest) {
 			t.Fatalf("parseCount(%q) = %d", s, n)
-		} else if err != nil && (err.Status != 400 || err.Message == "") {
+		} else if err != nil && (httpStatus(err.Kind) != 400 || err.Message == "") {
 			t.Fatalf("parseCount(%q) error %+v", s, err)
 		}
 		if k, err := parseKey(s); err == nil && k < 0 {
 			t.Fatalf("parseKey(%q) = %d", s, k)
 		}
 		b := []byte(s)
-		check := func(what string, err *Error) {
-			if err != nil && (err.Status != 400 || err.Message == "") {
+		check := func(what string, err *sqlerr.Error) {
+			if err != nil && (httpStatus(err.Kind) != 400 || err.Message == "") {
 				t.Fatalf("%s(%q) error %+v", what, s, err)
 			}
 		}

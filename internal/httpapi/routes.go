@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 //go:embed static/index.html static/openapi.yaml
@@ -79,11 +82,11 @@ func (s *Server) routes() {
 				}
 			}
 			w.Header().Set("Allow", allowed)
-			s.writeError(w, errorf(http.StatusMethodNotAllowed, CodeNone, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowed))
+			s.writeStatus(w, http.StatusMethodNotAllowed, 0, fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowed))
 		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "no such route: %s %s (see /api/v1/openapi.yaml)", r.Method, r.URL.Path))
+		s.writeError(w, refuse(sqlerr.NotFound, "no such route: %s %s (see /api/v1/openapi.yaml)", r.Method, r.URL.Path))
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // ruleChange is the answer to a rule statement: whether it changed the
@@ -73,7 +74,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	st, err := families.Parse(*v.Statement)
 	var se *distsql.SyntaxError
 	if errors.As(err, &se) {
-		s.writeError(w, errorf(http.StatusBadRequest, distsql.SyntaxErrorCode, "%s", se.Error()))
+		s.writeError(w, &sqlerr.Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error()})
 		return
 	}
 	if err != nil {
@@ -105,7 +106,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	var unknown *dbconfig.UnknownDatabaseError
 	switch {
 	case errors.As(err, &unknown):
-		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "Unknown database '%s'.", db))
+		s.writeError(w, refuse(sqlerr.NotFound, "Unknown database '%s'.", db))
 		return
 	case err != nil:
 		s.writeError(w, err)

@@ -209,7 +209,7 @@ func (s *Server) Handler() http.Handler { return s.recoverPanics(s.boundBody(s.c
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.serveRecovered(next, w, r); err != nil {
-			s.writeError(w, errorf(http.StatusInternalServerError, sqlerr.InternalCode, "%s", err.Error()))
+			s.writeError(w, err)
 		}
 	})
 }

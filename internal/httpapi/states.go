@@ -10,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/statistics"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -83,11 +84,11 @@ func checkError(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	status := http.StatusConflict
+	kind := sqlerr.Conflict
 	if ce.NotFound {
-		status = http.StatusNotFound
+		kind = sqlerr.NotFound
 	}
-	return errorf(status, ce.Code, "%s", ce.Message)
+	return &sqlerr.Error{Code: uint16(ce.Code), Kind: kind, Message: ce.Message}
 }
 
 // handleCreateDatabase is POST /api/v1/databases with {"name": db}:
@@ -122,7 +123,7 @@ func (s *Server) handleCreateDatabase(w http.ResponseWriter, r *http.Request) {
 	err = c.CreateDatabase(ctx, config.Database{Name: v.Name})
 	switch {
 	case errors.Is(err, registry.ErrExists):
-		s.writeError(w, errorf(http.StatusConflict, CodeNone, "Database '%s' already exists.", v.Name))
+		s.writeError(w, refuse(sqlerr.Conflict, "Database '%s' already exists.", v.Name))
 		return
 	case errors.Is(err, registry.ErrBadKey):
 		s.writeError(w, badRequest("database name %s: %v", quote(v.Name), err))
@@ -152,7 +153,7 @@ func (s *Server) handleDropDatabase(w http.ResponseWriter, r *http.Request) {
 	err = c.DropDatabase(ctx, name)
 	switch {
 	case errors.Is(err, metadata.ErrNoDatabase):
-		s.writeError(w, errorf(http.StatusNotFound, CodeNone, "Unknown database '%s'.", name))
+		s.writeError(w, refuse(sqlerr.NotFound, "Unknown database '%s'.", name))
 		return
 	case errors.Is(err, registry.ErrBadKey):
 		s.writeError(w, badRequest("database name %s: %v", quote(name), err))
@@ -292,7 +293,7 @@ func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock
 func lockError(err error) error {
 	var busy *clusterlock.BusyError
 	if errors.As(err, &busy) {
-		return errorf(http.StatusConflict, CodeNone, "%s", busy.Error())
+		return refuse(sqlerr.Conflict, "%s", busy.Error())
 	}
 	return err
 }

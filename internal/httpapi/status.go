@@ -185,7 +185,7 @@ const (
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		s.writeError(w, errorf(http.StatusInternalServerError, CodeNone, "streaming unsupported"))
+		s.writeStatus(w, http.StatusInternalServerError, 0, "streaming unsupported")
 		return
 	}
 	h := w.Header()

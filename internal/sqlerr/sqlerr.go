@@ -71,6 +71,8 @@ const (
 	Denied
 	// Unavailable is a request the node cannot serve now (503).
 	Unavailable
+	// Internal is a failure of the node itself, a panic (500).
+	Internal
 )
 
 // ErrPanicked is the cause (Err) of the error Recover makes of a panic.
@@ -83,7 +85,7 @@ const InternalCode = 30000
 // Recover, deferred directly in the function that runs an operation
 // (defer sqlerr.Recover(log, "statement", &err)), turns a panic of that
 // goroutine into the operation's error: *err becomes an *Error with
-// InternalCode, state HY000 and the panic's value, and log gets the value
+// InternalCode, state HY000, kind Internal and the panic's value, and log gets the value
 // with the goroutine's stack, at level ERROR. The goroutine, and the
 // process, go on. Without a panic it does nothing.
 func Recover(log *slog.Logger, op string, err *error) {
@@ -92,5 +94,5 @@ func Recover(log *slog.Logger, op string, err *error) {
 		return
 	}
 	log.Error(op+" panicked; it failed with an internal error and the node goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-	*err = &Error{Code: InternalCode, SQLState: "HY000", Message: fmt.Sprintf("Unknown exception: internal error in the %s: %v", op, r), Err: ErrPanicked}
+	*err = &Error{Code: InternalCode, SQLState: "HY000", Kind: Internal, Message: fmt.Sprintf("Unknown exception: internal error in the %s: %v", op, r), Err: ErrPanicked}
 }
