@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+	"github.com/shardkeeper/shardkeeper/internal/workerid"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -38,6 +40,14 @@ func TestExhausted(t *testing.T) {
 	}
 	if ex.Code != 17001 || ex.SQLState != "HY000" || ex.Error() != "Worker ID assigned failed, which should be in [0, 1024)." {
 		t.Errorf("ExhaustedError = %+v, want ShardingSphere's code 17001, HY000 and message", ex)
+	}
+	var refused *sqlerr.Error // what the consoles and the HTTP API answer with its code
+	if !errors.As(err, &refused) || refused.Code != 17001 {
+		t.Errorf("Open's error %#v is not the coded refusal the front ends map", err)
+	}
+	ex.Message = "changed by the caller"
+	if again := exhausted(); again.Message == ex.Message || workerid.ErrExhausted.Message == ex.Message {
+		t.Errorf("a caller's change to Open's error changed ErrExhausted")
 	}
 	if wrapped := fmt.Errorf("start: %w", err); !errors.Is(wrapped, ErrExhausted) {
 		t.Errorf("a wrapped ExhaustedError does not match ErrExhausted")

@@ -82,7 +82,7 @@ func Open(ctx context.Context, repo registry.Repository, cfg Config) (*Node, err
 	}
 	hold, err := n.acquire(ctx)
 	if errors.Is(err, workerid.ErrExhausted) {
-		return nil, newExhausted()
+		return nil, exhausted()
 	}
 	if err != nil {
 		return nil, err

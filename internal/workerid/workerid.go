@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -51,23 +52,15 @@ import (
 const Count = paths.MaxWorkerID + 1
 
 // ErrExhausted is returned when every worker id is reserved. Its text and
-// code are ShardingSphere's WorkerIdAssignedException.
-var ErrExhausted = &CodedError{Code: 17001, SQLState: "HY000", Message: "Worker ID assigned failed, which should be in [0, 1024)."}
+// code are ShardingSphere's WorkerIdAssignedException; every refusal with
+// its code matches it with errors.Is.
+var ErrExhausted = &sqlerr.Error{Code: 17001, SQLState: "HY000", Kind: sqlerr.Conflict, Message: "Worker ID assigned failed, which should be in [0, 1024)."}
 
 // ErrLost is returned by Reserve when the fence or the reservation is no
 // longer this holder's, and by Watch also when its worker_id node is not:
 // another holder took the id, or the session ended. The caller must stop
 // issuing at once.
 var ErrLost = errors.New("worker id lost: its fence, reservation or worker_id node changed")
-
-// CodedError is an error with ShardingSphere's vendor code and SQL state.
-type CodedError struct {
-	Code     int
-	SQLState string
-	Message  string
-}
-
-func (e *CodedError) Error() string { return e.Message }
 
 // Options tune Acquire. The zero value is usable.
 type Options struct {

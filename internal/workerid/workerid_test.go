@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
@@ -273,8 +274,8 @@ func testExhausted(t *testing.T, b backend) {
 	if !errors.Is(err, ErrExhausted) || err.Error() != "Worker ID assigned failed, which should be in [0, 1024)." {
 		t.Fatalf("err = %v", err)
 	}
-	var coded *CodedError
-	if !errors.As(err, &coded) || coded.Code != 17001 {
+	var coded *sqlerr.Error
+	if !errors.As(err, &coded) || coded.Code != 17001 || coded.SQLState != "HY000" {
 		t.Fatalf("err = %#v, want code 17001", err)
 	}
 }
