@@ -61,15 +61,22 @@ func addAdminCommands(root *cobra.Command) {
 		return usagef("%v\nSee '%s --help'.", err, cmd.CommandPath())
 	})
 	for _, c := range []*cobra.Command{newNodesCommand(), newKeysCommand(), newPropsCommand(), newDatabasesCommand(), newRulesCommand(), newReadwriteSplittingCommand(), newStatisticsCommand(), newClusterCommand()} {
-		c.Args = func(cmd *cobra.Command, a []string) error {
-			if len(a) > 0 {
-				return usagef("unknown command %q for %q\nSee '%s --help'.", a[0], cmd.CommandPath(), cmd.CommandPath())
-			}
-			return nil
-		}
-		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-		root.AddCommand(c)
+		root.AddCommand(nounCommand(c))
 	}
+}
+
+// nounCommand makes c, a noun whose verbs are its subcommands, refuse an
+// unknown verb with a usage error (exit code 2) instead of printing its
+// help and exiting 0, and print its help when given no verb. It returns c.
+func nounCommand(c *cobra.Command) *cobra.Command {
+	c.Args = func(cmd *cobra.Command, a []string) error {
+		if len(a) > 0 {
+			return usagef("unknown command %q for %q\nSee '%s --help'.", a[0], cmd.CommandPath(), cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	return c
 }
 
 // target is where an admin verb goes: a running node's HTTP API

@@ -73,6 +73,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nodes", "list", "--bogus"}, 2, "unknown flag: --bogus\nSee 'shardkeeper nodes list --help'."},
 		{[]string{"nodes", "frobnicate"}, 2, `unknown command "frobnicate" for "shardkeeper nodes"`},
 		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"registry", "lss", "/"}, 2, `unknown command "lss" for "shardkeeper registry"`},
 		{[]string{"nodes", "list", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
 		{[]string{"nodes", "list", "extra"}, 2, "shardkeeper nodes list takes no arguments"},
 		{[]string{"nodes", "enable"}, 2, "usage: shardkeeper nodes enable INSTANCE_ID"},

@@ -48,7 +48,7 @@ func newRootCommand() *cobra.Command {
 		Version: version.Read().Release,
 	}
 	root.SetVersionTemplate(versionText(version.Read()))
-	root.AddCommand(newServeCommand(), newRegistryCommand(), newHealthCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), nounCommand(newRegistryCommand()), newHealthCommand(), newVersionCommand())
 	addAdminCommands(root)
 	return root
 }
