@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -51,6 +52,32 @@ func exitCode(err error) int {
 		}
 	}
 	return exitError
+}
+
+// errorText is err as the CLI prints it: a coded refusal (an
+// *sqlerr.Error, the node's API answer or an operation's own) as its
+// message with ShardingSphere's code, "message (code N)", as the consoles
+// show the same refusal; one the API refused for the credentials or while
+// the node was not ready says what to do; anything else is its text. It is
+// the CLI's one mapping of a refusal; its exit code is exitCode's (1).
+func errorText(err error) string {
+	var refused *sqlerr.Error
+	if !errors.As(err, &refused) {
+		return err.Error()
+	}
+	msg := err.Error()
+	if refused.Code != 0 {
+		msg = fmt.Sprintf("%s (code %d)", refused.Message, refused.Code)
+	}
+	switch refused.Kind {
+	case sqlerr.Unauthenticated:
+		return msg + ": pass --token-file or set " + envToken + " to the node's API token"
+	case sqlerr.Denied:
+		return msg + ": the token is not allowed to change the cluster"
+	case sqlerr.Unavailable:
+		return msg + " (the node is not ready; retry, or see its logs)"
+	}
+	return msg
 }
 
 // addAdminCommands adds the admin verbs (nodes, keys, props, databases)

@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -30,7 +31,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	ctx := testenv.Context(t)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil {
-		errb.WriteString("shardkeeper: " + err.Error() + "\n")
+		errb.WriteString("shardkeeper: " + errorText(err) + "\n")
 	}
 	return out.String(), errb.String(), exitCode(err)
 }
@@ -108,7 +109,8 @@ func TestExitCodeMapping(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", usagef("bad")), 2},
 		{errors.New(`unknown command "x" for "shardkeeper"`), 2},
 		{errors.New(`accepts 1 arg(s), received 0`), 2},
-		{&apiError{Status: 404, Message: "not found"}, 1},
+		{&sqlerr.Error{Kind: sqlerr.NotFound, Message: "not found"}, 1},
+		{&sqlerr.Error{Code: 12010, SQLState: "44000", Message: "Can not support variable 'x'."}, 1},
 	} {
 		if got := exitCode(c.err); got != c.code {
 			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.code)

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // apiClient calls one node's HTTP API (/api/v1/...).
@@ -19,29 +21,6 @@ type apiClient struct {
 	base  *url.URL
 	token string
 	hc    *http.Client
-}
-
-// apiError is an error answer of the API: {"error": "...", "code": N}.
-type apiError struct {
-	Status  int
-	Message string
-	Code    int // ShardingSphere's vendor code, or 0
-}
-
-func (e *apiError) Error() string {
-	msg := e.Message
-	if e.Code != 0 {
-		msg = fmt.Sprintf("%s (code %d)", msg, e.Code)
-	}
-	switch e.Status {
-	case http.StatusUnauthorized:
-		return msg + ": pass --token-file or set " + envToken + " to the node's API token"
-	case http.StatusForbidden:
-		return msg + ": the token is not allowed to change the cluster"
-	case http.StatusServiceUnavailable:
-		return msg + " (the node is not ready; retry, or see its logs)"
-	}
-	return msg
 }
 
 func newAPIClient(server, token string) (*apiClient, error) {
@@ -94,12 +73,12 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	if resp.StatusCode/100 != 2 {
 		var e struct {
 			Error string `json:"error"`
-			Code  int    `json:"code"`
+			Code  uint16 `json:"code"`
 		}
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = fmt.Sprintf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
 		}
-		return &apiError{Status: resp.StatusCode, Message: e.Error, Code: e.Code}
+		return &sqlerr.Error{Code: e.Code, Kind: sqlerr.KindOfHTTPStatus(resp.StatusCode), Message: e.Error}
 	}
 	if out == nil {
 		return nil

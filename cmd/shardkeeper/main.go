@@ -16,7 +16,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "shardkeeper:", redact.Text(err.Error()))
+		fmt.Fprintln(os.Stderr, "shardkeeper:", redact.Text(errorText(err)))
 		os.Exit(exitCode(err))
 	}
 }

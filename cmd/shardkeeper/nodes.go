@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -196,9 +195,5 @@ func listNodes(ctx context.Context, t *target) ([]computenode.Row, error) {
 // with ShardingSphere's checks and messages (code 30001).
 func setNodeState(ctx context.Context, r registry.Repository, id string, enable bool) error {
 	_, err := computenode.SetState(ctx, r, id, enable, "")
-	var refused *computenode.StateError
-	if errors.As(err, &refused) && (refused.Kind == computenode.NotOnline || refused.Kind == computenode.AlreadyDisabled) {
-		return fmt.Errorf("%w (code %d)", err, computenode.StateCode)
-	}
 	return err
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -188,7 +186,7 @@ func distVariables(props config.Props, names []string) []distVariable {
 func setProp(ctx context.Context, t *target, name, value string, w, errw io.Writer) error {
 	key, canon, err := distvar.Check(name, value)
 	if err != nil {
-		return refusal(err)
+		return err
 	}
 	var warnings []string
 	if t.useServer() {
@@ -206,7 +204,7 @@ func setProp(ctx context.Context, t *target, name, value string, w, errw io.Writ
 	} else if err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
 		out, err := distvar.Set(ctx, r, name, value, distvar.Options{})
 		warnings = out.Warnings()
-		return refusal(err)
+		return err
 	}); err != nil {
 		return err
 	}
@@ -218,15 +216,5 @@ func setProp(ctx context.Context, t *target, name, value string, w, errw io.Writ
 		note = " (takes effect after the nodes restart)"
 	}
 	_, err = fmt.Fprintf(w, "%s = %s%s\n", distvar.VariableName(key), canon, note)
-	return err
-}
-
-// refusal shows a refusal with ShardingSphere's code as the API client
-// shows the node's: "message (code N)".
-func refusal(err error) error {
-	var e *sqlerr.Error
-	if errors.As(err, &e) {
-		return fmt.Errorf("%s (code %d)", e.Message, e.Code)
-	}
 	return err
 }

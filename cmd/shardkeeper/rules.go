@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -70,7 +71,7 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 	st, err := families.Parse(statement)
 	var se *distsql.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("%s (code %d)", se.Error(), distsql.SyntaxErrorCode)
+		return &sqlerr.Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error()}
 	}
 	if err != nil {
 		return err
@@ -118,7 +119,7 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 			if errors.As(err, &unknown) {
 				return fmt.Errorf("Unknown database '%s'.", db)
 			}
-			return refusal(err)
+			return err
 		}); err != nil {
 			return err
 		}

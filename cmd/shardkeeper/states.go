@@ -114,10 +114,6 @@ func dataSourceStateCommand(t *target, verb string) *cobra.Command {
 					return err
 				}
 				q, err = metadata.CheckDataSourceState(store.Current(), a[0], a[1], a[2], enable)
-				var ce *metadata.CheckError
-				if errors.As(err, &ce) && ce.Code != 0 {
-					return fmt.Errorf("%w (code %d)", err, ce.Code)
-				}
 				if err != nil {
 					return err
 				}

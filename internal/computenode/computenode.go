@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -47,30 +48,6 @@ func RowOf(inst cluster.Instance, modeType string) Row {
 	return r
 }
 
-// StateError is a refused ENABLE / DISABLE COMPUTE NODE: Reason is
-// ShardingSphere's text (UnsupportedSQLOperationException, code 30001).
-type StateError struct {
-	Reason string
-	Kind   StateErrorKind
-}
-
-// StateErrorKind says why SetState refused.
-type StateErrorKind int
-
-// The reasons of SetState's refusals.
-const (
-	NotOnline       StateErrorKind = iota + 1 // "`id` does not exist"
-	CurrentInstance                           // "`id` is the currently in use instance and cannot be disabled"
-	AlreadyDisabled                           // "`id` compute node has been disabled"
-	NoStatus                                  // the node published no status node (yet)
-	StatusChanged                             // the status changed meanwhile; retry
-)
-
-// StateCode is ShardingSphere's vendor code for a refused state change.
-const StateCode = 30001
-
-func (e *StateError) Error() string { return "Unsupported SQL operation: " + e.Reason + "." }
-
 // SetState is ENABLE (enable true) or DISABLE COMPUTE NODE id with
 // ShardingSphere's checks: id must be online; DISABLE refuses self (the
 // caller's own instance id, "" for none) and a node already disabled. It
@@ -78,33 +55,37 @@ func (e *StateError) Error() string { return "Unsupported SQL operation: " + e.R
 // which keeps the node's own ownership of that ephemeral key (etcd: its
 // lease; ZooKeeper: its session), so the status still vanishes with the
 // node. It returns the status written (OK or CIRCUIT_BREAK); refusals are
-// *StateError.
+// ShardingSphere's UnsupportedSQLOperationException (sqlerr.Unsupported,
+// code 30001) with its texts: of kind sqlerr.NotFound for an id not
+// online, sqlerr.Invalid for self, sqlerr.Conflict for a node already
+// disabled, without a status node yet, or whose status changed meanwhile
+// (the last two may succeed when retried).
 func SetState(ctx context.Context, repo registry.Repository, id string, enable bool, self string) (string, error) {
-	refuse := func(kind StateErrorKind, reason string) (string, error) {
-		return "", &StateError{Kind: kind, Reason: reason}
+	refuse := func(kind sqlerr.Kind, reason string) (string, error) {
+		return "", sqlerr.Unsupported(kind, reason)
 	}
 	if registry.ValidateName(id) != nil {
-		return refuse(NotOnline, "`"+id+"` does not exist")
+		return refuse(sqlerr.NotFound, "`"+id+"` does not exist")
 	}
 	if online, err := isOnline(ctx, repo, id); err != nil {
 		return "", err
 	} else if !online {
-		return refuse(NotOnline, "`"+id+"` does not exist")
+		return refuse(sqlerr.NotFound, "`"+id+"` does not exist")
 	}
 	statusKey, _ := paths.Status(id)
 	cur, err := repo.Get(ctx, statusKey)
 	if errors.Is(err, registry.ErrNotFound) {
-		return refuse(NoStatus, fmt.Sprintf("compute node %s has no status node yet; retry in a moment", id))
+		return refuse(sqlerr.Conflict, fmt.Sprintf("compute node %s has no status node yet; retry in a moment", id))
 	} else if err != nil {
 		return "", err
 	}
 	want := "OK"
 	if !enable {
 		if id == self {
-			return refuse(CurrentInstance, "`"+id+"` is the currently in use instance and cannot be disabled")
+			return refuse(sqlerr.Invalid, "`"+id+"` is the currently in use instance and cannot be disabled")
 		}
 		if string(cur.Value) == "CIRCUIT_BREAK" {
-			return refuse(AlreadyDisabled, "`"+id+"` compute node has been disabled")
+			return refuse(sqlerr.Conflict, "`"+id+"` compute node has been disabled")
 		}
 		want = "CIRCUIT_BREAK"
 	}
@@ -121,7 +102,7 @@ func SetState(ctx context.Context, repo registry.Repository, id string, enable b
 		Ops:   []registry.Op{{Key: statusKey, Value: []byte(want)}},
 	})
 	if errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrNotFound) {
-		return refuse(StatusChanged, fmt.Sprintf("the status of compute node %s changed meanwhile (or it left); retry", id))
+		return refuse(sqlerr.Conflict, fmt.Sprintf("the status of compute node %s changed meanwhile (or it left); retry", id))
 	}
 	return want, err
 }

@@ -276,7 +276,7 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 		}
 		for _, l := range labels {
 			if l == "" || len(l) > 128 || strings.ContainsAny(l, ",\n") {
-				return nil, &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: invalid label %q (1 to 128 characters, no comma or line break).", l)}
+				return nil, unsupported(fmt.Sprintf("invalid label %q (1 to 128 characters, no comma or line break)", l))
 			}
 		}
 		value := []byte("[]\n")
@@ -299,7 +299,7 @@ func (e *Engine) relabel(ctx context.Context, id string, change func(old []strin
 		}
 		return &Result{}, nil
 	}
-	return nil, &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: the labels of compute node %s kept changing; retry.", id)}
+	return nil, unsupported(fmt.Sprintf("the labels of compute node %s kept changing; retry", id))
 }
 
 // labelSession returns the session to commit a labels change with: the
@@ -314,7 +314,7 @@ func (e *Engine) labelSession() (registry.Session, error) {
 	}
 	sess := e.d.Node.Session()
 	if sess == nil {
-		return nil, &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: "Unsupported SQL operation: this compute node holds no registry session now (it is re-acquiring its worker id); retry."}
+		return nil, unsupported("this compute node holds no registry session now (it is re-acquiring its worker id); retry")
 	}
 	return sess, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/shardkeeper/shardkeeper/internal/clusterlock"
-	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -33,7 +32,7 @@ func noDatabaseSelected() *sqlerr.Error {
 // unsupported is ShardingSphere's UnsupportedSQLOperationException
 // (30001, 0A000): "Unsupported SQL operation: <what>."
 func unsupported(what string) *sqlerr.Error {
-	return &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: %s.", what)}
+	return sqlerr.Unsupported(sqlerr.Invalid, what)
 }
 
 // unsupportedVariable is ShardingSphere's UnsupportedVariableException
@@ -69,7 +68,6 @@ func opError(s *Session, err error) error {
 		unknown *dbconfig.UnknownDatabaseError
 		refusal *sqlerr.Error
 		busy    *clusterlock.BusyError
-		se      *computenode.StateError
 	)
 	switch {
 	case err == nil:
@@ -80,8 +78,6 @@ func opError(s *Session, err error) error {
 		return refusal
 	case errors.As(err, &busy):
 		return unknownException(busy)
-	case errors.As(err, &se):
-		return &sqlerr.Error{Code: computenode.StateCode, SQLState: "0A000", Message: se.Error()}
 	}
 	return err
 }

@@ -3,8 +3,6 @@ package console
 import (
 	"cmp"
 	"context"
-	"errors"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
@@ -22,17 +20,6 @@ func (e *Engine) alterReadwriteStatus(ctx context.Context, s *Session, st *dists
 	}
 	q, err := metadata.CheckDataSourceState(e.d.Metadata.Current(), d.Name, st.Group, st.Unit, st.Enable)
 	if err != nil {
-		var ce *metadata.CheckError
-		if errors.As(err, &ce) {
-			state := "44000"
-			switch ce.Code {
-			case metadata.CodeMissingRule:
-				state = "42S02"
-			case metadata.CodeUnsupportedOperation:
-				state = "0A000"
-			}
-			return nil, &sqlerr.Error{Code: uint16(ce.Code), SQLState: state, Message: ce.Message}
-		}
 		return nil, err
 	}
 	state := metadata.StateDisabled

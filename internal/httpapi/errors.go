@@ -13,39 +13,13 @@ import (
 )
 
 // refuse is a refusal of the API itself, without a ShardingSphere code:
-// its kind gives the status (httpStatus).
+// its kind gives the status (sqlerr.Kind.HTTPStatus).
 func refuse(kind sqlerr.Kind, format string, args ...any) *sqlerr.Error {
 	return &sqlerr.Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
 func badRequest(format string, args ...any) *sqlerr.Error {
 	return refuse(sqlerr.Invalid, format, args...)
-}
-
-// unsupportedOperation is ShardingSphere's UnsupportedSQLOperationException
-// (30001, 0A000), answered with kind's status.
-func unsupportedOperation(kind sqlerr.Kind, reason string) *sqlerr.Error {
-	return &sqlerr.Error{Code: 30001, SQLState: "0A000", Kind: kind, Message: fmt.Sprintf("Unsupported SQL operation: %s.", reason)}
-}
-
-// httpStatus is the HTTP status of a refusal of kind k: the one mapping
-// of sqlerr's kinds onto the API.
-func httpStatus(k sqlerr.Kind) int {
-	switch k {
-	case sqlerr.NotFound:
-		return http.StatusNotFound
-	case sqlerr.Conflict:
-		return http.StatusConflict
-	case sqlerr.Unauthenticated:
-		return http.StatusUnauthorized
-	case sqlerr.Denied:
-		return http.StatusForbidden
-	case sqlerr.Unavailable:
-		return http.StatusServiceUnavailable
-	case sqlerr.Internal:
-		return http.StatusInternalServerError
-	}
-	return http.StatusBadRequest
 }
 
 var (
@@ -56,7 +30,7 @@ var (
 // writeError writes err as the API's JSON error. A refusal (an
 // *sqlerr.Error, the API's own or one of distvar, clusterlock, dbconfig,
 // computenode, metadata) keeps its code and message, with the status of
-// its kind (httpStatus). Other errors become 500 with their text, its
+// its kind (sqlerr.Kind.HTTPStatus). Other errors become 500 with their text, its
 // secrets masked (redact.Text).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	var refused *sqlerr.Error
@@ -65,7 +39,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		s.writeStatus(w, http.StatusInternalServerError, 0, redact.Text(err.Error()))
 		return
 	}
-	s.writeStatus(w, httpStatus(refused.Kind), refused.Code, refused.Message)
+	s.writeStatus(w, refused.Kind.HTTPStatus(), refused.Code, refused.Message)
 }
 
 // writeStatus writes the API's JSON error {"error": message, "code": code}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -80,12 +79,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	want, err := computenode.SetState(ctx, s.cfg.Repo, id, state == "ENABLE", s.cfg.Node.InstanceID())
-	var refused *computenode.StateError
-	switch {
-	case errors.As(err, &refused):
-		s.writeError(w, stateError(refused))
-		return
-	case err != nil:
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -116,19 +110,5 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		}
 		s.writeError(w, refuse(sqlerr.Conflict, "compute node %s left meanwhile", quote(id)))
 		return
-	}
-}
-
-// stateError maps a refused state change onto an HTTP answer.
-func stateError(e *computenode.StateError) *sqlerr.Error {
-	switch e.Kind {
-	case computenode.NotOnline:
-		return unsupportedOperation(sqlerr.NotFound, e.Reason)
-	case computenode.CurrentInstance:
-		return unsupportedOperation(sqlerr.Invalid, e.Reason)
-	case computenode.AlreadyDisabled:
-		return unsupportedOperation(sqlerr.Conflict, e.Reason)
-	default:
-		return refuse(sqlerr.Conflict, "%s", e.Reason)
 	}
 }

@@ -38,7 +38,7 @@ func TestParseCount(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || httpStatus(err.Kind) != 400 || !strings.Contains(err.Message, c.err) {
+		if err == nil || err.Kind.HTTPStatus() != 400 || !strings.Contains(err.Message, c.err) {
 			t.Errorf("parseCount(%q) = %d, %v; want an error with %q", c.query, got, err, c.err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestParseBodies(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || httpStatus(err.Kind) != 400 || !strings.Contains(err.Message, c.err) {
+		if err == nil || err.Kind.HTTPStatus() != 400 || !strings.Contains(err.Message, c.err) {
 			t.Errorf("%s %s = %q, %v; want an error with %q", c.name, c.body, got, err, c.err)
 		}
 	}
@@ -109,7 +109,7 @@ func TestParseLockBodies(t *testing.T) {
 		t.Fatalf("lock default timeout = %+v, %v", req, err)
 	}
 	for _, bad := range []string{``, `{}`, `{"strategy":"READ"}`, `{"strategy":"WRITE","timeoutMillis":0}`, `{"strategy":"WRITE","timeoutMillis":"5"}`} {
-		if _, err := parseLockBody([]byte(bad)); err == nil || httpStatus(err.Kind) != 400 {
+		if _, err := parseLockBody([]byte(bad)); err == nil || err.Kind.HTTPStatus() != 400 {
 			t.Errorf("lock %s: %v", bad, err)
 		}
 	}
@@ -132,7 +132,7 @@ func FuzzParsers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if n, err := parseCount(s); err == nil && (n < 1 || n > MaxKeysPerRequest) {
 			t.Fatalf("parseCount(%q) = %d", s, n)
-		} else if err != nil && (httpStatus(err.Kind) != 400 || err.Message == "") {
+		} else if err != nil && (err.Kind.HTTPStatus() != 400 || err.Message == "") {
 			t.Fatalf("parseCount(%q) error %+v", s, err)
 		}
 		if k, err := parseKey(s); err == nil && k < 0 {
@@ -140,7 +140,7 @@ func FuzzParsers(f *testing.F) {
 		}
 		b := []byte(s)
 		check := func(what string, err *sqlerr.Error) {
-			if err != nil && (httpStatus(err.Kind) != 400 || err.Message == "") {
+			if err != nil && (err.Kind.HTTPStatus() != 400 || err.Message == "") {
 				t.Fatalf("%s(%q) error %+v", what, s, err)
 			}
 		}

@@ -51,7 +51,7 @@ func (s *Server) handleSetDataSourceState(w http.ResponseWriter, r *http.Request
 	enable := action == "ENABLE"
 	q, err := metadata.CheckDataSourceState(s.cfg.Store.Current(), db, group, unit, enable)
 	if err != nil {
-		s.writeError(w, checkError(err))
+		s.writeError(w, err)
 		return
 	}
 	state := metadata.StateDisabled
@@ -75,20 +75,6 @@ func (s *Server) handleSetDataSourceState(w http.ResponseWriter, r *http.Request
 		return cmp.Or(snap.DataSourceStates[q], metadata.StateEnabled) == state
 	})
 	s.writeJSON(w, dataSourceState{Database: q.Database, Group: q.Group, StorageUnit: q.Unit, State: state, Configured: true})
-}
-
-// checkError maps a refused change (a *metadata.CheckError) onto an HTTP
-// answer with ShardingSphere's code and message.
-func checkError(err error) error {
-	var ce *metadata.CheckError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	kind := sqlerr.Conflict
-	if ce.NotFound {
-		kind = sqlerr.NotFound
-	}
-	return &sqlerr.Error{Code: uint16(ce.Code), Kind: kind, Message: ce.Message}
 }
 
 // handleCreateDatabase is POST /api/v1/databases with {"name": db}:

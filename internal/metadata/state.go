@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -193,27 +194,11 @@ func (a *applier) databaseListener(ctx context.Context, d *draft, db string, liv
 	}
 }
 
-// CheckError is a change refused by one of ShardingSphere's checks: its
-// vendor code (0 when it has none) and message. NotFound says that what
-// the change names does not exist.
-type CheckError struct {
-	Code     int
-	NotFound bool
-	Message  string
-	err      error
-}
-
-func (e *CheckError) Error() string { return e.Message }
-
-// Unwrap returns ErrNoDatabase for an unknown database, else nil.
-func (e *CheckError) Unwrap() error { return e.err }
-
-// Vendor codes of CheckError, ShardingSphere's.
+// Vendor codes of CheckDataSourceState's refusals, ShardingSphere's.
 const (
 	CodeInvalidStorageUnitStatus = 10120 // InvalidStorageUnitStatusException
 	CodeMissingRule              = 10202 // MissingRequiredRuleException
 	CodeReadDataSourceNotFound   = 20203 // ReadwriteSplittingActualDataSourceNotFoundException
-	CodeUnsupportedOperation     = 30001 // UnsupportedSQLOperationException
 )
 
 // CheckDataSourceState makes the checks of ShardingSphere's ALTER
@@ -223,33 +208,36 @@ const (
 // the rule has the group (matched ignoring case), unit is one of the
 // group's read data sources, and the data source is disabled (enable) or
 // not (disable). It returns the data source with the group's configured
-// name, or a *CheckError.
+// name, or an *sqlerr.Error with ShardingSphere's code and SQL state, of
+// kind sqlerr.NotFound when what the change names does not exist (an
+// unknown database wraps ErrNoDatabase, with no code) and sqlerr.Conflict
+// when the data source already has the state.
 func CheckDataSourceState(snap *Snapshot, db, group, unit string, enable bool) (QualifiedDataSource, error) {
 	d := snap.Databases[db]
 	if d == nil {
-		return QualifiedDataSource{}, &CheckError{NotFound: true, Message: fmt.Sprintf("Unknown database '%s'.", db), err: ErrNoDatabase}
+		return QualifiedDataSource{}, &sqlerr.Error{SQLState: "44000", Kind: sqlerr.NotFound, Message: fmt.Sprintf("Unknown database '%s'.", db), Err: ErrNoDatabase}
 	}
 	rule, ok := d.Rules["readwrite_splitting"]
 	if !ok {
-		return QualifiedDataSource{}, &CheckError{Code: CodeUnsupportedOperation, NotFound: true,
-			Message: "Unsupported SQL operation: The current database has no `class org.apache.shardingsphere.readwritesplitting.rule.ReadwriteSplittingRule` rules."}
+		return QualifiedDataSource{}, sqlerr.Unsupported(sqlerr.NotFound,
+			"The current database has no `class org.apache.shardingsphere.readwritesplitting.rule.ReadwriteSplittingRule` rules")
 	}
 	name, reads, found := readwriteGroup(rule.Content, group)
 	if !found {
-		return QualifiedDataSource{}, &CheckError{Code: CodeMissingRule, NotFound: true,
+		return QualifiedDataSource{}, &sqlerr.Error{Code: CodeMissingRule, SQLState: "42S02", Kind: sqlerr.NotFound,
 			Message: fmt.Sprintf("Readwrite-splitting rule '%s' do not exist in database '%s'.", group, db)}
 	}
 	if !slices.Contains(reads, unit) {
-		return QualifiedDataSource{}, &CheckError{Code: CodeReadDataSourceNotFound, NotFound: true,
+		return QualifiedDataSource{}, &sqlerr.Error{Code: CodeReadDataSourceNotFound, SQLState: "44000", Kind: sqlerr.NotFound,
 			Message: fmt.Sprintf("Can not find readwrite-splitting READ data source '%s' in database.data_source_rule: '%s'.'%s'.", unit, db, name)}
 	}
 	q := QualifiedDataSource{Database: db, Group: name, Unit: unit}
 	disabled := snap.DataSourceStates[q] == StateDisabled
 	switch {
 	case enable && !disabled:
-		return q, &CheckError{Code: CodeInvalidStorageUnitStatus, Message: "Invalid storage unit status, error message is: storage unit is not disabled."}
+		return q, &sqlerr.Error{Code: CodeInvalidStorageUnitStatus, SQLState: "44000", Kind: sqlerr.Conflict, Message: "Invalid storage unit status, error message is: storage unit is not disabled."}
 	case !enable && disabled:
-		return q, &CheckError{Code: CodeInvalidStorageUnitStatus, Message: "Invalid storage unit status, error message is: storage unit is already disabled."}
+		return q, &sqlerr.Error{Code: CodeInvalidStorageUnitStatus, SQLState: "44000", Kind: sqlerr.Conflict, Message: "Invalid storage unit status, error message is: storage unit is already disabled."}
 	}
 	return q, nil
 }

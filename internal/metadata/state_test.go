@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -125,21 +126,22 @@ func TestCheckDataSourceStateMakesUpstreamChecks(t *testing.T) {
 	for _, c := range []struct {
 		db, group, unit string
 		enable          bool
-		code            int
-		notFound        bool
+		code            uint16
+		state           string
+		kind            sqlerr.Kind
 		msg             string
 	}{
-		{"nope", "g", "u", false, 0, true, "Unknown database 'nope'."},
-		{"plain_db", "g", "u", false, CodeUnsupportedOperation, true, "Unsupported SQL operation: The current database has no `class org.apache.shardingsphere.readwritesplitting.rule.ReadwriteSplittingRule` rules."},
-		{"rw_db", "other", "u", false, CodeMissingRule, true, "Readwrite-splitting rule 'other' do not exist in database 'rw_db'."},
-		{"rw_db", "readwrite_ds", "write_ds", false, CodeReadDataSourceNotFound, true, "Can not find readwrite-splitting READ data source 'write_ds' in database.data_source_rule: 'rw_db'.'Readwrite_DS'."},
-		{"rw_db", "readwrite_ds", "read_ds_0", true, CodeInvalidStorageUnitStatus, false, "Invalid storage unit status, error message is: storage unit is not disabled."},
-		{"rw_db", "readwrite_ds", "read_ds_1", false, CodeInvalidStorageUnitStatus, false, "Invalid storage unit status, error message is: storage unit is already disabled."},
+		{"nope", "g", "u", false, 0, "44000", sqlerr.NotFound, "Unknown database 'nope'."},
+		{"plain_db", "g", "u", false, sqlerr.UnsupportedCode, "0A000", sqlerr.NotFound, "Unsupported SQL operation: The current database has no `class org.apache.shardingsphere.readwritesplitting.rule.ReadwriteSplittingRule` rules."},
+		{"rw_db", "other", "u", false, CodeMissingRule, "42S02", sqlerr.NotFound, "Readwrite-splitting rule 'other' do not exist in database 'rw_db'."},
+		{"rw_db", "readwrite_ds", "write_ds", false, CodeReadDataSourceNotFound, "44000", sqlerr.NotFound, "Can not find readwrite-splitting READ data source 'write_ds' in database.data_source_rule: 'rw_db'.'Readwrite_DS'."},
+		{"rw_db", "readwrite_ds", "read_ds_0", true, CodeInvalidStorageUnitStatus, "44000", sqlerr.Conflict, "Invalid storage unit status, error message is: storage unit is not disabled."},
+		{"rw_db", "readwrite_ds", "read_ds_1", false, CodeInvalidStorageUnitStatus, "44000", sqlerr.Conflict, "Invalid storage unit status, error message is: storage unit is already disabled."},
 	} {
 		_, err := CheckDataSourceState(rwSnapshot(disabled), c.db, c.group, c.unit, c.enable)
-		var ce *CheckError
-		if !errors.As(err, &ce) || ce.Code != c.code || ce.NotFound != c.notFound || ce.Message != c.msg {
-			t.Errorf("%s.%s.%s enable=%v: %#v, want code %d notFound %v %q", c.db, c.group, c.unit, c.enable, err, c.code, c.notFound, c.msg)
+		var ce *sqlerr.Error
+		if !errors.As(err, &ce) || ce.Code != c.code || ce.SQLState != c.state || ce.Kind != c.kind || ce.Message != c.msg {
+			t.Errorf("%s.%s.%s enable=%v: %#v, want code %d state %s kind %d %q", c.db, c.group, c.unit, c.enable, err, c.code, c.state, c.kind, c.msg)
 		}
 	}
 	if _, err := CheckDataSourceState(rwSnapshot(nil), "nope", "g", "u", true); !errors.Is(err, ErrNoDatabase) {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 )
 
@@ -55,7 +56,8 @@ func (e *Error) Is(target error) bool {
 type Kind uint8
 
 // The kinds of refusal. The HTTP API answers them with the status named
-// in each comment.
+// in each comment (HTTPStatus), and the CLI reads an API answer's status
+// back into its kind (KindOfHTTPStatus).
 const (
 	// Invalid is a request refused by a check: bad input, or a change
 	// the rules forbid (400).
@@ -74,6 +76,47 @@ const (
 	// Internal is a failure of the node itself, a panic (500).
 	Internal
 )
+
+// HTTPStatus is the HTTP API's status for a refusal of kind k: the one
+// mapping of the kinds onto HTTP, which the API answers with.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case NotFound:
+		return http.StatusNotFound
+	case Conflict:
+		return http.StatusConflict
+	case Unauthenticated:
+		return http.StatusUnauthorized
+	case Denied:
+		return http.StatusForbidden
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	case Internal:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+// KindOfHTTPStatus is the kind of a refusal the HTTP API answered with
+// status, HTTPStatus read backwards; Invalid for a status no kind has.
+func KindOfHTTPStatus(status int) Kind {
+	for k := NotFound; k <= Internal; k++ {
+		if k.HTTPStatus() == status {
+			return k
+		}
+	}
+	return Invalid
+}
+
+// UnsupportedCode is the vendor code of ShardingSphere's
+// UnsupportedSQLOperationException (SQL state 0A000).
+const UnsupportedCode = 30001
+
+// Unsupported is ShardingSphere's UnsupportedSQLOperationException, of
+// kind k: code 30001, state 0A000, "Unsupported SQL operation: <reason>.".
+func Unsupported(k Kind, reason string) *Error {
+	return &Error{Code: UnsupportedCode, SQLState: "0A000", Kind: k, Message: "Unsupported SQL operation: " + reason + "."}
+}
 
 // ErrPanicked is the cause (Err) of the error Recover makes of a panic.
 var ErrPanicked = errors.New("panicked")

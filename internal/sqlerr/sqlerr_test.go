@@ -32,3 +32,22 @@ func TestIsMatchesByCode(t *testing.T) {
 		}
 	}
 }
+
+// TestKindHTTPStatus: each kind has its own status and reads back from it;
+// a status no kind has is Invalid.
+func TestKindHTTPStatus(t *testing.T) {
+	want := map[sqlerr.Kind]int{sqlerr.Invalid: 400, sqlerr.NotFound: 404, sqlerr.Conflict: 409, sqlerr.Unauthenticated: 401, sqlerr.Denied: 403, sqlerr.Unavailable: 503, sqlerr.Internal: 500}
+	for k, status := range want {
+		if got := k.HTTPStatus(); got != status {
+			t.Errorf("Kind %d: HTTPStatus() = %d, want %d", k, got, status)
+		}
+		if got := sqlerr.KindOfHTTPStatus(status); got != k {
+			t.Errorf("KindOfHTTPStatus(%d) = %d, want %d", status, got, k)
+		}
+	}
+	for _, status := range []int{405, 421, 502} {
+		if got := sqlerr.KindOfHTTPStatus(status); got != sqlerr.Invalid {
+			t.Errorf("KindOfHTTPStatus(%d) = %d, want Invalid", status, got)
+		}
+	}
+}
