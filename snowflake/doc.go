@@ -15,8 +15,9 @@
 // 0, 1, …, MaxVibrationOffset, 0, … once per new millisecond (the first one uses 0);
 // within a millisecond the sequence increments by one; when it passes 4095 the key
 // moves to the next millisecond at sequence 0 without advancing the offset. The
-// props worker-id, max-vibration-offset and max-tolerate-time-difference-milliseconds
-// are validated with ShardingSphere's messages (see [ParseProps]). For a clock that
+// settings of the props worker-id, max-vibration-offset and
+// max-tolerate-time-difference-milliseconds are validated with ShardingSphere's
+// messages (see [Config.Validate]). For a clock that
 // only moves forward, the keys are bit-for-bit those of ShardingSphere.
 //
 // # What is safer than ShardingSphere

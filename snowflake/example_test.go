@@ -16,10 +16,9 @@ func (c *stoppedClock) Sleep(d time.Duration) { c.ns += int64(d) }
 
 func Example() {
 	clock := &stoppedClock{ns: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()}
-	c, err := snowflake.ParseProps(map[string]string{"worker-id": "5", "max-vibration-offset": "3"})
-	if err != nil {
-		panic(err)
-	}
+	c := snowflake.DefaultConfig()
+	c.WorkerID = 5
+	c.MaxVibrationOffset = 3
 	c.Clock = clock // omit for the system clock
 	g, err := snowflake.New(c)
 	if err != nil {

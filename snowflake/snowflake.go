@@ -24,7 +24,7 @@ const (
 	DefaultEpochMillis = 1477958400000
 
 	// DefaultMaxVibrationOffset and DefaultMaxTolerateTimeDifference are
-	// ShardingSphere's defaults, used by [DefaultConfig] and [ParseProps].
+	// ShardingSphere's defaults, used by [DefaultConfig].
 	DefaultMaxVibrationOffset        = 1
 	DefaultMaxTolerateTimeDifference = 10 * time.Millisecond
 

@@ -417,47 +417,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestParseProps(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		props   map[string]string
-		want    Config
-		wantErr []string
-	}{
-		{name: "empty gives defaults", props: nil, want: DefaultConfig()},
-		{name: "all set", props: map[string]string{"worker-id": "5", "max-vibration-offset": "3", "max-tolerate-time-difference-milliseconds": "1", "other": "x"},
-			want: Config{WorkerID: 5, MaxVibrationOffset: 3, MaxTolerateTimeDifference: time.Millisecond}},
-		{name: "bounds", props: map[string]string{"worker-id": "+1023", "max-vibration-offset": "4095", "max-tolerate-time-difference-milliseconds": "0"},
-			want: Config{WorkerID: 1023, MaxVibrationOffset: 4095}},
-		{name: "vibration -1", props: map[string]string{"max-vibration-offset": "-1"}, wantErr: []string{"Illegal max vibration offset."}},
-		{name: "vibration 4096", props: map[string]string{"max-vibration-offset": "4096"}, wantErr: []string{"Illegal max vibration offset."}},
-		{name: "vibration not a number", props: map[string]string{"max-vibration-offset": "1.0"}, wantErr: []string{"Illegal max vibration offset."}},
-		{name: "tolerate -1", props: map[string]string{"max-tolerate-time-difference-milliseconds": "-1"}, wantErr: []string{"Illegal max tolerate time difference milliseconds."}},
-		{name: "tolerate beyond int32", props: map[string]string{"max-tolerate-time-difference-milliseconds": "2147483648"}, wantErr: []string{"Illegal max tolerate time difference milliseconds."}},
-		{name: "worker 1024", props: map[string]string{"worker-id": "1024"}, wantErr: []string{"Worker ID assigned failed, which should be in [0, 1024)."}},
-		{name: "every error at once", props: map[string]string{"worker-id": "x", "max-vibration-offset": " 1", "max-tolerate-time-difference-milliseconds": ""},
-			wantErr: []string{`worker-id "x"`, `max-vibration-offset " 1"`, `max-tolerate-time-difference-milliseconds ""`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseProps(tc.props)
-			if len(tc.wantErr) > 0 {
-				if !errors.Is(err, ErrInvalidConfig) {
-					t.Fatalf("got %v, want ErrInvalidConfig", err)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("%q does not mention %q", err, w)
-					}
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-			}
-		})
-	}
-}
-
 func TestDecomposeCompose(t *testing.T) {
 	for _, tc := range []struct {
 		key int64

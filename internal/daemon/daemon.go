@@ -206,7 +206,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	metrics := metered.New()
 	repo := metrics.Instrument(rawRepo)
 	if nc.Snowflake == (snowflake.Config{}) {
-		nc.Snowflake = c.Conf.Snowflake()
+		nc.Snowflake = snowflakeConfig(c.Conf.Snowflake())
 	}
 	if c.MaxBorrow > 0 {
 		nc.Snowflake.MaxBorrow = c.MaxBorrow
@@ -461,4 +461,14 @@ func (d *Daemon) Close(ctx context.Context) error {
 		d.log.Warn("metadata watch did not stop in time", "waited", watchStopWait)
 	}
 	return errors.Join(nodeErr, d.Repo.Close())
+}
+
+// snowflakeConfig is the key generator's configuration from a SNOWFLAKE
+// key generator's props.
+func snowflakeConfig(p config.SnowflakeProps) snowflake.Config {
+	c := snowflake.DefaultConfig()
+	c.WorkerID = p.WorkerID
+	c.MaxVibrationOffset = p.MaxVibrationOffset
+	c.MaxTolerateTimeDifference = p.MaxTolerateTimeDifference
+	return c
 }
