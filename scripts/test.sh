@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test against real servers: installs etcd, ZooKeeper, SPIN and
 # Chromium from Debian packages when missing, starts etcd and ZooKeeper on
-# free loopback ports, runs go vet, a gofmt check, staticcheck and
+# free loopback ports, runs go vet (also for macOS, with macOS and Windows
+# builds of the daemon), a gofmt check, staticcheck and
 # `go test -race -v ./...` with their addresses (a test that needs a server
 # or the shared reference fails, never skips, under this script), then the model check of the
 # worker-id fence protocol (scripts/model.sh test: 2 nodes, 3 worker ids,
@@ -17,6 +18,11 @@ start_servers
 # cases, read in place) fail instead of skipping when it is missing.
 export SHARDKEEPER_REQUIRE_SHARED=1
 go vet ./...
+# The daemon builds and every package vets off Linux too (file access and
+# the key service have no Linux-only code paths left unbuilt).
+GOOS=darwin go vet ./...
+GOOS=darwin go build -o /dev/null ./cmd/shardkeeper
+GOOS=windows go build -o /dev/null ./cmd/shardkeeper
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -214,17 +213,6 @@ func openLoop(b testing.TB, run []func() (int, error), query string, wantRows, n
 	slices.Sort(late)
 	slices.Sort(service)
 	return lat, late, service
-}
-
-// sleepUntil blocks the calling goroutine's thread in nanosleep(2) until
-// t: time.Sleep wakes up to a millisecond late when the process is
-// otherwise idle (the runtime's poller waits in whole milliseconds), which
-// would be the sender's lateness rather than the server's.
-func sleepUntil(t time.Time) {
-	for d := time.Until(t); d > 0; d = time.Until(t) {
-		ts := syscall.NsecToTimespec(d.Nanoseconds())
-		_ = syscall.Nanosleep(&ts, nil) // EINTR: the loop sleeps the rest
-	}
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {

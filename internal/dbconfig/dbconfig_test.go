@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
@@ -408,6 +406,16 @@ func TestCheckRules(t *testing.T) {
 // blocking on a FIFO; outside it one generic refusal that tells nothing
 // about the file.
 func TestFileDir(t *testing.T) {
+	testFileDir(t, (*FileDir).ReadFile, (*FileDir).WriteFile)
+}
+
+// TestFileDirInRoot runs TestFileDir's cases on the os.Root version that
+// the platforms without openat use: the same refusals, here too.
+func TestFileDirInRoot(t *testing.T) {
+	testFileDir(t, (*FileDir).readFileInRoot, (*FileDir).writeFileInRoot)
+}
+
+func testFileDir(t *testing.T, read func(*FileDir, context.Context, string) ([]byte, error), write func(*FileDir, string, []byte) error) {
 	ctx := testenv.Context(t)
 	root := t.TempDir()
 	dir, data := filepath.Join(root, "files"), filepath.Join(root, "data")
@@ -433,14 +441,14 @@ func TestFileDir(t *testing.T) {
 		return int(e.Code)
 	}
 	// A new file: 0600 whatever the umask, readable back.
-	if err := fd.WriteFile("x.yaml", []byte("databaseName: x\n")); err != nil {
+	if err := write(fd, "x.yaml", []byte("databaseName: x\n")); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "x.yaml")
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("exported file mode %v, %v", st.Mode(), err)
 	}
-	if b, err := fd.ReadFile(ctx, p); err != nil || string(b) != "databaseName: x\n" {
+	if b, err := read(fd, ctx, p); err != nil || string(b) != "databaseName: x\n" {
 		t.Fatalf("ReadFile = %q, %v", b, err)
 	}
 	// Never overwritten, never written through a link (to a file outside,
@@ -455,11 +463,13 @@ func TestFileDir(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "new"), filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+	if err := mkfifo(filepath.Join(dir, "fifo")); errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("no FIFO on this platform")
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"x.yaml", "link", "dangling", p, "fifo"} {
-		if err := fd.WriteFile(name, []byte("evil\n")); code(err) != 30020 {
+		if err := write(fd, name, []byte("evil\n")); code(err) != 30020 {
 			t.Errorf("WriteFile(%s): %v", name, err)
 		}
 	}
@@ -474,7 +484,7 @@ func TestFileDir(t *testing.T) {
 	}
 	// Reads: no link, no FIFO (answered at once), nothing outside.
 	done := make(chan error, 1)
-	go func() { _, err := fd.ReadFile(ctx, "fifo"); done <- err }()
+	go func() { _, err := read(fd, ctx, "fifo"); done <- err }()
 	select {
 	case err := <-done:
 		if code(err) != 30020 || !strings.Contains(err.Error(), "not a regular file") {
@@ -483,7 +493,7 @@ func TestFileDir(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading a FIFO blocked")
 	}
-	if _, err := fd.ReadFile(ctx, "link"); code(err) != 30020 {
+	if _, err := read(fd, ctx, "link"); code(err) != 30020 {
 		t.Fatalf("link: %v", err)
 	}
 	secret := filepath.Join(root, "secret.yaml")
@@ -491,17 +501,17 @@ func TestFileDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{secret, "../secret.yaml", filepath.Join(dir, "..", "secret.yaml"), "/proc/kmsg", filepath.Join(data, "member")} {
-		_, err := fd.ReadFile(ctx, path)
+		_, err := read(fd, ctx, path)
 		if code(err) != 30020 || strings.Contains(err.Error(), "ssh") || strings.Contains(err.Error(), "key") || strings.Contains(err.Error(), "no such") {
 			t.Errorf("ReadFile(%s): %v", path, err)
 		}
 	}
 	// Without a directory: every path refused, the same way.
 	var none *FileDir
-	if _, err := none.ReadFile(ctx, p); code(err) != 30020 || !strings.Contains(err.Error(), "--distsql-file-dir") {
+	if _, err := read(none, ctx, p); code(err) != 30020 || !strings.Contains(err.Error(), "--distsql-file-dir") {
 		t.Fatalf("no dir: %v", err)
 	}
-	if err := none.WriteFile(filepath.Join(dir, "y"), nil); code(err) != 30020 {
+	if err := write(none, filepath.Join(dir, "y"), nil); code(err) != 30020 {
 		t.Fatalf("no dir: %v", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".shardkeeper-*")); len(left) > 0 {

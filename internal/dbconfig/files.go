@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -35,12 +33,24 @@ var errNoFileDir = errors.New("server-side files are off on this node (serve --d
 // FileDir is the one directory where TO FILE and FROM FILE name files on
 // the node's host (serve --distsql-file-dir). A path is a file name
 // directly in it, or an absolute path whose directory is it; nothing
-// else is opened, and no symbolic link is followed. Files are created
-// exclusively, mode 0600 (an export holds passwords): written to a
-// temporary file in the directory, then linked to their name, which must
-// not exist (never overwritten). Reads take regular files only, opened
-// without blocking, at most MaxFileSize bytes within ReadTimeout. A nil
-// *FileDir refuses every path. Safe for concurrent use.
+// else is opened. Files are created exclusively, mode 0600 (an export
+// holds passwords): written to a temporary file in the directory, then
+// linked to their name, which must not exist (never overwritten). Reads
+// take regular files only, at most MaxFileSize bytes within ReadTimeout.
+// A nil *FileDir refuses every path. Safe for concurrent use.
+//
+// What each platform guarantees:
+//   - Linux, macOS and the BSDs: the directory is opened once per call
+//     without following a link (O_NOFOLLOW|O_DIRECTORY) and the file
+//     relative to it (openat); no symbolic link is followed, the file
+//     included, and a FIFO or device is opened without blocking and
+//     refused after opening (fstat), so what is checked is what is read.
+//   - Elsewhere (Windows): the file is reached through an os.Root of the
+//     directory, which refuses any path, link or junction resolving
+//     outside it; a name that is a link, or not a regular file, is
+//     refused before opening, and the opened file is checked again. A
+//     link swapped in between the check and the open can still be
+//     followed, but only to a file inside the directory.
 type FileDir struct {
 	dir   string // absolute, clean, symbolic links resolved
 	given string // absolute and clean as the operator named it
@@ -111,55 +121,22 @@ func (d *FileDir) name(path string) (string, error) {
 			name = base
 		}
 	}
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || len(name) > 255 {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, forbiddenInName) || len(name) > 255 {
 		return "", fileError(path, fmt.Errorf("only files directly in the node's --distsql-file-dir %s may be named", d.dir))
 	}
 	return name, nil
 }
 
-// openDir opens d's directory for the *at calls, refusing a directory
-// that became a symbolic link.
-func (d *FileDir) openDir() (int, error) {
-	return unix.Open(d.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-}
-
-// ReadFile reads the regular file path names in d: opened with
-// O_NOFOLLOW and O_NONBLOCK (a FIFO or device never blocks the session),
-// checked to be a regular file after opening, at most MaxFileSize bytes,
-// within ReadTimeout and ctx. Failures are 30020 errors naming the path
-// as given, never its content.
-func (d *FileDir) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	name, err := d.name(path)
-	if err != nil {
-		return nil, err
-	}
-	dirfd, err := d.openDir()
-	if err != nil {
-		return nil, fileError(path, err)
-	}
-	defer unix.Close(dirfd)
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			err = errors.New("a symbolic link, which is not followed")
-		}
-		return nil, fileError(path, err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fileError(path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fileError(path, errors.New("not a regular file"))
-	}
-	if st.Size > MaxFileSize {
+// readAll reads f, of size bytes by its stat, into memory: at most
+// MaxFileSize bytes, within ReadTimeout and ctx. Failures are 30020
+// errors naming path.
+func readAll(ctx context.Context, path string, f io.Reader, size int64) ([]byte, error) {
+	if size > MaxFileSize {
 		return nil, fileError(path, fmt.Errorf("larger than %d bytes", MaxFileSize))
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
-	data := make([]byte, 0, st.Size)
+	data := make([]byte, 0, size)
 	buf := make([]byte, 64<<10)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -179,52 +156,101 @@ func (d *FileDir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	}
 }
 
-// WriteFile creates the file path names in d with data, mode 0600: it
-// writes a temporary file in d (O_CREAT|O_EXCL|O_NOFOLLOW), syncs it,
-// and links it to its name, which fails when the name exists (as a file,
-// a link or anything else): an existing file is never overwritten,
-// truncated or followed. Failures are 30020 errors naming the path; the
-// temporary file is removed.
-func (d *FileDir) WriteFile(path string, data []byte) error {
+// tempName is a new temporary file name for WriteFile, in the directory.
+func tempName() string {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	return ".shardkeeper-" + hex.EncodeToString(rnd[:]) + ".tmp"
+}
+
+// errExists is WriteFile's refusal of a name that exists.
+var errExists = errors.New("the file exists; exports never replace a file: name a new one")
+
+// errLink is the refusal of a name that is a symbolic link.
+var errLink = errors.New("a symbolic link, which is not followed")
+
+// readFileInRoot is ReadFile through an os.Root of the directory (see
+// FileDir for what it guarantees); the platforms without openat use it.
+func (d *FileDir) readFileInRoot(ctx context.Context, path string) ([]byte, error) {
+	name, err := d.name(path)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(d.dir)
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	defer root.Close()
+	st, err := root.Lstat(name)
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return nil, fileError(path, errLink)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fileError(path, errors.New("not a regular file"))
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, fileError(path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fileError(path, errors.New("not a regular file"))
+	}
+	return readAll(ctx, path, f, st.Size())
+}
+
+// writeFileInRoot is WriteFile through an os.Root of the directory: the
+// temporary file is created exclusively (O_EXCL does not follow a link)
+// and linked to its name with Root.Link, which fails when the name
+// exists. The platforms without openat use it.
+func (d *FileDir) writeFileInRoot(path string, data []byte) error {
 	name, err := d.name(path)
 	if err != nil {
 		return err
 	}
-	dirfd, err := d.openDir()
+	root, err := os.OpenRoot(d.dir)
 	if err != nil {
 		return fileError(path, err)
 	}
-	defer unix.Close(dirfd)
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := ".shardkeeper-" + hex.EncodeToString(rnd[:]) + ".tmp"
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	defer root.Close()
+	tmp := tempName()
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fileError(path, err)
 	}
-	defer func() { _ = unix.Unlinkat(dirfd, tmp, 0) }() // gone once linked, or cleaned up on failure
-	f := os.NewFile(uintptr(fd), tmp)
-	if err := unix.Fchmod(fd, 0o600); err != nil {
-		f.Close()
+	defer func() { _ = root.Remove(tmp) }() // gone once linked, or cleaned up on failure
+	if err := writeSynced(f, data); err != nil {
 		return fileError(path, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fileError(path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fileError(path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fileError(path, err)
-	}
-	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			err = errors.New("the file exists; exports never replace a file: name a new one")
+	if err := root.Link(tmp, name); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			err = errExists
 		}
 		return fileError(path, err)
 	}
-	_ = unix.Fsync(dirfd)
 	return nil
+}
+
+// writeSynced sets f to mode 0600 (whatever the umask), writes data,
+// syncs and closes f; f is closed whatever the outcome.
+func writeSynced(f *os.File, data []byte) error {
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command keybench is the key-service benchmark: in one run on
 // loopback it measures a shardkeeper node's single-key requests/s next to
 // Redis INCR (redis-benchmark) and PostgreSQL nextval (pgbench), its

@@ -20,8 +20,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrSubnetInUse is returned by NewNetwork when an interface of the root
@@ -432,7 +430,7 @@ func linkExists(name string) bool {
 // done the whole group is killed with SIGKILL.
 func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupWithDeathSignal()
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
@@ -476,15 +474,8 @@ func (h *Host) do(f func() error) error {
 	go func() {
 		runtime.LockOSThread()
 		// No UnlockOSThread: the thread dies with this goroutine.
-		fd, err := syscall.Open("/run/netns/"+h.NS, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- fmt.Errorf("chaos: open namespace %s: %w", h.NS, err)
-			return
-		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		syscall.Close(fd)
-		if err != nil {
-			errc <- fmt.Errorf("chaos: enter namespace %s: %w", h.NS, err)
+		if err := enter(h.NS); err != nil {
+			errc <- err
 			return
 		}
 		errc <- f()
