@@ -79,7 +79,7 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 	global := rules.IsGlobal(st)
 	switch {
 	case !rules.Is(st):
-		return errors.New("not a rule statement: rules apply runs " + rules.Statements)
+		return errors.New("not a rule statement: rules apply runs " + rules.Statements())
 	case global && db != "":
 		return errors.New("a global rule statement changes no database: leave out --database")
 	case !global && db == "":

@@ -125,6 +125,17 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 			}
 		}
 	}
+	for _, f := range families.All {
+		r, ok := db.Rules[f.Type()]
+		if !ok {
+			continue
+		}
+		for _, u := range f.Units(r.Content) {
+			if slices.Contains(u.Units, st.Unit) {
+				add(f.Type(), u.Item)
+			}
+		}
+	}
 	if r, ok := db.Rules["shadow"]; ok {
 		sources := rule.Map(r.Content["dataSources"])
 		for _, n := range sortedKeys(sources) {

@@ -33,10 +33,8 @@ var (
 // ones its upstream init accepts. It returns every problem, each an
 // *sqlerr.Error.
 func checkRules(db config.Database) []*sqlerr.Error {
-	sources := map[string]bool{}
-	for name := range db.DataSources {
-		sources[name] = true
-	}
+	d := familyDatabase(db)
+	sources := d.Sources // units and the families' logical data sources
 	// Logical data sources other rules define.
 	for _, r := range db.Rules {
 		switch r.Type {
@@ -67,7 +65,6 @@ func checkRules(db config.Database) []*sqlerr.Error {
 			errs = append(errs, &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", strings.Join(absent, ", "), db.Name)})
 		}
 	}
-	d := familyDatabase(db)
 	for _, r := range db.Rules {
 		if f, ok := families.ByType(r.Type); ok {
 			errs = append(errs, f.Check(d, r.Content)...)

@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -254,6 +255,12 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 	}
 	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
 		c := d.Rules[typ].Content
+		if f, ok := families.ByType(typ); ok {
+			for _, u := range f.Units(c) {
+				add(ruleClass(typ), u.Units)
+			}
+			continue
+		}
 		switch typ {
 		case "sharding":
 			for _, t := range rule.Map(c["tables"]) {
@@ -321,6 +328,12 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 func logicalDataSources(d *metadata.Database) map[string]bool {
 	out := map[string]bool{}
 	for typ, r := range d.Rules {
+		if f, ok := families.ByType(typ); ok {
+			for _, n := range f.Defines(r.Content) {
+				out[n] = true
+			}
+			continue
+		}
 		switch typ {
 		case "readwrite_splitting":
 			for name := range rule.Map(r.Content["dataSourceGroups"]) {
@@ -354,4 +367,17 @@ func commitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 		return fmt.Errorf("write the change (nothing was written): %w", err)
 	}
 	return nil
+}
+
+// ruleClass is the name upstream's messages give the rule of type typ:
+// ShardingRule for sharding, ReadwriteSplittingRule for
+// readwrite_splitting.
+func ruleClass(typ string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(typ, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String() + "Rule"
 }

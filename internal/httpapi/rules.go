@@ -34,7 +34,7 @@ type ruleChange struct {
 // one registry transaction, and the answer comes once every online
 // shardkeeper node confirmed applying the new rules, or after
 // distvar.DefaultTimeout with the nodes that did not in pending. A
-// statement that rules.Apply does not run (rules.Statements) is 400, and
+// statement that rules.Apply does not run (rules.Statements()) is 400, and
 // so is a global rule statement (handleGlobalRuleStatement's route).
 func (s *Server) handleRuleStatement(w http.ResponseWriter, r *http.Request) {
 	s.runRuleStatement(w, r, r.PathValue("db"))
@@ -83,7 +83,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	}
 	switch {
 	case !rules.Is(st):
-		s.writeError(w, badRequest("not a rule statement: the rule endpoints run %s; database rules on POST /api/v1/databases/{db}/rules, global rules on POST /api/v1/rules", rules.Statements))
+		s.writeError(w, badRequest("not a rule statement: the rule endpoints run %s; database rules on POST /api/v1/databases/{db}/rules, global rules on POST /api/v1/rules", rules.Statements()))
 		return
 	case global && !rules.IsGlobal(st):
 		s.writeError(w, badRequest("a database rule statement: run it with POST /api/v1/databases/{db}/rules"))

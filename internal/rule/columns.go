@@ -101,6 +101,9 @@ func (st ShowTables) Scope() distsql.Scope { return distsql.Named(st.Database) }
 // Type implements Family.
 func (k ColumnRule[C]) Type() string { return k.RuleType }
 
+// Statements implements Family.
+func (k ColumnRule[C]) Statements() string { return "CREATE, ALTER and DROP " + k.Keyword + " RULE" }
+
 // Read implements Family.
 func (k ColumnRule[C]) Read(p *distsql.Parser) (distsql.Statement, bool) {
 	verb, plural := "", false

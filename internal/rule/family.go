@@ -14,6 +14,10 @@ import (
 type Family interface {
 	// Type is the rule's type in the registry and in configs ("mask").
 	Type() string
+	// Statements names the family's rule changes, for the messages of
+	// front ends that refuse another statement ("CREATE, ALTER and DROP
+	// MASK RULE").
+	Statements() string
 	// Read reads a statement of the family when one starts at p; ok is
 	// false, with nothing consumed, when none does.
 	Read(p *distsql.Parser) (st distsql.Statement, ok bool)

@@ -37,10 +37,13 @@ import (
 var ErrNotRuleStatement = errors.New("not a rule statement")
 
 // Statements says which statements Apply runs, for the messages of front
-// ends that refuse another one.
-const Statements = "CREATE, ALTER and DROP of the sharding, broadcast, readwrite-splitting, mask and encrypt rules, " +
-	"LOAD and UNLOAD SINGLE TABLE and SET DEFAULT SINGLE TABLE STORAGE UNIT (database rules), " +
-	"and ALTER of the transaction, SQL parser, global clock and SQL federation rules (global rules)"
+// ends that refuse another one; the rule families' are their own
+// (families.Statements).
+func Statements() string {
+	return "CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, " + families.Statements() + ", " +
+		"LOAD and UNLOAD SINGLE TABLE and SET DEFAULT SINGLE TABLE STORAGE UNIT (database rules), " +
+		"and ALTER of the transaction, SQL parser, global clock and SQL federation rules (global rules)"
+}
 
 // change computes a rule's next content from a copy of its current one
 // (see dbconfig.ChangeRule); db names the database, for messages.

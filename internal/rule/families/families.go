@@ -5,6 +5,8 @@
 package families
 
 import (
+	"strings"
+
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
@@ -30,6 +32,15 @@ var readers = func() []distsql.Reader {
 // Parse is distsql.Parse with the families' statements.
 func Parse(sql string) (distsql.Statement, error) {
 	return distsql.Parse(sql, readers...)
+}
+
+// Statements names the families' rule changes, one list.
+func Statements() string {
+	names := make([]string, len(All))
+	for i, f := range All {
+		names[i] = f.Statements()
+	}
+	return strings.Join(names, ", ")
 }
 
 // ByType returns the family of rule type typ ("mask"); ok is false when
