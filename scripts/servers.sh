@@ -29,6 +29,9 @@ install_servers() {
 	# internal/e2e reads every SHOW with Python's typed drivers, as applications do.
 	/usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 || need+=(python3-pymysql)
 	/usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
+	# internal/e2e browses both consoles through JDBC's DatabaseMetaData, as GUI tools do.
+	[ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
+	[ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
 	# internal/e2e builds the container image and runs it with podman on runc.
 	command -v podman >/dev/null 2>&1 || need+=(podman)
 	command -v runc >/dev/null 2>&1 || need+=(runc)

@@ -216,3 +216,70 @@ ORDER BY 1;`
 		t.Fatalf("information_schema.tables: %v %v", err, res)
 	}
 }
+
+// What JDBC drivers' DatabaseMetaData sends: MariaDB Connector/J's
+// information_schema queries with CASE, CAST, CONVERT, LEAST, SUBSTRING
+// and a join; PostgreSQL JDBC's pg_catalog queries, recognised by shape.
+func TestJDBCQueries(t *testing.T) {
+	v := testView()
+	for _, c := range []struct {
+		q    string
+		rows [][]string
+	}{
+		{"SELECT '' TABLE_SCHEM, '' TABLE_catalog FROM DUAL WHERE 1=0", nil},
+		{"SELECT COLUMN_NAME, CASE data_type WHEN 'int' THEN 4 WHEN 'bigint' THEN -5 ELSE 1111 END DATA_TYPE, " +
+			"UCASE(IF(COLUMN_TYPE LIKE '%(%)%', CONCAT(SUBSTRING(COLUMN_TYPE, 1, LOCATE('(', COLUMN_TYPE) - 1), SUBSTRING(COLUMN_TYPE, 1+locate(')', COLUMN_TYPE))), COLUMN_TYPE)) TYPE_NAME, " +
+			"CASE WHEN NUMERIC_PRECISION IS NULL THEN LEAST(CHARACTER_MAXIMUM_LENGTH, 2147483647) ELSE NUMERIC_PRECISION END COLUMN_SIZE, " +
+			"CONVERT(CASE DATA_TYPE WHEN 'tinyint' THEN 0 ELSE NUMERIC_SCALE END, UNSIGNED INTEGER) DECIMAL_DIGITS, CAST('7.9' AS SIGNED INTEGER) c " +
+			"FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA='sharding_db' AND TABLE_NAME LIKE 't_order' ORDER BY ORDINAL_POSITION",
+			[][]string{{"order_id", "-5", "BIGINT", "19", "0", "7"}, {"user_id", "4", "INT", "10", "0", "7"}, {"status", "1111", "VARCHAR", "32", "NULL", "7"}}},
+		{"SELECT A.TABLE_NAME, A.COLUMN_NAME, B.SEQ_IN_INDEX KEY_SEQ, B.INDEX_NAME PK_NAME FROM INFORMATION_SCHEMA.COLUMNS A, INFORMATION_SCHEMA.STATISTICS B " +
+			"WHERE A.COLUMN_KEY in ('PRI','pri') AND B.INDEX_NAME='PRIMARY' AND A.TABLE_NAME LIKE 't_order' AND B.TABLE_NAME LIKE 't_order' " +
+			"AND A.TABLE_SCHEMA = B.TABLE_SCHEMA AND A.TABLE_NAME = B.TABLE_NAME AND A.COLUMN_NAME = B.COLUMN_NAME ORDER BY A.COLUMN_NAME",
+			[][]string{{"t_order", "order_id", "1", "PRIMARY"}}},
+	} {
+		res, err := AnswerMySQL(v, c.q, nil)
+		if err != nil {
+			t.Errorf("%.60s: %v", c.q, err)
+			continue
+		}
+		if !reflect.DeepEqual(values(res), c.rows) {
+			t.Errorf("%.60s: rows %q, want %q", c.q, values(res), c.rows)
+		}
+	}
+	if res, err := AnswerMySQL(v, "SELECT A.TABLE_NAME FROM INFORMATION_SCHEMA.COLUMNS A, INFORMATION_SCHEMA.STATISTICS B", nil); err != nil || len(res.Rows) != 4*1 {
+		t.Errorf("cross join: %v %v", err, res)
+	}
+	if _, err := AnswerMySQL(v, "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.COLUMNS A, INFORMATION_SCHEMA.TABLES B", nil); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("ambiguous column: %v", err)
+	}
+
+	pg := testView()
+	pg.Protocol = "PostgreSQL"
+	for _, c := range []struct {
+		q    string
+		rows [][]string
+	}{
+		{"SELECT nspname AS TABLE_SCHEM, NULL AS TABLE_CATALOG FROM pg_catalog.pg_namespace WHERE nspname <> 'pg_toast' AND nspname LIKE 'pub%' ORDER BY TABLE_SCHEM",
+			[][]string{{"public", "NULL"}}},
+		{"SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME, CASE n.nspname ~ '^pg_' OR n.nspname = 'information_schema' WHEN true THEN NULL END AS TABLE_TYPE " +
+			"FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c WHERE c.relnamespace = n.oid AND n.nspname LIKE 'public' AND c.relname LIKE 't\\_u%' " +
+			"AND (false OR ( c.relkind = 'r' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' )) ORDER BY TABLE_TYPE,TABLE_SCHEM,TABLE_NAME",
+			[][]string{{"NULL", "public", "t_user", "TABLE", "NULL", "", "", "", "", ""}}},
+		{"SELECT * FROM (SELECT n.nspname,c.relname,a.attname,a.atttypid FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON (c.relnamespace = n.oid) " +
+			"WHERE a.attnum > 0 AND n.nspname LIKE 'public' AND c.relname LIKE 't_order') c WHERE true AND attname LIKE 'status' ORDER BY nspname,c.relname,attnum",
+			[][]string{{"public", "t_order", "status", "1043", "f", "36", "-1", "-1", "3", "NULL", "NULL", "NULL", "NULL", "0", "b"}}},
+		{"SELECT result.TABLE_CAT, result.TABLE_SCHEM, result.TABLE_NAME, result.COLUMN_NAME, result.KEY_SEQ, result.PK_NAME FROM (SELECT NULL AS TABLE_CAT " +
+			"FROM pg_catalog.pg_class ct WHERE true AND n.nspname = E'public' AND ct.relname = E't_order' AND i.indisprimary ) result where result.A_ATTNUM = (result.KEYS).x",
+			[][]string{{"NULL", "public", "t_order", "order_id", "1", "t_order_pkey"}}},
+	} {
+		res, err := AnswerPostgreSQL(pg, c.q)
+		if err != nil {
+			t.Errorf("%.60s: %v", c.q, err)
+			continue
+		}
+		if !reflect.DeepEqual(values(res), c.rows) {
+			t.Errorf("%.60s: rows %q, want %q", c.q, values(res), c.rows)
+		}
+	}
+}

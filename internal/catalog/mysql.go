@@ -231,6 +231,51 @@ var plugins = [][]*string{
 
 // dataType is a column's MySQL DATA_TYPE (lower case, no length) and
 // COLUMN_TYPE ("varchar(32)", "int unsigned").
+// sizes are a column's CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH
+// (utf8mb4: four bytes a character), NUMERIC_PRECISION and NUMERIC_SCALE
+// from its data type and full type, as MySQL fills them (nil: NULL).
+func sizes(data, full string) (chars, octets, precision, scale any) {
+	var n []int
+	if _, args, ok := strings.Cut(full, "("); ok {
+		args, _, _ = strings.Cut(args, ")")
+		for _, a := range strings.Split(args, ",") {
+			if x, err := strconv.Atoi(strings.TrimSpace(a)); err == nil {
+				n = append(n, x)
+			}
+		}
+	}
+	digits := map[string]int{"tinyint": 3, "smallint": 5, "mediumint": 7, "int": 10, "integer": 10, "bigint": 19}
+	switch {
+	case digits[data] > 0:
+		p := digits[data]
+		if data == "bigint" && strings.Contains(full, "unsigned") {
+			p = 20
+		}
+		return nil, nil, p, 0
+	case data == "decimal" || data == "numeric":
+		p, sc := 10, 0
+		if len(n) > 0 {
+			p = n[0]
+		}
+		if len(n) > 1 {
+			sc = n[1]
+		}
+		return nil, nil, p, sc
+	case data == "float":
+		return nil, nil, 12, nil
+	case data == "double" || data == "real":
+		return nil, nil, 22, nil
+	case (data == "char" || data == "varchar" || data == "binary" || data == "varbinary") && len(n) > 0:
+		if data == "binary" || data == "varbinary" {
+			return n[0], n[0], nil, nil
+		}
+		return n[0], 4 * n[0], nil, nil
+	case data == "text":
+		return 65535, 65535, nil, nil
+	}
+	return nil, nil, nil, nil
+}
+
 func dataType(c datasource.Column) (data, full string) {
 	full = strings.ToLower(c.TypeName)
 	if full == "" {
@@ -320,7 +365,8 @@ func mysqlRelation(v *View, name string) (*relation, bool) {
 					if c.Generated {
 						extra = "auto_increment"
 					}
-					r.rows = append(r.rows, row("def", d.Name, t.Name, c.Name, i+1, nil, yesNo(c.Nullable), data, nil, nil, nil, nil, nil,
+					chars, octets, precision, scale := sizes(data, full)
+					r.rows = append(r.rows, row("def", d.Name, t.Name, c.Name, i+1, nil, yesNo(c.Nullable), data, chars, octets, precision, scale, nil,
 						nil, nil, full, key, extra, "select,insert,update,references", "", ""))
 				}
 			}
@@ -485,7 +531,7 @@ func AnswerMySQL(v *View, q string, variables [][2]string) (*Result, error) {
 	if err != nil {
 		return nil, unsupportedMySQL(clip(q) + " (" + err.Error() + ")")
 	}
-	if sq.relation == "" { // SELECT expressions without FROM
+	if sq.relation == "" || sq.schema == "" && strings.EqualFold(sq.relation, "DUAL") { // SELECT expressions without a relation
 		res, err := run(sq, &relation{rows: [][]*string{{}}}, v)
 		if err != nil {
 			var ce *sqlerr.Error
@@ -496,13 +542,23 @@ func AnswerMySQL(v *View, q string, variables [][2]string) (*Result, error) {
 		}
 		return res, nil
 	}
-	schema := strings.ToUpper(sq.schema)
-	if schema != "INFORMATION_SCHEMA" {
-		return nil, unsupportedMySQL(clip(q))
+	var rels []*relation
+	for _, src := range sq.sources() {
+		if !strings.EqualFold(src.schema, "INFORMATION_SCHEMA") {
+			return nil, unsupportedMySQL(clip(q))
+		}
+		rel, ok := mysqlRelation(v, strings.ToUpper(src.relation))
+		if !ok {
+			return nil, &sqlerr.Error{Code: 1109, SQLState: "42S02", Message: fmt.Sprintf("Unknown table '%s' in information_schema", src.relation)}
+		}
+		rels = append(rels, rel)
 	}
-	rel, ok := mysqlRelation(v, strings.ToUpper(sq.relation))
-	if !ok {
-		return nil, &sqlerr.Error{Code: 1109, SQLState: "42S02", Message: fmt.Sprintf("Unknown table '%s' in information_schema", sq.relation)}
+	rel := rels[0]
+	if len(rels) > 1 {
+		var err error
+		if rel, err = join(sq, rels, v); err != nil {
+			return nil, &sqlerr.Error{Code: 1104, SQLState: "42000", Message: err.Error()}
+		}
 	}
 	res, err := run(sq, rel, v)
 	if err != nil {

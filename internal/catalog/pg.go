@@ -70,6 +70,9 @@ func AnswerPostgreSQL(v *View, q string) (*Result, error) {
 	if res, ok, err := psqlShape(v, q, norm); ok {
 		return res, err
 	}
+	if res, ok := jdbcShape(v, q, norm); ok { // jdbc.go
+		return res, nil
+	}
 	sq, err := parseSelect(q)
 	if err != nil {
 		return nil, unsupportedPostgreSQL(clip(q) + " (" + err.Error() + ")")
@@ -80,6 +83,9 @@ func AnswerPostgreSQL(v *View, q string) (*Result, error) {
 			return nil, &sqlerr.Error{Code: 1305, SQLState: "42883", Message: err.Error()}
 		}
 		return res, nil
+	}
+	if len(sq.joined) > 0 {
+		return nil, unsupportedPostgreSQL(clip(q) + " (a join)")
 	}
 	rel, ok := pgRelation(v, strings.ToLower(sq.schema), strings.ToLower(sq.relation))
 	if !ok {

@@ -19,8 +19,10 @@ import (
 // regular-expression ~, !~, ~*, !~*) joined by AND, OR, NOT and
 // parentheses. The work is bounded by maxTokens, maxDepth and MaxRows.
 
-// maxDepth bounds the nesting of expressions.
-const maxDepth = 32
+// maxDepth bounds the parser's recursion: about five levels a nested
+// expression (a function call, parentheses, CASE), so 40 nested
+// expressions; Connector/J's getColumns nests eight.
+const maxDepth = 200
 
 type tokKind int
 
@@ -164,6 +166,19 @@ type (
 		not bool
 	}
 	star struct{ qual string }
+	// caseExpr is CASE [subject] WHEN w THEN t ... [ELSE e] END: the
+	// first WHEN equal to subject (or true, without one) gives its THEN.
+	caseExpr struct {
+		subject     expr
+		whens, then []expr
+		els         expr
+	}
+	// convert is CAST(x AS type) or CONVERT(x, type): integer types
+	// truncate x to an integer, other types keep it.
+	convert struct {
+		x       expr
+		integer bool
+	}
 )
 
 type item struct {
@@ -184,6 +199,7 @@ type selectQuery struct {
 	schema   string // information_schema, pg_catalog, "" (unqualified)
 	relation string
 	alias    string
+	joined   []source // FROM a, b, ...: the relations after the first
 	where    expr
 	orderBy  []order
 	limit    int // -1: none
@@ -298,6 +314,23 @@ func parseSelect(q string) (sq *selectQuery, err error) {
 	} else if t := p.peek(); (t.kind == tWord || t.kind == tQuoted) && !reserved[strings.ToUpper(t.text)] {
 		p.i++
 		sq.alias = t.text
+	}
+	for p.sym(",") {
+		if len(sq.joined) >= maxJoined {
+			p.fail("more than %d relations in FROM", maxJoined+1)
+		}
+		var j source
+		j.relation = p.name()
+		if p.sym(".") {
+			j.schema, j.relation = j.relation, p.name()
+		}
+		if p.word("AS") {
+			j.alias = p.name()
+		} else if t := p.peek(); (t.kind == tWord || t.kind == tQuoted) && !reserved[strings.ToUpper(t.text)] {
+			p.i++
+			j.alias = t.text
+		}
+		sq.joined = append(sq.joined, j)
 	}
 	if p.word("WHERE") {
 		sq.where = p.expr(0)
@@ -500,6 +533,12 @@ func (p *qparser) primary(depth int) expr {
 		for p.sym(".") {
 			qual, name = name, p.name()
 		}
+		if t.kind == tWord && qual == "" && strings.EqualFold(name, "CASE") {
+			return p.caseExpr(depth)
+		}
+		if t.kind == tWord && qual == "" && (strings.EqualFold(name, "CAST") || strings.EqualFold(name, "CONVERT")) && p.sym("(") {
+			return p.convert(depth, strings.EqualFold(name, "CAST"))
+		}
 		if t.kind == tWord && p.sym("(") {
 			c := call{name: strings.ToLower(name)}
 			if !p.sym(")") {
@@ -521,10 +560,60 @@ func (p *qparser) primary(depth int) expr {
 	return nil
 }
 
+// caseExpr reads a CASE expression after its CASE.
+func (p *qparser) caseExpr(depth int) expr {
+	var c caseExpr
+	if !isWord(p.peek(), "WHEN") {
+		c.subject = p.expr(depth + 1)
+	}
+	for p.word("WHEN") {
+		c.whens = append(c.whens, p.expr(depth+1))
+		if !p.word("THEN") {
+			p.fail("THEN expected")
+		}
+		c.then = append(c.then, p.expr(depth+1))
+	}
+	if len(c.whens) == 0 {
+		p.fail("WHEN expected")
+	}
+	if p.word("ELSE") {
+		c.els = p.expr(depth + 1)
+	}
+	if !p.word("END") {
+		p.fail("END expected")
+	}
+	return c
+}
+
+// convert reads CAST(x AS type) or CONVERT(x, type) after its "(".
+func (p *qparser) convert(depth int, cast bool) expr {
+	c := convert{x: p.expr(depth + 1)}
+	if cast && !p.word("AS") || !cast && !p.sym(",") {
+		p.fail("AS or , expected")
+	}
+	for t := p.peek(); t.kind == tWord || t.kind == tNumber || t.kind == tSymbol && t.text != ")"; t = p.peek() {
+		if t.kind == tEOF {
+			break
+		}
+		switch strings.ToUpper(t.text) {
+		case "SIGNED", "UNSIGNED", "INTEGER", "INT", "BIGINT":
+			c.integer = true
+		}
+		p.i++
+	}
+	if !p.sym(")") {
+		p.fail(") expected")
+	}
+	return c
+}
+
 // relation is a table of values.
 type relation struct {
 	cols []Column
 	rows [][]*string
+	// quals name each column's relation (its alias, else its name) in a
+	// join; nil for one relation, whose columns any qualifier reaches.
+	quals []string
 }
 
 // env evaluates expressions over one row of a relation.
@@ -544,12 +633,20 @@ func (e *env) column(c colRef) (*string, Type, error) {
 		}
 		return nil, Text, &sqlerr.Error{Code: 1193, SQLState: "HY000", Message: fmt.Sprintf("Unknown system variable '%s'", name)}
 	}
+	found := -1
 	for i, col := range e.rel.cols {
-		if strings.EqualFold(col.Name, c.name) {
-			return e.row[i], col.Type, nil
+		if !strings.EqualFold(col.Name, c.name) || e.rel.quals != nil && c.qual != "" && !strings.EqualFold(e.rel.quals[i], c.qual) {
+			continue
 		}
+		if found >= 0 {
+			return nil, Text, fmt.Errorf("column '%s' is ambiguous", c.name)
+		}
+		found = i
 	}
-	return nil, Text, fmt.Errorf("unknown column '%s'", c.name)
+	if found < 0 {
+		return nil, Text, fmt.Errorf("unknown column '%s'", c.name)
+	}
+	return e.row[found], e.rel.cols[found].Type, nil
 }
 
 func truth(v *string) bool {
@@ -689,6 +786,38 @@ func (e *env) eval(x expr) (*string, Type, error) {
 		}
 	case call:
 		return e.call(x)
+	case caseExpr:
+		var subject *string
+		if x.subject != nil {
+			v, _, err := e.eval(x.subject)
+			if err != nil {
+				return nil, Text, err
+			}
+			subject = v
+		}
+		for i, w := range x.whens {
+			v, _, err := e.eval(w)
+			if err != nil {
+				return nil, Text, err
+			}
+			if x.subject == nil && truth(v) || x.subject != nil && subject != nil && v != nil && compare(*subject, *v) == 0 {
+				return e.eval(x.then[i])
+			}
+		}
+		if x.els == nil {
+			return nil, Text, nil
+		}
+		return e.eval(x.els)
+	case convert:
+		v, typ, err := e.eval(x.x)
+		if err != nil || v == nil || !x.integer {
+			return v, typ, err
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(*v), 64)
+		if err != nil {
+			return str("0"), Int, nil
+		}
+		return str(strconv.FormatInt(int64(n), 10)), Int, nil
 	}
 	return nil, Text, fmt.Errorf("expression not supported")
 }
@@ -799,6 +928,49 @@ func (e *env) call(c call) (*string, Type, error) {
 			}
 		}
 		return nil, Text, nil
+	case "least", "greatest":
+		if len(args) == 0 {
+			return nil, Text, fmt.Errorf("function %s takes at least 1 argument", c.name)
+		}
+		best := args[0]
+		for _, a := range args { // args[0] first: best is not nil past it
+			if a == nil {
+				return nil, Text, nil
+			}
+			if d := compare(*a, *best); c.name == "least" && d < 0 || c.name == "greatest" && d > 0 {
+				best = a
+			}
+		}
+		return best, Text, nil
+	case "substring", "substr":
+		if len(args) != 2 && len(args) != 3 {
+			return nil, Text, fmt.Errorf("function %s takes 2 or 3 arguments", c.name)
+		}
+		for _, a := range args {
+			if a == nil {
+				return nil, Text, nil
+			}
+		}
+		r := []rune(*args[0])
+		pos, err := strconv.Atoi(*args[1])
+		if err != nil {
+			return nil, Text, fmt.Errorf("%s: position %q is not an integer", c.name, *args[1])
+		}
+		if pos < 0 {
+			pos = len(r) + pos + 1
+		}
+		if pos < 1 || pos > len(r) {
+			return str(""), Text, nil
+		}
+		end := len(r)
+		if len(args) == 3 {
+			n, err := strconv.Atoi(*args[2])
+			if err != nil {
+				return nil, Text, fmt.Errorf("%s: length %q is not an integer", c.name, *args[2])
+			}
+			end = min(end, pos-1+max(n, 0))
+		}
+		return str(string(r[pos-1 : end])), Text, nil
 	case "pg_get_userbyid":
 		return str(e.view.User), Text, nil
 	case "pg_table_is_visible", "has_schema_privilege", "has_table_privilege", "has_database_privilege":
@@ -815,7 +987,18 @@ func run(sq *selectQuery, rel *relation, view *View) (*Result, error) {
 	}
 	var items []item
 	for _, it := range sq.items {
-		if s, ok := it.x.(star); ok && (s.qual == "" || strings.EqualFold(s.qual, sq.alias) || strings.EqualFold(s.qual, sq.relation)) {
+		if s, ok := it.x.(star); ok && rel.quals != nil {
+			n := len(items)
+			for i, c := range rel.cols {
+				if s.qual == "" || strings.EqualFold(s.qual, rel.quals[i]) {
+					items = append(items, item{x: colRef{qual: rel.quals[i], name: c.Name}, alias: c.Name})
+				}
+			}
+			if len(items) == n {
+				return nil, fmt.Errorf("unknown table '%s'", s.qual)
+			}
+			continue
+		} else if ok && (s.qual == "" || strings.EqualFold(s.qual, sq.alias) || strings.EqualFold(s.qual, sq.relation)) {
 			for _, c := range rel.cols {
 				items = append(items, item{x: colRef{name: c.Name}, alias: c.Name})
 			}
@@ -828,8 +1011,8 @@ func run(sq *selectQuery, rel *relation, view *View) (*Result, error) {
 	res := &Result{}
 	for _, it := range items {
 		name := it.alias
-		if name == "" && view.Protocol != "PostgreSQL" && it.text != "" {
-			name = it.text // MySQL names a column as typed
+		if c, ok := it.x.(colRef); name == "" && view.Protocol != "PostgreSQL" && it.text != "" && (!ok || c.qual == "") {
+			name = it.text // MySQL names a column as typed, a qualified column by its name
 		}
 		if name == "" {
 			if c, ok := it.x.(call); ok {

@@ -204,6 +204,16 @@ func (e *Engine) eval(s *Session, x distsql.Expr) (*string, ColumnType, error) {
 			return str(time.Now().UTC().Format("2006-01-02 15:04:05")), Text, nil
 		case "set_config":
 			return setConfig(s, x.Args)
+		case "concat":
+			var b strings.Builder
+			for _, arg := range x.Args {
+				v, _, err := e.eval(s, arg)
+				if err != nil || v == nil {
+					return nil, Text, err
+				}
+				b.WriteString(*v)
+			}
+			return str(b.String()), Text, nil
 		case "connection_id", "pg_backend_pid":
 			return str(strconv.FormatUint(uint64(process.Number(s.ID)), 10)), Int64, nil
 		}
@@ -224,6 +234,18 @@ func (e *Engine) setVariables(_ context.Context, s *Session, st *distsql.SetVari
 			return nil, &sqlerr.Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: a session keeps at most %d variables.", maxSessionVariables)}
 		}
 		v := a.Value.Text
+		if a.Expr != nil {
+			x, _, err := e.eval(s, a.Expr)
+			if err != nil {
+				return nil, err
+			}
+			a.Value = distsql.Value{Kind: distsql.StringValue}
+			if x == nil {
+				a.Value.Kind = distsql.NullValue
+			} else {
+				a.Value.Text, v = *x, *x
+			}
+		}
 		switch a.Value.Kind {
 		case distsql.BoolValue:
 			v = "0"

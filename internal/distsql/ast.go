@@ -298,6 +298,9 @@ type Assignment struct {
 	Name    string // lower case
 	Value   Value
 	Collate string
+	// Expr is a value computed by a function call (SET sql_mode =
+	// CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')); nil for a plain Value.
+	Expr Expr
 }
 
 // ShowDatabases is SHOW DATABASES / SHOW SCHEMAS [LIKE 'pattern'].

@@ -579,6 +579,10 @@ func (p *parser) assignment() Assignment {
 	if !p.symbol("=") && !p.symbol(":=") && !p.keyword("TO") {
 		p.oneOf("'='", "TO")
 	}
+	if t := p.peek(); t.Kind == Ident && p.peekAt(1).Kind == Symbol && p.peekAt(1).Text == "(" {
+		a.Expr = p.expr(0)
+		return a
+	}
 	a.Value = p.setValue()
 	for p.symbol(",") {
 		// PostgreSQL list values: SET search_path = a, b. A comma

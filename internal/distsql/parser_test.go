@@ -151,6 +151,9 @@ func TestParse(t *testing.T) {
 			{Scope: "session", Name: "sql_mode", Value: Value{Kind: StringValue, Text: "X"}},
 			{Scope: "session", Name: "time_zone", Value: Value{Kind: StringValue, Text: "+00:00"}}}}},
 		{"SET search_path TO a, b", &SetVariables{Assignments: []Assignment{{Name: "search_path", Value: Value{Kind: WordValue, Text: "a, b"}}}}},
+		{"set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')", &SetVariables{Assignments: []Assignment{
+			{Name: "autocommit", Value: Value{Kind: IntValue, Text: "1"}},
+			{Name: "sql_mode", Expr: Call{Name: "concat", Args: []Expr{Variable{Name: "sql_mode", System: true}, Literal{Value: Value{Kind: StringValue, Text: ",STRICT_TRANS_TABLES"}}}}}}}},
 		{"SET extra_float_digits = 3", &SetVariables{Assignments: []Assignment{{Name: "extra_float_digits", Value: Value{Kind: IntValue, Text: "3"}}}}},
 		{"SHOW DATABASES", &ShowDatabases{}},
 		{"SHOW TABLES", &ShowTables{}},

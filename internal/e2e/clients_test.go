@@ -28,24 +28,7 @@ func TestClients(t *testing.T) {
 		t.Fatal("psql not found: scripts/servers.sh installs Debian postgresql-client")
 	}
 	eachRegistry(t, func(t *testing.T, typ string) {
-		conf := writeConf(t, typ, registryServers(t, typ))
-		unit := filepath.Join(t.TempDir(), "ds_0.db")
-		db, err := sql.Open("sqlite", unit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ddl := range []string{
-			"CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
-			"CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
-			"CREATE TABLE t_user (user_id INT PRIMARY KEY, name VARCHAR(64))",
-		} {
-			if _, err := db.Exec(ddl); err != nil {
-				t.Fatal(err)
-			}
-		}
-		_ = db.Close()
-		pgAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		n := startMySQLNode(t, conf, "e2e-clients-"+strings.ToLower(typ), "127.0.0.1", "--postgresql", pgAddr, "--allow-sqlite-units")
+		n, pgAddr := startClientsNode(t, typ)
 		my := func(statement string, extra ...string) ([][]string, string, error) {
 			t.Helper()
 			return mariadb(t, localCmd, "127.0.0.1", n.port, "root", "", statement, extra...)
@@ -58,14 +41,6 @@ func TestClients(t *testing.T) {
 			}
 			return rows
 		}
-		must("CREATE DATABASE sharding_db")
-		must(fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", unit), "-D", "sharding_db")
-		must("CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, "+
-			"SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))))", "-D", "sharding_db")
-		must("CREATE SHARDING TABLE RULE t_auto (STORAGE_UNITS(ds_0), SHARDING_COLUMN=order_id, TYPE(NAME='hash_mod', PROPERTIES('sharding-count'='2')))", "-D", "sharding_db")
-		must("LOAD SINGLE TABLE ds_0.t_user", "-D", "sharding_db")
-		must("REFRESH DATABASE METADATA sharding_db")
-
 		// SHOW TABLES lists the logic tables, as a Proxy does.
 		testenv.Eventually(t, "SHOW FULL TABLES to list the logic tables with their columns", func() bool {
 			rows := must("SHOW FULL TABLES", "-D", "sharding_db")
@@ -221,6 +196,51 @@ func TestClients(t *testing.T) {
 			t.Errorf("SQLite unit's port %q, want NULL", column(t, rows, "port")[0])
 		}
 	})
+}
+
+// startClientsNode runs a node with both consoles on a fresh namespace of
+// the real registry typ, with the logical database sharding_db on a SQLite
+// unit ds_0: the sharding table t_order over t_order_0 and t_order_1, the
+// auto table t_auto and the loaded single table t_user. It returns the
+// node (its MySQL port) and the PostgreSQL console's address.
+func startClientsNode(t *testing.T, typ string) (*mysqlNode, string) {
+	t.Helper()
+	conf := writeConf(t, typ, registryServers(t, typ))
+	unit := filepath.Join(t.TempDir(), "ds_0.db")
+	db, err := sql.Open("sqlite", unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range []string{
+		"CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
+		"CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
+		"CREATE TABLE t_user (user_id INT PRIMARY KEY, name VARCHAR(64))",
+	} {
+		if _, err := db.Exec(ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = db.Close()
+	pgAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	n := startMySQLNode(t, conf, "e2e-clients-"+strings.ToLower(typ), "127.0.0.1", "--postgresql", pgAddr, "--allow-sqlite-units")
+	for _, q := range []string{
+		"CREATE DATABASE sharding_db",
+		fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", unit),
+		"CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, " +
+			"SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))))",
+		"CREATE SHARDING TABLE RULE t_auto (STORAGE_UNITS(ds_0), SHARDING_COLUMN=order_id, TYPE(NAME='hash_mod', PROPERTIES('sharding-count'='2')))",
+		"LOAD SINGLE TABLE ds_0.t_user",
+		"REFRESH DATABASE METADATA sharding_db",
+	} {
+		var db []string
+		if !strings.HasPrefix(q, "CREATE DATABASE") {
+			db = []string{"-D", "sharding_db"}
+		}
+		if _, errOut, err := mariadb(t, localCmd, "127.0.0.1", n.port, "root", "", q, db...); err != nil {
+			t.Fatalf("%s: %v\n%s", q, err, errOut)
+		}
+	}
+	return n, pgAddr
 }
 
 // clientShows are the SHOW statements of docs/distsql.md, as a user types

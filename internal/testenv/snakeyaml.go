@@ -67,3 +67,14 @@ func Java(t testing.TB, src, class, what, pkgs string, jars ...string) func(args
 		return exec.Command(java, append([]string{"-cp", classpath, class}, args...)...)
 	}
 }
+
+// JDBCJars are Debian's libmariadb-java (MariaDB Connector/J 2.7) and
+// libpostgresql-jdbc-java (PostgreSQL JDBC 42.5), the drivers DBeaver,
+// DataGrip and Java applications reach a database through.
+var JDBCJars = []string{"/usr/share/java/mariadb-java-client.jar", "/usr/share/java/postgresql.jar"}
+
+// JDBC is SnakeYAML for a program on the JDBC drivers (JDBCJars).
+func JDBC(t testing.TB, src, class string) func(args ...string) *exec.Cmd {
+	t.Helper()
+	return Java(t, src, class, "the JDBC check", "libmariadb-java, libpostgresql-jdbc-java", JDBCJars...)
+}
