@@ -88,7 +88,9 @@ func OpenCounting(ctx context.Context, c config.Repository, log *slog.Logger, sl
 			ClientURL: c.ClientURL,
 			PeerURL:   c.PeerURL,
 			Namespace: c.Namespace,
-			Logger:    embeddedLogger(log, slow),
+			// The server's limit and the client's check of it.
+			MaxRequestBytes: c.MaxRequestBytes,
+			Logger:          embeddedLogger(log, slow),
 		})
 	default:
 		return nil, fmt.Errorf("unknown repository type %q (want etcd, ZooKeeper or Embedded)", c.Type)

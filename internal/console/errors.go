@@ -66,15 +66,15 @@ func unknownException(err error) *sqlerr.Error {
 func opError(s *Session, err error) error {
 	var (
 		unknown *dbconfig.UnknownDatabaseError
-		refusal *sqlerr.Error
 		busy    *clusterlock.BusyError
 	)
+	refusal, refused := sqlerr.Refusal(err)
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &unknown):
 		return unknownDatabase(s, unknown.Name)
-	case errors.As(err, &refusal):
+	case refused:
 		return refusal
 	case errors.As(err, &busy):
 		return unknownException(busy)

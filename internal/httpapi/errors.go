@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -27,14 +26,15 @@ var (
 	noStore         = []string{"no-store"}
 )
 
-// writeError writes err as the API's JSON error. A refusal (an
-// *sqlerr.Error, the API's own or one of distvar, clusterlock, dbconfig,
-// computenode, metadata) keeps its code and message, with the status of
-// its kind (sqlerr.Kind.HTTPStatus). Other errors become 500 with their text, its
-// secrets masked (redact.Text).
+// writeError writes err as the API's JSON error. A refusal
+// (sqlerr.Refusal: an *sqlerr.Error, the API's own or one of distvar,
+// clusterlock, dbconfig, computenode, metadata, or a write beyond the
+// registry's request limit) keeps its code and message, with the status
+// of its kind (sqlerr.Kind.HTTPStatus). Other errors become 500 with their
+// text, its secrets masked (redact.Text).
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	var refused *sqlerr.Error
-	if !errors.As(err, &refused) {
+	refused, ok := sqlerr.Refusal(err)
+	if !ok {
 		s.log.Warn("http: internal error", "err", err)
 		s.writeStatus(w, http.StatusInternalServerError, 0, redact.Text(err.Error()))
 		return

@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // Error is one refusal. Message is what the client sees.
@@ -138,4 +140,22 @@ func Recover(log *slog.Logger, op string, err *error) {
 	}
 	log.Error(op+" panicked; it failed with an internal error and the node goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	*err = &Error{Code: InternalCode, SQLState: "HY000", Kind: Internal, Message: fmt.Sprintf("Unknown exception: internal error in the %s: %v", op, r), Err: ErrPanicked}
+}
+
+// Refusal returns the refusal err is or wraps, ok false when there is
+// none. A write the registry refused before sending it, for passing its
+// request limit (registry.ErrTooLarge, from any statement: SET DIST
+// VARIABLE, storage units, rules, IMPORT), is one: Unsupported (30001,
+// 0A000, kind Invalid), the message naming the sizes, the limit and that
+// nothing was written.
+func Refusal(err error) (e *Error, ok bool) {
+	if errors.As(err, &e) {
+		return e, true
+	}
+	if errors.Is(err, registry.ErrTooLarge) {
+		e = Unsupported(Invalid, err.Error()+": make the value smaller; the registry's limit is its server's (etcd --max-request-bytes, ZooKeeper jute.maxbuffer), named to the node by the repository prop maxRequestBytes")
+		e.Err = err
+		return e, true
+	}
+	return nil, false
 }

@@ -92,6 +92,11 @@ type Config struct {
 	// --auth-token-ttl, whole seconds). Zero means etcd's default, 5
 	// minutes. Clients renew expired tokens by themselves.
 	AuthTokenTTL time.Duration
+	// MaxRequestBytes is the server's request limit (etcd's
+	// --max-request-bytes), which Open's repository also checks every
+	// write against before sending it (registry.ErrTooLarge). Zero means
+	// etcd.DefaultMaxRequestBytes, etcd's default.
+	MaxRequestBytes int
 	// Logger receives the server's logs. Nil means errors only, as JSON to
 	// stderr. Either way the errors etcd logs about its own listeners while
 	// it stops are dropped.
@@ -375,6 +380,9 @@ func (c Config) etcdConfig(listen bool) (*embed.Config, *atomic.Bool, error) {
 		cfg.TickMs, cfg.ElectionMs = 10, 100
 	}
 	cfg.AuthToken = "simple"
+	if c.MaxRequestBytes > 0 {
+		cfg.MaxRequestBytes = uint(c.MaxRequestBytes)
+	}
 	if c.AuthTokenTTL > 0 {
 		cfg.AuthTokenTTL = uint(c.AuthTokenTTL / time.Second)
 	}
@@ -483,7 +491,7 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		return nil, err
 	}
 	r, err := etcd.Open(ctx, etcd.Config{Endpoints: s.Endpoints(), Namespace: c.Namespace, DialTimeout: 5 * time.Second,
-		Username: s.credentials.Username, Password: s.credentials.Password})
+		Username: s.credentials.Username, Password: s.credentials.Password, MaxRequestBytes: c.MaxRequestBytes})
 	if err != nil {
 		_ = s.Close()
 		return nil, err

@@ -178,3 +178,36 @@ func TestAuth(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestMaxRequestBytes: the embedded server takes the request limit it is
+// given, and its repository checks writes against the same limit: at
+// 64 KiB a 100 KB value is refused with registry.ErrTooLarge before it is
+// sent, and the server itself refuses it from a client that does not
+// check; at 4 MiB a 3 MB value, beyond etcd's default 1.5 MiB, is written.
+func TestMaxRequestBytes(t *testing.T) {
+	ctx := testenv.Context(t)
+	small, err := Open(ctx, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", Namespace: "ns", MaxRequestBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	value := make([]byte, 100_000)
+	if _, err := small.Put(ctx, "/big", value); !errors.Is(err, registry.ErrTooLarge) {
+		t.Fatalf("100 KB under a 64 KiB limit: %v, want registry.ErrTooLarge", err)
+	}
+	if _, err := small.Client().Put(ctx, "ns/big", string(value)); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("100 KB sent unchecked to a server of a 64 KiB limit: %v, want the server's refusal", err)
+	}
+	if _, err := small.Put(ctx, "/fits", value[:60_000]); err != nil {
+		t.Fatalf("60 KB under a 64 KiB limit: %v", err)
+	}
+
+	large, err := Open(ctx, Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", Namespace: "ns", MaxRequestBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer large.Close()
+	if _, err := large.Put(ctx, "/big", make([]byte, 3_000_000)); err != nil {
+		t.Fatalf("3 MB under a 4 MiB limit: %v", err)
+	}
+}

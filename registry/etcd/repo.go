@@ -212,6 +212,9 @@ func Open(ctx context.Context, c Config) (*Repo, error) {
 		// noticed before the next request.
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: c.DialTimeout,
+		// A write within MaxRequestBytes must not meet the client's own
+		// limit (2 MiB by default) first.
+		MaxCallSendMsgSize: max(2<<20, c.MaxRequestBytes+64<<10),
 	}
 	var auth *tokenAuth
 	if c.Username != "" {
