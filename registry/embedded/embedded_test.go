@@ -121,8 +121,8 @@ func TestPortTaken(t *testing.T) {
 	}
 	defer l.Close()
 	_, err = Start(testenv.Context(t), Config{Dir: t.TempDir(), ClientURL: "http://" + l.Addr().String()})
-	if err == nil || !strings.Contains(err.Error(), "port is taken") {
-		t.Fatalf("Start on a taken port = %v, want an error saying so", err)
+	if err == nil || !strings.Contains(err.Error(), "port is taken") || !strings.Contains(err.Error(), "set another clientUrl") {
+		t.Fatalf("Start on a taken port = %v, want an error saying so and naming the clientUrl prop", err)
 	}
 	t.Log(err)
 }
