@@ -343,7 +343,7 @@ func TestHostileRESPMaxClients(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			src := &countingSource{}
 			addr := startWith(t, src, func(ctx context.Context, ln net.Listener, src Source) error {
-				return ServeConfig(ctx, ln, src, Config{IO: m.io, MaxClients: maxClients})
+				return ServeConfig(ctx, ln, src, Config{MaxClients: maxClients})
 			})
 			var served []net.Conn
 			defer func() {

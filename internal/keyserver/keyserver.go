@@ -16,14 +16,13 @@
 // NEXTID commands that arrive together are served with one batch call to
 // the generator, and all replies to one read are written with one write.
 //
-// On Linux the connections are served by a few epoll event loops on
-// locked OS threads, as Redis serves them (one read and one write per
-// batch of commands, no goroutine per request); elsewhere, and for
-// listeners that are not TCP, by one goroutine per connection. A key
-// command that has to wait (the next millisecond's sequence, a time
-// reservation) holds up its loop for that long.
+// Each connection is served by its own goroutine with the standard
+// library's net package: one read, then every complete command of it, then
+// one write of their replies. A key command that has to wait (the next
+// millisecond's sequence, a time reservation) holds up its own connection
+// only.
 //
-// Every I/O mode bounds what one connection holds: its unparsed input at
+// Every connection is bounded in what it holds: its unparsed input at
 // inputLimit (a longer command is a protocol error), its pending replies
 // at outputLimit plus one reply. A client that does not read its replies
 // gets no more commands run and is not read until it does (its writes
@@ -66,20 +65,6 @@ type Source interface {
 // keyWait bounds how long one key command waits for the generator.
 const keyWait = 5 * time.Second
 
-// IO is how Serve handles its connections' input and output.
-type IO string
-
-const (
-	// IOAuto is IOEpoll on Linux for TCP listeners, IOGoroutines
-	// otherwise.
-	IOAuto IO = "auto"
-	// IOEpoll serves connections from epoll event loops with one read and
-	// one write per connection and turn, as Redis does. Linux only.
-	IOEpoll IO = "epoll"
-	// IOGoroutines serves each connection on its own goroutine.
-	IOGoroutines IO = "goroutines"
-)
-
 // DefaultMaxClients is the connection cap when Config.MaxClients is 0:
 // the port's worst-case buffers (DefaultMaxClients times the
 // per-connection bound of about 3.6 MB: 115 MiB) fit the documented
@@ -87,11 +72,9 @@ const (
 // else). Key clients are few and pooled; raise it with the memory.
 const DefaultMaxClients = 32
 
-// Config says how ServeConfig serves connections. The zero Config is
-// IOAuto with DefaultMaxClients.
+// Config says how ServeConfig serves connections. The zero Config caps
+// them at DefaultMaxClients and counts nothing.
 type Config struct {
-	// IO is how connections' input and output are handled ("" is IOAuto).
-	IO IO
 	// MaxClients caps the connections served at once (0 is
 	// DefaultMaxClients; negative is an error). A connection accepted
 	// while MaxClients are open is answered "-ERR max number of clients
@@ -160,39 +143,19 @@ func Serve(ctx context.Context, ln net.Listener, src Source) error {
 }
 
 // ServeConfig answers RESP clients on ln with keys from src until ctx
-// ends or ln fails, handling connections as cfg says. It closes ln and
-// every client connection before it returns, and returns nil when ctx
-// ended. IOEpoll fails at once where it is not available. Safe to call once per listener.
+// ends or ln fails, as cfg says: each connection on its own goroutine, at
+// most cfg.MaxClients at once. It closes ln and every client connection,
+// and waits for their goroutines, before it returns; it returns nil when
+// ctx ended. Safe to call once per listener.
 func ServeConfig(ctx context.Context, ln net.Listener, src Source, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	io := cfg.IO
-	if io == "" {
-		io = IOAuto
-	}
 	if cfg.MaxClients < 0 {
 		_ = ln.Close()
 		return fmt.Errorf("keyserver: MaxClients %d: want 0 (the default, %d) or more", cfg.MaxClients, DefaultMaxClients)
 	}
 	cl := &clients{max: int64(cmp.Or(cfg.MaxClients, DefaultMaxClients)), m: cfg.Metrics}
 	src = withMetrics(src, cfg.Metrics)
-	tl, tcp := ln.(*net.TCPListener)
-	switch {
-	case io == IOGoroutines || (io == IOAuto && (!tcp || !eventLoops)):
-		return serveGoroutines(ctx, ln, src, cl)
-	case !tcp || !eventLoops:
-		_ = ln.Close()
-		return fmt.Errorf("keyserver: %s needs a TCP listener on Linux", io)
-	case io != IOAuto && io != IOEpoll:
-		_ = ln.Close()
-		return fmt.Errorf("keyserver: unknown I/O mode %q", io)
-	}
-	return serveLoops(ctx, tl, src, cl)
-}
-
-// serveGoroutines serves each connection on its own goroutine, at most
-// cl.max at once.
-func serveGoroutines(ctx context.Context, ln net.Listener, src Source, cl *clients) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -228,48 +191,16 @@ func serveGoroutines(ctx context.Context, ln net.Listener, src Source, cl *clien
 			continue
 		}
 		mu.Lock()
+		if ctx.Err() != nil { // the stop above has closed the others
+			mu.Unlock()
+			_ = nc.Close()
+			cl.leave()
+			continue
+		}
 		conns[nc] = struct{}{}
 		mu.Unlock()
 		wg.Go(func() {
-			c := newConn(src)
-			defer c.release()
-			buf := make([]byte, 0, readSize)
-		serve:
-			for {
-				if len(buf) == cap(buf) {
-					if cap(buf) >= inputLimit {
-						break // process refuses a command this long first
-					}
-					buf = growInput(buf)
-				}
-				n, rerr := nc.Read(buf[len(buf):cap(buf)])
-				buf = buf[:len(buf)+n]
-				// The write blocks until the client takes the replies:
-				// the commands after them wait in buf meanwhile.
-				for {
-					used, quit := c.process(ctx, buf)
-					buf = buf[:copy(buf, buf[used:])]
-					if len(c.out) > 0 {
-						if _, werr := nc.Write(c.out); werr != nil {
-							break serve
-						}
-						c.out = c.out[:0]
-					}
-					c.trim()
-					if quit {
-						break serve
-					}
-					if !c.more {
-						break
-					}
-				}
-				if rerr != nil {
-					break
-				}
-				if len(buf) == 0 && cap(buf) > readSize {
-					buf = make([]byte, 0, readSize)
-				}
-			}
+			serveConn(ctx, nc, src)
 			mu.Lock()
 			delete(conns, nc)
 			mu.Unlock()
@@ -283,6 +214,50 @@ func serveGoroutines(ctx context.Context, ln net.Listener, src Source, cl *clien
 		return nil
 	}
 	return fmt.Errorf("keyserver: accept: %w", err)
+}
+
+// serveConn answers nc's commands until the client quits or goes, a
+// protocol error, or ctx ends (ServeConfig then closes nc, which ends its
+// read or write). The caller closes nc.
+func serveConn(ctx context.Context, nc net.Conn, src Source) {
+	c := newConn(src)
+	defer c.release()
+	buf := make([]byte, 0, readSize)
+	for {
+		if len(buf) == cap(buf) {
+			if cap(buf) >= inputLimit {
+				return // process refuses a command this long first
+			}
+			buf = growInput(buf)
+		}
+		n, rerr := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		// The write blocks until the client takes the replies: the
+		// commands after them wait in buf meanwhile.
+		for {
+			used, quit := c.process(ctx, buf)
+			buf = buf[:copy(buf, buf[used:])]
+			if len(c.out) > 0 {
+				if _, werr := nc.Write(c.out); werr != nil {
+					return
+				}
+				c.out = c.out[:0]
+			}
+			c.trim()
+			if quit {
+				return
+			}
+			if !c.more {
+				break
+			}
+		}
+		if rerr != nil {
+			return
+		}
+		if len(buf) == 0 && cap(buf) > readSize {
+			buf = make([]byte, 0, readSize)
+		}
+	}
 }
 
 // readSize is the read buffer of a connection.
@@ -318,7 +293,7 @@ const outputLimit = 256 << 10
 const maxKeyReply = 24
 
 // conn is one client connection's protocol state; used by one goroutine
-// (or one event loop) at a time.
+// at a time.
 type conn struct {
 	src  Source
 	m    *Metrics // nil counts nothing

@@ -36,18 +36,11 @@ func start(t *testing.T, src Source) string { return startWith(t, src, Serve) }
 
 type serveMode struct {
 	name  string
-	io    IO
 	serve func(context.Context, net.Listener, Source) error
 }
 
-// modes are the ways of serving: the default (epoll loops on Linux) and
-// goroutines.
-var modes = []serveMode{
-	{"Serve", IOAuto, Serve},
-	{"goroutines", IOGoroutines, func(ctx context.Context, ln net.Listener, src Source) error {
-		return ServeConfig(ctx, ln, src, Config{IO: IOGoroutines})
-	}},
-}
+// modes are the ways of serving a test runs in: Serve, the zero Config.
+var modes = []serveMode{{"Serve", Serve}}
 
 func startWith(t *testing.T, src Source, serve func(context.Context, net.Listener, Source) error) string {
 	t.Helper()

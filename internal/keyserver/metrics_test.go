@@ -13,17 +13,17 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
-// TestRESPMetrics serves RESP with Metrics in each I/O mode and checks the
+// TestRESPMetrics serves RESP with Metrics and checks the
 // counts a client's traffic leaves: requests, keys, errors of the client's
 // making, NOTISSUING replies, connections accepted, refused over
 // MaxClients, and open.
 func TestRESPMetrics(t *testing.T) {
-	for _, mode := range []IO{IOAuto, IOGoroutines} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
 			src := &failable{Source: newSource(t)}
 			m := &Metrics{}
 			addr := startWith(t, src, func(ctx context.Context, ln net.Listener, src Source) error {
-				return ServeConfig(ctx, ln, src, Config{IO: mode, MaxClients: 1, Metrics: m})
+				return ServeConfig(ctx, ln, src, Config{MaxClients: 1, Metrics: m})
 			})
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -83,17 +83,17 @@ func (s *failable) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64, 
 	return s.Source.AppendIDs(ctx, dst, n)
 }
 
-// TestUDPMetrics serves datagrams with Metrics in each I/O mode: a request
+// TestUDPMetrics serves datagrams with Metrics: a request
 // for 3 keys, one with a count out of range and one not padded count as 3
 // requests, 3 keys and 2 errors; a datagram that is not a request counts
 // nothing; a failing generator counts NOTISSUING.
 func TestUDPMetrics(t *testing.T) {
-	for _, mode := range []IO{IOAuto, IOGoroutines} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
 			src := &failable{Source: newSource(t)}
 			m := &Metrics{}
 			addr := startUDP(t, src, func(ctx context.Context, pc net.PacketConn, src Source) error {
-				return ServeUDPConfig(ctx, pc, src, Config{IO: mode, Metrics: m})
+				return ServeUDPConfig(ctx, pc, src, Config{Metrics: m})
 			})
 			c, err := net.Dial("udp", addr)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -204,58 +205,60 @@ func (b *udpBatch) answer(ctx context.Context, in [][]byte, out [][]byte) {
 }
 
 // ServeUDP answers datagram requests (see the protocol above) on pc with
-// keys from src until ctx ends or pc fails. It closes pc before it
-// returns, and returns nil when ctx ended. On Linux (amd64, arm64) one
-// locked thread receives up to 64 datagrams with one recvmmsg, issues
-// their keys with one call to src and sends the replies with one
-// sendmmsg; a run of datagrams that a client sent at once (UDP_SEGMENT)
-// is received whole and its replies go back as a run, each request still
-// answered by its own datagram. Elsewhere a goroutine reads and answers
-// one datagram at a time.
+// keys from src until ctx ends or pc fails, with the zero Config. See
+// ServeUDPConfig.
 func ServeUDP(ctx context.Context, pc net.PacketConn, src Source) error {
 	return ServeUDPConfig(ctx, pc, src, Config{})
 }
 
-// ServeUDPConfig is ServeUDP with the datagram loop cfg.IO names: IOEpoll
-// the recvmmsg/sendmmsg loop on a locked thread (Linux on amd64 and
-// arm64; an error elsewhere), IOGoroutines one goroutine answering one
-// datagram at a time with net.PacketConn's ReadFrom and WriteTo, IOAuto
-// the first where it exists. cfg.MaxClients does not apply.
+// maxUDPReaders bounds the goroutines that read one datagram port.
+const maxUDPReaders = 4
+
+// ServeUDPConfig answers datagram requests on pc with keys from src until
+// ctx ends or pc fails, counting into cfg.Metrics (cfg.MaxClients does not
+// apply). A few goroutines (one per core, at most maxUDPReaders) each read
+// one datagram with net.PacketConn's ReadFrom and answer it with one
+// WriteTo. It closes pc and waits for them before it returns, and returns
+// nil when ctx ended.
 func ServeUDPConfig(ctx context.Context, pc net.PacketConn, src Source, cfg Config) error {
 	src = withMetrics(src, cfg.Metrics)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	uc, ok := pc.(*net.UDPConn)
-	switch cfg.IO {
-	case "", IOAuto:
-		if ok && mmsgLoop {
-			return serveUDPMmsg(ctx, uc, src)
-		}
-	case IOEpoll:
-		if !ok || !mmsgLoop {
-			_ = pc.Close()
-			return fmt.Errorf("keyserver: udp: %s needs a UDP socket on Linux (amd64, arm64)", cfg.IO)
-		}
-		return serveUDPMmsg(ctx, uc, src)
-	case IOGoroutines:
-	default:
-		_ = pc.Close()
-		return fmt.Errorf("keyserver: unknown I/O mode %q", cfg.IO)
-	}
-	return serveUDPSimple(ctx, pc, src)
-}
-
-func serveUDPSimple(ctx context.Context, pc net.PacketConn, src Source) error {
 	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
 	defer stop()
+	readers := max(1, min(runtime.GOMAXPROCS(0), maxUDPReaders))
+	errs := make(chan error, readers)
+	for range readers {
+		go func() {
+			err := answerUDP(ctx, pc, src)
+			cancel() // the others stop too
+			errs <- err
+		}()
+	}
+	var first error
+	for range readers {
+		if err := <-errs; first == nil {
+			first = err
+		}
+	}
+	_ = pc.Close()
+	if ctx.Err() != nil && first == nil {
+		return nil
+	}
+	return first
+}
+
+// answerUDP reads and answers datagrams on pc, one at a time, until
+// reading fails; it returns nil when that was because ctx ended.
+func answerUDP(ctx context.Context, pc net.PacketConn, src Source) error {
 	b := newUDPBatch(src)
+	defer b.c.release()
 	own := newOwnAddress(pc.LocalAddr())
 	buf := make([]byte, udpRequestLen(MaxUDPCount)+1)
 	in, out := make([][]byte, 1), make([][]byte, 1)
 	for {
 		n, addr, err := pc.ReadFrom(buf)
 		if err != nil {
-			_ = pc.Close()
 			if ctx.Err() != nil {
 				return nil
 			}

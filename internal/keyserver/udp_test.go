@@ -36,7 +36,6 @@ var udpModes = []struct {
 	serve func(context.Context, net.PacketConn, Source) error
 }{
 	{"ServeUDP", ServeUDP},
-	{"simple", serveUDPSimple},
 }
 
 func TestUDPKeysUnique(t *testing.T) {
@@ -274,28 +273,50 @@ func TestOwnAddress(t *testing.T) {
 	}
 }
 
-// TestServeUDPConfigModes: IOGoroutines serves with the plain net loop
-// everywhere; an unknown mode is refused and the socket closed.
-func TestServeUDPConfigModes(t *testing.T) {
-	addr := startUDP(t, newSource(t), func(ctx context.Context, pc net.PacketConn, src Source) error {
-		return ServeUDPConfig(ctx, pc, src, Config{IO: IOGoroutines})
-	})
-	c, err := DialUDP(addr)
+// TestServeUDPConfigEnds: a socket that fails under the server (closed
+// by another) ends ServeUDPConfig with an error, every reader stopped; a
+// cancelled ctx ends it with nil and the socket closed.
+func TestServeUDPConfigEnds(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ServeUDPConfig(context.Background(), pc, newSource(t), Config{}) }()
+	c, err := DialUDP(pc.LocalAddr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	if _, err := c.NextID(context.Background()); err != nil {
-		t.Fatalf("NextID over IOGoroutines: %v", err)
+		t.Fatalf("NextID: %v", err)
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	_ = pc.Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "keyserver: udp") {
+			t.Fatalf("a closed socket: %v, want the read error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeUDPConfig did not return after its socket failed")
+	}
+
+	pc, err = net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ServeUDPConfig(context.Background(), pc, newSource(t), Config{IO: "bogus"}); err == nil || !strings.Contains(err.Error(), `unknown I/O mode "bogus"`) {
-		t.Fatalf("unknown mode: %v", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- ServeUDPConfig(ctx, pc, newSource(t), Config{}) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cancelled: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeUDPConfig did not return after ctx ended")
 	}
 	if _, err := pc.WriteTo([]byte("x"), pc.LocalAddr()); err == nil {
-		t.Fatal("the socket of a refused mode is still open")
+		t.Fatal("the socket is still open after ServeUDPConfig returned")
 	}
 }

@@ -411,7 +411,7 @@ func (u *udpSender) add(id uint64) {
 func (u *udpSender) flush() {
 	if u.gso && u.n > 1 {
 		if u.oob == nil {
-			u.oob = keyserver.AppendSegmentControl(nil, 16)
+			u.oob = appendSegmentControl(nil, 16)
 		}
 		b := unsafe.Slice(&u.bufs[0][0], 16*u.n)
 		for {
@@ -596,7 +596,7 @@ func (f *udpFlow) receive() bool {
 		d := f.buf[i*slot : i*slot+min(int(f.hdrs[i].Len), slot)]
 		seg := len(d)
 		if f.ctl != nil {
-			if g := keyserver.SegmentSize(f.ctl[i*udpControlSpace:][:f.hdrs[i].Hdr.Controllen]); g > 0 {
+			if g := segmentSize(f.ctl[i*udpControlSpace:][:f.hdrs[i].Hdr.Controllen]); g > 0 {
 				seg = g
 			}
 		}

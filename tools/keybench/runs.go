@@ -1,6 +1,6 @@
 //go:build linux
 
-package keyserver
+package main
 
 import (
 	"encoding/binary"
@@ -15,9 +15,9 @@ import (
 // with its segment size in the control data. On the wire, and to a socket
 // without UDP_GRO, they are separate datagrams.
 
-// AppendSegmentControl appends the control data that makes one sendmsg a
+// appendSegmentControl appends the control data that makes one sendmsg a
 // run of datagrams of segment bytes each (the last may be shorter).
-func AppendSegmentControl(dst []byte, segment int) []byte {
+func appendSegmentControl(dst []byte, segment int) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, unix.CmsgSpace(2))...)
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&dst[start]))
@@ -27,10 +27,10 @@ func AppendSegmentControl(dst []byte, segment int) []byte {
 	return dst
 }
 
-// SegmentSize returns the segment size that a receive's control data
+// segmentSize returns the segment size that a receive's control data
 // gives for a run (UDP_GRO), or 0 when the datagram was not one. It
 // expects at most this one control message: the socket asks for no other.
-func SegmentSize(ctl []byte) int {
+func segmentSize(ctl []byte) int {
 	if len(ctl) < unix.CmsgLen(4) {
 		return 0
 	}
@@ -40,7 +40,3 @@ func SegmentSize(ctl []byte) int {
 	}
 	return int(binary.NativeEndian.Uint32(ctl[unix.CmsgLen(0):]))
 }
-
-// segmentControlSpace is the control buffer of one UDP_GRO or UDP_SEGMENT
-// value.
-var segmentControlSpace = unix.CmsgSpace(4)
