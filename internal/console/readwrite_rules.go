@@ -101,58 +101,75 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 		return nil, &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", st.Unit, db.Name)}
 	}
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
-	if r, ok := db.Rules["sharding"]; ok {
-		for _, f := range []string{"tables", "autoTables"} {
-			tables := rule.Map(r.Content[f])
-			for _, t := range sortedKeys(tables) {
-				tm := rule.Map(tables[t])
-				units, _ := dbconfig.DataSourcesOfNodes(rule.Text(tm["actualDataNodes"]))
-				if auto, err := inline.Expand(rule.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
-					units = append(units, auto...)
-				}
-				if slices.Contains(units, st.Unit) {
-					add("sharding", t)
-				}
-			}
-		}
-	}
-	if r, ok := db.Rules["readwrite_splitting"]; ok {
-		groups := rules.ReadwriteGroups(r.Content)
-		for _, g := range sortedKeys(groups) {
-			gm := rule.Map(groups[g])
-			if rule.Text(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(rule.Text(gm["readDataSourceNames"]), ","), st.Unit) {
-				add("readwrite_splitting", g)
-			}
-		}
-	}
-	for _, f := range families.All {
-		r, ok := db.Rules[f.Type()]
+	for _, typ := range usedOrder() {
+		r, ok := db.Rules[typ]
 		if !ok {
 			continue
 		}
-		for _, u := range f.Units(r.Content) {
-			if slices.Contains(u.Units, st.Unit) {
-				add(f.Type(), u.Item)
+		if f, ok := families.ByType(typ); ok {
+			for _, u := range f.Units(r.Content) {
+				if slices.Contains(u.Units, st.Unit) {
+					add(typ, u.Item)
+				}
 			}
+			continue
 		}
-	}
-	if r, ok := db.Rules["shadow"]; ok {
-		sources := rule.Map(r.Content["dataSources"])
-		for _, n := range sortedKeys(sources) {
-			sm := rule.Map(sources[n])
-			if rule.Text(sm["productionDataSourceName"]) == st.Unit || rule.Text(sm["shadowDataSourceName"]) == st.Unit {
-				add("shadow", n)
+		switch typ {
+		case "sharding":
+			for _, f := range []string{"tables", "autoTables"} {
+				tables := rule.Map(r.Content[f])
+				for _, t := range sortedKeys(tables) {
+					tm := rule.Map(tables[t])
+					units, _ := dbconfig.DataSourcesOfNodes(rule.Text(tm["actualDataNodes"]))
+					if auto, err := inline.Expand(rule.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
+						units = append(units, auto...)
+					}
+					if slices.Contains(units, st.Unit) {
+						add("sharding", t)
+					}
+				}
 			}
-		}
-	}
-	if r, ok := db.Rules["single"]; ok {
-		for _, t := range rule.List(r.Content["tables"]) {
-			if u, table, ok := strings.Cut(t, "."); ok && u == st.Unit && !strings.Contains(table, "*") {
-				add("single", table[strings.LastIndexByte(table, '.')+1:])
+		case "readwrite_splitting":
+			groups := rules.ReadwriteGroups(r.Content)
+			for _, g := range sortedKeys(groups) {
+				gm := rule.Map(groups[g])
+				if rule.Text(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(rule.Text(gm["readDataSourceNames"]), ","), st.Unit) {
+					add("readwrite_splitting", g)
+				}
+			}
+		case "shadow":
+			sources := rule.Map(r.Content["dataSources"])
+			for _, n := range sortedKeys(sources) {
+				sm := rule.Map(sources[n])
+				if rule.Text(sm["productionDataSourceName"]) == st.Unit || rule.Text(sm["shadowDataSourceName"]) == st.Unit {
+					add("shadow", n)
+				}
+			}
+		case "single":
+			for _, t := range rule.List(r.Content["tables"]) {
+				if u, table, ok := strings.Cut(t, "."); ok && u == st.Unit && !strings.Contains(table, "*") {
+					add("single", table[strings.LastIndexByte(table, '.')+1:])
+				}
 			}
 		}
 	}
 	return res, nil
+}
+
+// usedOrder is the order of the rule types SHOW RULES USED STORAGE UNIT
+// lists, upstream's: sharding, readwrite splitting, the rule families in
+// their order, shadow and single where they are not families.
+func usedOrder() []string {
+	order := []string{"sharding", "readwrite_splitting"}
+	for _, f := range families.All {
+		order = append(order, f.Type())
+	}
+	for _, typ := range []string{"shadow", "single"} {
+		if !slices.Contains(order, typ) {
+			order = append(order, typ)
+		}
+	}
+	return order
 }
 
 // countRule answers COUNT type RULE: one row per kind of item of the rule
