@@ -66,6 +66,10 @@ func checkRules(db config.Database) []*sqlerr.Error {
 		}
 	}
 	for _, r := range db.Rules {
+		if err := rule.CheckProps(r.Type, r.Content); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if f, ok := families.ByType(r.Type); ok {
 			errs = append(errs, f.Check(d, r.Content)...)
 			continue

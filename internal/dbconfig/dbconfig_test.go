@@ -550,3 +550,59 @@ func TestImportBigDatabase(t *testing.T) {
 		t.Logf("%d keys in %d transactions", res.Keys, res.Transactions)
 	})
 }
+
+// TestPropsBoundEveryAlgorithm: an algorithm of every kind, and a global
+// rule, with more props than rule.MaxAlgorithmProps is refused with 10200
+// naming the bound and where (an IMPORT, a conf or an item another node
+// wrote reaches checkRules with any of them); at the bound it passes.
+func TestPropsBoundEveryAlgorithm(t *testing.T) {
+	props := func(indent string, n int) string {
+		var b strings.Builder
+		b.WriteString(indent + "props:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "%s  p%d: v\n", indent, i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		kind, where string
+		rule        func(props string) string
+	}{
+		{"sharding algorithm", "shardingAlgorithms.a", func(p string) string {
+			return "- !SHARDING\n  shardingAlgorithms:\n    a:\n      type: MOD\n" + p
+		}},
+		{"key generator", "keyGenerators.kg", func(p string) string {
+			return "- !SHARDING\n  keyGenerators:\n    kg:\n      type: SNOWFLAKE\n" + p
+		}},
+		{"auditor", "auditors.au", func(p string) string {
+			return "- !SHARDING\n  auditors:\n    au:\n      type: DML_SHARDING_CONDITIONS\n" + p
+		}},
+		{"readwrite-splitting load balancer", "loadBalancers.lb", func(p string) string {
+			return "- !READWRITE_SPLITTING\n  dataSourceGroups:\n    rw:\n      writeDataSourceName: ds_0\n      readDataSourceNames:\n      - ds_1\n      loadBalancerName: lb\n  loadBalancers:\n    lb:\n      type: RANDOM\n" + p
+		}},
+		{"shadow algorithm", "shadowAlgorithms.hint", func(p string) string {
+			return "- !SHADOW\n  dataSources:\n    sd:\n      productionDataSourceName: ds_0\n      shadowDataSourceName: ds_1\n  shadowAlgorithms:\n    hint:\n      type: SQL_HINT\n" + p
+		}},
+		{"mask algorithm", "maskAlgorithms.m", func(p string) string {
+			return "- !MASK\n  maskAlgorithms:\n    m:\n      type: MD5\n" + p
+		}},
+		{"encrypt algorithm", "encryptors.e", func(p string) string {
+			return "- !ENCRYPT\n  encryptors:\n    e:\n      type: MD5\n" + p
+		}},
+	} {
+		parse := func(n int) config.Database {
+			db, err := config.ParseDatabase(tc.kind, fmt.Appendf(nil, "databaseName: d\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:/x\n  ds_1:\n    url: jdbc:sqlite:/y\nrules:\n%s", tc.rule(props("      ", n))))
+			if err != nil {
+				t.Fatalf("%s: %v", tc.kind, err)
+			}
+			return *db
+		}
+		errs := checkRules(parse(rule.MaxAlgorithmProps + 1))
+		if len(errs) == 0 || errs[0].Code != 10200 || !strings.Contains(errs[0].Message, "the props of '"+tc.where+"' hold 1001 entries, more than the 1000 one algorithm may have") {
+			t.Errorf("%s with 1,001 props: %v, want 10200 naming %s and the bound", tc.kind, errs, tc.where)
+		}
+		if errs := checkRules(parse(rule.MaxAlgorithmProps)); len(errs) > 0 {
+			t.Errorf("%s with 1,000 props: %v", tc.kind, errs)
+		}
+	}
+}

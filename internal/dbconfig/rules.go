@@ -237,6 +237,9 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 		if err != nil {
 			return RuleChange{}, err
 		}
+		if err := rule.CheckProps(ruleType, next); err != nil {
+			return RuleChange{}, err
+		}
 		conds, ops, err := metadata.GlobalRuleWritesFrom(kvs, config.Rule{Type: ruleType, Content: next})
 		if err != nil {
 			return RuleChange{}, err

@@ -9,8 +9,44 @@ import (
 )
 
 // MaxAlgorithmProps is the most props one algorithm (sharding, key
-// generator, auditor, mask, encrypt) may have; upstream's take a handful.
+// generator, auditor, readwrite-splitting load balancer, shadow, mask,
+// encrypt) and one global rule may have; upstream's take a handful.
 const MaxAlgorithmProps = 1000
+
+// CheckProps refuses rule content c of rule type ruleType (a database
+// rule or a global rule) when a props mapping anywhere in it, whatever
+// the algorithm or rule it belongs to, has more than MaxAlgorithmProps
+// entries: InvalidRule (10200), naming where. It walks c once, in time
+// linear in its size, and returns nil when every props mapping is within
+// the bound.
+func CheckProps(ruleType string, c map[string]any) *sqlerr.Error {
+	var walk func(where string, v any) *sqlerr.Error
+	walk = func(where string, v any) *sqlerr.Error {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				if props, ok := child.(map[string]any); ok && k == "props" && len(props) > MaxAlgorithmProps {
+					return InvalidRule(ruleType, where, fmt.Sprintf("the props of '%s' hold %d entries, more than the %d one algorithm may have", where, len(props), MaxAlgorithmProps))
+				}
+				path := k
+				if where != "" {
+					path = where + "." + k
+				}
+				if err := walk(path, child); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, child := range v {
+				if err := walk(fmt.Sprintf("%s[%d]", where, i), child); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", c)
+}
 
 // CheckAlgorithms checks the algorithm definitions defs ({name: {type,
 // props}}) of kind: each has at most MaxAlgorithmProps props (10200), a

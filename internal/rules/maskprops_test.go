@@ -72,3 +72,51 @@ func BenchmarkMaskProps(b *testing.B) {
 	}
 	b.ReportMetric(float64(tl)/float64(ts), "ratio-4x")
 }
+
+// TestHostilePropsEveryStatement: the props bound holds for every
+// statement that takes props, not only the mask algorithms': a
+// readwrite-splitting load balancer, a sharding algorithm, a key
+// generator and a global rule (ALTER TRANSACTION RULE) of 1,001 props are
+// refused with 10200 naming the bound, and nothing is written.
+func TestHostilePropsEveryStatement(t *testing.T) {
+	many := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "'p%d'='v'", i)
+		}
+		return b.String()
+	}(1001)
+	repo := memory.New()
+	oneUnitDatabase(t, repo, "sharding")
+	ctx := testenv.Context(t)
+	before, err := repo.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ db, q string }{
+		{"db", "CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_0), TYPE(NAME='random', PROPERTIES(" + many + ")))"},
+		{"db", "CREATE SHARDING TABLE RULE t (STORAGE_UNITS(ds_0), SHARDING_COLUMN=id, TYPE(NAME='mod', PROPERTIES('sharding-count'='2', " + many + ")))"},
+		{"db", "CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t'), KEY_GENERATE_STRATEGY(COLUMN=id, TYPE(NAME='snowflake', PROPERTIES(" + many + "))))"},
+		{"", "ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana', PROPERTIES(" + many + ")))"},
+	} {
+		st, err := families.Parse(tc.q)
+		if err != nil {
+			t.Fatalf("%.60s: %v", tc.q, err)
+		}
+		_, err = Apply(ctx, repo, tc.db, st, Options{})
+		var se *sqlerr.Error
+		if !errors.As(err, &se) || se.Code != 10200 || !strings.Contains(se.Message, "more than the 1000 one algorithm may have") {
+			t.Errorf("%.60s...: %.300v, want 10200 naming the bound", tc.q, err)
+		}
+	}
+	after, err := repo.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("refused statements wrote: %d keys before, %d after", len(before), len(after))
+	}
+}
