@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,19 +24,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
-// lockAnswer is what one surface answered to LOCK or UNLOCK CLUSTER: the
-// refusal's message and vendor code ("" and 0 when accepted; code 0 too
-// where the surface shows none, the PostgreSQL console).
-type lockAnswer struct {
-	message string
-	code    int
-}
-
 // lockSurface runs LOCK CLUSTER WITH WRITE (lock) or UNLOCK CLUSTER on one
 // of a node's surfaces.
 type lockSurface struct {
 	name string
-	run  func(t *testing.T, lock bool) lockAnswer
+	run  func(t *testing.T, lock bool) setResult
 }
 
 // lockSurfaces returns the four surfaces of d: the MySQL and PostgreSQL
@@ -65,74 +54,53 @@ func lockSurfaces(ctx context.Context, t *testing.T, d *daemon.Daemon, token str
 		return "UNLOCK CLUSTER"
 	}
 	return []lockSurface{
-		{"mysql", func(t *testing.T, lock bool) lockAnswer {
+		{"mysql", func(t *testing.T, lock bool) setResult {
 			_, err := my.ExecContext(ctx, statement(lock))
 			var me *gomysql.MySQLError
 			if errors.As(err, &me) {
-				return lockAnswer{me.Message, int(me.Number)}
+				return setResult{int(me.Number), me.Message}
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			return lockAnswer{}
+			return setResult{}
 		}},
-		{"postgresql", func(t *testing.T, lock bool) lockAnswer {
+		{"postgresql", func(t *testing.T, lock bool) setResult {
 			_, err := pg.Exec(ctx, statement(lock))
 			var pe *pgconn.PgError
 			if errors.As(err, &pe) {
-				return lockAnswer{pe.Message, 0}
+				return setResult{0, pe.Message}
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			return lockAnswer{}
+			return setResult{}
 		}},
-		{"http", func(t *testing.T, lock bool) lockAnswer {
-			path, body := "/api/v1/cluster/unlock", `{}`
+		{"http", func(t *testing.T, lock bool) setResult {
+			path, body := "/api/v1/cluster/unlock", map[string]string{}
 			if lock {
-				path, body = "/api/v1/cluster/lock", `{"strategy":"WRITE"}`
+				path, body = "/api/v1/cluster/lock", map[string]string{"strategy": "WRITE"}
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+d.HTTPAddr+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			status, e := apiChange(ctx, t, http.MethodPut, "http://"+d.HTTPAddr+path, token, body)
+			if (status == http.StatusOK) != (e.message == "") {
+				t.Fatalf("PUT %s: HTTP %d with error %q", path, status, e.message)
 			}
-			defer resp.Body.Close()
-			var e struct {
-				Error string `json:"error"`
-				Code  int    `json:"code"`
-			}
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-				t.Fatal(err)
-			}
-			if (resp.StatusCode == http.StatusOK) != (e.Error == "") {
-				t.Fatalf("PUT %s: HTTP %d with error %q", path, resp.StatusCode, e.Error)
-			}
-			return lockAnswer{e.Error, e.Code}
+			return e
 		}},
-		{"cli", func(t *testing.T, lock bool) lockAnswer {
+		{"cli", func(t *testing.T, lock bool) setResult {
 			verb := "unlock"
 			if lock {
 				verb = "lock"
 			}
-			_, stderr, code := runCLI(t, "cluster", verb, "--server", "http://"+d.HTTPAddr, "--token", token)
-			if code == 0 {
-				return lockAnswer{}
-			}
-			m := regexp.MustCompile(`shardkeeper: (.*) \(code (\d+)\)`).FindStringSubmatch(stderr)
-			if m == nil {
-				t.Fatalf("cluster %s: exit %d without a vendor code: %s", verb, code, stderr)
-			}
-			n, _ := strconv.Atoi(m[2])
-			return lockAnswer{m[1], n}
+			return cliRefusal(t, "cluster", verb, "--server", "http://"+d.HTTPAddr, "--token", token)
 		}},
 	}
 }
 
-// checkLockAnswer fails the test unless got is want, the vendor code
-// compared where the surface shows one.
-func checkLockAnswer(t *testing.T, what string, got, want lockAnswer) {
+// checkLockAnswer fails the test unless got is want (the refusal's
+// message and code, zero when accepted), the code compared where the
+// surface shows one (not the PostgreSQL console).
+func checkLockAnswer(t *testing.T, what string, got, want setResult) {
 	t.Helper()
 	if got.message != want.message || (got.code != 0 && got.code != want.code) || (got.code == 0 && want.code != 0 && got.message == "") {
 		t.Errorf("%s: got %q (code %d), want %q (code %d)", what, got.message, got.code, want.message, want.code)
@@ -170,9 +138,9 @@ func clusterState(ctx context.Context, t *testing.T, d *daemon.Daemon) string {
 }
 
 var (
-	modeRequired = lockAnswer{clusterlock.ErrClusterModeRequired.Message, int(clusterlock.ErrClusterModeRequired.Code)}
-	locked       = lockAnswer{clusterlock.ErrLocked.Message, int(clusterlock.ErrLocked.Code)}
-	notLocked    = lockAnswer{clusterlock.ErrNotLocked.Message, int(clusterlock.ErrNotLocked.Code)}
+	modeRequired = setResult{int(clusterlock.ErrClusterModeRequired.Code), clusterlock.ErrClusterModeRequired.Message}
+	locked       = setResult{int(clusterlock.ErrLocked.Code), clusterlock.ErrLocked.Message}
+	notLocked    = setResult{int(clusterlock.ErrNotLocked.Code), clusterlock.ErrNotLocked.Message}
 )
 
 // TestClusterLockStandaloneSameEverywhere runs LOCK and UNLOCK CLUSTER on
@@ -197,7 +165,7 @@ func TestClusterLockStandaloneSameEverywhere(t *testing.T) {
 		if _, err := d.Repo.Put(ctx, paths.ClusterState, []byte(clusterlock.StateReadOnly)); err != nil {
 			t.Fatal(err)
 		}
-		checkLockAnswer(t, s.name+" UNLOCK of a lock in the registry", s.run(t, false), lockAnswer{})
+		checkLockAnswer(t, s.name+" UNLOCK of a lock in the registry", s.run(t, false), setResult{})
 		if st := clusterState(ctx, t, d); st != clusterlock.StateOK {
 			t.Fatalf("%s: UNLOCK left the state %s", s.name, st)
 		}
@@ -221,13 +189,13 @@ func TestClusterLockClusterSameEverywhere(t *testing.T) {
 	d := startLockNode(ctx, t, config.ModeCluster, c.Mode.Repository, token)
 	surfaces := lockSurfaces(ctx, t, d, token)
 	for i, s := range surfaces {
-		checkLockAnswer(t, s.name+" LOCK", s.run(t, true), lockAnswer{})
+		checkLockAnswer(t, s.name+" LOCK", s.run(t, true), setResult{})
 		if st := clusterState(ctx, t, d); st != clusterlock.StateReadOnly {
 			t.Fatalf("%s: LOCK left the state %s", s.name, st)
 		}
 		checkLockAnswer(t, s.name+" LOCK of a locked cluster", s.run(t, true), locked)
 		next := surfaces[(i+1)%len(surfaces)]
-		checkLockAnswer(t, next.name+" UNLOCK of "+s.name+"'s lock", next.run(t, false), lockAnswer{})
+		checkLockAnswer(t, next.name+" UNLOCK of "+s.name+"'s lock", next.run(t, false), setResult{})
 		checkLockAnswer(t, s.name+" UNLOCK of an unlocked cluster", s.run(t, false), notLocked)
 	}
 }

@@ -28,7 +28,7 @@ import (
 // session: session starts and normal disconnects are at debug, on both
 // consoles alike.
 func TestFreshStartClientsLogQuietly(t *testing.T) {
-	log := serveFresh(t, "info", func(out string) {
+	log := serveFresh(t, func(out string) {
 		ctx := testenv.Context(t)
 		addr := func(re string) string {
 			m := regexp.MustCompile(re).FindStringSubmatch(out)
@@ -75,7 +75,7 @@ func TestFreshStartClientsLogQuietly(t *testing.T) {
 		}
 		_ = pg.Close(ctx)
 		time.Sleep(time.Second) // the sessions end
-	})
+	}, "--log-level", "info")
 	for line := range strings.SplitSeq(log, "\n") {
 		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || sessionLine.MatchString(line) {
 			t.Errorf("a console client's normal use logged at info or above: %s", line)
@@ -95,42 +95,9 @@ var sessionLine = regexp.MustCompile(`msg="(mysql|postgresql)[a-z ]*: session`)
 func TestFreshStartLogsOneFormat(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			dir := t.TempDir()
-			conf := filepath.Join(dir, "conf")
-			if err := os.MkdirAll(conf, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + filepath.Join(dir, "data") +
-				"\n      clientUrl: http://127.0.0.1:0\n"
-			if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var stdout, stderr testenv.SyncBuffer
-			cmd := newRootCommand()
-			cmd.SetOut(&stdout)
-			cmd.SetErr(&stderr)
-			cmd.SetArgs([]string{"serve", "--conf", conf, "--instance-id", "fresh-start", "--http", "127.0.0.1:0", "--mysql", "127.0.0.1:0",
-				"--log-format", format})
-			done := make(chan error, 1)
-			go func() { done <- cmd.ExecuteContext(ctx) }()
-			testenv.Eventually(t, "serve's running line", func() bool {
-				select {
-				case err := <-done:
-					t.Fatalf("serve exited: %v\n%s%s", err, stdout.String(), stderr.String())
-				default:
-				}
-				return strings.Contains(stdout.String(), "shardkeeper: running")
-			})
 			// Let the embedded etcd's first monitor ticks run (the storage
 			// version check logs its benign error about a second in).
-			time.Sleep(2 * time.Second)
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("serve: %v\n%s", err, stderr.String())
-			}
-			log := stderr.String()
+			log := serveFresh(t, func(string) { time.Sleep(2 * time.Second) }, "--instance-id", "fresh-start", "--log-format", format)
 			sc := bufio.NewScanner(strings.NewReader(log))
 			sc.Buffer(make([]byte, 1<<20), 1<<20)
 			lines := 0
@@ -179,10 +146,10 @@ func TestFreshStartLogsOneFormat(t *testing.T) {
 }
 
 // serveFresh starts serve as `make run` does (the embedded registry in a
-// fresh data dir, no instance id, no users, the HTTP API and both consoles,
-// here on free ports) at --log-level level, calls during with serve's
-// standard output once it runs, stops it, and returns its log (stderr).
-func serveFresh(t *testing.T, level string, during func(stdout string)) string {
+// fresh data dir, no users, the HTTP API and both consoles, here on free
+// ports) with the extra flags, calls during with serve's standard output
+// once it runs, stops it, and returns its log (stderr).
+func serveFresh(t *testing.T, during func(stdout string), flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "conf")
@@ -200,7 +167,7 @@ func serveFresh(t *testing.T, level string, during func(stdout string)) string {
 	cmd := newRootCommand()
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"serve", "--conf", conf, "--http", "127.0.0.1:0", "--mysql", "127.0.0.1:0", "--postgresql", "127.0.0.1:0", "--log-level", level})
+	cmd.SetArgs(append([]string{"serve", "--conf", conf, "--http", "127.0.0.1:0", "--mysql", "127.0.0.1:0", "--postgresql", "127.0.0.1:0"}, flags...))
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	testenv.Eventually(t, "serve's running line", func() bool {
@@ -226,7 +193,7 @@ func serveFresh(t *testing.T, level string, during func(stdout string)) string {
 // error nothing does; a wrong level is a usage error.
 func TestIdleFreshStartNoWarn(t *testing.T) {
 	serve := func(level string, idle time.Duration) string {
-		return serveFresh(t, level, func(string) { time.Sleep(idle) })
+		return serveFresh(t, func(string) { time.Sleep(idle) }, "--log-level", level)
 	}
 	log := serve("info", 5*time.Second)
 	if strings.Contains(log, "level=WARN") || strings.Contains(log, "level=ERROR") || strings.Contains(log, "level=DEBUG") {

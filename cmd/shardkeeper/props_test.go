@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -30,6 +31,52 @@ import (
 type setResult struct {
 	code    int
 	message string
+}
+
+// apiChange sends body as JSON with method to url with the bearer token
+// and returns the HTTP status and the refusal the answer carries
+// ({"error", "code"}; zero when accepted).
+func apiChange(ctx context.Context, t *testing.T, method, url, token string, body any) (int, setResult) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, setResult{e.Code, e.Error}
+}
+
+// cliRefusal runs the CLI with args and returns the refusal it printed:
+// its message and vendor code (zero when it succeeded). An error without
+// a vendor code fails the test.
+func cliRefusal(t *testing.T, args ...string) setResult {
+	t.Helper()
+	_, stderr, code := runCLI(t, args...)
+	if code == 0 {
+		return setResult{}
+	}
+	m := regexp.MustCompile(`shardkeeper: (.*) \(code (\d+)\)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("shardkeeper %s: exit %d without a vendor code: %s", strings.Join(args, " "), code, stderr)
+	}
+	n, _ := strconv.Atoi(m[2])
+	return setResult{n, m[1]}
 }
 
 // startThreeWaysNode starts a node (id, HTTP with token, a MySQL console,
@@ -95,34 +142,11 @@ func TestSetDistVariableThreeWays(t *testing.T) {
 			return setResult{}
 		}},
 		{"http", func(t *testing.T, name, value string) setResult {
-			body, _ := json.Marshal(map[string]string{"value": value})
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+d.HTTPAddr+"/api/v1/props/"+name, strings.NewReader(string(body)))
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var e struct {
-				Error string `json:"error"`
-				Code  int    `json:"code"`
-			}
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-				t.Fatal(err)
-			}
-			return setResult{e.Code, e.Error}
+			_, r := apiChange(ctx, t, http.MethodPut, "http://"+d.HTTPAddr+"/api/v1/props/"+name, token, map[string]string{"value": value})
+			return r
 		}},
 		{"cli", func(t *testing.T, name, value string) setResult {
-			_, stderr, code := runCLI(t, "props", "set", name, value, "--conf", conf)
-			if code == 0 {
-				return setResult{}
-			}
-			m := regexp.MustCompile(`shardkeeper: (.*) \(code (\d+)\)`).FindStringSubmatch(stderr)
-			if m == nil {
-				t.Fatalf("CLI exit %d without a vendor code: %s", code, stderr)
-			}
-			n, _ := strconv.Atoi(m[2])
-			return setResult{n, m[1]}
+			return cliRefusal(t, "props", "set", name, value, "--conf", conf)
 		}},
 	}
 	for _, tc := range []struct {

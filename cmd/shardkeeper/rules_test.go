@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,42 +77,19 @@ func TestRuleStatementThreeWays(t *testing.T) {
 			return setResult{}
 		}},
 		{"http", func(t *testing.T, statement string) setResult {
-			body, _ := json.Marshal(map[string]string{"statement": statement})
 			path := "/api/v1/databases/rules_db/rules"
 			if isGlobal(t, statement) {
 				path = "/api/v1/rules"
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+d.HTTPAddr+path, strings.NewReader(string(body)))
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var e struct {
-				Error string `json:"error"`
-				Code  int    `json:"code"`
-			}
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-				t.Fatal(err)
-			}
-			return setResult{e.Code, e.Error}
+			_, r := apiChange(ctx, t, http.MethodPost, "http://"+d.HTTPAddr+path, token, map[string]string{"statement": statement})
+			return r
 		}},
 		{"cli", func(t *testing.T, statement string) setResult {
 			a := []string{"rules", "apply", "--database", "rules_db", statement, "--conf", conf}
 			if isGlobal(t, statement) {
 				a = slices.Delete(a, 2, 4)
 			}
-			_, stderr, code := runCLI(t, a...)
-			if code == 0 {
-				return setResult{}
-			}
-			m := regexp.MustCompile(`shardkeeper: (.*) \(code (\d+)\)`).FindStringSubmatch(stderr)
-			if m == nil {
-				t.Fatalf("CLI exit %d without a vendor code: %s", code, stderr)
-			}
-			n, _ := strconv.Atoi(m[2])
-			return setResult{n, m[1]}
+			return cliRefusal(t, a...)
 		}},
 	}
 	for i, w := range ways {
