@@ -82,8 +82,9 @@ func lockSurfaces(ctx context.Context, t *testing.T, d *daemon.Daemon, token str
 				path, body = "/api/v1/cluster/lock", map[string]string{"strategy": "WRITE"}
 			}
 			status, e := apiChange(ctx, t, http.MethodPut, "http://"+d.HTTPAddr+path, token, body)
-			if (status == http.StatusOK) != (e.message == "") {
-				t.Fatalf("PUT %s: HTTP %d with error %q", path, status, e.message)
+			want := map[int]int{0: http.StatusOK, 17000: http.StatusBadRequest, 15030: http.StatusConflict, 15031: http.StatusConflict}[e.code]
+			if status != want {
+				t.Fatalf("PUT %s: HTTP %d with %d %q, want HTTP %d", path, status, e.code, e.message, want)
 			}
 			return e
 		}},
