@@ -32,7 +32,19 @@ var (
 // algorithm's type exists, and every mask and encrypt algorithm's props are
 // ones its upstream init accepts. It returns every problem, each an
 // *sqlerr.Error.
-func checkRules(db config.Database) []*sqlerr.Error {
+func checkRules(db config.Database) []*sqlerr.Error { return checkChange(db, "", nil) }
+
+// checkChange is checkRules for a change of the rule of type changed of
+// db, whose content was old before (nil for a new rule). The bounds on
+// the names a rule's expressions stand for (inline.MaxNames per
+// expression, inline.MaxRuleNames per rule) hold for what the change
+// adds: the rules it leaves as they are, and the tables of the changed
+// rule it leaves as they are, are not refused for passing them, since
+// another node may have written them so (an upstream node has no bound);
+// a change of another rule goes on, and a change that does not add names
+// (a DROP) may shrink such a rule. Tables beyond the bounds are left out
+// of the other checks. With changed "" every rule is checked as new.
+func checkChange(db config.Database, changed string, old map[string]any) []*sqlerr.Error {
 	d := familyDatabase(db)
 	sources := d.Sources // units and the families' logical data sources
 	// Logical data sources other rules define.
@@ -76,7 +88,12 @@ func checkRules(db config.Database) []*sqlerr.Error {
 		}
 		switch r.Type {
 		case "sharding":
-			errs = append(errs, checkSharding(db.Name, r.Content, missing)...)
+			bounded := changed == "" || changed == r.Type
+			var before map[string]any
+			if changed == r.Type {
+				before = old
+			}
+			errs = append(errs, checkSharding(db.Name, r.Content, missing, bounded, before)...)
 		case "readwrite_splitting":
 			for _, g := range rule.Map(r.Content["dataSourceGroups"]) {
 				gm := rule.Map(g)
@@ -95,7 +112,10 @@ func checkRules(db config.Database) []*sqlerr.Error {
 	return errs
 }
 
-func checkSharding(dbName string, c map[string]any, missing func([]string)) []*sqlerr.Error {
+// checkSharding checks sharding rule content c of database dbName, the
+// bounds on its names only when bounded, and then only on what c adds to
+// old, its content before (see checkChange).
+func checkSharding(dbName string, c map[string]any, missing func([]string), bounded bool, old map[string]any) []*sqlerr.Error {
 	var errs []*sqlerr.Error
 	algorithms := rule.Map(c["shardingAlgorithms"])
 	generators := rule.Map(c["keyGenerators"])
@@ -121,24 +141,41 @@ func checkSharding(dbName string, c map[string]any, missing func([]string)) []*s
 		}
 	}
 	// total is the names the rule's expressions stand for, counted before
-	// any is built (inline.MaxRuleNames).
-	total := 0
-	count := func(table, what, expr string) bool {
+	// any is built (inline.MaxRuleNames), an expression beyond
+	// inline.MaxNames as inline.MaxNames+1; before is old's, and had the
+	// expressions old had.
+	weight := func(expr string) (int, error) {
 		n, err := inline.Count(expr, inline.MaxNames)
 		if errors.Is(err, inline.ErrTooMany) {
-			errs = append(errs, TooManyNames("sharding table", table, what, expr, err))
+			return inline.MaxNames + 1, err
+		}
+		return n, err
+	}
+	total, before, had := 0, 0, map[string]bool{}
+	for _, f := range []struct{ section, field string }{{"tables", "actualDataNodes"}, {"autoTables", "actualDataSources"}} {
+		for name, t := range rule.Map(old[f.section]) {
+			if expr, _ := rule.Map(t)[f.field].(string); expr != "" {
+				n, _ := weight(expr)
+				before += n
+				had[f.section+"/"+name+"\x00"+expr] = true
+			}
+		}
+	}
+	count := func(section, table, what, expr string) bool {
+		n, err := weight(expr)
+		total += n
+		if errors.Is(err, inline.ErrTooMany) {
+			if bounded && !had[section+"/"+table+"\x00"+expr] {
+				errs = append(errs, TooManyNames("sharding table", table, what, expr, err))
+			}
 			return false
 		}
-		if total += n; total > inline.MaxRuleNames {
-			errs = append(errs, rule.InvalidRule("sharding", dbName, fmt.Sprintf("its tables' data nodes and data sources stand for more than %d names, the most one rule may", inline.MaxRuleNames)))
-			return false
-		}
-		return err == nil
+		return err == nil && total <= inline.MaxRuleNames // past the bound, no more names are built
 	}
 	tables := rule.Map(c["tables"])
 	for _, name := range sortedNames(tables) {
 		t := rule.Map(tables[name])
-		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count(name, "data nodes", nodes) {
+		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count("tables", name, "data nodes", nodes) {
 			ds, _ := DataSourcesOfNodes(nodes)
 			missing(ds)
 		}
@@ -149,7 +186,7 @@ func checkSharding(dbName string, c map[string]any, missing func([]string)) []*s
 	auto := rule.Map(c["autoTables"])
 	for _, name := range sortedNames(auto) {
 		t := rule.Map(auto[name])
-		if ds, _ := t["actualDataSources"].(string); ds != "" && count(name, "storage units", ds) {
+		if ds, _ := t["actualDataSources"].(string); ds != "" && count("autoTables", name, "storage units", ds) {
 			names, _ := inline.Expand(ds, inline.MaxNames)
 			missing(names)
 		}
@@ -159,6 +196,9 @@ func checkSharding(dbName string, c map[string]any, missing func([]string)) []*s
 	strategies := rule.Map(c["keyGenerateStrategies"]) // 5.5.4's rule-level strategies
 	for _, name := range sortedNames(strategies) {
 		generator(name, strategies[name])
+	}
+	if bounded && total > inline.MaxRuleNames && total > before {
+		errs = append(errs, rule.InvalidRule("sharding", dbName, fmt.Sprintf("its tables' data nodes and data sources stand for more than %d names, the most one rule may", inline.MaxRuleNames)))
 	}
 	strategy("default", c["defaultDatabaseStrategy"])
 	strategy("default", c["defaultTableStrategy"])
@@ -174,18 +214,7 @@ func checkSharding(dbName string, c map[string]any, missing func([]string)) []*s
 // them; the error is then inline.ErrSyntax, or inline.ErrTooMany when
 // they stand for too many names and none is returned.
 func DataSourcesOfNodes(nodes string) ([]string, error) {
-	var parts []string
-	seenPart := map[string]bool{}
-	for _, node := range inline.Split(nodes) {
-		node = strings.TrimSpace(node)
-		if i := inline.TopDot(node); i >= 0 {
-			node = node[:i]
-		}
-		if !seenPart[node] { // ds_${0..1}.t_a, ds_${0..1}.t_b: expanded once
-			seenPart[node] = true
-			parts = append(parts, node)
-		}
-	}
+	parts := dataSourceParts(nodes)
 	var out []string
 	var first error
 	seen := map[string]bool{}
@@ -208,6 +237,25 @@ func DataSourcesOfNodes(nodes string) ([]string, error) {
 		}
 	}
 	return out, first
+}
+
+// dataSourceParts are the data source parts of the nodes of an
+// actualDataNodes expression (ds_${0..1} of ds_${0..1}.t_${0..1}), each
+// once.
+func dataSourceParts(nodes string) []string {
+	var parts []string
+	seenPart := map[string]bool{}
+	for _, node := range inline.Split(nodes) {
+		node = strings.TrimSpace(node)
+		if i := inline.TopDot(node); i >= 0 {
+			node = node[:i]
+		}
+		if !seenPart[node] { // ds_${0..1}.t_a, ds_${0..1}.t_b: expanded once
+			seenPart[node] = true
+			parts = append(parts, node)
+		}
+	}
+	return parts
 }
 
 // TooManyNames is the refusal (InvalidRule, 10200) of an expression of

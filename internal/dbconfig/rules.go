@@ -116,7 +116,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if err := ctx.Err(); err != nil { // KILL, or the client gone: nothing more is done
 		return RuleChange{}, err
 	}
-	if errs := checkRules(cfg); len(errs) > 0 {
+	if errs := checkChange(cfg, ruleType, old.Content); len(errs) > 0 {
 		return RuleChange{}, errs[0]
 	}
 	if err := ctx.Err(); err != nil {

@@ -2,6 +2,7 @@ package dbconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -238,11 +239,13 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 // names of those rules' types, upper case as upstream names them
 // (ShardingRule, ...). It reads only the fields that name data sources:
 // the data source part of sharding tables' actualDataNodes, auto tables'
-// actualDataSources (inline expressions expanded, at most
-// inline.MaxNames names each; one that cannot be expanded claims
-// nothing), readwrite-splitting groups' write and read data sources,
+// actualDataSources (inline expressions expanded; one that cannot be read
+// claims nothing), readwrite-splitting groups' write and read data sources,
 // shadow data sources' production and shadow ones, single tables' data
-// source, and with broadcast tables every unit. Single and broadcast
+// source, and with broadcast tables every unit. An expression of more
+// data sources than inline.MaxNames (a rule another node wrote) is not
+// expanded: it claims every unit of d whose name it could stand for
+// (unitsMatching), so that a unit it names is never taken for unused. Single and broadcast
 // tables are left out when ignoreSingle / ignoreBroadcast.
 func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[string][]string {
 	out := map[string][]string{}
@@ -265,13 +268,19 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		case "sharding":
 			for _, t := range rule.Map(c["tables"]) {
 				if nodes, _ := rule.Map(t)["actualDataNodes"].(string); nodes != "" {
-					names, _ := DataSourcesOfNodes(nodes)
+					names, err := DataSourcesOfNodes(nodes)
+					if errors.Is(err, inline.ErrTooMany) {
+						names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
+					}
 					add("ShardingRule", names)
 				}
 			}
 			for _, t := range rule.Map(c["autoTables"]) {
 				if ds, _ := rule.Map(t)["actualDataSources"].(string); ds != "" {
-					names, _ := inline.Expand(ds, inline.MaxNames)
+					names, err := inline.Expand(ds, inline.MaxNames)
+					if errors.Is(err, inline.ErrTooMany) {
+						names = unitsMatching(d, ds)
+					}
 					add("ShardingRule", names)
 				}
 			}
@@ -318,6 +327,23 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 			for name := range d.Units {
 				add("BroadcastRule", []string{name})
 			}
+		}
+	}
+	return out
+}
+
+// unitsMatching are the units of d whose names expr, an inline
+// expression of data sources, could stand for (inline.Pattern), sorted,
+// without expanding it; none when expr cannot be read.
+func unitsMatching(d *metadata.Database, expr string) []string {
+	p, err := inline.Pattern(expr)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(d.Units)) {
+		if p.MatchString(name) {
+			out = append(out, name)
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ package inline
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -271,6 +272,48 @@ func listOf(body string) (string, bool) {
 		return "", false
 	}
 	return body[1 : len(body)-1], true
+}
+
+// Pattern returns a regular expression that matches, whole, every name
+// expr stands for, without building them: its literal pieces as they are,
+// a list as its items, a range as any integer (so it may match names
+// outside the range too). It is for questions that must not miss a name
+// when expr stands for too many to expand, such as which storage units a
+// rule may name. Its size and cost are linear in len(expr); the error is
+// ErrSyntax as for Expand.
+func Pattern(expr string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString("^(?:")
+	for i, part := range Split(expr) {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		err := scan(strings.TrimSpace(part), func(literal string) { b.WriteString(regexp.QuoteMeta(literal)) }, func(body string) error {
+			body = strings.TrimSpace(body)
+			if _, _, ok := rangeOf(body); ok {
+				b.WriteString("-?[0-9]+")
+				return nil
+			}
+			items, ok := listOf(body)
+			if !ok {
+				return ErrSyntax
+			}
+			b.WriteString("(?:")
+			for j, item := range strings.Split(items, ",") {
+				if j > 0 {
+					b.WriteByte('|')
+				}
+				b.WriteString(regexp.QuoteMeta(strings.Trim(strings.TrimSpace(item), `'"`)))
+			}
+			b.WriteByte(')')
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString(")$")
+	return regexp.Compile(b.String())
 }
 
 // Split splits expr at the commas outside ${...} and $->{...}: its parts,

@@ -125,3 +125,36 @@ func measure(b *testing.B, expr string) float64 {
 	}
 	return float64(time.Since(start))
 }
+
+// TestPattern: the pattern of an expression matches every name Expand
+// gives for it, and not a name with other literal text or another list
+// item; for an expression of far too many names it is built all the same.
+func TestPattern(t *testing.T) {
+	for _, expr := range []string{"ds_${0..3}", "ds_$->{0..1}.t_${['a', 'b']}, other", "u_${[x, 'y']}_${10..12}"} {
+		p, err := Pattern(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		names, err := Expand(expr, MaxNames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if !p.MatchString(n) {
+				t.Errorf("%s: pattern %s misses %s", expr, p, n)
+			}
+		}
+		for _, n := range []string{"", "ds_", "dsx0", "ds_0.t_c", "u_z_10", "other2", "xother"} {
+			if p.MatchString(n) {
+				t.Errorf("%s: pattern %s matches %q", expr, p, n)
+			}
+		}
+	}
+	p, err := Pattern("u_${0..999999999}.t_${0..999999999}")
+	if err != nil || !p.MatchString("u_7.t_123456") {
+		t.Errorf("a pattern of 10^18 names: %v, %v", p, err)
+	}
+	if _, err := Pattern("ds_${x}"); !errors.Is(err, ErrSyntax) {
+		t.Errorf("a pattern of ds_${x}: %v, want ErrSyntax", err)
+	}
+}
