@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -25,7 +25,7 @@ func TestServeUDPAndRESP(t *testing.T) {
 	if um == nil || rm == nil {
 		t.Fatalf("no --udp or --resp address in the serve output:\n%s", output())
 	}
-	c, err := keyserver.DialUDP(um[1])
+	c, err := keyclient.DialUDP(um[1])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
-	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
@@ -52,7 +52,7 @@ func TestCloseStopsEveryFrontend(t *testing.T) {
 		t.Fatalf("RESP while running: %v", err)
 	}
 	conn.Close()
-	udp, err := keyserver.DialUDP(d.UDPAddr)
+	udp, err := keyclient.DialUDP(d.UDPAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

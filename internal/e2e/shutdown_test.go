@@ -11,9 +11,9 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
-	"github.com/shardkeeper/shardkeeper/internal/keyserver"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -87,7 +87,7 @@ func TestSIGTERMClosesEveryPort(t *testing.T) {
 // udpKey asks addr for one key over the datagram protocol, waiting at
 // most wait for the answer.
 func udpKey(addr string, wait time.Duration) (int64, error) {
-	c, err := keyserver.DialUDP(addr)
+	c, err := keyclient.DialUDP(addr)
 	if err != nil {
 		return 0, err
 	}

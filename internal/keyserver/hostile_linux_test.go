@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
 // forgeUDP sends payload to 127.0.0.1:to from a forged source,
@@ -66,15 +68,15 @@ func TestHostileUDPForgedSourceLoop(t *testing.T) {
 			src := &countingSource{}
 			addr := startUDP(t, src, m.serve)
 			port := udpPort(t, addr)
-			forgeUDP(t, freeUDPPort(t), port, appendUDPRequest(nil, 1, 1))
+			forgeUDP(t, freeUDPPort(t), port, keyclient.AppendUDPRequest(nil, 1, 1))
 			waitIssued(t, src, 1)
-			forgeUDP(t, port, port, appendUDPRequest(nil, 2, 1))
+			forgeUDP(t, port, port, keyclient.AppendUDPRequest(nil, 2, 1))
 			time.Sleep(500 * time.Millisecond)
 			if n := src.issued.Load(); n != 1 {
 				t.Fatalf("a datagram from the node's own port: %d keys issued in 500 ms, want none (1 for the control)", n-1)
 			}
 			// Still serving.
-			c, err := DialUDP(addr)
+			c, err := keyclient.DialUDP(addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,11 +91,11 @@ func TestHostileUDPForgedSourceLoop(t *testing.T) {
 			a, b := &countingSource{}, &countingSource{}
 			portA := udpPort(t, startUDP(t, a, m.serve))
 			portB := udpPort(t, startUDP(t, b, m.serve))
-			forgeUDP(t, freeUDPPort(t), portA, appendUDPRequest(nil, 1, 1))
+			forgeUDP(t, freeUDPPort(t), portA, keyclient.AppendUDPRequest(nil, 1, 1))
 			waitIssued(t, a, 1)
 			// A answers B, which must drop the reply.
-			forgeUDP(t, portB, portA, appendUDPRequest(nil, 2, 1))
-			forgeUDP(t, portA, portB, appendUDPRequest(nil, 3, 1))
+			forgeUDP(t, portB, portA, keyclient.AppendUDPRequest(nil, 2, 1))
+			forgeUDP(t, portA, portB, keyclient.AppendUDPRequest(nil, 3, 1))
 			time.Sleep(500 * time.Millisecond)
 			if na, nb := a.issued.Load(), b.issued.Load(); na != 2 || nb != 1 {
 				t.Fatalf("one datagram forged each way between two nodes: %d and %d keys issued in 500 ms, want 1 and 1 (and A's control)", na-1, nb)

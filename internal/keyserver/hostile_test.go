@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
 // Tests of what a hostile or careless client sends to the key ports.
@@ -293,7 +295,7 @@ func TestHostileUDPReplyIsNotARequest(t *testing.T) {
 	b := newUDPBatch(src)
 	ctx := context.Background()
 	out := make([][]byte, 3)
-	b.answer(ctx, [][]byte{appendUDPRequest(nil, 1, 1), appendUDPRequest(nil, 2, 5), appendUDPRequest(nil, 3, MaxUDPCount+1)}, out)
+	b.answer(ctx, [][]byte{keyclient.AppendUDPRequest(nil, 1, 1), keyclient.AppendUDPRequest(nil, 2, 5), keyclient.AppendUDPRequest(nil, 3, MaxUDPCount+1)}, out)
 	if out[0] == nil || out[1] == nil || out[2] == nil || src.issued.Load() != 6 {
 		t.Fatalf("requests answered %q with %d keys", out, src.issued.Load())
 	}

@@ -49,10 +49,11 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/connserver"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
 // MaxBatch is the largest n of NEXTID n and NEXTIDB n.
-const MaxBatch = 100_000
+const MaxBatch = keyclient.MaxRESPBatch
 
 // Source issues keys. *cluster.Node implements it.
 type Source interface {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
 // TestRESPMetrics serves RESP with Metrics and checks the
@@ -114,13 +115,13 @@ func TestUDPMetrics(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ask(appendUDPRequest(nil, 1, 3), true)
-			ask(appendUDPRequest(nil, 2, MaxUDPCount+1), true)
-			ask(appendUDPRequest(nil, 3, 10)[:udpRequestSize], true)
+			ask(keyclient.AppendUDPRequest(nil, 1, 3), true)
+			ask(keyclient.AppendUDPRequest(nil, 2, MaxUDPCount+1), true)
+			ask(keyclient.AppendUDPRequest(nil, 3, 10)[:udpRequestSize], true)
 			ask([]byte("not a request at all"), false)
-			ask(appendUDPRequest(nil, 4, 1), true) // after the dropped one: it was read
+			ask(keyclient.AppendUDPRequest(nil, 4, 1), true) // after the dropped one: it was read
 			src.fail.Store(true)
-			ask(appendUDPRequest(nil, 5, 1), true)
+			ask(keyclient.AppendUDPRequest(nil, 5, 1), true)
 			want := Counts{Requests: 5, Keys: 4, RequestErrors: 2, NotIssuing: 1}
 			if got := m.Counts(); got != want {
 				t.Fatalf("%+v, want %+v", got, want)

@@ -2,23 +2,22 @@ package keyserver
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
-// The datagram protocol (serve --udp ADDR): one request per UDP datagram,
-// one reply datagram per request.
+// The datagram protocol (serve --udp ADDR; docs/key-protocols.md, whose
+// Go client and wire constants are package keyclient): one request per UDP
+// datagram, one reply datagram per request.
 //
-//	request  "SKK1" | id (8 bytes) | count (uint32) | zero padding   udpRequestLen(count) bytes or more
+//	request  "SKK1" | id (8 bytes) | count (uint32) | zero padding   UDPRequestLen(count) bytes or more
 //	reply    "SKR1" | id (8 bytes) | count (uint32) | count keys (int64 each)
 //	error    "SKR1" | id (8 bytes) | 0 (uint32)     | message (UTF-8)
 //
@@ -42,37 +41,20 @@ import (
 // one reply per datagram sent. There is no authentication: bind it to
 // loopback or a trusted network.
 const (
-	// UDPRequestMagic starts every request datagram.
-	UDPRequestMagic = "SKK1"
-	// UDPReplyMagic starts every reply datagram, keys or error.
-	UDPReplyMagic  = "SKR1"
-	udpRequestSize = 16
-	udpHeaderSize  = 16
-	// MaxUDPCount is the most keys one datagram request may ask for (the
-	// reply is 16 + 8*count bytes: 8,016 at most, a single datagram on
-	// loopback; keep count at 180 or less across a 1500-byte MTU).
-	MaxUDPCount = 1000
+	udpRequestSize = keyclient.UDPHeaderSize // the smallest request
+	udpHeaderSize  = keyclient.UDPHeaderSize
+	// MaxUDPCount is the most keys one datagram request may ask for.
+	MaxUDPCount = keyclient.MaxUDPCount
 )
 
 // udpRequestLen is the size a request for count keys is padded to.
-func udpRequestLen(count int) int { return max(udpRequestSize, 8*count+8) }
-
-// appendUDPRequest appends a request datagram, padded.
-func appendUDPRequest(dst []byte, id uint64, count int) []byte {
-	dst = append(dst, UDPRequestMagic...)
-	dst = binary.BigEndian.AppendUint64(dst, id)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(count))
-	for range udpRequestLen(count) - udpRequestSize {
-		dst = append(dst, 0)
-	}
-	return dst
-}
+func udpRequestLen(count int) int { return keyclient.UDPRequestLen(count) }
 
 // parseUDPRequest returns the id and count of a request datagram; ok is
 // false when b is not one (drop it). A count out of range or a request
 // not padded for its count is returned as is: the reply is an error.
 func parseUDPRequest(b []byte) (id uint64, count int, ok bool) {
-	if len(b) < udpRequestSize || string(b[:4]) != UDPRequestMagic {
+	if len(b) < udpRequestSize || string(b[:4]) != keyclient.UDPRequestMagic {
 		return 0, 0, false
 	}
 	return binary.BigEndian.Uint64(b[4:12]), int(binary.BigEndian.Uint32(b[12:16])), true
@@ -84,7 +66,7 @@ func validUDPRequest(d []byte, count int) bool {
 }
 
 func appendUDPKeys(dst []byte, id uint64, keys []int64) []byte {
-	dst = append(dst, UDPReplyMagic...)
+	dst = append(dst, keyclient.UDPReplyMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keys)))
 	for _, k := range keys {
@@ -99,7 +81,7 @@ func appendUDPError(dst []byte, id uint64, msg string, reqLen int) []byte {
 	if room := 3*reqLen - udpHeaderSize; len(msg) > room {
 		msg = msg[:max(room, 0)]
 	}
-	dst = append(dst, UDPReplyMagic...)
+	dst = append(dst, keyclient.UDPReplyMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint32(dst, 0)
 	return append(dst, msg...)
@@ -275,122 +257,4 @@ func answerUDP(ctx context.Context, pc net.PacketConn, src Source) error {
 			_, _ = pc.WriteTo(out[0], addr)
 		}
 	}
-}
-
-// ErrNotIssuing is returned by UDPClient when the node answered that it is
-// not issuing keys; the error wraps it with the node's reason.
-var ErrNotIssuing = errors.New("node is not issuing keys")
-
-// UDPClient fetches keys from a node's datagram port (serve --udp). It has
-// one request in flight at a time; it is safe for concurrent use (calls
-// take turns). Open one per goroutine for more requests in flight.
-type UDPClient struct {
-	// Timeout is how long a request waits for its reply before it is
-	// sent again; each retry waits twice as long. Default 20 ms.
-	Timeout time.Duration
-	// Retries is how often a request is sent again (default 5); past it
-	// the call fails with an error wrapping os.ErrDeadlineExceeded.
-	Retries int
-
-	mu   sync.Mutex
-	conn *net.UDPConn
-	id   uint64
-	req  []byte
-	buf  []byte
-}
-
-// DialUDP returns a client of the node's datagram port at addr
-// (host:port). It does no I/O.
-func DialUDP(addr string) (*UDPClient, error) {
-	ra, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, err
-	}
-	c, err := net.DialUDP("udp", nil, ra)
-	if err != nil {
-		return nil, err
-	}
-	var seed [8]byte
-	_, _ = rand.Read(seed[:])
-	return &UDPClient{conn: c, id: binary.BigEndian.Uint64(seed[:]), buf: make([]byte, udpHeaderSize+8*MaxUDPCount+512)}, nil
-}
-
-// Close closes the client's socket.
-func (c *UDPClient) Close() error { return c.conn.Close() }
-
-// NextID returns one new key.
-func (c *UDPClient) NextID(ctx context.Context) (int64, error) {
-	keys, err := c.AppendIDs(ctx, nil, 1)
-	if err != nil {
-		return 0, err
-	}
-	return keys[0], nil
-}
-
-// AppendIDs appends n new keys (1..MaxUDPCount) to dst with one request,
-// sent again when no reply comes in time. ctx bounds the whole call. A
-// node that is not issuing answers an error wrapping ErrNotIssuing.
-func (c *UDPClient) AppendIDs(ctx context.Context, dst []int64, n int) ([]int64, error) {
-	if n < 1 || n > MaxUDPCount {
-		return dst, fmt.Errorf("keyserver: count %d out of [1, %d]", n, MaxUDPCount)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	timeout, retries := c.Timeout, c.Retries
-	if timeout <= 0 {
-		timeout = 20 * time.Millisecond
-	}
-	if retries <= 0 {
-		retries = 5
-	}
-	c.id++
-	c.req = appendUDPRequest(c.req[:0], c.id, n)
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetReadDeadline(time.Now()) })
-	defer stop()
-	for try := 0; try <= retries; try++ {
-		if err := ctx.Err(); err != nil {
-			return dst, err
-		}
-		if _, err := c.conn.Write(c.req); err != nil {
-			return dst, fmt.Errorf("keyserver: udp send: %w", err)
-		}
-		deadline := time.Now().Add(timeout << try)
-		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
-		}
-		_ = c.conn.SetReadDeadline(deadline)
-		for {
-			m, err := c.conn.Read(c.buf)
-			if err != nil {
-				if ctx.Err() != nil {
-					return dst, ctx.Err()
-				}
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					break // send again
-				}
-				return dst, fmt.Errorf("keyserver: udp receive: %w", err)
-			}
-			b := c.buf[:m]
-			if m < udpHeaderSize || string(b[:4]) != UDPReplyMagic || binary.BigEndian.Uint64(b[4:12]) != c.id {
-				continue // a late reply to an earlier try or request
-			}
-			count := int(binary.BigEndian.Uint32(b[12:16]))
-			if count == 0 {
-				msg := string(b[udpHeaderSize:])
-				if len(msg) >= 11 && msg[:11] == "NOTISSUING " {
-					return dst, fmt.Errorf("%w: %s", ErrNotIssuing, msg[11:])
-				}
-				return dst, fmt.Errorf("keyserver: %s", msg)
-			}
-			if count != n || m != udpHeaderSize+8*n {
-				return dst, fmt.Errorf("keyserver: malformed reply (%d keys, %d bytes)", count, m)
-			}
-			for i := range n {
-				dst = append(dst, int64(binary.BigEndian.Uint64(b[udpHeaderSize+8*i:])))
-			}
-			return dst, nil
-		}
-	}
-	return dst, fmt.Errorf("keyserver: no reply from %s after %d tries: %w", c.conn.RemoteAddr(), retries+1, os.ErrDeadlineExceeded)
 }

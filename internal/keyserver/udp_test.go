@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardkeeper/shardkeeper/keyclient"
 	"github.com/shardkeeper/shardkeeper/snowflake"
 )
 
@@ -50,7 +51,7 @@ func TestUDPKeysUnique(t *testing.T) {
 				wg   sync.WaitGroup
 			)
 			for range 8 {
-				c, err := DialUDP(addr)
+				c, err := keyclient.DialUDP(addr)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +91,7 @@ func TestUDPKeysUnique(t *testing.T) {
 
 func TestUDPNotIssuingAndBadRequests(t *testing.T) {
 	addr := startUDP(t, &genSource{err: errors.New("cluster: not issuing keys")}, ServeUDP)
-	c, err := DialUDP(addr)
+	c, err := keyclient.DialUDP(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,8 @@ func TestUDPNotIssuingAndBadRequests(t *testing.T) {
 	ctx := context.Background()
 	// The reason is cut so that the error reply stays within three times
 	// the 16-byte request.
-	if _, err := c.NextID(ctx); !errors.Is(err, ErrNotIssuing) || err.Error() != "node is not issuing keys: cluster: not issuing " {
-		t.Fatalf("NextID = %v, want ErrNotIssuing with the start of the node's reason", err)
+	if _, err := c.NextID(ctx); !errors.Is(err, keyclient.ErrNotIssuing) || err.Error() != "node is not issuing keys: cluster: not issuing " {
+		t.Fatalf("NextID = %v, want keyclient.ErrNotIssuing with the start of the node's reason", err)
 	}
 	if _, err := c.AppendIDs(ctx, nil, MaxUDPCount+1); err == nil {
 		t.Fatal("count past MaxUDPCount accepted by the client")
@@ -114,7 +115,7 @@ func TestUDPNotIssuingAndBadRequests(t *testing.T) {
 	}
 	defer raw.Close()
 	_, _ = raw.Write([]byte("garbage"))
-	_, _ = raw.Write(appendUDPRequest(nil, 42, 0))
+	_, _ = raw.Write(keyclient.AppendUDPRequest(nil, 42, 0))
 	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 1024)
 	n, err := raw.Read(buf)
@@ -123,66 +124,6 @@ func TestUDPNotIssuingAndBadRequests(t *testing.T) {
 	}
 	if want := string(appendUDPError(nil, 42, "ERR count must be an integer in [1, 1000]", udpRequestSize)); string(buf[:n]) != want {
 		t.Fatalf("reply %q, want %q", buf[:n], want)
-	}
-}
-
-// TestUDPRetry drops the first datagram of every request (a lossy
-// network): the client sends it again and gets its keys.
-func TestUDPRetry(t *testing.T) {
-	addr := startUDP(t, newSource(t), ServeUDP)
-	proxy, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	srv, _ := net.ResolveUDPAddr("udp", addr)
-	go func() {
-		var client net.Addr
-		seen := map[string]bool{}
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := proxy.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if from.String() == addr {
-				_, _ = proxy.WriteTo(buf[:n], client)
-				continue
-			}
-			client = from
-			if !seen[string(buf[:n])] { // drop the first try
-				seen[string(buf[:n])] = true
-				continue
-			}
-			_, _ = proxy.WriteTo(buf[:n], srv)
-		}
-	}()
-	c, err := DialUDP(proxy.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Timeout = 5 * time.Millisecond
-	var last int64
-	for range 20 {
-		k, err := c.NextID(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if k <= last {
-			t.Fatalf("key %d after %d", k, last)
-		}
-		last = k
-	}
-	// No reply at all: the call fails after its retries.
-	c2, err := DialUDP("127.0.0.1:9") // discard: nothing answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	c2.Timeout, c2.Retries = time.Millisecond, 2
-	if _, err := c2.NextID(context.Background()); err == nil {
-		t.Fatal("NextID without a server succeeded")
 	}
 }
 
@@ -212,12 +153,12 @@ func TestUDPNoAmplification(t *testing.T) {
 				return buf[:n]
 			}
 			for _, count := range []int{1, 2, 180, MaxUDPCount} {
-				unpadded := appendUDPRequest(nil, 1, count)[:udpRequestSize]
+				unpadded := keyclient.AppendUDPRequest(nil, 1, count)[:udpRequestSize]
 				reply := ask(unpadded)
 				if count > 1 && (len(reply) > 3*len(unpadded) || string(reply[12:16]) != "\x00\x00\x00\x00") {
 					t.Fatalf("unpadded request for %d keys: %d-byte reply %q, want a short error", count, len(reply), reply)
 				}
-				padded := appendUDPRequest(nil, 2, count)
+				padded := keyclient.AppendUDPRequest(nil, 2, count)
 				reply = ask(padded)
 				if len(reply) != udpHeaderSize+8*count || 2*len(reply) > 3*len(padded) {
 					t.Fatalf("padded %d-byte request for %d keys: %d-byte reply", len(padded), count, len(reply))
@@ -283,7 +224,7 @@ func TestServeUDPConfigEnds(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ServeUDPConfig(context.Background(), pc, newSource(t), Config{}) }()
-	c, err := DialUDP(pc.LocalAddr().String())
+	c, err := keyclient.DialUDP(pc.LocalAddr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
 func TestFormatAndMedian(t *testing.T) {
@@ -153,7 +154,7 @@ func lossyServer(t *testing.T, forever int) (addr string, tries func() int64) {
 			if err != nil {
 				return
 			}
-			if n != 16 || string(buf[:4]) != keyserver.UDPRequestMagic || binary.BigEndian.Uint32(buf[12:16]) != 1 {
+			if n != 16 || string(buf[:4]) != keyclient.UDPRequestMagic || binary.BigEndian.Uint32(buf[12:16]) != 1 {
 				t.Errorf("request %x: not one 16-byte request for one key", buf[:n])
 				continue
 			}
@@ -168,7 +169,7 @@ func lossyServer(t *testing.T, forever int) (addr string, tries func() int64) {
 			if seq%50 == 0 && first {
 				continue
 			}
-			reply := append([]byte(keyserver.UDPReplyMagic), buf[4:16]...)
+			reply := append([]byte(keyclient.UDPReplyMagic), buf[4:16]...)
 			reply = binary.BigEndian.AppendUint64(reply, 42)
 			_, _ = pc.WriteTo(reply, addr)
 		}

@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/keyclient"
 )
 
 // latency is the result of one open-loop run.
@@ -137,7 +137,7 @@ type openLoopConfig struct {
 	warm  time.Duration
 	// retryAfter is how long a UDP request waits for its reply before it
 	// is sent again with the same id (the same 20 ms as keybench load and
-	// keyserver.UDPClient), and again after each further retryAfter.
+	// keyclient.UDP), and again after each further retryAfter.
 	retryAfter time.Duration
 	// drain is how long after the last scheduled send unanswered UDP
 	// requests are still retried before they count as lost.
@@ -373,7 +373,7 @@ type udpSlot struct {
 }
 
 // udpMaxBackoff caps the doubling of the retry timeout: a request is sent
-// again after 20, 40, 80, ..., 640, 640, ... ms (keyserver.UDPClient
+// again after 20, 40, 80, ..., 640, 640, ... ms (keyclient.UDP
 // doubles the same way), so that a stall of the server does not turn
 // every request in flight into a flood of retries every 20 ms.
 const udpMaxBackoff = 5
@@ -402,7 +402,7 @@ func (u *udpSender) add(id uint64) {
 		u.flush()
 	}
 	b := u.bufs[u.n][:]
-	copy(b, keyserver.UDPRequestMagic)
+	copy(b, keyclient.UDPRequestMagic)
 	binary.BigEndian.PutUint64(b[4:12], id)
 	binary.BigEndian.PutUint32(b[12:16], 1)
 	u.n++
@@ -613,7 +613,7 @@ func (f *udpFlow) receive() bool {
 // request's latency.
 func (f *udpFlow) record(b []byte, now time.Time) {
 	res := f.res
-	if len(b) < 16 || string(b[:4]) != keyserver.UDPReplyMagic {
+	if len(b) < 16 || string(b[:4]) != keyclient.UDPReplyMagic {
 		res.errs++
 		return
 	}
