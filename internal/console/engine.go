@@ -270,6 +270,20 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.RefreshDatabaseMetadata:
 		return e.refreshDatabaseMetadata(ctx, s, st)
 
+	// ral.go
+	case *distsql.ShowUnloadedSingleTables:
+		return e.showUnloadedSingleTables(ctx, s, st)
+	case *distsql.RefreshTableMetadata:
+		return e.refreshTableMetadata(ctx, s, st)
+	case *distsql.ShowTableMetadata:
+		return e.showTableMetadata(ctx, s, st)
+	case *distsql.ExportStorageNodes:
+		return e.exportStorageNodes(ctx, s, st)
+	case *distsql.AlterComputeNode:
+		return e.alterComputeNode(ctx, s, st)
+	case *distsql.ShowPlugins:
+		return e.showPlugins(ctx, s, st)
+
 	// importexport.go
 	case *distsql.ExportDatabaseConfiguration:
 		return e.exportDatabaseConfiguration(ctx, s, st)

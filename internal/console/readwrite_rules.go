@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"fmt"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"slices"
 	"strings"
 
@@ -98,7 +97,7 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 	}
 	res := &Result{Columns: rulesUsedColumns, Rows: [][]*string{}}
 	if _, ok := db.Units[st.Unit]; !ok {
-		return nil, &sqlerr.Error{Code: 10102, SQLState: "44000", Message: fmt.Sprintf("Storage units '[%s]' do not exist in database '%s'.", st.Unit, db.Name)}
+		return nil, unitsMissing(db.Name, st.Unit)
 	}
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
 	for _, typ := range usedOrder() {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
@@ -23,7 +24,15 @@ func (e *Engine) showSingleTables(ctx context.Context, s *Session, st *distsql.S
 	if err != nil {
 		return nil, err
 	}
-	// upstream adds schema_name for a database type with schemas.
+	return singleTableRows(db, tables, func(t rules.SingleTable) bool {
+		return (st.Table == "" || strings.EqualFold(st.Table, t.Table)) && (st.Like == nil || matchLike(*st.Like, t.Table))
+	}), nil
+}
+
+// singleTableRows are upstream's rows of SHOW [UNLOADED] SINGLE TABLES for
+// the tables keep accepts: table_name, storage_unit_name and, for a
+// database whose units have schemas, schema_name.
+func singleTableRows(db *metadata.Database, tables []rules.SingleTable, keep func(rules.SingleTable) bool) *Result {
 	withSchema := false
 	for _, u := range db.Units {
 		withSchema = rules.HasSchemas(u)
@@ -34,10 +43,7 @@ func (e *Engine) showSingleTables(ctx context.Context, s *Session, st *distsql.S
 		res.Columns = textColumns("table_name", "storage_unit_name", "schema_name")
 	}
 	for _, t := range tables {
-		if st.Table != "" && !strings.EqualFold(st.Table, t.Table) {
-			continue
-		}
-		if st.Like != nil && !matchLike(*st.Like, t.Table) {
+		if !keep(t) {
 			continue
 		}
 		row := []*string{str(t.Table), str(t.Unit)}
@@ -46,7 +52,7 @@ func (e *Engine) showSingleTables(ctx context.Context, s *Session, st *distsql.S
 		}
 		res.Rows = append(res.Rows, row)
 	}
-	return res, nil
+	return res
 }
 
 func (e *Engine) showDefaultSingleTableStorageUnit(_ context.Context, s *Session, st *distsql.ShowDefaultSingleTableStorageUnit) (*Result, error) {

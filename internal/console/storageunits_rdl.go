@@ -3,7 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // REGISTER, ALTER and UNREGISTER STORAGE UNIT on the session's database
@@ -62,8 +63,32 @@ func (e *Engine) unregisterStorageUnit(ctx context.Context, s *Session, st *dist
 	if err != nil {
 		return nil, opError(s, err)
 	}
+	if err := e.dropDefaultSingleUnit(ctx, db, names); err != nil {
+		return nil, opError(s, err)
+	}
 	e.awaitUnits(ctx, db, names, false)
 	return &Result{Affected: uint64(len(names))}, nil
+}
+
+// dropDefaultSingleUnit makes the single rule's default unit of db RANDOM
+// again when it is one of the units UNREGISTER removed and no unit of that
+// name exists now, so that the default never names a missing unit. It is
+// a rule change of its own after the unregistration's commit; a change of
+// the default meanwhile (to another unit) is kept.
+func (e *Engine) dropDefaultSingleUnit(ctx context.Context, db string, removed []string) error {
+	def := rule.Text(e.d.Metadata.Current().Databases[db].Rules["single"].Content["defaultDataSource"])
+	if !slices.Contains(removed, def) {
+		return nil
+	}
+	opts := e.ruleOptions()
+	_, err := dbconfig.ChangeRule(ctx, e.d.Repo, db, "single", func(d *metadata.Database, c map[string]any) (map[string]any, error) {
+		u := rule.Text(c["defaultDataSource"])
+		if _, exists := d.Units[u]; slices.Contains(removed, u) && !exists {
+			delete(c, "defaultDataSource")
+		}
+		return c, nil
+	}, dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
+	return err
 }
 
 // probeSlack is how much later than a unit's connection timeout a

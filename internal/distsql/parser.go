@@ -259,6 +259,9 @@ func (p *parser) top() Statement {
 	if st, ok := p.readwriteStatus(); ok { // catalog.go
 		return st
 	}
+	if st, ok := p.ral(); ok { // ral.go
+		return st
+	}
 	if st, ok := p.shardingRDL(); ok { // sharding_rdl.go
 		return st
 	}

@@ -1,0 +1,122 @@
+package console
+
+import (
+	"database/sql"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// sqliteUnitFile creates a SQLite database with the tables ddl and returns
+// its path.
+func sqliteUnitFile(t *testing.T, ddl ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "unit.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range ddl {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+// TestTableAndPluginStatements runs upstream's SHOW UNLOADED SINGLE
+// TABLES, REFRESH TABLE METADATA, SHOW TABLE METADATA, EXPORT STORAGE
+// NODES, ALTER COMPUTE NODE ... SET and the plugin lists on a SQLite unit,
+// on real etcd and ZooKeeper; and the default single table unit goes with
+// the unit UNREGISTER removes.
+func TestTableAndPluginStatements(t *testing.T) {
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		unit := sqliteUnitFile(t,
+			"CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY, status VARCHAR(32))",
+			"CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY, status VARCHAR(32))",
+			"CREATE TABLE t_user (user_id INT PRIMARY KEY)",
+			"CREATE TABLE t_loose (id INT)")
+		n := startNode(t, open(t), "ral", nil)
+		s := newSession()
+		exec(t, n, s, "CREATE DATABASE ral_db")
+		exec(t, n, s, "USE ral_db")
+		exec(t, n, s, "REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:"+unit+"', USER='app', PASSWORD='secret-pw')")
+		exec(t, n, s, "CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, "+
+			"SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))))")
+		exec(t, n, s, "LOAD SINGLE TABLE ds_0.t_user")
+
+		if got := rowStrings(exec(t, n, s, "SHOW UNLOADED SINGLE TABLES")); !reflect.DeepEqual(got, [][]string{{"t_loose", "ds_0"}}) {
+			t.Errorf("SHOW UNLOADED SINGLE TABLES: %q", got)
+		}
+		if e := execError(t, n, s, "REFRESH TABLE METADATA t_user FROM STORAGE UNIT ds_9"); e.Code != 10102 || e.Message != "Storage units '[ds_9]' do not exist in database 'ral_db'." {
+			t.Errorf("REFRESH of a missing unit: %d %q", e.Code, e.Message)
+		}
+		exec(t, n, s, "REFRESH TABLE METADATA t_user FROM STORAGE UNIT ds_0")
+		exec(t, n, s, "REFRESH TABLE METADATA")
+		// The physical table and the logic table, whose columns are its
+		// first actual table's.
+		var got [][]string
+		testenv.Eventually(t, "SHOW TABLE METADATA to show the refreshed tables", func() bool {
+			got = rowStrings(exec(t, n, s, "SHOW TABLE METADATA t_order_0, t_order, no_such"))
+			return len(got) == 4
+		})
+		wantCol := `{"name":"order_id","dataType":-5,"primaryKey":true,"generated":false,"caseSensitive":false,"visible":true,"unsigned":false,"nullable":false}`
+		if got[0][0] != "ral_db" || got[0][1] != "t_order_0" || got[0][2] != "COLUMN" || got[0][4] != wantCol || got[2][1] != "t_order" || got[2][4] != wantCol {
+			t.Errorf("SHOW TABLE METADATA: %q", got)
+		}
+
+		res := exec(t, n, s, "EXPORT STORAGE NODES FROM ral_db")
+		if cols := columnNames(res); !reflect.DeepEqual(cols, []string{"id", "create_time", "storage_nodes"}) {
+			t.Errorf("EXPORT STORAGE NODES columns %q", cols)
+		}
+		if nodes := rowStrings(res)[0][2]; !strings.Contains(nodes, `{"storage_nodes":{"ral_db":[{"ip":"","port":"","database":"`+unit+`","username":"app"}]}}`) || strings.Contains(nodes, "secret-pw") {
+			t.Errorf("EXPORT STORAGE NODES: %s", nodes)
+		}
+
+		if e := execError(t, n, s, "ALTER COMPUTE NODE 'ral' SET XA_RECOVERY_NODES = 'ral', 'other'"); e.Code != 30001 || !strings.Contains(e.Message, "XA_RECOVERY_NODES: this shardkeeper node runs no XA transactions") {
+			t.Errorf("ALTER COMPUTE NODE XA_RECOVERY_NODES: %d %q", e.Code, e.Message)
+		}
+		if e := execError(t, n, s, "ALTER COMPUTE NODE 'ral' SET NO_SUCH = 1"); e.Code != 12010 {
+			t.Errorf("ALTER COMPUTE NODE NO_SUCH: %d %q", e.Code, e.Message)
+		}
+
+		for q, want := range map[string]string{
+			"SHOW SHARDING ALGORITHM PLUGINS":                                            "INLINE",
+			"SHOW PLUGINS OF 'org.apache.shardingsphere.sharding.spi.ShardingAlgorithm'": "HASH_MOD",
+			"SHOW IMPLEMENTATIONS OF ShardingAlgorithm":                                  "INLINE",
+			"SHOW ENCRYPT ALGORITHM IMPLEMENTATIONS":                                     "AES",
+			"SHOW MASK ALGORITHM PLUGINS":                                                "MASK_FIRST_N_LAST_M",
+			"SHOW READ QUERY LOAD BALANCE ALGORITHM PLUGINS":                             "ROUND_ROBIN",
+		} {
+			res := exec(t, n, s, q)
+			if cols := columnNames(res); !reflect.DeepEqual(cols, []string{"type", "type_aliases", "description"}) {
+				t.Errorf("%s: columns %q", q, cols)
+			}
+			found := false
+			for _, r := range rowStrings(res) {
+				found = found || r[0] == want
+			}
+			if !found {
+				t.Errorf("%s: no %s in %q", q, want, rowStrings(res))
+			}
+		}
+		if e := execError(t, n, s, "SHOW PLUGINS OF 'NoSuchAlgorithm'"); e.Code != 30001 || !strings.Contains(e.Message, "SHARDINGALGORITHM") {
+			t.Errorf("SHOW PLUGINS OF an unknown SPI: %d %q", e.Code, e.Message)
+		}
+
+		// The default single table unit does not outlive its unit.
+		exec(t, n, s, "DROP SHARDING TABLE RULE t_order")
+		exec(t, n, s, "SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0")
+		exec(t, n, s, "UNREGISTER STORAGE UNIT ds_0 IGNORE SINGLE TABLES")
+		testenv.Eventually(t, "the default single table unit to go with ds_0", func() bool {
+			return reflect.DeepEqual(rowStrings(exec(t, n, s, "SHOW DEFAULT SINGLE TABLE STORAGE UNIT")), [][]string{{"RANDOM"}})
+		})
+	})
+}
