@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,9 +32,10 @@ type lockSurface struct {
 	run  func(t *testing.T, lock bool) setResult
 }
 
-// lockSurfaces returns the four surfaces of d: the MySQL and PostgreSQL
-// consoles, the HTTP API (with token) and the CLI through --server.
-func lockSurfaces(ctx context.Context, t *testing.T, d *daemon.Daemon, token string) []lockSurface {
+// lockSurfaces returns the five surfaces of d: the MySQL and PostgreSQL
+// consoles, the HTTP API (with token), the CLI through --server and the
+// CLI on the registry of the conf dir conf.
+func lockSurfaces(ctx context.Context, t *testing.T, d *daemon.Daemon, token, conf string) []lockSurface {
 	t.Helper()
 	mc := gomysql.NewConfig()
 	mc.User, mc.Net, mc.Addr, mc.Timeout = "root", "tcp", d.MySQLAddr, 10*time.Second
@@ -94,6 +96,13 @@ func lockSurfaces(ctx context.Context, t *testing.T, d *daemon.Daemon, token str
 				verb = "lock"
 			}
 			return cliRefusal(t, "cluster", verb, "--server", "http://"+d.HTTPAddr, "--token", token)
+		}},
+		{"cli --conf", func(t *testing.T, lock bool) setResult {
+			verb := "unlock"
+			if lock {
+				verb = "lock"
+			}
+			return cliRefusal(t, "cluster", verb, "--conf", conf)
 		}},
 	}
 }
@@ -157,7 +166,12 @@ func TestClusterLockStandaloneSameEverywhere(t *testing.T) {
 	repo.ClientURL = "http://127.0.0.1:0"
 	const token = "lock-token"
 	d := startLockNode(ctx, t, config.ModeStandalone, repo, token)
-	for _, s := range lockSurfaces(ctx, t, d, token) {
+	conf := t.TempDir()
+	global := "mode:\n  type: Standalone\n  repository:\n    type: Embedded\n    props:\n      dataDir: " + repo.DataDir + "\n"
+	if err := os.WriteFile(filepath.Join(conf, "global.yaml"), []byte(global), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range lockSurfaces(ctx, t, d, token, conf) {
 		checkLockAnswer(t, s.name+" LOCK", s.run(t, true), modeRequired)
 		if st := clusterState(ctx, t, d); st != clusterlock.StateOK {
 			t.Fatalf("%s: a refused LOCK left the state %s", s.name, st)
@@ -174,7 +188,7 @@ func TestClusterLockStandaloneSameEverywhere(t *testing.T) {
 }
 
 // TestClusterLockClusterSameEverywhere runs LOCK and UNLOCK CLUSTER on a
-// Cluster node on real etcd through the same four surfaces: each locks,
+// Cluster node on real etcd through the same surfaces: each locks,
 // refuses a second LOCK with 15030, unlocks, and refuses a second UNLOCK
 // with 15031; a lock taken on one surface is removed on the next.
 func TestClusterLockClusterSameEverywhere(t *testing.T) {
@@ -188,7 +202,7 @@ func TestClusterLockClusterSameEverywhere(t *testing.T) {
 	}
 	const token = "lock-token"
 	d := startLockNode(ctx, t, config.ModeCluster, c.Mode.Repository, token)
-	surfaces := lockSurfaces(ctx, t, d, token)
+	surfaces := lockSurfaces(ctx, t, d, token, conf)
 	for i, s := range surfaces {
 		checkLockAnswer(t, s.name+" LOCK", s.run(t, true), setResult{})
 		if st := clusterState(ctx, t, d); st != clusterlock.StateReadOnly {
