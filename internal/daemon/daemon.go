@@ -263,8 +263,10 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	d.Repo, d.Node, d.nodeConfig, d.Metadata, d.metrics = repo, node, nc, store, metrics
 	d.Registry = connect.Describe(c.Repository, rawRepo)
 	d.log, d.cancel, d.runDone = log, cancel, make(chan struct{})
+	stopWarning := dbconfig.WarnBeyondBounds(store, log)
 	go func() {
 		defer close(d.runDone)
+		defer stopWarning()
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() { reportSlow(runCtx, d.slow, log, SlowWindow) })
