@@ -19,7 +19,7 @@ import (
 )
 
 // SHOW of the global rules (AUTHORITY, TRANSACTION, SQL_PARSER, GLOBAL
-// CLOCK, SQL_FEDERATION) with upstream's columns and defaults (the rule
+// CLOCK, SQL_FEDERATION, SQL_TRANSLATOR) with upstream's columns and defaults (the rule
 // ShardingSphere builds when /rules has none; their ALTER runs through
 // internal/rules, applyRule), and CREATE / DROP DATABASE as the Proxy
 // answers them.
@@ -88,6 +88,9 @@ func (e *Engine) showGlobalRule(_ context.Context, s *Session, st *distsql.ShowG
 	case "sql_federation":
 		return row([]string{"sql_federation_enabled", "all_query_use_sql_federation", "execution_plan_cache"},
 			textOr(c["sqlFederationEnabled"], "false"), textOr(c["allQueryUseSQLFederation"], "false"), cacheText(c["executionPlanCache"], 2000, 65535))
+	case "sql_translator":
+		return row([]string{"type", "props", "use_original_sql_when_translating_failed"},
+			textOr(c["type"], "NATIVE"), rule.PropsText(c["props"]), textOr(c["useOriginalSQLWhenTranslatingFailed"], "true"))
 	}
 	return nil, unsupported("SHOW " + strings.ToUpper(st.Type) + " RULE")
 }

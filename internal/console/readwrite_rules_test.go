@@ -161,6 +161,16 @@ func TestReadwriteSplittingAndGlobalRules(t *testing.T) {
 		if got, want := rowStrings(exec(t, n, s, "SHOW SQL_FEDERATION RULE")), [][]string{{"true", "false", "initialCapacity: 10, maximumSize: 20"}}; !reflect.DeepEqual(got, want) {
 			t.Errorf("SQL_FEDERATION after ALTER: %v", got)
 		}
+		if got, want := rowStrings(exec(t, n, s, "SHOW SQL_TRANSLATOR RULE")), [][]string{{"NATIVE", "", "true"}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("SQL_TRANSLATOR before ALTER: %v", got)
+		}
+		exec(t, n, s, "ALTER SQL_TRANSLATOR RULE (TYPE(NAME='jooq', PROPERTIES('dialect'='mysql')), USE_ORIGINAL_SQL_WHEN_TRANSLATING_FAILED=false)")
+		if got, want := rowStrings(exec(t, n, s, "SHOW SQL_TRANSLATOR RULE")), [][]string{{"JOOQ", `{"dialect":"mysql"}`, "false"}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("SQL_TRANSLATOR after ALTER: %v", got)
+		}
+		if e := execError(t, n, s, "ALTER SQL_TRANSLATOR RULE (TYPE(NAME='nope'))"); e.Code != 30000 {
+			t.Errorf("SQL_TRANSLATOR of an unknown type: %+v", e)
+		}
 
 		exec(t, n, s, "CREATE DATABASE made_here")
 		if e := execError(t, n, s, "CREATE DATABASE made_here"); e.Code != 1007 {

@@ -88,12 +88,13 @@ type ShowRulesUsedStorageUnit struct {
 }
 
 // ShowGlobalRule is SHOW AUTHORITY | TRANSACTION | SQL_PARSER | GLOBAL
-// CLOCK | SQL_FEDERATION RULE: Type is the rule's registry name
-// (authority, transaction, sql_parser, global_clock, sql_federation).
+// CLOCK | SQL_FEDERATION | SQL_TRANSLATOR RULE: Type is the rule's
+// registry name (authority, transaction, sql_parser, global_clock,
+// sql_federation, sql_translator).
 type ShowGlobalRule struct{ Type string }
 
 // AlterGlobalRule is ALTER TRANSACTION | SQL_PARSER | GLOBAL CLOCK |
-// SQL_FEDERATION RULE (...): Type as in ShowGlobalRule; Settings holds the
+// SQL_FEDERATION | SQL_TRANSLATOR RULE (...): Type as in ShowGlobalRule; Settings holds the
 // statement's settings by upper-case name (DEFAULT, TYPE, PROVIDER,
 // ENABLED, SQL_FEDERATION_ENABLED, ...; a cache as NAME.INITIAL_CAPACITY
 // and NAME.MAXIMUM_SIZE), the TYPE(NAME=..., PROPERTIES(...)) segment as
@@ -191,6 +192,7 @@ var globalRules = []struct {
 	{[]string{"SQL_PARSER"}, "sql_parser"},
 	{[]string{"GLOBAL", "CLOCK"}, "global_clock"},
 	{[]string{"SQL_FEDERATION"}, "sql_federation"},
+	{[]string{"SQL_TRANSLATOR"}, "sql_translator"},
 }
 
 // ruleStatement reads one of this file's statements when the tokens ahead

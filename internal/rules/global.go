@@ -12,7 +12,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
-// ALTER TRANSACTION, SQL_PARSER, GLOBAL CLOCK and SQL_FEDERATION RULE:
+// ALTER TRANSACTION, SQL_PARSER, GLOBAL CLOCK, SQL_FEDERATION and
+// SQL_TRANSLATOR RULE:
 // the statement's settings are checked and merged into the global rule
 // (settings not given keep their value, as upstream's converters build the
 // rule from the current one).
@@ -31,7 +32,11 @@ var alterSettings = map[string][]string{
 	"sql_parser":     {"SQL_STATEMENT_CACHE.INITIAL_CAPACITY", "SQL_STATEMENT_CACHE.MAXIMUM_SIZE", "PARSE_TREE_CACHE.INITIAL_CAPACITY", "PARSE_TREE_CACHE.MAXIMUM_SIZE"},
 	"global_clock":   {"TYPE", "PROVIDER", "ENABLED"},
 	"sql_federation": {"SQL_FEDERATION_ENABLED", "ALL_QUERY_USE_SQL_FEDERATION", "EXECUTION_PLAN_CACHE.INITIAL_CAPACITY", "EXECUTION_PLAN_CACHE.MAXIMUM_SIZE"},
+	"sql_translator": {"TYPE", "USE_ORIGINAL_SQL_WHEN_TRANSLATING_FAILED"},
 }
+
+// sqlTranslators are the SQL translator types upstream ships.
+var sqlTranslators = []string{"NATIVE", "JOOQ"}
 
 // noSPI is upstream's ServiceProviderNotFoundException as the Proxy
 // answers it (30000, HY000).
@@ -142,6 +147,24 @@ func alterGlobalRule(st *distsql.AlterGlobalRule) globalChange {
 			}
 			if err := cache("executionPlanCache", "EXECUTION_PLAN_CACHE"); err != nil {
 				return nil, err
+			}
+		case "sql_translator":
+			if v, ok := st.Settings["TYPE"]; ok {
+				i := slices.IndexFunc(sqlTranslators, func(t string) bool { return strings.EqualFold(t, v.Text) })
+				if i < 0 {
+					return nil, noSPI("org.apache.shardingsphere.sqltranslator.spi.SQLTranslator", v.Text)
+				}
+				c["type"] = sqlTranslators[i]
+			}
+			if st.HasProperties {
+				c["props"] = props()
+			}
+			if _, ok := st.Settings["USE_ORIGINAL_SQL_WHEN_TRANSLATING_FAILED"]; ok {
+				b, err := boolean("USE_ORIGINAL_SQL_WHEN_TRANSLATING_FAILED")
+				if err != nil {
+					return nil, err
+				}
+				c["useOriginalSQLWhenTranslatingFailed"] = b
 			}
 		default:
 			return nil, &sqlerr.Error{Code: 30001, SQLState: "0A000", Message: fmt.Sprintf("Unsupported SQL operation: ALTER %s RULE.", strings.ToUpper(st.Type))}
