@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
+	"github.com/shardkeeper/shardkeeper/internal/rule/shadow"
 )
 
 // All are the rule families, in the order their readers are tried and
@@ -18,6 +19,7 @@ import (
 var All = []rule.Family{
 	mask.Family,
 	encrypt.Family,
+	shadow.Family,
 }
 
 // readers are All's statement readers.
