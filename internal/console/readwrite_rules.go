@@ -136,14 +136,6 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 					add("readwrite_splitting", g)
 				}
 			}
-		case "shadow":
-			sources := rule.Map(r.Content["dataSources"])
-			for _, n := range sortedKeys(sources) {
-				sm := rule.Map(sources[n])
-				if rule.Text(sm["productionDataSourceName"]) == st.Unit || rule.Text(sm["shadowDataSourceName"]) == st.Unit {
-					add("shadow", n)
-				}
-			}
 		case "single":
 			for _, t := range rule.List(r.Content["tables"]) {
 				if u, table, ok := strings.Cut(t, "."); ok && u == st.Unit && !strings.Contains(table, "*") {
@@ -157,18 +149,13 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 
 // usedOrder is the order of the rule types SHOW RULES USED STORAGE UNIT
 // lists, upstream's: sharding, readwrite splitting, the rule families in
-// their order, shadow and single where they are not families.
+// their order, single.
 func usedOrder() []string {
 	order := []string{"sharding", "readwrite_splitting"}
 	for _, f := range families.All {
 		order = append(order, f.Type())
 	}
-	for _, typ := range []string{"shadow", "single"} {
-		if !slices.Contains(order, typ) {
-			order = append(order, typ)
-		}
-	}
-	return order
+	return append(order, "single")
 }
 
 // countRule answers COUNT type RULE: one row per kind of item of the rule
@@ -195,10 +182,6 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 	case "readwrite_splitting":
 		if r, ok := db.Rules["readwrite_splitting"]; ok {
 			add("readwrite_splitting", len(rules.ReadwriteGroups(r.Content)))
-		}
-	case "shadow":
-		if r, ok := db.Rules["shadow"]; ok {
-			add("shadow", len(rule.Map(r.Content["dataSources"])))
 		}
 	case "single":
 		tables, err := rules.SingleTables(ctx, e.d.Introspect, db)

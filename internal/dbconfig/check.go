@@ -57,10 +57,6 @@ func checkChange(db config.Database, changed string, old map[string]any) []*sqle
 			for name := range rule.Map(r.Content["dataSources"]) {
 				sources[name] = true
 			}
-		case "shadow":
-			for name := range rule.Map(r.Content["dataSources"]) {
-				sources[name] = true
-			}
 		}
 	}
 	var errs []*sqlerr.Error
@@ -106,7 +102,7 @@ func checkChange(db config.Database, changed string, old map[string]any) []*sqle
 				}
 				missing(names)
 			}
-		case "broadcast", "single", "shadow":
+		case "broadcast", "single":
 		}
 	}
 	return errs

@@ -298,15 +298,6 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 					add("ReadwriteSplittingRule", []string{fmt.Sprint(r)})
 				}
 			}
-		case "shadow":
-			for _, s := range rule.Map(c["dataSources"]) {
-				sm := rule.Map(s)
-				for _, k := range []string{"productionDataSourceName", "shadowDataSourceName"} {
-					if v, ok := sm[k].(string); ok {
-						add("ShadowRule", []string{v})
-					}
-				}
-			}
 		case "single":
 			if ignoreSingle {
 				continue
@@ -363,10 +354,6 @@ func logicalDataSources(d *metadata.Database) map[string]bool {
 		switch typ {
 		case "readwrite_splitting":
 			for name := range rule.Map(r.Content["dataSourceGroups"]) {
-				out[name] = true
-			}
-		case "shadow":
-			for name := range rule.Map(r.Content["dataSources"]) {
 				out[name] = true
 			}
 		}
