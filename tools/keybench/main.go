@@ -36,9 +36,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -60,6 +62,7 @@ type options struct {
 	etcd      string
 	borrow    time.Duration
 	skipPG    bool
+	profile   string // CPU profile of the RESP single-key rows of round 1
 }
 
 func main() {
@@ -83,6 +86,7 @@ func main() {
 	flag.StringVar(&o.etcd, "etcd", "", "run the node on these etcd endpoints (comma-separated) instead of an embedded registry")
 	flag.DurationVar(&o.borrow, "borrow", 2*time.Millisecond, "snowflake MaxBorrow of the node: how far a batch may run ahead of the clock")
 	flag.BoolVar(&o.skipPG, "skip-pg", false, "skip the PostgreSQL baseline")
+	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of this process (the node) while round 1 runs the RESP single-key rows against it (redis-benchmark INCR, keybench load -proto resp)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "keybench:", err)
@@ -189,6 +193,10 @@ func run(o options) error {
 			return err
 		}
 		redisIncr.add(v, note)
+		stopProfile, err := startProfile(o.profile, round)
+		if err != nil {
+			return err
+		}
 		v, note, err = redisBenchmark("-h", sh, "-p", sp, "-t", "incr", "-n", n, "-c", c)
 		if err != nil {
 			return err
@@ -197,7 +205,10 @@ func run(o options) error {
 		for _, g := range []struct {
 			r           *row
 			proto, addr string
-		}{{redisGen, "resp", o.redisAddr}, {skGen, "resp", resp}, {skUDP, "udp", udpAddr}} {
+		}{{skGen, "resp", resp}, {redisGen, "resp", o.redisAddr}, {skUDP, "udp", udpAddr}} {
+			if g.r == redisGen {
+				stopProfile()
+			}
 			l, err := load(g.proto, g.addr, o.clients, o.duration)
 			if err != nil {
 				return err
@@ -315,6 +326,30 @@ func run(o options) error {
 	return nil
 }
 
+// startProfile starts a CPU profile into path in round 1 (none when path
+// is ""); the returned stop ends it and is safe to call again.
+func startProfile(path string, round int) (stop func(), err error) {
+	if path == "" || round != 1 {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			fmt.Fprintf(os.Stderr, "keybench: CPU profile of the RESP single-key rows in %s (go tool pprof -top %s)\n", path, path)
+		})
+	}, nil
+}
+
 func printTable(w io.Writer, rows []*row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	n := len(rows[0].values)
@@ -388,8 +423,10 @@ func startNode(ctx context.Context, o options) (d *daemon.Daemon, registryName s
 		Node:       cluster.Config{InstanceID: "keybench-" + strconv.Itoa(os.Getpid()), Snowflake: sf, Logger: log},
 		Logger:     log,
 		HTTP:       &daemon.HTTPConfig{Addr: "127.0.0.1:0", OpenReads: true},
-		RESP:       &daemon.RESPConfig{Addr: "127.0.0.1:0"},
-		UDP:        &daemon.UDPConfig{Addr: "127.0.0.1:0"},
+		// Room for every benchmark client (-c) above the default cap of 32,
+		// as serve --resp-max-clients gives it.
+		RESP: &daemon.RESPConfig{Addr: "127.0.0.1:0", MaxClients: o.clients + 16},
+		UDP:  &daemon.UDPConfig{Addr: "127.0.0.1:0"},
 	})
 	if err != nil {
 		if dir != "" {
