@@ -1,12 +1,10 @@
 package dbconfig
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -16,25 +14,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
-
-// syncBuffer is a bytes.Buffer safe for the store's goroutine and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestWarnBeyondBounds: a node logs one warning naming the database when
 // a sharding rule beyond the name bounds appears in the registry (written
@@ -50,7 +29,7 @@ func TestWarnBeyondBounds(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = store.Run(runCtx) }()
 	defer func() { stop(); <-done }()
-	var logged syncBuffer
+	var logged testenv.SyncBuffer
 	defer WarnBeyondBounds(store, slog.New(slog.NewTextHandler(&logged, nil)))()
 
 	create := func(name string, tables int) {

@@ -136,29 +136,17 @@ func checkSharding(dbName string, c map[string]any, missing func([]string), boun
 			}
 		}
 	}
-	// total is the names the rule's expressions stand for, counted before
-	// any is built (inline.MaxRuleNames), an expression beyond
-	// inline.MaxNames as inline.MaxNames+1; before is old's, and had the
+	// total is the names the rule's expressions stand for (namesOf,
+	// against inline.MaxRuleNames); before is old's, and had the
 	// expressions old had.
-	weight := func(expr string) (int, error) {
-		n, err := inline.Count(expr, inline.MaxNames)
-		if errors.Is(err, inline.ErrTooMany) {
-			return inline.MaxNames + 1, err
-		}
-		return n, err
-	}
 	total, before, had := 0, 0, map[string]bool{}
-	for _, f := range []struct{ section, field string }{{"tables", "actualDataNodes"}, {"autoTables", "actualDataSources"}} {
-		for name, t := range rule.Map(old[f.section]) {
-			if expr, _ := rule.Map(t)[f.field].(string); expr != "" {
-				n, _ := weight(expr)
-				before += n
-				had[f.section+"/"+name+"\x00"+expr] = true
-			}
-		}
-	}
+	eachExpression(old, func(section, table, expr string) {
+		n, _ := namesOf(expr)
+		before += n
+		had[section+"/"+table+"\x00"+expr] = true
+	})
 	count := func(section, table, what, expr string) bool {
-		n, err := weight(expr)
+		n, err := namesOf(expr)
 		total += n
 		if errors.Is(err, inline.ErrTooMany) {
 			if bounded && !had[section+"/"+table+"\x00"+expr] {
