@@ -284,6 +284,9 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 	if err != nil {
 		return nil, unsupported("%v", err)
 	}
+	if err := metadata.CheckRuleReaders(ctx, repo, opts.Layout, db.Name, db.Rules...); err != nil {
+		return nil, err
+	}
 	if opts.Introspect != nil {
 		schemas, err := opts.Introspect(ctx, *db)
 		if err != nil {

@@ -129,6 +129,9 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 		if err := checkItemNames(db, nextRule); err != nil {
 			return RuleChange{}, err
 		}
+		if err := metadata.CheckRuleReaders(ctx, repo, opts.Layout, db, nextRule); err != nil {
+			return RuleChange{}, err
+		}
 	} else {
 		nextRule.Content = nil
 	}

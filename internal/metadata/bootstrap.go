@@ -252,6 +252,11 @@ func persistLocal(ctx context.Context, repo registry.Repository, sess registry.S
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	for _, db := range cfg.Databases {
+		if err := CheckRuleReaders(ctx, repo, cfg.Mode.Repository.Layout, db.Name, db.Rules...); err != nil {
+			return err
+		}
+	}
 	w := newWriter(ctx, repo, true)
 	w.sess = sess
 	w.layout = cfg.Mode.Repository.Layout

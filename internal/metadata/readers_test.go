@@ -1,0 +1,54 @@
+package metadata
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+)
+
+// TestCheckReaders: a reader is refused exactly the rules its release
+// does not write alike: shardkeeper nodes and versions that name no 5.5.x
+// release are not readers that are checked.
+func TestCheckReaders(t *testing.T) {
+	keyed := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{
+		"t_order": map[string]any{"actualDataNodes": "ds_${0..1}.t_order", "keyGenerateStrategy": map[string]any{"column": "order_id", "keyGeneratorName": "snowflake"}}}}}
+	defaults := config.Rule{Type: "sharding", Content: map[string]any{"defaultTableStrategy": map[string]any{"none": ""}}}
+	cached := config.Rule{Type: "sharding", Content: map[string]any{"shardingCache": map[string]any{"allowedMaxSqlLength": 100}}}
+	plain := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{"t": map[string]any{"actualDataNodes": "ds_0.t"}}}}
+	readers := func(versions ...string) []Reader {
+		var in []cluster.Instance
+		for i, v := range versions {
+			in = append(in, cluster.Instance{ID: "n" + string(rune('0'+i)), Version: v})
+		}
+		return ReadersOf(in)
+	}
+	for _, c := range []struct {
+		writer   paths.Layout
+		versions []string
+		rule     config.Rule
+		refused  string // the item named, "" for none
+	}{
+		{paths.Layout553, []string{"5.5.4"}, keyed, "item tables/t_order"},
+		{paths.Layout553, []string{"5.5.4-SNAPSHOT"}, cached, "item sharding_cache"},
+		{paths.Layout554, []string{"5.5.3"}, keyed, "item key_generate_strategies/t_order_order_id"},
+		{paths.Layout554, []string{"5.5.2"}, defaults, "item default_table_strategy"},
+		{paths.Layout552, []string{"5.5.3"}, defaults, "item default_strategies/default_table_strategy"},
+		{paths.Layout553, []string{"5.5.2"}, keyed, ""},
+		{paths.Layout553, []string{"5.5.3", cluster.Version, "4.1.1", ""}, keyed, ""},
+		{paths.Layout554, []string{"5.5.2", "5.5.3"}, plain, ""},
+	} {
+		err := CheckReaders(c.writer, readers(c.versions...), "db", c.rule)
+		switch {
+		case c.refused == "" && err != nil:
+			t.Errorf("layout %s, readers %v: %v, want nil", c.writer, c.versions, err)
+		case c.refused != "" && (err == nil || !strings.Contains(err.Error(), c.refused+" ")):
+			t.Errorf("layout %s, readers %v: %v, want a refusal naming %s", c.writer, c.versions, err, c.refused)
+		}
+	}
+	if !layoutNeutral([]config.Rule{plain}) || layoutNeutral([]config.Rule{plain, keyed}) {
+		t.Error("layoutNeutral: a plain table is written alike by every layout, a keyed one is not")
+	}
+}
