@@ -100,14 +100,15 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 		return nil, unitsMissing(db.Name, st.Unit)
 	}
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
+	view := db.RuleView()
 	for _, typ := range usedOrder() {
 		r, ok := db.Rules[typ]
 		if !ok {
 			continue
 		}
 		if f, ok := families.ByType(typ); ok {
-			for _, u := range f.Units(r.Content) {
-				if slices.Contains(u.Units, st.Unit) {
+			for _, u := range f.Units(view, r.Content) {
+				if u.Item != "" && slices.Contains(u.Units, st.Unit) {
 					add(typ, u.Item)
 				}
 			}
@@ -174,7 +175,9 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 	}
 	if f, ok := families.ByType(st.Type); ok {
 		if r, ok := db.Rules[st.Type]; ok {
-			add(st.Type, f.Count(r.Content))
+			for _, row := range f.Count(r.Content) {
+				add(row.Rule, row.Count)
+			}
 		}
 		return res, nil
 	}

@@ -256,10 +256,11 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 			}
 		}
 	}
+	view := d.RuleView()
 	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
 		c := d.Rules[typ].Content
 		if f, ok := families.ByType(typ); ok {
-			for _, u := range f.Units(c) {
+			for _, u := range f.Units(view, c) {
 				add(ruleClass(typ), u.Units)
 			}
 			continue

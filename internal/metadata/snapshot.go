@@ -1,9 +1,14 @@
 package metadata
 
 import (
+	"maps"
+	"slices"
+	"strings"
+
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
-	"strings"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 )
 
 // Snapshot is one immutable view of the cluster's metadata. Nothing
@@ -100,4 +105,15 @@ func emptySnapshot() *Snapshot {
 		ClusterState:     "OK",
 		DataSourceStates: map[QualifiedDataSource]string{},
 	}
+}
+
+// RuleView is d as the rule families' changes, checks and units read it
+// (rule.Database): its units' names, its rules' contents (shared, not to
+// be modified) and the data sources its rules may name.
+func (d *Database) RuleView() rule.Database {
+	contents := make(map[string]map[string]any, len(d.Rules))
+	for typ, r := range d.Rules {
+		contents[typ] = r.Content
+	}
+	return families.Database(d.Name, slices.Sorted(maps.Keys(d.Units)), contents)
 }

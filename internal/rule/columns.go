@@ -308,14 +308,16 @@ func (k ColumnRule[C]) Check(d Database, c map[string]any) []*sqlerr.Error {
 }
 
 // Units implements Family: the rule uses no storage unit.
-func (ColumnRule[C]) Units(map[string]any) []Use { return nil }
+func (ColumnRule[C]) Units(Database, map[string]any) []Use { return nil }
 
 // Defines implements Family: the rule defines no data source.
 func (ColumnRule[C]) Defines(map[string]any) []string { return nil }
 
 // Count implements Family: one per table, as upstream's
 // EncryptCountResultRowBuilder and MaskCountResultRowBuilder count.
-func (ColumnRule[C]) Count(c map[string]any) int { return len(Map(c["tables"])) }
+func (k ColumnRule[C]) Count(c map[string]any) []Counted {
+	return []Counted{{Rule: k.RuleType, Count: len(Map(c["tables"]))}}
+}
 
 // Upstream implements Family: each table names itself in "name", each
 // column in ColumnName.

@@ -32,17 +32,17 @@ type Family interface {
 	// rule checker does before anything is written (import, every
 	// change), algorithm props included; it returns every problem.
 	Check(d Database, c map[string]any) []*sqlerr.Error
-	// Units returns the items of c that use storage units, and the units
-	// each uses, in the items' order; data sources the rules define
-	// (Defines) count as units here.
-	Units(c map[string]any) []Use
+	// Units returns the items of c, a rule of database d, that use
+	// storage units, and the units each uses, in the items' order; data
+	// sources the rules define (Defines) count as units here.
+	Units(d Database, c map[string]any) []Use
 	// Defines returns the logical data sources c defines (readwrite
 	// splitting groups, shadow data sources), which other rules may name
 	// as they name storage units.
 	Defines(c map[string]any) []string
-	// Count is what COUNT <family> RULE answers for c: the number of its
-	// rules as upstream's count row builder counts them.
-	Count(c map[string]any) int
+	// Count is what COUNT <family> RULE answers for c: the numbers of its
+	// rules as upstream's count row builder counts them, one row each.
+	Count(c map[string]any) []Counted
 	// Upstream rewrites c, a copy, in place as upstream's YAML swapper
 	// writes it (the fields a node persists beyond the map keys).
 	Upstream(c map[string]any)
@@ -68,10 +68,19 @@ type Database struct {
 	Sources map[string]bool
 }
 
-// Use is an item of a rule and the storage units it uses.
+// Use is an item of a rule and the storage units it uses. Item is "" when
+// the rule as a whole uses them (broadcast tables live on every unit):
+// SHOW RULES USED STORAGE UNIT lists the named items only, as upstream.
 type Use struct {
 	Item  string
 	Units []string
+}
+
+// Counted is one row of COUNT <family> RULE: what is counted
+// (upstream's rule_name, "mask", "broadcast_table") and how many.
+type Counted struct {
+	Rule  string
+	Count int
 }
 
 // Rows is the answer of a query: text columns, rows of text.

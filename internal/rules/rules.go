@@ -15,8 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +25,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -181,7 +178,7 @@ func changeOf(st distsql.Statement) (string, change) {
 func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChange) {
 	if f, c := families.Of(st); c != nil {
 		return f.Type(), func(ctx context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
-			return c(ctx, familyDatabase(d), cur)
+			return c(ctx, d.RuleView(), cur)
 		}
 	}
 	switch st := st.(type) {
@@ -257,13 +254,4 @@ func wait(ctx context.Context, repo registry.Repository, db, digest string, opts
 		err = nil
 	}
 	return err
-}
-
-// familyDatabase is d as the rule families' changes read it.
-func familyDatabase(d *metadata.Database) rule.Database {
-	contents := make(map[string]map[string]any, len(d.Rules))
-	for typ, r := range d.Rules {
-		contents[typ] = r.Content
-	}
-	return families.Database(d.Name, slices.Sorted(maps.Keys(d.Units)), contents)
 }

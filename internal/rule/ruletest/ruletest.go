@@ -41,7 +41,7 @@ type Case struct {
 	Rows [][]string
 	// Uses is what Family.Units answers for the rule afterwards.
 	Uses []rule.Use
-	// Count is what Family.Count answers.
+	// Count is what Family.Count answers, its rows' counts added up.
 	Count int
 	// Gone is true when the statements leave no rule of the family.
 	Gone bool
@@ -147,10 +147,15 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 			}
 		}
 	}
-	if got := f.Units(content); !reflect.DeepEqual(got, c.Uses) && (len(got) > 0 || len(c.Uses) > 0) {
+	d := families.Database("db", c.Units, map[string]map[string]any{f.Type(): content})
+	if got := f.Units(d, content); !reflect.DeepEqual(got, c.Uses) && (len(got) > 0 || len(c.Uses) > 0) {
 		t.Errorf("units: got %v, want %v", got, c.Uses)
 	}
-	if got := f.Count(content); got != c.Count {
+	got := 0
+	for _, row := range f.Count(content) {
+		got += row.Count
+	}
+	if got != c.Count {
 		t.Errorf("count: got %d, want %d", got, c.Count)
 	}
 }

@@ -521,7 +521,7 @@ func (family) Check(d rule.Database, c map[string]any) []*sqlerr.Error {
 }
 
 // Units: each data source uses its production and shadow units.
-func (family) Units(c map[string]any) []rule.Use {
+func (family) Units(_ rule.Database, c map[string]any) []rule.Use {
 	sources := rule.Map(c[dataSources])
 	var out []rule.Use
 	for _, name := range rule.SortedKeys(sources) {
@@ -542,7 +542,9 @@ func (family) Defines(c map[string]any) []string { return rule.SortedKeys(rule.M
 
 // Count: one per data source, as upstream's ShadowCountResultRowBuilder
 // counts.
-func (family) Count(c map[string]any) int { return len(rule.Map(c[dataSources])) }
+func (family) Count(c map[string]any) []rule.Counted {
+	return []rule.Counted{{Rule: "shadow", Count: len(rule.Map(c[dataSources]))}}
+}
 
 // Upstream: the registry holds the content as it is.
 func (family) Upstream(map[string]any) {}
