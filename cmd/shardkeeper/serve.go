@@ -207,7 +207,7 @@ func (o *serveOptions) daemonConfig(cmd *cobra.Command, log *slog.Logger) (daemo
 	if err != nil {
 		return daemon.Config{}, err
 	}
-	return daemon.Config{Repository: repo, Conf: conf, Node: node, Logger: log, ModeType: mode.Type, MaxBorrow: o.maxBorrow,
+	return daemon.Config{Repository: repo, Conf: conf, ConfDir: o.reg.confDir, Node: node, Logger: log, ModeType: mode.Type, MaxBorrow: o.maxBorrow,
 		HTTP: httpConf, RESP: respConf, UDP: udpConfig(o.udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf,
 		DistSQLFileDir: o.fileDir, AllowSQLiteUnits: o.sqlite, ApplyAuthority: o.applyAuthority}, nil
 }

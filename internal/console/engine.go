@@ -63,6 +63,10 @@ type Deps struct {
 	// FileDir is where TO FILE and FROM FILE name files on the node's
 	// host (serve --distsql-file-dir); nil refuses every file path.
 	FileDir *dbconfig.FileDir
+	// ConfDir is the node's conf dir (serve --conf), whose files CONVERT
+	// YAML CONFIGURATION FROM FILE names (admin users only); nil refuses
+	// every path.
+	ConfDir *dbconfig.FileDir
 	// AllowSQLite lets storage units (REGISTER, ALTER, IMPORT) use
 	// SQLite, whose URL names a file the node creates with its own rights
 	// (serve --allow-sqlite-units); false refuses them.
@@ -283,6 +287,8 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.alterComputeNode(ctx, s, st)
 	case *distsql.ShowPlugins:
 		return e.showPlugins(ctx, s, st)
+	case *distsql.ConvertYamlConfiguration:
+		return e.convertYamlConfiguration(ctx, s, st)
 
 	// importexport.go
 	case *distsql.ExportDatabaseConfiguration:

@@ -22,8 +22,8 @@ import (
 
 // Upstream's statements about tables, storage nodes and plugins
 // (distsql/ral.go): SHOW UNLOADED SINGLE TABLES, REFRESH TABLE METADATA,
-// SHOW TABLE METADATA, EXPORT STORAGE NODES, ALTER COMPUTE NODE ... SET,
-// and the plugin lists.
+// SHOW TABLE METADATA, EXPORT STORAGE NODES, CONVERT YAML CONFIGURATION,
+// ALTER COMPUTE NODE ... SET, and the plugin lists.
 
 func (e *Engine) showUnloadedSingleTables(ctx context.Context, s *Session, st *distsql.ShowUnloadedSingleTables) (*Result, error) {
 	db, err := e.database(s, st.Database)
@@ -171,6 +171,26 @@ func (e *Engine) exportStorageNodes(_ context.Context, s *Session, st *distsql.E
 	}
 	now := time.Now().Format("2006-01-02T15:04:05.000")
 	return &Result{Columns: textColumns("id", "create_time", "storage_nodes"), Rows: [][]*string{strs(e.d.Node.InstanceID(), now, out)}}, nil
+}
+
+// convertYamlConfiguration is CONVERT YAML CONFIGURATION FROM FILE 'path':
+// the DistSQL of a database configuration file of the node's conf dir
+// (dbconfig.Convert), in one row of one column, distsql. Only an admin
+// runs it (its scope is cluster-wide): the output holds the units'
+// passwords, as the file does.
+func (e *Engine) convertYamlConfiguration(ctx context.Context, s *Session, st *distsql.ConvertYamlConfiguration) (*Result, error) {
+	if e.d.ConfDir == nil {
+		return nil, unsupported("CONVERT YAML CONFIGURATION reads files of the node's conf dir (serve --conf), and this node runs without one")
+	}
+	data, err := e.d.ConfDir.ReadFile(ctx, st.File)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	out, err := dbconfig.Convert(st.File, data)
+	if err != nil {
+		return nil, opError(s, err)
+	}
+	return &Result{Columns: textColumns("distsql"), Rows: [][]*string{strs(out)}}, nil
 }
 
 // alterComputeNode is ALTER COMPUTE NODE 'id' SET XA_RECOVERY_NODES = ...:

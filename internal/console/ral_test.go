@@ -2,6 +2,7 @@ package console
 
 import (
 	"database/sql"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -118,5 +120,150 @@ func TestTableAndPluginStatements(t *testing.T) {
 		testenv.Eventually(t, "the default single table unit to go with ds_0", func() bool {
 			return reflect.DeepEqual(rowStrings(exec(t, n, s, "SHOW DEFAULT SINGLE TABLE STORAGE UNIT")), [][]string{{"RANDOM"}})
 		})
+	})
+}
+
+// TestConvertYamlConfiguration converts database configuration files of
+// the conf dir to DistSQL: upstream's example file, and one on SQLite units
+// whose statements, run on a node of real etcd and ZooKeeper, build the
+// rules IMPORT builds from the same file. Paths outside the conf dir are
+// refused, as is a node without one.
+func TestConvertYamlConfiguration(t *testing.T) {
+	example, err := os.ReadFile(testenv.Shared(t, "testdata", "shardingsphere", "database-sharding-mysql.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := dbconfig.Convert("database-sharding-mysql.yaml", example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"CREATE DATABASE sharding_db;\nUSE sharding_db;\n",
+		"REGISTER STORAGE UNIT ds_0 (URL='jdbc:mysql://127.0.0.1:3306/demo_ds_0?useSSL=false', USER='root', PASSWORD='', PROPERTIES('connectionTimeoutMilliseconds'='30000', 'idleTimeoutMilliseconds'='60000', 'maxLifetimeMilliseconds'='1800000', 'maxPoolSize'='50', 'minPoolSize'='1')),\n",
+		"CREATE SHARDING TABLE RULE t_order (DATANODES('ds_${0..1}.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, " +
+			"SHARDING_ALGORITHM(TYPE(NAME='INLINE', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))), " +
+			"KEY_GENERATE_STRATEGY(COLUMN=order_id, TYPE(NAME='SNOWFLAKE')), AUDIT_STRATEGY(TYPE(NAME='DML_SHARDING_CONDITIONS'), ALLOW_HINT_DISABLE=true));\n",
+		"CREATE SHARDING TABLE REFERENCE RULE ref_0 (t_order, t_order_item);\n",
+		"CREATE DEFAULT SHARDING DATABASE STRATEGY (TYPE='standard', SHARDING_COLUMN=user_id, SHARDING_ALGORITHM(TYPE(NAME='INLINE', PROPERTIES('algorithm-expression'='ds_${user_id % 2}'))));\n",
+		"CREATE DEFAULT SHARDING TABLE STRATEGY (TYPE='none');\n",
+		"-- not converted: the sharding rule's defaultAuditStrategy",
+		"CREATE BROADCAST TABLE RULE t_address;\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+
+	backends(t, func(t *testing.T, open func(t *testing.T) registry.Repository) {
+		conf := t.TempDir()
+		u0 := sqliteUnitFile(t, "CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY)", "CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY)", "CREATE TABLE t_user (id INT)")
+		u1 := sqliteUnitFile(t, "CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY)", "CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY)")
+		yaml := func(db string) []byte {
+			return []byte("databaseName: " + db + `
+dataSources:
+  ds_0:
+    url: jdbc:sqlite:` + u0 + `
+    username: app
+    password: it's
+  ds_1:
+    url: jdbc:sqlite:` + u1 + `
+rules:
+- !SHARDING
+  tables:
+    t_order:
+      actualDataNodes: ds_${0..1}.t_order_${0..1}
+      databaseStrategy:
+        standard:
+          shardingColumn: user_id
+          shardingAlgorithmName: db_inline
+      tableStrategy:
+        standard:
+          shardingColumn: order_id
+          shardingAlgorithmName: t_inline
+      keyGenerateStrategy:
+        column: order_id
+        keyGeneratorName: snowflake
+  autoTables:
+    t_auto:
+      actualDataSources: ds_0,ds_1
+      shardingStrategy:
+        standard:
+          shardingColumn: id
+          shardingAlgorithmName: auto_mod
+  shardingAlgorithms:
+    db_inline:
+      type: INLINE
+      props:
+        algorithm-expression: ds_${user_id % 2}
+    t_inline:
+      type: INLINE
+      props:
+        algorithm-expression: t_order_${order_id % 2}
+    auto_mod:
+      type: HASH_MOD
+      props:
+        sharding-count: '4'
+  keyGenerators:
+    snowflake:
+      type: SNOWFLAKE
+- !BROADCAST
+  tables:
+    - t_dict
+- !SINGLE
+  tables:
+    - ds_0.t_user
+- !READWRITE_SPLITTING
+  dataSourceGroups:
+    rw:
+      writeDataSourceName: ds_0
+      readDataSourceNames:
+        - ds_1
+      loadBalancerName: rr
+  loadBalancers:
+    rr:
+      type: ROUND_ROBIN
+- !ENCRYPT
+  tables: {}
+`)
+		}
+		if err := os.WriteFile(filepath.Join(conf, "database-conv.yaml"), yaml("converted_db"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(conf, "database-imported.yaml"), yaml("imported_db"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		confDir, err := dbconfig.OpenConfDir(conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := startNode(t, open(t), "convert", nil, func(d *Deps) { d.ConfDir, d.FileDir = confDir, confDir })
+		s := newSession()
+		res := exec(t, n, s, "CONVERT YAML CONFIGURATION FROM FILE 'database-conv.yaml'")
+		if cols := columnNames(res); !reflect.DeepEqual(cols, []string{"distsql"}) {
+			t.Errorf("columns %q", cols)
+		}
+		script := *res.Rows[0][0]
+		if !strings.Contains(script, "-- not converted: the ENCRYPT rule") || !strings.Contains(script, "PASSWORD='it''s'") {
+			t.Errorf("CONVERT:\n%s", script)
+		}
+		for _, q := range strings.Split(script, ";\n") {
+			if q = strings.TrimSpace(q); q != "" && !strings.HasPrefix(q, "--") {
+				exec(t, n, s, q)
+			}
+		}
+		exec(t, n, s, "IMPORT DATABASE CONFIGURATION FROM FILE 'database-imported.yaml'")
+		for _, q := range []string{"SHOW SHARDING TABLE RULES", "SHOW BROADCAST TABLE RULES", "SHOW SINGLE TABLES", "SHOW READWRITE_SPLITTING RULES", "SHOW STORAGE UNITS"} {
+			converted, imported := rowStrings(exec(t, n, s, q+" FROM converted_db")), rowStrings(exec(t, n, s, q+" FROM imported_db"))
+			if len(converted) == 0 || !reflect.DeepEqual(converted, imported) {
+				t.Errorf("%s: converted %q, imported %q", q, converted, imported)
+			}
+		}
+		if e := execError(t, n, s, "CONVERT YAML CONFIGURATION FROM FILE '/etc/passwd'"); e.Code != 30020 {
+			t.Errorf("CONVERT of a file outside the conf dir: %d %q", e.Code, e.Message)
+		}
+		bare := startNode(t, open(t), "convert-bare", nil)
+		if e := execError(t, bare, newSession(), "CONVERT YAML CONFIGURATION FROM FILE 'database-conv.yaml'"); e.Code != 30001 || !strings.Contains(e.Message, "conf dir") {
+			t.Errorf("CONVERT without a conf dir: %d %q", e.Code, e.Message)
+		}
 	})
 }

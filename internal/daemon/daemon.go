@@ -38,6 +38,9 @@ import (
 type Config struct {
 	// Repository says which registry to use (config.Mode's repository).
 	Repository config.Repository
+	// ConfDir is the conf dir Conf was loaded from; CONVERT YAML
+	// CONFIGURATION reads its files. "" refuses that statement.
+	ConfDir string
 	// Conf is the loaded conf dir (databases, props, global rules); nil
 	// means none: the node then loads whatever the registry has. Start
 	// fails with a *metadata.AuthorityError when Conf's authority rule
@@ -175,6 +178,12 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	log = log.With("instance", nc.InstanceID)
 	d := &Daemon{cfg: c, log: log, stmts: connserver.NewBudget(connserver.DefaultBudget), started: time.Now(),
 		consoleMetrics: console.NewMetrics()}
+	var confDir *dbconfig.FileDir
+	if c.ConfDir != "" {
+		if confDir, err = dbconfig.OpenConfDir(c.ConfDir); err != nil {
+			return nil, err
+		}
+	}
 	var fileDir *dbconfig.FileDir
 	if c.DistSQLFileDir != "" {
 		// The data dir: the embedded registry's data, or the credentials an
@@ -257,7 +266,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	d.Console = console.New(console.Deps{
 		Repo: repo, Node: node, Metadata: store, Processes: d.Processes,
 		Mode: config.Mode{Type: c.ModeType, Repository: c.Repository}, ModeType: c.ModeType,
-		Layout: c.Repository.Layout, Logger: log, FileDir: fileDir, AllowSQLite: c.AllowSQLiteUnits,
+		Layout: c.Repository.Layout, Logger: log, FileDir: fileDir, ConfDir: confDir, AllowSQLite: c.AllowSQLiteUnits,
 	})
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.Repo, d.Node, d.nodeConfig, d.Metadata, d.metrics = repo, node, nc, store, metrics

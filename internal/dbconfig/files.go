@@ -54,6 +54,7 @@ var errNoFileDir = errors.New("server-side files are off on this node (serve --d
 type FileDir struct {
 	dir   string // absolute, clean, symbolic links resolved
 	given string // absolute and clean as the operator named it
+	flag  string // the serve flag that named it, for messages
 }
 
 // OpenFileDir checks dir for use as the FileDir: it must exist, be a
@@ -90,7 +91,19 @@ func OpenFileDir(dir, dataDir string) (*FileDir, error) {
 			return nil, fmt.Errorf("--distsql-file-dir %s: must not be the registry's data dir %s, inside it, or hold it: pick a directory of its own", dir, dataDir)
 		}
 	}
-	return &FileDir{dir: real, given: abs}, nil
+	return &FileDir{dir: real, given: abs, flag: "--distsql-file-dir"}, nil
+}
+
+// OpenConfDir opens the node's conf dir (serve --conf) as a FileDir for
+// reading: CONVERT YAML CONFIGURATION names its files. Nothing is ever
+// written there.
+func OpenConfDir(dir string) (*FileDir, error) {
+	d, err := OpenFileDir(dir, "")
+	if err != nil {
+		return nil, errors.New(strings.Replace(err.Error(), "--distsql-file-dir", "--conf", 1))
+	}
+	d.flag = "--conf"
+	return d, nil
 }
 
 // within reports whether path is dir or under it (both clean, absolute).
@@ -122,7 +135,7 @@ func (d *FileDir) name(path string) (string, error) {
 		}
 	}
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, forbiddenInName) || len(name) > 255 {
-		return "", fileError(path, fmt.Errorf("only files directly in the node's --distsql-file-dir %s may be named", d.dir))
+		return "", fileError(path, fmt.Errorf("only files directly in the node's %s %s may be named", d.flag, d.dir))
 	}
 	return name, nil
 }
