@@ -104,7 +104,7 @@ func (e *Engine) unused(s *Session, from, section string) (*Result, error) {
 	return res, nil
 }
 
-func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *distsql.ShowShardingTableNodes) (*Result, error) {
+func (e *Engine) showShardingTableNodes(ctx context.Context, s *Session, st *distsql.ShowShardingTableNodes) (*Result, error) {
 	content, err := e.shardingRule(s, st.Database)
 	if err != nil {
 		return nil, err
@@ -112,14 +112,23 @@ func (e *Engine) showShardingTableNodes(_ context.Context, s *Session, st *dists
 	res := &Result{Columns: textColumns("name", "nodes"), Rows: [][]*string{}}
 	match := func(name string) bool { return st.Table == "" || strings.EqualFold(st.Table, name) }
 	tables := rule.Map(content["tables"])
+	// At most inline.MaxRuleNames nodes are built in all (a rule another
+	// node wrote may stand for more): a table past them, or past
+	// inline.MaxNames alone, is shown as written.
+	left := inline.MaxRuleNames
 	for _, name := range sortedKeys(tables) {
 		if !match(name) {
 			continue
 		}
+		if err := ctx.Err(); err != nil { // KILL, or the client gone
+			return nil, err
+		}
 		expr := rule.Text(rule.Map(tables[name])["actualDataNodes"])
-		nodes, err := inline.Expand(expr, inline.MaxNames)
+		nodes, err := inline.Expand(expr, min(inline.MaxNames, left))
 		if errors.Is(err, inline.ErrTooMany) {
-			nodes = []string{expr} // more than a content may hold: as written
+			nodes = []string{expr} // more than may be built: as written
+		} else {
+			left -= len(nodes)
 		}
 		res.Rows = append(res.Rows, strs(name, strings.Join(nodes, ", ")))
 	}
