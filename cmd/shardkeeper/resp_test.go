@@ -43,6 +43,19 @@ func TestServeUDPAndRESP(t *testing.T) {
 	if respKey <= batch[99] || snowflake.Decompose(respKey).WorkerID != snowflake.Decompose(first).WorkerID {
 		t.Fatalf("RESP key %d after UDP key %d: want a larger key of the same worker", respKey, batch[99])
 	}
+	// The Go client of the RESP port, on the same node.
+	r, err := keyclient.DialRESP(ctx, rm[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	keys, err := r.AppendIDs(ctx, nil, 1000)
+	if err != nil || len(keys) != 1000 || keys[0] <= respKey {
+		t.Fatalf("RESP AppendIDs(1000) = %d keys from %v, %v", len(keys), keys[:min(1, len(keys))], err)
+	}
+	if id, err := r.WorkerID(ctx); err != nil || int64(id) != snowflake.Decompose(first).WorkerID {
+		t.Fatalf("RESP WorkerID = %d, %v; the keys' worker is %d", id, err, snowflake.Decompose(first).WorkerID)
+	}
 }
 
 // TestServeBadRESPMaxClients: a --resp-max-clients below 1 is refused
