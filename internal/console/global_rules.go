@@ -7,12 +7,10 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -102,8 +100,8 @@ func asAnyList(v any) []any {
 
 // createDatabase adds an empty logical database as the Proxy's CREATE
 // DATABASE does: /metadata/{db} and the database listener coordinator's
-// announcement (CREATE) in one transaction of the node's session; the
-// announcement is deleted again a second later.
+// announcement (CREATE) in one transaction of the node's session
+// (metadata.Coordinator).
 func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.CreateDatabase) (*Result, error) {
 	if e.d.Metadata.Current().Databases[st.Name] != nil {
 		if st.IfNotExists {
@@ -111,16 +109,15 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 		}
 		return nil, databaseExists(s, st.Name)
 	}
-	kvs, err := metadata.DatabaseWrites(e.d.Layout, config.Database{Name: st.Name})
-	if err != nil {
+	db := config.Database{Name: st.Name}
+	if _, err := metadata.DatabaseWrites(e.d.Layout, db); err != nil { // a name the registry or the layout refuses
 		return nil, &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("Can not create database '%s': %v", st.Name, err)}
 	}
-	var txn registry.Txn
-	for _, kv := range kvs {
-		txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
-		txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
+	c, err := e.coordinator()
+	if err != nil {
+		return nil, err
 	}
-	if err := e.announce(ctx, st.Name, true, txn, nil); err != nil {
+	if err := c.CreateDatabase(ctx, db); err != nil {
 		if errors.Is(err, registry.ErrExists) {
 			return nil, databaseExists(s, st.Name)
 		}
@@ -131,7 +128,7 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 }
 
 // dropDatabase deletes a logical database with everything under it, as the
-// Proxy's DROP DATABASE does, announcing DROP to ShardingSphere nodes first.
+// Proxy's DROP DATABASE does, announcing DROP first (metadata.Coordinator).
 func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropDatabase) (*Result, error) {
 	if e.d.Metadata.Current().Databases[st.Name] == nil {
 		if st.IfExists {
@@ -139,15 +136,14 @@ func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropD
 		}
 		return nil, databaseMissing(s, st.Name)
 	}
-	if _, err := paths.Database(st.Name); err != nil {
+	c, err := e.coordinator()
+	if err != nil {
 		return nil, err
 	}
-	// The keys go while DROP stands: a node that follows the database
-	// again when the announcement goes then finds it gone, not a database
-	// this statement already answered dropped.
-	if err := e.announce(ctx, st.Name, false, registry.Txn{}, func() error {
-		return metadata.DeleteDatabase(ctx, e.d.Repo, st.Name)
-	}); err != nil {
+	if err := c.DropDatabase(ctx, st.Name); err != nil {
+		if errors.Is(err, metadata.ErrNoDatabase) {
+			return nil, databaseMissing(s, st.Name)
+		}
 		return nil, err
 	}
 	if s.Database == st.Name {
@@ -157,34 +153,12 @@ func (e *Engine) dropDatabase(ctx context.Context, s *Session, st *distsql.DropD
 	return &Result{Affected: 1}, nil
 }
 
-// announce commits txn with the database listener coordinator's
-// announcement of db (CREATE or DROP) as an ephemeral key of the node's
-// session, runs whileAnnounced (when not nil) a second later (after the
-// ShardingSphere nodes saw the announcement), and then deletes the
-// announcement, as IMPORT does. It returns whileAnnounced's error.
-func (e *Engine) announce(ctx context.Context, db string, create bool, txn registry.Txn, whileAnnounced func() error) error {
-	listener, err := e.d.Layout.DatabaseListener(db)
-	if err != nil {
-		return err
-	}
+// coordinator is the database announcer on the node's session, or 17010
+// when the node holds no session now.
+func (e *Engine) coordinator() (metadata.Coordinator, error) {
 	sess := e.d.Node.Session()
 	if sess == nil {
-		return &sqlerr.Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
+		return metadata.Coordinator{}, &sqlerr.Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
 	}
-	txn.Conds = append(txn.Conds, registry.Cond{Key: listener})
-	txn.Ops = append(txn.Ops, registry.Op{Key: listener, Value: []byte(e.d.Layout.ListenerValue(create)), Ephemeral: true})
-	if _, err := sess.Commit(ctx, txn); err != nil {
-		return err
-	}
-	t := time.NewTimer(time.Second)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-	}
-	if whileAnnounced != nil {
-		err = whileAnnounced()
-	}
-	_ = e.d.Repo.Delete(context.WithoutCancel(ctx), listener)
-	return err
+	return metadata.Coordinator{Repo: e.d.Repo, Session: sess, Layout: e.d.Layout}, nil
 }

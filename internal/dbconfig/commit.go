@@ -104,12 +104,14 @@ func batches(kvs []registry.KV, maxKeys, maxBytes int) [][]registry.KV {
 
 // commitAll writes kvs, every one of which must be absent, with head's
 // conditions in the first transaction and tail (conditions and writes,
-// such as ephemeral announcements or replaced versions) in the last.
+// such as replaced versions) in the last, each transaction through commit
+// (last set for the last one, which the caller commits with its
+// announcements).
 // Within the limits it is one transaction: all or nothing. Beyond them it
 // commits several in order and, when one fails, deletes what the earlier
 // ones wrote with rollback, and returns the failure (joined with the
 // rollback's, if that failed too).
-func commitAll(ctx context.Context, sess registry.Session, kvs []registry.KV, head []registry.Cond, tail registry.Txn, maxKeys, maxBytes int, rollback func(ctx context.Context) error) (txns int, err error) {
+func commitAll(ctx context.Context, commit func(ctx context.Context, txn registry.Txn, last bool) error, kvs []registry.KV, head []registry.Cond, tail registry.Txn, maxKeys, maxBytes int, rollback func(ctx context.Context) error) (txns int, err error) {
 	parts := batches(kvs, max(1, maxKeys-len(head)-len(tail.Conds)), maxBytes)
 	if len(parts) == 0 {
 		parts = [][]registry.KV{nil}
@@ -127,7 +129,7 @@ func commitAll(ctx context.Context, sess registry.Session, kvs []registry.KV, he
 			txn.Conds = append(txn.Conds, tail.Conds...)
 			txn.Ops = append(txn.Ops, tail.Ops...)
 		}
-		if _, err := sess.Commit(ctx, txn); err != nil {
+		if err := commit(ctx, txn, i == len(parts)-1); err != nil {
 			if i == 0 {
 				return 1, err
 			}

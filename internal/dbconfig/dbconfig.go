@@ -182,7 +182,7 @@ type Options struct {
 	// ListenerHold is how long the database listener coordinator node
 	// (/states/database_listener_coordinator/{db} = CREATE, through which
 	// ShardingSphere nodes add a database) stays after the write; zero
-	// means one second.
+	// means metadata.ListenerHold. Only tests set it.
 	ListenerHold time.Duration
 }
 
@@ -218,11 +218,10 @@ func Import(ctx context.Context, repo registry.Repository, source string, data [
 
 // plan is one database ready to be written.
 type plan struct {
-	name     string
-	kvs      []registry.KV   // keys to create
-	conds    []registry.Cond // keys that must keep their version
-	undo     *undoer
-	listener registry.KV // the CREATE announcement
+	name  string
+	kvs   []registry.KV   // keys to create
+	conds []registry.Cond // keys that must keep their version
+	undo  *undoer
 	// markVersion is the version of a mark a dead import left without a
 	// database (replaced), 0 when there is none.
 	markVersion registry.Version
@@ -312,26 +311,24 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 		p.conds = append(p.conds, registry.Cond{Key: dbKey, Version: kv.Version})
 		p.kvs = slices.DeleteFunc(p.kvs, func(kv registry.KV) bool { return kv.Key == dbKey })
 	}
-	listener, err := opts.Layout.DatabaseListener(db.Name)
-	if err != nil {
+	if _, err := opts.Layout.DatabaseListener(db.Name); err != nil { // the CREATE announcement's key
 		return nil, err
 	}
-	p.listener = registry.KV{Key: listener, Value: []byte(opts.Layout.ListenerValue(true))}
 	return p, nil
 }
 
-// write commits the plans' keys and tail (see commitAll), with the
-// plans' announcements in the last transaction, and deletes the
-// announcements after opts.ListenerHold. It returns how many
-// transactions it took.
+// write commits the plans' keys and tail (see commitAll), the last
+// transaction with the plans' CREATE announcements through
+// metadata.Coordinator.Announce, which holds and then deletes them. It
+// returns how many transactions it took.
 func write(ctx context.Context, repo registry.Repository, plans []*plan, tail registry.Txn, opts Options) (int, error) {
 	var kvs []registry.KV
 	var head []registry.Cond
+	var names []string
 	for _, p := range plans {
 		kvs = append(kvs, p.kvs...)
 		head = append(head, p.conds...)
-		tail.Conds = append(tail.Conds, registry.Cond{Key: p.listener.Key})
-		tail.Ops = append(tail.Ops, registry.Op{Key: p.listener.Key, Value: p.listener.Value, Ephemeral: true})
+		names = append(names, p.name)
 	}
 	sess := opts.Session
 	if sess == nil {
@@ -388,7 +385,17 @@ func write(ctx context.Context, repo registry.Repository, plans []*plan, tail re
 		rolledBack = err == nil
 		return err
 	}
-	txns, err := commitAll(ctx, sess, kvs, head, tail, maxKeys, maxBytes, undo)
+	// The last transaction carries the CREATE announcements: a node that
+	// follows one loads the whole database (metadata.Coordinator.Announce).
+	announcer := metadata.Coordinator{Repo: repo, Session: sess, Layout: opts.Layout, Hold: opts.ListenerHold}
+	commit := func(ctx context.Context, txn registry.Txn, last bool) error {
+		if last {
+			return announcer.Announce(ctx, metadata.Announcement{Databases: names, Create: true, With: txn})
+		}
+		_, err := sess.Commit(ctx, txn)
+		return err
+	}
+	txns, err := commitAll(ctx, commit, kvs, head, tail, maxKeys-len(names), maxBytes, undo)
 	if err != nil {
 		if rolledBack {
 			dropMarks() // nothing of the import is left
@@ -398,19 +405,6 @@ func write(ctx context.Context, repo registry.Repository, plans []*plan, tail re
 			return txns, unsupported("%s changed during the import; nothing was imported", oe.Key)
 		}
 		return txns, fmt.Errorf("import: %w", err)
-	}
-	hold := opts.ListenerHold
-	if hold <= 0 {
-		hold = time.Second
-	}
-	t := time.NewTimer(hold)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-	}
-	for _, p := range plans {
-		_ = repo.Delete(context.WithoutCancel(ctx), p.listener.Key)
 	}
 	return txns, nil
 }

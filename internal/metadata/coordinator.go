@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -26,69 +28,145 @@ func requireDatabase(ctx context.Context, repo registry.Repository, db string) e
 	return fmt.Errorf("database %s: %w", db, ErrNoDatabase)
 }
 
-// Coordinator creates and drops logical databases as ShardingSphere's
-// cluster mode does (ClusterMetaDataManagerPersistService with
-// ClusterDatabaseListenerPersistCoordinator): besides the database's
-// nodes it announces the change on the database listener coordinator, an
-// ephemeral node of Session,
+// ListenerHold is how long a database announcement stands before it is
+// deleted: as long as ShardingSphere's own writer keeps its announcement
+// (ClusterMetaDataManagerPersistService deletes it, in a finally block,
+// only after waiting for its own reload, an unconditional 3 s sleep).
+// A ShardingSphere node on ZooKeeper follows the announcements with a
+// CuratorCache, which learns of a new znode from a watch and then reads
+// its data: an announcement deleted before that read is never seen, and
+// the node never adds or drops the database. On etcd the value comes with
+// the event, but the node then reads the database. 3 s covers the
+// watch's delivery, the read and a short reconnection of every node, as
+// upstream's own announcements do.
+const ListenerHold = 3 * time.Second
+
+// Coordinator announces logical databases to the other nodes as
+// ShardingSphere's cluster mode does (ClusterMetaDataManagerPersistService
+// with ClusterDatabaseListenerPersistCoordinator): the database listener
+// coordinator's ephemeral node of Session,
 // /states/database_listener_coordinator/{db} = CREATE or DROP
 // (/states/listener_assisted/{db} = CREATE_DATABASE or DROP_DATABASE in
-// Layout552), so that ShardingSphere nodes start or stop following the
+// Layout552), makes ShardingSphere nodes start or stop following the
 // database. Every shardkeeper node follows announcements too (see Store).
-// The announcement is deleted once the change is written; ShardingSphere
-// nodes also delete it after handling it, and it goes with Session.
+// CREATE and DROP DATABASE (the consoles, the HTTP API, the CLI) and
+// IMPORT announce through Announce and nothing else.
 type Coordinator struct {
 	Repo    registry.Repository
 	Session registry.Session
 	Layout  paths.Layout
+	// Hold is how long an announcement stands; zero means ListenerHold.
+	// Only tests set it.
+	Hold time.Duration
 }
 
-// CreateDatabase persists db (its units and rules; no schemas; see
-// PersistDatabase) after creating /metadata/{db}, announcing CREATE after /metadata/{db} exists. It
-// returns registry.ErrExists (wrapped) when the database exists. ctx
-// bounds the registry calls.
+// Announcement is what Announce announces.
+type Announcement struct {
+	// Databases are the databases announced, each with its own node.
+	Databases []string
+	// Create announces CREATE, else DROP.
+	Create bool
+	// With is the last transaction of the write that creates the
+	// databases (every other key of them already committed), committed
+	// together with the announcements. Empty for a DROP.
+	With registry.Txn
+	// WhileAnnounced, when not nil, runs after the hold while the
+	// announcements still stand: a DROP deletes the database there, so
+	// that a node that follows it again when the announcement goes finds
+	// it gone.
+	WhileAnnounced func(ctx context.Context) error
+}
+
+// Announce is the one database announcement: in one transaction of
+// c.Session it commits a.With and, for each database, its announcement as
+// an ephemeral key that must not exist yet; the announcements stand for
+// c.Hold (ListenerHold), then a.WhileAnnounced runs, then they are
+// deleted (they also go with the session).
+//
+// Why the database's keys come with or before its CREATE: a
+// ShardingSphere node handles CREATE by loading the database from the
+// registry and then watching /metadata/{db} with a CuratorCache started
+// afterInitialized, which reports no event for the nodes that already
+// exist when it starts. A key written after the announcement could land
+// after the load but before the cache's start, and that node would never
+// see it. With every key committed before or with the announcement, the
+// load reads the whole database, and each later change is an event.
+//
+// The error of the commit (registry.ErrExists, wrapped, when a key or an
+// announcement exists) means nothing was written; it is returned at once.
+// Otherwise the error is WhileAnnounced's. ctx bounds the commit and the
+// hold (a cancelled ctx ends the hold early); the announcements are
+// deleted even then.
+func (c Coordinator) Announce(ctx context.Context, a Announcement) error {
+	txn := registry.Txn{Conds: slices.Clone(a.With.Conds), Ops: slices.Clone(a.With.Ops)}
+	value := []byte(c.Layout.ListenerValue(a.Create))
+	keys := make([]string, 0, len(a.Databases))
+	for _, db := range a.Databases {
+		key, err := c.Layout.DatabaseListener(db)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, key)
+		txn.Conds = append(txn.Conds, registry.Cond{Key: key})
+		txn.Ops = append(txn.Ops, registry.Op{Key: key, Value: value, Ephemeral: true})
+	}
+	if _, err := c.Session.Commit(ctx, txn); err != nil {
+		return err
+	}
+	hold := c.Hold
+	if hold <= 0 {
+		hold = ListenerHold
+	}
+	t := time.NewTimer(hold)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	var err error
+	if a.WhileAnnounced != nil {
+		err = a.WhileAnnounced(ctx)
+	}
+	for _, key := range keys {
+		_ = c.Repo.Delete(context.WithoutCancel(ctx), key)
+	}
+	return err
+}
+
+// CreateDatabase creates db (its node, units and rules: DatabaseWrites)
+// and announces CREATE in the same transaction (Announce). It returns
+// registry.ErrExists (wrapped) when the database exists. ctx bounds the
+// registry calls.
 func (c Coordinator) CreateDatabase(ctx context.Context, db config.Database) error {
-	key, err := paths.Database(db.Name)
+	kvs, err := DatabaseWrites(c.Layout, db)
 	if err != nil {
 		return err
 	}
-	announce, err := c.Layout.DatabaseListener(db.Name)
-	if err != nil {
-		return err
+	var txn registry.Txn
+	for _, kv := range kvs {
+		txn.Conds = append(txn.Conds, registry.Cond{Key: kv.Key})
+		txn.Ops = append(txn.Ops, registry.Op{Key: kv.Key, Value: kv.Value})
 	}
-	if err := c.Layout.CheckDatabaseName(db.Name); err != nil {
-		return err
-	}
-	if _, err := c.Repo.Create(ctx, key, nil); err != nil {
+	if err := c.Announce(ctx, Announcement{Databases: []string{db.Name}, Create: true, With: txn}); err != nil {
 		return fmt.Errorf("create database %s: %w", db.Name, err)
 	}
-	if err := c.Session.PutEphemeral(ctx, announce, []byte(c.Layout.ListenerValue(true))); err != nil {
-		return fmt.Errorf("announce database %s: %w", db.Name, err)
-	}
-	err = PersistDatabase(ctx, c.Repo, c.Layout, db)
-	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
+	return nil
 }
 
-// DropDatabase announces DROP, deletes database db (DeleteDatabase) while
-// the announcement stands, then deletes the announcement. It returns
-// ErrNoDatabase when the database does not exist. ctx bounds the registry
-// calls.
+// DropDatabase announces DROP (Announce) and deletes database db
+// (DeleteDatabase) while the announcement stands. It returns
+// ErrNoDatabase when the database does not exist. ctx bounds the
+// registry calls.
 func (c Coordinator) DropDatabase(ctx context.Context, db string) error {
 	if _, err := paths.Database(db); err != nil {
-		return err
-	}
-	announce, err := c.Layout.DatabaseListener(db)
-	if err != nil {
 		return err
 	}
 	if err := requireDatabase(ctx, c.Repo, db); err != nil {
 		return err
 	}
-	if err := c.Session.PutEphemeral(ctx, announce, []byte(c.Layout.ListenerValue(false))); err != nil {
-		return fmt.Errorf("announce the drop of database %s: %w", db, err)
-	}
-	err = DeleteDatabase(ctx, c.Repo, db)
-	return errors.Join(err, c.Repo.Delete(context.WithoutCancel(ctx), announce))
+	return c.Announce(ctx, Announcement{Databases: []string{db}, WhileAnnounced: func(ctx context.Context) error {
+		return DeleteDatabase(ctx, c.Repo, db)
+	}})
 }
 
 // DeleteDatabase deletes database db with everything under it, its

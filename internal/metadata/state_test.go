@@ -159,8 +159,9 @@ func TestCheckDataSourceStateMakesUpstreamChecks(t *testing.T) {
 // recordingSession records the ephemeral puts it forwards.
 type recordingSession struct {
 	registry.Session
-	mu   sync.Mutex
-	puts []string
+	mu      sync.Mutex
+	puts    []string       // ephemeral writes, key=value
+	commits []registry.Txn // every transaction committed, in order
 }
 
 func (r *recordingSession) PutEphemeral(ctx context.Context, key string, value []byte) error {
@@ -168,6 +169,23 @@ func (r *recordingSession) PutEphemeral(ctx context.Context, key string, value [
 	r.puts = append(r.puts, key+"="+string(value))
 	r.mu.Unlock()
 	return r.Session.PutEphemeral(ctx, key, value)
+}
+
+// Commit records the transactions that commit.
+func (r *recordingSession) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
+	v, err := r.Session.Commit(ctx, txn)
+	if err != nil {
+		return v, err
+	}
+	r.mu.Lock()
+	r.commits = append(r.commits, txn)
+	for _, op := range txn.Ops {
+		if op.Ephemeral {
+			r.puts = append(r.puts, op.Key+"="+string(op.Value))
+		}
+	}
+	r.mu.Unlock()
+	return v, err
 }
 
 // TestDatabaseListenerOnRealRegistries creates and drops a database
@@ -190,10 +208,24 @@ func TestDatabaseListenerOnRealRegistries(t *testing.T) {
 			t.Cleanup(func() { _ = sess.Close(context.Background()) })
 			for _, layout := range []paths.Layout{paths.Layout553, paths.Layout552} {
 				rec := &recordingSession{Session: sess}
-				c := Coordinator{Repo: w, Session: rec, Layout: layout}
+				c := Coordinator{Repo: w, Session: rec, Layout: layout, Hold: 300 * time.Millisecond}
 				ds := config.NewDataSource("jdbc:sqlite:/tmp/x.db", "", "")
-				if err := c.CreateDatabase(ctx, config.Database{Name: "new_db", DataSources: map[string]config.DataSource{"ds": ds}}); err != nil {
+				created := config.Database{Name: "new_db", DataSources: map[string]config.DataSource{"ds": ds}}
+				start := time.Now()
+				if err := c.CreateDatabase(ctx, created); err != nil {
 					t.Fatal(err)
+				}
+				if held := time.Since(start); held < c.Hold {
+					t.Errorf("%v: CreateDatabase returned after %v, before its hold of %v", layout, held, c.Hold)
+				}
+				// One transaction: every key of the database and the
+				// announcement (see Announce).
+				kvs, err := DatabaseWrites(layout, created)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rec.commits) != 1 || len(rec.commits[0].Ops) != len(kvs)+1 {
+					t.Errorf("%v: CreateDatabase committed %d transactions %+v, want one with the %d keys of the database and the announcement", layout, len(rec.commits), rec.commits, len(kvs))
 				}
 				for _, s := range []*Store{s1, s2} {
 					waitFor(t, s, "new_db", func(s *Snapshot) bool { db := s.Databases["new_db"]; return db != nil && len(db.Units) == 1 })
