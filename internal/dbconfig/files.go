@@ -45,12 +45,14 @@ var errNoFileDir = errors.New("server-side files are off on this node (serve --d
 //     relative to it (openat); no symbolic link is followed, the file
 //     included, and a FIFO or device is opened without blocking and
 //     refused after opening (fstat), so what is checked is what is read.
-//   - Elsewhere (Windows): the file is reached through an os.Root of the
-//     directory, which refuses any path, link or junction resolving
-//     outside it; a name that is a link, or not a regular file, is
-//     refused before opening, and the opened file is checked again. A
-//     link swapped in between the check and the open can still be
-//     followed, but only to a file inside the directory.
+//   - Elsewhere (Windows; also plan9, js and wasip1, with os.Root's own
+//     caveats there): the file is reached through an os.Root of the
+//     directory, which refuses any path or symbolic link that resolves
+//     outside it, and on Windows the reserved device names (NUL, COM1);
+//     a name that is a link, or not a regular file, is refused before
+//     opening, and the opened file is checked again. A link swapped in
+//     between the check and the open can still be followed, but only to
+//     a file inside the directory.
 type FileDir struct {
 	dir   string // absolute, clean, symbolic links resolved
 	given string // absolute and clean as the operator named it
