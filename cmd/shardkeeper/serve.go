@@ -19,6 +19,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
@@ -37,23 +38,24 @@ const defaultMySQLAddr = "127.0.0.1:3307"
 
 // serveOptions are serve's flags.
 type serveOptions struct {
-	reg            registryFlags
-	node           cluster.Config
-	logFormat      string
-	logLevel       string
-	stopAfter      time.Duration
-	maxBorrow      time.Duration
-	respAddr       string
-	respMax        int
-	udpAddr        string
-	mysqlAddr      string
-	mysqlMax       int
-	pgAddr         string
-	pgMax          int
-	hf             httpFlags
-	fileDir        string
-	sqlite         bool
-	applyAuthority bool
+	reg                 registryFlags
+	node                cluster.Config
+	logFormat           string
+	logLevel            string
+	stopAfter           time.Duration
+	maxBorrow           time.Duration
+	respAddr            string
+	respMax             int
+	udpAddr             string
+	mysqlAddr           string
+	mysqlMax            int
+	pgAddr              string
+	pgMax               int
+	hf                  httpFlags
+	fileDir             string
+	sqlite              bool
+	allowLayoutMismatch bool
+	applyAuthority      bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -102,6 +104,7 @@ port answers, and STOPPING=1 when it begins to leave.`,
 	fl.IntVar(&o.pgMax, "postgresql-max-connections", pgfront.DefaultMaxConnections, "how many --postgresql sessions are served at once; one more is refused with FATAL 53300 (sorry, too many clients already)")
 	fl.StringVar(&o.fileDir, "distsql-file-dir", "", "the one directory whose files the consoles' EXPORT ... TO FILE and IMPORT ... FROM FILE may name (admin users only; new files only, mode 0600, never overwritten, no symbolic links); never the data dir; empty: server-side files are off")
 	fl.BoolVar(&o.applyAuthority, "apply-authority", false, "write the authority rule (users, privilege) of --conf's global.yaml to the registry, for every node, when it differs from the registry's (logged); without it such a node refuses to start, naming the users that differ")
+	fl.BoolVar(&o.allowLayoutMismatch, "allow-layout-mismatch", false, "start even when a registered ShardingSphere node loads another registry layout than layoutVersion (rule changes it could not load are refused either way)")
 	fl.BoolVar(&o.sqlite, "allow-sqlite-units", false, "let console statements (REGISTER/ALTER STORAGE UNIT, IMPORT) create SQLite storage units, whose jdbc:sqlite: path is a file the node creates with its own rights")
 	fl.StringVar(&hf.addr, "http", defaultHTTPAddr, "HTTP API, status page and metrics address (host:port; \"off\" disables)")
 	fl.StringVar(&hf.tokenFile, "token-file", "", "file holding the API bearer token (default: $"+httpapi.EnvToken+"); without one, API changes are refused")
@@ -209,7 +212,8 @@ func (o *serveOptions) daemonConfig(cmd *cobra.Command, log *slog.Logger) (daemo
 	}
 	return daemon.Config{Repository: repo, Conf: conf, ConfDir: o.reg.confDir, Node: node, Logger: log, ModeType: mode.Type, MaxBorrow: o.maxBorrow,
 		HTTP: httpConf, RESP: respConf, UDP: udpConfig(o.udpAddr), MySQL: mysqlConf, PostgreSQL: pgConf,
-		DistSQLFileDir: o.fileDir, AllowSQLiteUnits: o.sqlite, ApplyAuthority: o.applyAuthority}, nil
+		DistSQLFileDir: o.fileDir, AllowSQLiteUnits: o.sqlite, ApplyAuthority: o.applyAuthority,
+		AllowLayoutMismatch: o.allowLayoutMismatch}, nil
 }
 
 // announce tells the operator where the started node answers.
@@ -217,6 +221,7 @@ func announce(out io.Writer, d *daemon.Daemon, c daemon.Config) {
 	fmt.Fprintf(out, "shardkeeper: registry ready: %s\n", d.Registry)
 	fmt.Fprintf(out, "shardkeeper: node %s holds worker id %d; %d logical database(s)\n",
 		d.Node.InstanceID(), d.Node.WorkerID(), len(d.Metadata.Current().Databases))
+	announceLayout(out, d)
 	if d.HTTP != nil {
 		scheme := "http"
 		if c.HTTP.TLS != nil {
@@ -388,4 +393,34 @@ func parseLogLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, usagef("--log-level %q: want debug, info, warn or error", s)
+}
+
+// layoutReasons say why a node writes its layout, by
+// metadata.LayoutChoice's Reason.
+var layoutReasons = map[string]string{
+	"layoutVersion": "layoutVersion",
+	"tree":          "the layout the registry's tree has",
+	"readers":       "the layout the registered ShardingSphere nodes load",
+	"default":       "the default; the tree has no layout of its own",
+}
+
+// announceLayout tells the operator which registry layout the node
+// writes, why, and which registered ShardingSphere nodes load it.
+func announceLayout(out io.Writer, d *daemon.Daemon) {
+	fmt.Fprintf(out, "shardkeeper: writes the registry layout of ShardingSphere %s (%s; tree at start: %s)\n",
+		d.Layout.Layout, layoutReasons[d.Layout.Reason], daemon.LayoutsText(d.TreeLayouts))
+	readers := metadata.ReadersOf(d.Node.Instances())
+	if len(readers) == 0 {
+		fmt.Fprintln(out, "shardkeeper: no ShardingSphere node is registered")
+	}
+	for _, r := range readers {
+		switch {
+		case !r.Known:
+			fmt.Fprintf(out, "shardkeeper: registered %s: not a 5.5.x release, its layout is unknown and not checked\n", r)
+		case r.Layout == d.Layout.Layout:
+			fmt.Fprintf(out, "shardkeeper: registered %s loads this layout\n", r)
+		default:
+			fmt.Fprintf(out, "shardkeeper: registered %s loads the %s layout: rule changes it could not load are refused (shardkeeper registry migrate --to %s, or set layoutVersion)\n", r, r.Layout, r.Layout)
+		}
+	}
 }

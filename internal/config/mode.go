@@ -96,6 +96,10 @@ type Repository struct {
 	// writes (prop layoutVersion, such as 5.5.2; default 5.5.3). Every
 	// layout is read.
 	Layout paths.Layout
+	// LayoutSet is true when the configuration names layoutVersion; a
+	// node without it picks the layout the registry's tree already has
+	// (daemon.Start).
+	LayoutSet bool
 }
 
 // DefaultMode is what a node runs with no configuration: Standalone on the
@@ -337,7 +341,7 @@ func parseRepository(p *problems, node *yaml.Node, f fieldNames) Repository {
 			if err != nil {
 				p.add(v, field, err.Error())
 			}
-			r.Layout = l
+			r.Layout, r.LayoutSet = l, true
 		default:
 			p.add(k, field, "unknown repository prop")
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/process"
 	"github.com/shardkeeper/shardkeeper/internal/zapslog"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -87,6 +88,11 @@ type Config struct {
 	// UNIT, IMPORT) create SQLite storage units, whose URLs name files
 	// the node opens and creates with its own rights; false refuses them.
 	AllowSQLiteUnits bool
+	// AllowLayoutMismatch starts a node whose layoutVersion differs from
+	// the layout a registered ShardingSphere node loads; without it Start
+	// refuses (a *metadata.LayoutMismatchError). Rule changes that node
+	// could not load are refused either way.
+	AllowLayoutMismatch bool
 }
 
 // Daemon is a running node. Close it to leave the cluster.
@@ -111,6 +117,13 @@ type Daemon struct {
 	// (empty without Config.RESP, Config.UDP).
 	RESPAddr string
 	UDPAddr  string
+	// Layout is the registry layout the node writes, and why
+	// (config.Repository.Layout, or the one it picked without
+	// layoutVersion).
+	Layout metadata.LayoutChoice
+	// TreeLayouts are the layouts the registry's tree was written in at
+	// start (metadata.TreeLayouts).
+	TreeLayouts []paths.Layout
 	// Console runs the DistSQL statements of the MySQL and PostgreSQL
 	// consoles' sessions.
 	Console *console.Engine
@@ -214,6 +227,10 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	}()
 	metrics := metered.New()
 	repo := metrics.Instrument(rawRepo)
+	if c, d.Layout, d.TreeLayouts, err = pickLayout(ctx, repo, c, log); err != nil {
+		return nil, err
+	}
+	d.cfg = c
 	if nc.Snowflake == (snowflake.Config{}) {
 		nc.Snowflake = snowflakeConfig(c.Conf.Snowflake())
 	}
@@ -300,7 +317,7 @@ func (d *Daemon) serve() error {
 		c := d.http.c
 		srv, err := d.http.serve(httpapi.Config{
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
-			Layout: d.cfg.Repository.Layout, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
+			Layout: d.cfg.Repository.Layout, LayoutReason: d.Layout.Reason, TreeLayouts: d.TreeLayouts, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
 			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow), d.consoleMetrics, keyPortCollector{d.resp, d.udp}},
 		})

@@ -50,6 +50,11 @@ type Config struct {
 	// LOCK and UNLOCK hold (paths.Layout.ClusterLock) and the database
 	// listener coordinator's node of CREATE and DROP DATABASE.
 	Layout paths.Layout
+	// LayoutReason says why the node writes Layout (metadata.LayoutChoice's
+	// Reason); TreeLayouts are the layouts the registry's tree was written
+	// in at start. The status document shows both.
+	LayoutReason string
+	TreeLayouts  []paths.Layout
 	// ModeType is "Cluster" or "Standalone" (the mode_type column).
 	ModeType string
 	// Token is the bearer token mutations need. Empty refuses every

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/version"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
@@ -120,6 +121,7 @@ type status struct {
 	NotReady     string            `json:"notReady,omitempty"`
 	ModeType     string            `json:"modeType"`
 	ClusterState string            `json:"clusterState"`
+	Layout       layoutStatus      `json:"layout"`
 	Self         computenode.Row   `json:"self"`
 	Nodes        []computenode.Row `json:"nodes"`
 	WorkerIDs    int               `json:"workerIds"` // size of the map: 1024
@@ -150,6 +152,7 @@ func (s *Server) status(ctx context.Context) status {
 		Databases: s.summaries(ctx, snap), DataSources: dataSourceStates(snap), KeysIssued: st.Keys, Renewals: st.Renewals, Stalls: st.Stalls, Losses: st.Losses,
 		Version: s.cfg.Build, Ports: s.cfg.Ports, Started: s.cfg.Started.UnixMilli(), Uptime: s.cfg.Now().Sub(s.cfg.Started).Seconds(),
 	}
+	out.Layout = s.layoutStatus()
 	if out.Ports == nil {
 		out.Ports = map[string]string{}
 	}
@@ -243,4 +246,44 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// layoutStatus is the registry layout the node writes, and which
+// registered ShardingSphere nodes load it.
+type layoutStatus struct {
+	Writes string `json:"writes"` // the release whose layout the node writes: "5.5.3"
+	// Reason is why: "layoutVersion", "tree", "readers" or "default"
+	// (metadata.LayoutChoice).
+	Reason string `json:"reason"`
+	// TreeAtStart are the layouts the registry's tree was written in when
+	// the node started (empty: it mixed layouts).
+	TreeAtStart []string `json:"treeAtStart"`
+	// Readers are the registered ShardingSphere nodes, followed as they
+	// join and leave.
+	Readers []readerStatus `json:"readers"`
+}
+
+// readerStatus is a registered ShardingSphere node.
+type readerStatus struct {
+	InstanceID string `json:"instanceId"`
+	Version    string `json:"version"`
+	Layout     string `json:"layout,omitempty"` // the layout it loads; empty when its version names no 5.5.x release
+	// ReadsAll is true when it loads every rule the node writes; when
+	// false, rule changes it could not load are refused.
+	ReadsAll bool `json:"readsAll"`
+}
+
+func (s *Server) layoutStatus() layoutStatus {
+	out := layoutStatus{Writes: s.cfg.Layout.String(), Reason: s.cfg.LayoutReason, TreeAtStart: []string{}, Readers: []readerStatus{}}
+	for _, l := range s.cfg.TreeLayouts {
+		out.TreeAtStart = append(out.TreeAtStart, l.String())
+	}
+	for _, r := range metadata.ReadersOf(s.cfg.Node.Instances()) {
+		rs := readerStatus{InstanceID: r.InstanceID, Version: r.Version, ReadsAll: r.Known && r.Layout == s.cfg.Layout}
+		if r.Known {
+			rs.Layout = r.Layout.String()
+		}
+		out.Readers = append(out.Readers, rs)
+	}
+	return out
 }

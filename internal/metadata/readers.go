@@ -3,10 +3,15 @@ package metadata
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -165,21 +170,178 @@ func unloadable(writer, reader paths.Layout, r config.Rule) string {
 // placedItems returns r's items as layout writes them, by their path
 // under the rule ("tables/t_order", "default_strategies/default_table_strategy").
 func placedItems(layout paths.Layout, r config.Rule) (map[string][]byte, error) {
-	items, err := ruleItems(layout, r)
+	root, err := paths.DatabaseRule("db", r.Type)
 	if err != nil {
 		return nil, err
 	}
-	root, err := paths.DatabaseRule("db", r.Type)
+	items, err := placedItemsOf(layout, "db", r)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(items))
+	for k, v := range items {
+		out[strings.TrimPrefix(strings.TrimPrefix(k, root), "/")] = v
+	}
+	return out, nil
+}
+
+// placedItemsOf returns rule r of database db as layout writes it: each
+// item's registry node and its value.
+func placedItemsOf(layout paths.Layout, db string, r config.Rule) (map[string][]byte, error) {
+	items, err := ruleItems(layout, r)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string][]byte, len(items))
 	for _, it := range items {
-		key, err := layout.RuleItem("db", r.Type, it.Item, it.Name)
+		key, err := layout.RuleItem(db, r.Type, it.Item, it.Name)
 		if err != nil {
 			return nil, err
 		}
-		out[strings.TrimPrefix(strings.TrimPrefix(key, root), "/")] = it.Value
+		out[key] = it.Value
 	}
 	return out, nil
+}
+
+// TreeLayouts returns the layouts whose release writes every database's
+// rules exactly as the registry holds them (the active version of each
+// item, compared as YAML values): all of them for a tree without an item
+// that differs between releases (no database, or rules every release
+// writes alike), one or two for a tree written in one layout, none for a
+// tree that mixes layouts (or holds an item no release writes, such as a
+// corrupt one). ctx bounds the reads.
+func TreeLayouts(ctx context.Context, repo registry.Repository) ([]paths.Layout, error) {
+	dbs, err := repo.Children(ctx, paths.MetadataRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list databases: %w", err)
+	}
+	out := slices.Clone(paths.Layouts)
+	for _, db := range dbs {
+		d, kvs, err := ReadDatabase(ctx, repo, db)
+		if errors.Is(err, ErrNoDatabase) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read database %s: %w", db, err)
+		}
+		stored := activeValues(kvs)
+		out = slices.DeleteFunc(out, func(l paths.Layout) bool { return !writesAsStored(l, d, stored) })
+	}
+	return out, nil
+}
+
+// writesAsStored reports whether layout writes d's rules as the items
+// stored (node to active value) hold them.
+func writesAsStored(layout paths.Layout, d *Database, stored map[string][]byte) bool {
+	n := 0
+	for _, r := range d.Rules {
+		items, err := placedItemsOf(layout, d.Name, r)
+		if err != nil {
+			return false
+		}
+		for k, v := range items {
+			if s, ok := stored[k]; !ok || !sameYAML(s, v) {
+				return false
+			}
+		}
+		n += len(items)
+	}
+	return n == len(stored)
+}
+
+// activeValues maps each versioned node among kvs to the value of its
+// active version.
+func activeValues(kvs []registry.KV) map[string][]byte {
+	byKey := make(map[string][]byte, len(kvs))
+	for _, kv := range kvs {
+		byKey[kv.Key] = kv.Value
+	}
+	out := map[string][]byte{}
+	for _, kv := range kvs {
+		node, ok := strings.CutSuffix(kv.Key, "/"+paths.ActiveVersionName)
+		if !ok {
+			continue
+		}
+		if v, ok := byKey[paths.Version(node, atoi(kv.Value))]; ok {
+			out[node] = v
+		}
+	}
+	return out
+}
+
+// sameYAML reports whether a and b hold the same YAML value (whatever
+// their style: upstream and shardkeeper quote and indent differently).
+func sameYAML(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if yaml.Unmarshal(a, &va) != nil || yaml.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// LayoutChoice is the layout a node writes and why.
+type LayoutChoice struct {
+	Layout paths.Layout
+	// Reason is "layoutVersion" (configured), "tree" (the one layout
+	// the registry's tree is written in), "readers" (the one layout
+	// the registered ShardingSphere nodes load) or "default".
+	Reason string
+}
+
+// ChooseLayout returns the layout of a node without layoutVersion: the
+// tree's, when exactly one layout writes it as it is; else the one layout
+// every known reader loads; else paths.DefaultLayout.
+func ChooseLayout(tree []paths.Layout, readers []Reader) LayoutChoice {
+	if len(tree) == 1 {
+		return LayoutChoice{Layout: tree[0], Reason: "tree"}
+	}
+	if l, ok := readersLayout(readers); ok {
+		return LayoutChoice{Layout: l, Reason: "readers"}
+	}
+	return LayoutChoice{Layout: paths.DefaultLayout, Reason: "default"}
+}
+
+// readersLayout returns the layout every known reader loads, if there is
+// at least one and they agree.
+func readersLayout(readers []Reader) (paths.Layout, bool) {
+	var l paths.Layout
+	n := 0
+	for _, r := range readers {
+		if !r.Known {
+			continue
+		}
+		if n > 0 && r.Layout != l {
+			return 0, false
+		}
+		l, n = r.Layout, n+1
+	}
+	return l, n > 0
+}
+
+// LayoutMismatchError is the refusal to start a node configured to
+// write a layout that a registered ShardingSphere node does not load.
+type LayoutMismatchError struct {
+	Layout paths.Layout
+	Reader Reader
+}
+
+func (e *LayoutMismatchError) Error() string {
+	return fmt.Sprintf("%s is registered and loads the %s layout, but this node is configured with layoutVersion %s: "+
+		"rule changes it writes could not be loaded there. Set layoutVersion %s, or migrate the registry (shardkeeper registry migrate --to %s) once that node is upgraded, "+
+		"or start with --allow-layout-mismatch (changes that node cannot load are then refused)",
+		e.Reader, e.Reader.Layout, e.Layout, e.Reader.Layout, e.Layout)
+}
+
+// CheckStartLayout returns a *LayoutMismatchError naming the first known
+// reader whose layout is not layout.
+func CheckStartLayout(layout paths.Layout, readers []Reader) error {
+	for _, r := range readers {
+		if r.Known && r.Layout != layout {
+			return &LayoutMismatchError{Layout: layout, Reader: r}
+		}
+	}
+	return nil
 }

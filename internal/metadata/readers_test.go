@@ -1,12 +1,14 @@
 package metadata
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
 )
 
 // TestCheckReaders: a reader is refused exactly the rules its release
@@ -50,5 +52,49 @@ func TestCheckReaders(t *testing.T) {
 	}
 	if !layoutNeutral([]config.Rule{plain}) || layoutNeutral([]config.Rule{plain, keyed}) {
 		t.Error("layoutNeutral: a plain table is written alike by every layout, a keyed one is not")
+	}
+}
+
+// TestTreeLayouts: the layouts that write a tree's rules as it holds them,
+// on real etcd and ZooKeeper.
+func TestTreeLayouts(t *testing.T) {
+	keyed := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{
+		"t_order": map[string]any{"actualDataNodes": "ds_0.t_order", "keyGenerateStrategy": map[string]any{"column": "order_id", "keyGeneratorName": "snowflake"}}},
+		"defaultTableStrategy": map[string]any{"none": ""}}}
+	plain := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{"t": map[string]any{"actualDataNodes": "ds_0.t"}}}}
+	type db struct {
+		layout paths.Layout
+		rule   config.Rule
+	}
+	for _, b := range realBackends(t) {
+		for _, c := range []struct {
+			dbs  []db
+			want string
+		}{
+			{nil, "[5.5.2 5.5.3 5.5.4]"},
+			{[]db{{paths.Layout553, plain}}, "[5.5.2 5.5.3 5.5.4]"},
+			{[]db{{paths.Layout552, keyed}}, "[5.5.2]"},
+			{[]db{{paths.Layout553, keyed}}, "[5.5.3]"},
+			{[]db{{paths.Layout554, keyed}, {paths.Layout553, plain}}, "[5.5.4]"},
+			{[]db{{paths.Layout554, keyed}, {paths.Layout553, keyed}}, "[]"},
+		} {
+			ctx := testenv.Context(t)
+			repo := b.open(t)
+			for i, d := range c.dbs {
+				kvs, err := DatabaseWrites(d.layout, config.Database{Name: fmt.Sprintf("db%d", i), Rules: []config.Rule{d.rule}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, kv := range kvs {
+					if _, err := repo.Put(ctx, kv.Key, kv.Value); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := TreeLayouts(ctx, repo)
+			if err != nil || fmt.Sprint(got) != c.want {
+				t.Errorf("%s: TreeLayouts of %+v: %v %v, want %s", b.name, c.dbs, got, err, c.want)
+			}
+		}
 	}
 }
