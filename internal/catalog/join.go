@@ -2,14 +2,17 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // Joins: FROM a, b (a cross join filtered by WHERE, as Connector/J's
-// getPrimaryKeys reads COLUMNS and STATISTICS). Before the product, each
-// relation keeps only the rows its own conditions of the WHERE's AND
-// chain accept (those naming only its columns, qualified); the product is
-// then bounded by maxJoinRows.
+// getPrimaryKeys reads COLUMNS and STATISTICS), a [INNER] JOIN b ON cond
+// and a LEFT [OUTER] JOIN b ON cond (a's rows without a match once, b's
+// columns NULL, as DBeaver reads pg_namespace with pg_description). Before
+// the product, each relation of an inner join keeps only the rows its own
+// conditions of the WHERE's AND chain accept (those naming only its
+// columns, qualified); the product is then bounded by maxJoinRows.
 
 const (
 	// maxJoined bounds the relations after the first in a FROM list.
@@ -18,8 +21,13 @@ const (
 	maxJoinRows = 1_000_000
 )
 
-// source is one relation of a FROM list.
-type source struct{ schema, relation, alias string }
+// source is one relation of a FROM list; on is its JOIN's condition (nil
+// for a comma or a CROSS JOIN), left tells a LEFT JOIN.
+type source struct {
+	schema, relation, alias string
+	on                      expr
+	left                    bool
+}
 
 // name is what qualifies s's columns: its alias, else its name.
 func (s source) name() string {
@@ -31,7 +39,7 @@ func (s source) name() string {
 
 // sources are sq's relations in FROM order.
 func (sq *selectQuery) sources() []source {
-	return append([]source{{sq.schema, sq.relation, sq.alias}}, sq.joined...)
+	return append([]source{{schema: sq.schema, relation: sq.relation, alias: sq.alias}}, sq.joined...)
 }
 
 // join returns the product of rels (sq.sources()' relations in order),
@@ -46,8 +54,8 @@ func join(sq *selectQuery, rels []*relation, view *View) (*relation, error) {
 			e := &env{rel: r, row: row, view: view}
 			keep := true
 			for _, c := range conjuncts(sq.where) {
-				if !onlyQualified(c, q) {
-					continue
+				if srcs[i].left || !onlyQualified(c, q) {
+					continue // a LEFT JOIN's NULL rows are the WHERE's to judge
 				}
 				v, _, err := e.eval(c)
 				if err != nil {
@@ -65,17 +73,31 @@ func join(sq *selectQuery, rels []*relation, view *View) (*relation, error) {
 		if len(out.rows)*len(own.rows) > maxJoinRows {
 			return nil, fmt.Errorf("join of more than %d rows", maxJoinRows)
 		}
-		var rows [][]*string
+		next := &relation{cols: append(slices.Clone(out.cols), r.cols...), quals: slices.Clone(out.quals)}
+		for range r.cols {
+			next.quals = append(next.quals, q)
+		}
 		for _, a := range out.rows {
+			matched := false
 			for _, b := range own.rows {
-				rows = append(rows, append(append(make([]*string, 0, len(a)+len(b)), a...), b...))
+				row := append(append(make([]*string, 0, len(a)+len(b)), a...), b...)
+				if srcs[i].on != nil {
+					v, _, err := (&env{rel: next, row: row, view: view}).eval(srcs[i].on)
+					if err != nil {
+						return nil, err
+					}
+					if !truth(v) {
+						continue
+					}
+				}
+				matched = true
+				next.rows = append(next.rows, row)
+			}
+			if !matched && srcs[i].left {
+				next.rows = append(next.rows, append(append(make([]*string, 0, len(a)+len(r.cols)), a...), make([]*string, len(r.cols))...))
 			}
 		}
-		out.rows = rows
-		out.cols = append(out.cols, r.cols...)
-		for range r.cols {
-			out.quals = append(out.quals, q)
-		}
+		out = next
 	}
 	return out, nil
 }

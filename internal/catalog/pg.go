@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"regexp"
@@ -79,17 +80,29 @@ func AnswerPostgreSQL(v *View, q string) (*Result, error) {
 	}
 	if sq.relation == "" { // SELECT expressions without FROM
 		res, err := run(sq, &relation{rows: [][]*string{{}}}, v)
+		var se *sqlerr.Error
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		if err != nil {
 			return nil, &sqlerr.Error{Code: 1305, SQLState: "42883", Message: err.Error()}
 		}
 		return res, nil
 	}
-	if len(sq.joined) > 0 {
-		return nil, unsupportedPostgreSQL(clip(q) + " (a join)")
+	var rels []*relation
+	for _, src := range sq.sources() {
+		rel, ok := pgRelation(v, strings.ToLower(src.schema), strings.ToLower(src.relation))
+		if !ok {
+			return nil, &sqlerr.Error{Code: 1146, SQLState: "42P01", Message: fmt.Sprintf("relation \"%s\" does not exist", qualified(src.schema, src.relation))}
+		}
+		rels = append(rels, rel)
 	}
-	rel, ok := pgRelation(v, strings.ToLower(sq.schema), strings.ToLower(sq.relation))
-	if !ok {
-		return nil, &sqlerr.Error{Code: 1146, SQLState: "42P01", Message: fmt.Sprintf("relation \"%s\" does not exist", qualified(sq.schema, sq.relation))}
+	rel := rels[0]
+	if len(rels) > 1 {
+		var err error
+		if rel, err = join(sq, rels, v); err != nil {
+			return nil, &sqlerr.Error{Code: 1104, SQLState: "54000", Message: err.Error()}
+		}
 	}
 	res, err := run(sq, rel, v)
 	if err != nil {
@@ -460,10 +473,18 @@ func pgRelation(v *View, schema, name string) (*relation, bool) {
 			}
 			return r, true
 		case "pg_settings":
-			return &relation{cols: cols("name", "setting"), rows: [][]*string{row("server_version_num", "140000"), row("transaction_isolation", pgIsolation)}}, true
+			return pgSettingsRelation(v), true // pgrel.go
+		case "pg_type":
+			return pgTypeRelation(), true
+		case "pg_attribute":
+			return pgAttributeRelation(tables), true
+		case "pg_index":
+			return pgIndexRelation(tables), true
+		case "pg_description":
+			return &relation{cols: cols("objoid", "classoid", "objsubid", "description")}, true
 		case "pg_am":
 			return &relation{cols: cols("oid", "amname", "amtype"), rows: [][]*string{row("2", "heap", "t"), row("403", "btree", "i")}}, true
-		case "pg_extension", "pg_proc", "pg_trigger", "pg_inherits", "pg_description", "pg_event_trigger", "pg_foreign_table", "pg_sequence":
+		case "pg_extension", "pg_proc", "pg_trigger", "pg_inherits", "pg_event_trigger", "pg_foreign_table", "pg_sequence":
 			return &relation{cols: cols("oid")}, true
 		}
 	}

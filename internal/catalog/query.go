@@ -251,7 +251,8 @@ func (p *qparser) name() string {
 // reserved are the words that end an item or a relation name.
 var reserved = map[string]bool{"FROM": true, "WHERE": true, "ORDER": true, "LIMIT": true, "OFFSET": true, "GROUP": true,
 	"AND": true, "OR": true, "NOT": true, "AS": true, "ON": true, "JOIN": true, "LEFT": true, "INNER": true, "UNION": true,
-	"IS": true, "IN": true, "LIKE": true, "ASC": true, "DESC": true, "HAVING": true, "FOR": true, "COLLATE": true}
+	"IS": true, "IN": true, "LIKE": true, "ASC": true, "DESC": true, "HAVING": true, "FOR": true, "COLLATE": true,
+	"OUTER": true, "CROSS": true}
 
 // parseSelect reads a query; err is a parse failure.
 func parseSelect(q string) (sq *selectQuery, err error) {
@@ -315,11 +316,26 @@ func parseSelect(q string) (sq *selectQuery, err error) {
 		p.i++
 		sq.alias = t.text
 	}
-	for p.sym(",") {
+	for {
+		var j source
+		switch {
+		case p.sym(","), p.word("CROSS") && p.word("JOIN"):
+		case p.word("LEFT"):
+			p.word("OUTER")
+			if !p.word("JOIN") {
+				p.fail("JOIN expected")
+			}
+			j.left = true
+		case p.word("INNER"), isWord(p.peek(), "JOIN"):
+			if !p.word("JOIN") {
+				p.fail("JOIN expected")
+			}
+		default:
+			goto joined
+		}
 		if len(sq.joined) >= maxJoined {
 			p.fail("more than %d relations in FROM", maxJoined+1)
 		}
-		var j source
 		j.relation = p.name()
 		if p.sym(".") {
 			j.schema, j.relation = j.relation, p.name()
@@ -330,8 +346,14 @@ func parseSelect(q string) (sq *selectQuery, err error) {
 			p.i++
 			j.alias = t.text
 		}
+		if p.word("ON") {
+			j.on = p.expr(0)
+		} else if j.left {
+			p.fail("ON expected")
+		}
 		sq.joined = append(sq.joined, j)
 	}
+joined:
 	if p.word("WHERE") {
 		sq.where = p.expr(0)
 	}
@@ -533,6 +555,9 @@ func (p *qparser) primary(depth int) expr {
 		for p.sym(".") {
 			qual, name = name, p.name()
 		}
+		if t.kind == tWord && qual == "" && niladic[strings.ToUpper(name)] && !(p.peek().kind == tSymbol && p.peek().text == "(") {
+			return call{name: strings.ToLower(name)} // CURRENT_USER without parentheses
+		}
 		if t.kind == tWord && qual == "" && strings.EqualFold(name, "CASE") {
 			return p.caseExpr(depth)
 		}
@@ -559,6 +584,9 @@ func (p *qparser) primary(depth int) expr {
 	p.fail("expression expected")
 	return nil
 }
+
+// niladic are the functions SQL calls without parentheses.
+var niladic = map[string]bool{"CURRENT_USER": true, "SESSION_USER": true, "CURRENT_SCHEMA": true, "CURRENT_CATALOG": true, "CURRENT_ROLE": true}
 
 // caseExpr reads a CASE expression after its CASE.
 func (p *qparser) caseExpr(depth int) expr {
@@ -838,7 +866,7 @@ func (e *env) call(c call) (*string, Type, error) {
 		return nil
 	}
 	switch c.name {
-	case "database", "schema", "current_database":
+	case "database", "schema", "current_database", "current_catalog":
 		if e.view.Current == "" {
 			return nil, Text, nil
 		}
@@ -877,7 +905,7 @@ func (e *env) call(c call) (*string, Type, error) {
 			b.WriteString(*a)
 		}
 		return str(b.String()), Text, nil
-	case "user", "current_user", "session_user", "system_user":
+	case "user", "current_user", "session_user", "system_user", "current_role":
 		if e.view.Host == "" || c.name == "session_user" && e.view.Protocol == "PostgreSQL" || e.view.Protocol == "PostgreSQL" {
 			return str(e.view.User), Text, nil
 		}
@@ -971,6 +999,32 @@ func (e *env) call(c call) (*string, Type, error) {
 			end = min(end, pos-1+max(n, 0))
 		}
 		return str(string(r[pos-1 : end])), Text, nil
+	case "current_setting":
+		if len(args) < 1 || len(args) > 2 || args[0] == nil {
+			return nil, Text, fmt.Errorf("function current_setting takes a setting name")
+		}
+		if v, ok := e.view.pgSetting(*args[0]); ok {
+			return str(v), Text, nil
+		}
+		if len(args) == 2 && truth(args[1]) { // missing_ok
+			return nil, Text, nil
+		}
+		return nil, Text, &sqlerr.Error{Code: 1193, SQLState: "42704", Message: fmt.Sprintf("unrecognized configuration parameter \"%s\"", *args[0])}
+	case "pg_encoding_to_char":
+		return str("UTF8"), Text, nil
+	case "pg_is_in_recovery":
+		return str("f"), Text, nil
+	case "format_type":
+		if err := argn(2); err != nil || args[0] == nil {
+			return nil, Text, err
+		}
+		mod := "-1"
+		if args[1] != nil {
+			mod = *args[1]
+		}
+		return formatType(*args[0], mod), Text, nil
+	case "obj_description", "col_description", "shobj_description", "pg_get_expr":
+		return nil, Text, nil
 	case "pg_get_userbyid":
 		return str(e.view.User), Text, nil
 	case "pg_table_is_visible", "has_schema_privilege", "has_table_privilege", "has_database_privilege":

@@ -66,6 +66,37 @@ func TestClients(t *testing.T) {
 			}
 		}
 
+		// Upstream's table, storage node and plugin statements.
+		must("REFRESH TABLE METADATA t_user FROM STORAGE UNIT ds_0", "-D", "sharding_db")
+		for q, want := range map[string]string{
+			"SHOW UNLOADED SINGLE TABLES":            "table_name\tstorage_unit_name\nt_log\tds_0",
+			"SHOW TABLE METADATA t_order_0, t_order": "sharding_db\tt_order\tCOLUMN\torder_id",
+			"EXPORT STORAGE NODES FROM sharding_db":  `{"storage_nodes":{"sharding_db":[{"ip":"","port":"","database":"`,
+			"SHOW SQL_TRANSLATOR RULE":               "NATIVE\t\ttrue",
+			"SHOW SHARDING ALGORITHM PLUGINS":        "HASH_MOD",
+			"SHOW PLUGINS OF 'ShardingAlgorithm'":    "INLINE",
+			"SHOW ENCRYPT ALGORITHM IMPLEMENTATIONS": "AES",
+		} {
+			var lines []string
+			for _, r := range must(q, "-D", "sharding_db") {
+				lines = append(lines, strings.Join(r, "\t"))
+			}
+			if out := strings.Join(lines, "\n"); !strings.Contains(out, want) {
+				t.Errorf("%s: no %q in\n%s", q, want, out)
+			}
+		}
+		for q, want := range map[string]string{
+			"ALTER COMPUTE NODE 'x' SET XA_RECOVERY_NODES = 'x'":     "ERROR 30001 (0A000) at line 1: Unsupported SQL operation: ALTER COMPUTE NODE ... SET XA_RECOVERY_NODES: this shardkeeper node runs no XA transactions",
+			"CONVERT YAML CONFIGURATION FROM FILE 'database-x.yaml'": "ERROR 30020",
+			"PARSE SELECT 1":      "ERROR 30001 (0A000) at line 1: Unsupported SQL operation: PARSE: this shardkeeper node has no SQL engine",
+			"FORMAT SELECT 1":     "ERROR 30001 (0A000) at line 1: Unsupported SQL operation: FORMAT: this shardkeeper node has no SQL engine",
+			"SHOW STREAMING LIST": "ERROR 30001 (0A000) at line 1: Unsupported SQL operation: SHOW STREAMING: this shardkeeper node runs no data migration",
+		} {
+			if _, errOut, err := my(q, "-D", "sharding_db"); err == nil || !strings.Contains(errOut, want) {
+				t.Errorf("%s: %v %q, want %q", q, err, errOut, want)
+			}
+		}
+
 		// What MySQL Workbench, DataGrip and Connector/J 5.1 send on
 		// connect and when browsing, each answered as MySQL would.
 		for q, want := range map[string]string{
@@ -160,6 +191,18 @@ func TestClients(t *testing.T) {
 			"SELECT table_name FROM information_schema.tables ORDER BY table_name": "t_order\nt_user",
 			"SELECT datname FROM pg_catalog.pg_database":                           "sharding_db",
 			"SHOW STORAGE UNITS":                                                   "ds_0|SQLite||(null)|",
+			// What pgAdmin and DBeaver send on connect and when browsing.
+			"SELECT version()":                                            "PostgreSQL 14.0",
+			"SELECT current_schema(),session_user":                        "public|root",
+			"SELECT setting FROM pg_settings WHERE name='max_index_keys'": "32",
+			"SELECT pg_catalog.current_setting('server_version_num')":     "140000",
+			"SELECT db.oid as did, db.datname, db.datallowconn, pg_catalog.pg_encoding_to_char(db.encoding) AS serverencoding, " +
+				"pg_catalog.has_database_privilege(db.oid, 'CREATE') as cancreate, datistemplate FROM pg_catalog.pg_database db WHERE db.datname = current_database()": "sharding_db|t|UTF8|t|f",
+			"SELECT n.oid,n.*,d.description FROM pg_catalog.pg_namespace n LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid=n.oid AND d.objsubid=0 " +
+				"AND d.classoid='pg_namespace'::regclass ORDER BY nspname": "2200|2200|public|10|(null)|(null)",
+			"SELECT rolname FROM pg_catalog.pg_roles WHERE rolname = current_user": "root",
+			"SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid " +
+				"WHERE c.relname = 't_order' AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum": "status|character varying(32)",
 		} {
 			if out := psql("-A", "-t", "-P", "null=(null)", "-c", q); !strings.Contains(out, want) {
 				t.Errorf("psql -c %q: no %q in\n%s", q, want, out)
@@ -172,9 +215,10 @@ func TestClients(t *testing.T) {
 			t.Errorf("command tags: %q", out)
 		}
 		for q, want := range map[string]string{
-			"SHOW no_such_parameter":              `ERROR:  42704: unrecognized configuration parameter "no_such_parameter"`,
-			"SELECT * FROM pg_catalog.pg_no_such": `ERROR:  42P01: relation "pg_catalog.pg_no_such" does not exist`,
-			"SELECT no_such_function()":           "ERROR:  42883: function no_such_function() does not exist",
+			"SHOW no_such_parameter":                                         `ERROR:  42704: unrecognized configuration parameter "no_such_parameter"`,
+			"SELECT * FROM pg_catalog.pg_no_such":                            `ERROR:  42P01: relation "pg_catalog.pg_no_such" does not exist`,
+			"SELECT no_such_function()":                                      "ERROR:  42883: function no_such_function() does not exist",
+			"select string_agg(word, ',') from pg_catalog.pg_get_keywords()": "ERROR:  0A000: catalog query not supported",
 		} {
 			out, err := psqlRun(t, "", dsn, "-v", "VERBOSITY=verbose", "-c", q)
 			if err == nil || !strings.Contains(out, want) {
@@ -201,7 +245,8 @@ func TestClients(t *testing.T) {
 // startClientsNode runs a node with both consoles on a fresh namespace of
 // the real registry typ, with the logical database sharding_db on a SQLite
 // unit ds_0: the sharding table t_order over t_order_0 and t_order_1, the
-// auto table t_auto and the loaded single table t_user. It returns the
+// auto table t_auto, the loaded single table t_user and the table t_log no
+// rule loads. It returns the
 // node (its MySQL port) and the PostgreSQL console's address.
 func startClientsNode(t *testing.T, typ string) (*mysqlNode, string) {
 	t.Helper()
@@ -215,6 +260,7 @@ func startClientsNode(t *testing.T, typ string) (*mysqlNode, string) {
 		"CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
 		"CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(32))",
 		"CREATE TABLE t_user (user_id INT PRIMARY KEY, name VARCHAR(64))",
+		"CREATE TABLE t_log (id INT)",
 	} {
 		if _, err := db.Exec(ddl); err != nil {
 			t.Fatal(err)
@@ -257,6 +303,8 @@ var clientShows = []string{
 	"SHOW RULES USED STORAGE UNIT ds_0", "SHOW MASK RULES", "SHOW ENCRYPT RULES", "SHOW AUTHORITY RULE", "SHOW TRANSACTION RULE",
 	"SHOW SQL_PARSER RULE", "SHOW GLOBAL CLOCK RULE", "SHOW SQL_FEDERATION RULE", "SHOW PROCESSLIST", "SHOW NEXT KEYS COUNT 2",
 	"SHOW KEY GENERATE ALGORITHM PLUGINS", "SHOW DATABASES", "SHOW TABLES", "SHOW FULL TABLES", "SHOW LOGICAL TABLES",
+	"SHOW UNLOADED SINGLE TABLES", "SHOW TABLE METADATA t_order_0", "SHOW SQL_TRANSLATOR RULE", "SHOW SHARDING ALGORITHM PLUGINS",
+	"SHOW PLUGINS OF 'ShardingAlgorithm'", "EXPORT STORAGE NODES FROM sharding_db",
 }
 
 // pythonShows runs every clientShows statement through Python's driver
