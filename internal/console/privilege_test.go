@@ -307,6 +307,10 @@ func TestClusterWideStatementsNeedAdmin(t *testing.T) {
 			"RELABEL COMPUTE NODE 'wide' WITH tenant_b":                                    "RELABEL COMPUTE NODE",
 			"UNLABEL COMPUTE NODE 'wide'":                                                  "UNLABEL COMPUTE NODE",
 			"REFRESH DATABASE METADATA":                                                    "REFRESH DATABASE METADATA of every database",
+			"ALTER SQL_TRANSLATOR RULE (TYPE(NAME='NATIVE'))":                              "ALTER SQL_TRANSLATOR RULE",
+			"CONVERT YAML CONFIGURATION FROM FILE 'database-x.yaml'":                       "CONVERT YAML CONFIGURATION",
+			"EXPORT STORAGE NODES":                                                         "EXPORT STORAGE NODES",
+			"ALTER COMPUTE NODE 'wide' SET XA_RECOVERY_NODES = 'wide'":                     "ALTER COMPUTE NODE",
 		} {
 			e := execError(t, n, app, q)
 			if e.Code != 1045 || e.SQLState != "28000" || !strings.Contains(e.Message, what+" needs an admin user") {
