@@ -1,0 +1,181 @@
+package linear
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// op builds an operation of client c on key k over [call, ret].
+func op(k string, c int, kind Kind, value string, out Outcome, call, ret int64) Op {
+	return Op{Key: k, Client: c, Kind: kind, Value: value, Outcome: out, Call: call, Return: ret}
+}
+
+func read(k string, c int, value string, call, ret int64) Op {
+	return Op{Key: k, Client: c, Kind: Read, Value: value, Present: true, Outcome: OK, Call: call, Return: ret}
+}
+
+func readAbsent(k string, c int, call, ret int64) Op {
+	return Op{Key: k, Client: c, Kind: Read, Outcome: OK, Call: call, Return: ret}
+}
+
+func TestCheckVerdicts(t *testing.T) {
+	const k = "sharding/tables/t_order"
+	cases := []struct {
+		name string
+		ops  []Op
+		ok   bool
+	}{
+		{"empty", nil, true},
+		{"concurrent creates, one wins", []Op{
+			op(k, 0, Create, "a", Refused, 0, 20),
+			op(k, 1, Create, "b", OK, 5, 15),
+			read(k, 2, "b", 30, 40),
+		}, true},
+		{"concurrent creates, both acknowledged (plain overwrite)", []Op{
+			op(k, 0, Create, "a", OK, 0, 20),
+			op(k, 1, Create, "b", OK, 5, 15),
+		}, false},
+		{"acknowledged create lost", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			readAbsent(k, 1, 20, 30),
+		}, false},
+		{"stale read after alter", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			op(k, 0, Alter, "b", OK, 20, 30),
+			read(k, 1, "a", 40, 50),
+		}, false},
+		{"read concurrent with alter may see either", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			op(k, 0, Alter, "b", OK, 20, 50),
+			read(k, 1, "b", 25, 30),
+			read(k, 2, "a", 22, 45),
+		}, true},
+		{"new value then old value while the alter is pending", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			op(k, 0, Alter, "b", OK, 20, 100),
+			read(k, 1, "b", 30, 40),
+			read(k, 2, "a", 50, 60),
+		}, false},
+		{"alter of an absent item refused", []Op{
+			op(k, 0, Alter, "a", Refused, 0, 10),
+			op(k, 0, Drop, "", Refused, 20, 30),
+			op(k, 0, Drop, "", OK, 40, 50),
+		}, false},
+		{"lenient create and drop", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			{Key: k, Kind: Create, Lenient: true, Value: "b", Outcome: OK, Call: 20, Return: 30},
+			read(k, 1, "a", 40, 50),
+			op(k, 0, Drop, "", OK, 60, 70),
+			{Key: k, Kind: Drop, Lenient: true, Outcome: OK, Call: 80, Return: 90},
+			readAbsent(k, 1, 100, 110),
+		}, true},
+		{"set is unconditional", []Op{
+			op("props/sql-show", 0, Set, "true", OK, 0, 10),
+			op("props/sql-show", 1, Set, "false", OK, 20, 30),
+			read("props/sql-show", 2, "false", 40, 50),
+		}, true},
+		{"unknown create applied late", []Op{
+			op(k, 0, Create, "a", Unknown, 0, 0),
+			readAbsent(k, 1, 20, 30),
+			read(k, 1, "a", 40, 50),
+			read(k, 2, "a", 60, 70),
+		}, true},
+		{"unknown create never applied", []Op{
+			op(k, 0, Create, "a", Unknown, 0, 0),
+			readAbsent(k, 1, 20, 30),
+			op(k, 2, Create, "b", OK, 40, 50),
+			read(k, 1, "b", 60, 70),
+		}, true},
+		{"unknown create applied twice", []Op{
+			op(k, 0, Create, "a", Unknown, 0, 0),
+			read(k, 1, "a", 20, 30),
+			readAbsent(k, 1, 40, 50),
+			read(k, 1, "a", 60, 70),
+		}, false},
+		{"unknown read says nothing", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			{Key: k, Client: 1, Kind: Read, Outcome: Unknown, Call: 20},
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Check(tc.ops, 0, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Linearizable != tc.ok || res.Undecided {
+				t.Fatalf("Check = %s, want linearizable %v", res, tc.ok)
+			}
+			if !tc.ok && (res.Key != k || len(res.Offending) == 0) {
+				t.Fatalf("Check = %s with offending %v, want key %s and a sub-history", res, res.Offending, k)
+			}
+			if !tc.ok {
+				sub, err := Check(res.Offending, 0, "")
+				if err != nil || sub.Linearizable {
+					t.Fatalf("offending sub-history %v checks as %s, %v: want NOT linearizable", res.Offending, sub, err)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckShrinksAndVisualises: a long legal history of two keys with one
+// stale read of one of them is reported on that key, with the two
+// operations that conflict (an acknowledged DROP, then a read that saw the
+// item), and the visualisation is written.
+func TestCheckShrinksAndVisualises(t *testing.T) {
+	var ops []Op
+	at := int64(0)
+	for i := 0; i < 40; i++ {
+		for _, k := range []string{"broadcast/t_dict", "readwrite_splitting/ds"} {
+			ops = append(ops,
+				op(k, 0, Create, "v", OK, at, at+5),
+				read(k, 1, "v", at+10, at+15),
+				op(k, 0, Drop, "", OK, at+20, at+25),
+				readAbsent(k, 1, at+30, at+35))
+			at += 40
+		}
+	}
+	stale := read("readwrite_splitting/ds", 2, "v", at+10, at+20)
+	ops = append(ops, stale, op("props/x", 0, Set, "1", Unknown, at, 0))
+
+	html := filepath.Join(t.TempDir(), "linear.html")
+	res, err := Check(ops, 0, html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Linearizable || res.Key != "readwrite_splitting/ds" {
+		t.Fatalf("Check = %s, want NOT linearizable on readwrite_splitting/ds", res)
+	}
+	if res.Ops != len(ops) || res.Unknown != 1 {
+		t.Fatalf("Check counted %d operations (%d unknown), want %d (1)", res.Ops, res.Unknown, len(ops))
+	}
+	want := []Op{ops[len(ops)-4], stale} // the last drop, then the stale read
+	if len(res.Offending) != len(want) || res.Offending[0] != want[0] || res.Offending[1] != want[1] {
+		t.Fatalf("offending sub-history %v, want %v", res.Offending, want)
+	}
+	if !strings.Contains(res.String(), "NOT linearizable: key readwrite_splitting/ds") {
+		t.Fatalf("report line %q", res)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(b), "<html") {
+		t.Fatalf("visualisation: %v, %d bytes", err, len(b))
+	}
+}
+
+func TestCheckRejectsBadOps(t *testing.T) {
+	for _, o := range []Op{
+		{Kind: Read, Outcome: OK},
+		{Key: "k", Kind: 0, Outcome: OK},
+		{Key: "k", Kind: Set, Outcome: 0},
+		{Key: "k", Kind: Set, Outcome: OK, Call: 10, Return: 5},
+		{Key: "k", Kind: Read, Outcome: Refused},
+	} {
+		if _, err := Check([]Op{o}, 0, ""); !errors.Is(err, ErrBadOp) {
+			t.Errorf("Check(%+v) = %v, want ErrBadOp", o, err)
+		}
+	}
+}
