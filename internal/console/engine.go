@@ -246,12 +246,8 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showShardingTableRulesUsed(ctx, s, st)
 	case *distsql.ShowShardingTableNodes:
 		return e.showShardingTableNodes(ctx, s, st)
-	case *distsql.ShowBroadcastTableRules:
-		return e.showBroadcastTableRules(ctx, s, st)
 	case *distsql.CountShardingRule:
 		return e.countShardingRule(ctx, s, st)
-	case *distsql.CountBroadcastRule:
-		return e.countBroadcastRule(ctx, s, st)
 	// readwrite_rules.go, single_tables.go, global_rules.go
 	case *distsql.ShowReadwriteSplittingRules:
 		return e.showReadwriteSplittingRules(ctx, s, st)

@@ -14,11 +14,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
-// The sharding and broadcast rule queries beyond sharding.go's, with
-// upstream's columns: SHOW SHARDING TABLE REFERENCE RULES, SHOW DEFAULT
-// SHARDING STRATEGY, SHOW SHARDING KEY GENERATE STRATEGIES, SHOW UNUSED
-// SHARDING ALGORITHMS / KEY GENERATORS, SHOW SHARDING TABLE NODES, SHOW
-// BROADCAST TABLE RULES, COUNT SHARDING RULE and COUNT BROADCAST RULE. A
+// The sharding rule queries beyond sharding.go's, with upstream's
+// columns: SHOW SHARDING TABLE REFERENCE RULES, SHOW DEFAULT SHARDING
+// STRATEGY, SHOW SHARDING KEY GENERATE STRATEGIES, SHOW UNUSED SHARDING
+// ALGORITHMS / KEY GENERATORS, SHOW SHARDING TABLE NODES and COUNT
+// SHARDING RULE (the broadcast rule's are its family's). A
 // database without the rule answers no rows, as upstream's rule-aware
 // executors do.
 
@@ -173,27 +173,6 @@ func autoShardingCount(alg map[string]any) int {
 	return 0
 }
 
-func (e *Engine) broadcastTables(s *Session, from string) (string, []any, bool, error) {
-	db, err := e.database(s, from)
-	if err != nil {
-		return "", nil, false, err
-	}
-	r, ok := db.Rules["broadcast"]
-	return db.Name, rule.Values(r.Content["tables"]), ok, nil
-}
-
-func (e *Engine) showBroadcastTableRules(_ context.Context, s *Session, st *distsql.ShowBroadcastTableRules) (*Result, error) {
-	_, tables, _, err := e.broadcastTables(s, st.Database)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Columns: textColumns("broadcast_table"), Rows: [][]*string{}}
-	for _, t := range tables {
-		res.Rows = append(res.Rows, strs(rule.Text(t)))
-	}
-	return res, nil
-}
-
 var countColumns = []Column{{Name: "rule_name"}, {Name: "database"}, {Name: "count", Type: Int64}}
 
 func (e *Engine) countShardingRule(_ context.Context, s *Session, st *distsql.CountShardingRule) (*Result, error) {
@@ -210,18 +189,6 @@ func (e *Engine) countShardingRule(_ context.Context, s *Session, st *distsql.Co
 	res.Rows = append(res.Rows,
 		strs("sharding_table", db.Name, strconv.Itoa(tables)),
 		strs("sharding_table_reference", db.Name, strconv.Itoa(len(rule.Values(r.Content["bindingTables"])))))
-	return res, nil
-}
-
-func (e *Engine) countBroadcastRule(_ context.Context, s *Session, st *distsql.CountBroadcastRule) (*Result, error) {
-	name, tables, ok, err := e.broadcastTables(s, st.Database)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Columns: countColumns, Rows: [][]*string{}}
-	if ok {
-		res.Rows = append(res.Rows, strs("broadcast_table", name, strconv.Itoa(len(tables))))
-	}
 	return res, nil
 }
 

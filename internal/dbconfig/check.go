@@ -102,7 +102,7 @@ func checkChange(db config.Database, changed string, old map[string]any) []*sqle
 				}
 				missing(names)
 			}
-		case "broadcast", "single":
+		case "single":
 		}
 	}
 	return errs

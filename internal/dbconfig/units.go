@@ -260,6 +260,9 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
 		c := d.Rules[typ].Content
 		if f, ok := families.ByType(typ); ok {
+			if ignoreBroadcast && typ == "broadcast" {
+				continue
+			}
 			for _, u := range f.Units(view, c) {
 				add(ruleClass(typ), u.Units)
 			}
@@ -309,15 +312,6 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 				if ds, _, ok := strings.Cut(fmt.Sprint(t), "."); ok && ds != "*" {
 					add("SingleRule", []string{ds})
 				}
-			}
-		case "broadcast":
-			// Broadcast tables live on every unit: a unit is in use when
-			// the rule has tables, unless ignored.
-			if ignoreBroadcast || len(rule.Values(c["tables"])) == 0 {
-				continue
-			}
-			for name := range d.Units {
-				add("BroadcastRule", []string{name})
 			}
 		}
 	}

@@ -2,8 +2,9 @@ package distsql
 
 import "strings"
 
-// The sharding and broadcast rule statements (RDL and RQL), as upstream's
-// ShardingDistSQLStatement.g4 and BroadcastDistSQLStatement.g4 have them.
+// The sharding rule statements (RDL and RQL), as upstream's
+// ShardingDistSQLStatement.g4 has them; the broadcast rule's are the
+// broadcast family's (internal/rule/broadcast).
 
 // Algorithm is TYPE(NAME=type[, PROPERTIES(...)]).
 type Algorithm struct {
@@ -87,18 +88,6 @@ type DropShardingTableReferenceRule struct {
 	Names    []string
 }
 
-// CreateBroadcastTableRule is CREATE BROADCAST TABLE RULE [IF NOT EXISTS] t, ...
-type CreateBroadcastTableRule struct {
-	IfNotExists bool
-	Tables      []string
-}
-
-// DropBroadcastTableRule is DROP BROADCAST TABLE RULE [IF EXISTS] t, ...
-type DropBroadcastTableRule struct {
-	IfExists bool
-	Tables   []string
-}
-
 // CreateDefaultShardingStrategy is CREATE DEFAULT SHARDING DATABASE|TABLE
 // STRATEGY [IF NOT EXISTS] (...); Alter is ALTER DEFAULT SHARDING ... (...).
 type CreateDefaultShardingStrategy struct {
@@ -171,9 +160,6 @@ type ShowUnusedShardingKeyGenerators struct{ Database string }
 // ShowShardingTableNodes is SHOW SHARDING TABLE NODES [t] [FROM db].
 type ShowShardingTableNodes struct{ Table, Database string }
 
-// ShowBroadcastTableRules is SHOW BROADCAST TABLE RULES [FROM db].
-type ShowBroadcastTableRules struct{ Database string }
-
 // ShowShardingAuditors is SHOW SHARDING AUDITORS [FROM db].
 type ShowShardingAuditors struct{ Database string }
 
@@ -188,12 +174,8 @@ type ShowShardingTableRulesUsed struct {
 	Name, Database string
 }
 
-// CountShardingRule is COUNT SHARDING RULE [FROM db]; CountBroadcastRule
-// is COUNT BROADCAST RULE [FROM db].
+// CountShardingRule is COUNT SHARDING RULE [FROM db].
 type CountShardingRule struct{ Database string }
-
-// CountBroadcastRule is COUNT BROADCAST RULE [FROM db].
-type CountBroadcastRule struct{ Database string }
 
 // Scope implements Statement: the session's database.
 func (CreateShardingTableRule) Scope() Scope { return sessionDatabase }
@@ -212,12 +194,6 @@ func (AlterShardingTableReferenceRule) Scope() Scope { return sessionDatabase }
 
 // Scope implements Statement: the session's database.
 func (DropShardingTableReferenceRule) Scope() Scope { return sessionDatabase }
-
-// Scope implements Statement: the session's database.
-func (CreateBroadcastTableRule) Scope() Scope { return sessionDatabase }
-
-// Scope implements Statement: the session's database.
-func (DropBroadcastTableRule) Scope() Scope { return sessionDatabase }
 
 // Scope implements Statement: the session's database.
 func (CreateDefaultShardingStrategy) Scope() Scope { return sessionDatabase }
@@ -265,13 +241,7 @@ func (st ShowUnusedShardingKeyGenerators) Scope() Scope { return named(st.Databa
 func (st ShowShardingTableNodes) Scope() Scope { return named(st.Database) }
 
 // Scope implements Statement.
-func (st ShowBroadcastTableRules) Scope() Scope { return named(st.Database) }
-
-// Scope implements Statement.
 func (st CountShardingRule) Scope() Scope { return named(st.Database) }
-
-// Scope implements Statement.
-func (st CountBroadcastRule) Scope() Scope { return named(st.Database) }
 
 // lookingAt reports whether the next tokens are the keywords kws, without
 // consuming them.
@@ -299,9 +269,6 @@ func (p *parser) shardingRDL() (st Statement, ok bool) {
 		case p.lookingAt("COUNT", "SHARDING", "RULE"):
 			p.i += 3
 			return &CountShardingRule{Database: p.fromDatabase()}, true
-		case p.lookingAt("COUNT", "BROADCAST", "RULE"):
-			p.i += 3
-			return &CountBroadcastRule{Database: p.fromDatabase()}, true
 		}
 		return nil, false
 	default:
@@ -314,16 +281,6 @@ func (p *parser) shardingRDL() (st Statement, ok bool) {
 	case p.lookingAt(verb, "SHARDING", "TABLE", "RULE"):
 		p.i += 4
 		return p.shardingTableRule(verb), true
-	case verb != "ALTER" && p.lookingAt(verb, "BROADCAST", "TABLE", "RULE"):
-		p.i += 4
-		if verb == "CREATE" {
-			st := &CreateBroadcastTableRule{IfNotExists: p.keywords("IF", "NOT", "EXISTS")}
-			st.Tables = p.names("table name")
-			return st, true
-		}
-		st := &DropBroadcastTableRule{IfExists: p.keywords("IF", "EXISTS")}
-		st.Tables = p.names("table name")
-		return st, true
 	case p.lookingAt(verb, "DEFAULT", "SHARDING"):
 		p.i += 3
 		kind := "DATABASE"
@@ -676,9 +633,6 @@ func (p *parser) showSharding() (st Statement, ok bool) {
 	case p.lookingAt("UNUSED", "SHARDING", "KEY", "GENERATORS"):
 		p.i += 4
 		return &ShowUnusedShardingKeyGenerators{Database: p.fromDatabase()}, true
-	case p.lookingAt("BROADCAST", "TABLE", "RULES"):
-		p.i += 3
-		return &ShowBroadcastTableRules{Database: p.fromDatabase()}, true
 	case p.lookingAt("SHARDING"):
 		p.i++
 		p.oneOf("TABLE RULES", "TABLE RULE", "TABLE REFERENCE RULES", "TABLE NODES", "ALGORITHMS", "AUDITORS", "KEY GENERATORS", "KEY GENERATE STRATEGIES")

@@ -32,8 +32,6 @@ func TestParseSharding(t *testing.T) {
 		{"CREATE SHARDING TABLE REFERENCE RULE reference_0 (t_order,t_order_item);", &CreateShardingTableReferenceRule{Rules: []TableReference{{Name: "reference_0", Tables: []string{"t_order", "t_order_item"}}}}},
 		{"ALTER SHARDING TABLE REFERENCE RULE r (a,b), s (c,d)", &AlterShardingTableReferenceRule{Rules: []TableReference{{Name: "r", Tables: []string{"a", "b"}}, {Name: "s", Tables: []string{"c", "d"}}}}},
 		{"DROP SHARDING TABLE REFERENCE RULE IF EXISTS reference_0", &DropShardingTableReferenceRule{IfExists: true, Names: []string{"reference_0"}}},
-		{"CREATE BROADCAST TABLE RULE t_product_category;", &CreateBroadcastTableRule{Tables: []string{"t_product_category"}}},
-		{"DROP BROADCAST TABLE RULE IF EXISTS a, b", &DropBroadcastTableRule{IfExists: true, Tables: []string{"a", "b"}}},
 		{"CREATE DEFAULT SHARDING DATABASE STRATEGY (TYPE='standard', SHARDING_COLUMN=user_id, SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='ds_${user_id % 2}'))))",
 			&CreateDefaultShardingStrategy{Kind: "DATABASE", Strategy: ShardingStrategy{Type: "standard", Columns: []string{"user_id"}, Algorithm: inline("ds_${user_id % 2}")}}},
 		{"ALTER DEFAULT SHARDING TABLE STRATEGY (TYPE='none')", &CreateDefaultShardingStrategy{Alter: true, Kind: "TABLE", Strategy: ShardingStrategy{Type: "none"}}},
@@ -67,9 +65,7 @@ func TestParseSharding(t *testing.T) {
 		{"SHOW DEFAULT SHARDING STRATEGY", &ShowDefaultShardingStrategy{}},
 		{"SHOW UNUSED SHARDING ALGORITHMS FROM db", &ShowUnusedShardingAlgorithms{Database: "db"}},
 		{"SHOW UNUSED SHARDING KEY GENERATORS", &ShowUnusedShardingKeyGenerators{}},
-		{"SHOW BROADCAST TABLE RULES", &ShowBroadcastTableRules{}},
 		{"COUNT SHARDING RULE FROM db", &CountShardingRule{Database: "db"}},
-		{"COUNT BROADCAST RULE", &CountBroadcastRule{}},
 	})
 }
 

@@ -163,10 +163,6 @@ func changeOf(st distsql.Statement) (string, change) {
 		return keyGenerateStrategy(st)
 	case *distsql.DropShardingKeyGenerateStrategy:
 		return dropKeyGenerateStrategy(st)
-	case *distsql.CreateBroadcastTableRule:
-		return broadcastTableRule(st.Tables, true, st.IfNotExists)
-	case *distsql.DropBroadcastTableRule:
-		return broadcastTableRule(st.Tables, false, st.IfExists)
 	}
 	return "", nil
 }

@@ -617,38 +617,3 @@ func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (strin
 		return rule.Prune(c), nil
 	}
 }
-
-func broadcastTableRule(tables []string, create, ifFlag bool) (string, change) {
-	return "broadcast", func(db string, c map[string]any) (map[string]any, error) {
-		list := rule.Values(c["tables"])
-		has := func(t string) int {
-			return slices.IndexFunc(list, func(e any) bool { return strings.EqualFold(rule.Text(e), t) })
-		}
-		var bad []string
-		for _, t := range tables {
-			if err := rule.CheckName("broadcast", t); err != nil {
-				return nil, err
-			}
-			if (has(t) >= 0) == create && !ifFlag {
-				bad = append(bad, t)
-			}
-		}
-		if len(bad) > 0 {
-			if create {
-				return nil, rule.DuplicateRule("broadcast", db, bad)
-			}
-			return nil, rule.MissingRule("Broadcast", db, bad)
-		}
-		for _, t := range tables {
-			i := has(t)
-			switch {
-			case create && i < 0:
-				list = append(list, t)
-			case !create && i >= 0:
-				list = slices.Delete(list, i, i+1)
-			}
-		}
-		c["tables"] = list
-		return rule.Prune(c), nil
-	}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/broadcast"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
 	"github.com/shardkeeper/shardkeeper/internal/rule/shadow"
@@ -17,6 +18,7 @@ import (
 // All are the rule families, in the order their readers are tried and
 // their rules shown. Read-only.
 var All = []rule.Family{
+	broadcast.Family,
 	mask.Family,
 	encrypt.Family,
 	shadow.Family,
