@@ -21,7 +21,9 @@ import (
 // queries of MySQL Workbench, DataGrip and Connector/J 5.1 and browses
 // information_schema; psql runs \l, \dt, \d, \d t_order, \dn and \du;
 // each port answers errors in its own dialect, PostgreSQL's command tags,
-// and NULL for the SQLite unit's port.
+// and NULL for the SQLite unit's port; upstream's table, plugin, SQL
+// translator and readwrite-splitting state statements run, and the
+// default single table unit goes with the unit UNREGISTER removes.
 func TestClients(t *testing.T) {
 	requireMariaDB(t)
 	if _, err := exec.LookPath("psql"); err != nil {
@@ -239,6 +241,26 @@ func TestClients(t *testing.T) {
 		if rows := must("SHOW STORAGE UNITS", "-D", "sharding_db"); column(t, rows, "port")[0] != "NULL" {
 			t.Errorf("SQLite unit's port %q, want NULL", column(t, rows, "port")[0])
 		}
+
+		// Upstream's ENABLE / DISABLE of a read data source, and the
+		// default single table unit that goes with its unit.
+		for _, u := range []string{"ds_1", "ds_2"} {
+			must(fmt.Sprintf("REGISTER STORAGE UNIT %s (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", u, filepath.Join(t.TempDir(), u+".db")), "-D", "sharding_db")
+		}
+		must("CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1))", "-D", "sharding_db")
+		for _, state := range []string{"DISABLE", "ENABLE"} {
+			must("ALTER READWRITE_SPLITTING RULE rw "+state+" ds_1", "-D", "sharding_db")
+			testenv.Eventually(t, "ds_1 to be "+state+"D", func() bool {
+				rows := must("SHOW STATUS FROM READWRITE_SPLITTING RULE rw", "-D", "sharding_db")
+				return slices.EqualFunc(rows[1:], [][]string{{"rw", "ds_1", state + "D"}}, slices.Equal)
+			})
+		}
+		must("SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_2", "-D", "sharding_db")
+		must("UNREGISTER STORAGE UNIT ds_2 IGNORE SINGLE TABLES", "-D", "sharding_db")
+		testenv.Eventually(t, "the default single table unit to go with ds_2", func() bool {
+			rows := must("SHOW DEFAULT SINGLE TABLE STORAGE UNIT", "-D", "sharding_db")
+			return slices.EqualFunc(rows, [][]string{{"storage_unit_name"}, {"RANDOM"}}, slices.Equal)
+		})
 	})
 }
 
