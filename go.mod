@@ -3,6 +3,7 @@ module github.com/shardkeeper/shardkeeper
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/bwmarrin/snowflake v0.3.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/go-mysql-org/go-mysql v1.16.0
@@ -28,8 +29,6 @@ require (
 	modernc.org/sqlite v1.61.1
 	sigs.k8s.io/yaml v1.6.0
 )
-
-require github.com/anishathalye/porcupine v1.3.1
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect

@@ -32,6 +32,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/tools/chaos/checker"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/harness"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/linear"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/netns"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/node"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
@@ -205,6 +206,10 @@ func checkRun(dir string, w io.Writer) (bool, error) {
 	if err := report.WriteText(&text, r); err != nil {
 		return false, err
 	}
+	linearizable, err := checkHistory(dir, &text)
+	if err != nil {
+		return false, err
+	}
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(text.String()), 0o644); err != nil {
 		return false, err
 	}
@@ -217,7 +222,31 @@ func checkRun(dir string, w io.Writer) (bool, error) {
 		return false, err
 	}
 	fmt.Fprintf(w, "== %s\n%s\n", dir, text.String())
-	return len(r.Failures()) == 0, nil
+	return len(r.Failures()) == 0 && linearizable, nil
+}
+
+// historyCheckTime bounds the linearizability check of a run's DistSQL
+// history, and again the shrinking of a failure.
+const historyCheckTime = 2 * time.Minute
+
+// checkHistory checks the DistSQL history of the run in dir, if it has
+// one, and appends its report line to w, followed, when it is not
+// linearizable, by the offending sub-history and where the visualisation
+// is. It says whether the history passed (true when there is none).
+func checkHistory(dir string, w io.Writer) (bool, error) {
+	res, found, err := linear.CheckRun(dir, historyCheckTime)
+	if err != nil || !found {
+		return !found, err
+	}
+	fmt.Fprintf(w, "DistSQL history: %s\n", res)
+	if len(res.Offending) > 0 {
+		fmt.Fprintf(w, "  shortest offending sub-history (%d operations; visualisation: %s):\n",
+			len(res.Offending), filepath.Join(dir, linear.HTMLName))
+		for _, o := range res.Offending {
+			fmt.Fprintf(w, "    %s\n", o)
+		}
+	}
+	return res.Linearizable, nil
 }
 
 func nodeCmd(ctx context.Context, args []string) error {

@@ -53,23 +53,24 @@ const (
 type Op struct {
 	// Key names the register: a rule item ("sharding/tables/t_order") or a
 	// /props key.
-	Key string
+	Key string `json:"key"`
 	// Client identifies the client that ran it; a client runs one
 	// operation at a time.
-	Client int
-	Kind   Kind
+	Client int  `json:"client"`
+	Kind   Kind `json:"kind"`
 	// Lenient is IF NOT EXISTS for Create, IF EXISTS for Drop.
-	Lenient bool
+	Lenient bool `json:"lenient,omitempty"`
 	// Value is what Create, Alter and Set write (the item's content, or a
 	// digest of it) and what a Read saw when Present.
-	Value string
+	Value string `json:"value,omitempty"`
 	// Present is, for a Read, whether the item existed.
-	Present bool
-	Outcome Outcome
+	Present bool    `json:"present,omitempty"`
+	Outcome Outcome `json:"outcome"`
 	// Call and Return are the real-time bounds (unix ns) of the operation:
 	// Call before the request was sent, Return after its answer arrived.
 	// Return is ignored for an Unknown outcome.
-	Call, Return int64
+	Call   int64 `json:"call"`
+	Return int64 `json:"return,omitempty"`
 }
 
 // String describes the operation for reports, like `c3 CREATE(v1) -> ok`.
