@@ -90,7 +90,7 @@ var rulesUsedColumns = textColumns("type", "name")
 // splitting groups that read or write it, sharding tables whose data nodes
 // are on it, single tables loaded from it, shadow data sources, in
 // upstream's order of rule types.
-func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *distsql.ShowRulesUsedStorageUnit) (*Result, error) {
+func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *distsql.ShowRulesUsedStorageUnit) (*Result, error) {
 	db, err := e.database(s, st.Database)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (e *Engine) showRulesUsedStorageUnit(_ context.Context, s *Session, st *dis
 				tables := rule.Map(r.Content[f])
 				for _, t := range sortedKeys(tables) {
 					tm := rule.Map(tables[t])
-					units, _ := dbconfig.DataSourcesOfNodes(rule.Text(tm["actualDataNodes"]))
+					units, _ := dbconfig.DataSourcesOfNodes(ctx, rule.Text(tm["actualDataNodes"]))
 					if auto, err := inline.Expand(rule.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
 						units = append(units, auto...)
 					}

@@ -2,6 +2,7 @@ package dbconfig
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -31,8 +32,11 @@ var (
 // define), every algorithm a strategy or column names is defined, every
 // algorithm's type exists, and every mask and encrypt algorithm's props are
 // ones its upstream init accepts. It returns every problem, each an
-// *sqlerr.Error.
-func checkRules(db config.Database) []*sqlerr.Error { return checkChange(db, "", nil) }
+// *sqlerr.Error; or, once ctx is done (the statement killed or its client
+// gone), ctx's error, the check stopping there.
+func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error) {
+	return checkChange(ctx, db, "", nil)
+}
 
 // checkChange is checkRules for a change of the rule of type changed of
 // db, whose content was old before (nil for a new rule). The bounds on
@@ -44,7 +48,9 @@ func checkRules(db config.Database) []*sqlerr.Error { return checkChange(db, "",
 // a change of another rule goes on, and a change that does not add names
 // (a DROP) may shrink such a rule. Tables beyond the bounds are left out
 // of the other checks. With changed "" every rule is checked as new.
-func checkChange(db config.Database, changed string, old map[string]any) []*sqlerr.Error {
+// Once ctx is done it stops, between rules and tables and inside their
+// expansions, and returns ctx's error.
+func checkChange(ctx context.Context, db config.Database, changed string, old map[string]any) ([]*sqlerr.Error, error) {
 	d := familyDatabase(db)
 	sources := d.Sources // units and the families' logical data sources
 	// Logical data sources other rules define.
@@ -74,6 +80,9 @@ func checkChange(db config.Database, changed string, old map[string]any) []*sqle
 		}
 	}
 	for _, r := range db.Rules {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := rule.CheckProps(r.Type, r.Content); err != nil {
 			errs = append(errs, err)
 			continue
@@ -89,7 +98,11 @@ func checkChange(db config.Database, changed string, old map[string]any) []*sqle
 			if changed == r.Type {
 				before = old
 			}
-			errs = append(errs, checkSharding(db.Name, r.Content, missing, bounded, before)...)
+			sharding, err := checkSharding(ctx, db.Name, r.Content, missing, bounded, before)
+			if err != nil {
+				return nil, err
+			}
+			errs = append(errs, sharding...)
 		case "readwrite_splitting":
 			for _, g := range rule.Map(r.Content["dataSourceGroups"]) {
 				gm := rule.Map(g)
@@ -105,13 +118,14 @@ func checkChange(db config.Database, changed string, old map[string]any) []*sqle
 		case "single":
 		}
 	}
-	return errs
+	return errs, nil
 }
 
 // checkSharding checks sharding rule content c of database dbName, the
 // bounds on its names only when bounded, and then only on what c adds to
-// old, its content before (see checkChange).
-func checkSharding(dbName string, c map[string]any, missing func([]string), bounded bool, old map[string]any) []*sqlerr.Error {
+// old, its content before (see checkChange); it stops with ctx's error
+// once ctx is done.
+func checkSharding(ctx context.Context, dbName string, c map[string]any, missing func([]string), bounded bool, old map[string]any) ([]*sqlerr.Error, error) {
 	var errs []*sqlerr.Error
 	algorithms := rule.Map(c["shardingAlgorithms"])
 	generators := rule.Map(c["keyGenerators"])
@@ -158,9 +172,15 @@ func checkSharding(dbName string, c map[string]any, missing func([]string), boun
 	}
 	tables := rule.Map(c["tables"])
 	for _, name := range sortedNames(tables) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		t := rule.Map(tables[name])
 		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count("tables", name, "data nodes", nodes) {
-			ds, _ := DataSourcesOfNodes(nodes)
+			ds, _ := DataSourcesOfNodes(ctx, nodes)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			missing(ds)
 		}
 		strategy(name, t["databaseStrategy"])
@@ -169,9 +189,15 @@ func checkSharding(dbName string, c map[string]any, missing func([]string), boun
 	}
 	auto := rule.Map(c["autoTables"])
 	for _, name := range sortedNames(auto) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		t := rule.Map(auto[name])
 		if ds, _ := t["actualDataSources"].(string); ds != "" && count("autoTables", name, "storage units", ds) {
-			names, _ := inline.Expand(ds, inline.MaxNames)
+			names, _ := inline.ExpandContext(ctx, ds, inline.MaxNames)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			missing(names)
 		}
 		strategy(name, t["shardingStrategy"])
@@ -187,7 +213,7 @@ func checkSharding(dbName string, c map[string]any, missing func([]string), boun
 	strategy("default", c["defaultDatabaseStrategy"])
 	strategy("default", c["defaultTableStrategy"])
 	generator("default", c["defaultKeyGenerateStrategy"])
-	return errs
+	return errs, nil
 }
 
 // DataSourcesOfNodes returns the data source names of an actualDataNodes
@@ -196,16 +222,20 @@ func checkSharding(dbName string, c map[string]any, missing func([]string), boun
 // together (inline.Expand, at most inline.MaxNames names). Parts it cannot
 // expand (any other Groovy) are left out, nothing being claimed about
 // them; the error is then inline.ErrSyntax, or inline.ErrTooMany when
-// they stand for too many names and none is returned.
-func DataSourcesOfNodes(nodes string) ([]string, error) {
+// they stand for too many names and none is returned. Once ctx is done
+// it returns no names and ctx's error.
+func DataSourcesOfNodes(ctx context.Context, nodes string) ([]string, error) {
 	parts := dataSourceParts(nodes)
 	var out []string
 	var first error
 	seen := map[string]bool{}
 	total := 0
 	for _, part := range parts {
-		names, err := inline.Expand(part, inline.MaxNames-total)
+		names, err := inline.ExpandContext(ctx, part, inline.MaxNames-total)
 		if errors.Is(err, inline.ErrTooMany) {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if err != nil {

@@ -272,7 +272,11 @@ func prepare(ctx context.Context, repo registry.Repository, source string, data 
 	if err := pingAll(ctx, *db, opts.Ping); err != nil {
 		return nil, err
 	}
-	if errs := checkRules(*db); len(errs) > 0 {
+	errs, err := checkRules(ctx, *db)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
 			msgs[i] = e.Message

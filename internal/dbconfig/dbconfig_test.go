@@ -349,6 +349,42 @@ func manyTables(n int, nodes string) string {
 	return b.String()
 }
 
+// TestCheckRulesStopsWhenCancelled: the checks of a statement whose
+// context is cancelled (KILL, or its client gone) stop and answer
+// context.Canceled, for a rule within the bounds (100,000 names in ten
+// tables, data nodes and auto tables' storage units alike), where the
+// same rule checked live passes.
+func TestCheckRulesStopsWhenCancelled(t *testing.T) {
+	var auto strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&auto, "    a_%d:\n      actualDataSources: ds_${0..1},u_${0..9997}\n", i)
+	}
+	units := "  ds_0:\n    url: jdbc:sqlite:/x\n  ds_1:\n    url: jdbc:sqlite:/y\n"
+	for i := range 9998 {
+		units += fmt.Sprintf("  u_%d:\n    url: jdbc:sqlite:/u\n", i)
+	}
+	for _, tc := range []struct{ name, rule string }{
+		{"data nodes", "- !SHARDING\n  tables:\n" + manyTables(10, "ds_${0..1}.t_${0..4999}")},
+		{"storage units", "- !SHARDING\n  autoTables:\n" + auto.String()},
+	} {
+		db, err := config.ParseDatabase(tc.name, fmt.Appendf(nil, "databaseName: d\ndataSources:\n%srules:\n%s", units, tc.rule))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs, err := checkRules(context.Background(), *db); len(errs) > 0 || err != nil {
+			t.Fatalf("%s, live: %v %v", tc.name, errs, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if errs, err := checkRules(ctx, *db); !errors.Is(err, context.Canceled) || errs != nil {
+			t.Errorf("%s, cancelled: %v %v, want context.Canceled and no problems", tc.name, errs, err)
+		}
+		if errs, err := checkChange(ctx, *db, "sharding", nil); !errors.Is(err, context.Canceled) || errs != nil {
+			t.Errorf("%s, cancelled change: %v %v, want context.Canceled and no problems", tc.name, errs, err)
+		}
+	}
+}
+
 func TestCheckRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, rule string
@@ -377,7 +413,7 @@ func TestCheckRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		errs := checkRules(*db)
+		errs, _ := checkRules(context.Background(), *db)
 		if len(errs) == 0 || errs[0].Code != tc.code || !strings.Contains(errs[0].Message, tc.want) {
 			t.Errorf("%s: %v, want %d naming %s", tc.name, errs, tc.code, tc.want)
 		}
@@ -390,13 +426,13 @@ func TestCheckRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if errs := checkRules(*db); len(errs) > 0 {
-			t.Errorf("%.80s: %v", rule, errs)
+		if errs, err := checkRules(context.Background(), *db); len(errs) > 0 || err != nil {
+			t.Errorf("%.80s: %v %v", rule, errs, err)
 		}
 	}
 	db, _ := config.ParseDatabase("ok", configYAML("/tmp", "d", ""))
-	if errs := checkRules(*db); len(errs) > 0 {
-		t.Errorf("a valid configuration: %v", errs)
+	if errs, err := checkRules(context.Background(), *db); len(errs) > 0 || err != nil {
+		t.Errorf("a valid configuration: %v %v", errs, err)
 	}
 }
 
@@ -597,11 +633,11 @@ func TestPropsBoundEveryAlgorithm(t *testing.T) {
 			}
 			return *db
 		}
-		errs := checkRules(parse(rule.MaxAlgorithmProps + 1))
+		errs, _ := checkRules(context.Background(), parse(rule.MaxAlgorithmProps+1))
 		if len(errs) == 0 || errs[0].Code != 10200 || !strings.Contains(errs[0].Message, "the props of '"+tc.where+"' hold 1001 entries, more than the 1000 one algorithm may have") {
 			t.Errorf("%s with 1,001 props: %v, want 10200 naming %s and the bound", tc.kind, errs, tc.where)
 		}
-		if errs := checkRules(parse(rule.MaxAlgorithmProps)); len(errs) > 0 {
+		if errs, _ := checkRules(context.Background(), parse(rule.MaxAlgorithmProps)); len(errs) > 0 {
 			t.Errorf("%s with 1,000 props: %v", tc.kind, errs)
 		}
 	}

@@ -113,14 +113,12 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(next) > 0 {
 		cfg.Rules = append(cfg.Rules, nextRule)
 	}
-	if err := ctx.Err(); err != nil { // KILL, or the client gone: nothing more is done
+	errs, err := checkChange(ctx, cfg, ruleType, old.Content) // KILL, or the client gone: nothing more is done
+	if err != nil {
 		return RuleChange{}, err
 	}
-	if errs := checkChange(cfg, ruleType, old.Content); len(errs) > 0 {
+	if len(errs) > 0 {
 		return RuleChange{}, errs[0]
-	}
-	if err := ctx.Err(); err != nil {
-		return RuleChange{}, err
 	}
 	if len(next) > 0 {
 		if _, err := metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {

@@ -272,7 +272,7 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		case "sharding":
 			for _, t := range rule.Map(c["tables"]) {
 				if nodes, _ := rule.Map(t)["actualDataNodes"].(string); nodes != "" {
-					names, err := DataSourcesOfNodes(nodes)
+					names, err := DataSourcesOfNodes(context.Background(), nodes)
 					if errors.Is(err, inline.ErrTooMany) {
 						names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
 					}

@@ -12,6 +12,7 @@
 package inline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -110,6 +111,21 @@ func tooMany(limit int) error {
 // an expression cannot be read (ErrSyntax). Each range and list is
 // evaluated once; the cost is linear in the length of what it returns.
 func Expand(expr string, limit int) ([]string, error) {
+	return ExpandContext(context.Background(), expr, limit)
+}
+
+// checkEvery is how many names ExpandContext builds between two looks at
+// its context.
+const checkEvery = 4096
+
+// ExpandContext is Expand, stopped by ctx: it looks at ctx before the
+// first name and every checkEvery names, and once ctx is done it returns
+// no names and ctx's error (context.Canceled when a statement is killed
+// or its client has gone).
+func ExpandContext(ctx context.Context, expr string, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	n, err := Count(expr, limit)
 	if err != nil {
 		return nil, err
@@ -129,17 +145,25 @@ func Expand(expr string, limit int) ([]string, error) {
 		}); err != nil {
 			return nil, err
 		}
-		out = appendProduct(out, segs, width)
+		if out, err = appendProduct(ctx, out, segs, width); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
 // appendProduct appends to out every combination of segs, the last
-// segment varying fastest; width bounds a name's length.
-func appendProduct(out []string, segs []segment, width int) []string {
+// segment varying fastest; width bounds a name's length. It stops with
+// ctx's error once ctx is done (looked at every checkEvery names).
+func appendProduct(ctx context.Context, out []string, segs []segment, width int) ([]string, error) {
 	idx := make([]int, len(segs))
 	var b strings.Builder
 	for {
+		if len(out)%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		b.Reset()
 		b.Grow(width)
 		for i, s := range segs {
@@ -161,7 +185,7 @@ func appendProduct(out []string, segs []segment, width int) []string {
 			idx[i] = 0
 		}
 		if i < 0 {
-			return out
+			return out, nil
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package inline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -129,6 +130,47 @@ func measure(b *testing.B, expr string) float64 {
 // TestPattern: the pattern of an expression matches every name Expand
 // gives for it, and not a name with other literal text or another list
 // item; for an expression of far too many names it is built all the same.
+// errAfter is a context whose Err is nil for its first n calls and
+// context.Canceled from then on: a statement killed in the middle of its
+// work.
+type errAfter struct {
+	context.Context
+	n int
+}
+
+func (c *errAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	return context.Canceled
+}
+
+// TestExpandContextStops: a killed statement (its context cancelled) stops
+// an expansion within bounds, before the first name or in the middle, and
+// gets no names and context.Canceled; a live one gets every name.
+func TestExpandContextStops(t *testing.T) {
+	const expr = "ds_${0..9}.t_${0..999}" // 10,000 names, within MaxNames
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"cancelled before", cancelled},
+		{"cancelled after the first 4,096 names", &errAfter{Context: context.Background(), n: 2}},
+	} {
+		names, err := ExpandContext(tc.ctx, expr, MaxNames)
+		if !errors.Is(err, context.Canceled) || names != nil {
+			t.Errorf("%s: got %d names, %v; want none, context.Canceled", tc.name, len(names), err)
+		}
+	}
+	names, err := ExpandContext(context.Background(), expr, MaxNames)
+	if err != nil || len(names) != 10_000 || names[9_999] != "ds_9.t_999" {
+		t.Fatalf("live context: got %d names, %v", len(names), err)
+	}
+}
+
 func TestPattern(t *testing.T) {
 	for _, expr := range []string{"ds_${0..3}", "ds_$->{0..1}.t_${['a', 'b']}, other", "u_${[x, 'y']}_${10..12}"} {
 		p, err := Pattern(expr)
