@@ -121,9 +121,10 @@ func TestDatabaseAnnouncedOneWay(t *testing.T) {
 			if want := paths.DefaultLayout.ListenerValue(step.create); a.value != want {
 				t.Errorf("%s %s: announced %q, want %q", what, step.db, a.value, want)
 			}
-			// The watcher sees the announcement come and go a little late,
-			// each by its own delay: allow a quarter of a second either way.
-			if a.stood < metadata.ListenerHold-250*time.Millisecond || a.stood > metadata.ListenerHold+2*time.Second {
+			// The watcher sees the announcement come and go late, each by
+			// its own delay (more on a loaded machine): allow half a second
+			// less, and some seconds more, than the hold.
+			if a.stood < metadata.ListenerHold-500*time.Millisecond || a.stood > metadata.ListenerHold+10*time.Second {
 				t.Errorf("%s %s: the announcement stood %v, want the hold of %v", what, step.db, a.stood, metadata.ListenerHold)
 			}
 			if !a.dbExisted {
