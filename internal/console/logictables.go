@@ -2,9 +2,12 @@ package console
 
 import (
 	"context"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
+	"errors"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 
 	"github.com/shardkeeper/shardkeeper/internal/catalog"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
@@ -59,12 +62,13 @@ func logicTables(d *metadata.Database) []catalog.Table {
 	}
 	if r, ok := d.Rules["sharding"]; ok {
 		tables := rule.Map(r.Content["tables"])
+		// At most inline.MaxRuleNames nodes are built in all, as a rule
+		// another node wrote may stand for more (see actualTables).
+		left := inline.MaxRuleNames
+		names := slices.Sorted(maps.Keys(persisted))
 		for _, name := range sortedKeys(tables) {
-			nodes, _ := inline.Expand(rule.Text(rule.Map(tables[name])["actualDataNodes"]), inline.MaxNames)
-			var actual []string
-			for _, n := range nodes {
-				a := n[strings.LastIndexByte(n, '.')+1:]
-				actual = append(actual, a)
+			actual := actualTables(rule.Text(rule.Map(tables[name])["actualDataNodes"]), &left, names)
+			for _, a := range actual {
 				taken[strings.ToLower(a)] = true
 			}
 			add(name, actual, false)
@@ -118,6 +122,44 @@ func logicTables(d *metadata.Database) []catalog.Table {
 	}
 	slices.SortFunc(list, func(a, b catalog.Table) int { return strings.Compare(a.Name, b.Name) })
 	return list
+}
+
+// actualTables is the actual tables of the data nodes expr stands for,
+// in order, building at most *left of its nodes and taking those it builds
+// off *left. When expr stands for more (or for more than inline.MaxNames
+// alone), none is built: the actual tables are then those of persisted
+// (lower-case names) that its nodes' table parts could name
+// (inline.Pattern), which keeps the cost of a rule beyond the bounds
+// linear in its length and the number of persisted tables. An expression
+// that cannot be read has none.
+func actualTables(expr string, left *int, persisted []string) []string {
+	nodes, err := inline.Expand(expr, min(inline.MaxNames, *left))
+	if err == nil {
+		*left -= len(nodes)
+		for i, n := range nodes {
+			nodes[i] = n[strings.LastIndexByte(n, '.')+1:]
+		}
+		return nodes
+	}
+	if !errors.Is(err, inline.ErrTooMany) {
+		return nil
+	}
+	parts := inline.Split(expr)
+	for i, node := range parts {
+		node = strings.TrimSpace(node)
+		parts[i] = node[inline.TopDot(node)+1:]
+	}
+	p, err := inline.Pattern(strings.ToLower(strings.Join(parts, ",")))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range persisted {
+		if p.MatchString(name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // showLogicalTables is upstream's SHOW [FULL] LOGICAL TABLES: the logic
