@@ -79,11 +79,7 @@ func TestClients(t *testing.T) {
 			"SHOW PLUGINS OF 'ShardingAlgorithm'":    "INLINE",
 			"SHOW ENCRYPT ALGORITHM IMPLEMENTATIONS": "AES",
 		} {
-			var lines []string
-			for _, r := range must(q, "-D", "sharding_db") {
-				lines = append(lines, strings.Join(r, "\t"))
-			}
-			if out := strings.Join(lines, "\n"); !strings.Contains(out, want) {
+			if out := tsv(must(q, "-D", "sharding_db")); !strings.Contains(out, want) {
 				t.Errorf("%s: no %q in\n%s", q, want, out)
 			}
 		}
@@ -140,11 +136,7 @@ func TestClients(t *testing.T) {
 				t.Errorf("%.80s: %v\n%s", q, err, errOut)
 				continue
 			}
-			var lines []string
-			for _, r := range rows {
-				lines = append(lines, strings.Join(r, "\t"))
-			}
-			if out := strings.Join(lines, "\n"); !strings.Contains(out, want) {
+			if out := tsv(rows); !strings.Contains(out, want) {
 				t.Errorf("%.80s: no %q in\n%s", q, want, out)
 			}
 		}
@@ -262,6 +254,15 @@ func TestClients(t *testing.T) {
 			return slices.EqualFunc(rows, [][]string{{"storage_unit_name"}, {"RANDOM"}}, slices.Equal)
 		})
 	})
+}
+
+// tsv is rows as the mariadb client prints them: tab-separated lines.
+func tsv(rows [][]string) string {
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		lines[i] = strings.Join(r, "\t")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // startClientsNode runs a node with both consoles on a fresh namespace of
