@@ -25,6 +25,10 @@ type Named struct {
 	Label string
 	// Case is how names match.
 	Case Case
+	// Kind names the items in InvalidRuleConfigurationException for a
+	// name a registry node cannot have ("sharding table"); RuleType when
+	// "".
+	Kind string
 }
 
 // key returns the key of items that name matches ("" when none).
@@ -71,7 +75,11 @@ func (n Named) Alter(db string, items map[string]any, names []string) ([]string,
 func (n Named) define(db string, items map[string]any, names []string, ifNotExists, alter bool) ([]string, error) {
 	var dup, absent, seen, todo []string
 	for _, name := range names {
-		if err := CheckName(n.RuleType, name); err != nil {
+		kind := n.Kind
+		if kind == "" {
+			kind = n.RuleType
+		}
+		if err := CheckName(kind, name); err != nil {
 			return nil, err
 		}
 		if n.seen(seen, name) {

@@ -276,33 +276,24 @@ func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alt
 		if err := countNames(rules); err != nil {
 			return nil, err
 		}
-		var dup, absent []string
-		var todo []distsql.ShardingTableRule
-		seen := map[string]bool{}
+		names := make([]string, len(rules))
+		for i, r := range rules {
+			names[i] = r.Table
+		}
+		todo := names
+		var err error
+		if alter {
+			_, err = shardingTables.Alter(db, tableItems(c), names)
+		} else {
+			todo, err = shardingTables.Create(db, tableItems(c), names, ifNotExists)
+		}
+		if err != nil {
+			return nil, err
+		}
 		for _, r := range rules {
-			if seen[strings.ToLower(r.Table)] {
-				dup = append(dup, r.Table)
+			if !slices.Contains(todo, r.Table) {
 				continue
 			}
-			seen[strings.ToLower(r.Table)] = true
-			f, _ := shardingTable(c, r.Table)
-			switch {
-			case alter && f == "":
-				absent = append(absent, r.Table)
-			case !alter && f != "" && ifNotExists:
-				continue
-			case !alter && f != "":
-				dup = append(dup, r.Table)
-			}
-			todo = append(todo, r)
-		}
-		if len(dup) > 0 {
-			return nil, rule.DuplicateRule("sharding", db, dup)
-		}
-		if len(absent) > 0 {
-			return nil, rule.MissingRule("sharding", db, absent)
-		}
-		for _, r := range todo {
 			if f, key := shardingTable(c, r.Table); f != "" {
 				removeTable(c, f, key)
 			}
@@ -316,14 +307,31 @@ func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alt
 	}
 }
 
+// shardingTables is CREATE, ALTER and DROP of the sharding rule's tables
+// and auto tables: names match in any case, as upstream's executors
+// compare them.
+var shardingTables = rule.Named{RuleType: "sharding", Label: "sharding", Kind: "sharding table", Case: rule.FoldCase}
+
+// tableItems are the tables and auto tables of c, as named items.
+func tableItems(c map[string]any) map[string]any {
+	items := map[string]any{}
+	for _, f := range []string{"tables", "autoTables"} {
+		for k := range rule.Map(c[f]) {
+			items[k] = true
+		}
+	}
+	return items
+}
+
 func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
 	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
-		var absent, bound []string
+		keys, err := shardingTables.Drop(db, tableItems(c), st.Tables, st.IfExists)
+		if err != nil {
+			return nil, err
+		}
+		var bound []string // named as the statement names them
 		for _, t := range st.Tables {
 			if f, _ := shardingTable(c, t); f == "" {
-				if !st.IfExists {
-					absent = append(absent, t)
-				}
 				continue
 			}
 			for _, b := range rule.Values(c["bindingTables"]) {
@@ -334,13 +342,10 @@ func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
 				}
 			}
 		}
-		if len(absent) > 0 {
-			return nil, rule.MissingRule("sharding", db, absent)
-		}
 		if len(bound) > 0 {
 			return nil, rule.RuleInUse("Sharding", db, bound)
 		}
-		for _, t := range st.Tables {
+		for _, t := range keys {
 			if f, key := shardingTable(c, t); f != "" {
 				removeTable(c, f, key)
 			}
