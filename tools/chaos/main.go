@@ -231,18 +231,22 @@ const historyCheckTime = 2 * time.Minute
 
 // checkHistory checks the DistSQL history of the run in dir, if it has
 // one, and appends its report line to w, followed, when it is not
-// linearizable, by the offending sub-history and where the visualisation
-// is. It says whether the history passed (true when there is none).
+// linearizable, by the offending observations, the changes around them
+// and where the visualisation is. It says whether the history passed (true when there is none).
 func checkHistory(dir string, w io.Writer) (bool, error) {
 	res, found, err := linear.CheckRun(dir, historyCheckTime)
 	if err != nil || !found {
 		return !found, err
 	}
 	fmt.Fprintf(w, "DistSQL history: %s\n", res)
-	if len(res.Offending) > 0 {
-		fmt.Fprintf(w, "  shortest offending sub-history (%d operations; visualisation: %s):\n",
+	if !res.Linearizable && !res.Undecided {
+		fmt.Fprintf(w, "  observations no order of the changes explains (%d; visualisation: %s):\n",
 			len(res.Offending), filepath.Join(dir, linear.HTMLName))
 		for _, o := range res.Offending {
+			fmt.Fprintf(w, "    %s\n", o)
+		}
+		fmt.Fprintf(w, "  the changes around them (%d):\n", len(res.Changes))
+		for _, o := range res.Changes {
 			fmt.Fprintf(w, "    %s\n", o)
 		}
 	}

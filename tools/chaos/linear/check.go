@@ -23,10 +23,17 @@ type Result struct {
 	// Key is the first key whose history is not linearizable; empty when
 	// Linearizable or Undecided.
 	Key string
-	// Offending is a shortest sub-history of Key found not linearizable:
-	// removing any one of its operations makes it linearizable (within the
-	// time Check had left). Sorted by Call.
+	// Offending are observations of Key (reads and refusals) that no order
+	// of Key's changes explains together: with every change of Key kept,
+	// removing any one of them makes Key's history linearizable (within
+	// the time Check had left). Empty when Key's changes alone conflict
+	// (two acknowledged CREATEs and no DROP between them). Sorted by Call.
 	Offending []Op
+	// Changes are Key's changes (CREATE, ALTER, DROP, SET, not refused)
+	// whose bounds meet the span of Offending or the second before it (or,
+	// when Offending is empty, of the earliest change that could not be
+	// ordered): the ones to look at. Sorted by Call.
+	Changes []Op
 }
 
 // String is the report line, like
@@ -87,8 +94,12 @@ func Check(ops []Op, timeout time.Duration, html string) (Result, error) {
 			return res, fmt.Errorf("linear: writing the visualisation: %w", err)
 		}
 	}
-	for _, o := range shrink(m, key, timeout) {
+	observations, changes := witness(m, key, timeout)
+	for _, o := range observations {
 		res.Offending = append(res.Offending, o.Input.(Op))
+	}
+	for _, o := range changes {
+		res.Changes = append(res.Changes, o.Input.(Op))
 	}
 	return res, nil
 }
@@ -130,53 +141,91 @@ func operations(ops []Op) ([]porcupine.Operation, Result, error) {
 	return history, res, nil
 }
 
-// shrink returns a short non-linearizable sub-history of the
-// non-linearizable part, within timeout. It first looks for the shortest
-// non-linearizable prefix (by call time), then removes operations one at a
-// time while what is left is still not linearizable from any starting
-// state (anyStart), so that the result shows a conflict between its own
-// operations rather than with operations it left out; when the prefix
-// needs the absent start to fail (an acknowledged DROP of an item never
-// created), it is shrunk from the absent start.
-func shrink(m porcupine.Model, part []porcupine.Operation, timeout time.Duration) []porcupine.Operation {
+// observation says whether o only observes its register: a read, or a
+// refusal (nothing changed). Removing observations from a history can
+// only make it easier to explain; removing a change can make it harder.
+func observation(o porcupine.Operation) bool {
+	op := o.Input.(Op)
+	return op.Kind == Read || op.Outcome == Refused
+}
+
+// witness explains why the non-linearizable part (one key's history) is
+// not linearizable, within timeout. observations are observations of part
+// that no order of part's changes explains together: every change of part
+// is kept and observations are removed one at a time while what is left is
+// still not linearizable, so removing any one of them (within the time
+// left) makes it linearizable. changes are part's changes whose bounds
+// meet the second before the observations and their span (an unknown
+// change: called by its end). When the changes alone conflict
+// (observations empty), the span is that of the earliest operation
+// porcupine could not linearize.
+func witness(m porcupine.Model, part []porcupine.Operation, timeout time.Duration) (observations, changes []porcupine.Operation) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	left := func() (time.Duration, bool) {
-		if deadline.IsZero() {
-			return 0, true
+	illegal := func(h []porcupine.Operation) bool {
+		d := time.Duration(0)
+		if !deadline.IsZero() {
+			if d = time.Until(deadline); d <= 0 {
+				return false
+			}
 		}
-		d := time.Until(deadline)
-		return d, d > 0
+		return porcupine.CheckOperationsTimeout(m, h, d) == porcupine.Illegal
 	}
-	illegalIn := func(m porcupine.Model, h []porcupine.Operation) bool {
-		d, ok := left()
-		return ok && porcupine.CheckOperationsTimeout(m, h, d) == porcupine.Illegal
-	}
-	illegal := func(h []porcupine.Operation) bool { return illegalIn(m, h) }
-	// Shortest prefix: hi is always a non-linearizable prefix length.
-	lo, hi := 0, len(part)
-	for lo+1 < hi {
-		mid := (lo + hi) / 2
-		if illegal(part[:mid]) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	cur := append([]porcupine.Operation(nil), part[:hi]...)
-	if free := anyStart(cur); illegalIn(free, cur) {
-		m = free
-	}
+	cur := append([]porcupine.Operation(nil), part...)
 	for i := len(cur) - 1; i >= 0; i-- {
-		if _, ok := left(); !ok {
-			break
+		if !observation(cur[i]) {
+			continue
 		}
-		cand := append(append([]porcupine.Operation(nil), cur[:i]...), cur[i+1:]...)
-		if illegal(cand) {
+		if cand := append(append([]porcupine.Operation(nil), cur[:i]...), cur[i+1:]...); illegal(cand) {
 			cur = cand
 		}
 	}
-	return cur
+	var from, to int64
+	for _, o := range cur {
+		if observation(o) {
+			if len(observations) == 0 {
+				from, to = o.Call, o.Return
+			}
+			from, to = min(from, o.Call), max(to, o.Return)
+			observations = append(observations, o)
+		}
+	}
+	if len(observations) == 0 {
+		stuck := firstStuck(m, cur, timeout)
+		from, to = stuck.Call, stuck.Return
+	}
+	from -= int64(time.Second)
+	for _, o := range cur {
+		if !observation(o) && o.Call <= to && o.Return >= from {
+			changes = append(changes, o)
+		}
+	}
+	return observations, changes
+}
+
+// firstStuck returns the operation of the non-linearizable h with the
+// earliest call among those porcupine's longest partial linearization
+// leaves out (the last operation of h if it cannot tell).
+func firstStuck(m porcupine.Model, h []porcupine.Operation, timeout time.Duration) porcupine.Operation {
+	_, info := porcupine.CheckOperationsVerbose(m, h, timeout)
+	var longest []int
+	for _, part := range info.PartialLinearizations() {
+		for _, lin := range part {
+			if len(lin) > len(longest) {
+				longest = lin
+			}
+		}
+	}
+	in := map[int]bool{}
+	for _, id := range longest {
+		in[id] = true
+	}
+	for i, o := range h {
+		if !in[i] {
+			return o
+		}
+	}
+	return h[len(h)-1]
 }

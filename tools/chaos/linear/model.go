@@ -181,14 +181,9 @@ func describe(op Op) string {
 // model is the porcupine model of one register per key, starting absent.
 // Inputs are Ops (outputs are unused: an Op carries its outcome).
 func model() porcupine.Model {
-	return modelFrom([]interface{}{state{}})
-}
-
-// modelFrom is model starting from any of the states init.
-func modelFrom(init []interface{}) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Partition: partition,
-		Init:      func() []interface{} { return init },
+		Init:      func() []interface{} { return []interface{}{state{}} },
 		Step: func(s, in, _ interface{}) []interface{} {
 			next := step(s.(state), in.(Op))
 			out := make([]interface{}, len(next))
@@ -210,24 +205,6 @@ func modelFrom(init []interface{}) porcupine.Model {
 		DescribeState:     func(s interface{}) string { return s.(state).String() },
 	}
 	return nm.ToModel()
-}
-
-// anyStart is the model of one key's history starting from any state its
-// operations could explain: absent, or any value they write or read. A
-// sub-history not linearizable from anyStart is not linearizable from the
-// start of the key's history either, whatever operations preceded it.
-func anyStart(part []porcupine.Operation) porcupine.Model {
-	init := []interface{}{state{}}
-	seen := map[string]bool{}
-	for _, o := range part {
-		op := o.Input.(Op)
-		if op.Kind == Drop || (op.Kind == Read && !op.Present) || seen[op.Value] {
-			continue
-		}
-		seen[op.Value] = true
-		init = append(init, state{present: true, value: op.Value})
-	}
-	return modelFrom(init)
 }
 
 // partition splits a history by key, in the order keys first appear.
