@@ -15,11 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/computenode"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/daemon"
 	"github.com/shardkeeper/shardkeeper/internal/httpapi"
 	"github.com/shardkeeper/shardkeeper/internal/keyserver"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/mysqlfront"
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
@@ -409,7 +409,7 @@ var layoutReasons = map[string]string{
 func announceLayout(out io.Writer, d *daemon.Daemon) {
 	fmt.Fprintf(out, "shardkeeper: writes the registry layout of ShardingSphere %s (%s; tree at start: %s)\n",
 		d.Layout.Layout, layoutReasons[d.Layout.Reason], daemon.LayoutsText(d.TreeLayouts))
-	readers := metadata.ReadersOf(d.Node.Instances())
+	readers := computenode.Readers(d.Node.Instances())
 	if len(readers) == 0 {
 		fmt.Fprintln(out, "shardkeeper: no ShardingSphere node is registered")
 	}

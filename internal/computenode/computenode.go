@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -116,4 +117,14 @@ func isOnline(ctx context.Context, repo registry.Repository, id string) (bool, e
 		}
 	}
 	return false, nil
+}
+
+// Readers returns the ShardingSphere nodes among instances (a node's
+// membership view), for the layout checks (metadata.ReadersOf).
+func Readers(instances []cluster.Instance) []metadata.Reader {
+	members := make([]metadata.Member, len(instances))
+	for i, inst := range instances {
+		members[i] = metadata.Member{InstanceID: inst.ID, Version: inst.Version}
+	}
+	return metadata.ReadersOf(members)
 }

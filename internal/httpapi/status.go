@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/computenode"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/version"
 	"github.com/shardkeeper/shardkeeper/internal/workerid"
@@ -278,7 +277,7 @@ func (s *Server) layoutStatus() layoutStatus {
 	for _, l := range s.cfg.TreeLayouts {
 		out.TreeAtStart = append(out.TreeAtStart, l.String())
 	}
-	for _, r := range metadata.ReadersOf(s.cfg.Node.Instances()) {
+	for _, r := range computenode.Readers(s.cfg.Node.Instances()) {
 		rs := readerStatus{InstanceID: r.InstanceID, Version: r.Version, ReadsAll: r.Known && r.Layout == s.cfg.Layout}
 		if r.Known {
 			rs.Layout = r.Layout.String()

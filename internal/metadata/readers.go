@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"slices"
 	"sort"
@@ -13,7 +12,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -48,21 +46,29 @@ func (r Reader) String() string {
 }
 
 // IsShardkeeper reports whether an online value's version is a
-// shardkeeper node's (cluster.Version): such a node reads every layout.
+// shardkeeper node's (cluster.Version, "shardkeeper-..."): such a node
+// reads every layout.
 func IsShardkeeper(version string) bool {
 	return strings.HasPrefix(version, "shardkeeper")
 }
 
-// ReadersOf returns the ShardingSphere nodes among instances, sorted by
+// Member is a registered compute node: its instance id and the version
+// its online value carries.
+type Member struct {
+	InstanceID string
+	Version    string
+}
+
+// ReadersOf returns the ShardingSphere nodes among members, sorted by
 // instance id.
-func ReadersOf(instances []cluster.Instance) []Reader {
+func ReadersOf(members []Member) []Reader {
 	var out []Reader
-	for _, inst := range instances {
-		if IsShardkeeper(inst.Version) {
+	for _, m := range members {
+		if IsShardkeeper(m.Version) {
 			continue
 		}
-		r := Reader{InstanceID: inst.ID, Version: inst.Version}
-		if l, err := paths.ParseLayout(inst.Version); err == nil {
+		r := Reader{InstanceID: m.InstanceID, Version: m.Version}
+		if l, err := paths.ParseLayout(m.Version); err == nil {
 			r.Layout, r.Known = l, true
 		}
 		out = append(out, r)
@@ -72,13 +78,30 @@ func ReadersOf(instances []cluster.Instance) []Reader {
 }
 
 // LoadReaders reads the ShardingSphere nodes registered in repo's
-// namespace now.
+// namespace now: the online nodes /nodes/compute_nodes/online/{type}/{id}
+// and the version of their YAML values (a value that does not decode
+// gives a reader of unknown version).
 func LoadReaders(ctx context.Context, repo registry.Repository) ([]Reader, error) {
-	instances, err := cluster.LoadInstances(ctx, repo, slog.New(slog.DiscardHandler))
+	kvs, err := repo.List(ctx, paths.OnlineRoot)
 	if err != nil {
 		return nil, fmt.Errorf("read the registered compute nodes: %w", err)
 	}
-	return ReadersOf(instances), nil
+	var members []Member
+	for _, kv := range kvs {
+		rest, _ := strings.CutPrefix(kv.Key, paths.OnlineRoot+"/")
+		typ, id, ok := strings.Cut(rest, "/")
+		if !ok || strings.Contains(id, "/") || (typ != string(paths.Proxy) && typ != string(paths.JDBC)) {
+			continue
+		}
+		var v struct {
+			Version string `yaml:"version"`
+		}
+		if yaml.Unmarshal(kv.Value, &v) != nil {
+			v.Version = ""
+		}
+		members = append(members, Member{InstanceID: id, Version: v.Version})
+	}
+	return ReadersOf(members), nil
 }
 
 // LayoutRefusalCode is the vendor code of a write refused because a

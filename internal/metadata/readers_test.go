@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -21,9 +20,9 @@ func TestCheckReaders(t *testing.T) {
 	cached := config.Rule{Type: "sharding", Content: map[string]any{"shardingCache": map[string]any{"allowedMaxSqlLength": 100}}}
 	plain := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{"t": map[string]any{"actualDataNodes": "ds_0.t"}}}}
 	readers := func(versions ...string) []Reader {
-		var in []cluster.Instance
+		var in []Member
 		for i, v := range versions {
-			in = append(in, cluster.Instance{ID: "n" + string(rune('0'+i)), Version: v})
+			in = append(in, Member{InstanceID: "n" + string(rune('0'+i)), Version: v})
 		}
 		return ReadersOf(in)
 	}
@@ -39,7 +38,7 @@ func TestCheckReaders(t *testing.T) {
 		{paths.Layout554, []string{"5.5.2"}, defaults, "item default_table_strategy"},
 		{paths.Layout552, []string{"5.5.3"}, defaults, "item default_strategies/default_table_strategy"},
 		{paths.Layout553, []string{"5.5.2"}, keyed, ""},
-		{paths.Layout553, []string{"5.5.3", cluster.Version, "4.1.1", ""}, keyed, ""},
+		{paths.Layout553, []string{"5.5.3", "shardkeeper-0.1.0", "4.1.1", ""}, keyed, ""},
 		{paths.Layout554, []string{"5.5.2", "5.5.3"}, plain, ""},
 	} {
 		err := CheckReaders(c.writer, readers(c.versions...), "db", c.rule)
