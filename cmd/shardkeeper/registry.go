@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/redact"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -26,7 +27,7 @@ func newRegistryCommand() *cobra.Command {
 	f := &registryFlags{}
 	cmd := &cobra.Command{
 		Use:   "registry",
-		Short: "Raw access to the registry: ls, get, put, rm, watch",
+		Short: "Raw access to the registry: ls, get, put, rm, watch; migrate between layouts",
 		Long: `Raw access to the registry keys, namespaced as the node sees them.
 
 Choose the registry with --conf DIR (the mode section of its global.yaml) or
@@ -88,6 +89,7 @@ it, and put that.`,
 			}),
 		},
 		newRmCommand(f),
+		newMigrateCommand(f),
 		&cobra.Command{
 			Use: "watch PATH", Short: "Print the keys under PATH, then every change, until Ctrl-C", Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -282,4 +284,62 @@ func guardedDelete(path string) string {
 		return "it deletes the registrations of every compute node"
 	}
 	return ""
+}
+
+// newMigrateCommand is registry migrate: convert the live tree's rule
+// items to another 5.5.x release's layout (metadata.MigrateTree).
+func newMigrateCommand(f *registryFlags) *cobra.Command {
+	var to string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "migrate --to 5.5.2|5.5.3|5.5.4 [--dry-run]",
+		Short: "Convert the live registry's rule items to a ShardingSphere release's layout, losing nothing",
+		Long: `Convert every database's rule items to the registry layout of the release
+--to names (5.5.2 for 5.5.0 to 5.5.2, 5.5.3, or 5.5.4), keeping the same
+configuration: each database is rewritten in one registry transaction, under
+the cluster lock, so that every node sees it either in its old layout or in
+the new one. A rule the target cannot hold (a sharding cache on 5.5.4, a
+key generate strategy other than a column's before 5.5.4) or an item that
+does not decode refuses the whole migration before anything is written.
+
+--dry-run prints every key the migration would add, change and remove, and
+writes nothing. Set layoutVersion to the same release on the shardkeeper
+nodes (or leave it unset: a node then writes the tree's layout at its start).`,
+		Args: cobra.NoArgs,
+		RunE: withRepo(f, func(ctx context.Context, r registry.Repository, _ []string, out io.Writer) error {
+			layout, err := paths.ParseLayout(to)
+			if err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			plan, done, err := metadata.MigrateTree(ctx, r, layout, dryRun)
+			printMigration(out, plan, done, dryRun)
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the release whose layout the tree takes: 5.5.2, 5.5.3 or 5.5.4 (required)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be added, changed and removed; write nothing")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+// printMigration prints each database's steps ("add KEY", "change KEY",
+// "remove KEY") and what was done.
+func printMigration(out io.Writer, plan []metadata.DatabaseMigration, done []string, dryRun bool) {
+	for _, m := range plan {
+		if len(m.Steps) == 0 {
+			fmt.Fprintf(out, "database %s: already in the layout\n", m.Database)
+			continue
+		}
+		for _, s := range m.Steps {
+			fmt.Fprintf(out, "%s %s\n", s.Action, s.Node)
+		}
+		switch {
+		case dryRun:
+			fmt.Fprintf(out, "database %s: %d keys would change (dry run: nothing written)\n", m.Database, len(m.Steps))
+		case slices.Contains(done, m.Database):
+			fmt.Fprintf(out, "database %s: migrated (%d keys)\n", m.Database, len(m.Steps))
+		default:
+			fmt.Fprintf(out, "database %s: not migrated\n", m.Database)
+		}
+	}
 }

@@ -58,6 +58,7 @@ func (s *Server) routes() {
 	handle("GET", "/api/v1/cluster/state", read, s.handleClusterState)
 	handle("PUT", "/api/v1/cluster/lock", mutation, s.handleLock)
 	handle("PUT", "/api/v1/cluster/unlock", mutation, s.handleUnlock)
+	handle("POST", "/api/v1/registry/migrate", mutation, s.handleMigrate)
 	handle("GET", "/api/v1/status", read, s.handleStatus)
 	handle("GET", "/api/v1/events", read, s.handleEvents)
 	handle("GET", "/api/v1/openapi.yaml", public, s.handleOpenAPI)

@@ -410,6 +410,9 @@ func (a *applier) remove(d *draft, k paths.Key) {
 		if k.ItemName == "" && k.Leaf == "" {
 			a.forget(k.Node) // the whole item with its named entries
 		}
+		if a.restoreOtherPlacement(d, k) {
+			return
+		}
 		d.editRule(db, k.RuleType, camel(k.RuleItem), k.ItemName, nil, true)
 	case paths.KindGlobalRule:
 		d.s.GlobalRules = maps.Clone(d.s.GlobalRules)
@@ -421,4 +424,37 @@ func (a *applier) remove(d *draft, k paths.Key) {
 		return
 	}
 	d.changes = append(d.changes, ch)
+}
+
+// restoreOtherPlacement applies the rule item k names from its other
+// place, when the registry still holds it active there, and reports
+// whether it did. A sharding default has two places (Layout552's and the
+// later layouts'): a migration between layouts writes one and deletes the
+// other in one transaction, whose events may come in any order, and the
+// deletion of the old copy must not remove what the new one holds.
+func (a *applier) restoreOtherPlacement(d *draft, k paths.Key) bool {
+	all, err := paths.RuleItemPlacements(k.Database, k.RuleType, k.RuleItem, k.ItemName)
+	if err != nil {
+		return false
+	}
+	for _, node := range all {
+		if node == k.Node {
+			continue
+		}
+		n, ok := a.active[node]
+		if !ok {
+			continue
+		}
+		vkey := paths.Version(node, n)
+		kv, ok := a.mirror[vkey]
+		if !ok {
+			continue
+		}
+		other, ok := paths.ParseKey(vkey)
+		if !ok {
+			continue
+		}
+		return a.set(d, other, kv.Value) == nil
+	}
+	return false
 }

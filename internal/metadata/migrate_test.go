@@ -1,0 +1,209 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/cluster"
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// canonicalRules is every database's rules as rules (by database, then
+// type), in one form whatever layout they were read from: as the 5.5.3
+// release writes them.
+func canonicalRules(t *testing.T, dbs map[string]*Database) map[string]map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]map[string]any{}
+	for name, d := range dbs {
+		out[name] = map[string]map[string]any{}
+		for typ, r := range d.Rules {
+			w, err := RuleAsWritten(paths.Layout553, r)
+			if err != nil {
+				t.Fatalf("database %s rule %s: %v", name, typ, err)
+			}
+			out[name][typ] = w.Content
+		}
+	}
+	return out
+}
+
+// registryDatabases reads every database of repo as a node would.
+func registryDatabases(ctx context.Context, t *testing.T, repo registry.Repository) (map[string]*Database, map[string][]byte) {
+	t.Helper()
+	names, err := repo.Children(ctx, paths.MetadataRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbs, values := map[string]*Database{}, map[string][]byte{}
+	for _, name := range names {
+		d, kvs, err := ReadDatabase(ctx, repo, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbs[name] = d
+		for k, v := range activeValues(kvs) {
+			values[k] = v
+		}
+	}
+	return dbs, values
+}
+
+// TestMigrateRoundTrip, on real etcd and ZooKeeper: the example tree,
+// bootstrapped in the 5.5.3 layout, migrates to 5.5.4, then 5.5.2, then
+// back to 5.5.3, while a node follows the registry and another issues
+// keys. After each step the tree is wholly in the target's layout (and a
+// second migration has nothing to do), holds the same configuration, and
+// every value loads with SnakeYAML into the mirrors of the target
+// release's classes; the node following it holds that configuration too.
+// Back in 5.5.3, every rule item holds what it held at first.
+func TestMigrateRoundTrip(t *testing.T) {
+	for _, b := range realBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := b.open(t)
+			bootOn(t, repo, exampleConfig(t), fakeIntrospect)
+			follower, _ := bootOn(t, another(t, repo), &config.Config{}, nil)
+			runStore(t, follower)
+
+			node, err := cluster.Open(ctx, another(t, repo), cluster.Config{InstanceID: "migrating-keys", Reservation: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer node.Close(context.WithoutCancel(ctx))
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var keys int
+			var keyErr error
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := node.NextID(ctx); err != nil {
+						keyErr = err
+						return
+					}
+					keys++
+				}
+			})
+
+			first, firstValues := registryDatabases(ctx, t, repo)
+			want := canonicalRules(t, first)
+			if tree, err := TreeLayouts(ctx, repo); err != nil || len(tree) != 1 || tree[0] != paths.Layout553 {
+				t.Fatalf("the bootstrapped tree's layouts: %v %v, want 5.5.3", tree, err)
+			}
+			for _, to := range []paths.Layout{paths.Layout554, paths.Layout552, paths.Layout553} {
+				plan, done, err := MigrateTree(ctx, repo, to, false)
+				if err != nil {
+					t.Fatalf("migrate to %s: %v", to, err)
+				}
+				steps := 0
+				for _, m := range plan {
+					steps += len(m.Steps)
+				}
+				if steps == 0 || len(done) == 0 {
+					t.Fatalf("migrate to %s changed nothing: %+v", to, plan)
+				}
+				t.Logf("to %s: %d keys added, changed or removed in %v", to, steps, done)
+				if tree, err := TreeLayouts(ctx, repo); err != nil || len(tree) != 1 || tree[0] != to {
+					t.Fatalf("after the migration to %s the tree is in %v %v", to, tree, err)
+				}
+				again, err := PlanMigration(ctx, repo, to)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range again {
+					if len(m.Steps) > 0 {
+						t.Fatalf("a second migration to %s would still write %+v", to, m.Steps)
+					}
+				}
+				dbs, _ := registryDatabases(ctx, t, repo)
+				if got := canonicalRules(t, dbs); !reflect.DeepEqual(got, want) {
+					t.Fatalf("after the migration to %s the rules are\n%v\nwant\n%v", to, got, want)
+				}
+				failures, err := loadWithSnakeYAML(t, to, persistedValues(t, repo))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range failures {
+					t.Errorf("%s: %s", to, f)
+				}
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				_, err = follower.Wait(wctx, func(s *Snapshot) bool {
+					return reflect.DeepEqual(canonicalRules(t, s.Databases), want)
+				})
+				cancel()
+				if err != nil {
+					t.Fatalf("the following node's rules after the migration to %s: %v\n%v\nwant\n%v", to, err, canonicalRules(t, follower.Current().Databases), want)
+				}
+			}
+			if _, values := registryDatabases(ctx, t, repo); !reflect.DeepEqual(values, firstValues) {
+				t.Fatalf("after the round trip the rule items hold\n%q\nwant\n%q", values, firstValues)
+			}
+			close(stop)
+			wg.Wait()
+			if keyErr != nil || keys == 0 {
+				t.Fatalf("the node issued %d keys during the migrations, then: %v", keys, keyErr)
+			}
+		})
+	}
+}
+
+// TestMigrateRefusesLoss, on real etcd and ZooKeeper: a sharding cache,
+// which 5.5.4 cannot hold, and an item no release writes for the rule as
+// read fail the migration before anything is written, naming them.
+func TestMigrateRefusesLoss(t *testing.T) {
+	for _, b := range realBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := b.open(t)
+			cached := config.Rule{Type: "sharding", Content: map[string]any{
+				"tables":        map[string]any{"t": map[string]any{"actualDataNodes": "ds_0.t"}},
+				"shardingCache": map[string]any{"allowedMaxSqlLength": 100}}}
+			kvs, err := DatabaseWrites(paths.Layout553, config.Database{Name: "db", Rules: []config.Rule{cached}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range kvs {
+				if _, err := repo.Put(ctx, kv.Key, kv.Value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, cachedValues := registryDatabases(ctx, t, repo)
+			_, _, err = MigrateTree(ctx, repo, paths.Layout554, false)
+			var me *MigrationError
+			if !errors.As(err, &me) || !strings.Contains(err.Error(), "shardingCache") || !strings.Contains(err.Error(), "5.5.4") {
+				t.Fatalf("migrating a sharding cache to 5.5.4: %v, want a refusal naming it", err)
+			}
+			if _, after := registryDatabases(ctx, t, repo); !reflect.DeepEqual(after, cachedValues) {
+				t.Fatal("the refused migration to 5.5.4 changed the registry")
+			}
+			// An item that does not decode: no release writes it.
+			odd, _ := paths.RuleItem("db", "sharding", "tables", "t")
+			if _, err := repo.Put(ctx, paths.Version(odd, 1), []byte("actualDataNodes: [ds_0.t\n")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := repo.Put(ctx, paths.ActiveVersion(odd), []byte("1")); err != nil {
+				t.Fatal(err)
+			}
+			before, beforeValues := registryDatabases(ctx, t, repo)
+			_, _, err = MigrateTree(ctx, repo, paths.Layout552, false)
+			if !errors.As(err, &me) || !strings.Contains(err.Error(), odd) {
+				t.Fatalf("migrating a tree with an odd item: %v, want a refusal naming %s", err, odd)
+			}
+			if after, afterValues := registryDatabases(ctx, t, repo); !reflect.DeepEqual(afterValues, beforeValues) || len(after) != len(before) {
+				t.Fatal("a refused migration changed the registry")
+			}
+		})
+	}
+}
