@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
-	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
@@ -88,8 +87,9 @@ var rulesUsedColumns = textColumns("type", "name")
 
 // showRulesUsedStorageUnit lists the rules that use a unit: readwrite-
 // splitting groups that read or write it, sharding tables whose data nodes
-// are on it, single tables loaded from it, shadow data sources, in
-// upstream's order of rule types.
+// are on it (dbconfig.ShardingTableUnits, as the usage count has them),
+// single tables loaded from it, shadow data sources, in upstream's order
+// of rule types.
 func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *distsql.ShowRulesUsedStorageUnit) (*Result, error) {
 	db, err := e.database(s, st.Database)
 	if err != nil {
@@ -119,12 +119,10 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 			for _, f := range []string{"tables", "autoTables"} {
 				tables := rule.Map(r.Content[f])
 				for _, t := range sortedKeys(tables) {
-					tm := rule.Map(tables[t])
-					units, _ := dbconfig.DataSourcesOfNodes(ctx, rule.Text(tm["actualDataNodes"]))
-					if auto, err := inline.Expand(rule.Text(tm["actualDataSources"]), inline.MaxNames); err == nil {
-						units = append(units, auto...)
+					if err := ctx.Err(); err != nil { // KILL, or the client gone
+						return nil, err
 					}
-					if slices.Contains(units, st.Unit) {
+					if slices.Contains(dbconfig.ShardingTableUnits(db, rule.Map(tables[t])), st.Unit) {
 						add("sharding", t)
 					}
 				}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/console"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -56,5 +58,53 @@ func TestShowNodesOfARuleBeyondTheBounds(t *testing.T) {
 	cancel()
 	if _, err := mc.engine.Execute(ctx, sess, "SHOW SHARDING TABLE NODES FROM big_db"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
+	}
+}
+
+// TestRulesUsedUnitOfARuleBeyondTheBounds: SHOW RULES USED STORAGE UNIT
+// and the usage count give one answer for a sharding rule another node
+// wrote beyond the bounds (a table's data nodes and an auto table's
+// storage units of 10,001 data sources each): the tables claim every unit
+// they could name, in both, without building their names.
+func TestRulesUsedUnitOfARuleBeyondTheBounds(t *testing.T) {
+	s := etcdtest.New(t)
+	repo := s.Open(t, s.Namespace(t, "rules-used"))
+	mc := startMySQLConsole(t, repo, "rules-used", console.Deps{})
+	persistRuleDB(t, repo, mc, "far_db", config.Rule{Type: "sharding", Content: map[string]any{
+		"tables": map[string]any{
+			"far":  map[string]any{"actualDataNodes": "ds_${0..10000}.t_far"},
+			"near": map[string]any{"actualDataNodes": "ds_0.t_near"},
+		},
+		"autoTables": map[string]any{
+			"far_auto": map[string]any{"actualDataSources": "ds_${0..10000}"},
+		},
+	}})
+	testenv.Eventually(t, "the node to load every table", func() bool {
+		c := mc.store.Current().Databases["far_db"].Rules["sharding"].Content
+		return len(rule.Map(c["tables"])) == 2 && len(rule.Map(c["autoTables"])) == 1
+	})
+	sess := &console.Session{ID: console.NewSessionID(), User: "root", Host: "127.0.0.1", Protocol: "MySQL"}
+	rows := func(stmt string) []string {
+		t.Helper()
+		res, err := mc.engine.Execute(testenv.Context(t), sess, stmt)
+		if err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		var out []string
+		for _, row := range res.Rows {
+			out = append(out, *row[0]+" "+*row[1])
+		}
+		return out
+	}
+	if got := rows("SHOW STORAGE UNITS FROM far_db WHERE USAGE_COUNT = 0"); len(got) != 0 {
+		t.Errorf("units counted unused: %v, want none", got)
+	}
+	for unit, want := range map[string][]string{
+		"ds_0": {"sharding far", "sharding near", "sharding far_auto"},
+		"ds_1": {"sharding far", "sharding far_auto"},
+	} {
+		if got := rows("SHOW RULES USED STORAGE UNIT " + unit + " FROM far_db"); !slices.Equal(got, want) {
+			t.Errorf("rules used %s: %v, want %v", unit, got, want)
+		}
 	}
 }

@@ -270,22 +270,9 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		}
 		switch typ {
 		case "sharding":
-			for _, t := range rule.Map(c["tables"]) {
-				if nodes, _ := rule.Map(t)["actualDataNodes"].(string); nodes != "" {
-					names, err := DataSourcesOfNodes(context.Background(), nodes)
-					if errors.Is(err, inline.ErrTooMany) {
-						names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
-					}
-					add("ShardingRule", names)
-				}
-			}
-			for _, t := range rule.Map(c["autoTables"]) {
-				if ds, _ := rule.Map(t)["actualDataSources"].(string); ds != "" {
-					names, err := inline.Expand(ds, inline.MaxNames)
-					if errors.Is(err, inline.ErrTooMany) {
-						names = unitsMatching(d, ds)
-					}
-					add("ShardingRule", names)
+			for _, section := range []string{"tables", "autoTables"} {
+				for _, t := range rule.Map(c[section]) {
+					add("ShardingRule", ShardingTableUnits(d, rule.Map(t)))
 				}
 			}
 		case "readwrite_splitting":
@@ -314,6 +301,33 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 				}
 			}
 		}
+	}
+	return out
+}
+
+// ShardingTableUnits is the data sources that table t of d's sharding
+// rule (a table or an auto table) uses, as UnitsInUse counts them and
+// SHOW RULES USED STORAGE UNIT lists them: the data source part of its
+// actualDataNodes and its actualDataSources, inline expressions expanded;
+// one that cannot be read claims nothing, and one of more data sources
+// than inline.MaxNames claims every unit of d whose name it could stand
+// for (unitsMatching). Each is expanded once, at most inline.MaxNames
+// names.
+func ShardingTableUnits(d *metadata.Database, t map[string]any) []string {
+	var out []string
+	if nodes, _ := t["actualDataNodes"].(string); nodes != "" {
+		names, err := DataSourcesOfNodes(context.Background(), nodes)
+		if errors.Is(err, inline.ErrTooMany) {
+			names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
+		}
+		out = append(out, names...)
+	}
+	if ds, _ := t["actualDataSources"].(string); ds != "" {
+		names, err := inline.Expand(ds, inline.MaxNames)
+		if errors.Is(err, inline.ErrTooMany) {
+			names = unitsMatching(d, ds)
+		}
+		out = append(out, names...)
 	}
 	return out
 }
