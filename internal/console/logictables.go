@@ -75,10 +75,9 @@ func logicTables(d *metadata.Database) []catalog.Table {
 		}
 		auto := rule.Map(r.Content["autoTables"])
 		for _, name := range sortedKeys(auto) {
-			prefix := strings.ToLower(name) + "_"
 			var actual []string
 			for k := range persisted {
-				if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+				if rules.AutoActualTable(name, k) {
 					actual = append(actual, k)
 					taken[k] = true
 				}

@@ -44,7 +44,8 @@ func TestTableAndPluginStatements(t *testing.T) {
 			"CREATE TABLE t_order_0 (order_id BIGINT PRIMARY KEY, status VARCHAR(32))",
 			"CREATE TABLE t_order_1 (order_id BIGINT PRIMARY KEY, status VARCHAR(32))",
 			"CREATE TABLE t_user (user_id INT PRIMARY KEY)",
-			"CREATE TABLE t_loose (id INT)")
+			"CREATE TABLE t_loose (id INT)",
+			"CREATE TABLE t_auto_0 (id INT)", "CREATE TABLE t_auto_1 (id INT)")
 		n := startNode(t, open(t), "ral", nil)
 		s := newSession()
 		exec(t, n, s, "CREATE DATABASE ral_db")
@@ -53,6 +54,7 @@ func TestTableAndPluginStatements(t *testing.T) {
 		exec(t, n, s, "CREATE SHARDING TABLE RULE t_order (DATANODES('ds_0.t_order_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=order_id, "+
 			"SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_order_${order_id % 2}')))))")
 		exec(t, n, s, "LOAD SINGLE TABLE ds_0.t_user")
+		exec(t, n, s, "CREATE SHARDING TABLE RULE t_auto (STORAGE_UNITS(ds_0), SHARDING_COLUMN=id, TYPE(NAME='hash_mod', PROPERTIES('sharding-count'='2')))")
 
 		if got := rowStrings(exec(t, n, s, "SHOW UNLOADED SINGLE TABLES")); !reflect.DeepEqual(got, [][]string{{"t_loose", "ds_0"}}) {
 			t.Errorf("SHOW UNLOADED SINGLE TABLES: %q", got)
@@ -114,7 +116,7 @@ func TestTableAndPluginStatements(t *testing.T) {
 		}
 
 		// The default single table unit does not outlive its unit.
-		exec(t, n, s, "DROP SHARDING TABLE RULE t_order")
+		exec(t, n, s, "DROP SHARDING TABLE RULE t_order, t_auto")
 		exec(t, n, s, "SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0")
 		exec(t, n, s, "UNREGISTER STORAGE UNIT ds_0 IGNORE SINGLE TABLES")
 		testenv.Eventually(t, "the default single table unit to go with ds_0", func() bool {

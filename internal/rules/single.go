@@ -121,7 +121,7 @@ func SingleTables(ctx context.Context, introspect Introspector, d *metadata.Data
 			if !ok {
 				schema, t = "", qt
 			}
-			if taken[strings.ToLower(t)] {
+			if taken.has(t) {
 				continue
 			}
 			for _, p := range patterns {
@@ -152,18 +152,42 @@ func singlePatternMatches(pattern, unit, table string) bool {
 	return (pu == "*" || pu == unit) && (pt == "*" || strings.EqualFold(pt, table))
 }
 
-// shardedTables are the lower-case names of the tables sharding and
-// broadcast rules own: logic tables and the actual tables of their data
-// nodes.
-func shardedTables(d *metadata.Database) map[string]bool {
-	out := map[string]bool{}
+// takenTables are the tables sharding and broadcast rules own: logic
+// tables, the actual tables of their data nodes, and auto tables' actual
+// tables (AutoActualTable).
+type takenTables struct {
+	names map[string]bool // lower case
+	auto  []string        // the auto tables
+}
+
+// has reports whether table t (any case) is one of s.
+func (s takenTables) has(t string) bool {
+	if s.names[strings.ToLower(t)] {
+		return true
+	}
+	return slices.ContainsFunc(s.auto, func(a string) bool { return AutoActualTable(a, t) })
+}
+
+// AutoActualTable reports whether table is an actual table of auto table
+// logic, as ShardingSphere names them: logic_0, logic_1, ... (any case).
+func AutoActualTable(logic, table string) bool {
+	rest, ok := strings.CutPrefix(strings.ToLower(table), strings.ToLower(logic)+"_")
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
+}
+
+// shardedTables are the tables sharding and broadcast rules of d own.
+func shardedTables(d *metadata.Database) takenTables {
+	out := takenTables{names: map[string]bool{}}
 	if r, ok := d.Rules["sharding"]; ok {
 		for _, f := range []string{"tables", "autoTables"} {
 			for t, v := range rule.Map(r.Content[f]) {
-				out[strings.ToLower(t)] = true
+				out.names[strings.ToLower(t)] = true
+				if f == "autoTables" {
+					out.auto = append(out.auto, t)
+				}
 				for _, nodes := range rule.List(rule.Map(v)["actualDataNodes"]) {
 					for _, x := range actualTables(nodes) {
-						out[strings.ToLower(x)] = true
+						out.names[strings.ToLower(x)] = true
 					}
 				}
 			}
@@ -171,7 +195,7 @@ func shardedTables(d *metadata.Database) map[string]bool {
 	}
 	if r, ok := d.Rules["broadcast"]; ok {
 		for _, t := range rule.List(r.Content["tables"]) {
-			out[strings.ToLower(t)] = true
+			out.names[strings.ToLower(t)] = true
 		}
 	}
 	return out
@@ -276,7 +300,7 @@ func loadSingleTable(st *distsql.LoadSingleTable, introspect Introspector) datab
 				for _, t := range byUnit[u] {
 					if !slices.ContainsFunc(tables[real[i]], func(x string) bool {
 						return strings.EqualFold(x, t) || strings.HasSuffix(strings.ToLower(x), "."+strings.ToLower(t))
-					}) || taken[strings.ToLower(t)] {
+					}) || taken.has(t) {
 						return nil, singleTableMissing(u + "." + t)
 					}
 				}

@@ -31,7 +31,7 @@ func UnloadedSingleTables(ctx context.Context, introspect Introspector, d *metad
 			if !ok {
 				schema, t = "", qt
 			}
-			if taken[strings.ToLower(t)] || slices.ContainsFunc(patterns, func(p string) bool { return singlePatternMatches(p, u, t) }) {
+			if taken.has(t) || slices.ContainsFunc(patterns, func(p string) bool { return singlePatternMatches(p, u, t) }) {
 				continue
 			}
 			out = append(out, SingleTable{Table: t, Unit: u, Schema: schema})
