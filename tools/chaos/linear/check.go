@@ -21,8 +21,10 @@ type Result struct {
 	// Linearizable is then false and Key empty.
 	Undecided bool
 	// Key is the first key whose history is not linearizable; empty when
-	// Linearizable or Undecided.
-	Key string
+	// Linearizable or Undecided. Node is the view whose observations of
+	// Key conflict with Key's changes ("": the registry's, or the changes
+	// alone).
+	Key, Node string
 	// Offending are observations of Key (reads and refusals) that no order
 	// of Key's changes explains together: with every change of Key kept,
 	// removing any one of them makes Key's history linearizable (within
@@ -47,6 +49,9 @@ func (r Result) String() string {
 	case r.Undecided:
 		return head + ", undecided (check timed out)"
 	}
+	if r.Node != "" {
+		return fmt.Sprintf("%s, NOT linearizable: key %s as node %s sees it", head, r.Key, r.Node)
+	}
 	return fmt.Sprintf("%s, NOT linearizable: key %s", head, r.Key)
 }
 
@@ -55,7 +60,13 @@ func (r Result) String() string {
 var ErrBadOp = errors.New("linear: bad operation")
 
 // Check checks every key's history in ops for linearizability against the
-// register model (see Kind and Outcome), spending at most timeout on the
+// register model (see Kind and Outcome), one view at a time: the key's
+// changes with the observations made on one node's view (Op.Node), then on
+// the next. Each view must be explained by some order of the changes that
+// respects their bounds; two views may be explained by different orders,
+// so views that differ while changes are in flight, or that diverge, are
+// not found here (the convergence check's part). Observations all made on
+// one view ("") make it the plain linearizability check. It spends at most timeout on the
 // check and as much again on shrinking a failure (0: no limit). When the
 // history is not linearizable and html is not empty, it writes porcupine's
 // visualisation of the offending key's history to the file html. It
@@ -88,6 +99,12 @@ func Check(ops []Op, timeout time.Duration, html string) (Result, error) {
 		return res, nil
 	}
 	res.Key = key[0].Input.(Op).Key
+	for _, o := range key {
+		if observation(o) {
+			res.Node = o.Input.(Op).Node
+			break
+		}
+	}
 	if html != "" {
 		_, info := porcupine.CheckOperationsVerbose(m, key, timeout)
 		if err := porcupine.VisualizePath(m, info, html); err != nil {

@@ -22,6 +22,11 @@ func readAbsent(k string, c int, call, ret int64) Op {
 	return Op{Key: k, Client: c, Kind: Read, Outcome: OK, Call: call, Return: ret}
 }
 
+func onNode(node string, o Op) Op {
+	o.Node = node
+	return o
+}
+
 func TestCheckVerdicts(t *testing.T) {
 	const k = "sharding/tables/t_order"
 	cases := []struct {
@@ -59,6 +64,24 @@ func TestCheckVerdicts(t *testing.T) {
 			op(k, 0, Alter, "b", OK, 20, 100),
 			read(k, 1, "b", 30, 40),
 			read(k, 2, "a", 50, 60),
+		}, false},
+		{"views of two nodes differ while the alter is pending", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			op(k, 0, Alter, "b", OK, 20, 100),
+			onNode("n1", read(k, 1, "b", 30, 40)),
+			onNode("n2", read(k, 2, "a", 50, 60)),
+		}, true},
+		{"one node's view goes back while the alter is pending", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			op(k, 0, Alter, "b", OK, 20, 100),
+			onNode("n1", read(k, 1, "b", 30, 40)),
+			onNode("n1", read(k, 2, "a", 50, 60)),
+		}, false},
+		{"a node's view misses an acknowledged alter", []Op{
+			op(k, 0, Create, "a", OK, 0, 10),
+			op(k, 0, Alter, "b", OK, 20, 30),
+			onNode("n1", read(k, 1, "b", 40, 50)),
+			onNode("n2", read(k, 2, "a", 40, 50)),
 		}, false},
 		{"alter of an absent item refused", []Op{
 			op(k, 0, Alter, "a", Refused, 0, 10),

@@ -8,6 +8,7 @@ package linear
 import (
 	"fmt"
 	"hash/fnv"
+	"sort"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -64,7 +65,11 @@ type Op struct {
 	// digest of it) and what a Read saw when Present.
 	Value string `json:"value,omitempty"`
 	// Present is, for a Read, whether the item existed.
-	Present bool    `json:"present,omitempty"`
+	Present bool `json:"present,omitempty"`
+	// Node names the view a Read or a refusal observed: a node whose SHOW
+	// answered, or "" for the registry itself. Each view is checked on its
+	// own against the key's changes (see Check).
+	Node    string  `json:"node,omitempty"`
 	Outcome Outcome `json:"outcome"`
 	// Call and Return are the real-time bounds (unix ns) of the operation:
 	// Call before the request was sent, Return after its answer arrived.
@@ -207,19 +212,46 @@ func model() porcupine.Model {
 	return nm.ToModel()
 }
 
-// partition splits a history by key, in the order keys first appear.
+// partition splits a history by key and, within a key, by the view its
+// observations were made on (Op.Node): each part holds every change of its
+// key and the observations of one view, in call order. Keys come in the
+// order they first appear, views in the order their first observation
+// does; a key without observations is one part of its changes.
 func partition(history []porcupine.Operation) [][]porcupine.Operation {
-	index := map[string]int{}
-	var parts [][]porcupine.Operation
+	type key struct {
+		changes []porcupine.Operation
+		views   map[string][]porcupine.Operation
+		order   []string
+	}
+	index := map[string]*key{}
+	var keys []*key
 	for _, o := range history {
-		k := o.Input.(Op).Key
-		i, ok := index[k]
-		if !ok {
-			i = len(parts)
-			index[k] = i
-			parts = append(parts, nil)
+		op := o.Input.(Op)
+		k := index[op.Key]
+		if k == nil {
+			k = &key{views: map[string][]porcupine.Operation{}}
+			index[op.Key] = k
+			keys = append(keys, k)
 		}
-		parts[i] = append(parts[i], o)
+		if !observation(o) {
+			k.changes = append(k.changes, o)
+			continue
+		}
+		if _, ok := k.views[op.Node]; !ok {
+			k.order = append(k.order, op.Node)
+		}
+		k.views[op.Node] = append(k.views[op.Node], o)
+	}
+	var parts [][]porcupine.Operation
+	for _, k := range keys {
+		if len(k.order) == 0 {
+			parts = append(parts, k.changes)
+		}
+		for _, v := range k.order {
+			part := append(append([]porcupine.Operation(nil), k.changes...), k.views[v]...)
+			sort.SliceStable(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+			parts = append(parts, part)
+		}
 	}
 	return parts
 }
