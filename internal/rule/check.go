@@ -49,20 +49,16 @@ func CheckProps(ruleType string, c map[string]any) *sqlerr.Error {
 }
 
 // CheckAlgorithms checks the algorithm definitions defs ({name: {type,
-// props}}) of kind: each has at most MaxAlgorithmProps props (10200), a
-// type (10401), one of known (10404; known nil accepts any, as for the
-// mask and encrypt algorithms, which upstream's plugins add to), whose
-// props its upstream init accepts as family checks
-// them (10400, the message naming the algorithm; a type family does not
-// have is not checked).
+// props}}) of kind: each has a type (10401), one of known (10404; known
+// nil accepts any, as for the mask and encrypt algorithms, which
+// upstream's plugins add to), whose props its upstream init accepts as
+// family checks them (10400, the message naming the algorithm; a type
+// family does not have is not checked). The number of props is
+// CheckProps's to bound, for the whole rule, before this runs.
 func CheckAlgorithms(dbName, kind string, defs map[string]any, known []string, family Algorithms) []*sqlerr.Error {
 	var errs []*sqlerr.Error
 	for _, name := range SortedKeys(defs) {
 		def := Map(defs[name])
-		if n := len(Map(def["props"])); n > MaxAlgorithmProps {
-			errs = append(errs, InvalidRule(kind, name, fmt.Sprintf("the algorithm has %d props, more than the %d one algorithm may have", n, MaxAlgorithmProps)))
-			continue
-		}
 		typ, _ := def["type"].(string)
 		if typ == "" {
 			errs = append(errs, &sqlerr.Error{Code: 10401, SQLState: "42S02", Message: fmt.Sprintf("'%s' algorithm on database.%s is required.", kind, name)})
