@@ -1,13 +1,17 @@
 package metadata
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 // TestCheckReaders: a reader is refused exactly the rules its release
@@ -95,5 +99,41 @@ func TestTreeLayouts(t *testing.T) {
 				t.Errorf("%s: TreeLayouts of %+v: %v %v, want %s", b.name, c.dbs, got, err, c.want)
 			}
 		}
+	}
+}
+
+// TestBootstrapRefusedByARegisteredReader, on real etcd and ZooKeeper: a
+// first start whose configuration a registered ShardingSphere 5.5.4 node
+// could not load in the node's 5.5.3 layout (the example's tables carry
+// key generate strategies) fails naming the node, and persists no
+// database; in the 5.5.4 layout it persists.
+func TestBootstrapRefusedByARegisteredReader(t *testing.T) {
+	for _, b := range realBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := b.open(t)
+			sess, err := repo.NewSession(ctx, registry.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close(context.WithoutCancel(ctx))
+			key, _ := paths.Online(paths.JDBC, "ss-jdbc-554")
+			if err := sess.PutEphemeral(ctx, key, []byte("attribute: 127.0.0.1\ndatabaseName: sharding_db\nversion: 5.5.4\n")); err != nil {
+				t.Fatal(err)
+			}
+			cfg := exampleConfig(t)
+			_, err = Bootstrap(ctx, repo, sess, cfg, Options{Introspect: fakeIntrospect})
+			var se *sqlerr.Error
+			if !errors.As(err, &se) || se.Code != LayoutRefusalCode || !strings.Contains(se.Message, "ss-jdbc-554") {
+				t.Fatalf("bootstrap in the 5.5.3 layout next to a 5.5.4 node: %v, want the layout refusal naming it", err)
+			}
+			if dbs, err := repo.Children(ctx, paths.MetadataRoot); err != nil || len(dbs) != 0 {
+				t.Fatalf("the refused bootstrap persisted %v %v", dbs, err)
+			}
+			cfg.Mode.Repository.Layout = paths.Layout554
+			if _, err := Bootstrap(ctx, repo, sess, cfg, Options{Introspect: fakeIntrospect}); err != nil {
+				t.Fatalf("bootstrap in the 5.5.4 layout: %v", err)
+			}
+		})
 	}
 }
