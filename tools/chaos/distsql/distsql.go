@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,26 +63,46 @@ type Config struct {
 	Timeout time.Duration
 	// Dir is the run directory; the history goes to Dir/linear.HistoryDir.
 	Dir string
+	// Settle bounds how long, after ctx is done, Run waits for every
+	// node's view to agree; 0 means 30 s.
+	Settle time.Duration
 }
 
-// Run runs the workload until ctx is done and returns the number of
-// operations recorded. It first sets Variable to "false" (recorded, so the
-// history starts from a known value). It returns an error only when the
-// history cannot be recorded or the first operation fails; a failing
-// statement is an outcome, not an error.
-func Run(ctx context.Context, cfg Config) (int, error) {
+// Stats is what Run measured.
+type Stats struct {
+	// Ops is the number of operations recorded.
+	Ops int
+	// Converged is the time from the end of the workload until one round
+	// of reads found every node's view equal (the first round: 0).
+	Converged time.Duration
+	// Rounds is the number of read rounds it took.
+	Rounds int
+}
+
+// Run runs the workload until ctx is done, then reads every node's view
+// in rounds (recorded too, so that the check finds an acknowledged change
+// they miss) until all views agree. It first sets Variable to "false"
+// (recorded, so the history starts from a known value). It returns an
+// error when the history cannot be recorded, the first operation fails or
+// the views do not agree within cfg.Settle; a failing statement is an
+// outcome, not an error.
+func Run(ctx context.Context, cfg Config) (Stats, error) {
+	var st Stats
 	if cfg.ClientsPerNode == 0 {
 		cfg.ClientsPerNode = 2
+	}
+	if cfg.Settle == 0 {
+		cfg.Settle = 30 * time.Second
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 15 * time.Second
 	}
 	if len(cfg.Consoles) == 0 {
-		return 0, errors.New("distsql: no console")
+		return st, errors.New("distsql: no console")
 	}
 	hist := filepath.Join(cfg.Dir, linear.HistoryDir)
 	if err := os.MkdirAll(hist, 0o755); err != nil {
-		return 0, err
+		return st, err
 	}
 	var clients []*client
 	for i := 0; i < len(cfg.Consoles)*cfg.ClientsPerNode; i++ {
@@ -89,14 +110,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		c, err := newClient(cfg, i, fmt.Sprintf("n%d", i%len(cfg.Consoles)+1), addr, filepath.Join(hist, fmt.Sprintf("c%d.jsonl", i)))
 		if err != nil {
 			closeAll(clients)
-			return 0, err
+			return st, err
 		}
 		clients = append(clients, c)
 	}
 	defer closeAll(clients)
 	first := clients[0].set(ctx, "false")
 	if first.Outcome != linear.OK {
-		return 1, fmt.Errorf("distsql: the first SET DIST VARIABLE %s on %s did not succeed", Variable, clients[0].addr)
+		return Stats{Ops: 1}, fmt.Errorf("distsql: the first SET DIST VARIABLE %s on %s did not succeed", Variable, clients[0].addr)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(clients))
@@ -108,11 +129,51 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}()
 	}
 	wg.Wait()
-	n := 0
+	var err error
+	st.Converged, st.Rounds, err = settle(clients[:len(cfg.Consoles)], cfg.Settle)
+	errs = append(errs, err)
 	for _, c := range clients {
-		n += c.ops
+		st.Ops += c.ops
 	}
-	return n, errors.Join(errs...)
+	return st, errors.Join(errs...)
+}
+
+// settle reads the view of every node (one client each) in rounds, 50 ms
+// apart, until a round finds them all answering and equal, and says how
+// long after its call that took and how many rounds.
+func settle(clients []*client, bound time.Duration) (time.Duration, int, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	for round := 1; ; round++ {
+		var views []string
+		for _, c := range clients {
+			views = append(views, c.view(ctx))
+		}
+		if !slices.Contains(views, "") && len(slices.Compact(slices.Clone(views))) == 1 {
+			return time.Since(start), round, nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), round, fmt.Errorf("distsql: the nodes' views did not agree within %v of the workload's end: %q", bound, views)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// view reads the node's view of every register, recorded, and returns it
+// as one string; "" when a read failed.
+func (c *client) view(ctx context.Context) string {
+	tables := c.readTables(ctx)
+	variable := c.readVariable(ctx)
+	if tables == nil || variable.Outcome != linear.OK {
+		return ""
+	}
+	var b strings.Builder
+	for _, o := range append(tables, variable) {
+		fmt.Fprintf(&b, "%s=%v:%s ", o.Key, o.Present, o.Value)
+	}
+	return b.String()
 }
 
 func closeAll(cs []*client) {
@@ -209,8 +270,9 @@ func (c *client) write(ctx context.Context, op linear.Op, stmt string, refusedCo
 }
 
 // readTables runs SHOW BROADCAST TABLE RULES: one read of every table's
-// register, with the statement's bounds.
-func (c *client) readTables(ctx context.Context) {
+// register, with the statement's bounds. It returns the reads, nil when the
+// statement failed.
+func (c *client) readTables(ctx context.Context) []linear.Op {
 	ops := make([]linear.Op, len(Tables))
 	dones := make([]func(linear.Op), len(Tables))
 	for i, t := range Tables {
@@ -229,10 +291,15 @@ func (c *client) readTables(ctx context.Context) {
 		}
 		dones[i](ops[i])
 	}
+	if err != nil {
+		return nil
+	}
+	return ops
 }
 
-// readVariable runs SHOW DIST VARIABLE WHERE NAME = Variable.
-func (c *client) readVariable(ctx context.Context) {
+// readVariable runs SHOW DIST VARIABLE WHERE NAME = Variable and returns
+// the read.
+func (c *client) readVariable(ctx context.Context) linear.Op {
 	op := linear.Op{Key: PropsKey, Kind: linear.Read}
 	done := c.invoke(&op)
 	values, err := c.column(ctx, "SHOW DIST VARIABLE WHERE NAME = "+Variable, "variable_value")
@@ -241,6 +308,7 @@ func (c *client) readVariable(ctx context.Context) {
 		op.Outcome, op.Present, op.Value = linear.OK, true, values[0]
 	}
 	done(op)
+	return op
 }
 
 // column runs query and returns the values of its column name.
