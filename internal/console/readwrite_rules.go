@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
@@ -116,13 +117,14 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 		}
 		switch typ {
 		case "sharding":
+			left := inline.MaxRuleNames // one budget for the rule, as UnitsInUse has it
 			for _, f := range []string{"tables", "autoTables"} {
 				tables := rule.Map(r.Content[f])
 				for _, t := range sortedKeys(tables) {
 					if err := ctx.Err(); err != nil { // KILL, or the client gone
 						return nil, err
 					}
-					if slices.Contains(dbconfig.ShardingTableUnits(db, rule.Map(tables[t])), st.Unit) {
+					if slices.Contains(dbconfig.ShardingTableUnits(db, rule.Map(tables[t]), &left), st.Unit) {
 						add("sharding", t)
 					}
 				}

@@ -52,3 +52,35 @@ func TestWarnBeyondBounds(t *testing.T) {
 		t.Errorf("log:\n%s\nwant one warning for database beyond naming its 110000 names", got)
 	}
 }
+
+// TestUnitsInUseOfARuleBeyondTheBounds: the units a sharding rule beyond
+// the bounds uses (30 auto tables of 10,000 storage units each, 300,000
+// names, as a node without the bounds may write it) are every unit its
+// tables could name, tables past the rule's budget of 100,000 names as
+// well as those within it, and no other. At most that budget of names is
+// built: a name costs about three allocations (the name, its entry in the
+// count), so the count stays under 500,000 allocations where building all
+// 300,000 names costs about 900,000.
+func TestUnitsInUseOfARuleBeyondTheBounds(t *testing.T) {
+	auto := map[string]any{}
+	for i := range 30 {
+		auto[fmt.Sprintf("t_%02d", i)] = map[string]any{"actualDataSources": fmt.Sprintf("u_%02d_${0..9999}", i)}
+	}
+	d := &metadata.Database{
+		Name:  "big_db",
+		Units: map[string]config.DataSource{"u_00_7": {}, "u_29_123": {}, "other": {}},
+		Rules: map[string]config.Rule{"sharding": {Type: "sharding", Content: map[string]any{"autoTables": auto}}},
+	}
+	used := UnitsInUse(d, false, false)
+	for _, u := range []string{"u_00_7", "u_29_123"} {
+		if len(used[u]) != 1 || used[u][0] != "ShardingRule" {
+			t.Errorf("%s: used by %v, want ShardingRule", u, used[u])
+		}
+	}
+	if len(used["other"]) != 0 {
+		t.Errorf("other: used by %v, want nothing", used["other"])
+	}
+	if allocs := testing.AllocsPerRun(1, func() { UnitsInUse(d, false, false) }); allocs > 500_000 {
+		t.Errorf("the usage count allocated %.0f times: more names were built than the rule's budget", allocs)
+	}
+}

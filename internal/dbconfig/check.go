@@ -177,7 +177,7 @@ func checkSharding(ctx context.Context, dbName string, c map[string]any, missing
 		}
 		t := rule.Map(tables[name])
 		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count("tables", name, "data nodes", nodes) {
-			ds, _ := DataSourcesOfNodes(ctx, nodes)
+			ds, _ := DataSourcesOfNodes(ctx, nodes, inline.MaxNames)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -219,19 +219,19 @@ func checkSharding(ctx context.Context, dbName string, c map[string]any, missing
 // DataSourcesOfNodes returns the data source names of an actualDataNodes
 // expression ("ds_${0..1}.t_order_${0..1}, ds_2.t_x"), each once, in the
 // order they first appear: the data source parts of its nodes expanded
-// together (inline.Expand, at most inline.MaxNames names). Parts it cannot
+// together (inline.Expand, at most limit names). Parts it cannot
 // expand (any other Groovy) are left out, nothing being claimed about
 // them; the error is then inline.ErrSyntax, or inline.ErrTooMany when
 // they stand for too many names and none is returned. Once ctx is done
 // it returns no names and ctx's error.
-func DataSourcesOfNodes(ctx context.Context, nodes string) ([]string, error) {
+func DataSourcesOfNodes(ctx context.Context, nodes string, limit int) ([]string, error) {
 	parts := dataSourceParts(nodes)
 	var out []string
 	var first error
 	seen := map[string]bool{}
 	total := 0
 	for _, part := range parts {
-		names, err := inline.ExpandContext(ctx, part, inline.MaxNames-total)
+		names, err := inline.ExpandContext(ctx, part, limit-total)
 		if errors.Is(err, inline.ErrTooMany) {
 			return nil, err
 		}

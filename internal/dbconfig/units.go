@@ -243,10 +243,12 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 // claims nothing), readwrite-splitting groups' write and read data sources,
 // shadow data sources' production and shadow ones, single tables' data
 // source, and with broadcast tables every unit. An expression of more
-// data sources than inline.MaxNames (a rule another node wrote) is not
-// expanded: it claims every unit of d whose name it could stand for
-// (unitsMatching), so that a unit it names is never taken for unused. Single and broadcast
-// tables are left out when ignoreSingle / ignoreBroadcast.
+// data sources than inline.MaxNames, or past the sharding rule's budget
+// of inline.MaxRuleNames names (a rule another node wrote; see
+// ShardingTableUnits), is not expanded: it claims every unit of d whose
+// name it could stand for (unitsMatching), so that a unit it names is
+// never taken for unused. Single and broadcast tables are left out when
+// ignoreSingle / ignoreBroadcast.
 func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[string][]string {
 	out := map[string][]string{}
 	add := func(rule string, names []string) {
@@ -270,9 +272,11 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 		}
 		switch typ {
 		case "sharding":
+			left := inline.MaxRuleNames
 			for _, section := range []string{"tables", "autoTables"} {
-				for _, t := range rule.Map(c[section]) {
-					add("ShardingRule", ShardingTableUnits(d, rule.Map(t)))
+				tables := rule.Map(c[section])
+				for _, name := range sortedNames(tables) {
+					add("ShardingRule", ShardingTableUnits(d, rule.Map(tables[name]), &left))
 				}
 			}
 		case "readwrite_splitting":
@@ -309,23 +313,30 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 // rule (a table or an auto table) uses, as UnitsInUse counts them and
 // SHOW RULES USED STORAGE UNIT lists them: the data source part of its
 // actualDataNodes and its actualDataSources, inline expressions expanded;
-// one that cannot be read claims nothing, and one of more data sources
-// than inline.MaxNames claims every unit of d whose name it could stand
-// for (unitsMatching). Each is expanded once, at most inline.MaxNames
-// names.
-func ShardingTableUnits(d *metadata.Database, t map[string]any) []string {
+// one that cannot be read claims nothing. It builds at most *left names
+// and takes those it builds off *left: the caller gives the rule's
+// tables, in name order, the tables then the auto tables, one budget of
+// inline.MaxRuleNames, so that a rule another node wrote beyond the
+// bounds costs no more than one within them. An expression of more data
+// sources than that, or than inline.MaxNames alone, is not expanded: it
+// claims every unit of d whose name it could stand for (unitsMatching).
+func ShardingTableUnits(d *metadata.Database, t map[string]any, left *int) []string {
 	var out []string
 	if nodes, _ := t["actualDataNodes"].(string); nodes != "" {
-		names, err := DataSourcesOfNodes(context.Background(), nodes)
+		names, err := DataSourcesOfNodes(context.Background(), nodes, min(inline.MaxNames, *left))
 		if errors.Is(err, inline.ErrTooMany) {
 			names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
+		} else {
+			*left -= len(names)
 		}
 		out = append(out, names...)
 	}
 	if ds, _ := t["actualDataSources"].(string); ds != "" {
-		names, err := inline.Expand(ds, inline.MaxNames)
+		names, err := inline.Expand(ds, min(inline.MaxNames, *left))
 		if errors.Is(err, inline.ErrTooMany) {
 			names = unitsMatching(d, ds)
+		} else {
+			*left -= len(names)
 		}
 		out = append(out, names...)
 	}
