@@ -21,6 +21,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/linear"
 )
 
@@ -63,6 +66,14 @@ type Config struct {
 	Timeout time.Duration
 	// Dir is the run directory; the history goes to Dir/linear.HistoryDir.
 	Dir string
+	// Registry, when set, is a client of the cluster's registry: a reader
+	// reads the broadcast tables from it as the view "registry" while the
+	// workload runs, and once more after the nodes' views agree. Its read
+	// (metadata.ReadDatabase, one List) is an observation of one moment
+	// only where List is one snapshot: etcd's range read. ZooKeeper's List
+	// walks the tree and can return a state that never was, so do not set
+	// it there.
+	Registry registry.Repository
 	// Settle bounds how long, after ctx is done, Run waits for every
 	// node's view to agree; 0 means 30 s.
 	Settle time.Duration
@@ -115,12 +126,28 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		clients = append(clients, c)
 	}
 	defer closeAll(clients)
+	var reg *client
+	if cfg.Registry != nil {
+		reg = &client{id: len(clients), node: RegistryView, rec: linear.NewRecorder(filepath.Join(hist, "registry.jsonl")),
+			timeout: cfg.Timeout}
+	}
 	first := clients[0].set(ctx, "false")
 	if first.Outcome != linear.OK {
 		return Stats{Ops: 1}, fmt.Errorf("distsql: the first SET DIST VARIABLE %s on %s did not succeed", Variable, clients[0].addr)
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(clients))
+	errs := make([]error, len(clients)+1)
+	if reg != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && reg.recErr == nil {
+				reg.readRegistry(ctx, cfg.Registry, cfg.Database)
+				time.Sleep(10 * time.Millisecond)
+			}
+			errs[len(clients)] = reg.recErr
+		}()
+	}
 	for i, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -132,6 +159,15 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	var err error
 	st.Converged, st.Rounds, err = settle(clients[:len(cfg.Consoles)], cfg.Settle)
 	errs = append(errs, err)
+	if reg != nil {
+		final, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+		if reg.readRegistry(final, cfg.Registry, cfg.Database) == nil {
+			errs = append(errs, errors.New("distsql: the registry could not be read after the workload"))
+		}
+		cancel()
+		errs = append(errs, reg.recErr)
+		st.Ops += reg.ops
+	}
 	for _, c := range clients {
 		st.Ops += c.ops
 	}
@@ -269,17 +305,44 @@ func (c *client) write(ctx context.Context, op linear.Op, stmt string, refusedCo
 	return op
 }
 
+// RegistryView is the linear.Op.Node of the reads of the registry itself.
+const RegistryView = "registry"
+
 // readTables runs SHOW BROADCAST TABLE RULES: one read of every table's
 // register, with the statement's bounds. It returns the reads, nil when the
 // statement failed.
 func (c *client) readTables(ctx context.Context) []linear.Op {
+	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
+		return c.column(ctx, "SHOW BROADCAST TABLE RULES", "broadcast_table")
+	})
+}
+
+// readRegistry reads database db's broadcast tables from repo, as a node
+// would apply them: one read of every table's register. It returns the
+// reads, nil when the registry could not be read.
+func (c *client) readRegistry(ctx context.Context, repo registry.Repository, db string) []linear.Op {
+	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		d, _, err := metadata.ReadDatabase(ctx, repo, db)
+		if err != nil {
+			return nil, err
+		}
+		return rule.List(d.Rules["broadcast"].Content["tables"]), nil
+	})
+}
+
+// observeTables records one read of every table's register, with the
+// bounds of the call of tables (the names of the broadcast tables the view
+// holds). It returns the reads, nil when tables failed.
+func (c *client) observeTables(ctx context.Context, tables func(context.Context) ([]string, error)) []linear.Op {
 	ops := make([]linear.Op, len(Tables))
 	dones := make([]func(linear.Op), len(Tables))
 	for i, t := range Tables {
 		ops[i] = linear.Op{Key: BroadcastKey(t), Kind: linear.Read}
 		dones[i] = c.invoke(&ops[i])
 	}
-	present, err := c.column(ctx, "SHOW BROADCAST TABLE RULES", "broadcast_table")
+	present, err := tables(ctx)
 	end := time.Now().UnixNano()
 	for i, t := range Tables {
 		ops[i].Return, ops[i].Outcome = end, linear.Unknown
