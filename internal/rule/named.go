@@ -29,6 +29,20 @@ type Named struct {
 	// name a registry node cannot have ("sharding table"); RuleType when
 	// "".
 	Kind string
+	// NameCheck checks each name CREATE and ALTER give, before any other
+	// check; nil is CheckName under Kind.
+	NameCheck func(name string) error
+}
+
+func (n Named) checkName(name string) error {
+	if n.NameCheck != nil {
+		return n.NameCheck(name)
+	}
+	kind := n.Kind
+	if kind == "" {
+		kind = n.RuleType
+	}
+	return CheckName(kind, name)
 }
 
 // key returns the key of items that name matches ("" when none).
@@ -75,11 +89,7 @@ func (n Named) Alter(db string, items map[string]any, names []string) ([]string,
 func (n Named) define(db string, items map[string]any, names []string, ifNotExists, alter bool) ([]string, error) {
 	var dup, absent, seen, todo []string
 	for _, name := range names {
-		kind := n.Kind
-		if kind == "" {
-			kind = n.RuleType
-		}
-		if err := CheckName(kind, name); err != nil {
+		if err := n.checkName(name); err != nil {
 			return nil, err
 		}
 		if n.seen(seen, name) {

@@ -121,19 +121,6 @@ func checkReadwriteRules(d *metadata.Database, rules []distsql.ReadwriteSplittin
 	return nil
 }
 
-// duplicateNames returns the names given more than once, in order.
-func duplicateNames(names []string) []string {
-	seen := map[string]int{}
-	var out []string
-	for _, n := range names {
-		seen[n]++
-		if seen[n] == 2 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 func readwriteNames(rules []distsql.ReadwriteSplittingRule) []string {
 	out := make([]string, len(rules))
 	for i, r := range rules {
@@ -155,25 +142,20 @@ func putReadwriteRules(db string, groups, balancers map[string]any, rules []dist
 	return nil
 }
 
+// readwriteGroups is CREATE, ALTER and DROP of the rule's groups: names
+// match exactly, as upstream's executors compare them; a bad name is
+// refused by checkReadwriteRules, after the duplicates.
+var readwriteGroups = rule.Named{RuleType: readwriteKind, Label: readwriteKind, Case: rule.ExactCase,
+	NameCheck: func(string) error { return nil }}
+
 func createReadwriteRule(st *distsql.CreateReadwriteSplittingRule) databaseChange {
 	return func(_ context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
-		if dup := duplicateNames(readwriteNames(st.Rules)); len(dup) > 0 {
-			return nil, rule.DuplicateRule(readwriteKind, d.Name, dup)
-		}
 		groups, balancers := readwriteOf(c)
-		rules := st.Rules
-		var existing []string
-		for _, r := range st.Rules {
-			if _, ok := groups[r.Name]; ok {
-				existing = append(existing, r.Name)
-			}
+		todo, err := readwriteGroups.Create(d.Name, groups, readwriteNames(st.Rules), st.IfNotExists)
+		if err != nil {
+			return nil, err
 		}
-		if len(existing) > 0 {
-			if !st.IfNotExists {
-				return nil, rule.DuplicateRule(readwriteKind, d.Name, existing)
-			}
-			rules = slices.DeleteFunc(slices.Clone(rules), func(r distsql.ReadwriteSplittingRule) bool { return slices.Contains(existing, r.Name) })
-		}
+		rules := slices.DeleteFunc(slices.Clone(st.Rules), func(r distsql.ReadwriteSplittingRule) bool { return !slices.Contains(todo, r.Name) })
 		if len(rules) == 0 {
 			return c, nil
 		}
@@ -190,18 +172,9 @@ func createReadwriteRule(st *distsql.CreateReadwriteSplittingRule) databaseChang
 func alterReadwriteRule(st *distsql.AlterReadwriteSplittingRule) databaseChange {
 	return func(_ context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
 		names := readwriteNames(st.Rules)
-		if dup := duplicateNames(names); len(dup) > 0 {
-			return nil, rule.DuplicateRule(readwriteKind, d.Name, dup)
-		}
 		groups, balancers := readwriteOf(c)
-		var missing []string
-		for _, r := range st.Rules {
-			if _, ok := groups[r.Name]; !ok {
-				missing = append(missing, r.Name)
-			}
-		}
-		if len(missing) > 0 {
-			return nil, rule.MissingRule(readwriteKind, d.Name, missing)
+		if _, err := readwriteGroups.Alter(d.Name, groups, names); err != nil {
+			return nil, err
 		}
 		if err := checkReadwriteRules(d, st.Rules); err != nil {
 			return nil, err
@@ -216,16 +189,9 @@ func alterReadwriteRule(st *distsql.AlterReadwriteSplittingRule) databaseChange 
 func dropReadwriteRule(st *distsql.DropReadwriteSplittingRule) databaseChange {
 	return func(_ context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
 		groups, balancers := readwriteOf(c)
-		var missing, names []string
-		for _, n := range st.Names {
-			if _, ok := groups[n]; ok {
-				names = append(names, n)
-			} else {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) > 0 && !st.IfExists {
-			return nil, rule.MissingRule(readwriteKind, d.Name, missing)
+		names, err := readwriteGroups.Drop(d.Name, groups, st.Names, st.IfExists)
+		if err != nil {
+			return nil, err
 		}
 		if len(names) == 0 {
 			return c, nil
