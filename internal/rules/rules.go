@@ -139,10 +139,6 @@ func IsGlobal(st distsql.Statement) bool {
 // rule alone.
 func changeOf(st distsql.Statement) (string, change) {
 	switch st := st.(type) {
-	case *distsql.CreateShardingTableRule:
-		return createShardingTableRule(st.Rules, st.IfNotExists, false)
-	case *distsql.AlterShardingTableRule:
-		return createShardingTableRule(st.Rules, false, true)
 	case *distsql.DropShardingTableRule:
 		return dropShardingTableRule(st)
 	case *distsql.CreateShardingTableReferenceRule:
@@ -178,6 +174,10 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 		}
 	}
 	switch st := st.(type) {
+	case *distsql.CreateShardingTableRule:
+		return createShardingTableRule(st.Rules, st.IfNotExists, false)
+	case *distsql.AlterShardingTableRule:
+		return createShardingTableRule(st.Rules, false, true)
 	case *distsql.CreateReadwriteSplittingRule:
 		return readwriteType, createReadwriteRule(st)
 	case *distsql.AlterReadwriteSplittingRule:

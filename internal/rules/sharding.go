@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
@@ -79,8 +81,9 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 
 // tableValue turns one table of CREATE or ALTER SHARDING TABLE RULE into
 // the rule's form, adding its algorithms, key generator and auditors to c
-// under upstream's generated names; it returns the section it belongs in.
-func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (string, map[string]any, error) {
+// under upstream's generated names; it returns the section it belongs in,
+// or ctx's error once ctx is done.
+func tableValue(ctx context.Context, db string, c map[string]any, r distsql.ShardingTableRule) (string, map[string]any, error) {
 	const ruleType = "sharding table"
 	if err := rule.CheckName(ruleType, r.Table); err != nil {
 		return "", nil, err
@@ -108,7 +111,10 @@ func tableValue(db string, c map[string]any, r distsql.ShardingTableRule) (strin
 		t["shardingStrategy"] = map[string]any{"standard": map[string]any{"shardingColumn": r.ShardingColumn, "shardingAlgorithmName": name}}
 	} else {
 		nodes := strings.Join(r.DataNodes, ",")
-		expanded, err := inline.Expand(nodes, inline.MaxNames)
+		expanded, err := inline.ExpandContext(ctx, nodes, inline.MaxNames)
+		if ctx.Err() != nil {
+			return "", nil, ctx.Err()
+		}
 		if errors.Is(err, inline.ErrTooMany) {
 			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "data nodes", nodes, err)
 		} else if err != nil {
@@ -271,8 +277,12 @@ func countNames(rules []distsql.ShardingTableRule) error {
 	return nil
 }
 
-func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alter bool) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+// createShardingTableRule is CREATE or ALTER SHARDING TABLE RULE. Its
+// change stops with ctx's error once ctx is done (the statement killed or
+// its client gone), between tables and inside their expansions.
+func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alter bool) (string, databaseChange) {
+	return "sharding", func(ctx context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		if err := countNames(rules); err != nil {
 			return nil, err
 		}
@@ -294,10 +304,13 @@ func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alt
 			if !slices.Contains(todo, r.Table) {
 				continue
 			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if f, key := shardingTable(c, r.Table); f != "" {
 				removeTable(c, f, key)
 			}
-			f, t, err := tableValue(db, c, r)
+			f, t, err := tableValue(ctx, db, c, r)
 			if err != nil {
 				return nil, err
 			}
