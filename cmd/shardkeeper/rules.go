@@ -13,7 +13,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
-	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -69,12 +68,8 @@ SQL_FEDERATION RULE (the global rules).`,
 // layoutVersion.
 func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.Writer) error {
 	st, err := families.Parse(statement)
-	var se *distsql.SyntaxError
-	if errors.As(err, &se) {
-		return &sqlerr.Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error()}
-	}
 	if err != nil {
-		return err
+		return distsql.Coded(err, statement)
 	}
 	global := rules.IsGlobal(st)
 	switch {

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/shardkeeper/shardkeeper/cluster"
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -145,11 +143,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, query string) (*Result
 		if res, ok, cerr := e.catalogSelect(s, query); ok {
 			return res, cerr
 		}
-		var se *distsql.SyntaxError
-		if errors.As(err, &se) {
-			return nil, &sqlerr.Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error(), Position: charPosition(query, se.Line, se.Column)}
-		}
-		return nil, err
+		return nil, distsql.Coded(err, query)
 	}
 	res, err := e.Run(ctx, s, st)
 	var se *sqlerr.Error
@@ -347,19 +341,4 @@ func textColumns(names ...string) []Column {
 		cols[i] = Column{Name: n}
 	}
 	return cols
-}
-
-// charPosition is the 1-based character position in query of the 1-based
-// line and column (Error.Position).
-func charPosition(query string, line, column int) int {
-	pos := 0
-	for l := 1; l < line; l++ {
-		i := strings.IndexByte(query, '\n')
-		if i < 0 {
-			break
-		}
-		pos += utf8.RuneCountInString(query[:i+1])
-		query = query[i+1:]
-	}
-	return pos + column
 }

@@ -1,9 +1,12 @@
 package distsql
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // SyntaxError is a statement Parse could not read: where it stopped and
@@ -25,6 +28,33 @@ const (
 	SyntaxErrorCode  = 12000
 	SyntaxErrorState = "42000"
 )
+
+// Coded returns err as the coded refusal every front end answers: a
+// SyntaxError becomes vendor code 12000, SQL state 42000, with its
+// 1-based character position in statement; any other error (nil
+// included) is returned as it is.
+func Coded(err error, statement string) error {
+	var se *SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return &sqlerr.Error{Code: SyntaxErrorCode, SQLState: SyntaxErrorState, Message: se.Error(), Position: se.charPosition(statement)}
+}
+
+// charPosition is the 1-based character position of the error's line and
+// column in statement.
+func (e *SyntaxError) charPosition(statement string) int {
+	pos := 0
+	for l := 1; l < e.Line; l++ {
+		i := strings.IndexByte(statement, '\n')
+		if i < 0 {
+			break
+		}
+		pos += utf8.RuneCountInString(statement[:i+1])
+		statement = statement[i+1:]
+	}
+	return pos + e.Column
+}
 
 func (e *SyntaxError) Error() string {
 	near := "at the end of the statement"

@@ -72,12 +72,8 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 		return
 	}
 	st, err := families.Parse(*v.Statement)
-	var se *distsql.SyntaxError
-	if errors.As(err, &se) {
-		s.writeError(w, &sqlerr.Error{Code: distsql.SyntaxErrorCode, SQLState: distsql.SyntaxErrorState, Message: se.Error()})
-		return
-	}
 	if err != nil {
+		err = distsql.Coded(err, *v.Statement)
 		s.writeError(w, err)
 		return
 	}
