@@ -46,7 +46,7 @@ func withoutLabels(cols []Column) []Column {
 
 // noLabels reports whether the node writes the 5.5.4 layout, which has no
 // compute node labels.
-func (e *Engine) noLabels() bool { return e.d.Mode.Repository.Layout == paths.Layout554 }
+func (e *Engine) noLabels() bool { return e.layoutNow(e.d.Mode.Repository.Layout) == paths.Layout554 }
 
 // dropLabels removes the labels cell (at index i) from a row.
 func dropLabels(row []*string, i int) []*string {

@@ -52,6 +52,9 @@ type Deps struct {
 	// ShardingSphere release): where rule items, the cluster lock and
 	// the database listener coordinator go.
 	Layout paths.Layout
+	// LayoutNow, when set, is the layout the node writes now, which a
+	// migration of the tree may move (it then overrides Layout).
+	LayoutNow *paths.LayoutVar
 	// SetVariableTimeout bounds how long SET DIST VARIABLE waits for the
 	// nodes to apply the value; zero means distvar.DefaultTimeout.
 	SetVariableTimeout time.Duration
@@ -341,4 +344,13 @@ func textColumns(names ...string) []Column {
 		cols[i] = Column{Name: n}
 	}
 	return cols
+}
+
+// layoutNow is the registry layout the node writes now: Deps.LayoutNow
+// when set, else static (the layout it was configured with).
+func (e *Engine) layoutNow(static paths.Layout) paths.Layout {
+	if e.d.LayoutNow != nil {
+		return e.d.LayoutNow.Load()
+	}
+	return static
 }

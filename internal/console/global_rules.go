@@ -110,7 +110,7 @@ func (e *Engine) createDatabase(ctx context.Context, s *Session, st *distsql.Cre
 		return nil, databaseExists(s, st.Name)
 	}
 	db := config.Database{Name: st.Name}
-	if _, err := metadata.DatabaseWrites(e.d.Layout, db); err != nil { // a name the registry or the layout refuses
+	if _, err := metadata.DatabaseWrites(e.layoutNow(e.d.Layout), db); err != nil { // a name the registry or the layout refuses
 		return nil, &sqlerr.Error{Code: 30000, SQLState: "HY000", Message: fmt.Sprintf("Can not create database '%s': %v", st.Name, err)}
 	}
 	c, err := e.coordinator()
@@ -160,5 +160,5 @@ func (e *Engine) coordinator() (metadata.Coordinator, error) {
 	if sess == nil {
 		return metadata.Coordinator{}, &sqlerr.Error{Code: 17010, SQLState: "HY000", Message: "Cluster persist repository error, reason is: the node holds no registry session now; nothing was written."}
 	}
-	return metadata.Coordinator{Repo: e.d.Repo, Session: sess, Layout: e.d.Layout}, nil
+	return metadata.Coordinator{Repo: e.d.Repo, Session: sess, Layout: e.layoutNow(e.d.Layout)}, nil
 }

@@ -106,7 +106,7 @@ func (e *Engine) importOptions(statement string) dbconfig.Options {
 	if e.d.Node != nil {
 		instance = e.d.Node.InstanceID()
 	}
-	return dbconfig.Options{Layout: e.d.Layout, Ping: e.ping, Introspect: introspect, Statement: statement, Instance: instance}
+	return dbconfig.Options{Layout: e.layoutNow(e.d.Layout), Ping: e.ping, Introspect: introspect, Statement: statement, Instance: instance}
 }
 
 // quoteString is s as a SQL string literal.

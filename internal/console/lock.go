@@ -37,7 +37,7 @@ func (e *Engine) unlockCluster(ctx context.Context, s *Session, st *distsql.Unlo
 // lockOp is the clusterlock.Op of a LOCK or UNLOCK CLUSTER with the
 // statement's TIMEOUT on this node.
 func (e *Engine) lockOp(timeoutMillis int64) clusterlock.Op {
-	return clusterlock.Op{Layout: e.d.Layout, Timeout: time.Duration(timeoutMillis) * time.Millisecond,
+	return clusterlock.Op{Layout: e.layoutNow(e.d.Layout), Timeout: time.Duration(timeoutMillis) * time.Millisecond,
 		Standalone: e.d.ModeType == config.ModeStandalone}
 }
 

@@ -13,7 +13,7 @@ import (
 // views written and deleted.
 
 func (e *Engine) refreshDatabaseMetadata(ctx context.Context, s *Session, st *distsql.RefreshDatabaseMetadata) (*Result, error) {
-	out, err := dbconfig.Refresh(ctx, e.d.Repo, e.d.Mode.Repository.Layout, e.d.Metadata.Current(), st.Database, st.Force, e.d.Introspect)
+	out, err := dbconfig.Refresh(ctx, e.d.Repo, e.layoutNow(e.d.Mode.Repository.Layout), e.d.Metadata.Current(), st.Database, st.Force, e.d.Introspect)
 	if err != nil {
 		return nil, opError(s, err)
 	}

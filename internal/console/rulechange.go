@@ -39,7 +39,7 @@ func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement
 
 // ruleOptions are the options of a rule change made by this engine.
 func (e *Engine) ruleOptions() rules.Options {
-	opts := rules.Options{Layout: e.d.Layout, Timeout: e.d.SetVariableTimeout, Introspect: e.d.Introspect, Cache: e.rules}
+	opts := rules.Options{Layout: e.layoutNow(e.d.Layout), Timeout: e.d.SetVariableTimeout, Introspect: e.d.Introspect, Cache: e.rules}
 	if e.d.Node != nil {
 		opts.Session = e.d.Node.Session()
 	}

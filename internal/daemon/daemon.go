@@ -124,6 +124,10 @@ type Daemon struct {
 	// TreeLayouts are the layouts the registry's tree was written in at
 	// start (metadata.TreeLayouts).
 	TreeLayouts []paths.Layout
+	// LayoutNow is the layout the node writes now: Layout's, or, without
+	// layoutVersion, the one the last migration of the tree recorded
+	// (paths.RegistryLayout), followed while the node runs.
+	LayoutNow *paths.LayoutVar
 	// Console runs the DistSQL statements of the MySQL and PostgreSQL
 	// consoles' sessions.
 	Console *console.Engine
@@ -231,6 +235,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.cfg = c
+	d.LayoutNow = paths.NewLayoutVar(c.Repository.Layout)
 	if nc.Snowflake == (snowflake.Config{}) {
 		nc.Snowflake = snowflakeConfig(c.Conf.Snowflake())
 	}
@@ -283,7 +288,7 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	d.Console = console.New(console.Deps{
 		Repo: repo, Node: node, Metadata: store, Processes: d.Processes,
 		Mode: config.Mode{Type: c.ModeType, Repository: c.Repository}, ModeType: c.ModeType,
-		Layout: c.Repository.Layout, Logger: log, FileDir: fileDir, ConfDir: confDir, AllowSQLite: c.AllowSQLiteUnits,
+		Layout: c.Repository.Layout, LayoutNow: d.LayoutNow, Logger: log, FileDir: fileDir, ConfDir: confDir, AllowSQLite: c.AllowSQLiteUnits,
 	})
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.Repo, d.Node, d.nodeConfig, d.Metadata, d.metrics = repo, node, nc, store, metrics
@@ -296,6 +301,9 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() { reportSlow(runCtx, d.slow, log, SlowWindow) })
+		if !c.Repository.LayoutSet {
+			wg.Go(func() { followMigrations(runCtx, repo, d.LayoutNow, log) })
+		}
 		if err := store.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("metadata watch stopped", "err", err)
 		}
@@ -317,7 +325,7 @@ func (d *Daemon) serve() error {
 		c := d.http.c
 		srv, err := d.http.serve(httpapi.Config{
 			Node: d.Node, Store: d.Metadata, Repo: d.Repo,
-			Layout: d.cfg.Repository.Layout, LayoutReason: d.Layout.Reason, TreeLayouts: d.TreeLayouts, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
+			Layout: d.cfg.Repository.Layout, LayoutNow: d.LayoutNow, LayoutReason: d.Layout.Reason, TreeLayouts: d.TreeLayouts, ModeType: d.cfg.ModeType, Token: c.Token, OpenReads: c.OpenReads, TLS: c.TLS, MaxConnections: c.MaxConnections,
 			AllowedHosts: allowedHosts(c), RegistryMetrics: d.metrics, Logger: d.log, Epoch: d.nodeConfig.Snowflake.Epoch,
 			Ports: d.ports(), Started: d.started, Collectors: []prometheus.Collector{slowCollector(d.slow), d.consoleMetrics, keyPortCollector{d.resp, d.udp}},
 		})

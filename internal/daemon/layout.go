@@ -68,3 +68,26 @@ func LayoutsText(layouts []paths.Layout) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// followMigrations moves layout to the one paths.RegistryLayout records
+// each time a migration writes it, until ctx ends: a node without
+// layoutVersion writes the layout the tree was migrated to.
+func followMigrations(ctx context.Context, repo registry.Repository, layout *paths.LayoutVar, log *slog.Logger) {
+	err := registry.Follow(ctx, repo, paths.RegistryLayout, func(ev registry.Event) {
+		if ev.Err != nil || ev.Type == registry.EventDelete || ev.KV.Key != paths.RegistryLayout {
+			return
+		}
+		l, err := paths.ParseLayout(string(ev.KV.Value))
+		if err != nil {
+			log.Warn("the recorded registry layout is not a 5.5.x release; this node keeps its layout", "key", paths.RegistryLayout, "value", string(ev.KV.Value), "writes", layout.Load().String())
+			return
+		}
+		if old := layout.Load(); old != l {
+			layout.Store(l)
+			log.Info("registry layout: the tree was migrated; this node writes its new layout", "writes", l.String(), "was", old.String())
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Warn("stopped following the registry layout record", "err", err)
+	}
+}

@@ -27,30 +27,11 @@ import (
 // does not load its layout; a node without layoutVersion writes the
 // tree's layout, which the registered node loads.
 func TestLayoutAtStart(t *testing.T) {
-	for name, repoConf := range map[string]func(t *testing.T) config.Repository{
-		"etcd": etcdRepository,
-		"zookeeper": func(t *testing.T) config.Repository {
-			zs := zktest.New(t)
-			return config.Repository{Type: config.RepositoryZooKeeper, ServerLists: zs.Servers, Namespace: zs.Namespace(t, "sk_daemon_"),
-				TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
-		},
-	} {
+	for name, repoConf := range realRepositories {
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Context(t)
 			rc := repoConf(t)
-			repo, err := connect.Open(ctx, rc, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer repo.Close()
-			keyed := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{"t_order": map[string]any{
-				"actualDataNodes": "ds_0.t_order", "keyGenerateStrategy": map[string]any{"column": "order_id", "keyGeneratorName": "snowflake"}}},
-				"keyGenerators": map[string]any{"snowflake": map[string]any{"type": "SNOWFLAKE"}}}}
-			db := config.Database{Name: "db", DataSources: map[string]config.DataSource{"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", "")},
-				Rules: []config.Rule{keyed}}
-			if err := metadatatest.CreateDatabase(ctx, repo, paths.Layout554, db); err != nil {
-				t.Fatal(err)
-			}
+			repo := keyedTree(ctx, t, rc, paths.Layout554)
 			sess, err := repo.NewSession(ctx, registry.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -98,6 +79,37 @@ func TestLayoutAtStart(t *testing.T) {
 	}
 }
 
+// realRepositories are fresh namespaces of the test environment's etcd
+// and ZooKeeper.
+var realRepositories = map[string]func(t *testing.T) config.Repository{
+	"etcd": etcdRepository,
+	"zookeeper": func(t *testing.T) config.Repository {
+		zs := zktest.New(t)
+		return config.Repository{Type: config.RepositoryZooKeeper, ServerLists: zs.Servers, Namespace: zs.Namespace(t, "sk_daemon_"),
+			TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second}
+	},
+}
+
+// keyedTree opens rc and writes database db, unit ds_0, whose sharding
+// table t_order has a key generate strategy, in layout's places.
+func keyedTree(ctx context.Context, t *testing.T, rc config.Repository, layout paths.Layout) registry.Repository {
+	t.Helper()
+	repo, err := connect.Open(ctx, rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	keyed := config.Rule{Type: "sharding", Content: map[string]any{"tables": map[string]any{"t_order": map[string]any{
+		"actualDataNodes": "ds_0.t_order", "keyGenerateStrategy": map[string]any{"column": "order_id", "keyGeneratorName": "snowflake"}}},
+		"keyGenerators": map[string]any{"snowflake": map[string]any{"type": "SNOWFLAKE"}}}}
+	db := config.Database{Name: "db", DataSources: map[string]config.DataSource{"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", "")},
+		Rules: []config.Rule{keyed}}
+	if err := metadatatest.CreateDatabase(ctx, repo, layout, db); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
 // layoutStatus is the status document's layout.
 type layoutStatus struct {
 	Writes      string   `json:"writes"`
@@ -124,4 +136,49 @@ func layoutOf(t *testing.T, addr string) layoutStatus {
 		t.Fatalf("status: %d %v", r.StatusCode, err)
 	}
 	return doc.Layout
+}
+
+// TestRunningNodeFollowsAMigration, on real etcd and ZooKeeper: a running
+// node without layoutVersion, writing 5.5.3, migrates the tree to 5.5.4
+// through its API, then writes 5.5.4: its status says so, and a rule it
+// changes afterwards keeps the tree wholly in the 5.5.4 layout.
+func TestRunningNodeFollowsAMigration(t *testing.T) {
+	for name, repoConf := range realRepositories {
+		t.Run(name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			rc := repoConf(t)
+			repo := keyedTree(ctx, t, rc, paths.Layout553)
+			const token = "layout-token"
+			d, err := Start(ctx, Config{Repository: rc, Node: cluster.Config{InstanceID: "layout-follows"}, HTTP: &HTTPConfig{Addr: "127.0.0.1:0", Token: token, OpenReads: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close(context.WithoutCancel(ctx))
+			if st := layoutOf(t, d.HTTPAddr); st.Writes != "5.5.3" {
+				t.Fatalf("before the migration the node writes %+v", st)
+			}
+			post := func(path, body string) {
+				t.Helper()
+				req, _ := http.NewRequest("POST", "http://"+d.HTTPAddr+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+token)
+				r, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Body.Close()
+				if r.StatusCode != http.StatusOK {
+					t.Fatalf("POST %s %s: %d", path, body, r.StatusCode)
+				}
+			}
+			post("/api/v1/registry/migrate", `{"to":"5.5.4"}`)
+			testenv.Eventually(t, "the node to write the migrated layout", func() bool {
+				st := layoutOf(t, d.HTTPAddr)
+				return st.Writes == "5.5.4" && st.Reason == "migration"
+			})
+			post("/api/v1/databases/db/rules", `{"statement":"CREATE SHARDING TABLE RULE t_item (DATANODES('ds_0.t_item'), KEY_GENERATE_STRATEGY(COLUMN=item_id, TYPE(NAME='snowflake')))"}`)
+			if tree, err := metadata.TreeLayouts(ctx, repo); err != nil || len(tree) != 1 || tree[0] != paths.Layout554 {
+				t.Fatalf("after a rule change on the migrated node the tree is in %v %v, want 5.5.4", tree, err)
+			}
+		})
+	}
 }

@@ -94,7 +94,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), distvar.DefaultTimeout+10*time.Second)
 	defer cancel()
-	opts := rules.Options{Layout: s.cfg.Layout}
+	opts := rules.Options{Layout: s.layout()}
 	if s.cfg.Node != nil {
 		opts.Session = s.cfg.Node.Session()
 	}

@@ -50,6 +50,9 @@ type Config struct {
 	// LOCK and UNLOCK hold (paths.Layout.ClusterLock) and the database
 	// listener coordinator's node of CREATE and DROP DATABASE.
 	Layout paths.Layout
+	// LayoutNow, when set, is the layout the node writes now, which a
+	// migration of the tree may move (it then overrides Layout).
+	LayoutNow *paths.LayoutVar
 	// LayoutReason says why the node writes Layout (metadata.LayoutChoice's
 	// Reason); TreeLayouts are the layouts the registry's tree was written
 	// in at start. The status document shows both.
@@ -401,4 +404,13 @@ func (s *Server) ready() (bool, string) {
 		return false, "the node cannot issue a key now: its clock is not yet past its worker id's floor, or its time reservation has run out (see its logs)"
 	}
 	return true, ""
+}
+
+// layout is the registry layout the node writes now (Config.LayoutNow,
+// else Config.Layout).
+func (s *Server) layout() paths.Layout {
+	if s.cfg.LayoutNow != nil {
+		return s.cfg.LayoutNow.Load()
+	}
+	return s.cfg.Layout
 }

@@ -161,7 +161,7 @@ func (s *Server) coordinator(ctx context.Context) (metadata.Coordinator, error) 
 	if err != nil {
 		return metadata.Coordinator{}, err
 	}
-	return metadata.Coordinator{Repo: s.cfg.Repo, Session: sess, Layout: s.cfg.Layout}, nil
+	return metadata.Coordinator{Repo: s.cfg.Repo, Session: sess, Layout: s.layout()}, nil
 }
 
 // waitDatabase waits (at most 3 s) until this node's view has database
@@ -253,7 +253,7 @@ func (s *Server) changeClusterState(w http.ResponseWriter, r *http.Request, lock
 		s.writeError(w, err)
 		return
 	}
-	op := clusterlock.Op{Layout: s.cfg.Layout, Session: sess, Timeout: req.Timeout, Standalone: s.cfg.ModeType == config.ModeStandalone}
+	op := clusterlock.Op{Layout: s.layout(), Session: sess, Timeout: req.Timeout, Standalone: s.cfg.ModeType == config.ModeStandalone}
 	next := clusterlock.StateOK
 	if lock {
 		next, err = clusterlock.Lock(ctx, s.cfg.Repo, req.Strategy, op)

@@ -252,7 +252,8 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 type layoutStatus struct {
 	Writes string `json:"writes"` // the release whose layout the node writes: "5.5.3"
 	// Reason is why: "layoutVersion", "tree", "readers" or "default"
-	// (metadata.LayoutChoice).
+	// (metadata.LayoutChoice), or "migration" once a migration of the tree
+	// moved it.
 	Reason string `json:"reason"`
 	// TreeAtStart are the layouts the registry's tree was written in when
 	// the node started (empty: it mixed layouts).
@@ -273,12 +274,15 @@ type readerStatus struct {
 }
 
 func (s *Server) layoutStatus() layoutStatus {
-	out := layoutStatus{Writes: s.cfg.Layout.String(), Reason: s.cfg.LayoutReason, TreeAtStart: []string{}, Readers: []readerStatus{}}
+	out := layoutStatus{Writes: s.layout().String(), Reason: s.cfg.LayoutReason, TreeAtStart: []string{}, Readers: []readerStatus{}}
+	if s.layout() != s.cfg.Layout {
+		out.Reason = "migration"
+	}
 	for _, l := range s.cfg.TreeLayouts {
 		out.TreeAtStart = append(out.TreeAtStart, l.String())
 	}
 	for _, r := range computenode.Readers(s.cfg.Node.Instances()) {
-		rs := readerStatus{InstanceID: r.InstanceID, Version: r.Version, ReadsAll: r.Known && r.Layout == s.cfg.Layout}
+		rs := readerStatus{InstanceID: r.InstanceID, Version: r.Version, ReadsAll: r.Known && r.Layout == s.layout()}
 		if r.Known {
 			rs.Layout = r.Layout.String()
 		}

@@ -205,8 +205,9 @@ const MigrationLockWait = 10 * time.Second
 // holding the cluster lock (in both of its places: the 5.5.3 and later
 // exclusive operation and the 5.5.0-5.5.2 global lock, so that no LOCK or
 // UNLOCK CLUSTER of any release and no other migration runs meanwhile)
-// through a session of its own. With dryRun it takes no lock and writes
-// nothing. It returns the plan and the databases migrated. A plan that
+// through a session of its own, then records to at
+// paths.RegistryLayout, which running nodes without layoutVersion follow.
+// With dryRun it takes no lock and writes nothing. It returns the plan and the databases migrated. A plan that
 // would lose something fails with a *MigrationError before any write.
 // ctx bounds it.
 func MigrateTree(ctx context.Context, repo registry.Repository, to paths.Layout, dryRun bool) ([]DatabaseMigration, []string, error) {
@@ -233,5 +234,12 @@ func MigrateTree(ctx context.Context, repo registry.Repository, to paths.Layout,
 		return nil, nil, err
 	}
 	done, err := Migrate(ctx, sess, plan)
-	return plan, done, err
+	if err != nil {
+		return plan, done, err
+	}
+	// Nodes without layoutVersion follow the record (daemon).
+	if _, err := repo.Put(ctx, paths.RegistryLayout, []byte(to.String())); err != nil {
+		return plan, done, fmt.Errorf("record the tree's layout at %s (every database is migrated): %w", paths.RegistryLayout, err)
+	}
+	return plan, done, nil
 }

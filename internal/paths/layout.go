@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Layout is the registry layout of a range of ShardingSphere releases. A
@@ -182,3 +183,30 @@ func (l Layout) ClusterLock() string {
 // GlobalLock552 is /lock/global/locks/{name}, a 5.5.0-5.5.2 global lock
 // (GlobalLockDefinition).
 func GlobalLock552(name string) (string, error) { return join(GlobalLockRoot552, name) }
+
+// RegistryLayout is shardkeeper's own record of the layout the last
+// migration left the tree in ("5.5.4"), which nodes without
+// layoutVersion follow. ShardingSphere does not read it.
+const RegistryLayout = "/nodes/registry_layout"
+
+// LayoutVar is the layout a node writes now, safe for concurrent use:
+// fixed by layoutVersion, or moved by a migration of the tree.
+type LayoutVar struct{ v atomic.Int32 }
+
+// NewLayoutVar returns a LayoutVar holding l.
+func NewLayoutVar(l Layout) *LayoutVar {
+	v := &LayoutVar{}
+	v.Store(l)
+	return v
+}
+
+// Load returns the layout held; a nil LayoutVar holds DefaultLayout.
+func (v *LayoutVar) Load() Layout {
+	if v == nil {
+		return DefaultLayout
+	}
+	return Layout(v.v.Load())
+}
+
+// Store makes l the layout held.
+func (v *LayoutVar) Store(l Layout) { v.v.Store(int32(l)) }
