@@ -38,8 +38,7 @@ TABLE STORAGE UNIT. LOAD and UNLOAD SINGLE TABLE read the storage units'
 tables: with --conf this process connects to the units, with --server the
 node does.
 
-Without --database: ALTER TRANSACTION, SQL_PARSER, GLOBAL CLOCK and
-SQL_FEDERATION RULE (the global rules).`,
+Without --database: ` + families.GlobalStatements() + ` (the global rules).`,
 		Example: `  shardkeeper rules apply --database sharding_db --conf ./conf \
     "CREATE BROADCAST TABLE RULE t_dict"
   shardkeeper rules apply --database sharding_db --server http://127.0.0.1:8080 \

@@ -169,6 +169,9 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	if rules.Is(st) { // rulechange.go
 		return e.applyRule(ctx, s, st)
 	}
+	if res, ok := e.showGlobalRule(s, st); ok { // global_rules.go
+		return res, nil
+	}
 	if res, ok, err := e.showFamilyRule(ctx, s, st); ok { // column_rules.go
 		return res, err
 	}
@@ -258,8 +261,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showDefaultSingleTableStorageUnit(ctx, s, st)
 	case *distsql.ShowSingleTables:
 		return e.showSingleTables(ctx, s, st)
-	case *distsql.ShowGlobalRule:
-		return e.showGlobalRule(ctx, s, st)
 	case *distsql.CreateDatabase:
 		return e.createDatabase(ctx, s, st)
 	case *distsql.DropDatabase:

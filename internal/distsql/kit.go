@@ -1,5 +1,7 @@
 package distsql
 
+import "strings"
+
 // The parser kit the rule families read their statements with (see
 // internal/rule): a family's Reader gets a *Parser at the start of a
 // statement and reads it with the grammar's pieces below, which fail as
@@ -72,3 +74,97 @@ func Named(db string) Scope { return named(db) }
 // SessionDatabase is the scope of a statement acting on the session's
 // database: a family's changes.
 var SessionDatabase = sessionDatabase
+
+// Settings are the parenthesised settings of a global rule's ALTER
+// (ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana',
+// PROPERTIES(...))), ...).
+type Settings struct {
+	// Values holds the settings by upper-case name (DEFAULT, TYPE,
+	// PROVIDER, ENABLED, ...; a cache NAME(INITIAL_CAPACITY=n,
+	// MAXIMUM_SIZE=n) as NAME.INITIAL_CAPACITY and NAME.MAXIMUM_SIZE), the
+	// TYPE(NAME=..., PROPERTIES(...)) segment as TYPE and Properties.
+	Values     map[string]Value
+	Properties []Property
+	// HasProperties tells PROPERTIES() from no PROPERTIES.
+	HasProperties bool
+}
+
+// Settings reads ( [setting (, setting)*] ), each setting NAME=literal,
+// NAME(KEY=literal, ...), TYPE(NAME=..., PROPERTIES(...)) or
+// PROPERTIES(...).
+func (p *Parser) Settings() Settings {
+	pp := p.p
+	st := Settings{Values: map[string]Value{}}
+	pp.expectSymbol("(")
+	if pp.symbol(")") {
+		return st
+	}
+	for {
+		t := pp.peek()
+		if t.Kind != Ident {
+			pp.fail("setting name expected")
+		}
+		pp.i++
+		name := strings.ToUpper(t.Text)
+		switch {
+		case name == "TYPE" && pp.isSymbol("("):
+			tname, props := "", []Property(nil)
+			pp.expectSymbol("(")
+			for {
+				switch {
+				case pp.keyword("NAME"):
+					pp.expectSymbol("=")
+					tname = pp.identOrString("type name")
+				case pp.isKeywordNext("PROPERTIES"):
+					props = pp.properties()
+					st.HasProperties = true
+				default:
+					pp.oneOf("NAME", "PROPERTIES")
+				}
+				if !pp.symbol(",") {
+					break
+				}
+			}
+			pp.expectSymbol(")")
+			st.Values["TYPE"] = Value{Kind: StringValue, Text: tname}
+			st.Properties = props
+		case name == "PROPERTIES":
+			pp.i-- // properties reads the keyword
+			st.Properties = pp.properties()
+			st.HasProperties = true
+		case pp.isSymbol("("):
+			// A cache: NAME(INITIAL_CAPACITY=n, MAXIMUM_SIZE=n).
+			pp.expectSymbol("(")
+			for {
+				k := pp.peek()
+				if k.Kind != Ident {
+					pp.fail("INITIAL_CAPACITY or MAXIMUM_SIZE expected")
+				}
+				pp.i++
+				pp.expectSymbol("=")
+				st.Values[name+"."+strings.ToUpper(k.Text)] = pp.literal("cache setting")
+				if !pp.symbol(",") {
+					break
+				}
+			}
+			pp.expectSymbol(")")
+		default:
+			pp.expectSymbol("=")
+			st.Values[name] = pp.literal(strings.ToLower(name))
+		}
+		if !pp.symbol(",") {
+			break
+		}
+	}
+	pp.expectSymbol(")")
+	return st
+}
+
+// Cluster is the scope of a statement whose effect reaches beyond one
+// database, named what ("ALTER TRANSACTION RULE"): a global rule's
+// change, which needs an admin user.
+func Cluster(what string) Scope { return cluster(what) }
+
+// Local is the scope of a statement that acts on no database and changes
+// nothing: a global rule's query.
+var Local = local

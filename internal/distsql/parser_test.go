@@ -324,22 +324,18 @@ func TestScope(t *testing.T) {
 	}
 	for q, what := range map[string]string{
 		"LOCK CLUSTER WITH LOCK_STRATEGY(TYPE(NAME='READ_WRITE'))": "LOCK CLUSTER",
-		"UNLOCK CLUSTER": "UNLOCK CLUSTER",
-		"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana'))":                    "ALTER TRANSACTION RULE",
-		"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=64, MAXIMUM_SIZE=512))": "ALTER SQL_PARSER RULE",
-		"ALTER SQL_FEDERATION RULE (SQL_FEDERATION_ENABLED=true)":                         "ALTER SQL_FEDERATION RULE",
-		"ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='local', ENABLED=false)":           "ALTER GLOBAL CLOCK RULE",
-		"SET DIST VARIABLE sql_show = true":                                               "SET DIST VARIABLE",
-		"ENABLE COMPUTE NODE 'n1'":                                                        "ENABLE COMPUTE NODE",
-		"DISABLE COMPUTE NODE 'n1'":                                                       "DISABLE COMPUTE NODE",
-		"LABEL COMPUTE NODE 'n1' WITH sh1":                                                "LABEL COMPUTE NODE",
-		"RELABEL COMPUTE NODE 'n1' WITH sh1":                                              "RELABEL COMPUTE NODE",
-		"UNLABEL COMPUTE NODE 'n1'":                                                       "UNLABEL COMPUTE NODE",
-		"REFRESH DATABASE METADATA":                                                       "REFRESH DATABASE METADATA of every database",
-		"IMPORT METADATA 'e30='":                                                          "IMPORT METADATA",
-		"EXPORT METADATA":                                                                 "EXPORT METADATA",
-		"IMPORT DATABASE CONFIGURATION FROM FILE 'a.yaml'":                                "IMPORT DATABASE CONFIGURATION",
-		"EXPORT DATABASE CONFIGURATION FROM db TO FILE 'a.yaml'":                          "EXPORT ... TO FILE",
+		"UNLOCK CLUSTER":                                         "UNLOCK CLUSTER",
+		"SET DIST VARIABLE sql_show = true":                      "SET DIST VARIABLE",
+		"ENABLE COMPUTE NODE 'n1'":                               "ENABLE COMPUTE NODE",
+		"DISABLE COMPUTE NODE 'n1'":                              "DISABLE COMPUTE NODE",
+		"LABEL COMPUTE NODE 'n1' WITH sh1":                       "LABEL COMPUTE NODE",
+		"RELABEL COMPUTE NODE 'n1' WITH sh1":                     "RELABEL COMPUTE NODE",
+		"UNLABEL COMPUTE NODE 'n1'":                              "UNLABEL COMPUTE NODE",
+		"REFRESH DATABASE METADATA":                              "REFRESH DATABASE METADATA of every database",
+		"IMPORT METADATA 'e30='":                                 "IMPORT METADATA",
+		"EXPORT METADATA":                                        "EXPORT METADATA",
+		"IMPORT DATABASE CONFIGURATION FROM FILE 'a.yaml'":       "IMPORT DATABASE CONFIGURATION",
+		"EXPORT DATABASE CONFIGURATION FROM db TO FILE 'a.yaml'": "EXPORT ... TO FILE",
 	} {
 		st, err := Parse(q)
 		if err != nil {
@@ -353,7 +349,7 @@ func TestScope(t *testing.T) {
 		"REGISTER STORAGE UNIT ds_0 (URL='jdbc:mysql://h/db', USER='u')", "UNREGISTER STORAGE UNIT ds_0",
 		"CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t'))", "DROP SHARDING TABLE RULE t", "LOAD SINGLE TABLE *.*",
 		"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", "REFRESH DATABASE METADATA db", "CREATE DATABASE db", "DROP DATABASE db",
-		"SHOW TRANSACTION RULE", "SHOW COMPUTE NODES", "SHOW DIST VARIABLES", "SHOW PROCESSLIST", "KILL 1", "USE db",
+		"SHOW COMPUTE NODES", "SHOW DIST VARIABLES", "SHOW PROCESSLIST", "KILL 1", "USE db",
 	} {
 		st, err := Parse(q)
 		if err != nil {

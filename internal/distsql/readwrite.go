@@ -87,26 +87,6 @@ type ShowRulesUsedStorageUnit struct {
 	Database string
 }
 
-// ShowGlobalRule is SHOW AUTHORITY | TRANSACTION | SQL_PARSER | GLOBAL
-// CLOCK | SQL_FEDERATION | SQL_TRANSLATOR RULE: Type is the rule's
-// registry name (authority, transaction, sql_parser, global_clock,
-// sql_federation, sql_translator).
-type ShowGlobalRule struct{ Type string }
-
-// AlterGlobalRule is ALTER TRANSACTION | SQL_PARSER | GLOBAL CLOCK |
-// SQL_FEDERATION | SQL_TRANSLATOR RULE (...): Type as in ShowGlobalRule; Settings holds the
-// statement's settings by upper-case name (DEFAULT, TYPE, PROVIDER,
-// ENABLED, SQL_FEDERATION_ENABLED, ...; a cache as NAME.INITIAL_CAPACITY
-// and NAME.MAXIMUM_SIZE), the TYPE(NAME=..., PROPERTIES(...)) segment as
-// TYPE and Properties.
-type AlterGlobalRule struct {
-	Type       string
-	Settings   map[string]Value
-	Properties []Property
-	// HasProperties tells PROPERTIES() from no PROPERTIES.
-	HasProperties bool
-}
-
 // CountRule is COUNT type RULE [FROM db], or COUNT SINGLE TABLE [FROM db]
 // (Type "single"): Type is the rule's lower-case name (sharding,
 // readwrite_splitting, encrypt, ...).
@@ -160,18 +140,6 @@ func (st ShowSingleTables) Scope() Scope { return named(st.Database) }
 // Scope implements Statement.
 func (st ShowRulesUsedStorageUnit) Scope() Scope { return named(st.Database) }
 
-// Scope implements Statement: the global rules are shown to every user, their secrets masked to a non-admin.
-func (ShowGlobalRule) Scope() Scope { return local }
-
-// Scope implements Statement: a global rule acts on every database.
-func (st AlterGlobalRule) Scope() Scope {
-	name := strings.ToUpper(st.Type) // TRANSACTION, SQL_PARSER, SQL_FEDERATION
-	if st.Type == "global_clock" {
-		name = "GLOBAL CLOCK"
-	}
-	return cluster("ALTER " + name + " RULE")
-}
-
 // Scope implements Statement.
 func (st CountRule) Scope() Scope { return named(st.Database) }
 
@@ -180,20 +148,6 @@ func (st CreateDatabase) Scope() Scope { return Scope{Database: st.Name} }
 
 // Scope implements Statement.
 func (st DropDatabase) Scope() Scope { return Scope{Database: st.Name} }
-
-// globalRules maps the words that name a global rule in SHOW and ALTER to
-// the rule's registry name.
-var globalRules = []struct {
-	words []string
-	typ   string
-}{
-	{[]string{"AUTHORITY"}, "authority"},
-	{[]string{"TRANSACTION"}, "transaction"},
-	{[]string{"SQL_PARSER"}, "sql_parser"},
-	{[]string{"GLOBAL", "CLOCK"}, "global_clock"},
-	{[]string{"SQL_FEDERATION"}, "sql_federation"},
-	{[]string{"SQL_TRANSLATOR"}, "sql_translator"},
-}
 
 // ruleStatement reads one of this file's statements when the tokens ahead
 // start one, and returns nil (having consumed nothing) when they do not.
@@ -252,15 +206,6 @@ func (p *parser) ruleStatement() Statement {
 		return st
 	case isKeyword(p.peek(), "SHOW"):
 		return p.showRule()
-	case isKeyword(p.peek(), "ALTER"):
-		for _, g := range globalRules {
-			if g.typ == "authority" {
-				continue // upstream has no ALTER AUTHORITY RULE
-			}
-			if p.keywords(append([]string{"ALTER"}, append(g.words, "RULE")...)...) {
-				return p.alterGlobalRule(g.typ)
-			}
-		}
 	}
 	return nil
 }
@@ -296,11 +241,6 @@ func (p *parser) showRule() Statement {
 		st := &ShowRulesUsedStorageUnit{Unit: p.identOrString("storage unit name")}
 		st.Database = p.fromDatabase()
 		return st
-	}
-	for _, g := range globalRules {
-		if show(append(g.words, "RULE")...) {
-			return &ShowGlobalRule{Type: g.typ}
-		}
 	}
 	return nil
 }
@@ -363,72 +303,4 @@ func (p *parser) singleTableRef() string {
 		p.fail("storage_unit.table or storage_unit.schema.table expected")
 	}
 	return strings.Join(parts, ".")
-}
-
-// alterGlobalRule reads the parenthesised settings of ALTER ... RULE.
-func (p *parser) alterGlobalRule(typ string) Statement {
-	st := &AlterGlobalRule{Type: typ, Settings: map[string]Value{}}
-	p.expectSymbol("(")
-	if p.symbol(")") {
-		return st
-	}
-	for {
-		t := p.peek()
-		if t.Kind != Ident {
-			p.fail("setting name expected")
-		}
-		p.i++
-		name := strings.ToUpper(t.Text)
-		switch {
-		case name == "TYPE" && p.isSymbol("("):
-			tname, props := "", []Property(nil)
-			p.expectSymbol("(")
-			for {
-				switch {
-				case p.keyword("NAME"):
-					p.expectSymbol("=")
-					tname = p.identOrString("type name")
-				case p.isKeywordNext("PROPERTIES"):
-					props = p.properties()
-					st.HasProperties = true
-				default:
-					p.oneOf("NAME", "PROPERTIES")
-				}
-				if !p.symbol(",") {
-					break
-				}
-			}
-			p.expectSymbol(")")
-			st.Settings["TYPE"] = Value{Kind: StringValue, Text: tname}
-			st.Properties = props
-		case name == "PROPERTIES":
-			p.i-- // properties reads the keyword
-			st.Properties = p.properties()
-			st.HasProperties = true
-		case p.isSymbol("("):
-			// A cache: NAME(INITIAL_CAPACITY=n, MAXIMUM_SIZE=n).
-			p.expectSymbol("(")
-			for {
-				k := p.peek()
-				if k.Kind != Ident {
-					p.fail("INITIAL_CAPACITY or MAXIMUM_SIZE expected")
-				}
-				p.i++
-				p.expectSymbol("=")
-				st.Settings[name+"."+strings.ToUpper(k.Text)] = p.literal("cache setting")
-				if !p.symbol(",") {
-					break
-				}
-			}
-			p.expectSymbol(")")
-		default:
-			p.expectSymbol("=")
-			st.Settings[name] = p.literal(strings.ToLower(name))
-		}
-		if !p.symbol(",") {
-			break
-		}
-	}
-	p.expectSymbol(")")
-	return st
 }

@@ -29,18 +29,6 @@ func TestParseRuleStatements(t *testing.T) {
 		{"SHOW SINGLE TABLES LIKE 't_%'", &ShowSingleTables{Like: ptr("t_%")}},
 		{"SHOW SINGLE TABLE t_a FROM db", &ShowSingleTables{Table: "t_a", Database: "db"}},
 		{"SHOW RULES USED STORAGE UNIT ds_0 FROM db", &ShowRulesUsedStorageUnit{Unit: "ds_0", Database: "db"}},
-		{"SHOW AUTHORITY RULE", &ShowGlobalRule{Type: "authority"}},
-		{"SHOW GLOBAL CLOCK RULE;", &ShowGlobalRule{Type: "global_clock"}},
-		{"SHOW SQL_FEDERATION RULE", &ShowGlobalRule{Type: "sql_federation"}},
-		{"ALTER SQL_PARSER RULE (PARSE_TREE_CACHE(INITIAL_CAPACITY=128, MAXIMUM_SIZE=1024), SQL_STATEMENT_CACHE(INITIAL_CAPACITY=2000, MAXIMUM_SIZE=65535));",
-			&AlterGlobalRule{Type: "sql_parser", Settings: map[string]Value{
-				"PARSE_TREE_CACHE.INITIAL_CAPACITY": {Kind: IntValue, Text: "128"}, "PARSE_TREE_CACHE.MAXIMUM_SIZE": {Kind: IntValue, Text: "1024"},
-				"SQL_STATEMENT_CACHE.INITIAL_CAPACITY": {Kind: IntValue, Text: "2000"}, "SQL_STATEMENT_CACHE.MAXIMUM_SIZE": {Kind: IntValue, Text: "65535"}}}},
-		{"ALTER TRANSACTION RULE (DEFAULT='XA', TYPE(NAME='Narayana', PROPERTIES('k'='v')))",
-			&AlterGlobalRule{Type: "transaction", Settings: map[string]Value{"DEFAULT": {Kind: StringValue, Text: "XA"}, "TYPE": {Kind: StringValue, Text: "Narayana"}},
-				Properties: []Property{{Key: "k", Value: Value{Kind: StringValue, Text: "v"}}}, HasProperties: true}},
-		{"ALTER GLOBAL CLOCK RULE (TYPE='TSO', PROVIDER='local', ENABLED=false)",
-			&AlterGlobalRule{Type: "global_clock", Settings: map[string]Value{"TYPE": {Kind: StringValue, Text: "TSO"}, "PROVIDER": {Kind: StringValue, Text: "local"}, "ENABLED": {Kind: BoolValue, Text: "false"}}}},
 		{"COUNT READWRITE_SPLITTING RULE FROM db", &CountRule{Type: "readwrite_splitting", Database: "db"}},
 		{"COUNT SINGLE TABLE", &CountRule{Type: "single"}},
 		{"CREATE DATABASE IF NOT EXISTS d1", &CreateDatabase{Name: "d1", IfNotExists: true}},
@@ -53,7 +41,6 @@ func TestParseRuleStatements(t *testing.T) {
 	for _, bad := range []string{
 		"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, BOGUS=1)",
 		"LOAD SINGLE TABLE t_a",
-		"ALTER AUTHORITY RULE (USERS())",
 		"COUNT 'x' RULE",
 	} {
 		if _, err := Parse(bad); err == nil {

@@ -222,45 +222,11 @@ func strategiesToTableKeys(layout paths.Layout, c map[string]any) error {
 }
 
 // upstreamGlobalRule returns the global rule r as upstream's swapper
-// writes it (see above).
+// writes it: the defaults its global rule (families.GlobalByType) fills in.
 func upstreamGlobalRule(r config.Rule) config.Rule {
 	c := config.CloneContent(r.Content)
-	cache := func(f string, capacity, size int) {
-		m, ok := c[f].(map[string]any)
-		if !ok {
-			m = map[string]any{}
-			c[f] = m
-		}
-		setDefault(m, "initialCapacity", capacity)
-		setDefault(m, "maximumSize", size)
-	}
-	switch r.Type {
-	case "authority":
-		if users, ok := c["users"].([]any); ok {
-			for _, u := range users {
-				if um, ok := u.(map[string]any); ok {
-					// Grantee: a user without a host is user@%.
-					if s, ok := um["user"].(string); ok && !strings.Contains(s, "@") {
-						um["user"] = s + "@%"
-					}
-					setDefault(um, "admin", false)
-				}
-			}
-		}
-		if _, ok := c["privilege"]; !ok {
-			c["privilege"] = map[string]any{"type": "ALL_PERMITTED"}
-		}
-	case "sql_federation":
-		setDefault(c, "sqlFederationEnabled", false)
-		setDefault(c, "allQueryUseSQLFederation", false)
-		cache("executionPlanCache", 2000, 65535)
-	case "sql_parser":
-		cache("parseTreeCache", 128, 1024)
-		cache("sqlStatementCache", 2000, 65535)
-	case "sql_translator":
-		setDefault(c, "useOriginalSQLWhenTranslatingFailed", true)
-	case "global_clock":
-		setDefault(c, "enabled", false)
+	if g, ok := families.GlobalByType(r.Type); ok {
+		g.Upstream(c)
 	}
 	return config.Rule{Type: r.Type, Content: c}
 }

@@ -88,3 +88,39 @@ type Rows struct {
 	Columns []string
 	Rows    [][]string
 }
+
+// Global is one global rule (authority, transaction, sql_parser, ...): a
+// rule of the cluster, not of a database, which SHOW shows and ALTER
+// changes whole (settings not given keep their value). The global rules
+// are listed in internal/rule/families beside the families; nothing
+// outside their package knows their statements or their content's fields.
+// A global rule has no units, defines no data sources and is not counted,
+// so it is not a Family.
+type Global interface {
+	// Type is the rule's type in the registry and in configs
+	// ("transaction").
+	Type() string
+	// Statements names the rule's changes, for the messages of front ends
+	// that refuse another statement ("ALTER TRANSACTION RULE"); "" when
+	// the rule has none (upstream has no ALTER AUTHORITY RULE).
+	Statements() string
+	// Read reads a statement of the rule when one starts at p; ok is
+	// false, with nothing consumed, when none does.
+	Read(p *distsql.Parser) (st distsql.Statement, ok bool)
+	// Change is the change statement st makes to the rule; nil when st is
+	// none of the rule's changes.
+	Change(st distsql.Statement) GlobalChange
+	// Show answers st, the rule's query, from the rule's content c (nil
+	// when the registry has none: the rule ShardingSphere builds then is
+	// shown), with upstream's columns; ok is false when st is not the
+	// rule's query. The caller masks secrets in c beforehand.
+	Show(st distsql.Statement, c map[string]any) (rows Rows, ok bool)
+	// Upstream rewrites c, a copy, in place as upstream's YAML swapper
+	// writes it (the defaults a node persists beyond the map keys).
+	Upstream(c map[string]any)
+}
+
+// GlobalChange computes a global rule's next content from a copy of its
+// current one (empty when the registry has none); a refusal is an
+// *sqlerr.Error, before anything is written.
+type GlobalChange func(c map[string]any) (map[string]any, error)

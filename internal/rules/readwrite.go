@@ -112,7 +112,7 @@ func checkReadwriteRules(d *metadata.Database, rules []distsql.ReadwriteSplittin
 			reads[u] = true
 		}
 		if r.HasLoadBal && !slices.Contains(readQueryLoadBalancers, strings.ToUpper(r.LoadType)) {
-			return noSPI("org.apache.shardingsphere.infra.algorithm.loadbalancer.core.LoadBalanceAlgorithm", r.LoadType)
+			return rule.ServiceNotFound("org.apache.shardingsphere.infra.algorithm.loadbalancer.core.LoadBalanceAlgorithm", r.LoadType)
 		}
 		if r.Strategy != "" && !slices.Contains(transactionalReadQueryStrategies, r.Strategy) {
 			return invalid(r.Name, fmt.Sprintf("No enum constant TransactionalReadQueryStrategy.%s", r.Strategy))

@@ -2,9 +2,8 @@
 // for the console, the HTTP API and the CLI alike: the sharding,
 // broadcast, mask and encrypt rules' CREATE, ALTER and DROP, CREATE, ALTER
 // and DROP READWRITE_SPLITTING RULE, LOAD and UNLOAD SINGLE TABLE, SET
-// DEFAULT SINGLE TABLE STORAGE UNIT (database rules), and ALTER
-// TRANSACTION, SQL_PARSER, GLOBAL CLOCK and SQL_FEDERATION RULE (global
-// rules). Apply computes the next rule from the registry's current one,
+// DEFAULT SINGLE TABLE STORAGE UNIT (database rules), and ALTER of the
+// global rules (internal/rule/global). Apply computes the next rule from the registry's current one,
 // checks it (upstream's codes), writes it in one registry transaction
 // (dbconfig.ChangeRule, dbconfig.ChangeGlobalRule), and waits until every
 // online shardkeeper node has applied the new rules, as SET DIST VARIABLE
@@ -39,7 +38,7 @@ var ErrNotRuleStatement = errors.New("not a rule statement")
 func Statements() string {
 	return "CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, " + families.Statements() + ", " +
 		"LOAD and UNLOAD SINGLE TABLE and SET DEFAULT SINGLE TABLE STORAGE UNIT (database rules), " +
-		"and ALTER of the transaction, SQL parser, global clock and SQL federation rules (global rules)"
+		"and " + families.GlobalStatements() + " (global rules)"
 }
 
 // change computes a rule's next content from a copy of its current one
@@ -51,10 +50,6 @@ type change func(db string, c map[string]any) (map[string]any, error)
 // be modified) or the units' tables (through opts.Introspect); ctx bounds
 // those reads.
 type databaseChange func(ctx context.Context, d *metadata.Database, c map[string]any) (map[string]any, error)
-
-// globalChange computes a global rule's next content from a copy of its
-// current one (see dbconfig.ChangeGlobalRule).
-type globalChange func(c map[string]any) (map[string]any, error)
 
 // Options configures Apply.
 type Options struct {
@@ -131,7 +126,7 @@ func Is(st distsql.Statement) bool {
 // IsGlobal reports whether st is a global rule statement Apply runs (one
 // that changes no database's rule).
 func IsGlobal(st distsql.Statement) bool {
-	_, c := globalChangeOf(st)
+	_, c := families.GlobalOf(st)
 	return c != nil
 }
 
@@ -202,9 +197,9 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 // error: the nodes are in Outcome.Pending. ctx bounds everything; when it
 // ends during the wait, Apply returns the Outcome so far and ctx's error.
 func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.Statement, opts Options) (Outcome, error) {
-	if ruleType, c := globalChangeOf(st); c != nil {
-		out := Outcome{RuleType: ruleType, Global: true}
-		rc, err := dbconfig.ChangeGlobalRule(ctx, repo, ruleType, c, dbconfig.RuleOptions{Session: opts.Session})
+	if g, c := families.GlobalOf(st); c != nil {
+		out := Outcome{RuleType: g.Type(), Global: true}
+		rc, err := dbconfig.ChangeGlobalRule(ctx, repo, g.Type(), c, dbconfig.RuleOptions{Session: opts.Session})
 		return out, finish(ctx, repo, distvar.GlobalRules, rc, err, opts, &out)
 	}
 	ruleType, c := databaseChangeOf(st, opts)

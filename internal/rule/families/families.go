@@ -1,5 +1,5 @@
-// Package families lists the rule families, in the one place a family is
-// added: the parser reads their statements (Parse), the rule change path,
+// Package families lists the rule families and the global rules, in the
+// one place a family is added: the parser reads their statements (Parse), the rule change path,
 // the console's queries, the checks, the units in use and the registry's
 // upstream form find them here (ByType, Of).
 package families
@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/broadcast"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
+	"github.com/shardkeeper/shardkeeper/internal/rule/global"
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
 	"github.com/shardkeeper/shardkeeper/internal/rule/shadow"
 )
@@ -24,11 +25,25 @@ var All = []rule.Family{
 	shadow.Family,
 }
 
-// readers are All's statement readers.
+// Globals are the global rules, in the order their readers are tried.
+// Read-only.
+var Globals = []rule.Global{
+	global.Authority,
+	global.Transaction,
+	global.SQLParser,
+	global.GlobalClock,
+	global.SQLFederation,
+	global.SQLTranslator,
+}
+
+// readers are All's and Globals' statement readers.
 var readers = func() []distsql.Reader {
-	out := make([]distsql.Reader, len(All))
-	for i, f := range All {
-		out[i] = f.Read
+	var out []distsql.Reader
+	for _, f := range All {
+		out = append(out, f.Read)
+	}
+	for _, g := range Globals {
+		out = append(out, g.Read)
 	}
 	return out
 }()
@@ -45,6 +60,52 @@ func Statements() string {
 		names[i] = f.Statements()
 	}
 	return strings.Join(names, ", ")
+}
+
+// GlobalStatements names the global rules' changes, one list.
+func GlobalStatements() string {
+	var names []string
+	for _, g := range Globals {
+		if s := g.Statements(); s != "" {
+			names = append(names, s)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// GlobalByType returns the global rule of type typ ("transaction"); ok is
+// false when no global rule has that type.
+func GlobalByType(typ string) (rule.Global, bool) {
+	for _, g := range Globals {
+		if g.Type() == typ {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// GlobalOf returns the global rule whose change st is, and that change;
+// nil when st changes no global rule.
+func GlobalOf(st distsql.Statement) (rule.Global, rule.GlobalChange) {
+	for _, g := range Globals {
+		if c := g.Change(st); c != nil {
+			return g, c
+		}
+	}
+	return nil, nil
+}
+
+// ShowGlobal answers st, a query of a global rule, from that rule's
+// content, which content returns (nil when the registry has none); ok is
+// false when st is no global rule's query.
+func ShowGlobal(st distsql.Statement, content func(ruleType string) map[string]any) (rows rule.Rows, ok bool) {
+	for _, g := range Globals {
+		if _, ok := g.Show(st, nil); ok {
+			rows, _ := g.Show(st, content(g.Type()))
+			return rows, true
+		}
+	}
+	return rule.Rows{}, false
 }
 
 // ByType returns the family of rule type typ ("mask"); ok is false when

@@ -182,3 +182,106 @@ func ParseErrors(t *testing.T, read distsql.Reader, cases map[string]string) {
 		}
 	}
 }
+
+// GlobalCase is one scenario of a global rule's suite, run on a fresh
+// registry.
+type GlobalCase struct {
+	Name string
+	// Statements run in order, each must change the rule.
+	Statements []string
+	// Refused, run after Statements, must each be refused with the code
+	// given, writing nothing.
+	Refused map[string]int
+	// Show is the rule's query; Rows its expected answer.
+	Show string
+	Rows [][]string
+}
+
+// RunGlobal runs the cases of global rule g on the memory registry: each
+// case's statements are parsed (families.Parse), applied through the one
+// change path (rules.Apply), read back as the registry holds them
+// (metadata.ReadGlobalRules: upstream's form, which g.Upstream keeps as
+// it is), and the rule then answers its SHOW as the case expects; a
+// refused statement writes nothing.
+func RunGlobal(t *testing.T, g rule.Global, cases []GlobalCase) {
+	if _, ok := families.GlobalByType(g.Type()); !ok {
+		t.Fatalf("global rule %s is not in families.Globals", g.Type())
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) { runGlobal(t, g, c) })
+	}
+}
+
+func runGlobal(t *testing.T, g rule.Global, c GlobalCase) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	apply := func(q string) (rules.Outcome, error) {
+		st, err := families.Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if sc := st.Scope(); sc.Cluster == "" || sc.Database != "" {
+			t.Errorf("%s: scope %+v, want the cluster's", q, sc)
+		}
+		return rules.Apply(ctx, repo, "", st, rules.Options{})
+	}
+	for _, q := range c.Statements {
+		if out, err := apply(q); err != nil || !out.Changed || !out.Global || out.RuleType != g.Type() {
+			t.Fatalf("%s: %+v %v", q, out, err)
+		}
+	}
+	read := func() map[string]any {
+		rs, _, err := metadata.ReadGlobalRules(ctx, repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := rs[g.Type()]
+		if !ok {
+			return nil
+		}
+		return r.Content
+	}
+	content := read()
+	for q, code := range c.Refused {
+		_, err := apply(q)
+		var se *sqlerr.Error
+		if !errors.As(err, &se) || int(se.Code) != code {
+			t.Errorf("%s: %v, want code %d", q, err, code)
+		}
+		if after := read(); !reflect.DeepEqual(after, content) {
+			t.Errorf("%s: refused, but the rule changed:\n%v\nto\n%v", q, content, after)
+		}
+	}
+	if len(c.Statements) > 0 {
+		if content == nil {
+			t.Fatal("no rule written")
+		}
+		// What the registry holds is upstream's form already.
+		upstream := config.CloneContent(content)
+		g.Upstream(upstream)
+		if !reflect.DeepEqual(content, upstream) {
+			t.Errorf("upstream form:\n got %v\nwant %v", content, upstream)
+		}
+	}
+	if c.Show != "" {
+		st, err := families.Parse(c.Show)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := st.Scope(); sc != (distsql.Scope{}) {
+			t.Errorf("%s: scope %+v, want none", c.Show, sc)
+		}
+		rows, ok := g.Show(st, content)
+		if !ok {
+			t.Fatalf("%s is not the query of %s", c.Show, g.Type())
+		}
+		if !reflect.DeepEqual(rows.Rows, c.Rows) {
+			t.Errorf("%s:\n got %q\nwant %q", c.Show, rows.Rows, c.Rows)
+		}
+		for i, r := range rows.Rows {
+			if len(r) != len(rows.Columns) {
+				t.Errorf("%s: row %d has %d values for %d columns", c.Show, i, len(r), len(rows.Columns))
+			}
+		}
+	}
+}
