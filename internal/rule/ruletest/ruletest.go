@@ -97,16 +97,7 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 		return r.Content
 	}
 	content := read()
-	for q, code := range c.Refused {
-		_, err := apply(q)
-		var se *sqlerr.Error
-		if !errors.As(err, &se) || int(se.Code) != code {
-			t.Errorf("%s: %v, want code %d", q, err, code)
-		}
-		if after := read(); !reflect.DeepEqual(after, content) {
-			t.Errorf("%s: refused, but the rule changed:\n%v\nto\n%v", q, content, after)
-		}
-	}
+	checkRefused(t, c.Refused, func(q string) error { _, err := apply(q); return err }, read, content)
 	if c.Gone {
 		if content != nil {
 			t.Errorf("rule left: %v", content)
@@ -242,16 +233,7 @@ func runGlobal(t *testing.T, g rule.Global, c GlobalCase) {
 		return r.Content
 	}
 	content := read()
-	for q, code := range c.Refused {
-		_, err := apply(q)
-		var se *sqlerr.Error
-		if !errors.As(err, &se) || int(se.Code) != code {
-			t.Errorf("%s: %v, want code %d", q, err, code)
-		}
-		if after := read(); !reflect.DeepEqual(after, content) {
-			t.Errorf("%s: refused, but the rule changed:\n%v\nto\n%v", q, content, after)
-		}
-	}
+	checkRefused(t, c.Refused, func(q string) error { _, err := apply(q); return err }, read, content)
 	if len(c.Statements) > 0 {
 		if content == nil {
 			t.Fatal("no rule written")
@@ -282,6 +264,23 @@ func runGlobal(t *testing.T, g rule.Global, c GlobalCase) {
 			if len(r) != len(rows.Columns) {
 				t.Errorf("%s: row %d has %d values for %d columns", c.Show, i, len(r), len(rows.Columns))
 			}
+		}
+	}
+}
+
+// checkRefused runs each statement of refused with apply and checks that
+// it is refused with the code given and that the rule read returns is
+// still content.
+func checkRefused(t *testing.T, refused map[string]int, apply func(q string) error, read func() map[string]any, content map[string]any) {
+	t.Helper()
+	for q, code := range refused {
+		err := apply(q)
+		var se *sqlerr.Error
+		if !errors.As(err, &se) || int(se.Code) != code {
+			t.Errorf("%s: %v, want code %d", q, err, code)
+		}
+		if after := read(); !reflect.DeepEqual(after, content) {
+			t.Errorf("%s: refused, but the rule changed:\n%v\nto\n%v", q, content, after)
 		}
 	}
 }
