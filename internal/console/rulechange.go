@@ -30,10 +30,10 @@ func (e *Engine) applyRule(ctx context.Context, s *Session, st distsql.Statement
 		}
 	}
 	out, err := rules.Apply(ctx, e.d.Repo, db, st, e.ruleOptions())
+	e.awaitRules(ctx, db, out)
 	if err != nil {
 		return nil, opError(s, err)
 	}
-	e.awaitRules(ctx, db, out)
 	return &Result{Warnings: out.Warnings(db)}, nil
 }
 
@@ -46,12 +46,15 @@ func (e *Engine) ruleOptions() rules.Options {
 	return opts
 }
 
-// awaitRules waits until this node's view holds the rules a change wrote
-// (out.Digest; at most awaitTimeout), so that the session's next
-// statement reads them even where this node publishes no acknowledgement
-// that the change waited for.
+// awaitRules waits until this node's view holds the rules a change wrote,
+// or those a refusal or a no-op was decided on (out.Digest; at most
+// awaitTimeout), so that the session's next statement reads them even
+// where this node publishes no acknowledgement that the change waited
+// for, and does not contradict a refusal decided from a registry the view
+// had not caught up with: a refusal is answered from a state the registry
+// held after the statement started, which this node's view then shows.
 func (e *Engine) awaitRules(ctx context.Context, db string, out rules.Outcome) {
-	if !out.Changed {
+	if !out.HasDigest {
 		return
 	}
 	e.await(ctx, func(snap *metadata.Snapshot) bool {

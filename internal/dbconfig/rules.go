@@ -36,8 +36,14 @@ type RuleChange struct {
 	Changed bool
 	// Digest is metadata.RulesDigest of the database's rules the registry
 	// holds after the change, which nodes acknowledge once they applied
-	// it (distvar.WaitRules).
+	// it (distvar.WaitRules). When nothing was written (a no-op, or a
+	// refusal decided from the rules read) it is the digest of the rules
+	// the decision was made on, which a node's view reaches once it
+	// applied them.
 	Digest string
+	// HasDigest is false when the change failed before it read the rules
+	// (or lost to concurrent changes): Digest means nothing then.
+	HasDigest bool
 }
 
 // ChangeRule changes database rule ruleType of database db, the way every
@@ -61,7 +67,12 @@ type RuleChange struct {
 // ErrNotFound), so that nothing another node wrote meanwhile
 // is undone. An empty result removes the rule. The digest it returns is
 // that of the rules the registry holds after the commit, read again
-// (rulesDigestAfter). ctx bounds the reads and the commit (and is change's
+// (rulesDigestAfter); with a refusal decided from the rules read (change's
+// error, a failed check) or a no-op it is the digest of the rules read,
+// so that the caller can answer only once its node's view holds them (a
+// refusal then reflects a state the registry held between the
+// statement's start and its answer, and the node's next read does not
+// contradict it). ctx bounds the reads and the commit (and is change's
 // to use).
 func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
 	for attempt := 1; ; attempt++ {
@@ -98,9 +109,10 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if cur == nil {
 		cur = map[string]any{}
 	}
+	refused := func(err error) (RuleChange, error) { return RuleChange{Digest: d.RulesDigest(), HasDigest: true}, err }
 	next, err := change(d, cur)
 	if err != nil {
-		return RuleChange{}, err
+		return refused(err)
 	}
 	nextRule := config.Rule{Type: ruleType, Content: next}
 	// The database as it would be, for the checks.
@@ -118,14 +130,14 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 		return RuleChange{}, err
 	}
 	if len(errs) > 0 {
-		return RuleChange{}, errs[0]
+		return refused(errs[0])
 	}
 	if len(next) > 0 {
 		if _, err := metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {
-			return RuleChange{}, rule.InvalidRule(ruleType, "", err.Error())
+			return refused(rule.InvalidRule(ruleType, "", err.Error()))
 		}
 		if err := checkItemNames(db, nextRule); err != nil {
-			return RuleChange{}, err
+			return refused(err)
 		}
 		if err := metadata.CheckRuleReaders(ctx, repo, opts.Layout, db, nextRule); err != nil {
 			return RuleChange{}, err
@@ -138,12 +150,12 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 		return RuleChange{}, err
 	}
 	if len(ops) == 0 {
-		return RuleChange{Digest: d.RulesDigest()}, nil
+		return RuleChange{Digest: d.RulesDigest(), HasDigest: true}, nil
 	}
 	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
 		return RuleChange{}, err
 	}
-	return RuleChange{Changed: true, Digest: rulesDigestAfter(ctx, repo, d, kvs, ops)}, nil
+	return RuleChange{Changed: true, Digest: rulesDigestAfter(ctx, repo, d, kvs, ops), HasDigest: true}, nil
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
@@ -219,8 +231,9 @@ func rulesDigestAfter(ctx context.Context, repo registry.Repository, d *metadata
 // ErrExists), so that nothing another node wrote
 // meanwhile is undone. It returns the digest of the global rules the
 // registry holds after it (metadata.GlobalRulesDigest), which nodes
-// acknowledge under distvar.GlobalRules once they applied it. ctx bounds
-// the reads and the commit.
+// acknowledge under distvar.GlobalRules once they applied it; with a
+// refusal (change's error, a failed check) the digest of the global rules
+// the refusal was decided on. ctx bounds the reads and the commit.
 func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
 	if !config.IsGlobalRuleType(ruleType) {
 		return RuleChange{}, fmt.Errorf("%q is not a global rule type", ruleType)
@@ -234,12 +247,14 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 		if cur == nil {
 			cur = map[string]any{}
 		}
+		// A refusal is decided from the rules read.
+		refused := RuleChange{Digest: metadata.GlobalRulesDigest(rules), HasDigest: true}
 		next, err := change(cur)
 		if err != nil {
-			return RuleChange{}, err
+			return refused, err
 		}
 		if err := rule.CheckProps(ruleType, next); err != nil {
-			return RuleChange{}, err
+			return refused, err
 		}
 		conds, ops, err := metadata.GlobalRuleWritesFrom(kvs, config.Rule{Type: ruleType, Content: next})
 		if err != nil {
@@ -248,7 +263,7 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 		err = commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
 		if err == nil {
 			after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
-			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after)}, nil
+			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after), HasDigest: true}, nil
 		}
 		if !changedMeanwhile(err) {
 			return RuleChange{}, err

@@ -82,8 +82,14 @@ type Outcome struct {
 	Global bool
 	// Digest is the digest of the rules the registry holds after the
 	// change (metadata.RulesDigest of the database's rules, or
-	// metadata.GlobalRulesDigest), what the nodes acknowledge.
+	// metadata.GlobalRulesDigest), what the nodes acknowledge. When the
+	// statement wrote nothing (a no-op, or a refusal decided from the
+	// rules read) it is the digest of the rules it was decided on, which
+	// a front end waits for its node's view to hold before it answers.
 	Digest string
+	// HasDigest is false when the statement failed before it read the
+	// rules: Digest means nothing then.
+	HasDigest bool
 	// Changed is false when the statement left the rule as it was (IF
 	// EXISTS, IF NOT EXISTS): nothing was written or waited for.
 	Changed bool
@@ -219,13 +225,15 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 	return out, finish(ctx, repo, db, rc, err, opts, &out)
 }
 
-// finish records what a change wrote in out and, when it wrote, waits for
-// the nodes to acknowledge it under db (wait).
+// finish records what a change wrote, or the digest of the rules a no-op
+// or a refusal was decided on, in out and, when it wrote, waits for the
+// nodes to acknowledge it under db (wait).
 func finish(ctx context.Context, repo registry.Repository, db string, rc dbconfig.RuleChange, err error, opts Options, out *Outcome) error {
+	out.Digest, out.HasDigest = rc.Digest, rc.HasDigest
 	if err != nil || !rc.Changed {
 		return err
 	}
-	out.Changed, out.Digest = true, rc.Digest
+	out.Changed = true
 	return wait(ctx, repo, db, rc.Digest, opts, out)
 }
 
