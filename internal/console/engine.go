@@ -249,8 +249,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.CountShardingRule:
 		return e.countShardingRule(ctx, s, st)
 	// readwrite_rules.go, single_tables.go, global_rules.go
-	case *distsql.ShowReadwriteSplittingRules:
-		return e.showReadwriteSplittingRules(ctx, s, st)
 	case *distsql.ShowReadwriteSplittingStatus:
 		return e.showReadwriteSplittingStatus(ctx, s, st)
 	case *distsql.ShowRulesUsedStorageUnit:

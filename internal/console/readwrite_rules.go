@@ -15,44 +15,10 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
-// SHOW READWRITE_SPLITTING RULE(S) and STATUS, COUNT type RULE and SHOW
+// SHOW STATUS FROM READWRITE_SPLITTING RULE(S), COUNT type RULE and SHOW
 // RULES USED STORAGE UNIT, as ShardingSphere's executors answer them; the
-// readwrite-splitting rule's CREATE, ALTER and DROP run through
-// internal/rules (applyRule).
-
-var readwriteRuleColumns = textColumns("name", "write_storage_unit_name", "read_storage_unit_names",
-	"transactional_read_query_strategy", "load_balancer_type", "load_balancer_props")
-
-func (e *Engine) showReadwriteSplittingRules(_ context.Context, s *Session, st *distsql.ShowReadwriteSplittingRules) (*Result, error) {
-	db, err := e.database(s, st.Database)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Columns: readwriteRuleColumns, Rows: [][]*string{}}
-	r, ok := db.Rules["readwrite_splitting"]
-	if !ok {
-		return res, nil
-	}
-	groups := rules.ReadwriteGroups(r.Content)
-	balancers := rule.Map(r.Content["loadBalancers"])
-	for _, name := range sortedKeys(groups) {
-		if st.Name != "" && !strings.EqualFold(st.Name, name) {
-			continue
-		}
-		g := rule.Map(groups[name])
-		strategy := rule.Text(g["transactionalReadQueryStrategy"])
-		if strategy == "" {
-			strategy = "PRIMARY"
-		}
-		var lbType, lbProps string
-		if lb := rule.Map(balancers[rule.Text(g["loadBalancerName"])]); lb != nil {
-			lbType, lbProps = rule.Text(lb["type"]), rule.PropsText(lb["props"])
-		}
-		res.Rows = append(res.Rows, []*string{str(name), str(rule.Text(g["writeDataSourceName"])), str(rule.Text(g["readDataSourceNames"])),
-			str(strategy), str(lbType), str(lbProps)})
-	}
-	return res, nil
-}
+// readwrite-splitting rule's own statements are its family's
+// (internal/rule/readwrite).
 
 // showReadwriteSplittingStatus lists each read storage unit of each group
 // with its state (name, storage_unit, status): ENABLED, or DISABLED where
@@ -129,14 +95,6 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 					}
 				}
 			}
-		case "readwrite_splitting":
-			groups := rules.ReadwriteGroups(r.Content)
-			for _, g := range sortedKeys(groups) {
-				gm := rule.Map(groups[g])
-				if rule.Text(gm["writeDataSourceName"]) == st.Unit || slices.Contains(strings.Split(rule.Text(gm["readDataSourceNames"]), ","), st.Unit) {
-					add("readwrite_splitting", g)
-				}
-			}
 		case "single":
 			for _, t := range rule.List(r.Content["tables"]) {
 				if u, table, ok := strings.Cut(t, "."); ok && u == st.Unit && !strings.Contains(table, "*") {
@@ -149,10 +107,10 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 }
 
 // usedOrder is the order of the rule types SHOW RULES USED STORAGE UNIT
-// lists, upstream's: sharding, readwrite splitting, the rule families in
-// their order, single.
+// lists, upstream's: sharding, the rule families in their order
+// (readwrite splitting first), single.
 func usedOrder() []string {
-	order := []string{"sharding", "readwrite_splitting"}
+	order := []string{"sharding"}
 	for _, f := range families.All {
 		order = append(order, f.Type())
 	}
@@ -182,10 +140,6 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 		return res, nil
 	}
 	switch st.Type {
-	case "readwrite_splitting":
-		if r, ok := db.Rules["readwrite_splitting"]; ok {
-			add("readwrite_splitting", len(rules.ReadwriteGroups(r.Content)))
-		}
 	case "single":
 		tables, err := rules.SingleTables(ctx, e.d.Introspect, db)
 		if err != nil {

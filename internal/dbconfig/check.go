@@ -53,18 +53,6 @@ func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error
 func checkChange(ctx context.Context, db config.Database, changed string, old map[string]any) ([]*sqlerr.Error, error) {
 	d := familyDatabase(db)
 	sources := d.Sources // units and the families' logical data sources
-	// Logical data sources other rules define.
-	for _, r := range db.Rules {
-		switch r.Type {
-		case "readwrite_splitting":
-			for name := range rule.Map(r.Content["dataSourceGroups"]) {
-				sources[name] = true
-			}
-			for name := range rule.Map(r.Content["dataSources"]) {
-				sources[name] = true
-			}
-		}
-	}
 	var errs []*sqlerr.Error
 	missing := func(names []string) {
 		var absent []string
@@ -103,18 +91,6 @@ func checkChange(ctx context.Context, db config.Database, changed string, old ma
 				return nil, err
 			}
 			errs = append(errs, sharding...)
-		case "readwrite_splitting":
-			for _, g := range rule.Map(r.Content["dataSourceGroups"]) {
-				gm := rule.Map(g)
-				var names []string
-				if w, ok := gm["writeDataSourceName"].(string); ok {
-					names = append(names, w)
-				}
-				for _, rd := range rule.Values(gm["readDataSourceNames"]) {
-					names = append(names, fmt.Sprint(rd))
-				}
-				missing(names)
-			}
 		case "single":
 		}
 	}

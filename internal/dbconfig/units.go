@@ -279,20 +279,6 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 					add("ShardingRule", ShardingTableUnits(d, rule.Map(tables[name]), &left))
 				}
 			}
-		case "readwrite_splitting":
-			groups := rule.Map(c["dataSourceGroups"])
-			if groups == nil {
-				groups = rule.Map(c["dataSources"]) // configs written for older releases
-			}
-			for _, g := range groups {
-				gm := rule.Map(g)
-				if w, ok := gm["writeDataSourceName"].(string); ok {
-					add("ReadwriteSplittingRule", []string{w})
-				}
-				for _, r := range rule.Values(gm["readDataSourceNames"]) {
-					add("ReadwriteSplittingRule", []string{fmt.Sprint(r)})
-				}
-			}
 		case "single":
 			if ignoreSingle {
 				continue
@@ -368,13 +354,6 @@ func logicalDataSources(d *metadata.Database) map[string]bool {
 		if f, ok := families.ByType(typ); ok {
 			for _, n := range f.Defines(r.Content) {
 				out[n] = true
-			}
-			continue
-		}
-		switch typ {
-		case "readwrite_splitting":
-			for name := range rule.Map(r.Content["dataSourceGroups"]) {
-				out[name] = true
 			}
 		}
 	}

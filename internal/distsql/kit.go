@@ -168,3 +168,10 @@ func Cluster(what string) Scope { return cluster(what) }
 // Local is the scope of a statement that acts on no database and changes
 // nothing: a global rule's query.
 var Local = local
+
+// IdentOrString reads an identifier or a string literal or fails naming
+// what was expected.
+func (p *Parser) IdentOrString(what string) string { return p.p.identOrString(what) }
+
+// OneOf fails naming the alternatives expected here.
+func (p *Parser) OneOf(alts ...string) { p.p.oneOf(alts...) }

@@ -2,49 +2,10 @@ package distsql
 
 import "strings"
 
-// Readwrite-splitting and single-table rules, the global rules, COUNT,
-// and CREATE / DROP DATABASE: upstream's RDL and RQL for them
-// (docs/distsql.md lists them).
-
-// ReadwriteSplittingRule is one rule definition of CREATE / ALTER
-// READWRITE_SPLITTING RULE: name (WRITE_STORAGE_UNIT=ds,
-// READ_STORAGE_UNITS(ds, ...) [, TRANSACTIONAL_READ_QUERY_STRATEGY='...']
-// [, TYPE(NAME='...' [, PROPERTIES(...)])]).
-type ReadwriteSplittingRule struct {
-	Name       string
-	Write      string
-	Reads      []string
-	Strategy   string // "" when not given
-	LoadType   string // the load balancer's TYPE NAME; "" when not given
-	LoadProps  []Property
-	HasLoadBal bool
-}
-
-// CreateReadwriteSplittingRule is CREATE READWRITE_SPLITTING RULE [IF NOT
-// EXISTS] rule[, rule...].
-type CreateReadwriteSplittingRule struct {
-	IfNotExists bool
-	Rules       []ReadwriteSplittingRule
-}
-
-// AlterReadwriteSplittingRule is ALTER READWRITE_SPLITTING RULE rule[,
-// rule...].
-type AlterReadwriteSplittingRule struct{ Rules []ReadwriteSplittingRule }
-
-// DropReadwriteSplittingRule is DROP READWRITE_SPLITTING RULE [IF EXISTS]
-// name[, name...] [FROM db].
-type DropReadwriteSplittingRule struct {
-	IfExists bool
-	Names    []string
-	Database string
-}
-
-// ShowReadwriteSplittingRules is SHOW READWRITE_SPLITTING RULES [FROM db]
-// or SHOW READWRITE_SPLITTING RULE name [FROM db].
-type ShowReadwriteSplittingRules struct {
-	Name     string // "" for every rule
-	Database string
-}
+// The readwrite-splitting rules' states (SHOW STATUS), single-table
+// rules, the global rules, COUNT, and CREATE / DROP DATABASE: upstream's
+// RDL and RQL for them (docs/distsql.md lists them; the readwrite-splitting
+// rule's own statements are internal/rule/readwrite's).
 
 // ShowReadwriteSplittingStatus is SHOW STATUS FROM READWRITE_SPLITTING
 // RULES [FROM db] or ... RULE name [FROM db].
@@ -107,18 +68,6 @@ type DropDatabase struct {
 	IfExists bool
 }
 
-// Scope implements Statement: the session's database.
-func (CreateReadwriteSplittingRule) Scope() Scope { return sessionDatabase }
-
-// Scope implements Statement: the session's database.
-func (AlterReadwriteSplittingRule) Scope() Scope { return sessionDatabase }
-
-// Scope implements Statement.
-func (st DropReadwriteSplittingRule) Scope() Scope { return named(st.Database) }
-
-// Scope implements Statement.
-func (st ShowReadwriteSplittingRules) Scope() Scope { return named(st.Database) }
-
 // Scope implements Statement.
 func (st ShowReadwriteSplittingStatus) Scope() Scope { return named(st.Database) }
 
@@ -153,17 +102,6 @@ func (st DropDatabase) Scope() Scope { return Scope{Database: st.Name} }
 // start one, and returns nil (having consumed nothing) when they do not.
 func (p *parser) ruleStatement() Statement {
 	switch {
-	case p.keywords("CREATE", "READWRITE_SPLITTING", "RULE"):
-		st := &CreateReadwriteSplittingRule{IfNotExists: p.keywords("IF", "NOT", "EXISTS")}
-		st.Rules = p.readwriteRules()
-		return st
-	case p.keywords("ALTER", "READWRITE_SPLITTING", "RULE"):
-		return &AlterReadwriteSplittingRule{Rules: p.readwriteRules()}
-	case p.keywords("DROP", "READWRITE_SPLITTING", "RULE"):
-		st := &DropReadwriteSplittingRule{IfExists: p.keywords("IF", "EXISTS")}
-		st.Names = p.names("rule name")
-		st.Database = p.fromDatabase()
-		return st
 	case p.keywords("CREATE", "DATABASE"):
 		st := &CreateDatabase{IfNotExists: p.keywords("IF", "NOT", "EXISTS")}
 		st.Name = p.identifier("database name")
@@ -215,12 +153,6 @@ func (p *parser) ruleStatement() Statement {
 func (p *parser) showRule() Statement {
 	show := func(words ...string) bool { return p.keywords(append([]string{"SHOW"}, words...)...) }
 	switch {
-	case show("READWRITE_SPLITTING", "RULES"):
-		return &ShowReadwriteSplittingRules{Database: p.fromDatabase()}
-	case show("READWRITE_SPLITTING", "RULE"):
-		st := &ShowReadwriteSplittingRules{Name: p.identifier("rule name")}
-		st.Database = p.fromDatabase()
-		return st
 	case show("STATUS", "FROM", "READWRITE_SPLITTING", "RULES"):
 		return &ShowReadwriteSplittingStatus{Database: p.fromDatabase()}
 	case show("STATUS", "FROM", "READWRITE_SPLITTING", "RULE"):
@@ -243,47 +175,6 @@ func (p *parser) showRule() Statement {
 		return st
 	}
 	return nil
-}
-
-// readwriteRules reads rule (, rule)* of CREATE / ALTER READWRITE_SPLITTING
-// RULE.
-func (p *parser) readwriteRules() []ReadwriteSplittingRule {
-	var out []ReadwriteSplittingRule
-	for {
-		r := ReadwriteSplittingRule{Name: p.identifier("rule name")}
-		p.expectSymbol("(")
-		for {
-			switch {
-			case p.keyword("WRITE_STORAGE_UNIT"), p.keyword("WRITE_RESOURCE"):
-				p.expectSymbol("=")
-				r.Write = p.identOrString("storage unit name")
-			case p.keyword("READ_STORAGE_UNITS"), p.keyword("READ_RESOURCES"):
-				p.expectSymbol("(")
-				r.Reads = append(r.Reads, p.identOrString("storage unit name"))
-				for p.symbol(",") {
-					r.Reads = append(r.Reads, p.identOrString("storage unit name"))
-				}
-				p.expectSymbol(")")
-			case p.keyword("TRANSACTIONAL_READ_QUERY_STRATEGY"):
-				p.expectSymbol("=")
-				r.Strategy = strings.ToUpper(p.identOrString("transactional read query strategy"))
-			case p.lookingAt("TYPE"):
-				r.HasLoadBal = true
-				a := p.algorithm() // sharding.go
-				r.LoadType, r.LoadProps = a.Type, a.Props
-			default:
-				p.oneOf("WRITE_STORAGE_UNIT", "READ_STORAGE_UNITS", "TRANSACTIONAL_READ_QUERY_STRATEGY", "TYPE")
-			}
-			if !p.symbol(",") {
-				break
-			}
-		}
-		p.expectSymbol(")")
-		out = append(out, r)
-		if !p.symbol(",") {
-			return out
-		}
-	}
 }
 
 // singleTableRef reads a LOAD SINGLE TABLE reference: name or * parts

@@ -6,16 +6,6 @@ import (
 
 func TestParseRuleStatements(t *testing.T) {
 	checkParses(t, []parseCase{
-		{"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1, ds_2), TYPE(NAME='random', PROPERTIES('read_weight'='2:1')))",
-			&CreateReadwriteSplittingRule{Rules: []ReadwriteSplittingRule{{Name: "rw", Write: "ds_0", Reads: []string{"ds_1", "ds_2"}, HasLoadBal: true, LoadType: "random",
-				LoadProps: []Property{{Key: "read_weight", Value: Value{Kind: StringValue, Text: "2:1"}}}}}}},
-		{"create readwrite_splitting rule if not exists a (write_storage_unit=w, read_storage_units(r), transactional_read_query_strategy='fixed'), b (WRITE_STORAGE_UNIT=w2, READ_STORAGE_UNITS(r2))",
-			&CreateReadwriteSplittingRule{IfNotExists: true, Rules: []ReadwriteSplittingRule{{Name: "a", Write: "w", Reads: []string{"r"}, Strategy: "FIXED"}, {Name: "b", Write: "w2", Reads: []string{"r2"}}}}},
-		{"ALTER READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_0))",
-			&AlterReadwriteSplittingRule{Rules: []ReadwriteSplittingRule{{Name: "rw", Write: "ds_0", Reads: []string{"ds_0"}}}}},
-		{"DROP READWRITE_SPLITTING RULE IF EXISTS a, b FROM db", &DropReadwriteSplittingRule{IfExists: true, Names: []string{"a", "b"}, Database: "db"}},
-		{"SHOW READWRITE_SPLITTING RULES FROM db", &ShowReadwriteSplittingRules{Database: "db"}},
-		{"SHOW READWRITE_SPLITTING RULE rw", &ShowReadwriteSplittingRules{Name: "rw"}},
 		{"SHOW STATUS FROM READWRITE_SPLITTING RULES", &ShowReadwriteSplittingStatus{}},
 		{"SHOW STATUS FROM READWRITE_SPLITTING RULE rw FROM db", &ShowReadwriteSplittingStatus{Name: "rw", Database: "db"}},
 		{"LOAD SINGLE TABLE *.*", &LoadSingleTable{Tables: []string{"*.*"}}},
@@ -39,7 +29,6 @@ func TestParseRuleStatements(t *testing.T) {
 		{"SET NAMES utf8mb4", &SetVariables{Assignments: []Assignment{{Name: "names", Value: Value{Kind: WordValue, Text: "utf8mb4"}}}}},
 	})
 	for _, bad := range []string{
-		"CREATE READWRITE_SPLITTING RULE rw (WRITE_STORAGE_UNIT=ds_0, BOGUS=1)",
 		"LOAD SINGLE TABLE t_a",
 		"COUNT 'x' RULE",
 	} {

@@ -86,10 +86,6 @@ func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
 		if err := upstreamSharding(layout, c); err != nil {
 			return r, fmt.Errorf("rule sharding: %w", err)
 		}
-	case "readwrite_splitting":
-		eachMap(c, "dataSourceGroups", func(_ string, g map[string]any) {
-			setDefault(g, "transactionalReadQueryStrategy", "PRIMARY")
-		})
 	}
 	return config.Rule{Type: r.Type, Content: c}, nil
 }

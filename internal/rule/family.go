@@ -66,6 +66,11 @@ type Database struct {
 	// Sources are the data source names a rule may name: the units and
 	// the logical data sources the rules define (Family.Defines).
 	Sources map[string]bool
+	// InUse, when set, maps each data source name the database's rules
+	// other than its broadcast tables name onto those rules' classes
+	// (ShardingRule, ReadwriteSplittingRule, ...), as the change path
+	// computes them; a change that removes a data source reads it.
+	InUse func() map[string][]string
 }
 
 // Use is an item of a rule and the storage units it uses. Item is "" when

@@ -5,6 +5,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 )
 
 // Helpers over a rule's content (config.Rule.Content: decoded YAML), for
@@ -57,8 +58,5 @@ func UsedBy(t map[string]any) (algorithms, keyGenerators, auditors []string) {
 // dataSourceGroups (5.5.x), dataSources in configs written for older
 // releases; nil when it has none.
 func ReadwriteGroups(c map[string]any) map[string]any {
-	if g := rule.Map(c["dataSourceGroups"]); g != nil {
-		return g
-	}
-	return rule.Map(c["dataSources"])
+	return readwrite.Groups(c)
 }

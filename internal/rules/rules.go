@@ -36,7 +36,7 @@ var ErrNotRuleStatement = errors.New("not a rule statement")
 // ends that refuse another one; the rule families' are their own
 // (families.Statements).
 func Statements() string {
-	return "CREATE, ALTER and DROP of the sharding, broadcast and readwrite-splitting rules, " + families.Statements() + ", " +
+	return "CREATE, ALTER and DROP of the sharding rules, " + families.Statements() + ", " +
 		"LOAD and UNLOAD SINGLE TABLE and SET DEFAULT SINGLE TABLE STORAGE UNIT (database rules), " +
 		"and " + families.GlobalStatements() + " (global rules)"
 }
@@ -171,7 +171,9 @@ func changeOf(st distsql.Statement) (string, change) {
 func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChange) {
 	if f, c := families.Of(st); c != nil {
 		return f.Type(), func(ctx context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
-			return c(ctx, d.RuleView(), cur)
+			view := d.RuleView()
+			view.InUse = func() map[string][]string { return dbconfig.UnitsInUse(d, false, true) }
+			return c(ctx, view, cur)
 		}
 	}
 	switch st := st.(type) {
@@ -179,12 +181,6 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 		return createShardingTableRule(st.Rules, st.IfNotExists, false)
 	case *distsql.AlterShardingTableRule:
 		return createShardingTableRule(st.Rules, false, true)
-	case *distsql.CreateReadwriteSplittingRule:
-		return readwriteType, createReadwriteRule(st)
-	case *distsql.AlterReadwriteSplittingRule:
-		return readwriteType, alterReadwriteRule(st)
-	case *distsql.DropReadwriteSplittingRule:
-		return readwriteType, dropReadwriteRule(st)
 	case *distsql.LoadSingleTable:
 		return singleType, loadSingleTable(st, opts.Introspect)
 	case *distsql.UnloadSingleTable:

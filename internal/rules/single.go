@@ -14,6 +14,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -83,7 +84,7 @@ func SingleTables(ctx context.Context, introspect Introspector, d *metadata.Data
 	// the group's write unit stands for the group.
 	alias := map[string]string{}
 	hidden := map[string]bool{}
-	if r, ok := d.Rules[readwriteType]; ok {
+	if r, ok := d.Rules[readwrite.Type]; ok {
 		groups := ReadwriteGroups(r.Content)
 		for _, g := range slices.Sorted(maps.Keys(groups)) {
 			gm := rule.Map(groups[g])
@@ -235,7 +236,7 @@ func HasSchemas(ds config.DataSource) bool {
 // readwriteGroup is readwrite-splitting group name of d, nil when d has
 // none of that name.
 func readwriteGroup(d *metadata.Database, name string) map[string]any {
-	return rule.Map(ReadwriteGroups(d.Rules[readwriteType].Content)[name])
+	return rule.Map(ReadwriteGroups(d.Rules[readwrite.Type].Content)[name])
 }
 
 // isUnit reports whether name is a storage unit or a readwrite-splitting

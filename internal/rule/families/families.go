@@ -13,12 +13,14 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
 	"github.com/shardkeeper/shardkeeper/internal/rule/global"
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
+	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 	"github.com/shardkeeper/shardkeeper/internal/rule/shadow"
 )
 
 // All are the rule families, in the order their readers are tried and
 // their rules shown. Read-only.
 var All = []rule.Family{
+	readwrite.Family,
 	broadcast.Family,
 	mask.Family,
 	encrypt.Family,
