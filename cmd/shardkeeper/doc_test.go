@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,6 +228,7 @@ func TestDocExamples(t *testing.T) {
 			}
 			ran++
 			t.Run(ex.where, func(t *testing.T) {
+				words := askTheNode(words, "http://"+httpAddr)
 				stdout, stderr, err := runExample(t, env, words)
 				want := strings.Join(ex.output, "\n")
 				failure := strings.HasPrefix(want, "ERROR") || strings.HasPrefix(want, "psql: error")
@@ -318,6 +320,30 @@ func synopsis(words []string) bool {
 		}
 	}
 	return false
+}
+
+// askTheNode returns a shardkeeper example that names no registry and no
+// node (no --server, --conf, --repository-type or --server-lists) with
+// --server server added where its command has that flag and is not an
+// offline one (keys decode): the page's node is the test's node. Without it the command would open the default
+// embedded registry itself, in the package directory on the fixed port
+// 2379, and fail whenever anything else holds that port.
+func askTheNode(words []string, server string) []string {
+	if words[0] != "shardkeeper" {
+		return words
+	}
+	for _, w := range words[1:] {
+		for _, f := range []string{"--server", "--conf", "--repository-type", "--server-lists"} {
+			if w == f || strings.HasPrefix(w, f+"=") {
+				return words
+			}
+		}
+	}
+	c, _, err := newRootCommand().Find(words[1:])
+	if err != nil || c.Flag("server") == nil || strings.Contains(c.Short, "offline") {
+		return words
+	}
+	return append(slices.Clone(words), "--server", server)
 }
 
 // runExample runs one example: shardkeeper in-process, anything else as
