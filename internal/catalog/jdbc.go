@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,35 +137,10 @@ func pgTypeOID(c datasource.Column) (oid, typmod, length int) {
 	}
 	typmod = -1
 	switch name {
-	case "bigint":
-		return 20, -1, 8
-	case "integer":
-		return 23, -1, 4
-	case "smallint":
-		return 21, -1, 2
-	case "boolean":
-		return 16, -1, 1
-	case "real":
-		return 700, -1, 4
-	case "double precision":
-		return 701, -1, 8
-	case "date":
-		return 1082, -1, 4
-	case "time without time zone":
-		return 1083, -1, 8
-	case "timestamp without time zone":
-		return 1114, -1, 8
-	case "bytea":
-		return 17, -1, -1
 	case "character varying", "character":
-		oid = 1043
-		if name == "character" {
-			oid = 1042
-		}
 		if len(n) > 0 {
 			typmod = n[0] + 4
 		}
-		return oid, typmod, -1
 	case "numeric":
 		if len(n) > 0 {
 			scale := 0
@@ -173,7 +149,10 @@ func pgTypeOID(c datasource.Column) (oid, typmod, length int) {
 			}
 			typmod = n[0]<<16 | scale + 4
 		}
-		return 1700, typmod, -1
 	}
-	return 25, -1, -1
+	i := slices.IndexFunc(pgTypes, func(t pgBuiltinType) bool { return t.sqlName == name })
+	if i < 0 {
+		return 25, -1, -1 // text
+	}
+	return pgTypes[i].oid, typmod, pgTypes[i].length
 }

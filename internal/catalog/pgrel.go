@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,15 +50,24 @@ func pgSettingsRelation(v *View) *relation {
 	return r
 }
 
-// pgTypes are the built-in types of pg_type: oid, name, length.
-var pgTypes = []struct {
-	oid    int
-	name   string
-	length int
-}{
-	{16, "bool", 1}, {17, "bytea", -1}, {19, "name", 64}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
-	{26, "oid", 4}, {700, "float4", 4}, {701, "float8", 8}, {1042, "bpchar", -1}, {1043, "varchar", -1}, {1082, "date", 4},
-	{1083, "time", 8}, {1114, "timestamp", 8}, {1184, "timestamptz", 8}, {1700, "numeric", -1},
+// pgBuiltinType is a built-in type of pg_type: oid, typname, the SQL name
+// format_type gives and the columns' types are written in, and the fixed
+// length in bytes (-1 when variable).
+type pgBuiltinType struct {
+	oid     int
+	name    string
+	sqlName string
+	length  int
+}
+
+// pgTypes are the built-in types pg_type lists.
+var pgTypes = []pgBuiltinType{
+	{16, "bool", "boolean", 1}, {17, "bytea", "bytea", -1}, {19, "name", "name", 64}, {20, "int8", "bigint", 8},
+	{21, "int2", "smallint", 2}, {23, "int4", "integer", 4}, {25, "text", "text", -1}, {26, "oid", "oid", 4},
+	{700, "float4", "real", 4}, {701, "float8", "double precision", 8}, {1042, "bpchar", "character", -1},
+	{1043, "varchar", "character varying", -1}, {1082, "date", "date", 4}, {1083, "time", "time without time zone", 8},
+	{1114, "timestamp", "timestamp without time zone", 8}, {1184, "timestamptz", "timestamp with time zone", 8},
+	{1700, "numeric", "numeric", -1},
 }
 
 func pgTypeRelation() *relation {
@@ -74,13 +84,11 @@ func pgTypeRelation() *relation {
 func formatType(oid, typmod string) *string {
 	n, _ := strconv.Atoi(oid)
 	mod, _ := strconv.Atoi(typmod)
-	names := map[int]string{16: "boolean", 17: "bytea", 19: "name", 20: "bigint", 21: "smallint", 23: "integer", 25: "text",
-		26: "oid", 700: "real", 701: "double precision", 1042: "character", 1043: "character varying", 1082: "date",
-		1083: "time without time zone", 1114: "timestamp without time zone", 1184: "timestamp with time zone", 1700: "numeric"}
-	name, ok := names[n]
-	if !ok {
+	i := slices.IndexFunc(pgTypes, func(t pgBuiltinType) bool { return t.oid == n })
+	if i < 0 {
 		return str("???")
 	}
+	name := pgTypes[i].sqlName
 	switch {
 	case (n == 1042 || n == 1043) && mod > 4:
 		name += "(" + strconv.Itoa(mod-4) + ")"
