@@ -78,11 +78,7 @@ func (c *RESP) Close() error {
 
 // NextID returns one new key.
 func (c *RESP) NextID(ctx context.Context) (int64, error) {
-	keys, err := c.AppendIDs(ctx, nil, 1)
-	if err != nil {
-		return 0, err
-	}
-	return keys[0], nil
+	return firstKey(c.AppendIDs(ctx, nil, 1))
 }
 
 // AppendIDs appends n new keys (1..MaxRESPBatch) to dst with one NEXTIDB

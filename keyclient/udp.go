@@ -117,11 +117,7 @@ func (c *UDP) Close() error { return c.conn.Close() }
 
 // NextID returns one new key.
 func (c *UDP) NextID(ctx context.Context) (int64, error) {
-	keys, err := c.AppendIDs(ctx, nil, 1)
-	if err != nil {
-		return 0, err
-	}
-	return keys[0], nil
+	return firstKey(c.AppendIDs(ctx, nil, 1))
 }
 
 // AppendIDs appends n new keys (1..MaxUDPCount) to dst with one request,
@@ -204,4 +200,12 @@ func ctxErr(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// firstKey is the one key of a one-key AppendIDs call, or its error.
+func firstKey(keys []int64, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return keys[0], nil
 }
