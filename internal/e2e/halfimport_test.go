@@ -172,6 +172,8 @@ func TestKilledImportShown(t *testing.T) {
 		cl := startCluster(t, typ, 1, opts)
 		n := cl.mysql[0]
 		client := exec.Command("mariadb", "--protocol=TCP", "-h", "127.0.0.1", "-P", fmt.Sprint(n.port), "-u", "root", "-e", statement)
+		var clientOut testenv.SyncBuffer
+		client.Stdout, client.Stderr = &clientOut, &clientOut
 		if err := client.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +187,7 @@ func TestKilledImportShown(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the import wrote nothing in 180 s; the node's log:\n%s", n.stderr.String())
+				t.Fatalf("the import wrote nothing in 180 s; mariadb printed:\n%s\nthe node's log:\n%s", clientOut.String(), n.stderr.String())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
