@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -33,68 +33,66 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 }
 
 // List implements registry.Repository. ZooKeeper has no range read: List
-// walks the subtree level by level, listing the children of a level's
-// znodes, then reading those children, with a window of requests in flight
-// on the one connection (pipelined), so the result is not one consistent
-// snapshot. A znode deleted during the walk is left out. Parent znodes
-// appear with their (usually empty) values.
+// walks the subtree level by level, reading each znode's data and children
+// with a window of requests in flight on the one connection (pipelined),
+// so the result is not one consistent snapshot. A znode deleted during the
+// walk is left out. Parent znodes appear with their (usually empty)
+// values.
+//
+// From the second List of a prefix on, what List reads is kept (see
+// listCache), with watches armed on each znode read, so that a List of a
+// subtree that changed little since the last costs a sync and the reads
+// of what changed, not a request per znode. The sync makes such a List
+// see every change the server applied before the List began (every write
+// that returned before it, on any connection). Cost: two armed watches per
+// znode kept (at most maxCached znodes) and their data in memory. The
+// first List of a prefix reads every znode and arms no watch.
 func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return nil, err
 	}
-	out := []registry.KV{}
-	level := []string{r.full(prefix)}
-	for len(level) > 0 {
-		names := make([][]string, len(level))
-		err := pipeline(ctx, len(level), func(i int) error {
-			n, _, err := r.conn.Children(level[i])
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			names[i] = n
-			return err
-		})
-		if err != nil {
+	cached := r.cache.again(prefix)
+	if cached {
+		if _, err := r.conn.Sync(r.full(prefix)); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return nil, r.convert("list", prefix, err)
-		}
-		var paths []string
-		for i, p := range level {
-			for _, n := range names[i] {
-				paths = append(paths, p+"/"+n)
-			}
-		}
-		kvs := make([]registry.KV, len(paths))
-		parents := make([]bool, len(paths))
-		err = pipeline(ctx, len(paths), func(i int) error {
-			value, stat, err := r.conn.Get(paths[i])
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil // deleted meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			if value == nil {
-				value, stat = repair(r.conn, paths[i], stat)
-			}
-			kvs[i] = registry.KV{Key: r.key(paths[i]), Value: value, Version: registry.Version(stat.Mzxid)}
-			parents[i] = stat.NumChildren > 0
-			return nil
-		})
-		if err != nil {
-			return nil, r.convert("list", prefix, err)
-		}
-		level = level[:0]
-		for i, kv := range kvs {
-			if kv.Key == "" {
-				continue
-			}
-			out = append(out, kv)
-			if parents[i] {
-				level = append(level, paths[i])
-			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	out := []registry.KV{}
+	level := []string{r.full(prefix)}
+	for depth := 0; len(level) > 0; depth++ {
+		got := make([]listed, len(level))
+		var err error
+		if cached {
+			miss := r.cache.hits(level, depth > 0, got)
+			err = pipeline(ctx, len(miss), func(i int) (err error) {
+				got[miss[i]], err = r.read(level[miss[i]], depth > 0)
+				return err
+			})
+		} else {
+			err = pipeline(ctx, len(level), func(i int) (err error) {
+				got[i], err = r.readUncached(level[i], depth > 0)
+				return err
+			})
+		}
+		if err != nil {
+			return nil, r.convert("list", prefix, err)
+		}
+		var next []string
+		for i, p := range level {
+			if got[i].gone {
+				continue
+			}
+			if depth > 0 {
+				// A copy: the cache keeps its own.
+				out = append(out, registry.KV{Key: r.key(p), Value: slices.Clone(got[i].value), Version: registry.Version(got[i].mzxid)})
+			}
+			for _, n := range got[i].children {
+				next = append(next, p+"/"+n)
+			}
+		}
+		level = next
+	}
+	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 

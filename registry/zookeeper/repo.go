@@ -163,6 +163,8 @@ type Repo struct {
 	acl  []zk.ACL
 	conn *zk.Conn
 
+	cache *listCache // what List read, kept current by the connection's watches
+
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -200,6 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Repo, error) {
 		lost:     make(chan struct{}),
 		sessions: map[*session]struct{}{},
 		upCh:     make(chan struct{}),
+		cache:    newListCache(),
 	}
 	if cfg.Digest != "" {
 		r.acl = zk.AuthACL(zk.PermAll)
@@ -277,6 +280,7 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 // onEvent runs on the client's loop for the Repo's connection; it must not
 // block or call the connection.
 func (r *Repo) onEvent(ev zk.Event) {
+	r.cache.event(ev)
 	if ev.Type != zk.EventSession {
 		return
 	}

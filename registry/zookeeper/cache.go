@@ -1,0 +1,287 @@
+package zookeeper
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// maxCached bounds the znodes a Repo's listCache holds. Past it, List
+// reads the znodes it has not cached from the server each time, arming no
+// watch for them.
+const maxCached = 1 << 18
+
+// listCache keeps what List read of each znode below the prefixes it
+// listed: the data and Mzxid, valid while the data watch armed by that
+// read has not fired, and the children, valid while the child watch armed
+// by their read has not fired. The Repo's event callback, which the client
+// runs on its receive loop in order with the answers, invalidates an entry
+// when a watch on it fires, and clears the cache when the connection loses
+// its session or is disconnected. So once the answer to a request sent
+// after a change has arrived on the connection (List sends a sync first),
+// no entry shows a value older than that change.
+//
+// A read that was in flight when a watch on its znode fired is not
+// stored: each entry counts the events seen (gen), and a read is stored
+// only if the count did not move since it was sent. Safe for concurrent
+// use; event never blocks on I/O.
+type listCache struct {
+	mu     sync.Mutex
+	nodes  map[string]*cnode // by full znode path
+	listed map[string]bool   // prefixes listed, up to maxPrefixes
+}
+
+// maxPrefixes bounds the prefixes a listCache remembers having listed;
+// past it, it forgets them all.
+const maxPrefixes = 4096
+
+// cnode is what is cached of one znode.
+type cnode struct {
+	value    []byte
+	mzxid    int64
+	children []string
+	dataOK   bool // value and mzxid are current
+	childOK  bool // children are current
+	dataGen  uint64
+	childGen uint64
+}
+
+func newListCache() *listCache {
+	return &listCache{nodes: map[string]*cnode{}, listed: map[string]bool{}}
+}
+
+// again reports whether prefix was listed before, and remembers that it
+// is listed now. A prefix listed once (a node loading a whole tree at
+// startup) is read without the cache: its watches and its copy of the
+// data would cost more than they save. One listed again (the rules a
+// statement reads before and after each change) is cached from then on.
+func (c *listCache) again(prefix string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listed[prefix] {
+		return true
+	}
+	if len(c.listed) >= maxPrefixes {
+		c.listed = map[string]bool{}
+	}
+	c.listed[prefix] = true
+	return false
+}
+
+// event applies one client event: a fired watch invalidates what it
+// watched; a lost or interrupted session drops every entry.
+func (c *listCache) event(ev zk.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ev.Type == zk.EventSession {
+		if ev.State != zk.StateHasSession && len(c.nodes) > 0 {
+			c.nodes = map[string]*cnode{}
+		}
+		return
+	}
+	n := c.nodes[ev.Path]
+	if n == nil {
+		return
+	}
+	switch ev.Type {
+	case zk.EventNodeDataChanged:
+		n.dataOK = false
+		n.dataGen++
+	case zk.EventNodeChildrenChanged:
+		n.childOK = false
+		n.childGen++
+	default: // deleted, not watching any more, or an event we do not know
+		n.dataOK, n.childOK = false, false
+		n.dataGen++
+		n.childGen++
+		delete(c.nodes, ev.Path)
+	}
+}
+
+// lookup returns what is cached of p: its data (ok) and its children
+// (childOK; nil children when the znode has none).
+func (c *listCache) lookup(p string) (value []byte, mzxid int64, ok bool, children []string, childOK bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[p]
+	if n == nil {
+		return nil, 0, false, nil, false
+	}
+	return n.value, n.mzxid, n.dataOK, n.children, n.childOK
+}
+
+// hits fills got[i] for each of paths whose data (unless wantData is
+// false) and children are cached, and returns the indexes of the others.
+func (c *listCache) hits(paths []string, wantData bool, got []listed) (miss []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, p := range paths {
+		n := c.nodes[p]
+		if n == nil || !n.childOK || (wantData && !n.dataOK) {
+			miss = append(miss, i)
+			continue
+		}
+		got[i] = listedOf(n.value, n.mzxid, n.children)
+	}
+	return miss
+}
+
+// entry returns p's entry, creating it while the cache has room, and the
+// event counts a read sent now must find unchanged to be stored. A nil
+// entry means the cache is full: read p without arming a watch.
+func (c *listCache) entry(p string) (n *cnode, dataGen, childGen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n = c.nodes[p]
+	if n == nil {
+		if len(c.nodes) >= maxCached {
+			return nil, 0, 0
+		}
+		n = &cnode{}
+		c.nodes[p] = n
+	}
+	return n, n.dataGen, n.childGen
+}
+
+// storeData records p's data read while n's data event count was gen.
+func (c *listCache) storeData(p string, n *cnode, gen uint64, value []byte, mzxid int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes[p] == n && n.dataGen == gen {
+		n.value, n.mzxid, n.dataOK = value, mzxid, true
+	}
+}
+
+// storeChildren records p's children read while n's child event count
+// was gen.
+func (c *listCache) storeChildren(p string, n *cnode, gen uint64, children []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes[p] == n && n.childGen == gen {
+		n.children, n.childOK = children, true
+	}
+}
+
+// forget drops p's entry if it is still n (p was found missing).
+func (c *listCache) forget(p string, n *cnode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes[p] == n {
+		delete(c.nodes, p)
+	}
+}
+
+// len returns the number of cached znodes.
+func (c *listCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.nodes)
+}
+
+// listed is what List learnt of one znode.
+type listed struct {
+	value    []byte
+	mzxid    int64
+	children []string
+	gone     bool // it does not exist (any more)
+}
+
+// read returns p's data (unless wantData is false) and its children, from
+// the cache where it holds them, otherwise from the server, arming the
+// watches that keep the cache current (two requests in flight at once).
+// A null value is rewritten as empty (see the package doc).
+func (r *Repo) read(p string, wantData bool) (listed, error) {
+	value, mzxid, dataOK, children, childOK := r.cache.lookup(p)
+	if (dataOK || !wantData) && childOK {
+		return listed{value: value, mzxid: mzxid, children: children}, nil
+	}
+	n, dataGen, childGen := r.cache.entry(p)
+	if n == nil {
+		return r.readUncached(p, wantData)
+	}
+	var (
+		names  []string
+		cerr   error
+		listed = make(chan struct{})
+	)
+	if !childOK {
+		go func() {
+			defer close(listed)
+			names, _, _, cerr = r.conn.ChildrenW(p)
+		}()
+	} else {
+		names = children
+		close(listed)
+	}
+	var err error
+	if wantData && !dataOK {
+		var stat *zk.Stat
+		value, stat, _, err = r.conn.GetW(p)
+		if err == nil {
+			mzxid = stat.Mzxid
+			if value == nil {
+				// The set fires the watch just armed: nothing is stored.
+				value, stat = repair(r.conn, p, stat)
+				mzxid = stat.Mzxid
+			}
+			r.cache.storeData(p, n, dataGen, value, mzxid)
+		}
+	}
+	<-listed
+	switch {
+	case errors.Is(err, zk.ErrNoNode), errors.Is(cerr, zk.ErrNoNode):
+		r.cache.forget(p, n)
+		return listedGone, nil
+	case err != nil:
+		return listedGone, err
+	case cerr != nil:
+		return listedGone, cerr
+	}
+	if !childOK {
+		slices.Sort(names)
+		r.cache.storeChildren(p, n, childGen, names)
+	}
+	return listedOf(value, mzxid, names), nil
+}
+
+var listedGone = listed{gone: true}
+
+func listedOf(value []byte, mzxid int64, children []string) listed {
+	return listed{value: value, mzxid: mzxid, children: children}
+}
+
+// readUncached is read without the cache and without watches: the data,
+// then the children when the znode has any.
+func (r *Repo) readUncached(p string, wantData bool) (listed, error) {
+	var (
+		value []byte
+		mzxid int64
+	)
+	if wantData {
+		v, stat, err := r.conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return listedGone, nil
+		}
+		if err != nil {
+			return listedGone, err
+		}
+		if v == nil {
+			v, stat = repair(r.conn, p, stat)
+		}
+		value, mzxid = v, stat.Mzxid
+		if stat.NumChildren == 0 {
+			return listedOf(value, mzxid, nil), nil
+		}
+	}
+	names, _, err := r.conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return listedGone, nil
+	}
+	if err != nil {
+		return listedGone, err
+	}
+	slices.Sort(names)
+	return listedOf(value, mzxid, names), nil
+}
