@@ -77,14 +77,17 @@ bench-rules:
 
 # bench-rules-scale: CREATE and ALTER SHARDING TABLE RULE, SET DIST
 # VARIABLE and SHOW SHARDING TABLE RULES next to 0, 1,000 and 10,000
-# existing sharding tables on 3 nodes, on real etcd and ZooKeeper in one
-# run: p50/p99, CPU per statement, RSS and the ratio to the empty database
-# (RULE_SCALE_TABLES, RULE_SCALE_STATEMENTS change the sizes and the
-# statements per size).
+# existing sharding tables on 3 nodes, each a serve process of the built
+# binary, on real etcd and ZooKeeper in one run: p50/p99, CPU per
+# statement on each node, each node's RSS and the ratios to the empty
+# database (tools/rulescalebench; RULE_SCALE_TABLES and
+# RULE_SCALE_STATEMENTS change the sizes and the statements per size).
 .PHONY: bench-rules-scale
-bench-rules-scale:
+RULE_SCALE_TABLES ?= 0,1000,10000
+RULE_SCALE_STATEMENTS ?= 10
+bench-rules-scale: build
 	bash -c 'set -eo pipefail; source scripts/servers.sh && start_servers && \
-		go test ./internal/console -run "^$$" -bench "RuleStatementsAtScale" -benchtime 1x -timeout 60m'
+		go run ./tools/rulescalebench -bin $(BIN) -tables $(RULE_SCALE_TABLES) -statements $(RULE_SCALE_STATEMENTS)'
 
 # bench-distsql: the DistSQL console over the MySQL protocol on real etcd,
 # in one run: SHOW COMPUTE NODES with 100 registered nodes sent at 1,000
