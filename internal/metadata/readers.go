@@ -126,13 +126,67 @@ func CheckRuleReaders(ctx context.Context, repo registry.Repository, layout path
 	return CheckReaders(layout, readers, db, rules...)
 }
 
-// layoutNeutral reports whether every layout writes rules alike.
+// layoutNeutral reports whether every layout writes rules alike: whether
+// unloadable(paths.DefaultLayout, l, r) finds nothing for every layout l
+// and rule r. It encodes the default layout's items once, and compares
+// each named entry (a sharding table, an algorithm: the bulk of a large
+// rule) as a value, encoding only entries whose values differ, so that a
+// rule statement next to thousands of tables does not encode them all to
+// YAML once per layout.
 func layoutNeutral(rules []config.Rule) bool {
 	for _, r := range rules {
+		mine, err := placedLazy(paths.DefaultLayout, r)
+		if err != nil {
+			continue // refused by the write itself (see unloadable)
+		}
 		for _, l := range paths.Layouts {
-			if unloadable(paths.DefaultLayout, l, r) != "" {
+			if l == paths.DefaultLayout {
+				continue
+			}
+			theirs, err := placedLazy(l, r)
+			if err != nil || !sameItems(mine, theirs) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// placedLazy is placedItemsOf with the named entries left unencoded
+// (lazyRuleItems), by their registry node.
+func placedLazy(layout paths.Layout, r config.Rule) (map[string]*ruleItem, error) {
+	items, err := lazyRuleItems(layout, r)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*ruleItem, len(items))
+	for i := range items {
+		key, err := layout.RuleItem("db", r.Type, items[i].Item, items[i].Name)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = &items[i]
+	}
+	return out, nil
+}
+
+// sameItems reports whether a and b place the same items with the same
+// encoded values. Entries with deeply equal values encode alike and are
+// not encoded.
+func sameItems(a, b map[string]*ruleItem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok {
+			return false
+		}
+		if x.lazy && y.lazy && reflect.DeepEqual(x.val, y.val) {
+			continue
+		}
+		if !bytes.Equal(x.encoded(), y.encoded()) {
+			return false
 		}
 	}
 	return true
