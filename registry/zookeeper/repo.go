@@ -165,6 +165,9 @@ type Repo struct {
 
 	cache *listCache // what List read, kept current by the connection's watches
 
+	wmu     sync.Mutex
+	watches map[*watch]struct{} // open Watches, handed the fired watches (dispatch)
+
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -281,6 +284,7 @@ func (r *Repo) connect(ctx context.Context, op string, timeout time.Duration, di
 // block or call the connection.
 func (r *Repo) onEvent(ev zk.Event) {
 	r.cache.event(ev)
+	r.dispatch(ev)
 	if ev.Type != zk.EventSession {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -32,10 +33,11 @@ import (
 // When the Repo's session expires (or the Repo is closed), the last event
 // has Err wrapping registry.ErrWatchLost. A disconnection that keeps the
 // session does not end the watch: the client re-registers the watches.
-// Cost: two armed client watches and two parked goroutines per znode under
-// prefix, so watch the subtrees you need rather than "/". The client cannot
-// remove a watch from the server; after ctx ends each armed watch stays
-// registered until its znode next changes.
+// Cost: two armed client watches per znode under prefix (no goroutine
+// waits on them: the Repo's event callback hands each fired watch to the
+// Watches whose prefix holds it), so watch the subtrees you need rather
+// than "/". The client cannot remove a watch from the server; after ctx
+// ends each armed watch stays registered until its znode next changes.
 func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
 	if err := r.check(ctx, "watch", prefix); err != nil {
 		return nil, nil, err
@@ -47,14 +49,16 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 		root:  r.full(prefix),
 		conn:  r.conn,
 		lost:  r.lostChan(),
-		in:    make(chan note, 16),
+		queue: noteQueue{wake: make(chan struct{}, 1)},
 		quit:  make(chan struct{}),
 		out:   make(chan registry.Event),
 		nodes: map[string]*wnode{},
 	}
 	var initial []registry.KV
 	w.emit = func(ev registry.Event) bool { initial = append(initial, ev.KV); return true }
+	r.addWatch(w) // before the first read: no event after it is missed
 	if err := w.loadRoot(); err != nil {
+		r.removeWatch(w)
 		close(w.quit)
 		return nil, nil, r.convert("watch", prefix, err)
 	}
@@ -73,54 +77,115 @@ type watch struct {
 	conn *zk.Conn // the Repo's connection
 	lost <-chan struct{}
 
-	in   chan note     // fired client watches, from forward
-	quit chan struct{} // closed when run ends: forwarders give up
-	out  chan registry.Event
-	emit func(registry.Event) bool
+	queue noteQueue     // fired watches under root, from the Repo's event callback
+	quit  chan struct{} // closed when run ends
+	out   chan registry.Event
+	emit  func(registry.Event) bool
 
 	nodes   map[string]*wnode // tracked znodes at or under root
 	rootArm uint64            // exists watch on root while it is missing
 	nextArm uint64
 }
 
-// wnode is what is known about one tracked znode. dataArm and childArm name
-// the watches currently armed on it; a fired watch with another number is
-// stale and ignored.
+// wnode is what is known about one tracked znode. dataArm and childArm are
+// non-zero while a data and a child watch armed by this watch's reads have
+// not fired: an event of that kind on the znode is then handled, otherwise
+// it is ignored (the znode is read again anyway).
 type wnode struct {
 	czxid, mzxid      int64
 	dataArm, childArm uint64
 }
 
-// note is one fired client watch.
+// note is one fired watch on a znode at or under the watch's root.
 type note struct {
 	path string
-	arm  uint64
 	ev   zk.Event
 }
 
-// forward hands the single event of a client watch channel to run.
+// noteQueue is an unbounded queue of notes: the Repo's event callback,
+// which runs on the client's receive loop, must never block.
+type noteQueue struct {
+	mu    sync.Mutex
+	notes []note
+	wake  chan struct{} // holds a token while notes is not empty
+}
+
+func (q *noteQueue) push(n note) {
+	q.mu.Lock()
+	q.notes = append(q.notes, n)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns the oldest note, if any.
+func (q *noteQueue) pop() (note, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.notes) == 0 {
+		return note{}, false
+	}
+	n := q.notes[0]
+	q.notes[0] = note{}
+	q.notes = q.notes[1:]
+	if len(q.notes) == 0 {
+		q.notes = nil
+	} else {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return n, true
+}
+
+// forward records that a read armed the client watch ch and returns a
+// non-zero token for it. Its event reaches run through the Repo's event
+// callback (dispatch), which the client runs for every fired watch, in
+// order with the answers: no goroutine waits on ch, which the client
+// closes when the watch fires.
 func (w *watch) forward(path string, ch <-chan zk.Event) uint64 {
 	w.nextArm++
-	arm := w.nextArm
-	go func() {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				ev = zk.Event{Type: zk.EventNotWatching, Path: path, Err: zk.ErrClosing}
-			}
-			select {
-			case w.in <- note{path: path, arm: arm, ev: ev}:
-			case <-w.quit:
-			}
-		case <-w.quit:
+	return w.nextArm
+}
+
+// addWatch registers w for the fired watches under its root.
+func (r *Repo) addWatch(w *watch) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if r.watches == nil {
+		r.watches = map[*watch]struct{}{}
+	}
+	r.watches[w] = struct{}{}
+}
+
+func (r *Repo) removeWatch(w *watch) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	delete(r.watches, w)
+}
+
+// dispatch hands a fired watch's event to every Watch whose prefix holds
+// its znode. It runs on the client's receive loop and does not block.
+func (r *Repo) dispatch(ev zk.Event) {
+	if ev.Type == zk.EventSession || ev.Path == "" {
+		return
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	for w := range r.watches {
+		if ev.Path == w.root || strings.HasPrefix(ev.Path, w.root+"/") {
+			w.queue.push(note{path: ev.Path, ev: ev})
 		}
-	}()
-	return arm
+	}
 }
 
 func (w *watch) run() {
 	defer close(w.out)
 	defer close(w.quit)
+	defer w.r.removeWatch(w)
 	backoff := 50 * time.Millisecond
 	for {
 		select {
@@ -132,7 +197,16 @@ func (w *watch) run() {
 		case <-w.lost:
 			w.end(fmt.Errorf("%w: the ZooKeeper session expired", registry.ErrWatchLost))
 			return
-		case n := <-w.in:
+		case <-w.queue.wake:
+		}
+		for {
+			n, ok := w.queue.pop()
+			if !ok {
+				break
+			}
+			if w.ctx.Err() != nil {
+				return
+			}
 			if n.ev.Type == zk.EventNotWatching || n.ev.Err != nil {
 				w.end(fmt.Errorf("%w: %w", registry.ErrWatchLost, n.ev.Err))
 				return
@@ -243,8 +317,15 @@ func (w *watch) resync() error {
 	return nil
 }
 
+// handleNode handles a fired watch by its kind. A znode's data watch fires
+// on a change of its data and on its deletion, its child watch on a change
+// of its children and on its deletion; a fired watch of a kind not armed
+// on the znode is stale (the znode was or is being read again) and
+// ignored. The ZooKeeper session holds one watch of a kind per znode,
+// whoever armed it, so an event may also be one armed before this watch's
+// last read: reading again is then merely redundant.
 func (w *watch) handleNode(n note) error {
-	if n.path == w.root && n.arm == w.rootArm {
+	if n.path == w.root && w.rootArm != 0 && w.nodes[w.root] == nil {
 		w.rootArm = 0
 		return w.loadRoot()
 	}
@@ -252,19 +333,27 @@ func (w *watch) handleNode(n note) error {
 	if !ok {
 		return nil // no longer tracked
 	}
-	switch {
-	case n.arm == nd.childArm && n.ev.Type == zk.EventNodeChildrenChanged:
+	switch n.ev.Type {
+	case zk.EventNodeChildrenChanged:
+		if nd.childArm == 0 {
+			return nil
+		}
 		nd.childArm = 0
 		return w.loadChildren(n.path)
-	case n.arm == nd.dataArm || n.arm == nd.childArm:
-		if n.arm == nd.dataArm {
-			nd.dataArm = 0
-		} else {
-			nd.childArm = 0
+	case zk.EventNodeDataChanged:
+		if nd.dataArm == 0 {
+			return nil
 		}
+		nd.dataArm = 0
+		return w.loadNode(n.path)
+	case zk.EventNodeDeleted:
+		if nd.dataArm == 0 && nd.childArm == 0 {
+			return nil
+		}
+		nd.dataArm, nd.childArm = 0, 0
 		return w.loadNode(n.path)
 	}
-	return nil // stale
+	return nil
 }
 
 // loadRoot loads the prefix's znode, or arms an exists watch while it is
