@@ -128,6 +128,13 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	log := newLogger(cmd.ErrOrStderr(), o.logFormat, level)
+	switch control, err := config.UnsafeControl(); {
+	case err != nil:
+		return err
+	case control != "":
+		log.Error("UNSAFE: a chaos negative control is on; this node breaks the guarantees of rule changes on purpose; never run it in production",
+			"env", config.EnvUnsafeControl, "control", control)
+	}
 	dc, err := o.daemonConfig(cmd, log)
 	if err != nil {
 		return err

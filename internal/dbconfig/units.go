@@ -367,6 +367,9 @@ func commitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 	if err := checkOneTransaction(txn); err != nil {
 		return err
 	}
+	if config.Unsafe(config.UnsafeUnconditionalWrites) {
+		return overwrite(ctx, repo, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
+	}
 	if sess == nil {
 		s, err := repo.NewSession(ctx, registry.SessionOptions{})
 		if err != nil {
@@ -377,6 +380,24 @@ func commitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 	}
 	if _, err := sess.Commit(ctx, txn); err != nil {
 		return fmt.Errorf("write the change (nothing was written): %w", err)
+	}
+	return nil
+}
+
+// overwrite writes txn's puts and deletes one at a time without their
+// conditions, as ShardingSphere persists a change: the chaos negative
+// control config.UnsafeUnconditionalWrites, never in production.
+func overwrite(ctx context.Context, repo registry.Repository, txn registry.Txn) error {
+	for _, op := range txn.Ops {
+		var err error
+		if op.Delete {
+			err = repo.Delete(ctx, op.Key)
+		} else {
+			_, err = repo.Put(ctx, op.Key, op.Value)
+		}
+		if err != nil && !errors.Is(err, registry.ErrNotFound) {
+			return fmt.Errorf("write the change (partly written): %w", err)
+		}
 	}
 	return nil
 }
