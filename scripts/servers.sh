@@ -95,6 +95,52 @@ zk_ok() {
 	[ "$answer" = imok ]
 }
 
+# start_zookeeper starts ZooKeeper on a free port other than those in $1
+# and waits until it answers; it sets zp, SK_ZK_PID. A server that exits at
+# start (its port taken meanwhile by another test's server, or anything
+# else) is shown with its log and started again on another port with a
+# fresh data directory, three times at most.
+start_zookeeper() {
+	local attempt logger=""
+	# Its warnings and errors (a port in use) go to zk.log where SLF4J's
+	# simple binding is installed; without one it logs nothing.
+	[ -f /usr/share/java/slf4j-simple.jar ] && logger=:/usr/share/java/slf4j-simple.jar
+	for attempt in 1 2 3; do
+		zp=$(free_port) || return 1
+		case " $1 " in *" $zp "*) continue ;; esac
+		rm -rf "$SK_SERVERS_DIR/zk"
+		mkdir -p "$SK_SERVERS_DIR/zk/data"
+		# Short ticks keep session-expiry tests fast (min session timeout 2 ticks);
+		# the max is raised so ordinary 30-60 s sessions are granted as asked.
+		cat >"$SK_SERVERS_DIR/zk/zoo.cfg" <<CFG
+tickTime=200
+minSessionTimeout=400
+maxSessionTimeout=60000
+dataDir=$SK_SERVERS_DIR/zk/data
+clientPort=$zp
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+CFG
+		java -Dzookeeper.log.dir="$SK_SERVERS_DIR/zk" -Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties \
+			-Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar$logger" \
+			org.apache.zookeeper.server.ZooKeeperServerMain "$SK_SERVERS_DIR/zk/zoo.cfg" \
+			>"$SK_SERVERS_DIR/zk.log" 2>&1 &
+		SK_ZK_PID=$!
+		if wait_for "ZooKeeper on 127.0.0.1:$zp" "$SK_ZK_PID" zk_ok "$zp"; then
+			return 0
+		fi
+		tail -20 "$SK_SERVERS_DIR/zk.log" >&2
+		if kill -0 "$SK_ZK_PID" 2>/dev/null; then
+			return 1 # running but not answering for 60 s: not a start race
+		fi
+		wait "$SK_ZK_PID" 2>/dev/null
+		echo "servers: ZooKeeper exited at start (attempt $attempt); trying another port" >&2
+	done
+	return 1
+}
+
 stop_servers() {
 	[ -n "${SK_ETCD_PID:-}" ] && kill "$SK_ETCD_PID" 2>/dev/null
 	[ -n "${SK_ZK_PID:-}" ] && kill "$SK_ZK_PID" 2>/dev/null
@@ -109,7 +155,6 @@ start_servers() {
 	trap stop_servers EXIT
 
 	local ec ep zp attempt
-	zp=$(free_port) || return 1
 	# A free port can be taken by someone else before etcd binds it: then
 	# etcd exits at once, and it is started again on other ports.
 	for attempt in 1 2 3; do
@@ -127,30 +172,9 @@ start_servers() {
 		echo "servers: etcd's port was taken meanwhile (attempt $attempt); trying other ports" >&2
 	done
 
-	mkdir -p "$SK_SERVERS_DIR/zk/data"
-	# Short ticks keep session-expiry tests fast (min session timeout 2 ticks);
-	# the max is raised so ordinary 30-60 s sessions are granted as asked.
-	cat >"$SK_SERVERS_DIR/zk/zoo.cfg" <<CFG
-tickTime=200
-minSessionTimeout=400
-maxSessionTimeout=60000
-dataDir=$SK_SERVERS_DIR/zk/data
-clientPort=$zp
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=*
-maxClientCnxns=0
-CFG
-	java -Dzookeeper.log.dir="$SK_SERVERS_DIR/zk" -Dlog4j.configuration=file:/etc/zookeeper/conf/log4j.properties \
-		-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
-		org.apache.zookeeper.server.ZooKeeperServerMain "$SK_SERVERS_DIR/zk/zoo.cfg" \
-		>"$SK_SERVERS_DIR/zk.log" 2>&1 &
-	SK_ZK_PID=$!
-
 	wait_for "etcd on 127.0.0.1:$ec" "$SK_ETCD_PID" etcdctl --dial-timeout 1s --command-timeout 2s --endpoints "http://127.0.0.1:$ec" endpoint health ||
 		{ tail -20 "$SK_SERVERS_DIR/etcd.log" >&2; return 1; }
-	wait_for "ZooKeeper on 127.0.0.1:$zp" "$SK_ZK_PID" zk_ok "$zp" ||
-		{ tail -20 "$SK_SERVERS_DIR/zk.log" >&2; return 1; }
+	start_zookeeper "$ec $ep" || return 1
 
 	export SHARDKEEPER_ETCD_ENDPOINTS="http://127.0.0.1:$ec"
 	export SHARDKEEPER_ZK_SERVERS="127.0.0.1:$zp"
