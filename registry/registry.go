@@ -97,7 +97,10 @@ func (t EventType) String() string {
 
 // Event is one change under a watched prefix. Guarantees:
 //   - Events for one key arrive in order. Events for different keys may
-//     interleave.
+//     interleave, except that a subtree deleted with Delete of its path and
+//     written again has every key of the old one that was reported
+//     reported deleted before any key of the new one: a consumer never
+//     holds keys of both.
 //   - Duplicates may happen, and rapid changes may be coalesced (you see the
 //     latest value). Handlers must be idempotent.
 //   - When the watch ends for any reason other than ctx cancellation, the

@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchCancel", testWatchCancel},
 		{"WatchResync", testWatchResync},
 		{"WatchDeleteIsDelete", testWatchDeleteIsDelete},
+		{"WatchReplacedSubtree", testWatchReplacedSubtree},
 		{"Closed", testClosed},
 		{"List", testList},
 		{"ListLimited", testListLimited},

@@ -3,6 +3,8 @@ package registrytest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -329,4 +331,60 @@ func testWatchDeleteIsDelete(t *testing.T, h Harness) {
 	wait("delete /del/eph", isDelete("/del/eph"))
 	mustPut(t, writer, "/del/marker", "m")
 	wait("the marker", isPut("/del/marker", "m"))
+}
+
+// testWatchReplacedSubtree: a subtree deleted by Delete of its path and
+// written again is reported with every key of the old one deleted before
+// any key of the new one, also to a consumer that falls behind: it never
+// holds keys of both, such as a ShardingSphere active_version written
+// again beside the version node of the same name that the deleted subtree
+// held (a node's view would then go back to the old content). The consumer
+// reads nothing while a key of the old subtree is rewritten, the subtree
+// deleted and written again, so that a backend that re-reads the keys of
+// its fired watches (ZooKeeper) handles the rewritten key first and finds
+// it replaced.
+func testWatchReplacedSubtree(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, writer := e.open(), e.open()
+	c := testenv.Context(t)
+	mustPut(t, writer, "/rs/x/active_version", "old 1")
+	mustPut(t, writer, "/rs/x/versions/1", "old content")
+	mustPut(t, writer, "/rs/x/gone", "old only")
+	initial, ch, err := r.Watch(c, "/rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	for _, kv := range initial {
+		state[kv.Key] = string(kv.Value)
+	}
+	mustPut(t, writer, "/rs/behind", "b") // the watch waits to send it
+	mustPut(t, writer, "/rs/x/active_version", "old 1")
+	if err := writer.Delete(c, "/rs/x"); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, writer, "/rs/x/active_version", "new 1")
+	mustPut(t, writer, "/rs/x/versions/1", "new content")
+	until(t, ch, "the new subtree", func(ev registry.Event) bool {
+		if ev.Type == registry.EventDelete {
+			delete(state, ev.KV.Key)
+		} else {
+			state[ev.KV.Key] = string(ev.KV.Value)
+		}
+		var old, fresh []string
+		for k, v := range state {
+			switch {
+			case strings.HasPrefix(v, "old"):
+				old = append(old, k)
+			case strings.HasPrefix(v, "new"):
+				fresh = append(fresh, k)
+			}
+		}
+		if len(old) > 0 && len(fresh) > 0 {
+			slices.Sort(old)
+			slices.Sort(fresh)
+			t.Fatalf("after %v %s the watcher holds keys of the deleted subtree %v beside keys of the new one %v", ev.Type, ev.KV.Key, old, fresh)
+		}
+		return len(old) == 0 && state["/rs/x/active_version"] == "new 1" && state["/rs/x/versions/1"] == "new content"
+	})
 }

@@ -20,7 +20,10 @@ import (
 // re-arms each after it fires, like Curator's TreeCache. Every event is
 // re-read from the server, so the Event carries the current value and
 // Version, events for one key arrive in order, and changes between two reads
-// are coalesced.
+// are coalesced. A znode found created again is reported only once its
+// parent is known to be the same, or, when the parent was created again
+// too, after every key of the parent's old subtree is reported deleted
+// (see parentReplaced).
 //
 // The initial snapshot, and every subtree that appears later, is read level
 // by level with a window of reads in flight on the connection (pipelined),
@@ -407,6 +410,9 @@ func (w *watch) loadNode(p string) error {
 	}
 	arm := w.forward(p, ch)
 	if nd.czxid != stat.Czxid {
+		if done, err := w.parentReplaced(p); done || err != nil {
+			return err
+		}
 		if err := w.removed(p); err != nil {
 			return err
 		}
@@ -452,6 +458,9 @@ func (w *watch) loadChildren(p string) error {
 	arm := w.forward(p, ch)
 	if stat.Czxid != nd.czxid {
 		// A new incarnation: start over with it.
+		if done, err := w.parentReplaced(p); done || err != nil {
+			return err
+		}
 		if err := w.removed(p); err != nil {
 			return err
 		}
@@ -642,6 +651,50 @@ func fired(ch <-chan zk.Event) bool {
 	default:
 		return false
 	}
+}
+
+// parentReplaced runs when the tracked znode p was found replaced (deleted
+// and created again). The fired watches of one change are handled in no
+// particular order, so p's parent may have been replaced too, with p's
+// siblings, whose old values are still reported: reporting p's new
+// incarnation now would show a state of the tree that never was (a key of
+// the new subtree beside keys only the old one had; a ShardingSphere
+// active_version beside the version node of the same number that a
+// deleted incarnation wrote). So the parent is read: when its incarnation
+// changed too (recursively upwards, up to the prefix's znode), everything
+// tracked under it is reported deleted and it is loaded again, p with it,
+// and parentReplaced reports true; otherwise it reports false and p
+// alone is replaced.
+func (w *watch) parentReplaced(p string) (bool, error) {
+	if p == w.root {
+		return false, nil
+	}
+	parent := p[:strings.LastIndex(p, "/")]
+	pn := w.nodes[parent]
+	if pn == nil {
+		return false, nil
+	}
+	ok, stat, err := w.conn.Exists(parent)
+	if err != nil {
+		return false, err
+	}
+	if ok && stat.Czxid == pn.czxid {
+		return false, nil
+	}
+	if done, err := w.parentReplaced(parent); done || err != nil {
+		return done, err
+	}
+	if err := w.removed(parent); err != nil {
+		return false, err
+	}
+	if ok {
+		// Tracked with no watch armed: if loading fails, resync loads it.
+		w.nodes[parent] = &wnode{czxid: stat.Czxid}
+		if err := w.loadNode(parent); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // removed forgets p and everything tracked below it, reporting deletes
