@@ -324,8 +324,8 @@ func synopsis(words []string) bool {
 
 // askTheNode returns a shardkeeper example that names no registry and no
 // node (no --server, --conf, --repository-type or --server-lists) with
-// --server server added where its command has that flag and is not an
-// offline one (keys decode): the page's node is the test's node. Without it the command would open the default
+// --server server added where its command has that flag and is not marked
+// offline (annotationOffline: keys decode): the page's node is the test's node. Without it the command would open the default
 // embedded registry itself, in the package directory on the fixed port
 // 2379, and fail whenever anything else holds that port.
 func askTheNode(words []string, server string) []string {
@@ -340,7 +340,7 @@ func askTheNode(words []string, server string) []string {
 		}
 	}
 	c, _, err := newRootCommand().Find(words[1:])
-	if err != nil || c.Flag("server") == nil || strings.Contains(c.Short, "offline") {
+	if err != nil || c.Flag("server") == nil || c.Annotations[annotationOffline] != "" {
 		return words
 	}
 	return append(slices.Clone(words), "--server", server)

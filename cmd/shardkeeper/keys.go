@@ -69,7 +69,8 @@ the keys were made with another one). With --server the node decodes them and
 names the instance that holds the worker id now.`,
 		Example: `  shardkeeper keys decode 1190422418313265152
   shardkeeper keys decode 1190422418313265152 --epoch 2016-10-31T16:00:00Z -o json`,
-		Args: args(1, -1, "KEY..."),
+		Args:        args(1, -1, "KEY..."),
+		Annotations: map[string]string{annotationOffline: "true"},
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := t.check(); err != nil {
 				return err
@@ -152,3 +153,8 @@ func parseEpoch(s string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// annotationOffline marks a command (cobra's Annotations) that needs no
+// node and no registry unless --server is given: keys decode. The doc
+// examples' test runs such a command without the test's node.
+const annotationOffline = "shardkeeper/offline"
