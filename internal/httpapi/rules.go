@@ -9,6 +9,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -99,6 +100,7 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 		opts.Session = s.cfg.Node.Session()
 	}
 	out, err := rules.Apply(ctx, s.cfg.Repo, db, st, opts)
+	s.awaitRules(ctx, db, out)
 	var unknown *dbconfig.UnknownDatabaseError
 	switch {
 	case errors.As(err, &unknown):
@@ -111,4 +113,24 @@ func (s *Server) runRuleStatement(w http.ResponseWriter, r *http.Request, db str
 	s.log.Info("rule changed", "database", db, "rule", out.RuleType, "global", out.Global, "changed", out.Changed, "pending", out.Pending)
 	s.writeJSON(w, ruleChange{Database: db, Rule: out.RuleType, Global: out.Global, Changed: out.Changed, Applied: out.Applied, Pending: out.Pending,
 		Unacknowledging: out.Unacknowledging, Warnings: out.Warnings(db)})
+}
+
+// awaitRules waits (at most 3 s) until this node's view holds the rules a
+// change wrote, or those a refusal or a no-op was decided on (out.Digest),
+// as the consoles do: the answer then agrees with what the node shows
+// next (GET /api/v1/databases, its consoles' SHOW), even when the node
+// sees the registry's changes late and another node changed the rule just
+// before.
+func (s *Server) awaitRules(ctx context.Context, db string, out rules.Outcome) {
+	if !out.HasDigest {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, _ = s.cfg.Store.Wait(wctx, func(snap *metadata.Snapshot) bool {
+		if out.Global {
+			return metadata.GlobalRulesDigest(snap.GlobalRules) == out.Digest
+		}
+		return snap.Databases[db].RulesDigest() == out.Digest
+	})
 }

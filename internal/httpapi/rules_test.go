@@ -3,7 +3,11 @@ package httpapi
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
@@ -11,6 +15,8 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
@@ -84,5 +90,68 @@ func TestRuleStatementRoutes(t *testing.T) {
 	}
 	if got, want := rule.Map(global["sql_parser"].Content["parseTreeCache"]), map[string]any{"initialCapacity": 64, "maximumSize": 512}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("the registry's sql_parser rule: %v", global["sql_parser"].Content)
+	}
+}
+
+// lagRules delays, once on, the next watch event of a rule key (and so
+// every event after it) by delay, so that the node watching through it
+// sees the next rule change late.
+type lagRules struct {
+	on    atomic.Bool
+	delay time.Duration
+}
+
+func (*lagRules) Before(context.Context, string, string) (func(error) error, error) { return nil, nil }
+
+func (l *lagRules) Event(_ string, ev registry.Event) {
+	if strings.Contains(ev.KV.Key, "/rules/") && l.on.CompareAndSwap(true, false) {
+		time.Sleep(l.delay)
+	}
+}
+
+// TestRuleRefusalAgreesWithTheNodesView: a rule statement the HTTP API
+// refuses (or leaves a no-op) from what the registry holds is answered only
+// once the node's own view holds that state, as on the consoles, so that
+// what the node shows next does not contradict the answer, even when the
+// node sees the registry's changes late and another node changed the rule
+// just before. The CLI's rules command with --server goes through it.
+func TestRuleRefusalAgreesWithTheNodesView(t *testing.T) {
+	repo := memory.New()
+	if err := metadatatest.CreateDatabase(context.Background(), repo, paths.DefaultLayout, config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{}}); err != nil {
+		t.Fatal(err)
+	}
+	lag := &lagRules{delay: 1500 * time.Millisecond}
+	late := startNode(t, fault.Observe(repo, lag), "late", nil)
+	other := startNode(t, repo, "other", nil)
+	post := func(n *testNode, statement string) response {
+		t.Helper()
+		return do(t, n, "POST", "/api/v1/databases/sharding_db/rules", testToken, `{"statement":"`+statement+`"}`)
+	}
+	shows := func(table string) bool {
+		d := late.srv.cfg.Store.Current().Databases["sharding_db"]
+		return d != nil && slices.Contains(rule.List(d.Rules["broadcast"].Content["tables"]), table)
+	}
+	for _, tc := range []struct{ table, stmt string }{
+		{"t_refused", "DROP BROADCAST TABLE RULE t_refused"},
+		{"t_noop", "DROP BROADCAST TABLE RULE IF EXISTS t_noop"},
+	} {
+		if r := post(late, "CREATE BROADCAST TABLE RULE "+tc.table); r.status != 200 || !shows(tc.table) {
+			t.Fatalf("CREATE BROADCAST TABLE RULE %s: %d %s; the node's view shows it: %v", tc.table, r.status, r.body, shows(tc.table))
+		}
+		lag.on.Store(true)
+		if r := post(other, "DROP BROADCAST TABLE RULE "+tc.table); r.status != 200 {
+			t.Fatalf("DROP on the other node: %d %s", r.status, r.body)
+		}
+		r := post(late, tc.stmt)
+		if strings.Contains(tc.stmt, "IF EXISTS") {
+			if r.status != 200 {
+				t.Fatalf("%s: %d %s", tc.stmt, r.status, r.body)
+			}
+		} else {
+			r.apiError(t, 400, 10202, tc.table)
+		}
+		if shows(tc.table) {
+			t.Fatalf("%s answered while the node's view still shows %s", tc.stmt, tc.table)
+		}
 	}
 }
