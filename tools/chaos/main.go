@@ -5,7 +5,12 @@
 // an operator deleting fences and reservations, and that the same faults do
 // produce duplicates or overlaps without the fence, with the fence but
 // without its floor, and with a deleted fence read as floor 0 (the negative
-// controls).
+// controls). With --workload distsql it runs shardkeeper nodes under the
+// same faults instead, with DistSQL clients on their consoles and HTTP
+// APIs, and checks the history of every rule item for linearizability,
+// and the nodes' views and digests against the registry's after the
+// faults (its negative controls: changes without their conditions, and
+// answered before the nodes' digests).
 // It needs root (namespaces and routes) and the Debian packages
 // etcd-server, etcd-client and zookeeper.
 //
@@ -22,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -100,12 +106,30 @@ func runCmd(ctx context.Context, args []string) error {
 	every := fs.Duration("fault-every", 1500*time.Millisecond, "mean gap between faults on each lane")
 	deleteEvery := fs.Duration("delete-every", 3*time.Second, "mean gap between an operator's deletions of the reservations and\n"+
 		"fences of worker ids in use (0: none)")
-	controls := fs.String("negative-control", "lease,floor,absent", "negative controls run after the fenced run with the same schedule,\n"+
-		"a comma-separated list or none: lease (no fence, lease only; must find duplicates), floor (fence on,\n"+
-		"the previous holder's reservation ignored; must find duplicates or (worker id, ms) overlaps),\n"+
-		"absent (fence on, a deleted fence read as floor 0; must find duplicates)")
+	controls := fs.String("negative-control", "", "negative controls run after the fenced run with the same schedule,\n"+
+		"a comma-separated list or none; keys workload (default lease,floor,absent): lease (no fence, lease only;\n"+
+		"must find duplicates), floor (fence on, the previous holder's reservation ignored; must find duplicates\n"+
+		"or (worker id, ms) overlaps), absent (fence on, a deleted fence read as floor 0; must find duplicates);\n"+
+		"distsql workload (default overwrite,early-ack): overwrite (rule changes without their conditions),\n"+
+		"early-ack (changes answered before every node's digest); each must make the history NOT linearizable")
+	workload := fs.String("workload", record.WorkloadKeys, "keys (key-issuing nodes) or distsql (shardkeeper nodes, DistSQL clients\n"+
+		"on their consoles and HTTP APIs; --nodes defaults to 3; needs --shardkeeper)")
+	shardkeeper := fs.String("shardkeeper", "", "the shardkeeper program of the distsql workload (default: shardkeeper beside this program)")
 	_ = fs.Parse(args)
-	variants, err := parseControls(*controls)
+	distsqlRun := *workload == record.WorkloadDistSQL
+	if !distsqlRun && *workload != record.WorkloadKeys {
+		return fmt.Errorf("--workload %q: want keys or distsql", *workload)
+	}
+	if distsqlRun && !flagSet(fs, "nodes") {
+		*nodes = 3
+	}
+	if *controls == "" {
+		*controls = "lease,floor,absent"
+		if distsqlRun {
+			*controls = "overwrite,early-ack"
+		}
+	}
+	variants, err := parseControls(*controls, distsqlRun)
 	if err != nil {
 		return err
 	}
@@ -139,6 +163,9 @@ func runCmd(ctx context.Context, args []string) error {
 			cfg := harness.Config{Dir: dir, Registry: reg, Nodes: *nodes, Pool: *pool, Duration: d,
 				MaxKeys: *maxKeys, Rate: *rate, Seed: *seed, SessionTTL: *ttl, Reservation: *reservation,
 				FaultEvery: *every, DeleteEvery: *deleteEvery, Variant: v, Log: log.With("run", reg+"/"+name)}
+			if distsqlRun {
+				cfg.Workload, cfg.Shardkeeper = record.WorkloadDistSQL, *shardkeeper
+			}
 			if *deleteEvery == 0 {
 				cfg.DeleteEvery = -1
 			}
@@ -160,19 +187,32 @@ func runCmd(ctx context.Context, args []string) error {
 	return nil
 }
 
+// flagSet says whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // parseControls returns the fenced variant followed by the negative
-// controls named in s (see the --negative-control flag).
-func parseControls(s string) ([]record.Variant, error) {
+// controls named in s (see the --negative-control flag), those of the
+// DistSQL workload when distsqlRun.
+func parseControls(s string, distsqlRun bool) ([]record.Variant, error) {
 	variants := []record.Variant{record.VariantFenced}
 	if s == "none" {
 		return variants, nil
 	}
 	names := map[string]record.Variant{"lease": record.VariantLeaseOnly, "floor": record.VariantIgnoreFloor,
 		"absent": record.VariantTrustAbsentFence}
+	want := "lease, floor and absent"
+	if distsqlRun {
+		names = map[string]record.Variant{"overwrite": record.VariantUnconditional, "early-ack": record.VariantAckBeforeNodes}
+		want = "overwrite and early-ack"
+	}
 	for _, name := range strings.Split(s, ",") {
 		v, ok := names[strings.TrimSpace(name)]
 		if !ok {
-			return nil, fmt.Errorf("--negative-control %q: want a comma-separated list of lease, floor and absent, or none", s)
+			return nil, fmt.Errorf("--negative-control %q: want a comma-separated list of %s, or none", s, want)
 		}
 		if !slices.Contains(variants, v) {
 			variants = append(variants, v)
@@ -198,6 +238,9 @@ func checkCmd(args []string) error {
 // checkRun checks the run in dir, writes report.txt and plot.svg there and
 // the report to w; it says whether the run passed.
 func checkRun(dir string, w io.Writer) (bool, error) {
+	if run, err := record.Load(dir); err == nil && run.Info.Workload == record.WorkloadDistSQL {
+		return checkDistSQLRun(dir, run, w)
+	}
 	r, err := checker.Check(dir)
 	if err != nil {
 		return false, err
@@ -239,6 +282,9 @@ func checkHistory(dir string, w io.Writer) (bool, error) {
 		return !found, err
 	}
 	fmt.Fprintf(w, "DistSQL history: %s\n", res)
+	if res.Offline > 0 {
+		fmt.Fprintf(w, "  %d observations of nodes the registry did not list online at the time left out (the guarantee is every online node's)\n", res.Offline)
+	}
 	if !res.Linearizable && !res.Undecided {
 		fmt.Fprintf(w, "  observations no order of the changes explains (%d; visualisation: %s):\n",
 			len(res.Offending), filepath.Join(dir, linear.HTMLName))
@@ -282,4 +328,85 @@ func nodeCmd(ctx context.Context, args []string) error {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("incarnation", cfg.Incarnation)
 	return node.Run(ctx, cfg, os.Stdin)
+}
+
+// checkDistSQLRun checks the DistSQL run in dir (its history, see
+// checkHistory, and what the workload measured after the faults, see
+// harness.DistSQLStats), writes report.txt there and the report to w; it
+// says whether the run passed: a fenced run when every check holds, a
+// negative control when its history is NOT linearizable (the violation
+// it must find).
+func checkDistSQLRun(dir string, run *record.Run, w io.Writer) (bool, error) {
+	var text strings.Builder
+	linearizable, err := checkHistory(dir, &text)
+	if err != nil {
+		return false, err
+	}
+	history := text.String()
+	text.Reset()
+	info := run.Info
+	var failures []string
+	st, err := harness.ReadDistSQLStats(dir)
+	switch {
+	case err != nil:
+		failures = append(failures, fmt.Sprintf("the workload's figures: %v", err))
+	case st.Error != "":
+		failures = append(failures, "the workload: "+st.Error)
+	}
+	control := info.Variant.Control()
+	switch {
+	case control && linearizable:
+		failures = append(failures, "the control found no violation: the history is linearizable (the faults or the workload do not bite)")
+	case !control && !linearizable:
+		failures = append(failures, "the history is NOT linearizable")
+	}
+	if control && len(failures) > 0 && !linearizable {
+		// The control found its violation; the rest (views that do not
+		// agree) is what a control may well cause.
+		failures = nil
+	}
+	verdict := "PASS"
+	if len(failures) > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&text, "Chaos run (DistSQL): %s (%s)\n", verdict, info.Variant.Label())
+	for _, f := range failures {
+		fmt.Fprintf(&text, "  - %s\n", f)
+	}
+	if control && !linearizable {
+		line, _, _ := strings.Cut(history, "\n")
+		fmt.Fprintf(&text, "  violation found: %s\n", strings.TrimPrefix(line, "DistSQL history: "))
+	}
+	fmt.Fprintf(&text, "\nRun\n  seed %d, %s (%s)\n  %d shardkeeper nodes, session TTL %s, ",
+		info.Seed, info.Registry, strings.Join(info.Versions, ", "), info.Nodes, info.SessionTTL)
+	if info.End > 0 {
+		fmt.Fprintf(&text, "ran %s (faults, then settling)\n", time.Duration(info.End-info.Start).Round(time.Second))
+	} else {
+		fmt.Fprintf(&text, "did not end (no end time)\n")
+	}
+	kinds := map[string]int{}
+	for _, f := range run.Faults {
+		kinds[f.Kind]++
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	fmt.Fprintf(&text, "  faults %d: %s\n\n", len(run.Faults), strings.Join(parts, ", "))
+	text.WriteString(history)
+	if err == nil {
+		fmt.Fprintf(&text, "DistSQL convergence: ")
+		if st.Error == "" {
+			fmt.Fprintf(&text, "every node's view equal, and the registry's, %s after the faults stopped (%d rounds of reads);\n"+
+				"  every node's digest the registry's %s after (bound %s)\n",
+				st.Converged.Round(time.Millisecond), st.Rounds, st.Digests.Round(time.Millisecond), st.Settle)
+		} else {
+			fmt.Fprintf(&text, "NOT reached: %s\n", st.Error)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(text.String()), 0o644); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "== %s\n%s\n", dir, text.String())
+	return len(failures) == 0, nil
 }

@@ -7,11 +7,16 @@
 package distsql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,10 +26,13 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/linear"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
 )
 
 // Tables are the broadcast tables the clients create and drop; their
@@ -59,6 +67,11 @@ type Config struct {
 	User, Password string
 	// ClientsPerNode is the number of clients on each console; 0 means 2.
 	ClientsPerNode int
+	// Readers is the number of clients on each console that only read
+	// (the SHOW of each item, ReaderPause apart), besides ClientsPerNode:
+	// a node cut off from the registry keeps answering them while its
+	// other clients wait for their changes.
+	Readers int
 	// Seed chooses the clients' operations.
 	Seed int64
 	// Timeout bounds one operation; an operation without an answer by then
@@ -74,10 +87,36 @@ type Config struct {
 	// walks the tree and can return a state that never was, so do not set
 	// it there.
 	Registry registry.Repository
+	// RegistryFinalOnly reads Registry only once, after the nodes' views
+	// agree and the workload has stopped (a ZooKeeper registry: its List
+	// is then one state, nothing changing it).
+	RegistryFinalOnly bool
 	// Settle bounds how long, after ctx is done, Run waits for every
 	// node's view to agree; 0 means 30 s.
 	Settle time.Duration
+	// HTTP are the base URLs of the nodes' HTTP APIs
+	// ("http://host:port"), in the order of Consoles, or none. With them,
+	// a third of the clients' CREATE and DROP statements go to the HTTP
+	// API (POST /api/v1/databases/{db}/rules) with Token. Their refusals
+	// are decided from what the registry held during the call, so they are
+	// recorded as observations of the view "registry".
+	HTTP  []string
+	Token string
+	// InstanceIDs are the nodes' instance ids. With Registry, after the
+	// views agree, Run waits (within Settle) until every one of them
+	// acknowledges the digest of the rules the registry holds for
+	// Database (distvar.Ack).
+	InstanceIDs []string
+	// Online, when set, returns the instance ids the registry lists
+	// online. Run then reads it every OnlinePoll until it returns and
+	// records the samples (linear.OnlineName), so that the check leaves
+	// out what nodes answered while not online (linear.Online): the
+	// guarantee is every online node's.
+	Online func(ctx context.Context) ([]string, error)
 }
+
+// OnlinePoll is the gap between two readings of the online nodes.
+const OnlinePoll = 20 * time.Millisecond
 
 // Stats is what Run measured.
 type Stats struct {
@@ -88,6 +127,14 @@ type Stats struct {
 	Converged time.Duration
 	// Rounds is the number of read rounds it took.
 	Rounds int
+	// RegistryAgrees is true when, with Config.Registry, the registry's
+	// broadcast tables read after the views agreed are the ones the views
+	// hold.
+	RegistryAgrees bool
+	// Digests is the time from the end of the workload until every node
+	// of Config.InstanceIDs acknowledged the registry's rules digest; 0
+	// without them.
+	Digests time.Duration
 }
 
 // Run runs the workload until ctx is done, then reads every node's view
@@ -116,9 +163,25 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		return st, err
 	}
 	var clients []*client
-	for i := 0; i < len(cfg.Consoles)*cfg.ClientsPerNode; i++ {
+	writers := len(cfg.Consoles) * cfg.ClientsPerNode
+	for i := 0; i < writers+len(cfg.Consoles)*cfg.Readers; i++ {
 		addr := cfg.Consoles[i%len(cfg.Consoles)]
 		c, err := newClient(cfg, i, fmt.Sprintf("n%d", i%len(cfg.Consoles)+1), addr, filepath.Join(hist, fmt.Sprintf("c%d.jsonl", i)))
+		if err == nil && i < writers && len(cfg.Consoles) > 1 {
+			next := (i + 1) % len(cfg.Consoles)
+			c.peer, err = newClient(cfg, i, fmt.Sprintf("n%d", next+1), cfg.Consoles[next], filepath.Join(hist, fmt.Sprintf("c%d-peer.jsonl", i)))
+		}
+		if err == nil {
+			c.reader = i >= writers
+			c.views = map[string]string{}
+			for j, id := range cfg.InstanceIDs {
+				c.views[id] = fmt.Sprintf("n%d", j+1)
+			}
+		}
+		if err == nil && len(cfg.HTTP) == len(cfg.Consoles) {
+			c.http, c.token, c.database = cfg.HTTP[i%len(cfg.Consoles)], cfg.Token, cfg.Database
+			c.hc = &http.Client{Timeout: cfg.Timeout}
+		}
 		if err != nil {
 			closeAll(clients)
 			return st, err
@@ -131,13 +194,25 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		reg = &client{id: len(clients), node: RegistryView, rec: linear.NewRecorder(filepath.Join(hist, "registry.jsonl")),
 			timeout: cfg.Timeout}
 	}
+	if cfg.Online != nil {
+		pollCtx, stopPoll := context.WithCancel(context.Background())
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			pollOnline(pollCtx, cfg, filepath.Join(cfg.Dir, linear.OnlineName))
+		}()
+		defer func() {
+			stopPoll()
+			<-polled
+		}()
+	}
 	first := clients[0].set(ctx, "false")
 	if first.Outcome != linear.OK {
 		return Stats{Ops: 1}, fmt.Errorf("distsql: the first SET DIST VARIABLE %s on %s did not succeed", Variable, clients[0].addr)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(clients)+1)
-	if reg != nil {
+	if reg != nil && !cfg.RegistryFinalOnly {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -157,27 +232,110 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	wg.Wait()
 	var err error
-	st.Converged, st.Rounds, err = settle(clients[:len(cfg.Consoles)], cfg.Settle)
+	var agreed string
+	start := time.Now()
+	st.Converged, st.Rounds, agreed, err = settle(clients[:len(cfg.Consoles)], cfg.Settle)
 	errs = append(errs, err)
 	if reg != nil {
 		final, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
-		if reg.readRegistry(final, cfg.Registry, cfg.Database) == nil {
-			errs = append(errs, errors.New("distsql: the registry could not be read after the workload"))
-		}
+		read := reg.readRegistry(final, cfg.Registry, cfg.Database)
 		cancel()
+		if read == nil {
+			errs = append(errs, errors.New("distsql: the registry could not be read after the workload"))
+		} else if err == nil {
+			st.RegistryAgrees = strings.HasPrefix(agreed, viewString(read))
+			if !st.RegistryAgrees {
+				errs = append(errs, fmt.Errorf("distsql: the registry holds %q after the workload, the nodes' views %q", viewString(read), agreed))
+			}
+		}
 		errs = append(errs, reg.recErr)
 		st.Ops += reg.ops
+		if err == nil && len(cfg.InstanceIDs) > 0 {
+			derr := awaitDigests(cfg.Registry, cfg.Database, cfg.InstanceIDs, cfg.Settle-st.Converged)
+			st.Digests = time.Since(start)
+			errs = append(errs, derr)
+		}
 	}
 	for _, c := range clients {
 		st.Ops += c.ops
+		if c.peer != nil {
+			st.Ops += c.peer.ops
+			errs = append(errs, c.peer.recErr)
+		}
 	}
 	return st, errors.Join(errs...)
 }
 
+// pollOnline records, every OnlinePoll until ctx ends, the views of the
+// nodes cfg.Online lists online, in path.
+func pollOnline(ctx context.Context, cfg Config, path string) {
+	views := map[string]string{}
+	for j, id := range cfg.InstanceIDs {
+		views[id] = fmt.Sprintf("n%d", j+1)
+	}
+	for ctx.Err() == nil {
+		from := time.Now().UnixNano()
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		ids, err := cfg.Online(c)
+		cancel()
+		if err == nil {
+			smp := linear.OnlineSample{From: from, To: time.Now().UnixNano(), Views: []string{}}
+			for _, id := range ids {
+				if v, ok := views[id]; ok {
+					smp.Views = append(smp.Views, v)
+				}
+			}
+			_ = record.AppendJSONLine(path, smp)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(OnlinePoll):
+		}
+	}
+}
+
+// awaitDigests reads, every 50 ms for at most bound, the digest of
+// database db's rules in repo and the acknowledgements of the nodes ids,
+// until every one acknowledges that digest.
+func awaitDigests(repo registry.Repository, db string, ids []string, bound time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), max(bound, time.Second))
+	defer cancel()
+	var last string
+	for {
+		d, _, err := metadata.ReadDatabase(ctx, repo, db)
+		if err == nil {
+			want := d.RulesDigest()
+			var differ []string
+			for _, id := range ids {
+				key, _ := paths.PropsApplied(id)
+				kv, err := repo.Get(ctx, key)
+				got := "(none)"
+				if err == nil {
+					got = distvar.ParseAck(kv.Value).Rules[db]
+				}
+				if got != want {
+					differ = append(differ, fmt.Sprintf("%s acknowledges %s", id, got))
+				}
+			}
+			if len(differ) == 0 {
+				return nil
+			}
+			last = fmt.Sprintf("the registry's rules digest is %s, %s", want, strings.Join(differ, ", "))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("distsql: the nodes' digests did not equal the registry's within %v of the views' agreement: %s", bound, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // settle reads the view of every node (one client each) in rounds, 50 ms
 // apart, until a round finds them all answering and equal, and says how
-// long after its call that took and how many rounds.
-func settle(clients []*client, bound time.Duration) (time.Duration, int, error) {
+// long after its call that took, how many rounds and the view they agreed on.
+func settle(clients []*client, bound time.Duration) (time.Duration, int, string, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -187,11 +345,11 @@ func settle(clients []*client, bound time.Duration) (time.Duration, int, error) 
 			views = append(views, c.view(ctx))
 		}
 		if !slices.Contains(views, "") && len(slices.Compact(slices.Clone(views))) == 1 {
-			return time.Since(start), round, nil
+			return time.Since(start), round, views[0], nil
 		}
 		select {
 		case <-ctx.Done():
-			return time.Since(start), round, fmt.Errorf("distsql: the nodes' views did not agree within %v of the workload's end: %q", bound, views)
+			return time.Since(start), round, "", fmt.Errorf("distsql: the nodes' views did not agree within %v of the workload's end: %q", bound, views)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -205,8 +363,14 @@ func (c *client) view(ctx context.Context) string {
 	if tables == nil || variable.Outcome != linear.OK {
 		return ""
 	}
+	return viewString(append(tables, variable))
+}
+
+// viewString is the view the reads ops saw, as one string: the broadcast
+// tables' registers first, in the order of Tables.
+func viewString(ops []linear.Op) string {
 	var b strings.Builder
-	for _, o := range append(tables, variable) {
+	for _, o := range ops {
 		fmt.Fprintf(&b, "%s=%v:%s ", o.Key, o.Present, o.Value)
 	}
 	return b.String()
@@ -215,6 +379,9 @@ func (c *client) view(ctx context.Context) string {
 func closeAll(cs []*client) {
 	for _, c := range cs {
 		_ = c.db.Close()
+		if c.peer != nil {
+			_ = c.peer.db.Close()
+		}
 	}
 }
 
@@ -229,7 +396,28 @@ type client struct {
 	timeout time.Duration
 	ops     int
 	recErr  error
+	// http, when set, is the base URL of the node's HTTP API, where a
+	// third of the CREATE and DROP statements go (with token, on
+	// database).
+	http, token, database string
+	hc                    *http.Client
+	failed                bool // an operation's outcome was unknown: pause (failedPause)
+	reader                bool // only reads, ReaderPause apart
+	// peer, for a writer, is a connection to the next node's console
+	// (its own history file) on which it reads what it changed, at once
+	// after each acknowledged change.
+	peer *client
+	// views maps the nodes' instance ids (Config.InstanceIDs) to their
+	// views (n1, n2, ...), for the nodes a change's warnings name.
+	views map[string]string
 }
+
+// ReaderPause is the pause between two reads of a reader (Config.Readers).
+const ReaderPause = 20 * time.Millisecond
+
+// failedPause is how long a client waits after an operation of unknown
+// outcome before its next one.
+const failedPause = 200 * time.Millisecond
 
 func newClient(cfg Config, id int, node, addr, path string) (*client, error) {
 	mc := mysql.NewConfig()
@@ -248,6 +436,29 @@ func newClient(cfg Config, id int, node, addr, path string) (*client, error) {
 // loop runs operations until ctx is done or the history cannot be written.
 func (c *client) loop(ctx context.Context) error {
 	for ctx.Err() == nil && c.recErr == nil {
+		if c.failed {
+			// The node is down or cut off: do not pile up operations of
+			// unknown outcome, each of which the check must place anywhere
+			// after its call.
+			c.failed = false
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(failedPause):
+			}
+		}
+		if c.reader {
+			if c.rnd.IntN(3) == 0 {
+				c.readVariable(ctx)
+			} else {
+				c.readTables(ctx)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(ReaderPause):
+			}
+			continue
+		}
 		table := Tables[c.rnd.IntN(len(Tables))]
 		switch r := c.rnd.IntN(10); {
 		case r < 3:
@@ -255,27 +466,88 @@ func (c *client) loop(ctx context.Context) error {
 		case r < 4:
 			c.readVariable(ctx)
 		case r < 5:
-			c.set(ctx, []string{"true", "false"}[c.rnd.IntN(2)])
+			if c.set(ctx, []string{"true", "false"}[c.rnd.IntN(2)]).Outcome == linear.OK && c.peer != nil {
+				c.peer.readVariable(ctx)
+			}
 		case r < 8:
 			lenient := c.rnd.IntN(2) == 0
 			stmt := "CREATE BROADCAST TABLE RULE " + table
 			if lenient {
 				stmt = "CREATE BROADCAST TABLE RULE IF NOT EXISTS " + table
 			}
-			c.write(ctx, linear.Op{Key: BroadcastKey(table), Kind: linear.Create, Lenient: lenient, Value: "1"}, stmt, codeDuplicateRule)
+			c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(table), Kind: linear.Create, Lenient: lenient, Value: "1"}, stmt, codeDuplicateRule))
 		default:
 			lenient := c.rnd.IntN(2) == 0
 			stmt := "DROP BROADCAST TABLE RULE " + table
 			if lenient {
 				stmt = "DROP BROADCAST TABLE RULE IF EXISTS " + table
 			}
-			c.write(ctx, linear.Op{Key: BroadcastKey(table), Kind: linear.Drop, Lenient: lenient}, stmt, codeMissingRule)
+			c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(table), Kind: linear.Drop, Lenient: lenient}, stmt, codeMissingRule))
 		}
 	}
 	if ctx.Err() != nil {
 		return c.recErr
 	}
 	return fmt.Errorf("distsql: client %d: recording: %w", c.id, c.recErr)
+}
+
+// change runs rule statement stmt as op, on the console or, for a third
+// of them when the client has the node's HTTP API, there (see write and
+// post).
+func (c *client) change(ctx context.Context, op linear.Op, stmt string, refusedCode uint16) linear.Op {
+	if c.http != "" && c.rnd.IntN(3) == 0 {
+		return c.post(ctx, op, stmt, refusedCode)
+	}
+	return c.write(ctx, op, stmt, refusedCode)
+}
+
+// post runs rule statement stmt as op through the HTTP API: OK on 200,
+// Refused when the answer carries refusedCode (an observation of the
+// registry's view, RegistryView: it is decided from what the registry
+// held during the call), Unknown otherwise.
+func (c *client) post(ctx context.Context, op linear.Op, stmt string, refusedCode uint16) linear.Op {
+	done := c.invoke(&op)
+	body, _ := json.Marshal(map[string]string{"statement": stmt})
+	opCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	op.Outcome = linear.Unknown
+	req, err := http.NewRequestWithContext(opCtx, http.MethodPost, c.http+"/api/v1/databases/"+c.database+"/rules", bytes.NewReader(body))
+	if err == nil {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Content-Type", "application/json")
+		var resp *http.Response
+		if resp, err = c.hc.Do(req); err == nil {
+			var answer struct {
+				Code    uint16   `json:"code"`
+				Pending []string `json:"pending"`
+			}
+			derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer)
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode == http.StatusOK && derr == nil:
+				op.Outcome = linear.OK
+				for _, id := range answer.Pending {
+					if v, ok := c.views[id]; ok {
+						op.Pending = append(op.Pending, v)
+					}
+				}
+			case resp.StatusCode/100 == 4 && derr == nil && answer.Code == refusedCode:
+				op.Outcome, op.Node = linear.Refused, RegistryView
+			}
+		}
+	}
+	op.Return = time.Now().UnixNano()
+	done(op)
+	return op
+}
+
+// checkPeer reads the broadcast tables on the client's peer (the next
+// node) at once when op was acknowledged: an acknowledged change must
+// show there from its answer on, unless the answer named that node.
+func (c *client) checkPeer(ctx context.Context, op linear.Op) {
+	if op.Outcome == linear.OK && c.peer != nil {
+		c.peer.readTables(ctx)
+	}
 }
 
 // set runs SET DIST VARIABLE Variable = value.
@@ -289,13 +561,18 @@ func (c *client) set(ctx context.Context, value string) linear.Op {
 func (c *client) write(ctx context.Context, op linear.Op, stmt string, refusedCode uint16) linear.Op {
 	done := c.invoke(&op)
 	opCtx, cancel := context.WithTimeout(ctx, c.timeout)
-	_, err := c.db.ExecContext(opCtx, stmt)
-	cancel()
+	defer cancel()
+	conn, err := c.db.Conn(opCtx)
+	if err == nil {
+		defer conn.Close()
+		_, err = conn.ExecContext(opCtx, stmt)
+	}
 	op.Return = time.Now().UnixNano()
 	var me *mysql.MySQLError
 	switch {
 	case err == nil:
 		op.Outcome = linear.OK
+		op.Pending = c.pending(opCtx, conn)
 	case refusedCode != 0 && errors.As(err, &me) && me.Number == refusedCode:
 		op.Outcome = linear.Refused
 	default:
@@ -305,8 +582,50 @@ func (c *client) write(ctx context.Context, op linear.Op, stmt string, refusedCo
 	return op
 }
 
+// pending reads the warnings of the statement conn just ran and returns
+// the views of the nodes they say did not confirm the change in time
+// (rules.Outcome.Warnings, distvar.Outcome.Warnings); the names of every
+// node when the warnings cannot be read, since then none is known to have
+// confirmed it.
+func (c *client) pending(ctx context.Context, conn *sql.Conn) []string {
+	rows, err := conn.QueryContext(ctx, "SHOW WARNINGS")
+	var messages []string
+	if err == nil {
+		for rows.Next() {
+			var level, code, message sql.NullString
+			if err = rows.Scan(&level, &code, &message); err != nil {
+				break
+			}
+			messages = append(messages, message.String)
+		}
+		err = errors.Join(err, rows.Err(), rows.Close())
+	}
+	if err != nil {
+		return slices.Sorted(maps.Values(c.views))
+	}
+	return c.pendingIn(messages)
+}
+
+// pendingIn returns the views of the nodes that messages (warnings, or
+// the HTTP API's pending instance ids) name as not confirming a change.
+func (c *client) pendingIn(messages []string) []string {
+	var out []string
+	for _, m := range messages {
+		_, names, ok := strings.Cut(m, "did not confirm applying it in time: ")
+		if !ok {
+			continue
+		}
+		for _, id := range strings.Split(names, ", ") {
+			if v, ok := c.views[strings.TrimSpace(id)]; ok && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
 // RegistryView is the linear.Op.Node of the reads of the registry itself.
-const RegistryView = "registry"
+const RegistryView = linear.RegistryView
 
 // readTables runs SHOW BROADCAST TABLE RULES: one read of every table's
 // register, with the statement's bounds. It returns the reads, nil when the
@@ -417,6 +736,7 @@ func (c *client) invoke(op *linear.Op) func(linear.Op) {
 		c.recErr = err
 	}
 	return func(done linear.Op) {
+		c.failed = c.failed || done.Outcome == linear.Unknown
 		if err := c.rec.Complete(id, done); err != nil && c.recErr == nil {
 			c.recErr = err
 		}

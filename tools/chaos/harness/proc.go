@@ -32,7 +32,17 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	done   chan struct{} // closed when the current process has exited
+	// ending is set while the current process is killed or asked to stop;
+	// a DistSQL run's node that exits without it (a shardkeeper node that
+	// gave up, e.g. its instance id still held after a kill) is started
+	// again after supervisorPause, as a service manager would.
+	ending bool
+	closed bool // the run is over: no more restarts
 }
+
+// supervisorPause is how long a DistSQL run waits before it starts again a
+// node that exited by itself.
+const supervisorPause = time.Second
 
 // Name is the node's name.
 func (p *nodeProc) Name() string { return p.name }
@@ -44,8 +54,12 @@ func (p *nodeProc) Host() *netns.Host { return p.host }
 func (p *nodeProc) Start(behind time.Duration) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
 	p.k++
 	p.behind = behind
+	p.ending = false
 	inc := record.IncarnationName(p.name, p.k)
 	cfg := p.r.cfg
 	dir := filepath.Join(cfg.Dir, "nodes", p.name)
@@ -60,12 +74,19 @@ func (p *nodeProc) Start(behind time.Duration) error {
 		"--registry", cfg.Registry, "--endpoints", strings.Join(p.r.ensemble.Endpoints(), ","),
 		"--namespace", registryNamespace, "--ttl", cfg.SessionTTL.String(), "--reservation", cfg.Reservation.String(),
 		"--rate", strconv.Itoa(cfg.Rate), "--variant", string(cfg.Variant), "--clock-offset", (-behind).String()}
-	prog := cfg.Binary
+	binary := cfg.Binary
+	if cfg.Workload == record.WorkloadDistSQL {
+		binary, args = cfg.Shardkeeper, p.serveArgs()
+	}
+	prog := binary
 	if runtime.NumCPU() >= 2 {
 		// The servers run on CPU 0 (ensemble.WithCPUs), the nodes on CPU 1.
-		prog, args = "taskset", append([]string{"-c", "1", cfg.Binary}, args...)
+		prog, args = "taskset", append([]string{"-c", "1", binary}, args...)
 	}
 	cmd := p.host.Command(context.Background(), prog, args...)
+	if cfg.Workload == record.WorkloadDistSQL {
+		cmd.Env = append(os.Environ(), p.r.serveEnv()...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -91,6 +112,20 @@ func (p *nodeProc) Start(behind time.Duration) error {
 			PID: cmd.Process.Pid, Start: started.UnixNano(), End: time.Now().UnixNano(), Exit: exit})
 		p.r.faultsMu.Unlock()
 		close(done)
+		p.mu.Lock()
+		restart := cfg.Workload == record.WorkloadDistSQL && !p.ending && !p.closed
+		p.mu.Unlock()
+		if restart {
+			time.Sleep(supervisorPause)
+			p.mu.Lock()
+			restart = p.done == done && !p.ending // nobody started another meanwhile
+			p.mu.Unlock()
+		}
+		if restart {
+			if err := p.Start(0); err != nil {
+				p.r.log.Warn("starting a node again", "node", p.name, "err", err)
+			}
+		}
 	}()
 	return nil
 }
@@ -116,6 +151,7 @@ func (p *nodeProc) Signal(sig syscall.Signal) {
 func (p *nodeProc) Kill() error {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
+	p.ending = true
 	p.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -143,8 +179,15 @@ func (p *nodeProc) Command(line string) error {
 // stop resumes the process (it may be paused), asks it to leave and kills
 // it after grace.
 func (p *nodeProc) stop(grace time.Duration) {
+	p.mu.Lock()
+	p.ending, p.closed = true, true
+	p.mu.Unlock()
 	p.Signal(syscall.SIGCONT)
-	_ = p.Command(node.CmdStop)
+	if p.r.cfg.Workload == record.WorkloadDistSQL {
+		p.Signal(syscall.SIGTERM) // serve leaves on SIGTERM
+	} else {
+		_ = p.Command(node.CmdStop)
+	}
 	p.mu.Lock()
 	done := p.done
 	p.mu.Unlock()

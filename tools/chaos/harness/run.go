@@ -59,7 +59,17 @@ type Config struct {
 	DeleteEvery time.Duration
 	Variant     record.Variant // the fenced run or a negative control; "" means record.VariantFenced
 	Binary      string         // the program with the "node" subcommand; "" means this one
-	Log         *slog.Logger   // nil means slog.Default()
+	// Workload is record.WorkloadKeys ("" means it: key-issuing nodes,
+	// the program Binary) or record.WorkloadDistSQL: shardkeeper nodes
+	// (the program Shardkeeper, serve) with their consoles and HTTP APIs,
+	// and the DistSQL clients of package distsql in the harness; its
+	// faults are the partitions, one-way losses, pauses and kills of the
+	// nodes and the registry lane's (no clock faults, no operator lane).
+	Workload string
+	// Shardkeeper is the shardkeeper program of the DistSQL workload;
+	// "" means "shardkeeper" beside Binary.
+	Shardkeeper string
+	Log         *slog.Logger // nil means slog.Default()
 	// Prefix names the run's namespaces and links; "" means NamePrefix.
 	// Leftovers with this prefix are removed before the run starts.
 	Prefix string
@@ -105,17 +115,39 @@ func (c *Config) defaults() error {
 		}
 		c.Binary = exe
 	}
+	if c.Shardkeeper == "" {
+		c.Shardkeeper = filepath.Join(filepath.Dir(c.Binary), "shardkeeper")
+	}
 	var errs []error
+	distsqlRun := c.Workload == record.WorkloadDistSQL
+	switch {
+	case c.Workload != "" && c.Workload != record.WorkloadKeys && !distsqlRun:
+		errs = append(errs, fmt.Errorf("workload %q: want %s or %s", c.Workload, record.WorkloadKeys, record.WorkloadDistSQL))
+	case distsqlRun && c.Variant != record.VariantFenced && c.Variant != record.VariantUnconditional && c.Variant != record.VariantAckBeforeNodes:
+		errs = append(errs, fmt.Errorf("variant %s: the DistSQL workload's are %s, %s and %s", c.Variant, record.VariantFenced,
+			record.VariantUnconditional, record.VariantAckBeforeNodes))
+	case !distsqlRun && (c.Variant == record.VariantUnconditional || c.Variant == record.VariantAckBeforeNodes):
+		errs = append(errs, fmt.Errorf("variant %s is a control of the DistSQL workload", c.Variant))
+	}
+	if distsqlRun {
+		if _, err := os.Stat(c.Shardkeeper); err != nil {
+			errs = append(errs, fmt.Errorf("the DistSQL workload runs shardkeeper nodes: %w (go build -o bin/shardkeeper ./cmd/shardkeeper)", err))
+		}
+	}
 	if c.Registry != "etcd" && c.Registry != "zookeeper" {
 		errs = append(errs, fmt.Errorf("registry %q: want etcd or zookeeper", c.Registry))
 	}
 	if _, err := record.ParseVariant(string(c.Variant)); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Nodes < 5 || c.Nodes > 64 {
-		errs = append(errs, fmt.Errorf("nodes %d: want 5 to 64", c.Nodes))
+	minNodes := 5
+	if distsqlRun {
+		minNodes = 3
 	}
-	if c.Pool < 1 || c.Pool >= c.Nodes {
+	if c.Nodes < minNodes || c.Nodes > 64 {
+		errs = append(errs, fmt.Errorf("nodes %d: want %d to 64", c.Nodes, minNodes))
+	}
+	if !distsqlRun && (c.Pool < 1 || c.Pool >= c.Nodes) {
 		errs = append(errs, fmt.Errorf("pool %d: want 1 to nodes-1 (%d), so that standby nodes take over at once", c.Pool, c.Nodes-1))
 	}
 	if c.Duration <= 0 {
@@ -135,6 +167,9 @@ type runner struct {
 	ensemble ensemble.Ensemble
 	procs    []*nodeProc
 	faultsMu sync.Mutex
+	// stopWorkload ends the DistSQL workload's operations (it then lets
+	// the views settle).
+	stopWorkload func()
 }
 
 // Run performs one run: it builds the network and the registry ensemble,
@@ -204,12 +239,18 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	defer func() { err = errors.Join(err, r.ensemble.Close()) }()
 
-	if err := r.fillPool(ctx); err != nil {
-		return fmt.Errorf("chaos: leaving %d worker ids free: %w", cfg.Pool, err)
+	distsqlRun := cfg.Workload == record.WorkloadDistSQL
+	if distsqlRun {
+		err = r.writeServeConf()
+	} else {
+		err = r.fillPool(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("chaos: leaving %d worker ids free / writing the nodes' conf: %w", cfg.Pool, err)
 	}
 	info := record.RunInfo{Seed: cfg.Seed, Registry: cfg.Registry, Versions: []string{r.ensemble.Version(), runtime.Version()},
 		Nodes: cfg.Nodes, Pool: cfg.Pool, SessionTTL: cfg.SessionTTL, Reservation: cfg.Reservation, Variant: cfg.Variant,
-		EpochMillis: snowflake.DefaultEpochMillis, Start: time.Now().UnixNano()}
+		Workload: cfg.Workload, EpochMillis: snowflake.DefaultEpochMillis, Start: time.Now().UnixNano()}
 	if err := record.WriteRunInfo(cfg.Dir, info); err != nil {
 		return err
 	}
@@ -219,21 +260,59 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return err
 		}
 	}
+	var workload chan error
+	nodeFaults := []string(nil)
+	deleteEvery := max(0, cfg.DeleteEvery)
+	if distsqlRun {
+		if err := r.prepareDistSQL(ctx); err != nil {
+			return fmt.Errorf("chaos: preparing the DistSQL workload: %w", err)
+		}
+		nodeFaults = []string{record.FaultPartition, record.FaultOneWay, record.FaultPause, record.FaultKill}
+		deleteEvery = 0
+	}
 	r.log.Info("nodes started; injecting faults", "registry", cfg.Registry, "nodes", cfg.Nodes, "pool", cfg.Pool,
 		"duration", cfg.Duration, "variant", cfg.Variant, "seed", cfg.Seed)
 
 	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	defer stopFaults()
 	go r.watchKeys(faultCtx, stopFaults)
+	if distsqlRun {
+		repo, err := r.openRegistry(ctx)
+		if err != nil {
+			return fmt.Errorf("chaos: the DistSQL workload's registry client: %w", err)
+		}
+		defer repo.Close()
+		// The workload stops when the faults stopped and healed.
+		workloadCtx, stopWorkload := context.WithCancel(ctx)
+		defer stopWorkload()
+		workload = make(chan error, 1)
+		go func() { workload <- r.runDistSQL(workloadCtx, repo) }()
+		defer func() {
+			stopWorkload()
+			if workload != nil {
+				<-workload
+			}
+		}()
+		r.stopWorkload = stopWorkload
+	}
 	nodes := make([]nemesis.Node, len(r.procs))
 	for i, p := range r.procs {
 		nodes[i] = p
 	}
-	nemesis.Run(faultCtx, nemesis.Config{Seed: cfg.Seed, Every: cfg.FaultEvery, DeleteEvery: max(0, cfg.DeleteEvery),
+	nemesis.Run(faultCtx, nemesis.Config{Seed: cfg.Seed, Every: cfg.FaultEvery, DeleteEvery: deleteEvery,
 		TTL: cfg.SessionTTL, Reservation: cfg.Reservation, Pool: cfg.Pool, Network: r.net, Ensemble: r.ensemble,
-		Nodes: nodes, Open: r.openRegistry, Record: r.recordFault, Log: r.log})
+		Nodes: nodes, NodeFaults: nodeFaults, Open: r.openRegistry, Record: r.recordFault, Log: r.log})
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if distsqlRun {
+		r.log.Info("faults stopped and healed; the DistSQL workload settles")
+		r.stopWorkload()
+		err := <-workload
+		workload = nil
+		if err != nil {
+			return fmt.Errorf("chaos: the DistSQL workload: %w", err)
+		}
 	}
 	r.log.Info("faults stopped; nodes leaving")
 	r.stopAll()

@@ -17,6 +17,9 @@ type Result struct {
 	Ops, Unknown int
 	// Linearizable is true when every key's history is linearizable.
 	Linearizable bool
+	// Offline is the number of observations left out because the node
+	// that made them was not listed online in the registry (CheckRun).
+	Offline int
 	// Undecided is true when the check ran out of time before deciding;
 	// Linearizable is then false and Key empty.
 	Undecided bool
@@ -66,8 +69,10 @@ var ErrBadOp = errors.New("linear: bad operation")
 // respects their bounds; two views may be explained by different orders,
 // so views that differ while changes are in flight, or that diverge, are
 // not found here (the convergence check's part). Observations all made on
-// one view ("") make it the plain linearizability check. It spends at most timeout on the
-// check and as much again on shrinking a failure (0: no limit). When the
+// one view ("") make it the plain linearizability check. It spends at most
+// timeout on the check, as much again on finding the failing key, and at
+// most MaxExplain (or timeout, if less) on the visualisation and the
+// shrinking of the witness together (timeout 0: no limit but MaxExplain). When the
 // history is not linearizable and html is not empty, it writes porcupine's
 // visualisation of the offending key's history to the file html. It
 // returns ErrBadOp, naming the operation, for an operation it cannot
@@ -86,10 +91,16 @@ func Check(ops []Op, timeout time.Duration, html string) (Result, error) {
 		res.Undecided = true
 		return res, nil
 	}
-	// Find the first key that fails on its own.
+	// Find the first key that fails on its own, within what is left of
+	// timeout.
 	var key []porcupine.Operation
+	left := remaining(time.Now(), timeout)
 	for _, part := range partition(history) {
-		if porcupine.CheckOperationsTimeout(m, part, timeout) == porcupine.Illegal {
+		d, ok := left()
+		if !ok {
+			break
+		}
+		if porcupine.CheckOperationsTimeout(m, part, d) == porcupine.Illegal {
 			key = part
 			break
 		}
@@ -105,13 +116,21 @@ func Check(ops []Op, timeout time.Duration, html string) (Result, error) {
 			break
 		}
 	}
+	// The visualisation and the witness share one bound.
+	explain := timeout
+	if explain == 0 || explain > MaxExplain {
+		explain = MaxExplain
+	}
+	left = remaining(time.Now(), explain)
 	if html != "" {
-		_, info := porcupine.CheckOperationsVerbose(m, key, timeout)
+		d, _ := left()
+		_, info := porcupine.CheckOperationsVerbose(m, key, max(d, time.Millisecond))
 		if err := porcupine.VisualizePath(m, info, html); err != nil {
 			return res, fmt.Errorf("linear: writing the visualisation: %w", err)
 		}
 	}
-	observations, changes := witness(m, key, timeout)
+	d, _ := left()
+	observations, changes := witness(m, key, max(d, time.Millisecond))
 	for _, o := range observations {
 		res.Offending = append(res.Offending, o.Input.(Op))
 	}
@@ -119,6 +138,22 @@ func Check(ops []Op, timeout time.Duration, html string) (Result, error) {
 		res.Changes = append(res.Changes, o.Input.(Op))
 	}
 	return res, nil
+}
+
+// MaxExplain bounds the time Check spends explaining a failure: the
+// visualisation and the shrinking of the witness together.
+const MaxExplain = 30 * time.Second
+
+// remaining returns a function that says how much of timeout, counted
+// from start, is left (0, true: no limit) and false once it is spent.
+func remaining(start time.Time, timeout time.Duration) func() (time.Duration, bool) {
+	return func() (time.Duration, bool) {
+		if timeout <= 0 {
+			return 0, true
+		}
+		d := timeout - time.Since(start)
+		return d, d > 0
+	}
 }
 
 // operations validates ops and turns them into porcupine's operations,

@@ -173,7 +173,8 @@ func TestCheckShrinksAndVisualises(t *testing.T) {
 	if res.Ops != len(ops) || res.Unknown != 1 {
 		t.Fatalf("Check counted %d operations (%d unknown), want %d (1)", res.Ops, res.Unknown, len(ops))
 	}
-	if len(res.Offending) != 1 || res.Offending[0] != stale || !slices.Contains(res.Changes, ops[len(ops)-4]) {
+	same := func(a, b Op) bool { return a.String() == b.String() }
+	if len(res.Offending) != 1 || !same(res.Offending[0], stale) || !slices.ContainsFunc(res.Changes, func(o Op) bool { return same(o, ops[len(ops)-4]) }) {
 		t.Fatalf("offending %v with changes %v, want the stale read with the last drop among the changes", res.Offending, res.Changes)
 	}
 	checkWitness(t, ops, res)
@@ -226,5 +227,53 @@ func TestCheckRejectsBadOps(t *testing.T) {
 		if _, err := Check([]Op{o}, 0, ""); !errors.Is(err, ErrBadOp) {
 			t.Errorf("Check(%+v) = %v, want ErrBadOp", o, err)
 		}
+	}
+}
+
+// TestPendingViews checks that an acknowledged change whose warnings name
+// a node as not confirming it lets that node's view show it late, and
+// only that node's.
+func TestPendingViews(t *testing.T) {
+	const k = "broadcast/t_b0"
+	create := op(k, 0, Create, "1", OK, 0, 10)
+	create.Pending = []string{"n2"}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		ok   bool
+	}{
+		{"the pending node shows it late", []Op{create, onNode("n2", readAbsent(k, 1, 20, 30)), onNode("n2", read(k, 1, "1", 40, 50))}, true},
+		{"another node does not show it", []Op{create, onNode("n3", readAbsent(k, 1, 20, 30))}, false},
+		{"the pending node goes back", []Op{create, onNode("n2", read(k, 1, "1", 20, 30)), onNode("n2", readAbsent(k, 1, 40, 50))}, false},
+	} {
+		res, err := Check(tc.ops, 0, "")
+		if err != nil || res.Linearizable != tc.ok {
+			t.Errorf("%s: linearizable %v, %v; want %v", tc.name, res.Linearizable, err, tc.ok)
+		}
+	}
+}
+
+// TestOnline checks which observations Online keeps: those made while
+// every sample around them lists the node, changes and the registry's
+// observations always.
+func TestOnline(t *testing.T) {
+	const k = "broadcast/t_b0"
+	samples := []OnlineSample{{0, 5, []string{"n1", "n2"}}, {20, 25, []string{"n1"}}, {40, 45, []string{"n1", "n2"}},
+		{60, 65, []string{"n1", "n2"}}}
+	ops := []Op{
+		op(k, 0, Create, "1", OK, 0, 10),                  // a change: kept
+		onNode("n1", readAbsent(k, 1, 10, 15)),            // n1 online around it: kept
+		onNode("n2", readAbsent(k, 2, 10, 15)),            // the sample after it misses n2: dropped
+		onNode("n2", readAbsent(k, 2, 46, 55)),            // n2 online at 40-45 and 60-65: kept
+		onNode("n1", readAbsent(k, 1, 66, 70)),            // no sample after it: dropped
+		onNode(RegistryView, readAbsent(k, 3, 66, 70)),    // the registry's: kept
+		onNode("n2", op(k, 2, Drop, "", Refused, 10, 30)), // a refusal while n2 was not listed: dropped
+	}
+	kept, dropped := Online(ops, samples, RegistryView)
+	if dropped != 3 || len(kept) != 4 || kept[1].Client != 1 || kept[2].Call != 46 || kept[3].Node != RegistryView {
+		t.Errorf("Online kept %v, dropped %d; want the change, n1's first read, n2's read at 46 and the registry's, 3 dropped", kept, dropped)
+	}
+	if kept, dropped := Online(ops, nil, RegistryView); dropped != 0 || len(kept) != len(ops) {
+		t.Errorf("Online without samples dropped %d", dropped)
 	}
 }

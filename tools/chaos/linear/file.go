@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -92,8 +93,14 @@ func Load(dir string) ([]Op, error) {
 	return ops, errors.Join(errs...)
 }
 
+// RegistryView is the Op.Node of observations of the registry itself.
+const RegistryView = "registry"
+
 // CheckRun checks the DistSQL history of the run directory dir (see Load
-// and Check), writing HTMLName there when it is not linearizable. found is
+// and Check), writing HTMLName there when it is not linearizable. With
+// the run's online samples (OnlineName), only the observations of nodes
+// the registry listed online are checked (see Online; Result.Offline
+// counts the others). found is
 // false, with no error, when the run recorded no DistSQL history.
 func CheckRun(dir string, timeout time.Duration) (res Result, found bool, err error) {
 	ops, err := Load(filepath.Join(dir, HistoryDir))
@@ -103,6 +110,59 @@ func CheckRun(dir string, timeout time.Duration) (res Result, found bool, err er
 	if err != nil {
 		return res, true, fmt.Errorf("reading the DistSQL history: %w", err)
 	}
+	samples, err := record.ReadJSONLines[OnlineSample](filepath.Join(dir, OnlineName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return res, true, fmt.Errorf("reading the online samples: %w", err)
+	}
+	ops, offline := Online(ops, samples, RegistryView)
 	res, err = Check(ops, timeout, filepath.Join(dir, HTMLName))
+	res.Offline = offline
 	return res, true, err
+}
+
+// OnlineName is the file, in a run directory, of the samples of which
+// nodes the registry listed online while the workload ran (OnlineSample,
+// one JSON line each, in time order).
+const OnlineName = "distsql-online.jsonl"
+
+// OnlineSample is one reading of the nodes the registry listed online:
+// the views (Op.Node) of those nodes, read at some moment between From
+// and To (unix ns).
+type OnlineSample struct {
+	From  int64    `json:"from"`
+	To    int64    `json:"to"`
+	Views []string `json:"views"`
+}
+
+// Online filters ops by samples (in time order): it drops the reads and
+// refusals of a node's view (Op.Node other than "" and skip) that were not
+// made while the registry listed the node online: those for which the
+// last sample that ended before the call, the first that started after
+// the return, and every sample between them do not all list the node.
+// Changes and the observations of the view skip are kept. It returns the
+// ops kept and how many were dropped. With no samples it keeps every op.
+func Online(ops []Op, samples []OnlineSample, skip string) ([]Op, int) {
+	if len(samples) == 0 {
+		return ops, 0
+	}
+	kept := make([]Op, 0, len(ops))
+	dropped := 0
+	for _, o := range ops {
+		if (o.Kind != Read && o.Outcome != Refused) || o.Node == "" || o.Node == skip || o.Outcome == Unknown {
+			kept = append(kept, o)
+			continue
+		}
+		first := sort.Search(len(samples), func(i int) bool { return samples[i].To >= o.Call }) - 1
+		last := sort.Search(len(samples), func(i int) bool { return samples[i].From > o.Return })
+		online := first >= 0 && last < len(samples)
+		for i := max(first, 0); online && i <= last; i++ {
+			online = slices.Contains(samples[i].Views, o.Node)
+		}
+		if online {
+			kept = append(kept, o)
+		} else {
+			dropped++
+		}
+	}
+	return kept, dropped
 }

@@ -8,6 +8,7 @@ package linear
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 
 	"github.com/anishathalye/porcupine"
@@ -71,6 +72,11 @@ type Op struct {
 	// own against the key's changes (see Check).
 	Node    string  `json:"node,omitempty"`
 	Outcome Outcome `json:"outcome"`
+	// Pending names, for an acknowledged change, the views (nodes) that
+	// the acknowledgement said had not confirmed it in time (a warning):
+	// in their checks the change takes effect at some moment after its
+	// call, as one of unknown outcome that did (see Check).
+	Pending []string `json:"pending,omitempty"`
 	// Call and Return are the real-time bounds (unix ns) of the operation:
 	// Call before the request was sent, Return after its answer arrived.
 	// Return is ignored for an Unknown outcome.
@@ -212,6 +218,24 @@ func model() porcupine.Model {
 	return nm.ToModel()
 }
 
+// pendingFor returns changes as view v must be explained by them: an
+// acknowledged change that names v pending may take effect at any moment
+// after its call (until end), and must (it is in the registry).
+func pendingFor(changes []porcupine.Operation, v string, end int64) []porcupine.Operation {
+	out := changes
+	for i, o := range changes {
+		op := o.Input.(Op)
+		if op.Outcome != OK || !slices.Contains(op.Pending, v) {
+			continue
+		}
+		if &out[0] == &changes[0] {
+			out = slices.Clone(changes)
+		}
+		out[i].Return = end + 1
+	}
+	return out
+}
+
 // partition splits a history by key and, within a key, by the view its
 // observations were made on (Op.Node): each part holds every change of its
 // key and the observations of one view, in call order. Keys come in the
@@ -242,13 +266,17 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 		}
 		k.views[op.Node] = append(k.views[op.Node], o)
 	}
+	var end int64
+	for _, o := range history {
+		end = max(end, o.Return)
+	}
 	var parts [][]porcupine.Operation
 	for _, k := range keys {
 		if len(k.order) == 0 {
 			parts = append(parts, k.changes)
 		}
 		for _, v := range k.order {
-			part := append(append([]porcupine.Operation(nil), k.changes...), k.views[v]...)
+			part := append(append([]porcupine.Operation(nil), pendingFor(k.changes, v, end)...), k.views[v]...)
 			sort.SliceStable(part, func(i, j int) bool { return part[i].Call < part[j].Call })
 			parts = append(parts, part)
 		}

@@ -93,6 +93,12 @@ type Config struct {
 	Network     *netns.Network
 	Ensemble    ensemble.Ensemble
 	Nodes       []Node
+	// NodeFaults are the kinds of faults the node lanes draw, from
+	// record.FaultPartition, FaultOneWay, FaultPause, FaultKill,
+	// FaultClockStep and FaultClockSkew; nil means all of them. A kill
+	// restarts the node (Start) with its clock behind; a node whose clock
+	// cannot be set (a shardkeeper node) ignores that.
+	NodeFaults []string
 	// Open connects to the registry in the run's namespace.
 	Open func(ctx context.Context) (registry.Repository, error)
 	// Record records a fault; it is called from the lanes' goroutines.
@@ -161,7 +167,11 @@ func (m *nemesis) nodeLane(ctx context.Context, rng *rand.Rand, p Node) {
 	var round []string
 	for m.gap(ctx, rng) {
 		if len(round) == 0 {
-			round = append([]string(nil), nodeFaultKinds...)
+			kinds := nodeFaultKinds
+			if m.cfg.NodeFaults != nil {
+				kinds = m.cfg.NodeFaults
+			}
+			round = append([]string(nil), kinds...)
 			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
 		kind := round[0]

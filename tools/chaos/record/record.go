@@ -78,11 +78,12 @@ type RunInfo struct {
 	Nodes       int           `json:"nodes"`
 	Pool        int           `json:"pool"` // free worker ids
 	SessionTTL  time.Duration `json:"sessionTtl"`
-	Reservation time.Duration `json:"reservation"` // W
-	Variant     Variant       `json:"variant"`     // the fenced run or a negative control
-	EpochMillis int64         `json:"epochMillis"` // the keys' Snowflake epoch, unix ms
-	Start       int64         `json:"start"`       // unix ns
-	End         int64         `json:"end"`         // unix ns, 0 while running
+	Reservation time.Duration `json:"reservation"`        // W
+	Variant     Variant       `json:"variant"`            // the fenced run or a negative control
+	Workload    string        `json:"workload,omitempty"` // WorkloadKeys ("") or WorkloadDistSQL
+	EpochMillis int64         `json:"epochMillis"`        // the keys' Snowflake epoch, unix ms
+	Start       int64         `json:"start"`              // unix ns
+	End         int64         `json:"end"`                // unix ns, 0 while running
 }
 
 // Variant says how a run's nodes keep their worker ids: with the fence, or
@@ -108,10 +109,29 @@ const (
 	// fence, its next holder stamps keys its previous holders may have
 	// stamped.
 	VariantTrustAbsentFence Variant = "trust-absent-fence"
+	// VariantUnconditional: a DistSQL negative control, rule changes
+	// committed without their conditions, as plain overwrites (the nodes'
+	// config.UnsafeUnconditionalWrites).
+	VariantUnconditional Variant = "unconditional-writes"
+	// VariantAckBeforeNodes: a DistSQL negative control, a committed change
+	// answered without waiting for every node's digest (the nodes'
+	// config.UnsafeAckBeforeNodes).
+	VariantAckBeforeNodes Variant = "ack-before-nodes"
 )
 
-// Variants lists the variants: the fenced run, then the controls.
-var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor, VariantTrustAbsentFence}
+// Variants lists the variants: the fenced run, then the controls of the
+// key workload, then those of the DistSQL workload.
+var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor, VariantTrustAbsentFence,
+	VariantUnconditional, VariantAckBeforeNodes}
+
+// The workloads of a run (RunInfo.Workload).
+const (
+	// WorkloadKeys: key-issuing nodes (chaos node); "" in RunInfo means it.
+	WorkloadKeys = "keys"
+	// WorkloadDistSQL: shardkeeper nodes (serve) and DistSQL clients
+	// (package tools/chaos/distsql).
+	WorkloadDistSQL = "distsql"
+)
 
 // Control reports whether v is a negative control.
 func (v Variant) Control() bool { return v != VariantFenced }
@@ -131,6 +151,10 @@ func (v Variant) Label() string {
 		return "negative control (fence on, floor ignored)"
 	case VariantTrustAbsentFence:
 		return "negative control (fence on, a deleted fence read as floor 0)"
+	case VariantUnconditional:
+		return "negative control (rule changes written without their conditions)"
+	case VariantAckBeforeNodes:
+		return "negative control (changes answered before every node's digest)"
 	}
 	return string(v)
 }
@@ -142,8 +166,8 @@ func ParseVariant(s string) (Variant, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("variant %q: want %s, %s, %s or %s", s, VariantFenced, VariantLeaseOnly, VariantIgnoreFloor,
-		VariantTrustAbsentFence)
+	return "", fmt.Errorf("variant %q: want %s, %s, %s, %s, %s or %s", s, VariantFenced, VariantLeaseOnly, VariantIgnoreFloor,
+		VariantTrustAbsentFence, VariantUnconditional, VariantAckBeforeNodes)
 }
 
 // FaultRecord is one injected fault. End is zero for instantaneous faults
