@@ -11,7 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/console"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/pgfront"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -92,7 +92,7 @@ func persistRuleDB(t *testing.T, repo registry.Repository, mc *mysqlConsole, nam
 	for _, u := range []string{"ds_0", "ds_1"} {
 		db.DataSources[u] = config.DataSource{URL: "jdbc:mysql://127.0.0.1:1/" + u, Username: "u", MaxPoolSize: 2}
 	}
-	if err := metadata.PersistDatabase(testenv.Context(t), repo, paths.DefaultLayout, db); err != nil {
+	if err := metadatatest.CreateDatabase(testenv.Context(t), repo, paths.DefaultLayout, db); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "the node to load "+name, func() bool {

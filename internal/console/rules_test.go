@@ -8,6 +8,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -37,7 +38,7 @@ func persistShardingDB(t *testing.T, repo registry.Repository, n *testNode) {
 		t.Fatal(err)
 	}
 	db.DataSources["ds_spare"] = config.DataSource{URL: "jdbc:postgresql://db.example:5433/spare?sslmode=disable", Username: "u", Password: "never-shown", MaxPoolSize: 5}
-	if err := metadata.PersistDatabase(testenv.Context(t), repo, paths.DefaultLayout, *db); err != nil {
+	if err := metadatatest.CreateDatabase(testenv.Context(t), repo, paths.DefaultLayout, *db); err != nil {
 		t.Fatal(err)
 	}
 	// The rules arrive item by item: wait for every item of the file.
@@ -184,7 +185,7 @@ func TestShardingTableRulesLayout554(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := metadata.PersistDatabase(testenv.Context(t), repo, paths.Layout554, *db); err != nil {
+		if err := metadatatest.CreateDatabase(testenv.Context(t), repo, paths.Layout554, *db); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, "the store to load the rule", func() bool {

@@ -399,7 +399,7 @@ func TestUnknownFieldsRoundTrip(t *testing.T) {
 	for _, typ := range sortedKeys(db.Rules) {
 		cfg.Rules = append(cfg.Rules, db.Rules[typ])
 	}
-	if err := PersistDatabase(ctx, repo, paths.Layout553, cfg); err != nil {
+	if err := CreateDatabase(ctx, repo, paths.Layout553, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := AlterGlobalRule(ctx, repo, s.GlobalRules["sql_federation"]); err != nil {

@@ -358,16 +358,9 @@ func (w *writer) wait() error {
 	return w.err
 }
 
-// PersistDatabase writes db to the registry: /metadata/{db}, then each data
-// source unit and each rule item as a new version, placed as layout (the
-// target release, config.Repository.Layout) places them. ctx bounds the
-// writes.
-func PersistDatabase(ctx context.Context, repo registry.Repository, layout paths.Layout, db config.Database) error {
-	w := newWriter(ctx, repo, false)
-	w.layout = layout
-	return persistDatabase(w, db)
-}
-
+// persistDatabase writes db to the registry with w (a first start's
+// bootstrap): /metadata/{db}, then each data source unit and each rule item
+// as a new version, placed as w.layout places them.
 func persistDatabase(w *writer, db config.Database) error {
 	// Everything that can be refused is checked before the first write.
 	if err := w.layout.CheckDatabaseName(db.Name); err != nil {

@@ -211,7 +211,7 @@ func TestRuleCacheReadsAsReadDatabase(t *testing.T) {
 	ctx := testenv.Context(t)
 	repo := memory.New()
 	ds := config.NewDataSource("jdbc:sqlite:/tmp/unused.db", "", "")
-	if err := PersistDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{"ds_0": ds},
+	if err := CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{"ds_0": ds},
 		Rules: []config.Rule{shardingRule(30)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestRuleCacheReadsAsReadDatabase(t *testing.T) {
 	}
 	for i := range MaxCachedDatabases + 2 {
 		name := fmt.Sprint("db_", i)
-		if err := PersistDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: name}); err != nil {
+		if err := CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := cache.ReadDatabase(ctx, repo, name); err != nil {

@@ -22,7 +22,7 @@ func TestRuleWritesLoadInUpstreamClasses(t *testing.T) {
 		t.Run(fmt.Sprint(layout), func(t *testing.T) {
 			ctx := testenv.Context(t)
 			repo := memory.New()
-			if err := PersistDatabase(ctx, repo, layout, config.Database{Name: "db"}); err != nil {
+			if err := CreateDatabase(ctx, repo, layout, config.Database{Name: "db"}); err != nil {
 				t.Fatal(err)
 			}
 			sess, err := repo.NewSession(ctx, registry.SessionOptions{})

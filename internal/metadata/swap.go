@@ -66,7 +66,7 @@ func KeyGenerateStrategyName(table, column string) string {
 
 // RuleAsWritten returns database rule r as a node persists it for layout's
 // release, and as a snapshot then holds it: with the fields upstream's
-// YAML swapper writes (see above). It fails where PersistDatabase does.
+// YAML swapper writes (see above). It fails where DatabaseWrites does.
 func RuleAsWritten(layout paths.Layout, r config.Rule) (config.Rule, error) {
 	return upstreamRule(layout, r)
 }

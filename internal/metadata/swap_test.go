@@ -125,7 +125,7 @@ func TestBindingTablesBothForms(t *testing.T) {
 	}
 	repo := memory.New()
 	db := config.Database{Name: "sharding_db", Rules: []config.Rule{s.Databases["sharding_db"].Rules["sharding"]}}
-	if err := PersistDatabase(ctx, repo, paths.Layout553, db); err != nil {
+	if err := CreateDatabase(ctx, repo, paths.Layout553, db); err != nil {
 		t.Fatal(err)
 	}
 	written := map[string]string{}

@@ -16,7 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// DatabaseWrites returns every key PersistDatabase writes for db when none
+// DatabaseWrites returns every key a new database db is written with when none
 // of them exists yet, with its value: /metadata/{db} (empty), then version
 // 0 and active_version 0 of each storage unit and of each rule item,
 // placed as layout places them. It writes nothing: a caller commits the
