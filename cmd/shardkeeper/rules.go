@@ -32,10 +32,8 @@ naming the nodes that did not).
 
 On --database: CREATE, ALTER or DROP of SHARDING TABLE RULE, SHARDING TABLE
 REFERENCE RULE, DEFAULT SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY
-GENERATOR, SHARDING KEY GENERATE STRATEGY, BROADCAST TABLE RULE,
-READWRITE_SPLITTING RULE, MASK RULE and ENCRYPT RULE; LOAD and UNLOAD SINGLE TABLE; SET DEFAULT SINGLE
-TABLE STORAGE UNIT. LOAD and UNLOAD SINGLE TABLE read the storage units'
-tables: with --conf this process connects to the units, with --server the
+GENERATOR, SHARDING KEY GENERATE STRATEGY; ` + families.Statements() + `.
+LOAD and UNLOAD SINGLE TABLE read the storage units' tables: with --conf this process connects to the units, with --server the
 node does.
 
 Without --database: ` + families.GlobalStatements() + ` (the global rules).`,

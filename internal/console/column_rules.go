@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
 // showFamilyRule answers a query of a rule family (families.Show: SHOW
@@ -13,9 +15,13 @@ import (
 // no family's query. A database without the rule answers no rows.
 // CREATE, ALTER and DROP of the families' rules run through
 // internal/rules (rulechange.go's applyRule).
-func (e *Engine) showFamilyRule(_ context.Context, s *Session, st distsql.Statement) (res *Result, ok bool, err error) {
-	rows, ok, err := families.Show(st, func(ruleType string) (map[string]any, error) {
-		return e.ruleContent(s, st.Scope().Database, ruleType)
+func (e *Engine) showFamilyRule(ctx context.Context, s *Session, st distsql.Statement) (res *Result, ok bool, err error) {
+	rows, ok, err := families.Show(ctx, st, func(ruleType string) (rule.Database, map[string]any, error) {
+		db, err := e.database(s, st.Scope().Database)
+		if err != nil {
+			return rule.Database{}, nil, err
+		}
+		return rules.View(db, e.d.Introspect), db.Rules[ruleType].Content, nil
 	})
 	if !ok || err != nil {
 		return nil, ok, err

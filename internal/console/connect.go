@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/process"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
 
 // What MySQL and PostgreSQL clients send on connect: SELECT @@var,
@@ -285,28 +285,7 @@ func (e *Engine) setVariables(_ context.Context, s *Session, st *distsql.SetVari
 
 // matchLike reports whether s matches the SQL LIKE pattern (% any run, _
 // one character, \ escapes), case-insensitively.
-func matchLike(pattern, s string) bool {
-	var glob strings.Builder
-	for i := 0; i < len(pattern); i++ {
-		switch c := pattern[i]; c {
-		case '%':
-			glob.WriteByte('*')
-		case '_':
-			glob.WriteByte('?')
-		case '\\':
-			if i+1 < len(pattern) {
-				i++
-				glob.WriteString("\\" + string(pattern[i]))
-			}
-		case '*', '?', '[', ']':
-			glob.WriteString("\\" + string(c))
-		default:
-			glob.WriteByte(c)
-		}
-	}
-	ok, err := path.Match(strings.ToLower(glob.String()), strings.ToLower(s))
-	return err == nil && ok
-}
+func matchLike(pattern, s string) bool { return rule.MatchLike(pattern, s) }
 
 func (e *Engine) databases() []string {
 	snap := e.d.Metadata.Current()

@@ -248,17 +248,13 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.showShardingTableNodes(ctx, s, st)
 	case *distsql.CountShardingRule:
 		return e.countShardingRule(ctx, s, st)
-	// readwrite_rules.go, single_tables.go, global_rules.go
+	// readwrite_rules.go, global_rules.go
 	case *distsql.ShowReadwriteSplittingStatus:
 		return e.showReadwriteSplittingStatus(ctx, s, st)
 	case *distsql.ShowRulesUsedStorageUnit:
 		return e.showRulesUsedStorageUnit(ctx, s, st)
 	case *distsql.CountRule:
 		return e.countRule(ctx, s, st)
-	case *distsql.ShowDefaultSingleTableStorageUnit:
-		return e.showDefaultSingleTableStorageUnit(ctx, s, st)
-	case *distsql.ShowSingleTables:
-		return e.showSingleTables(ctx, s, st)
 	case *distsql.CreateDatabase:
 		return e.createDatabase(ctx, s, st)
 	case *distsql.DropDatabase:
@@ -275,8 +271,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 		return e.refreshDatabaseMetadata(ctx, s, st)
 
 	// ral.go
-	case *distsql.ShowUnloadedSingleTables:
-		return e.showUnloadedSingleTables(ctx, s, st)
 	case *distsql.RefreshTableMetadata:
 		return e.refreshTableMetadata(ctx, s, st)
 	case *distsql.ShowTableMetadata:

@@ -15,6 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
 )
 
@@ -77,7 +78,7 @@ func logicTables(d *metadata.Database) []catalog.Table {
 		for _, name := range sortedKeys(auto) {
 			var actual []string
 			for k := range persisted {
-				if rules.AutoActualTable(name, k) {
+				if single.AutoActualTable(name, k) {
 					actual = append(actual, k)
 					taken[k] = true
 				}
@@ -92,7 +93,7 @@ func logicTables(d *metadata.Database) []catalog.Table {
 			taken[strings.ToLower(name)] = true
 		}
 	}
-	if r, ok := d.Rules["single"]; ok {
+	if r, ok := d.Rules[single.Type]; ok {
 		wildcard := false
 		for _, p := range rule.List(r.Content["tables"]) {
 			name := p[strings.LastIndexByte(p, '.')+1:]

@@ -16,26 +16,13 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
-	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
 // Upstream's statements about tables, storage nodes and plugins
-// (distsql/ral.go): SHOW UNLOADED SINGLE TABLES, REFRESH TABLE METADATA,
+// (distsql/ral.go): REFRESH TABLE METADATA,
 // SHOW TABLE METADATA, EXPORT STORAGE NODES, CONVERT YAML CONFIGURATION,
 // ALTER COMPUTE NODE ... SET, and the plugin lists.
-
-func (e *Engine) showUnloadedSingleTables(ctx context.Context, s *Session, st *distsql.ShowUnloadedSingleTables) (*Result, error) {
-	db, err := e.database(s, st.Database)
-	if err != nil {
-		return nil, err
-	}
-	tables, err := rules.UnloadedSingleTables(ctx, e.d.Introspect, db)
-	if err != nil {
-		return nil, err
-	}
-	return singleTableRows(db, tables, func(rules.SingleTable) bool { return true }), nil
-}
 
 // refreshTableMetadata is REFRESH TABLE METADATA [t [FROM STORAGE UNIT u
 // [SCHEMA s]]]: the session's database is refreshed as REFRESH DATABASE

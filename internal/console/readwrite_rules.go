@@ -95,12 +95,6 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 					}
 				}
 			}
-		case "single":
-			for _, t := range rule.List(r.Content["tables"]) {
-				if u, table, ok := strings.Cut(t, "."); ok && u == st.Unit && !strings.Contains(table, "*") {
-					add("single", table[strings.LastIndexByte(table, '.')+1:])
-				}
-			}
 		}
 	}
 	return res, nil
@@ -108,20 +102,21 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 
 // usedOrder is the order of the rule types SHOW RULES USED STORAGE UNIT
 // lists, upstream's: sharding, the rule families in their order
-// (readwrite splitting first), single.
+// (readwrite splitting first, single last).
 func usedOrder() []string {
 	order := []string{"sharding"}
 	for _, f := range families.All {
 		order = append(order, f.Type())
 	}
-	return append(order, "single")
+	return order
 }
 
 // countRule answers COUNT type RULE: one row per kind of item of the rule
-// as upstream's CountRuleExecutor counts them, none when the database has
-// no such rule: readwrite-splitting groups, single tables, encrypt and
-// mask tables, shadow data sources. The types this node does not count
-// (sharding, until its RQL is in) are refused.
+// as upstream's CountRuleExecutor counts them (the family's Count):
+// readwrite-splitting groups, single tables, encrypt and mask tables,
+// shadow data sources; none when the database has no such rule, but for
+// the single rule, which upstream always builds. The types this node does
+// not count (sharding, until its RQL is in) are refused.
 func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRule) (*Result, error) {
 	db, err := e.database(s, st.Database)
 	if err != nil {
@@ -131,23 +126,16 @@ func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRul
 	add := func(name string, n int) {
 		res.Rows = append(res.Rows, []*string{str(name), str(db.Name), str(fmt.Sprint(n))})
 	}
-	if f, ok := families.ByType(st.Type); ok {
-		if r, ok := db.Rules[st.Type]; ok {
-			for _, row := range f.Count(r.Content) {
-				add(row.Rule, row.Count)
-			}
-		}
-		return res, nil
-	}
-	switch st.Type {
-	case "single":
-		tables, err := rules.SingleTables(ctx, e.d.Introspect, db)
-		if err != nil {
-			return nil, err
-		}
-		add("single", len(tables))
-	default:
+	f, ok := families.ByType(st.Type)
+	if !ok {
 		return nil, unsupported("COUNT " + strings.ToUpper(st.Type) + " RULE")
+	}
+	rows, err := f.Count(ctx, rules.View(db, e.d.Introspect), db.Rules[st.Type].Content)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		add(row.Rule, row.Count)
 	}
 	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 )
 
 // SHOW STORAGE UNITS.
@@ -182,7 +183,7 @@ func parseJDBC(raw string) (typ, host, port, db string, query map[string]string)
 func unitUsage(db *metadata.Database) map[string]int {
 	usage := map[string]int{}
 	inUse := dbconfig.UnitsInUse(db, false, true)
-	if u, _ := db.Rules["single"].Content["defaultDataSource"].(string); u != "" && !slices.Contains(inUse[u], "SingleRule") {
+	if u, _ := db.Rules[single.Type].Content["defaultDataSource"].(string); u != "" && !slices.Contains(inUse[u], "SingleRule") {
 		inUse[u] = append(inUse[u], "SingleRule")
 	}
 	for unit, ruleTypes := range inUse {

@@ -15,6 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -76,12 +77,12 @@ func (e *Engine) unregisterStorageUnit(ctx context.Context, s *Session, st *dist
 // a rule change of its own after the unregistration's commit; a change of
 // the default meanwhile (to another unit) is kept.
 func (e *Engine) dropDefaultSingleUnit(ctx context.Context, db string, removed []string) error {
-	def := rule.Text(e.d.Metadata.Current().Databases[db].Rules["single"].Content["defaultDataSource"])
+	def := rule.Text(e.d.Metadata.Current().Databases[db].Rules[single.Type].Content["defaultDataSource"])
 	if !slices.Contains(removed, def) {
 		return nil
 	}
 	opts := e.ruleOptions()
-	_, err := dbconfig.ChangeRule(ctx, e.d.Repo, db, "single", func(d *metadata.Database, c map[string]any) (map[string]any, error) {
+	_, err := dbconfig.ChangeRule(ctx, e.d.Repo, db, single.Type, func(d *metadata.Database, c map[string]any) (map[string]any, error) {
 		u := rule.Text(c["defaultDataSource"])
 		if _, exists := d.Units[u]; slices.Contains(removed, u) && !exists {
 			delete(c, "defaultDataSource")

@@ -91,7 +91,6 @@ func checkChange(ctx context.Context, db config.Database, changed string, old ma
 				return nil, err
 			}
 			errs = append(errs, sharding...)
-		case "single":
 		}
 	}
 	return errs, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 )
 
 // Convert is CONVERT YAML CONFIGURATION: the DistSQL that builds the
@@ -44,42 +45,17 @@ func Convert(source string, data []byte) (string, error) {
 		switch r.Type {
 		case "sharding":
 			out = append(out, convertSharding(c, skip)...)
-		case "broadcast":
-			if tables := rule.List(c["tables"]); len(tables) > 0 {
-				out = append(out, "CREATE BROADCAST TABLE RULE "+strings.Join(tables, ", ")+";")
-			}
-		case "single":
-			if tables := rule.List(c["tables"]); len(tables) > 0 {
-				out = append(out, "LOAD SINGLE TABLE "+strings.Join(tables, ", ")+";")
-			}
-			if u := rule.Text(c["defaultDataSource"]); u != "" {
-				out = append(out, "SET DEFAULT SINGLE TABLE STORAGE UNIT = "+u+";")
-			}
-		case "readwrite_splitting":
-			out = append(out, convertReadwrite(c)...)
 		default:
+			if f, ok := families.ByType(r.Type); ok {
+				if sts, ok := f.Convert(c); ok {
+					out = append(out, sts...)
+					continue
+				}
+			}
 			skip("the " + strings.ToUpper(r.Type) + " rule (convert it with its own CREATE statements)")
 		}
 	}
 	return strings.Join(out, "\n") + "\n", nil
-}
-
-// quote is s as a DistSQL string literal.
-func quote(s string) string {
-	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
-}
-
-// convertProps is PROPERTIES('k'='v', ...) of props in key order, "" for
-// none.
-func convertProps(props map[string]any) string {
-	if len(props) == 0 {
-		return ""
-	}
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		kv = append(kv, quote(k)+"="+quote(rule.Text(props[k])))
-	}
-	return "PROPERTIES(" + strings.Join(kv, ", ") + ")"
 }
 
 func convertUnit(name string, ds config.DataSource) string {
@@ -97,19 +73,8 @@ func convertUnit(name string, ds config.DataSource) string {
 	ms("maxLifetimeMilliseconds", ds.MaxLifetime.Milliseconds())
 	ms("maxPoolSize", int64(ds.MaxPoolSize))
 	ms("minPoolSize", int64(ds.MinPoolSize))
-	s := name + " (URL=" + quote(ds.URL) + ", USER=" + quote(ds.Username) + ", PASSWORD=" + quote(ds.Password)
-	if p := convertProps(props); p != "" {
-		s += ", " + p
-	}
-	return s + ")"
-}
-
-// convertAlgorithm is TYPE(NAME='type'[, PROPERTIES(...)]) of the named
-// algorithm of algs.
-func convertAlgorithm(algs map[string]any, name string) string {
-	a := rule.Map(algs[name])
-	s := "TYPE(NAME=" + quote(rule.Text(a["type"]))
-	if p := convertProps(rule.Map(a["props"])); p != "" {
+	s := name + " (URL=" + rule.Quote(ds.URL) + ", USER=" + rule.Quote(ds.Username) + ", PASSWORD=" + rule.Quote(ds.Password)
+	if p := rule.ConvertProps(props); p != "" {
 		s += ", " + p
 	}
 	return s + ")"
@@ -125,14 +90,14 @@ func convertStrategy(c, strategy map[string]any) string {
 			continue
 		}
 		m := rule.Map(s)
-		out := "TYPE=" + quote(typ)
+		out := "TYPE=" + rule.Quote(typ)
 		switch typ {
 		case "standard":
 			out += ", SHARDING_COLUMN=" + rule.Text(m["shardingColumn"])
 		case "complex":
 			out += ", SHARDING_COLUMNS=" + rule.Text(m["shardingColumns"])
 		}
-		return out + ", SHARDING_ALGORITHM(" + convertAlgorithm(algs, rule.Text(m["shardingAlgorithmName"])) + ")"
+		return out + ", SHARDING_ALGORITHM(" + rule.ConvertAlgorithm(algs, rule.Text(m["shardingAlgorithmName"])) + ")"
 	}
 	if _, ok := strategy["none"]; ok {
 		return "TYPE='none'"
@@ -145,12 +110,12 @@ func convertStrategy(c, strategy map[string]any) string {
 func convertTableOptions(c, t map[string]any) string {
 	var s string
 	if kg := rule.Map(t["keyGenerateStrategy"]); kg != nil {
-		s += ", KEY_GENERATE_STRATEGY(COLUMN=" + rule.Text(kg["column"]) + ", " + convertAlgorithm(rule.Map(c["keyGenerators"]), rule.Text(kg["keyGeneratorName"])) + ")"
+		s += ", KEY_GENERATE_STRATEGY(COLUMN=" + rule.Text(kg["column"]) + ", " + rule.ConvertAlgorithm(rule.Map(c["keyGenerators"]), rule.Text(kg["keyGeneratorName"])) + ")"
 	}
 	if as := rule.Map(t["auditStrategy"]); as != nil {
 		var types []string
 		for _, n := range rule.List(as["auditorNames"]) {
-			types = append(types, convertAlgorithm(rule.Map(c["auditors"]), n))
+			types = append(types, rule.ConvertAlgorithm(rule.Map(c["auditors"]), n))
 		}
 		s += ", AUDIT_STRATEGY(" + strings.Join(types, ", ") + ", ALLOW_HINT_DISABLE=" + strconv.FormatBool(rule.Text(as["allowHintDisable"]) == "true") + ")"
 	}
@@ -162,7 +127,7 @@ func convertSharding(c map[string]any, skip func(string)) []string {
 	tables := rule.Map(c["tables"])
 	for _, n := range slices.Sorted(maps.Keys(tables)) {
 		t := rule.Map(tables[n])
-		s := n + " (DATANODES(" + quote(rule.Text(t["actualDataNodes"])) + ")"
+		s := n + " (DATANODES(" + rule.Quote(rule.Text(t["actualDataNodes"])) + ")"
 		if ds := convertStrategy(c, rule.Map(t["databaseStrategy"])); ds != "" {
 			s += ", DATABASE_STRATEGY(" + ds + ")"
 		}
@@ -176,7 +141,7 @@ func convertSharding(c map[string]any, skip func(string)) []string {
 		t := rule.Map(auto[n])
 		st := rule.Map(rule.Map(t["shardingStrategy"])["standard"])
 		s := n + " (STORAGE_UNITS(" + rule.Text(t["actualDataSources"]) + "), SHARDING_COLUMN=" + rule.Text(st["shardingColumn"]) +
-			", " + convertAlgorithm(rule.Map(c["shardingAlgorithms"]), rule.Text(st["shardingAlgorithmName"]))
+			", " + rule.ConvertAlgorithm(rule.Map(c["shardingAlgorithms"]), rule.Text(st["shardingAlgorithmName"]))
 		out = append(out, "CREATE SHARDING TABLE RULE "+s+convertTableOptions(c, t)+");")
 	}
 	for i, b := range rule.List(c["bindingTables"]) {
@@ -195,27 +160,6 @@ func convertSharding(c map[string]any, skip func(string)) []string {
 		if c[f] != nil {
 			skip("the sharding rule's " + f + " (no DistSQL statement sets it)")
 		}
-	}
-	return out
-}
-
-func convertReadwrite(c map[string]any) []string {
-	var out []string
-	groups := rule.Map(c["dataSourceGroups"])
-	if groups == nil {
-		groups = rule.Map(c["dataSources"]) // 5.4's name
-	}
-	balancers := rule.Map(c["loadBalancers"])
-	for _, n := range slices.Sorted(maps.Keys(groups)) {
-		g := rule.Map(groups[n])
-		s := n + " (WRITE_STORAGE_UNIT=" + rule.Text(g["writeDataSourceName"]) + ", READ_STORAGE_UNITS(" + strings.Join(rule.List(g["readDataSourceNames"]), ", ") + ")"
-		if q := rule.Text(g["transactionalReadQueryStrategy"]); q != "" {
-			s += ", TRANSACTIONAL_READ_QUERY_STRATEGY=" + quote(q)
-		}
-		if lb := rule.Text(g["loadBalancerName"]); lb != "" {
-			s += ", " + convertAlgorithm(balancers, lb)
-		}
-		out = append(out, "CREATE READWRITE_SPLITTING RULE "+s+");")
 	}
 	return out
 }

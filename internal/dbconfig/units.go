@@ -15,6 +15,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -262,7 +263,7 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
 		c := d.Rules[typ].Content
 		if f, ok := families.ByType(typ); ok {
-			if ignoreBroadcast && typ == "broadcast" {
+			if ignoreBroadcast && typ == "broadcast" || ignoreSingle && typ == single.Type {
 				continue
 			}
 			for _, u := range f.Units(view, c) {
@@ -277,17 +278,6 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 				tables := rule.Map(c[section])
 				for _, name := range sortedNames(tables) {
 					add("ShardingRule", ShardingTableUnits(d, rule.Map(tables[name]), &left))
-				}
-			}
-		case "single":
-			if ignoreSingle {
-				continue
-			}
-			for _, t := range rule.Values(c["tables"]) {
-				// ds.table, ds.schema.table, or wildcards (*.*): a named
-				// data source is in use.
-				if ds, _, ok := strings.Cut(fmt.Sprint(t), "."); ok && ds != "*" {
-					add("SingleRule", []string{ds})
 				}
 			}
 		}

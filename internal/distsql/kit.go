@@ -175,3 +175,6 @@ func (p *Parser) IdentOrString(what string) string { return p.p.identOrString(wh
 
 // OneOf fails naming the alternatives expected here.
 func (p *Parser) OneOf(alts ...string) { p.p.oneOf(alts...) }
+
+// Like reads an optional LIKE 'pattern'; nil when absent.
+func (p *Parser) Like() *string { return p.p.like() }

@@ -154,7 +154,6 @@ func TestParse(t *testing.T) {
 		{"set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')", &SetVariables{Assignments: []Assignment{
 			{Name: "autocommit", Value: Value{Kind: IntValue, Text: "1"}},
 			{Name: "sql_mode", Expr: Call{Name: "concat", Args: []Expr{Variable{Name: "sql_mode", System: true}, Literal{Value: Value{Kind: StringValue, Text: ",STRICT_TRANS_TABLES"}}}}}}}},
-		{"SHOW UNLOADED SINGLE TABLES FROM db", &ShowUnloadedSingleTables{Database: "db"}},
 		{"REFRESH TABLE METADATA", &RefreshTableMetadata{}},
 		{"REFRESH TABLE METADATA FROM STORAGE UNIT ds_0", &RefreshTableMetadata{Unit: "ds_0"}},
 		{"REFRESH TABLE METADATA t_order FROM STORAGE UNIT ds_0 SCHEMA public", &RefreshTableMetadata{Table: "t_order", Unit: "ds_0", Schema: "public"}},
@@ -302,8 +301,7 @@ func TestScope(t *testing.T) {
 		"SHOW SHARDING ALGORITHMS FROM other_db", "SHOW SHARDING KEY GENERATORS FROM other_db", "SHOW SHARDING TABLE NODES FROM other_db",
 		"SHOW SHARDING TABLE REFERENCE RULES FROM other_db", "SHOW DEFAULT SHARDING STRATEGY FROM other_db",
 		"SHOW UNUSED SHARDING ALGORITHMS FROM other_db", "SHOW SHARDING AUDITORS FROM other_db", "COUNT SHARDING RULE FROM other_db",
-		"SHOW STATUS FROM READWRITE_SPLITTING RULES FROM other_db", "SHOW SINGLE TABLES FROM other_db", "SHOW SINGLE TABLE t FROM other_db",
-		"SHOW DEFAULT SINGLE TABLE STORAGE UNIT FROM other_db", "COUNT SINGLE TABLE FROM other_db", "SHOW RULES USED STORAGE UNIT ds_0 FROM other_db",
+		"SHOW STATUS FROM READWRITE_SPLITTING RULES FROM other_db", "SHOW RULES USED STORAGE UNIT ds_0 FROM other_db",
 		"COUNT MASK RULE FROM other_db",
 	} {
 		st, err := Parse(q)
@@ -346,8 +344,8 @@ func TestScope(t *testing.T) {
 	}
 	for _, q := range []string{
 		"REGISTER STORAGE UNIT ds_0 (URL='jdbc:mysql://h/db', USER='u')", "UNREGISTER STORAGE UNIT ds_0",
-		"CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t'))", "DROP SHARDING TABLE RULE t", "LOAD SINGLE TABLE *.*",
-		"SET DEFAULT SINGLE TABLE STORAGE UNIT = ds_0", "REFRESH DATABASE METADATA db", "CREATE DATABASE db", "DROP DATABASE db",
+		"CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t'))", "DROP SHARDING TABLE RULE t",
+		"REFRESH DATABASE METADATA db", "CREATE DATABASE db", "DROP DATABASE db",
 		"SHOW COMPUTE NODES", "SHOW DIST VARIABLES", "SHOW PROCESSLIST", "KILL 1", "USE db",
 	} {
 		st, err := Parse(q)

@@ -3,14 +3,10 @@ package distsql
 import "strings"
 
 // Upstream's RAL and RQL statements about tables, storage nodes and
-// plugins (5.5 grammar): SHOW UNLOADED SINGLE TABLES, REFRESH TABLE
+// plugins (5.5 grammar): REFRESH TABLE
 // METADATA, SHOW TABLE METADATA, EXPORT STORAGE NODES, CONVERT YAML
 // CONFIGURATION, ALTER COMPUTE NODE ... SET, SHOW PLUGINS OF and the
 // SHOW ... ALGORITHM PLUGINS | IMPLEMENTATIONS forms.
-
-// ShowUnloadedSingleTables is SHOW UNLOADED SINGLE TABLES [FROM db]: the
-// tables of the units that no rule loads.
-type ShowUnloadedSingleTables struct{ Database string }
 
 // RefreshTableMetadata is REFRESH TABLE METADATA [table] [FROM STORAGE
 // UNIT unit [SCHEMA schema]] on the session's database; empty fields are
@@ -47,9 +43,6 @@ type ShowPlugins struct {
 	Family bool
 }
 
-// Scope implements Statement.
-func (st ShowUnloadedSingleTables) Scope() Scope { return named(st.Database) }
-
 // Scope implements Statement: the session's database.
 func (RefreshTableMetadata) Scope() Scope { return sessionDatabase }
 
@@ -85,8 +78,6 @@ var algorithmFamilies = [][]string{{"SHARDING"}, {"ENCRYPT"}, {"MASK"}, {"SHADOW
 // is false (nothing consumed) otherwise.
 func (p *parser) ral() (Statement, bool) {
 	switch {
-	case p.keywords("SHOW", "UNLOADED", "SINGLE", "TABLES"):
-		return &ShowUnloadedSingleTables{Database: p.fromDatabase()}, true
 	case p.keywords("REFRESH", "TABLE", "METADATA"):
 		st := &RefreshTableMetadata{}
 		if t := p.peek(); t.Kind != EOF && !p.isSymbol(";") && !isKeyword(t, "FROM") {

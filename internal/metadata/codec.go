@@ -13,6 +13,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 )
 
 // The encodings below are ShardingSphere's (reference 1.2-1.6): YAML maps
@@ -376,26 +377,27 @@ func decodeRuleContent(typ string, data []byte) (config.Rule, error) {
 	return r, nil
 }
 
-// Database rule items (reference 1.6). namedFields are the rule fields
-// whose Java type is a Map: one item node per entry. keyListFields are
-// collections stored one node per element, named by the part of the
-// element before ":" (or the whole element). Every other field is a unique
-// item; rawFields are strings stored as-is.
-var (
-	namedFields = map[string][]string{
-		"sharding":            {"tables", "autoTables", "shardingAlgorithms", "keyGenerators", "auditors", "keyGenerateStrategies"},
-		"readwrite_splitting": {"dataSourceGroups", "dataSources", "loadBalancers"},
-		"encrypt":             {"tables", "encryptors"},
-		"mask":                {"tables", "maskAlgorithms"},
-		"shadow":              {"dataSources", "tables", "shadowAlgorithms"},
+// Database rule items (reference 1.6), by rule type, as each family lays
+// its rule out (rule.Items): namedFields are the rule fields whose Java
+// type is a Map: one item node per entry. keyListFields are collections
+// stored one node per element, named by the part of the element before
+// ":" (or the whole element). Every other field is a unique item;
+// rawFields are strings stored as-is. The sharding rule, not yet a
+// family, is laid out here. Read-only.
+var namedFields, keyListFields, rawFields = itemLayouts()
+
+func itemLayouts() (named, keyLists, raw map[string][]string) {
+	named = map[string][]string{
+		"sharding": {"tables", "autoTables", "shardingAlgorithms", "keyGenerators", "auditors", "keyGenerateStrategies"},
 	}
-	keyListFields = map[string][]string{"sharding": {"bindingTables"}}
-	rawFields     = map[string][]string{
-		"sharding": {"defaultShardingColumn"},
-		"single":   {"defaultDataSource"},
-		"shadow":   {"defaultShadowAlgorithmName"},
+	keyLists = map[string][]string{"sharding": {"bindingTables"}}
+	raw = map[string][]string{"sharding": {"defaultShardingColumn"}}
+	for _, f := range families.All {
+		items := f.Items()
+		named[f.Type()], keyLists[f.Type()], raw[f.Type()] = items.Named, items.KeyLists, items.Raw
 	}
-)
+	return named, keyLists, raw
+}
 
 func has(m map[string][]string, typ, f string) bool {
 	for _, x := range m[typ] {

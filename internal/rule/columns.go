@@ -281,7 +281,11 @@ func (k ColumnRule[C]) dropUnusedAlgorithms(c map[string]any) {
 
 // Show implements Family: one row per column of the rule's tables (those
 // of the statement's table only, in any case), tables and columns by name.
-func (k ColumnRule[C]) Show(st distsql.Statement, c map[string]any) (Rows, bool) {
+func (k ColumnRule[C]) Show(_ context.Context, st distsql.Statement, read Read) (Rows, bool, error) {
+	return ShowContent(st, read, k.show)
+}
+
+func (k ColumnRule[C]) show(st distsql.Statement, c map[string]any) (Rows, bool) {
 	s, ok := st.(*ShowTables)
 	if !ok || s.Family != k.RuleType {
 		return Rows{}, false
@@ -315,9 +319,19 @@ func (ColumnRule[C]) Defines(map[string]any) []string { return nil }
 
 // Count implements Family: one per table, as upstream's
 // EncryptCountResultRowBuilder and MaskCountResultRowBuilder count.
-func (k ColumnRule[C]) Count(c map[string]any) []Counted {
-	return []Counted{{Rule: k.RuleType, Count: len(Map(c["tables"]))}}
+func (k ColumnRule[C]) Count(_ context.Context, _ Database, c map[string]any) ([]Counted, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return []Counted{{Rule: k.RuleType, Count: len(Map(c["tables"]))}}, nil
 }
+
+// Convert implements Family: CONVERT YAML CONFIGURATION leaves the rule
+// out, as upstream's converter does.
+func (ColumnRule[C]) Convert(map[string]any) ([]string, bool) { return nil, false }
+
+// Items implements Family: the tables and the algorithms, one item each.
+func (k ColumnRule[C]) Items() Items { return Items{Named: []string{"tables", k.Algorithms}} }
 
 // Upstream implements Family: each table names itself in "name", each
 // column in ColumnName.

@@ -24,10 +24,12 @@ type Family interface {
 	// Change is the change statement st makes to the family's rule; nil
 	// when st is none of the family's changes.
 	Change(st distsql.Statement) Change
-	// Show answers st, a query of the family, from the content of the
-	// family's rule of the statement's database (nil when it has none);
-	// ok is false when st is none of the family's queries.
-	Show(st distsql.Statement, c map[string]any) (rows Rows, ok bool)
+	// Show answers st, a query of the family, from the statement's
+	// database and the content of the family's rule there (nil when it has
+	// none), which read returns; ok is false, with nothing read, when st is
+	// none of the family's queries. ctx bounds what it reads of the units
+	// (Database.Tables).
+	Show(ctx context.Context, st distsql.Statement, read Read) (rows Rows, ok bool, err error)
 	// Check checks the family's rule content c in database d as upstream's
 	// rule checker does before anything is written (import, every
 	// change), algorithm props included; it returns every problem.
@@ -40,12 +42,54 @@ type Family interface {
 	// splitting groups, shadow data sources), which other rules may name
 	// as they name storage units.
 	Defines(c map[string]any) []string
-	// Count is what COUNT <family> RULE answers for c: the numbers of its
-	// rules as upstream's count row builder counts them, one row each.
-	Count(c map[string]any) []Counted
+	// Count is what COUNT <family> RULE answers for c, a rule of database
+	// d (nil when d has none): the numbers of its rules as upstream's count
+	// row builder counts them, one row each; none for a nil c unless
+	// upstream always builds the rule (single). ctx bounds what it reads of
+	// the units (Database.Tables).
+	Count(ctx context.Context, d Database, c map[string]any) ([]Counted, error)
+	// Convert is what CONVERT YAML CONFIGURATION writes for c: the DistSQL
+	// statements that create it; ok is false when the family's statements
+	// cannot (the rule is then named as not converted).
+	Convert(c map[string]any) (statements []string, ok bool)
 	// Upstream rewrites c, a copy, in place as upstream's YAML swapper
 	// writes it (the fields a node persists beyond the map keys).
 	Upstream(c map[string]any)
+	// Items is how the registry holds the rule's content as items, the
+	// same for every release a node writes.
+	Items() Items
+}
+
+// Items is how a rule's content is laid out as registry items
+// (/metadata/{db}/rules/{type}/{item}[/{name}], reference 1.6). Every
+// field not named here is one unique item, YAML-encoded.
+type Items struct {
+	// Named are the fields whose Java type is a Map: one item per entry.
+	Named []string
+	// KeyLists are collections stored one item per element, named by the
+	// part of the element before ":" (or the whole element).
+	KeyLists []string
+	// Raw are the string fields stored as they are, not YAML-encoded.
+	Raw []string
+}
+
+// Read returns what a family's query reads: the statement's database and
+// the content of the family's rule there (nil when it has none).
+type Read func() (Database, map[string]any, error)
+
+// ShowContent is a family's Show for queries answered from the rule's
+// content alone: show answers st from c (nil c when probing) and says
+// whether st is its query.
+func ShowContent(st distsql.Statement, read Read, show func(st distsql.Statement, c map[string]any) (Rows, bool)) (Rows, bool, error) {
+	if _, ok := show(st, nil); !ok {
+		return Rows{}, false, nil
+	}
+	_, c, err := read()
+	if err != nil {
+		return Rows{}, true, err
+	}
+	rows, _ := show(st, c)
+	return rows, true, nil
 }
 
 // Change computes a rule's next content from a copy of its current one
@@ -71,6 +115,16 @@ type Database struct {
 	// (ShardingRule, ReadwriteSplittingRule, ...), as the change path
 	// computes them; a change that removes a data source reads it.
 	InUse func() map[string][]string
+	// Tables, when set, reads the tables of the named storage units from
+	// the units themselves: each unit's tables, as "table" or, for a unit
+	// whose database has schemas, "schema.table", in name order; ctx bounds
+	// the reads, and a unit it cannot read is an *sqlerr.Error (upstream's
+	// 10502). Nil when the caller reads no unit: the units' tables are
+	// then none.
+	Tables func(ctx context.Context, units []string) (map[string][]string, error)
+	// Schemas is true when the units' databases have schemas (PostgreSQL,
+	// openGauss): a table's schema is then shown.
+	Schemas bool
 }
 
 // Use is an item of a rule and the storage units it uses. Item is "" when

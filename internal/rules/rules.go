@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
@@ -36,8 +34,7 @@ var ErrNotRuleStatement = errors.New("not a rule statement")
 // ends that refuse another one; the rule families' are their own
 // (families.Statements).
 func Statements() string {
-	return "CREATE, ALTER and DROP of the sharding rules, " + families.Statements() + ", " +
-		"LOAD and UNLOAD SINGLE TABLE and SET DEFAULT SINGLE TABLE STORAGE UNIT (database rules), " +
+	return "CREATE, ALTER and DROP of the sharding rules, " + families.Statements() + " (database rules), " +
 		"and " + families.GlobalStatements() + " (global rules)"
 }
 
@@ -69,9 +66,6 @@ type Options struct {
 	// last (see metadata.RuleCache); nil decodes every item each time.
 	Cache *metadata.RuleCache
 }
-
-// Introspector reads the real schemas of database db's units.
-type Introspector func(ctx context.Context, db config.Database) ([]datasource.Schema, error)
 
 // Outcome is what Apply did.
 type Outcome struct {
@@ -171,9 +165,7 @@ func changeOf(st distsql.Statement) (string, change) {
 func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChange) {
 	if f, c := families.Of(st); c != nil {
 		return f.Type(), func(ctx context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
-			view := d.RuleView()
-			view.InUse = func() map[string][]string { return dbconfig.UnitsInUse(d, false, true) }
-			return c(ctx, view, cur)
+			return c(ctx, View(d, opts.Introspect), cur)
 		}
 	}
 	switch st := st.(type) {
@@ -181,12 +173,6 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 		return createShardingTableRule(st.Rules, st.IfNotExists, false)
 	case *distsql.AlterShardingTableRule:
 		return createShardingTableRule(st.Rules, false, true)
-	case *distsql.LoadSingleTable:
-		return singleType, loadSingleTable(st, opts.Introspect)
-	case *distsql.UnloadSingleTable:
-		return singleType, unloadSingleTable(st, opts.Introspect)
-	case *distsql.SetDefaultSingleTableStorageUnit:
-		return singleType, setDefaultSingleUnit(st)
 	}
 	return "", nil
 }

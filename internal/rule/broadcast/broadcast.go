@@ -145,7 +145,11 @@ func containsFold(list []string, s string) bool {
 
 // Show answers SHOW BROADCAST TABLE RULES (broadcast_table), the tables in
 // the rule's order.
-func (family) Show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
+func (family) Show(_ context.Context, st distsql.Statement, read rule.Read) (rule.Rows, bool, error) {
+	return rule.ShowContent(st, read, show)
+}
+
+func show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
 	if _, ok := st.(*ShowRules); !ok {
 		return rule.Rows{}, false
 	}
@@ -174,9 +178,24 @@ func (family) Defines(map[string]any) []string { return nil }
 
 // Count: one per table, named broadcast_table as upstream's
 // BroadcastCountResultRowBuilder names it.
-func (family) Count(c map[string]any) []rule.Counted {
-	return []rule.Counted{{Rule: "broadcast_table", Count: len(rule.List(c["tables"]))}}
+func (family) Count(_ context.Context, _ rule.Database, c map[string]any) ([]rule.Counted, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return []rule.Counted{{Rule: "broadcast_table", Count: len(rule.List(c["tables"]))}}, nil
 }
+
+// Convert: one CREATE BROADCAST TABLE RULE of the tables, none for a rule
+// without tables.
+func (family) Convert(c map[string]any) ([]string, bool) {
+	if tables := rule.List(c["tables"]); len(tables) > 0 {
+		return []string{"CREATE BROADCAST TABLE RULE " + strings.Join(tables, ", ") + ";"}, true
+	}
+	return nil, true
+}
+
+// Items: the tables are one item.
+func (family) Items() rule.Items { return rule.Items{} }
 
 // Upstream: the registry holds the content as it is.
 func (family) Upstream(map[string]any) {}

@@ -5,6 +5,7 @@
 package families
 
 import (
+	"context"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
@@ -15,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
 	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 	"github.com/shardkeeper/shardkeeper/internal/rule/shadow"
+	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 )
 
 // All are the rule families, in the order their readers are tried and
@@ -25,6 +27,7 @@ var All = []rule.Family{
 	mask.Family,
 	encrypt.Family,
 	shadow.Family,
+	single.Family,
 }
 
 // Globals are the global rules, in the order their readers are tried.
@@ -132,20 +135,17 @@ func Of(st distsql.Statement) (rule.Family, rule.Change) {
 	return nil, nil
 }
 
-// Show answers st, a query of a family, from the content of that family's
-// rule, which content returns (nil when the database has none); ok is
-// false when st is no family's query.
-func Show(st distsql.Statement, content func(ruleType string) (map[string]any, error)) (rows rule.Rows, ok bool, err error) {
+// Show answers st, a query of a family, from the statement's database
+// and the content of that family's rule there, which read returns for the
+// family's rule type (nil content when the database has none); ok is
+// false, with nothing read, when st is no family's query. ctx bounds what
+// the family reads of the units.
+func Show(ctx context.Context, st distsql.Statement, read func(ruleType string) (rule.Database, map[string]any, error)) (rows rule.Rows, ok bool, err error) {
 	for _, f := range All {
-		if _, ok := f.Show(st, nil); !ok {
-			continue
+		rows, ok, err := f.Show(ctx, st, func() (rule.Database, map[string]any, error) { return read(f.Type()) })
+		if ok {
+			return rows, true, err
 		}
-		c, err := content(f.Type())
-		if err != nil {
-			return rule.Rows{}, true, err
-		}
-		rows, _ := f.Show(st, c)
-		return rows, true, nil
 	}
 	return rule.Rows{}, false, nil
 }

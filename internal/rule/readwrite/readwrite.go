@@ -399,7 +399,11 @@ func putRule(gs, lbs map[string]any, r Rule) {
 // transactional_read_query_strategy, load_balancer_type,
 // load_balancer_props), the groups by name; SHOW READWRITE_SPLITTING
 // RULE name matches the name in any case.
-func (family) Show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
+func (family) Show(_ context.Context, st distsql.Statement, read rule.Read) (rule.Rows, bool, error) {
+	return rule.ShowContent(st, read, show)
+}
+
+func show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
 	show, ok := st.(*ShowRules)
 	if !ok {
 		return rule.Rows{}, false
@@ -474,8 +478,37 @@ func (family) Defines(c map[string]any) []string {
 
 // Count: one per group, named readwrite_splitting as upstream's
 // ReadwriteSplittingCountResultRowBuilder names it.
-func (family) Count(c map[string]any) []rule.Counted {
-	return []rule.Counted{{Rule: Type, Count: len(Groups(c))}}
+func (family) Count(_ context.Context, _ rule.Database, c map[string]any) ([]rule.Counted, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return []rule.Counted{{Rule: Type, Count: len(Groups(c))}}, nil
+}
+
+// Convert: one CREATE READWRITE_SPLITTING RULE per group, in name order,
+// its load balancer inline.
+func (family) Convert(c map[string]any) ([]string, bool) {
+	var out []string
+	groups := Groups(c)
+	balancers := rule.Map(c["loadBalancers"])
+	for _, n := range slices.Sorted(maps.Keys(groups)) {
+		g := rule.Map(groups[n])
+		s := n + " (WRITE_STORAGE_UNIT=" + rule.Text(g["writeDataSourceName"]) + ", READ_STORAGE_UNITS(" + strings.Join(rule.List(g["readDataSourceNames"]), ", ") + ")"
+		if q := rule.Text(g["transactionalReadQueryStrategy"]); q != "" {
+			s += ", TRANSACTIONAL_READ_QUERY_STRATEGY=" + rule.Quote(q)
+		}
+		if lb := rule.Text(g["loadBalancerName"]); lb != "" {
+			s += ", " + rule.ConvertAlgorithm(balancers, lb)
+		}
+		out = append(out, "CREATE READWRITE_SPLITTING RULE "+s+");")
+	}
+	return out, true
+}
+
+// Items: the groups (dataSources in configs written for older releases)
+// and the load balancers, one item each.
+func (family) Items() rule.Items {
+	return rule.Items{Named: []string{"dataSourceGroups", "dataSources", "loadBalancers"}}
 }
 
 // Upstream: a group without a transactional read query strategy has

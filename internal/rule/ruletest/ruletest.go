@@ -8,12 +8,14 @@
 package ruletest
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/datasource"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
@@ -31,6 +33,10 @@ import (
 type Case struct {
 	Name  string
 	Units []string
+	// Tables are the tables each unit holds, which the family's changes
+	// and queries read from the units (rule.Database.Tables); a unit not
+	// in it holds none.
+	Tables map[string][]string
 	// Statements run in order, each must change the rule.
 	Statements []string
 	// Refused, run after Statements, must each be refused with the code
@@ -70,6 +76,17 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 	if err := metadatatest.CreateDatabase(ctx, repo, layout, config.Database{Name: "db", DataSources: units}); err != nil {
 		t.Fatal(err)
 	}
+	introspect := func(_ context.Context, db config.Database) ([]datasource.Schema, error) {
+		var out []datasource.Schema
+		for u := range db.DataSources {
+			s := datasource.Schema{Name: u, Tables: map[string]datasource.Table{}}
+			for _, tb := range c.Tables[u] {
+				s.Tables[tb] = datasource.Table{Name: tb}
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
 	apply := func(q string) (rules.Outcome, error) {
 		st, err := families.Parse(q)
 		if err != nil {
@@ -78,18 +95,20 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 		if sc := st.Scope(); sc.Cluster != "" || !sc.Session {
 			t.Errorf("%s: scope %+v, want the session's database", q, sc)
 		}
-		return rules.Apply(ctx, repo, "db", st, rules.Options{Layout: layout})
+		return rules.Apply(ctx, repo, "db", st, rules.Options{Layout: layout, Introspect: introspect})
 	}
 	for _, q := range c.Statements {
 		if out, err := apply(q); err != nil || !out.Changed || out.RuleType != f.Type() {
 			t.Fatalf("%s: %+v %v", q, out, err)
 		}
 	}
+	var view rule.Database
 	read := func() map[string]any {
 		d, _, err := metadata.ReadDatabase(ctx, repo, "db")
 		if err != nil {
 			t.Fatal(err)
 		}
+		view = rules.View(d, introspect)
 		r, ok := d.Rules[f.Type()]
 		if !ok {
 			return nil
@@ -97,6 +116,7 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 		return r.Content
 	}
 	content := read()
+	d := view
 	checkRefused(t, c.Refused, func(q string) error { _, err := apply(q); return err }, read, content)
 	if c.Gone {
 		if content != nil {
@@ -125,9 +145,9 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, ok := f.Show(st, content)
-		if !ok {
-			t.Fatalf("%s is not a query of %s", c.Show, f.Type())
+		rows, ok, err := f.Show(ctx, st, func() (rule.Database, map[string]any, error) { return d, content, nil })
+		if !ok || err != nil {
+			t.Fatalf("%s is not a query of %s: %v", c.Show, f.Type(), err)
 		}
 		if !reflect.DeepEqual(rows.Rows, c.Rows) && (len(rows.Rows) > 0 || len(c.Rows) > 0) {
 			t.Errorf("%s:\n got %q\nwant %q", c.Show, rows.Rows, c.Rows)
@@ -138,12 +158,15 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 			}
 		}
 	}
-	d := families.Database("db", c.Units, map[string]map[string]any{f.Type(): content})
 	if got := f.Units(d, content); !reflect.DeepEqual(got, c.Uses) && (len(got) > 0 || len(c.Uses) > 0) {
 		t.Errorf("units: got %v, want %v", got, c.Uses)
 	}
+	counted, err := f.Count(ctx, d, content)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := 0
-	for _, row := range f.Count(content) {
+	for _, row := range counted {
 		got += row.Count
 	}
 	if got != c.Count {

@@ -432,7 +432,11 @@ func dropUnusedAlgorithms(c map[string]any) {
 // Show answers the family's queries with upstream's columns
 // (ShowShadowRuleExecutor, ShowShadowTableRulesExecutor,
 // ShowShadowAlgorithmsExecutor, ShowDefaultShadowAlgorithmExecutor).
-func (family) Show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
+func (family) Show(_ context.Context, st distsql.Statement, read rule.Read) (rule.Rows, bool, error) {
+	return rule.ShowContent(st, read, show)
+}
+
+func show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
 	algs := rule.Map(c[algorithms])
 	switch st := st.(type) {
 	case *ShowRules:
@@ -542,8 +546,21 @@ func (family) Defines(c map[string]any) []string { return rule.SortedKeys(rule.M
 
 // Count: one per data source, as upstream's ShadowCountResultRowBuilder
 // counts.
-func (family) Count(c map[string]any) []rule.Counted {
-	return []rule.Counted{{Rule: "shadow", Count: len(rule.Map(c[dataSources]))}}
+func (family) Count(_ context.Context, _ rule.Database, c map[string]any) ([]rule.Counted, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return []rule.Counted{{Rule: "shadow", Count: len(rule.Map(c[dataSources]))}}, nil
+}
+
+// Convert: CONVERT YAML CONFIGURATION leaves the rule out, as upstream's
+// converter does.
+func (family) Convert(map[string]any) ([]string, bool) { return nil, false }
+
+// Items: the data sources, tables and algorithms one item each, the
+// default algorithm's name as it is.
+func (family) Items() rule.Items {
+	return rule.Items{Named: []string{"dataSources", "tables", "shadowAlgorithms"}, Raw: []string{"defaultShadowAlgorithmName"}}
 }
 
 // Upstream: the registry holds the content as it is.
