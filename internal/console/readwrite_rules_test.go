@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -249,7 +249,7 @@ func TestRuleChangeFromAStaleViewLosesNothing(t *testing.T) {
 			// The other node's change, made from the registry's rule.
 			other := fmt.Sprintf("other_%d", i)
 			groups[other] = map[string]any{"writeDataSourceName": "ds_0", "readDataSourceNames": []any{"ds_1"}, "transactionalReadQueryStrategy": "PRIMARY"}
-			if _, err := dbconfig.ChangeRule(ctx, repo, "sharding_db", "readwrite_splitting", func(_ *metadata.Database, c map[string]any) (map[string]any, error) {
+			if _, err := rules.ChangeRule(ctx, repo, "sharding_db", "readwrite_splitting", func(_ *metadata.Database, c map[string]any) (map[string]any, error) {
 				g, _ := c["dataSourceGroups"].(map[string]any)
 				if g == nil {
 					g = map[string]any{}
@@ -257,7 +257,7 @@ func TestRuleChangeFromAStaleViewLosesNothing(t *testing.T) {
 				g[other] = groups[other]
 				c["dataSourceGroups"] = g
 				return c, nil
-			}, dbconfig.RuleOptions{Layout: paths.DefaultLayout, Session: sess}); err != nil {
+			}, rules.ChangeOptions{Layout: paths.DefaultLayout, Session: sess}); err != nil {
 				t.Fatal(err)
 			}
 			// At once, this node's change.

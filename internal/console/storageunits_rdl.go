@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/single"
+	"github.com/shardkeeper/shardkeeper/internal/rules"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -82,13 +83,13 @@ func (e *Engine) dropDefaultSingleUnit(ctx context.Context, db string, removed [
 		return nil
 	}
 	opts := e.ruleOptions()
-	_, err := dbconfig.ChangeRule(ctx, e.d.Repo, db, single.Type, func(d *metadata.Database, c map[string]any) (map[string]any, error) {
+	_, err := rules.ChangeRule(ctx, e.d.Repo, db, single.Type, func(d *metadata.Database, c map[string]any) (map[string]any, error) {
 		u := rule.Text(c["defaultDataSource"])
 		if _, exists := d.Units[u]; slices.Contains(removed, u) && !exists {
 			delete(c, "defaultDataSource")
 		}
 		return c, nil
-	}, dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
+	}, rules.ChangeOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return err
 }
 

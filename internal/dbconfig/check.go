@@ -35,11 +35,12 @@ var (
 // *sqlerr.Error; or, once ctx is done (the statement killed or its client
 // gone), ctx's error, the check stopping there.
 func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error) {
-	return checkChange(ctx, db, "", nil)
+	return CheckChange(ctx, db, "", nil)
 }
 
-// checkChange is checkRules for a change of the rule of type changed of
-// db, whose content was old before (nil for a new rule). The bounds on
+// CheckChange is what a rule change checks (as an import checks every
+// rule, upstream's codes): the rules of db after a change of the rule of
+// type changed of db, whose content was old before (nil for a new rule). The bounds on
 // the names a rule's expressions stand for (inline.MaxNames per
 // expression, inline.MaxRuleNames per rule) hold for what the change
 // adds: the rules it leaves as they are, and the tables of the changed
@@ -50,7 +51,7 @@ func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error
 // of the other checks. With changed "" every rule is checked as new.
 // Once ctx is done it stops, between rules and tables and inside their
 // expansions, and returns ctx's error.
-func checkChange(ctx context.Context, db config.Database, changed string, old map[string]any) ([]*sqlerr.Error, error) {
+func CheckChange(ctx context.Context, db config.Database, changed string, old map[string]any) ([]*sqlerr.Error, error) {
 	d := familyDatabase(db)
 	sources := d.Sources // units and the families' logical data sources
 	var errs []*sqlerr.Error
@@ -98,7 +99,7 @@ func checkChange(ctx context.Context, db config.Database, changed string, old ma
 
 // checkSharding checks sharding rule content c of database dbName, the
 // bounds on its names only when bounded, and then only on what c adds to
-// old, its content before (see checkChange); it stops with ctx's error
+// old, its content before (see CheckChange); it stops with ctx's error
 // once ctx is done.
 func checkSharding(ctx context.Context, dbName string, c map[string]any, missing func([]string), bounded bool, old map[string]any) ([]*sqlerr.Error, error) {
 	var errs []*sqlerr.Error

@@ -23,12 +23,12 @@ const (
 	DefaultMaxTxnBytes = 512 << 10
 )
 
-// tornRead returns an error wrapping registry.ErrBadVersion (so that the
-// change is computed again, see changedMeanwhile) when an active_version
+// TornRead returns an error wrapping registry.ErrBadVersion (so that a
+// rule change is computed again) when an active_version
 // among kvs names a version kvs lack: a listing that is not one snapshot
 // (ZooKeeper's: children, then reads) caught a change committed between
 // its steps, and the item would look absent. nil when kvs are whole.
-func tornRead(kvs []registry.KV) error {
+func TornRead(kvs []registry.KV) error {
 	have := make(map[string]bool, len(kvs))
 	for _, kv := range kvs {
 		have[kv.Key] = true

@@ -114,7 +114,7 @@ func RegisterUnits(ctx context.Context, repo registry.Repository, snap *metadata
 		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 		names = append(names, u.Name)
 	}
-	if err := commitOne(ctx, repo, opts.Session, txn); err != nil {
+	if err := CommitOne(ctx, repo, opts.Session, txn); err != nil {
 		return nil, err
 	}
 	return names, nil
@@ -169,7 +169,7 @@ func AlterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 		}
 		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 	}
-	return commitOne(ctx, repo, opts.Session, txn)
+	return CommitOne(ctx, repo, opts.Session, txn)
 }
 
 // sameTarget reports whether two data sources point to the same database
@@ -229,7 +229,7 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 	}
 	if len(txn.Ops) > 0 {
-		if err := commitOne(ctx, repo, nil, txn); err != nil {
+		if err := CommitOne(ctx, repo, nil, txn); err != nil {
 			return nil, err
 		}
 	}
@@ -350,10 +350,10 @@ func logicalDataSources(d *metadata.Database) map[string]bool {
 	return out
 }
 
-// commitOne commits txn with sess, or a session of its own. A txn beyond
-// the limits of one transaction is refused (TooBigForOneTransaction)
-// before anything is sent.
-func commitOne(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) error {
+// CommitOne commits txn with sess, or a session of its own, as a rule or
+// storage-unit change writes: a txn beyond the limits of one transaction
+// is refused (TooBigForOneTransaction) before anything is sent.
+func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) error {
 	if err := checkOneTransaction(txn); err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -22,9 +21,9 @@ func TestChangeGlobalRuleDigest(t *testing.T) {
 	if err := metadata.PersistGlobal(ctx, repo, []config.Rule{{Type: "sql_federation", Content: map[string]any{"sqlFederationEnabled": false}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := dbconfig.ChangeGlobalRule(ctx, repo, "transaction", func(map[string]any) (map[string]any, error) {
+	rc, err := ChangeGlobalRule(ctx, repo, "transaction", func(map[string]any) (map[string]any, error) {
 		return map[string]any{"defaultType": "XA", "providerType": "Narayana"}, nil
-	}, dbconfig.RuleOptions{})
+	}, ChangeOptions{})
 	if err != nil || !rc.Changed {
 		t.Fatalf("ChangeGlobalRule: %+v %v", rc, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -87,7 +86,7 @@ func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
 				{Type: "sql_federation", Content: map[string]any{"sqlFederationEnabled": true}},
 				{Type: "sql_translator", Content: map[string]any{"type": "NATIVE"}},
 			} {
-				rc, err := dbconfig.ChangeGlobalRule(ctx, repo, "transaction", replace(transaction.Content), dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(other)}})
+				rc, err := ChangeGlobalRule(ctx, repo, "transaction", replace(transaction.Content), ChangeOptions{Session: &meddlingSession{Session: sess, meddle: meddle(other)}})
 				if err != nil || !rc.Changed {
 					t.Fatalf("ChangeGlobalRule while %s changed: %+v %v", other.Type, rc, err)
 				}
@@ -116,7 +115,7 @@ func TestChangeGlobalRuleUnderAConcurrentChange(t *testing.T) {
 				c["props"] = map[string]any{"mine": "1"}
 				return c, nil
 			}
-			if _, err := dbconfig.ChangeGlobalRule(ctx, repo, "transaction", addProps, dbconfig.RuleOptions{Session: &meddlingSession{Session: sess, meddle: meddle(theirs)}}); err != nil {
+			if _, err := ChangeGlobalRule(ctx, repo, "transaction", addProps, ChangeOptions{Session: &meddlingSession{Session: sess, meddle: meddle(theirs)}}); err != nil {
 				t.Fatalf("ChangeGlobalRule while the rule itself changed: %v", err)
 			}
 			rules, _, err := metadata.ReadGlobalRules(ctx, repo)

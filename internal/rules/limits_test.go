@@ -132,7 +132,7 @@ func TestConcurrentAltersOnSeveralNodes(t *testing.T) {
 			switch {
 			case err == nil:
 				ok++
-			case errors.As(err, &se) && se.Code == dbconfig.CodeConflict && se.SQLState == "40001":
+			case errors.As(err, &se) && se.Code == CodeConflict && se.SQLState == "40001":
 				conflicts++
 			default:
 				t.Errorf("ALTER %d: %v (%T), want success or the retryable conflict", i, err, err)
@@ -185,7 +185,7 @@ func TestChangeThatKeepsLosing(t *testing.T) {
 	_, err = Apply(ctx, repo, "db", st, Options{Layout: paths.DefaultLayout, Timeout: time.Millisecond, Session: losing})
 	took := time.Since(start)
 	var se *sqlerr.Error
-	if !errors.As(err, &se) || se.Code != dbconfig.CodeConflict || se.SQLState != "40001" || !errors.Is(err, registry.ErrBadVersion) {
+	if !errors.As(err, &se) || se.Code != CodeConflict || se.SQLState != "40001" || !errors.Is(err, registry.ErrBadVersion) {
 		t.Fatalf("a change that always loses: %v, want the retryable conflict wrapping ErrBadVersion", err)
 	}
 	if losing.commits < 5 || losing.commits > 20 {

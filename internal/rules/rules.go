@@ -5,7 +5,7 @@
 // DEFAULT SINGLE TABLE STORAGE UNIT (database rules), and ALTER of the
 // global rules (internal/rule/global). Apply computes the next rule from the registry's current one,
 // checks it (upstream's codes), writes it in one registry transaction
-// (dbconfig.ChangeRule, dbconfig.ChangeGlobalRule), and waits until every
+// (ChangeRule, ChangeGlobalRule), and waits until every
 // online shardkeeper node has applied the new rules, as SET DIST VARIABLE
 // waits (distvar.WaitRules).
 package rules
@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
@@ -39,7 +38,7 @@ func Statements() string {
 }
 
 // change computes a rule's next content from a copy of its current one
-// (see dbconfig.ChangeRule); db names the database, for messages.
+// (see ChangeRule); db names the database, for messages.
 type change func(db string, c map[string]any) (map[string]any, error)
 
 // databaseChange is a change that also reads the rest of the database as
@@ -187,7 +186,7 @@ func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChang
 func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.Statement, opts Options) (Outcome, error) {
 	if g, c := families.GlobalOf(st); c != nil {
 		out := Outcome{RuleType: g.Type(), Global: true}
-		rc, err := dbconfig.ChangeGlobalRule(ctx, repo, g.Type(), c, dbconfig.RuleOptions{Session: opts.Session})
+		rc, err := ChangeGlobalRule(ctx, repo, g.Type(), c, ChangeOptions{Session: opts.Session})
 		return out, finish(ctx, repo, distvar.GlobalRules, rc, err, opts, &out)
 	}
 	ruleType, c := databaseChangeOf(st, opts)
@@ -201,16 +200,16 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 		}
 	}
 	out := Outcome{RuleType: ruleType}
-	rc, err := dbconfig.ChangeRule(ctx, repo, db, ruleType, func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
+	rc, err := ChangeRule(ctx, repo, db, ruleType, func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
 		return c(ctx, d, cur)
-	}, dbconfig.RuleOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
+	}, ChangeOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return out, finish(ctx, repo, db, rc, err, opts, &out)
 }
 
 // finish records what a change wrote, or the digest of the rules a no-op
 // or a refusal was decided on, in out and, when it wrote, waits for the
 // nodes to acknowledge it under db (wait).
-func finish(ctx context.Context, repo registry.Repository, db string, rc dbconfig.RuleChange, err error, opts Options, out *Outcome) error {
+func finish(ctx context.Context, repo registry.Repository, db string, rc Written, err error, opts Options, out *Outcome) error {
 	out.Digest, out.HasDigest = rc.Digest, rc.HasDigest
 	if err != nil || !rc.Changed {
 		return err

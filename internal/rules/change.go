@@ -1,4 +1,4 @@
-package dbconfig
+package rules
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/retry"
@@ -17,8 +18,13 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// RuleOptions configures ChangeRule and ChangeGlobalRule.
-type RuleOptions struct {
+// The one change path of a rule: read, change, check, one transaction.
+// Apply runs a statement's change through it and then waits for the
+// nodes; the console's own changes of a rule (UNREGISTER STORAGE UNIT of
+// the single rule's default unit) call ChangeRule.
+
+// ChangeOptions configures ChangeRule and ChangeGlobalRule.
+type ChangeOptions struct {
 	// Layout places the rule items (the target ShardingSphere release).
 	Layout paths.Layout
 	// Session commits the transaction; nil means a session of the
@@ -30,8 +36,8 @@ type RuleOptions struct {
 	Cache *metadata.RuleCache
 }
 
-// RuleChange is what ChangeRule wrote.
-type RuleChange struct {
+// Written is what ChangeRule and ChangeGlobalRule wrote.
+type Written struct {
 	// Changed is false when the rule was left as it was (nothing written).
 	Changed bool
 	// Digest is metadata.RulesDigest of the database's rules the registry
@@ -74,33 +80,33 @@ type RuleChange struct {
 // statement's start and its answer, and the node's next read does not
 // contradict it). ctx bounds the reads and the commit (and is change's
 // to use).
-func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
 	for attempt := 1; ; attempt++ {
 		rc, err := changeRuleOnce(ctx, repo, db, ruleType, change, opts)
 		if !changedMeanwhile(err) {
 			return rc, err
 		}
 		if attempt == changeAttempts {
-			return RuleChange{}, conflict(err)
+			return Written{}, conflict(err)
 		}
 		if !pauseBeforeAgain(ctx, attempt) {
-			return RuleChange{}, ctx.Err()
+			return Written{}, ctx.Err()
 		}
 		// A rule changed between the read and the commit: compute again.
 	}
 }
 
 // changeRuleOnce is one read, change, check and commit of ChangeRule.
-func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
 	d, kvs, err := opts.Cache.ReadDatabase(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
-		return RuleChange{}, noDatabase(db)
+		return Written{}, &dbconfig.UnknownDatabaseError{Name: db}
 	}
 	if err != nil {
-		return RuleChange{}, fmt.Errorf("read database %s: %w", db, err)
+		return Written{}, fmt.Errorf("read database %s: %w", db, err)
 	}
-	if err := tornRead(kvs); err != nil {
-		return RuleChange{}, err // read again
+	if err := dbconfig.TornRead(kvs); err != nil {
+		return Written{}, err // read again
 	}
 	rules := d.Rules
 	old := rules[ruleType]
@@ -109,7 +115,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if cur == nil {
 		cur = map[string]any{}
 	}
-	refused := func(err error) (RuleChange, error) { return RuleChange{Digest: d.RulesDigest(), HasDigest: true}, err }
+	refused := func(err error) (Written, error) { return Written{Digest: d.RulesDigest(), HasDigest: true}, err }
 	next, err := change(d, cur)
 	if err != nil {
 		return refused(err)
@@ -125,9 +131,9 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(next) > 0 {
 		cfg.Rules = append(cfg.Rules, nextRule)
 	}
-	errs, err := checkChange(ctx, cfg, ruleType, old.Content) // KILL, or the client gone: nothing more is done
+	errs, err := dbconfig.CheckChange(ctx, cfg, ruleType, old.Content) // KILL, or the client gone: nothing more is done
 	if err != nil {
-		return RuleChange{}, err
+		return Written{}, err
 	}
 	if len(errs) > 0 {
 		return refused(errs[0])
@@ -140,22 +146,22 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 			return refused(err)
 		}
 		if err := metadata.CheckRuleReaders(ctx, repo, opts.Layout, db, nextRule); err != nil {
-			return RuleChange{}, err
+			return Written{}, err
 		}
 	} else {
 		nextRule.Content = nil
 	}
 	conds, ops, err := metadata.RuleWritesFrom(opts.Layout, db, kvs, old, nextRule)
 	if err != nil {
-		return RuleChange{}, err
+		return Written{}, err
 	}
 	if len(ops) == 0 {
-		return RuleChange{Digest: d.RulesDigest(), HasDigest: true}, nil
+		return Written{Digest: d.RulesDigest(), HasDigest: true}, nil
 	}
-	if err := commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
-		return RuleChange{}, err
+	if err := dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+		return Written{}, err
 	}
-	return RuleChange{Changed: true, Digest: rulesDigestAfter(ctx, repo, d, kvs, ops), HasDigest: true}, nil
+	return Written{Changed: true, Digest: rulesDigestAfter(ctx, repo, d, kvs, ops), HasDigest: true}, nil
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
@@ -234,21 +240,21 @@ func rulesDigestAfter(ctx context.Context, repo registry.Repository, d *metadata
 // acknowledge under distvar.GlobalRules once they applied it; with a
 // refusal (change's error, a failed check) the digest of the global rules
 // the refusal was decided on. ctx bounds the reads and the commit.
-func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType string, change func(content map[string]any) (map[string]any, error), opts RuleOptions) (RuleChange, error) {
+func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType string, change func(content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
 	if !config.IsGlobalRuleType(ruleType) {
-		return RuleChange{}, fmt.Errorf("%q is not a global rule type", ruleType)
+		return Written{}, fmt.Errorf("%q is not a global rule type", ruleType)
 	}
 	for attempt := 1; ; attempt++ {
 		rules, kvs, err := metadata.ReadGlobalRules(ctx, repo)
 		if err != nil {
-			return RuleChange{}, fmt.Errorf("read the global rules: %w", err)
+			return Written{}, fmt.Errorf("read the global rules: %w", err)
 		}
 		cur := config.CloneContent(rules[ruleType].Content)
 		if cur == nil {
 			cur = map[string]any{}
 		}
 		// A refusal is decided from the rules read.
-		refused := RuleChange{Digest: metadata.GlobalRulesDigest(rules), HasDigest: true}
+		refused := Written{Digest: metadata.GlobalRulesDigest(rules), HasDigest: true}
 		next, err := change(cur)
 		if err != nil {
 			return refused, err
@@ -258,21 +264,21 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 		}
 		conds, ops, err := metadata.GlobalRuleWritesFrom(kvs, config.Rule{Type: ruleType, Content: next})
 		if err != nil {
-			return RuleChange{}, err
+			return Written{}, err
 		}
-		err = commitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
+		err = dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
 		if err == nil {
 			after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
-			return RuleChange{Changed: true, Digest: metadata.GlobalRulesDigest(after), HasDigest: true}, nil
+			return Written{Changed: true, Digest: metadata.GlobalRulesDigest(after), HasDigest: true}, nil
 		}
 		if !changedMeanwhile(err) {
-			return RuleChange{}, err
+			return Written{}, err
 		}
 		if attempt == changeAttempts {
-			return RuleChange{}, conflict(err)
+			return Written{}, conflict(err)
 		}
 		if !pauseBeforeAgain(ctx, attempt) {
-			return RuleChange{}, ctx.Err()
+			return Written{}, ctx.Err()
 		}
 		// A global rule changed meanwhile: compute again.
 	}
