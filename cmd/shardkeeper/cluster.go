@@ -121,9 +121,12 @@ func changeClusterState(ctx context.Context, t *target, strategy string, timeout
 	if err != nil {
 		return "", err
 	}
-	op := clusterlock.Op{Layout: rc.Layout, Timeout: timeout, Standalone: t.modeType(ctx) == config.ModeStandalone}
+	op := clusterlock.Op{Timeout: timeout, Standalone: t.modeType(ctx) == config.ModeStandalone}
 	state := clusterlock.StateOK
 	err = t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
+		if op.Layout, err = writeLayout(ctx, rc, r); err != nil {
+			return err
+		}
 		if strategy == "" {
 			return clusterlock.Unlock(ctx, r, op)
 		}

@@ -61,8 +61,7 @@ Without --database: ` + families.GlobalStatements() + ` (the global rules).`,
 
 // applyRule runs statement on database db (a global rule statement with db
 // ""): through the node's HTTP API with --server, otherwise through
-// rules.Apply on the registry, with the layout of the conf's
-// layoutVersion.
+// rules.Apply on the registry, writing the layout of writeLayout.
 func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.Writer) error {
 	st, err := families.Parse(statement)
 	if err != nil {
@@ -105,7 +104,11 @@ func applyRule(ctx context.Context, t *target, db, statement string, w, errw io.
 			return err
 		}
 		if err := t.withRegistry(ctx, func(ctx context.Context, r registry.Repository) error {
-			out, err := rules.Apply(ctx, r, db, st, rules.Options{Layout: rc.Layout})
+			layout, err := writeLayout(ctx, rc, r)
+			if err != nil {
+				return err
+			}
+			out, err := rules.Apply(ctx, r, db, st, rules.Options{Layout: layout})
 			warnings, changed = out.Warnings(db), out.Changed
 			var unknown *dbconfig.UnknownDatabaseError
 			if errors.As(err, &unknown) {

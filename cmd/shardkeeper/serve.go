@@ -408,7 +408,7 @@ var layoutReasons = map[string]string{
 	"layoutVersion": "layoutVersion",
 	"tree":          "the layout the registry's tree has",
 	"readers":       "the layout the registered ShardingSphere nodes load",
-	"default":       "the default; the tree has no layout of its own",
+	"default":       "the newest release's, the default: the tree has no layout of its own",
 }
 
 // announceLayout tells the operator which registry layout the node

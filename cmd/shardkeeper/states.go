@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/statistics"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -206,9 +207,21 @@ func (d databaseChange) command(t *target) *cobra.Command {
 	}
 }
 
+// writeLayout is the layout a command writes on r: the conf's
+// layoutVersion, else the one a node without it would pick now
+// (metadata.PickLayout: the tree's, the registered nodes', else the
+// newest release's).
+func writeLayout(ctx context.Context, rc config.Repository, r registry.Repository) (paths.Layout, error) {
+	if rc.LayoutSet {
+		return rc.Layout, nil
+	}
+	c, err := metadata.PickLayout(ctx, r)
+	return c.Layout, err
+}
+
 // withCoordinator runs fn with a metadata.Coordinator on the registry from
 // the flags, on a session that ends when fn returns (its announcement
-// with it), writing the layout of the conf's layoutVersion.
+// with it), writing the layout of writeLayout.
 func withCoordinator(ctx context.Context, t *target, fn func(context.Context, metadata.Coordinator) error) error {
 	rc, err := t.reg.repository(ctx)
 	if err != nil {
@@ -220,7 +233,11 @@ func withCoordinator(ctx context.Context, t *target, fn func(context.Context, me
 			return fmt.Errorf("open a registry session: %w", err)
 		}
 		defer func() { _ = sess.Close(context.WithoutCancel(ctx)) }()
-		return fn(ctx, metadata.Coordinator{Repo: r, Session: sess, Layout: rc.Layout})
+		layout, err := writeLayout(ctx, rc, r)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, metadata.Coordinator{Repo: r, Session: sess, Layout: layout})
 	})
 }
 

@@ -93,8 +93,9 @@ type Repository struct {
 	// Writes beyond it are refused before they are sent.
 	MaxRequestBytes int
 	// Layout is the ShardingSphere release whose registry layout the node
-	// writes (prop layoutVersion, such as 5.5.2; default 5.5.3). Every
-	// layout is read.
+	// writes (prop layoutVersion, such as 5.5.2; default
+	// paths.DefaultLayout, the newest release's, until the node picks the
+	// tree's). Every layout is read.
 	Layout paths.Layout
 	// LayoutSet is true when the configuration names layoutVersion; a
 	// node without it picks the layout the registry's tree already has
@@ -117,6 +118,7 @@ func defaultRepository(typ string) Repository {
 		MaxRetries:       DefaultMaxRetries,
 		OperationTimeout: DefaultOperationTimeout,
 		ConnectTimeout:   DefaultConnectTimeout,
+		Layout:           paths.DefaultLayout,
 	}
 	switch typ {
 	case RepositoryZooKeeper:

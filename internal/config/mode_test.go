@@ -126,7 +126,7 @@ func TestRepositoryFromFlags(t *testing.T) {
 func TestParseModeLayoutVersion(t *testing.T) {
 	doc := "mode:\n  type: Cluster\n  repository:\n    type: etcd\n    props:\n      namespace: ns\n      server-lists: http://127.0.0.1:2379\n"
 	m, err := ParseMode("g.yaml", []byte(doc))
-	if err != nil || m.Repository.Layout != paths.DefaultLayout || m.Repository.Layout.String() != "5.5.3" {
+	if err != nil || m.Repository.Layout != paths.DefaultLayout || m.Repository.Layout.String() != "5.5.4" || m.Repository.LayoutSet {
 		t.Fatalf("default layout = %v, %v", m.Repository.Layout, err)
 	}
 	m, err = ParseMode("g.yaml", []byte(doc+"      layoutVersion: 5.5.2\n"))

@@ -42,8 +42,10 @@ func TestOneNodeTwoZooKeeperConnections(t *testing.T) {
 	}
 	const token = "sessions-token"
 	d, err := Start(ctx, Config{
+		// layoutVersion 5.5.3: LABEL COMPUTE NODE is refused in the
+		// default, 5.5.4.
 		Repository: config.Repository{Type: config.RepositoryZooKeeper, ServerLists: zs.Servers, Namespace: ns,
-			TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second},
+			TimeToLive: 10 * time.Second, ConnectTimeout: 10 * time.Second, Layout: paths.Layout553, LayoutSet: true},
 		Conf:       conf,
 		Node:       cluster.Config{InstanceID: "daemonsessions", Reservation: time.Second},
 		HTTP:       &HTTPConfig{Addr: "127.0.0.1:0", Token: token, OpenReads: true},

@@ -45,6 +45,8 @@ func exampleConfig(t testing.TB) *config.Config {
 		t.Fatal(err)
 	}
 	g.Databases = []config.Database{*db}
+	// The layout the example's tests were written for, not the default.
+	g.Mode.Repository.Layout = paths.Layout553
 	return g
 }
 

@@ -370,7 +370,9 @@ type LayoutChoice struct {
 
 // ChooseLayout returns the layout of a node without layoutVersion: the
 // tree's, when exactly one layout writes it as it is; else the one layout
-// every known reader loads; else paths.DefaultLayout.
+// every known reader loads; else paths.DefaultLayout (the newest
+// release's) when it writes the tree as it is (an empty tree, or rules
+// every release writes alike); else the newest layout that does.
 func ChooseLayout(tree []paths.Layout, readers []Reader) LayoutChoice {
 	if len(tree) == 1 {
 		return LayoutChoice{Layout: tree[0], Reason: "tree"}
@@ -378,7 +380,31 @@ func ChooseLayout(tree []paths.Layout, readers []Reader) LayoutChoice {
 	if l, ok := readersLayout(readers); ok {
 		return LayoutChoice{Layout: l, Reason: "readers"}
 	}
+	if len(tree) > 0 && !slices.Contains(tree, paths.DefaultLayout) {
+		newest := tree[0]
+		for _, l := range tree {
+			if slices.Index(paths.Layouts, l) > slices.Index(paths.Layouts, newest) {
+				newest = l
+			}
+		}
+		return LayoutChoice{Layout: newest, Reason: "tree"}
+	}
 	return LayoutChoice{Layout: paths.DefaultLayout, Reason: "default"}
+}
+
+// PickLayout returns the layout a writer without layoutVersion uses on
+// repo now: ChooseLayout of the registry's tree and of the ShardingSphere
+// nodes registered in its namespace. ctx bounds the reads.
+func PickLayout(ctx context.Context, repo registry.Repository) (LayoutChoice, error) {
+	readers, err := LoadReaders(ctx, repo)
+	if err != nil {
+		return LayoutChoice{}, err
+	}
+	tree, err := TreeLayouts(ctx, repo)
+	if err != nil {
+		return LayoutChoice{}, fmt.Errorf("read the registry's layout: %w", err)
+	}
+	return ChooseLayout(tree, readers), nil
 }
 
 // readersLayout returns the layout every known reader loads, if there is

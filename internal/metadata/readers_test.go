@@ -173,3 +173,24 @@ func TestBootstrapRefusedByARegisteredReader(t *testing.T) {
 		})
 	}
 }
+
+// TestChooseLayoutNewest: without layoutVersion, a tree no layout tells
+// apart (an empty one) gets the newest release's layout, a tree that
+// some layouts write alike the newest of those, and one layout's tree
+// that one.
+func TestChooseLayoutNewest(t *testing.T) {
+	for _, c := range []struct {
+		tree []paths.Layout
+		want LayoutChoice
+	}{
+		{paths.Layouts, LayoutChoice{Layout: paths.Layout554, Reason: "default"}},
+		{[]paths.Layout{paths.Layout552, paths.Layout553}, LayoutChoice{Layout: paths.Layout553, Reason: "tree"}},
+		{[]paths.Layout{paths.Layout553, paths.Layout554}, LayoutChoice{Layout: paths.Layout554, Reason: "default"}},
+		{[]paths.Layout{paths.Layout552}, LayoutChoice{Layout: paths.Layout552, Reason: "tree"}},
+		{nil, LayoutChoice{Layout: paths.Layout554, Reason: "default"}},
+	} {
+		if got := ChooseLayout(c.tree, nil); got != c.want {
+			t.Errorf("ChooseLayout(%v) = %+v, want %+v", c.tree, got, c.want)
+		}
+	}
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // Layout is the registry layout of a range of ShardingSphere releases. A
-// node reads every layout and writes one. The zero value is Layout553.
+// node reads every layout and writes one. The zero value is Layout553
+// (not DefaultLayout: a caller that means the default names it).
 type Layout int
 
 // Layouts. They differ in where the sharding rule's default strategies
@@ -35,8 +36,11 @@ const (
 	Layout554
 )
 
-// DefaultLayout is the layout a node writes unless configured otherwise.
-const DefaultLayout = Layout553
+// DefaultLayout is the layout a node writes when neither layoutVersion,
+// the registry's tree nor its registered ShardingSphere nodes settle one:
+// the newest release's. It is also what a configuration without
+// layoutVersion holds until the node picks (metadata.ChooseLayout).
+const DefaultLayout = Layout554
 
 // ParseLayout returns the layout a ShardingSphere release writes: "5.5.0"
 // to "5.5.2" give Layout552, "5.5.3" Layout553, "5.5.4" and later 5.5.x

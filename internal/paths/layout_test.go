@@ -13,8 +13,11 @@ func TestParseLayout(t *testing.T) {
 			t.Errorf("ParseLayout(%q) accepted", in)
 		}
 	}
-	if Layout(0) != DefaultLayout || DefaultLayout.String() != "5.5.3" || Layout552.String() != "5.5.2" || Layout554.String() != "5.5.4" {
+	if Layout(0) != Layout553 || Layout(0).String() != "5.5.3" || Layout552.String() != "5.5.2" || Layout554.String() != "5.5.4" {
 		t.Error("the zero layout must be 5.5.3's")
+	}
+	if DefaultLayout != Layouts[len(Layouts)-1] {
+		t.Errorf("the default layout is %s, want the newest release's, %s", DefaultLayout, Layouts[len(Layouts)-1])
 	}
 	for _, l := range Layouts {
 		if back, err := ParseLayout(l.String()); err != nil || back != l {

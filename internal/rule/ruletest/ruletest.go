@@ -59,7 +59,7 @@ func Run(t *testing.T, f rule.Family, cases []Case) {
 	if _, ok := families.ByType(f.Type()); !ok {
 		t.Fatalf("family %s is not in families.All", f.Type())
 	}
-	for _, layout := range []paths.Layout{paths.DefaultLayout, paths.Layout554} {
+	for _, layout := range []paths.Layout{paths.Layout553, paths.Layout554} {
 		for _, c := range cases {
 			t.Run(layout.String()+"/"+c.Name, func(t *testing.T) { run(t, f, layout, c) })
 		}
