@@ -296,7 +296,9 @@ func newMigrateCommand(f *registryFlags) *cobra.Command {
 		Short: "Convert the live registry's rule items to a ShardingSphere release's layout, losing nothing",
 		Long: `Convert every database's rule items to the registry layout of the release
 --to names (5.5.2 for 5.5.0 to 5.5.2, 5.5.3, or 5.5.4), keeping the same
-configuration: each database is rewritten in one registry transaction, under
+configuration. A tree ShardingSphere 5.4.x or 5.3.x wrote is read in its
+release's layout and converted too (5.3.x's global rules and props with it):
+each database is rewritten in one registry transaction, under
 the cluster lock, so that every node sees it either in its old layout or in
 the new one. A rule the target cannot hold (a sharding cache on 5.5.4, a
 key generate strategy other than a column's before 5.5.4) or an item that
@@ -329,6 +331,9 @@ func printMigration(out io.Writer, plan []metadata.DatabaseMigration, done []str
 		if len(m.Steps) == 0 {
 			fmt.Fprintf(out, "database %s: already in the layout\n", m.Database)
 			continue
+		}
+		if m.From != "" {
+			fmt.Fprintf(out, "database %s: read in the layout of ShardingSphere %s\n", m.Database, m.From)
 		}
 		for _, s := range m.Steps {
 			fmt.Fprintf(out, "%s %s\n", s.Action, s.Node)

@@ -24,7 +24,10 @@ type migrationStep struct {
 
 // migrationDatabase is one database of a migration in the answer.
 type migrationDatabase struct {
-	Database string          `json:"database"`
+	Database string `json:"database"`
+	// From is the release before 5.5 whose layout the database was
+	// read in ("5.4.x", "5.3.x"), absent for a 5.5.x one.
+	From     string          `json:"from,omitempty"`
 	Steps    []migrationStep `json:"steps"`
 	Migrated bool            `json:"migrated"`
 }
@@ -73,7 +76,7 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		Error     string              `json:"error,omitempty"`
 	}{To: to.String(), DryRun: v.DryRun, Databases: []migrationDatabase{}}
 	for _, m := range plan {
-		md := migrationDatabase{Database: m.Database, Steps: []migrationStep{}, Migrated: slices.Contains(done, m.Database)}
+		md := migrationDatabase{Database: m.Database, From: m.From, Steps: []migrationStep{}, Migrated: slices.Contains(done, m.Database)}
 		for _, st := range m.Steps {
 			md.Steps = append(md.Steps, migrationStep{Action: st.Action, Key: st.Node})
 		}

@@ -37,9 +37,12 @@ type MigrationStep struct {
 // DatabaseMigration is what migrating one database writes.
 type DatabaseMigration struct {
 	Database string
-	Steps    []MigrationStep
-	conds    []registry.Cond
-	ops      []registry.Op
+	// From is the release before 5.5 whose layout the database was read
+	// in (Legacy54, Legacy53), "" for a 5.5.x one.
+	From  string
+	Steps []MigrationStep
+	conds []registry.Cond
+	ops   []registry.Op
 }
 
 // MigrationError is the refusal of a migration that would lose
@@ -69,6 +72,23 @@ func PlanMigration(ctx context.Context, repo registry.Repository, to paths.Layou
 	slices.Sort(dbs)
 	var out []DatabaseMigration
 	for _, db := range dbs {
+		all, err := readAll(ctx, repo, db)
+		if err != nil {
+			return nil, fmt.Errorf("read database %s: %w", db, err)
+		}
+		l, ok, err := readLegacy53(db, all)
+		if err != nil {
+			return nil, &MigrationError{Database: db, To: to, Reason: err.Error()}
+		}
+		if ok {
+			m, err := planLegacy53(to, l)
+			if err != nil {
+				return nil, err
+			}
+			m.From = Legacy53
+			out = append(out, m)
+			continue
+		}
 		d, kvs, err := ReadDatabase(ctx, repo, db)
 		if errors.Is(err, ErrNoDatabase) {
 			continue
@@ -76,17 +96,38 @@ func PlanMigration(ctx context.Context, repo registry.Repository, to paths.Layou
 		if err != nil {
 			return nil, fmt.Errorf("read database %s: %w", db, err)
 		}
-		m, err := planDatabase(to, d, kvs)
+		aliases := aliases54(db, kvs)
+		if aliases != nil {
+			units := d.Units
+			d = decode(db, renamedKVs(db, kvs))
+			if d == nil {
+				d = &Database{Name: db, Rules: map[string]config.Rule{}}
+			}
+			d.Units = units
+		}
+		m, err := planDatabase(to, d, kvs, aliases)
 		if err != nil {
 			return nil, err
 		}
+		if aliases != nil {
+			m.From = Legacy54
+		}
 		out = append(out, m)
+	}
+	g, ok, err := planGlobal53(ctx, repo, to)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		out = append(out, g)
 	}
 	return out, nil
 }
 
-// planDatabase is PlanMigration of database d, read from kvs.
-func planDatabase(to paths.Layout, d *Database, kvs []registry.KV) (DatabaseMigration, error) {
+// planDatabase is PlanMigration of database d, read from kvs; aliases
+// maps each item node of kvs that a 5.4.x release named to its 5.5 node
+// (aliases54), nil for a 5.5.x tree.
+func planDatabase(to paths.Layout, d *Database, kvs []registry.KV, aliases map[string]string) (DatabaseMigration, error) {
 	m := DatabaseMigration{Database: d.Name}
 	refuse := func(format string, args ...any) (DatabaseMigration, error) {
 		return m, &MigrationError{Database: d.Name, To: to, Reason: fmt.Sprintf(format, args...)}
@@ -119,7 +160,11 @@ func planDatabase(to paths.Layout, d *Database, kvs []registry.KV) (DatabaseMigr
 	}
 	stored := activeValues(kvs)
 	ours := func(node string) bool {
-		return slices.ContainsFunc(written[node], func(v []byte) bool { return sameYAML(v, stored[node]) })
+		as := node
+		if a, ok := aliases[node]; ok {
+			as = a
+		}
+		return slices.ContainsFunc(written[as], func(v []byte) bool { return sameYAML(v, stored[node]) })
 	}
 	read := make(map[string]registry.KV, len(kvs))
 	for _, kv := range kvs {

@@ -3,7 +3,9 @@ package metadata
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
 // canonicalRules is every database's rules as rules (by database, then
@@ -205,5 +208,106 @@ func TestMigrateRefusesLoss(t *testing.T) {
 				t.Fatal("a refused migration changed the registry")
 			}
 		})
+	}
+}
+
+// TestMigrateFromBefore55, on real etcd and ZooKeeper: the example's
+// registry as ShardingSphere 5.4.1 and 5.3.2 write it (golden trees
+// written from their source) migrates to 5.5.3: the tree is then wholly
+// in the 5.5.3 layout, with no key of the old form left, a second
+// migration has nothing to do, its units and rules are those of the
+// 5.5.3 release's own tree of the same example, and every value loads
+// with SnakeYAML into the mirrors of the 5.5.3 classes with no failure
+// and no null where the source had a value.
+func TestMigrateFromBefore55(t *testing.T) {
+	expected := memory.New()
+	ctx := testenv.Context(t)
+	for k, v := range readTree(t, "shardingsphere-5.5.3.yaml") {
+		if _, err := expected.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantDBs, _ := registryDatabases(ctx, t, expected)
+	want := canonicalRules(t, wantDBs)
+	for _, b := range realBackends(t) {
+		for _, c := range []struct{ release, from string }{{"5.4.1", Legacy54}, {"5.3.2", Legacy53}} {
+			t.Run(b.name+"/"+c.release, func(t *testing.T) {
+				ctx := testenv.Context(t)
+				repo := b.open(t)
+				src := readTree(t, "shardingsphere-"+c.release+".yaml")
+				for _, k := range sortedKeys(src) {
+					if _, err := repo.Put(ctx, k, []byte(src[k])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				plan, done, err := MigrateTree(ctx, repo, paths.Layout553, false)
+				if err != nil {
+					t.Fatalf("migrate the %s tree to 5.5.3: %v", c.release, err)
+				}
+				if len(plan) == 0 || plan[0].Database != "sharding_db" || plan[0].From != c.from || !slices.Contains(done, "sharding_db") {
+					t.Fatalf("the plan %+v migrated %v, want database sharding_db read as %s", plan, done, c.from)
+				}
+				if tree, err := TreeLayouts(ctx, repo); err != nil || !slices.Contains(tree, paths.Layout553) {
+					t.Fatalf("after the migration the tree is in %v %v", tree, err)
+				}
+				again, err := PlanMigration(ctx, repo, paths.Layout553)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range again {
+					if len(m.Steps) > 0 || m.From != "" {
+						t.Fatalf("a second migration would still write %+v from %q", m.Steps, m.From)
+					}
+				}
+				dbs, _ := registryDatabases(ctx, t, repo)
+				if got := canonicalRules(t, dbs); !reflect.DeepEqual(got, want) {
+					t.Fatalf("the migrated rules are\n%v\nwant\n%v", got, want)
+				}
+				if got, want := dbs["sharding_db"].Units, wantDBs["sharding_db"].Units; !reflect.DeepEqual(got, want) {
+					t.Fatalf("the migrated units are\n%v\nwant\n%v", got, want)
+				}
+				for _, old := range []string{"/metadata/sharding_db/active_version", "/metadata/sharding_db/versions/0/rules", "/metadata/sharding_db/rules/sharding/algorithms/database_inline/active_version"} {
+					if _, err := repo.Get(ctx, old); !errors.Is(err, registry.ErrNotFound) {
+						t.Errorf("%s is still there: %v", old, err)
+					}
+				}
+				// The global rules and props: 5.3.x's users have no admin
+				// flag, and it has no SQL federation rule.
+				got, err := Load(ctx, repo, quietLog())
+				if err != nil {
+					t.Fatal(err)
+				}
+				exp, err := Load(ctx, expected, quietLog())
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, w := got.Current(), exp.Current()
+				for _, typ := range []string{"transaction", "sql_parser"} {
+					if !reflect.DeepEqual(g.GlobalRules[typ].Content, w.GlobalRules[typ].Content) {
+						t.Errorf("global rule %s: %v, want %v", typ, g.GlobalRules[typ].Content, w.GlobalRules[typ].Content)
+					}
+				}
+				if !reflect.DeepEqual(g.Props, w.Props) {
+					t.Errorf("props: %v, want %v", g.Props, w.Props)
+				}
+				users := func(s *Snapshot) (out []string) {
+					for _, u := range s.GlobalRules["authority"].Content["users"].([]any) {
+						m := u.(map[string]any)
+						out = append(out, fmt.Sprint(m["user"], ":", m["password"]))
+					}
+					return out
+				}
+				if gu, wu := users(g), users(w); !reflect.DeepEqual(gu, wu) {
+					t.Errorf("users: %v, want %v", gu, wu)
+				}
+				failures, err := loadWithSnakeYAML(t, paths.Layout553, persistedValues(t, repo))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range failures {
+					t.Errorf("5.5.3: %s", f)
+				}
+			})
+		}
 	}
 }
