@@ -218,7 +218,7 @@ func broadcast53(key string, rules *yaml.Node) (*yaml.Node, error) {
 // keys, emptied as ZooKeeper's parents are), in one transaction whose
 // conditions are every key read.
 func planLegacy53(to paths.Layout, l legacy53) (DatabaseMigration, error) {
-	m := DatabaseMigration{Database: l.db.Name}
+	m := DatabaseMigration{Database: l.db.Name, to: to}
 	for _, r := range l.db.Rules {
 		if err := expressible(to, r); err != nil {
 			return m, &MigrationError{Database: l.db.Name, To: to, Reason: fmt.Sprintf("rule %s: %v", r.Type, err)}
@@ -296,7 +296,7 @@ const GlobalMigration = "(global rules and props)"
 // the SQL parser rule, which 5.4 removed, is not carried. ctx bounds the
 // reads.
 func planGlobal53(ctx context.Context, repo registry.Repository, to paths.Layout) (m DatabaseMigration, ok bool, err error) {
-	m = DatabaseMigration{Database: GlobalMigration, From: Legacy53}
+	m = DatabaseMigration{Database: GlobalMigration, From: Legacy53, to: to}
 	refuse := func(format string, args ...any) (DatabaseMigration, bool, error) {
 		return m, true, &MigrationError{Database: GlobalMigration, To: to, Reason: fmt.Sprintf(format, args...)}
 	}

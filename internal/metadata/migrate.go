@@ -41,6 +41,7 @@ type DatabaseMigration struct {
 	// in (Legacy54, Legacy53), "" for a 5.5.x one.
 	From  string
 	Steps []MigrationStep
+	to    paths.Layout
 	conds []registry.Cond
 	ops   []registry.Op
 }
@@ -48,14 +49,22 @@ type DatabaseMigration struct {
 // MigrationError is the refusal of a migration that would lose
 // something: a rule the target release cannot express, or an item no
 // release writes for the rule as read (a corrupt one, or one of an
-// unknown shape), which the migration would otherwise drop.
+// unknown shape), which the migration would otherwise drop; or (Limit)
+// of a database whose one transaction the registry does not take.
 type MigrationError struct {
 	Database string
 	To       paths.Layout
 	Reason   string
+	// Limit is true when the database's one transaction passes the
+	// registry's limit (registry.ErrTooLarge): nothing of it was
+	// written, the databases migrated before it stay migrated.
+	Limit bool
 }
 
 func (e *MigrationError) Error() string {
+	if e.Limit {
+		return fmt.Sprintf("database %s cannot migrate to the %s layout at once: %s; nothing of it was written", e.Database, e.To, e.Reason)
+	}
 	return fmt.Sprintf("database %s cannot migrate to the %s layout without loss: %s; nothing was written", e.Database, e.To, e.Reason)
 }
 
@@ -128,7 +137,7 @@ func PlanMigration(ctx context.Context, repo registry.Repository, to paths.Layou
 // maps each item node of kvs that a 5.4.x release named to its 5.5 node
 // (aliases54), nil for a 5.5.x tree.
 func planDatabase(to paths.Layout, d *Database, kvs []registry.KV, aliases map[string]string) (DatabaseMigration, error) {
-	m := DatabaseMigration{Database: d.Name}
+	m := DatabaseMigration{Database: d.Name, to: to}
 	refuse := func(format string, args ...any) (DatabaseMigration, error) {
 		return m, &MigrationError{Database: d.Name, To: to, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -227,7 +236,12 @@ func expressible(to paths.Layout, r config.Rule) error {
 // changed since the plan was read fails the migration with the
 // registry's condition error (registry.ErrBadVersion, ErrExists or
 // ErrNotFound): the databases before it are migrated, it and those after
-// are not; plan again and migrate again. ctx bounds the commits.
+// are not; plan again and migrate again. A database whose transaction
+// passes the registry's limit (etcd's --max-txn-ops, ZooKeeper's
+// jute.maxbuffer: registry.ErrTooLarge) fails it with a *MigrationError
+// whose Limit is set, naming the limit to raise: it is not split, since
+// nodes would then see the database in a mix of layouts. ctx bounds the
+// commits.
 func Migrate(ctx context.Context, sess registry.Session, plan []DatabaseMigration) ([]string, error) {
 	var done []string
 	for _, m := range plan {
@@ -235,6 +249,12 @@ func Migrate(ctx context.Context, sess registry.Session, plan []DatabaseMigratio
 			continue
 		}
 		if _, err := sess.Commit(ctx, registry.Txn{Conds: m.conds, Ops: m.ops}); err != nil {
+			if errors.Is(err, registry.ErrTooLarge) {
+				return done, &MigrationError{Database: m.Database, To: m.to, Limit: true, Reason: fmt.Sprintf(
+					"its migration is one registry transaction of %d conditions and %d writes (so that every node sees the database either in its old layout or in the new one), more than the registry takes in one (%v). "+
+						"Raise the server's limit and migrate again: etcd's --max-txn-ops (128 by default) to at least %d, or ZooKeeper's jute.maxbuffer",
+					len(m.conds), len(m.ops), err, max(len(m.conds), len(m.ops)))}
+			}
 			return done, fmt.Errorf("migrate database %s: %w", m.Database, err)
 		}
 		done = append(done, m.Database)

@@ -311,3 +311,67 @@ func TestMigrateFromBefore55(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateLargeDatabase, on real etcd (the test server's default
+// --max-txn-ops, 128) and ZooKeeper: a database of 80 sharding tables
+// with key generate strategies, more items than one etcd transaction
+// holds, migrates 5.5.3 -> 5.5.4 in one transaction on ZooKeeper; on etcd
+// the migration refuses, naming --max-txn-ops and the value it needs,
+// and writes nothing of the database (never a mix of layouts).
+func TestMigrateLargeDatabase(t *testing.T) {
+	const n = 80
+	tables := map[string]any{}
+	for i := range n {
+		name := fmt.Sprintf("t_%d", i)
+		tables[name] = map[string]any{"actualDataNodes": "ds_0." + name,
+			"keyGenerateStrategy": map[string]any{"column": "id", "keyGeneratorName": "snowflake"}}
+	}
+	large := config.Rule{Type: "sharding", Content: map[string]any{"tables": tables,
+		"keyGenerators": map[string]any{"snowflake": map[string]any{"type": "SNOWFLAKE"}}}}
+	for _, b := range realBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			repo := b.open(t)
+			kvs, err := DatabaseWrites(paths.Layout553, config.Database{Name: "large_db", Rules: []config.Rule{large}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range kvs {
+				if _, err := repo.Put(ctx, kv.Key, kv.Value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, beforeValues := registryDatabases(ctx, t, repo)
+			want := canonicalRules(t, before)
+			plan, done, err := MigrateTree(ctx, repo, paths.Layout554, false)
+			ops := 0
+			for _, m := range plan {
+				ops = max(ops, len(m.ops), len(m.conds))
+			}
+			if ops <= 128 {
+				t.Fatalf("the migration is %d operations, not more than etcd's default 128", ops)
+			}
+			if b.name == "etcd" {
+				var me *MigrationError
+				if !errors.As(err, &me) || !me.Limit || !strings.Contains(err.Error(), "at once") || !strings.Contains(err.Error(), "--max-txn-ops") || !strings.Contains(err.Error(), fmt.Sprint(ops)) || len(done) != 0 {
+					t.Fatalf("migrating %d operations on etcd: %v (done %v), want the refusal naming --max-txn-ops and %d", ops, err, done, ops)
+				}
+				if _, after := registryDatabases(ctx, t, repo); !reflect.DeepEqual(after, beforeValues) {
+					t.Fatal("the refused migration changed the registry")
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			if err != nil || len(done) != 1 {
+				t.Fatalf("migrating %d operations on %s: %v (done %v)", ops, b.name, err, done)
+			}
+			if tree, err := TreeLayouts(ctx, repo); err != nil || len(tree) != 1 || tree[0] != paths.Layout554 {
+				t.Fatalf("after the migration the tree is in %v %v, want 5.5.4", tree, err)
+			}
+			after, _ := registryDatabases(ctx, t, repo)
+			if got := canonicalRules(t, after); !reflect.DeepEqual(got, want) {
+				t.Fatal("the migrated rules differ from the rules before")
+			}
+		})
+	}
+}

@@ -56,6 +56,8 @@ func (r *Repo) convertError(ctx context.Context, op, key string, err error) erro
 		errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrNotCapable),
 		errors.Is(err, rpctypes.ErrStopped), status.Code(err) == codes.Unavailable:
 		return wrap(fmt.Errorf("%w: etcd at %v: %v", registry.ErrUnavailable, r.endpoints, err))
+	case errors.Is(err, rpctypes.ErrTooManyOps):
+		return wrap(fmt.Errorf("%w: %v (etcd's --max-txn-ops, 128 by default); nothing was written", registry.ErrTooLarge, err))
 	case isAuthError(err):
 		return wrap(fmt.Errorf("etcd at %v refused the request (check the username, password and the user's role on namespace %q): %w", r.endpoints, r.ns, err))
 	}
