@@ -175,8 +175,9 @@ func TestImportExportRoundTrip(t *testing.T) {
 		}
 		for _, r := range want.Rules {
 			g, _ := got.Rule(r.Type)
-			// As persisted: with the fields upstream writes (logicTable).
-			if r, err = metadata.RuleAsWritten(paths.DefaultLayout, r); err != nil {
+			// As persisted in Options' zero layout, 5.5.3: with the fields
+			// upstream writes (logicTable).
+			if r, err = metadata.RuleAsWritten(paths.Layout553, r); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(g.Content, r.Content) {
