@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,6 +145,7 @@ func TestKilledImportShown(t *testing.T) {
 	requireMariaDB(t)
 	eachRegistry(t, func(t *testing.T, typ string) {
 		ctx := testenv.Context(t)
+		setup := time.Now()
 		dir := t.TempDir()
 		lite := filepath.Join(dir, "big.db")
 		db, err := sql.Open("sqlite", "file:"+lite)
@@ -177,20 +179,47 @@ func TestKilledImportShown(t *testing.T) {
 		if err := client.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = client.Process.Kill(); _ = client.Wait() }()
+		clientStart := time.Now()
+		clientDone := make(chan error, 1)
+		go func() { clientDone <- client.Wait() }()
+		defer func() { _ = client.Process.Kill(); <-clientDone }()
 		// Kill the node once the database's first transaction is in.
 		// The poll pauses between reads: a busy loop competes with the
 		// node's import for the registry and the CPU on a small machine.
-		deadline := time.Now().Add(180 * time.Second)
+		started := time.Now()
+		deadline := started.Add(180 * time.Second)
 		for {
 			if _, err := cl.repo.Get(ctx, "/metadata/big_db"); err == nil {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the import wrote nothing in 180 s; mariadb printed:\n%s\nthe node's log:\n%s", clientOut.String(), n.stderr.String())
+				// Where the import waits: SIGQUIT makes the node print
+				// every goroutine's stack to its log, and exit.
+				_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+				time.Sleep(2 * time.Second)
+				state := "still running"
+				select {
+				case err := <-clientDone:
+					clientDone <- err
+					state = fmt.Sprintf("exited (%v; %v), started %v before", err, client.ProcessState, time.Since(clientStart).Round(time.Second))
+				default:
+				}
+				var keys []string
+				for _, prefix := range []string{"/metadata", "/nodes"} {
+					kvs, err := cl.repo.List(ctx, prefix)
+					if err != nil {
+						keys = append(keys, fmt.Sprintf("List(%s): %v", prefix, err))
+					}
+					for _, kv := range kvs[:min(len(kvs), 20)] {
+						keys = append(keys, kv.Key)
+					}
+				}
+				t.Fatalf("the import wrote nothing in 180 s (the sqlite file and the cluster took %v before it); mariadb %s, printed:\n%s\nthe test's registry client lists under /metadata and /nodes (20 each at most): %v\nthe node's log (with its goroutines):\n%s",
+					started.Sub(setup).Round(time.Second), state, clientOut.String(), keys, n.stderr.String())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		t.Logf("setup %v, the import's first transaction %v after the statement", started.Sub(setup).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 		if err := n.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
