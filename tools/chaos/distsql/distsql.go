@@ -542,10 +542,14 @@ func (c *client) post(ctx context.Context, op linear.Op, stmt string, refusedCod
 }
 
 // checkPeer reads the broadcast tables on the client's peer (the next
-// node) at once when op was acknowledged: an acknowledged change must
-// show there from its answer on, unless the answer named that node.
+// node) at once when op, a CREATE or DROP without IF [NOT] EXISTS, was
+// acknowledged: such a change must show there from its answer on, unless
+// the answer named that node.
 func (c *client) checkPeer(ctx context.Context, op linear.Op) {
-	if op.Outcome == linear.OK && c.peer != nil {
+	// Not after IF EXISTS / IF NOT EXISTS: acknowledged as a no-op, it
+	// waited for its own node's view only, and a change in flight may
+	// still be missing from the next node's.
+	if op.Outcome == linear.OK && !op.Lenient && c.peer != nil {
 		c.peer.readTables(ctx)
 	}
 }
