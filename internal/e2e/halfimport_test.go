@@ -144,7 +144,6 @@ func getJSON(t *testing.T, url string, v any) {
 func TestKilledImportShown(t *testing.T) {
 	requireMariaDB(t)
 	eachRegistry(t, func(t *testing.T, typ string) {
-		ctx := testenv.Context(t)
 		setup := time.Now()
 		dir := t.TempDir()
 		lite := filepath.Join(dir, "big.db")
@@ -189,8 +188,18 @@ func TestKilledImportShown(t *testing.T) {
 		started := time.Now()
 		deadline := started.Add(180 * time.Second)
 		for {
-			if _, err := cl.repo.Get(ctx, "/metadata/big_db"); err == nil {
+			// A context of its own for each read: one made at the test's
+			// start ends after testenv.Timeout, which a slow setup (4000
+			// SQLite tables under -race on a busy machine) can pass, and
+			// then every read failed, as if the import wrote nothing.
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+			_, err := cl.repo.Get(ctx, "/metadata/big_db")
+			cancel()
+			if err == nil {
 				break
+			}
+			if !errors.Is(err, registry.ErrNotFound) {
+				t.Fatalf("read /metadata/big_db: %v", err)
 			}
 			if time.Now().After(deadline) {
 				// Where the import waits: SIGQUIT makes the node print
@@ -206,7 +215,7 @@ func TestKilledImportShown(t *testing.T) {
 				}
 				var keys []string
 				for _, prefix := range []string{"/metadata", "/nodes"} {
-					kvs, err := cl.repo.List(ctx, prefix)
+					kvs, err := cl.repo.List(testenv.Context(t), prefix)
 					if err != nil {
 						keys = append(keys, fmt.Sprintf("List(%s): %v", prefix, err))
 					}
@@ -224,6 +233,7 @@ func TestKilledImportShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = n.stop(t) // reaped
+		ctx := testenv.Context(t)
 		store, err := metadata.Load(ctx, cl.repo, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +275,7 @@ func TestKilledImportShown(t *testing.T) {
 		if _, stderr, err := mariadb(t, localCmd, "127.0.0.1", m.port, "root", "", statement); err != nil {
 			t.Fatalf("%s: %v\n%s", statement, err, stderr)
 		}
-		if marks, _ := dbconfig.IncompleteImports(ctx, cl.repo, nil); len(marks) != 0 {
+		if marks, _ := dbconfig.IncompleteImports(testenv.Context(t), cl.repo, nil); len(marks) != 0 {
 			t.Fatalf("marks after the import finished: %v", marks)
 		}
 	})
