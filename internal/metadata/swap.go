@@ -1,8 +1,6 @@
 package metadata
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -11,8 +9,9 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 )
 
-// The functions below give a rule the fields upstream's YAML swappers
-// write for the same configuration (ShardingSphere loads a rule from its
+// upstreamRule and upstreamGlobalRule give a rule, through its family
+// (families.Stored, families.GlobalByType), the fields upstream's YAML
+// swappers write for the same configuration (ShardingSphere loads a rule from its
 // YAML, swaps it to its rule object and back before it persists it): the
 // fields the object always has (primitive booleans, a table rule's
 // logicTable, a user's host) are written with their defaults, a none
@@ -21,30 +20,6 @@ import (
 // rule-level keyGenerateStrategies for a table's keyGenerateStrategy).
 // Fields upstream does not know are kept as they are. Content is never
 // changed in place: the result shares nothing mutable with it.
-
-// bindingNameLength is the length of a generated binding table reference
-// name, as upstream's (YamlShardingTableReferenceRuleConfigurationConverter).
-const bindingNameLength = 16
-
-// BindingName is the name shardkeeper gives a binding table reference that
-// has none: the first 16 hex digits of the SHA-256 of the reference, so
-// that every node persisting the same configuration writes the same item
-// (upstream draws a random one). Hex digits match the item pattern of every
-// release (5.5.2's [\w\-]+).
-func BindingName(reference string) string {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(reference)))
-	return hex.EncodeToString(sum[:])[:bindingNameLength]
-}
-
-// bindingElement is a bindingTables element as upstream writes it:
-// "{name}:{reference}", named by BindingName when it has no name.
-func bindingElement(s string) string {
-	s = strings.TrimSpace(s)
-	if strings.Contains(s, ":") {
-		return s
-	}
-	return BindingName(s) + ":" + s
-}
 
 // bindingItemName is the item name of a bindingTables element: the part
 // before ":", or the whole element (an item written by an older
@@ -55,13 +30,6 @@ func bindingItemName(s string) string {
 		return s
 	}
 	return name
-}
-
-// KeyGenerateStrategyName is the name of the Layout554 key generate
-// strategy of a table's keyGenerateStrategy: "{table}_{column}" in lower
-// case, as upstream's DistSQL names it (ShardingTableRuleStatementConverter).
-func KeyGenerateStrategyName(table, column string) string {
-	return strings.ToLower(table + "_" + column)
 }
 
 // RuleAsWritten returns database rule r as a node persists it for layout's
@@ -77,144 +45,12 @@ func RuleAsWritten(layout paths.Layout, r config.Rule) (config.Rule, error) {
 // Layout554.
 func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
 	c := config.CloneContent(r.Content)
-	if f, ok := families.ByType(r.Type); ok {
-		f.Upstream(c)
-		return config.Rule{Type: r.Type, Content: c}, nil
-	}
-	switch r.Type {
-	case "sharding":
-		if err := upstreamSharding(layout, c); err != nil {
-			return r, fmt.Errorf("rule sharding: %w", err)
+	if f, ok := families.Stored(r.Type); ok {
+		if err := f.UpstreamFor(layout, c); err != nil {
+			return r, fmt.Errorf("rule %s: %w", r.Type, err)
 		}
 	}
 	return config.Rule{Type: r.Type, Content: c}, nil
-}
-
-func upstreamSharding(layout paths.Layout, c map[string]any) error {
-	table := func(name string, t map[string]any, strategies ...string) {
-		t["logicTable"] = name
-		for _, s := range strategies {
-			upstreamStrategy(t, s)
-		}
-		upstreamAudit(t, "auditStrategy")
-	}
-	eachMap(c, "tables", func(name string, t map[string]any) { table(name, t, "databaseStrategy", "tableStrategy") })
-	eachMap(c, "autoTables", func(name string, t map[string]any) { table(name, t, "shardingStrategy") })
-	if list, ok := c["bindingTables"].([]any); ok {
-		out := make([]any, 0, len(list))
-		for _, e := range list {
-			out = append(out, bindingElement(fmt.Sprint(e)))
-		}
-		c["bindingTables"] = out
-	}
-	upstreamStrategy(c, "defaultDatabaseStrategy")
-	upstreamStrategy(c, "defaultTableStrategy")
-	upstreamAudit(c, "defaultAuditStrategy")
-	if layout == paths.Layout554 {
-		delete(c, "shardingCache") // removed upstream (#38999)
-		return tableKeysToStrategies(c)
-	}
-	if cache, ok := c["shardingCache"].(map[string]any); ok {
-		setDefault(cache, "allowedMaxSqlLength", 0)
-		if rc, ok := cache["routeCache"].(map[string]any); ok {
-			setDefault(rc, "initialCapacity", 0)
-			setDefault(rc, "maximumSize", 0)
-			setDefault(rc, "softValues", false)
-		}
-	}
-	return strategiesToTableKeys(layout, c)
-}
-
-// upstreamStrategy writes the YamlShardingStrategyConfiguration at m[f]
-// as upstream does: none as an empty string (NoneYamlTupleProcessor).
-func upstreamStrategy(m map[string]any, f string) {
-	s, ok := m[f].(map[string]any)
-	if !ok {
-		return
-	}
-	if _, ok := s["none"]; ok {
-		s["none"] = ""
-	}
-}
-
-// upstreamAudit writes the primitive allowHintDisable of the audit
-// strategy at m[f] (true unless set: the YAML class's default).
-func upstreamAudit(m map[string]any, f string) {
-	if a, ok := m[f].(map[string]any); ok {
-		setDefault(a, "allowHintDisable", true)
-	}
-}
-
-// tableKeysToStrategies moves each table's and auto table's
-// keyGenerateStrategy to a rule-level keyGenerateStrategies entry
-// (Layout554, YamlKeyGenerateStrategyRuleConfiguration).
-func tableKeysToStrategies(c map[string]any) error {
-	strategies, _ := c["keyGenerateStrategies"].(map[string]any)
-	if strategies == nil {
-		strategies = map[string]any{}
-	}
-	var err error
-	for _, f := range []string{"tables", "autoTables"} {
-		eachMap(c, f, func(name string, t map[string]any) {
-			ks, ok := t["keyGenerateStrategy"].(map[string]any)
-			if !ok {
-				return
-			}
-			delete(t, "keyGenerateStrategy")
-			column, _ := ks["column"].(string)
-			entry := map[string]any{"keyGenerateType": "column", "logicTable": name, "keyGenerateColumn": column}
-			if g, ok := ks["keyGeneratorName"]; ok {
-				entry["keyGeneratorName"] = g
-			}
-			key := KeyGenerateStrategyName(name, column)
-			if old, ok := strategies[key].(map[string]any); ok && fmt.Sprint(old) != fmt.Sprint(entry) && err == nil {
-				err = fmt.Errorf("table %s: key generate strategy %s is already defined differently", name, key)
-			}
-			strategies[key] = entry
-		})
-	}
-	if len(strategies) > 0 {
-		c["keyGenerateStrategies"] = strategies
-	}
-	return err
-}
-
-// strategiesToTableKeys moves each column keyGenerateStrategies entry to
-// its table's keyGenerateStrategy (before Layout554, which has no
-// rule-level strategies).
-func strategiesToTableKeys(layout paths.Layout, c map[string]any) error {
-	strategies, ok := c["keyGenerateStrategies"].(map[string]any)
-	if !ok {
-		return nil
-	}
-	delete(c, "keyGenerateStrategies")
-	for _, name := range sortedKeys(strategies) {
-		s, _ := strategies[name].(map[string]any)
-		if typ, _ := s["keyGenerateType"].(string); !strings.EqualFold(typ, "column") && typ != "" {
-			return fmt.Errorf("key generate strategy %s is of type %s, which ShardingSphere %s cannot store (only 5.5.4 has rule-level key generate strategies)", name, typ, layout)
-		}
-		table, _ := s["logicTable"].(string)
-		var t map[string]any
-		for _, f := range []string{"tables", "autoTables"} {
-			if m, ok := c[f].(map[string]any); ok {
-				if tm, ok := m[table].(map[string]any); ok {
-					t = tm
-				}
-			}
-		}
-		if t == nil {
-			return fmt.Errorf("key generate strategy %s is for table %q, which has no sharding table rule to hold it in ShardingSphere %s", name, table, layout)
-		}
-		ks := map[string]any{"column": s["keyGenerateColumn"]}
-		if g, ok := s["keyGeneratorName"]; ok {
-			ks["keyGeneratorName"] = g
-		}
-		if old, ok := t["keyGenerateStrategy"]; ok && fmt.Sprint(old) != fmt.Sprint(ks) {
-			return fmt.Errorf("table %s has a keyGenerateStrategy and a different key generate strategy %s", table, name)
-		}
-		t["keyGenerateStrategy"] = ks
-	}
-	return nil
 }
 
 // upstreamGlobalRule returns the global rule r as upstream's swapper
@@ -225,24 +61,4 @@ func upstreamGlobalRule(r config.Rule) config.Rule {
 		g.Upstream(c)
 	}
 	return config.Rule{Type: r.Type, Content: c}
-}
-
-// setDefault sets m[k] to v when m has no non-null value for k.
-func setDefault(m map[string]any, k string, v any) {
-	if m[k] == nil {
-		m[k] = v
-	}
-}
-
-// eachMap calls fn for each entry of the map m[f] whose value is a map.
-func eachMap(m map[string]any, f string, fn func(name string, v map[string]any)) {
-	sub, ok := m[f].(map[string]any)
-	if !ok {
-		return
-	}
-	for _, k := range sortedKeys(sub) {
-		if v, ok := sub[k].(map[string]any); ok {
-			fn(k, v)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -66,11 +67,11 @@ var item552 = regexp.MustCompile(`/([\w\-]+)/versions/\d+$`)
 
 func TestBindingTableNameIsStable(t *testing.T) {
 	const ref = "t_order,t_order_item"
-	name := BindingName(ref)
-	if len(name) != 16 || !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(name) || BindingName(" "+ref) != name {
-		t.Fatalf("BindingName(%q) = %q", ref, name)
+	name := sharding.BindingName(ref)
+	if len(name) != 16 || !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(name) || sharding.BindingName(" "+ref) != name {
+		t.Fatalf("sharding.BindingName(%q) = %q", ref, name)
 	}
-	if BindingName("t_a,t_b") == name {
+	if sharding.BindingName("t_a,t_b") == name {
 		t.Fatal("two references share a name")
 	}
 	// Two nodes bootstrapping the same conf write the same key, which
@@ -119,7 +120,7 @@ func TestBindingTablesBothForms(t *testing.T) {
 	tree[root+"t_a,t_b/active_version"] = "0"
 	s := loadTree(t, tree)
 	list, _ := s.Databases["sharding_db"].Rules["sharding"].Content["bindingTables"].([]any)
-	named := BindingName("t_order,t_order_item") + ":t_order,t_order_item"
+	named := sharding.BindingName("t_order,t_order_item") + ":t_order,t_order_item"
 	if !reflect.DeepEqual(list, []any{named, "t_a,t_b"}) && !reflect.DeepEqual(list, []any{"t_a,t_b", named}) {
 		t.Fatalf("bindingTables = %v", list)
 	}
@@ -135,14 +136,14 @@ func TestBindingTablesBothForms(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		root + BindingName("t_order,t_order_item") + "/versions/0": named,
-		root + BindingName("t_a,t_b") + "/versions/0":              BindingName("t_a,t_b") + ":t_a,t_b",
+		root + sharding.BindingName("t_order,t_order_item") + "/versions/0": named,
+		root + sharding.BindingName("t_a,t_b") + "/versions/0":              sharding.BindingName("t_a,t_b") + ":t_a,t_b",
 	}
 	if !reflect.DeepEqual(written, want) {
 		t.Fatalf("written back as %v, want %v", written, want)
 	}
 	// Dropping an item of either form removes its reference.
-	for _, name := range []string{"t_a,t_b", BindingName("t_order,t_order_item")} {
+	for _, name := range []string{"t_a,t_b", sharding.BindingName("t_order,t_order_item")} {
 		content, err := applyRuleItem("sharding", map[string]any{"bindingTables": list}, "binding_tables", name, nil, true)
 		if err != nil {
 			t.Fatal(err)

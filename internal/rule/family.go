@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -58,6 +59,25 @@ type Family interface {
 	// Items is how the registry holds the rule's content as items, the
 	// same for every release a node writes.
 	Items() Items
+}
+
+// Stored is what the registry's codec and swap read of a rule type: how
+// its content is laid out as items, and its upstream form for the release
+// a node writes (layout), which, unlike a Family's Upstream, may depend on
+// that release and fail where the release cannot hold the content.
+// families.Stored gives it for every family (a family that implements
+// UpstreamFor is written with it, any other with its Upstream, which
+// fails for no release) and for the sharding rule, whose statements are
+// not yet a family's.
+type Stored interface {
+	// Type is the rule's type in the registry ("sharding").
+	Type() string
+	// Items is how the registry holds the rule's content as items.
+	Items() Items
+	// UpstreamFor rewrites c, a copy, in place as layout's release writes
+	// it; an error says what of c that release cannot store, and c is
+	// then not to be written.
+	UpstreamFor(layout paths.Layout, c map[string]any) error
 }
 
 // Items is how a rule's content is laid out as registry items

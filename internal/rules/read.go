@@ -3,9 +3,9 @@ package rules
 import (
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 )
 
 // Helpers over a rule's content (config.Rule.Content: decoded YAML), for
@@ -25,11 +25,11 @@ func strategyAlgorithm(v any) string {
 }
 
 // BindingParts splits a bindingTables element, "name:t1,t2" or "t1,t2"
-// (named by metadata.BindingName), into its name and tables.
+// (named by sharding.BindingName), into its name and tables.
 func BindingParts(s string) (string, []string) {
 	name, ref, ok := strings.Cut(s, ":")
 	if !ok {
-		ref, name = s, metadata.BindingName(s)
+		ref, name = s, sharding.BindingName(s)
 	}
 	var tables []string
 	for _, t := range strings.Split(ref, ",") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/broadcast"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
@@ -16,6 +17,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
 	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 	"github.com/shardkeeper/shardkeeper/internal/rule/shadow"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 )
 
@@ -28,6 +30,14 @@ var All = []rule.Family{
 	encrypt.Family,
 	shadow.Family,
 	single.Family,
+}
+
+// storedOnly are the rule types whose registry layout and upstream form
+// live in a family package but whose statements, changes, checks and
+// queries do not yet (the sharding rule, still in internal/distsql,
+// internal/rules, internal/dbconfig and internal/console). Read-only.
+var storedOnly = []rule.Stored{
+	sharding.Stored,
 }
 
 // Globals are the global rules, in the order their readers are tried.
@@ -163,4 +173,45 @@ func Database(name string, units []string, rules map[string]map[string]any) rule
 		}
 	}
 	return d
+}
+
+// Stored returns how the registry holds rules of type typ ("mask",
+// "sharding"): their items and upstream form per release; ok is false
+// when neither a family nor a stored-only rule has that type.
+func Stored(typ string) (rule.Stored, bool) {
+	if f, ok := ByType(typ); ok {
+		return asStored(f), true
+	}
+	for _, s := range storedOnly {
+		if s.Type() == typ {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// AllStored returns Stored of every family, in All's order, and of every
+// stored-only rule type.
+func AllStored() []rule.Stored {
+	out := make([]rule.Stored, 0, len(All)+len(storedOnly))
+	for _, f := range All {
+		out = append(out, asStored(f))
+	}
+	return append(out, storedOnly...)
+}
+
+// asStored is f as the registry reads it: its own UpstreamFor when it
+// has one, its Upstream, for every release, otherwise.
+func asStored(f rule.Family) rule.Stored {
+	if s, ok := f.(rule.Stored); ok {
+		return s
+	}
+	return familyStored{f}
+}
+
+type familyStored struct{ rule.Family }
+
+func (s familyStored) UpstreamFor(_ paths.Layout, c map[string]any) error {
+	s.Upstream(c)
+	return nil
 }

@@ -1,0 +1,51 @@
+package sharding_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
+)
+
+// The registry finds the sharding rule's layout and upstream form in the
+// family list, and its upstream form depends on the release written.
+func TestStoredUpstreamPerRelease(t *testing.T) {
+	s, ok := families.Stored(sharding.Type)
+	if !ok || s != sharding.Stored {
+		t.Fatalf("families.Stored(%q) = %v, %v", sharding.Type, s, ok)
+	}
+	if items := s.Items(); len(items.KeyLists) != 1 || items.KeyLists[0] != "bindingTables" {
+		t.Fatalf("Items() = %+v", items)
+	}
+	content := func() map[string]any {
+		return map[string]any{"tables": map[string]any{"t_order": map[string]any{
+			"keyGenerateStrategy": map[string]any{"column": "order_id", "keyGeneratorName": "snowflake"},
+		}}}
+	}
+	c := content()
+	if err := s.UpstreamFor(paths.Layout554, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c["keyGenerateStrategies"].(map[string]any)[sharding.KeyGenerateStrategyName("t_order", "order_id")]; !ok {
+		t.Fatalf("5.5.4 form has no rule-level strategy: %v", c)
+	}
+	c553 := content()
+	if err := s.UpstreamFor(paths.Layout553, c553); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c553["keyGenerateStrategies"]; ok {
+		t.Fatalf("5.5.3 form has rule-level strategies: %v", c553)
+	}
+	c["keyGenerateStrategies"].(map[string]any)["seq"] = map[string]any{"keyGenerateType": "sequence", "logicTable": "t_order"}
+	if err := s.UpstreamFor(paths.Layout553, c); err == nil || !strings.Contains(err.Error(), "seq") {
+		t.Fatalf("a sequence strategy written for 5.5.3: %v", err)
+	}
+	if _, ok := families.Stored("no_such_rule"); ok {
+		t.Fatal("an unknown rule type is stored")
+	}
+	if m, ok := families.Stored("mask"); !ok || m.UpstreamFor(paths.Layout552, map[string]any{}) != nil {
+		t.Fatal("a family without UpstreamFor is not stored through its Upstream")
+	}
+}
