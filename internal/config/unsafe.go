@@ -21,7 +21,8 @@ const (
 	UnsafeUnconditionalWrites = "unconditional-writes"
 	// UnsafeAckBeforeNodes answers a committed change (rules and SET
 	// DIST VARIABLE) at once, without waiting for every online node's
-	// digest, so the nodes may show the old value after the answer.
+	// digest nor, on the console, for its own node's view, so the nodes
+	// may show the old value after the answer.
 	UnsafeAckBeforeNodes = "ack-before-nodes"
 )
 

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 
+	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
@@ -54,8 +55,8 @@ func (e *Engine) ruleOptions() rules.Options {
 // had not caught up with: a refusal is answered from a state the registry
 // held after the statement started, which this node's view then shows.
 func (e *Engine) awaitRules(ctx context.Context, db string, out rules.Outcome) {
-	if !out.HasDigest {
-		return
+	if !out.HasDigest || (out.Changed && config.Unsafe(config.UnsafeAckBeforeNodes)) {
+		return // the chaos negative control (config.EnvUnsafeControl) answers a change before any node's view, never in production
 	}
 	e.await(ctx, func(snap *metadata.Snapshot) bool {
 		if out.Global {
