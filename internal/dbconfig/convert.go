@@ -1,7 +1,6 @@
 package dbconfig
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -42,18 +41,13 @@ func Convert(source string, data []byte) (string, error) {
 	}
 	for _, r := range db.Rules {
 		c := r.Content
-		switch r.Type {
-		case "sharding":
-			out = append(out, convertSharding(c, skip)...)
-		default:
-			if f, ok := families.ByType(r.Type); ok {
-				if sts, ok := f.Convert(c); ok {
-					out = append(out, sts...)
-					continue
-				}
+		if f, ok := families.Converter(r.Type); ok {
+			if sts, ok := f.Convert(c); ok {
+				out = append(out, sts...)
+				continue
 			}
-			skip("the " + strings.ToUpper(r.Type) + " rule (convert it with its own CREATE statements)")
 		}
+		skip("the " + strings.ToUpper(r.Type) + " rule (convert it with its own CREATE statements)")
 	}
 	return strings.Join(out, "\n") + "\n", nil
 }
@@ -78,88 +72,4 @@ func convertUnit(name string, ds config.DataSource) string {
 		s += ", " + p
 	}
 	return s + ")"
-}
-
-// convertStrategy is the inside of a strategy of the sharding rule c
-// (standard, complex, hint or none), "" when it has none.
-func convertStrategy(c, strategy map[string]any) string {
-	algs := rule.Map(c["shardingAlgorithms"])
-	for _, typ := range []string{"standard", "complex", "hint"} {
-		s, ok := strategy[typ]
-		if !ok {
-			continue
-		}
-		m := rule.Map(s)
-		out := "TYPE=" + rule.Quote(typ)
-		switch typ {
-		case "standard":
-			out += ", SHARDING_COLUMN=" + rule.Text(m["shardingColumn"])
-		case "complex":
-			out += ", SHARDING_COLUMNS=" + rule.Text(m["shardingColumns"])
-		}
-		return out + ", SHARDING_ALGORITHM(" + rule.ConvertAlgorithm(algs, rule.Text(m["shardingAlgorithmName"])) + ")"
-	}
-	if _, ok := strategy["none"]; ok {
-		return "TYPE='none'"
-	}
-	return ""
-}
-
-// convertTableOptions are a table's KEY_GENERATE_STRATEGY and
-// AUDIT_STRATEGY, each with a leading ", ".
-func convertTableOptions(c, t map[string]any) string {
-	var s string
-	if kg := rule.Map(t["keyGenerateStrategy"]); kg != nil {
-		s += ", KEY_GENERATE_STRATEGY(COLUMN=" + rule.Text(kg["column"]) + ", " + rule.ConvertAlgorithm(rule.Map(c["keyGenerators"]), rule.Text(kg["keyGeneratorName"])) + ")"
-	}
-	if as := rule.Map(t["auditStrategy"]); as != nil {
-		var types []string
-		for _, n := range rule.List(as["auditorNames"]) {
-			types = append(types, rule.ConvertAlgorithm(rule.Map(c["auditors"]), n))
-		}
-		s += ", AUDIT_STRATEGY(" + strings.Join(types, ", ") + ", ALLOW_HINT_DISABLE=" + strconv.FormatBool(rule.Text(as["allowHintDisable"]) == "true") + ")"
-	}
-	return s
-}
-
-func convertSharding(c map[string]any, skip func(string)) []string {
-	var out []string
-	tables := rule.Map(c["tables"])
-	for _, n := range slices.Sorted(maps.Keys(tables)) {
-		t := rule.Map(tables[n])
-		s := n + " (DATANODES(" + rule.Quote(rule.Text(t["actualDataNodes"])) + ")"
-		if ds := convertStrategy(c, rule.Map(t["databaseStrategy"])); ds != "" {
-			s += ", DATABASE_STRATEGY(" + ds + ")"
-		}
-		if ts := convertStrategy(c, rule.Map(t["tableStrategy"])); ts != "" {
-			s += ", TABLE_STRATEGY(" + ts + ")"
-		}
-		out = append(out, "CREATE SHARDING TABLE RULE "+s+convertTableOptions(c, t)+");")
-	}
-	auto := rule.Map(c["autoTables"])
-	for _, n := range slices.Sorted(maps.Keys(auto)) {
-		t := rule.Map(auto[n])
-		st := rule.Map(rule.Map(t["shardingStrategy"])["standard"])
-		s := n + " (STORAGE_UNITS(" + rule.Text(t["actualDataSources"]) + "), SHARDING_COLUMN=" + rule.Text(st["shardingColumn"]) +
-			", " + rule.ConvertAlgorithm(rule.Map(c["shardingAlgorithms"]), rule.Text(st["shardingAlgorithmName"]))
-		out = append(out, "CREATE SHARDING TABLE RULE "+s+convertTableOptions(c, t)+");")
-	}
-	for i, b := range rule.List(c["bindingTables"]) {
-		name, list, ok := strings.Cut(b, ":")
-		if !ok {
-			name, list = fmt.Sprintf("ref_%d", i), b
-		}
-		out = append(out, "CREATE SHARDING TABLE REFERENCE RULE "+name+" ("+strings.Join(strings.Split(list, ","), ", ")+");")
-	}
-	for _, d := range []struct{ field, kind string }{{"defaultDatabaseStrategy", "DATABASE"}, {"defaultTableStrategy", "TABLE"}} {
-		if s := convertStrategy(c, rule.Map(c[d.field])); s != "" {
-			out = append(out, "CREATE DEFAULT SHARDING "+d.kind+" STRATEGY ("+s+");")
-		}
-	}
-	for _, f := range []string{"defaultKeyGenerateStrategy", "defaultAuditStrategy", "defaultShardingColumn", "shardingCache"} {
-		if c[f] != nil {
-			skip("the sharding rule's " + f + " (no DistSQL statement sets it)")
-		}
-	}
-	return out
 }

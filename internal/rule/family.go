@@ -80,6 +80,14 @@ type Stored interface {
 	UpstreamFor(layout paths.Layout, c map[string]any) error
 }
 
+// Converter is what CONVERT YAML CONFIGURATION reads of a rule type: a
+// Family's Convert, or the sharding rule's (families.Converter).
+type Converter interface {
+	// Convert returns the DistSQL statements that create c; ok is false
+	// when the rule type's statements cannot.
+	Convert(c map[string]any) (statements []string, ok bool)
+}
+
 // Items is how a rule's content is laid out as registry items
 // (/metadata/{db}/rules/{type}/{item}[/{name}], reference 1.6). Every
 // field not named here is one unique item, YAML-encoded.

@@ -33,8 +33,8 @@ var All = []rule.Family{
 }
 
 // storedOnly are the rule types whose registry layout and upstream form
-// live in a family package but whose statements, changes, checks and
-// queries do not yet (the sharding rule, still in internal/distsql,
+// (and CONVERT output, rule.Converter) live in a family package but whose
+// statements, changes, checks and queries do not yet (the sharding rule, still in internal/distsql,
 // internal/rules, internal/dbconfig and internal/console). Read-only.
 var storedOnly = []rule.Stored{
 	sharding.Stored,
@@ -185,6 +185,21 @@ func Stored(typ string) (rule.Stored, bool) {
 	for _, s := range storedOnly {
 		if s.Type() == typ {
 			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Converter returns what CONVERT YAML CONFIGURATION writes for rules of
+// type typ: the family's Convert, or a stored-only rule's that has one;
+// ok is false when none has.
+func Converter(typ string) (rule.Converter, bool) {
+	if f, ok := ByType(typ); ok {
+		return f, true
+	}
+	for _, s := range storedOnly {
+		if c, ok := s.(rule.Converter); ok && s.Type() == typ {
+			return c, true
 		}
 	}
 	return nil, false

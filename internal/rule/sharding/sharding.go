@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -23,7 +24,10 @@ import (
 const Type = "sharding"
 
 // Stored is the sharding rule's registry layout and upstream form.
-var Stored rule.Stored = stored{}
+var Stored interface {
+	rule.Stored
+	rule.Converter
+} = stored{}
 
 type stored struct{}
 
@@ -85,6 +89,98 @@ func (stored) UpstreamFor(layout paths.Layout, c map[string]any) error {
 		}
 	}
 	return strategiesToTableKeys(layout, c)
+}
+
+// convertStrategy is the inside of a strategy of the sharding rule c
+// (standard, complex, hint or none), "" when it has none.
+func convertStrategy(c, strategy map[string]any) string {
+	algs := rule.Map(c["shardingAlgorithms"])
+	for _, typ := range []string{"standard", "complex", "hint"} {
+		s, ok := strategy[typ]
+		if !ok {
+			continue
+		}
+		m := rule.Map(s)
+		out := "TYPE=" + rule.Quote(typ)
+		switch typ {
+		case "standard":
+			out += ", SHARDING_COLUMN=" + rule.Text(m["shardingColumn"])
+		case "complex":
+			out += ", SHARDING_COLUMNS=" + rule.Text(m["shardingColumns"])
+		}
+		return out + ", SHARDING_ALGORITHM(" + rule.ConvertAlgorithm(algs, rule.Text(m["shardingAlgorithmName"])) + ")"
+	}
+	if _, ok := strategy["none"]; ok {
+		return "TYPE='none'"
+	}
+	return ""
+}
+
+// convertTableOptions are a table's KEY_GENERATE_STRATEGY and
+// AUDIT_STRATEGY, each with a leading ", ".
+func convertTableOptions(c, t map[string]any) string {
+	var s string
+	if kg := rule.Map(t["keyGenerateStrategy"]); kg != nil {
+		s += ", KEY_GENERATE_STRATEGY(COLUMN=" + rule.Text(kg["column"]) + ", " + rule.ConvertAlgorithm(rule.Map(c["keyGenerators"]), rule.Text(kg["keyGeneratorName"])) + ")"
+	}
+	if as := rule.Map(t["auditStrategy"]); as != nil {
+		var types []string
+		for _, n := range rule.List(as["auditorNames"]) {
+			types = append(types, rule.ConvertAlgorithm(rule.Map(c["auditors"]), n))
+		}
+		s += ", AUDIT_STRATEGY(" + strings.Join(types, ", ") + ", ALLOW_HINT_DISABLE=" + strconv.FormatBool(rule.Text(as["allowHintDisable"]) == "true") + ")"
+	}
+	return s
+}
+
+// Convert is what CONVERT YAML CONFIGURATION writes for c: CREATE
+// SHARDING TABLE RULE for its tables and auto tables, CREATE SHARDING
+// TABLE REFERENCE RULE for its binding tables, CREATE DEFAULT SHARDING
+// DATABASE and TABLE STRATEGY, algorithms inline; what no statement sets
+// (a default key generate or audit strategy, the default sharding column,
+// the sharding cache) is named first, in "-- not converted:" comment
+// lines. ok is always true.
+func (stored) Convert(c map[string]any) (statements []string, ok bool) {
+	var skipped, out []string
+	skip := func(what string) { skipped = append(skipped, "-- not converted: "+what) }
+	tables := rule.Map(c["tables"])
+	for _, n := range slices.Sorted(maps.Keys(tables)) {
+		t := rule.Map(tables[n])
+		s := n + " (DATANODES(" + rule.Quote(rule.Text(t["actualDataNodes"])) + ")"
+		if ds := convertStrategy(c, rule.Map(t["databaseStrategy"])); ds != "" {
+			s += ", DATABASE_STRATEGY(" + ds + ")"
+		}
+		if ts := convertStrategy(c, rule.Map(t["tableStrategy"])); ts != "" {
+			s += ", TABLE_STRATEGY(" + ts + ")"
+		}
+		out = append(out, "CREATE SHARDING TABLE RULE "+s+convertTableOptions(c, t)+");")
+	}
+	auto := rule.Map(c["autoTables"])
+	for _, n := range slices.Sorted(maps.Keys(auto)) {
+		t := rule.Map(auto[n])
+		st := rule.Map(rule.Map(t["shardingStrategy"])["standard"])
+		s := n + " (STORAGE_UNITS(" + rule.Text(t["actualDataSources"]) + "), SHARDING_COLUMN=" + rule.Text(st["shardingColumn"]) +
+			", " + rule.ConvertAlgorithm(rule.Map(c["shardingAlgorithms"]), rule.Text(st["shardingAlgorithmName"]))
+		out = append(out, "CREATE SHARDING TABLE RULE "+s+convertTableOptions(c, t)+");")
+	}
+	for i, b := range rule.List(c["bindingTables"]) {
+		name, list, ok := strings.Cut(b, ":")
+		if !ok {
+			name, list = fmt.Sprintf("ref_%d", i), b
+		}
+		out = append(out, "CREATE SHARDING TABLE REFERENCE RULE "+name+" ("+strings.Join(strings.Split(list, ","), ", ")+");")
+	}
+	for _, d := range []struct{ field, kind string }{{"defaultDatabaseStrategy", "DATABASE"}, {"defaultTableStrategy", "TABLE"}} {
+		if s := convertStrategy(c, rule.Map(c[d.field])); s != "" {
+			out = append(out, "CREATE DEFAULT SHARDING "+d.kind+" STRATEGY ("+s+");")
+		}
+	}
+	for _, f := range []string{"defaultKeyGenerateStrategy", "defaultAuditStrategy", "defaultShardingColumn", "shardingCache"} {
+		if c[f] != nil {
+			skip("the sharding rule's " + f + " (no DistSQL statement sets it)")
+		}
+	}
+	return append(skipped, out...), true
 }
 
 // bindingNameLength is the length of a generated binding table reference

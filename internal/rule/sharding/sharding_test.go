@@ -49,3 +49,23 @@ func TestStoredUpstreamPerRelease(t *testing.T) {
 		t.Fatal("a family without UpstreamFor is not stored through its Upstream")
 	}
 }
+
+// CONVERT finds the sharding rule's statements in the family list, what
+// no statement sets named first.
+func TestConverterNamesWhatItCannotConvert(t *testing.T) {
+	cv, ok := families.Converter(sharding.Type)
+	if !ok {
+		t.Fatal("no converter for the sharding rule")
+	}
+	sts, ok := cv.Convert(map[string]any{
+		"bindingTables":         []any{"ref:t_order,t_order_item"},
+		"defaultShardingColumn": "order_id",
+	})
+	want := []string{
+		"-- not converted: the sharding rule's defaultShardingColumn (no DistSQL statement sets it)",
+		"CREATE SHARDING TABLE REFERENCE RULE ref (t_order, t_order_item);",
+	}
+	if !ok || strings.Join(sts, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Convert = %q, %v; want %q", sts, ok, want)
+	}
+}
