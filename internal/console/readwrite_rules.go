@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
-	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
@@ -54,7 +52,7 @@ var rulesUsedColumns = textColumns("type", "name")
 
 // showRulesUsedStorageUnit lists the rules that use a unit: readwrite-
 // splitting groups that read or write it, sharding tables whose data nodes
-// are on it (dbconfig.ShardingTableUnits, as the usage count has them),
+// are on it (as the usage count has them),
 // single tables loaded from it, shadow data sources, in upstream's order
 // of rule types.
 func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *distsql.ShowRulesUsedStorageUnit) (*Result, error) {
@@ -73,26 +71,13 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 		if !ok {
 			continue
 		}
-		if f, ok := families.ByType(typ); ok {
+		if err := ctx.Err(); err != nil { // KILL, or the client gone
+			return nil, err
+		}
+		if f, ok := families.Uses(typ); ok {
 			for _, u := range f.Units(view, r.Content) {
 				if u.Item != "" && slices.Contains(u.Units, st.Unit) {
 					add(typ, u.Item)
-				}
-			}
-			continue
-		}
-		switch typ {
-		case "sharding":
-			left := inline.MaxRuleNames // one budget for the rule, as UnitsInUse has it
-			for _, f := range []string{"tables", "autoTables"} {
-				tables := rule.Map(r.Content[f])
-				for _, t := range sortedKeys(tables) {
-					if err := ctx.Err(); err != nil { // KILL, or the client gone
-						return nil, err
-					}
-					if slices.Contains(dbconfig.ShardingTableUnits(db, rule.Map(tables[t]), &left), st.Unit) {
-						add("sharding", t)
-					}
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package dbconfig
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -153,7 +153,7 @@ func checkSharding(ctx context.Context, dbName string, c map[string]any, missing
 		}
 		t := rule.Map(tables[name])
 		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count("tables", name, "data nodes", nodes) {
-			ds, _ := DataSourcesOfNodes(ctx, nodes, inline.MaxNames)
+			ds, _ := sharding.DataSourcesOfNodes(ctx, nodes, inline.MaxNames)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -190,62 +190,6 @@ func checkSharding(ctx context.Context, dbName string, c map[string]any, missing
 	strategy("default", c["defaultTableStrategy"])
 	generator("default", c["defaultKeyGenerateStrategy"])
 	return errs, nil
-}
-
-// DataSourcesOfNodes returns the data source names of an actualDataNodes
-// expression ("ds_${0..1}.t_order_${0..1}, ds_2.t_x"), each once, in the
-// order they first appear: the data source parts of its nodes expanded
-// together (inline.Expand, at most limit names). Parts it cannot
-// expand (any other Groovy) are left out, nothing being claimed about
-// them; the error is then inline.ErrSyntax, or inline.ErrTooMany when
-// they stand for too many names and none is returned. Once ctx is done
-// it returns no names and ctx's error.
-func DataSourcesOfNodes(ctx context.Context, nodes string, limit int) ([]string, error) {
-	parts := dataSourceParts(nodes)
-	var out []string
-	var first error
-	seen := map[string]bool{}
-	total := 0
-	for _, part := range parts {
-		names, err := inline.ExpandContext(ctx, part, limit-total)
-		if errors.Is(err, inline.ErrTooMany) {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err != nil {
-			first = cmp.Or(first, err)
-			continue
-		}
-		total += len(names)
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, n)
-			}
-		}
-	}
-	return out, first
-}
-
-// dataSourceParts are the data source parts of the nodes of an
-// actualDataNodes expression (ds_${0..1} of ds_${0..1}.t_${0..1}), each
-// once.
-func dataSourceParts(nodes string) []string {
-	var parts []string
-	seenPart := map[string]bool{}
-	for _, node := range inline.Split(nodes) {
-		node = strings.TrimSpace(node)
-		if i := inline.TopDot(node); i >= 0 {
-			node = node[:i]
-		}
-		if !seenPart[node] { // ds_${0..1}.t_a, ds_${0..1}.t_b: expanded once
-			seenPart[node] = true
-			parts = append(parts, node)
-		}
-	}
-	return parts
 }
 
 // TooManyNames is the refusal (InvalidRule, 10200) of an expression of

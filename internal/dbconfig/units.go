@@ -10,10 +10,8 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
-	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rule/single"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -262,75 +260,13 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 	view := d.RuleView()
 	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
 		c := d.Rules[typ].Content
-		if f, ok := families.ByType(typ); ok {
+		if f, ok := families.Uses(typ); ok {
 			if ignoreBroadcast && typ == "broadcast" || ignoreSingle && typ == single.Type {
 				continue
 			}
 			for _, u := range f.Units(view, c) {
 				add(ruleClass(typ), u.Units)
 			}
-			continue
-		}
-		switch typ {
-		case "sharding":
-			left := inline.MaxRuleNames
-			for _, section := range []string{"tables", "autoTables"} {
-				tables := rule.Map(c[section])
-				for _, name := range sortedNames(tables) {
-					add("ShardingRule", ShardingTableUnits(d, rule.Map(tables[name]), &left))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// ShardingTableUnits is the data sources that table t of d's sharding
-// rule (a table or an auto table) uses, as UnitsInUse counts them and
-// SHOW RULES USED STORAGE UNIT lists them: the data source part of its
-// actualDataNodes and its actualDataSources, inline expressions expanded;
-// one that cannot be read claims nothing. It builds at most *left names
-// and takes those it builds off *left: the caller gives the rule's
-// tables, in name order, the tables then the auto tables, one budget of
-// inline.MaxRuleNames, so that a rule another node wrote beyond the
-// bounds costs no more than one within them. An expression of more data
-// sources than that, or than inline.MaxNames alone, is not expanded: it
-// claims every unit of d whose name it could stand for (unitsMatching).
-func ShardingTableUnits(d *metadata.Database, t map[string]any, left *int) []string {
-	var out []string
-	if nodes, _ := t["actualDataNodes"].(string); nodes != "" {
-		names, err := DataSourcesOfNodes(context.Background(), nodes, min(inline.MaxNames, *left))
-		if errors.Is(err, inline.ErrTooMany) {
-			names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
-		} else {
-			*left -= len(names)
-		}
-		out = append(out, names...)
-	}
-	if ds, _ := t["actualDataSources"].(string); ds != "" {
-		names, err := inline.Expand(ds, min(inline.MaxNames, *left))
-		if errors.Is(err, inline.ErrTooMany) {
-			names = unitsMatching(d, ds)
-		} else {
-			*left -= len(names)
-		}
-		out = append(out, names...)
-	}
-	return out
-}
-
-// unitsMatching are the units of d whose names expr, an inline
-// expression of data sources, could stand for (inline.Pattern), sorted,
-// without expanding it; none when expr cannot be read.
-func unitsMatching(d *metadata.Database, expr string) []string {
-	p, err := inline.Pattern(expr)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(d.Units)) {
-		if p.MatchString(name) {
-			out = append(out, name)
 		}
 	}
 	return out

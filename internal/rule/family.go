@@ -88,6 +88,15 @@ type Converter interface {
 	Convert(c map[string]any) (statements []string, ok bool)
 }
 
+// UnitUser is what the units in use (SHOW RULES USED STORAGE UNIT, the
+// usage a unit's removal is refused for) read of a rule type: a Family's
+// Units, or the sharding rule's (families.Uses).
+type UnitUser interface {
+	// Units returns the items of c, a rule of database d, that use
+	// storage units, and the units each uses, in the items' order.
+	Units(d Database, c map[string]any) []Use
+}
+
 // Items is how a rule's content is laid out as registry items
 // (/metadata/{db}/rules/{type}/{item}[/{name}], reference 1.6). Every
 // field not named here is one unique item, YAML-encoded.

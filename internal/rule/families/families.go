@@ -33,7 +33,7 @@ var All = []rule.Family{
 }
 
 // storedOnly are the rule types whose registry layout and upstream form
-// (and CONVERT output, rule.Converter) live in a family package but whose
+// (and CONVERT output, rule.Converter, and units, rule.UnitUser) live in a family package but whose
 // statements, changes, checks and queries do not yet (the sharding rule, still in internal/distsql,
 // internal/rules, internal/dbconfig and internal/console). Read-only.
 var storedOnly = []rule.Stored{
@@ -200,6 +200,21 @@ func Converter(typ string) (rule.Converter, bool) {
 	for _, s := range storedOnly {
 		if c, ok := s.(rule.Converter); ok && s.Type() == typ {
 			return c, true
+		}
+	}
+	return nil, false
+}
+
+// Uses returns what says which units rules of type typ use: the
+// family's Units, or a stored-only rule's that has one; ok is false when
+// none has.
+func Uses(typ string) (rule.UnitUser, bool) {
+	if f, ok := ByType(typ); ok {
+		return f, true
+	}
+	for _, s := range storedOnly {
+		if u, ok := s.(rule.UnitUser); ok && s.Type() == typ {
+			return u, true
 		}
 	}
 	return nil, false

@@ -8,14 +8,18 @@
 package sharding
 
 import (
+	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
@@ -27,6 +31,7 @@ const Type = "sharding"
 var Stored interface {
 	rule.Stored
 	rule.Converter
+	rule.UnitUser
 } = stored{}
 
 type stored struct{}
@@ -181,6 +186,128 @@ func (stored) Convert(c map[string]any) (statements []string, ok bool) {
 		}
 	}
 	return append(skipped, out...), true
+}
+
+// Units returns the tables of c, a sharding rule of database d, then its
+// auto tables, each in name order, with the data sources each uses
+// (TableUnits), in one budget of inline.MaxRuleNames for the rule.
+func (stored) Units(d rule.Database, c map[string]any) []rule.Use {
+	var out []rule.Use
+	left := inline.MaxRuleNames
+	for _, section := range []string{"tables", "autoTables"} {
+		tables := rule.Map(c[section])
+		for _, name := range slices.Sorted(maps.Keys(tables)) {
+			out = append(out, rule.Use{Item: name, Units: TableUnits(d, rule.Map(tables[name]), &left)})
+		}
+	}
+	return out
+}
+
+// DataSourcesOfNodes returns the data source names of an actualDataNodes
+// expression ("ds_${0..1}.t_order_${0..1}, ds_2.t_x"), each once, in the
+// order they first appear: the data source parts of its nodes expanded
+// together (inline.Expand, at most limit names). Parts it cannot
+// expand (any other Groovy) are left out, nothing being claimed about
+// them; the error is then inline.ErrSyntax, or inline.ErrTooMany when
+// they stand for too many names and none is returned. Once ctx is done
+// it returns no names and ctx's error.
+func DataSourcesOfNodes(ctx context.Context, nodes string, limit int) ([]string, error) {
+	parts := dataSourceParts(nodes)
+	var out []string
+	var first error
+	seen := map[string]bool{}
+	total := 0
+	for _, part := range parts {
+		names, err := inline.ExpandContext(ctx, part, limit-total)
+		if errors.Is(err, inline.ErrTooMany) {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		total += len(names)
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out, first
+}
+
+// dataSourceParts are the data source parts of the nodes of an
+// actualDataNodes expression (ds_${0..1} of ds_${0..1}.t_${0..1}), each
+// once.
+func dataSourceParts(nodes string) []string {
+	var parts []string
+	seenPart := map[string]bool{}
+	for _, node := range inline.Split(nodes) {
+		node = strings.TrimSpace(node)
+		if i := inline.TopDot(node); i >= 0 {
+			node = node[:i]
+		}
+		if !seenPart[node] { // ds_${0..1}.t_a, ds_${0..1}.t_b: expanded once
+			seenPart[node] = true
+			parts = append(parts, node)
+		}
+	}
+	return parts
+}
+
+// TableUnits is the data sources that table t of d's sharding
+// rule (a table or an auto table) uses, as UnitsInUse counts them and
+// SHOW RULES USED STORAGE UNIT lists them (Units): the data source part of its
+// actualDataNodes and its actualDataSources, inline expressions expanded;
+// one that cannot be read claims nothing. It builds at most *left names
+// and takes those it builds off *left: the caller gives the rule's
+// tables, in name order, the tables then the auto tables, one budget of
+// inline.MaxRuleNames, so that a rule another node wrote beyond the
+// bounds costs no more than one within them. An expression of more data
+// sources than that, or than inline.MaxNames alone, is not expanded: it
+// claims every unit of d whose name it could stand for (unitsMatching).
+func TableUnits(d rule.Database, t map[string]any, left *int) []string {
+	var out []string
+	if nodes, _ := t["actualDataNodes"].(string); nodes != "" {
+		names, err := DataSourcesOfNodes(context.Background(), nodes, min(inline.MaxNames, *left))
+		if errors.Is(err, inline.ErrTooMany) {
+			names = unitsMatching(d, strings.Join(dataSourceParts(nodes), ","))
+		} else {
+			*left -= len(names)
+		}
+		out = append(out, names...)
+	}
+	if ds, _ := t["actualDataSources"].(string); ds != "" {
+		names, err := inline.Expand(ds, min(inline.MaxNames, *left))
+		if errors.Is(err, inline.ErrTooMany) {
+			names = unitsMatching(d, ds)
+		} else {
+			*left -= len(names)
+		}
+		out = append(out, names...)
+	}
+	return out
+}
+
+// unitsMatching are the units of d whose names expr, an inline
+// expression of data sources, could stand for (inline.Pattern), sorted,
+// without expanding it; none when expr cannot be read.
+func unitsMatching(d rule.Database, expr string) []string {
+	p, err := inline.Pattern(expr)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range d.Units {
+		if p.MatchString(name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // bindingNameLength is the length of a generated binding table reference

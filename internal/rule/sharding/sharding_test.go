@@ -1,6 +1,7 @@
 package sharding_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,5 +68,23 @@ func TestConverterNamesWhatItCannotConvert(t *testing.T) {
 	}
 	if !ok || strings.Join(sts, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("Convert = %q, %v; want %q", sts, ok, want)
+	}
+}
+
+// The units a sharding rule uses are its tables', then its auto tables',
+// each named, as SHOW RULES USED STORAGE UNIT lists them.
+func TestUnitsOfTablesThenAutoTables(t *testing.T) {
+	u, ok := families.Uses(sharding.Type)
+	if !ok {
+		t.Fatal("no units for the sharding rule")
+	}
+	d := families.Database("db", []string{"ds_0", "ds_1", "ds_2"}, nil)
+	uses := u.Units(d, map[string]any{
+		"tables":     map[string]any{"t_order": map[string]any{"actualDataNodes": "ds_${0..1}.t_order_${0..1}"}},
+		"autoTables": map[string]any{"t_auto": map[string]any{"actualDataSources": "ds_2"}},
+	})
+	got := fmt.Sprint(uses)
+	if want := "[{t_order [ds_0 ds_1]} {t_auto [ds_2]}]"; got != want {
+		t.Fatalf("Units = %s, want %s", got, want)
 	}
 }
