@@ -571,9 +571,21 @@ func upstreamConfig(t *testing.T) *config.Config {
 	return cfg
 }
 
+// TestPersistedValuesLoadInUpstreamClasses boots the example and catalog
+// databases in the layout the example was written for (5.5.3) and in the
+// default one, and loads every value written in the classes of that
+// layout's release.
 func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
+	for _, layout := range []paths.Layout{paths.Layout553, paths.DefaultLayout} {
+		t.Run(layout.String(), func(t *testing.T) { persistedValuesLoadIn(t, layout) })
+	}
+}
+
+func persistedValuesLoadIn(t *testing.T, layout paths.Layout) {
 	repo := memory.New()
-	store, _ := bootOn(t, repo, upstreamConfig(t), catalogIntrospect)
+	cfg := upstreamConfig(t)
+	cfg.Mode.Repository.Layout = layout
+	store, _ := bootOn(t, repo, cfg, catalogIntrospect)
 	values := persistedValues(t, repo)
 	counts := map[string]int{}
 	for _, v := range values {
@@ -593,14 +605,14 @@ func TestPersistedValuesLoadInUpstreamClasses(t *testing.T) {
 	}
 	t.Run("strict-go", func(t *testing.T) {
 		for _, v := range values {
-			if err := checkUpstreamLoads(paths.DefaultLayout, v.k, v.data); err != nil {
+			if err := checkUpstreamLoads(layout, v.k, v.data); err != nil {
 				t.Errorf("%s: upstream cannot load it: %v\n%s", v.key, err, v.data)
 			}
 		}
 		t.Logf("checked %d values: %v", len(values), counts)
 	})
 	t.Run("snakeyaml", func(t *testing.T) {
-		failures, err := loadWithSnakeYAML(t, paths.DefaultLayout, values)
+		failures, err := loadWithSnakeYAML(t, layout, values)
 		if err != nil {
 			t.Fatal(err)
 		}
