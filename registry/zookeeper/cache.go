@@ -173,13 +173,6 @@ func (c *listCache) forget(p string, n *cnode) {
 	}
 }
 
-// len returns the number of cached znodes.
-func (c *listCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.nodes)
-}
-
 // listed is what List learnt of one znode.
 type listed struct {
 	value    []byte
