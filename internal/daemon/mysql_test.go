@@ -80,10 +80,9 @@ func TestMySQLConsoleOverTheEngine(t *testing.T) {
 	if version != mysqlfront.ServerVersion || comment != console.VersionComment {
 		t.Errorf("@@version, @@version_comment = %q, %q; want %q, %q", version, comment, mysqlfront.ServerVersion, console.VersionComment)
 	}
-	var id, host, port, status, mode, worker, labels, ver string
-	if err := c.QueryRowContext(ctx, "SHOW COMPUTE NODE INFO").Scan(&id, &host, &port, &status, &mode, &worker, &labels, &ver); err != nil {
-		t.Fatal(err)
-	}
+	// The columns by name: the layout decides whether labels is one of them.
+	info := rowByName(ctx, t, c, "SHOW COMPUTE NODE INFO")
+	id, host, port, worker := info["instance_id"], info["host"], info["port"], info["worker_id"]
 	_, bound, _ := net.SplitHostPort(d.MySQLAddr)
 	if id != "daemon-mysql" || port != bound || worker != strconv.Itoa(d.Node.WorkerID()) {
 		t.Errorf("SHOW COMPUTE NODE INFO = %s %s port %s worker %s; want daemon-mysql port %s worker %d", id, host, port, worker, bound, d.Node.WorkerID())
@@ -222,4 +221,35 @@ func TestHostileCloseWithAStuckSession(t *testing.T) {
 	if kv, err := r.Get(ctx, online); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("online node after Close: %q, %v; want it gone", kv.Value, err)
 	}
+}
+
+// rowByName runs query on c and returns its one row's values by column
+// name.
+func rowByName(ctx context.Context, t *testing.T, c *sql.Conn, query string) map[string]string {
+	t.Helper()
+	rows, err := c.QueryContext(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatalf("%s: no row (%v)", query, rows.Err())
+	}
+	values := make([]sql.NullString, len(cols))
+	dest := make([]any, len(cols))
+	for i := range values {
+		dest[i] = &values[i]
+	}
+	if err := rows.Scan(dest...); err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]string{}
+	for i, col := range cols {
+		row[col] = values[i].String
+	}
+	return row
 }
