@@ -32,8 +32,9 @@ func pgDSN(addr, user, password, ssl string) string {
 }
 
 // upstreamComputeNodeColumns are SHOW COMPUTE NODES' columns as
-// ShardingSphere's ShowComputeNodesExecutor names them.
-var upstreamComputeNodeColumns = []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "labels", "version", "database_name"}
+// ShardingSphere 5.5.4's ShowComputeNodesExecutor names them (5.5.4
+// dropped labels): the nodes write the default layout, 5.5.4's.
+var upstreamComputeNodeColumns = []string{"instance_id", "instance_type", "host", "port", "status", "mode_type", "worker_id", "version", "database_name"}
 
 // TestPostgreSQLConsole runs three serve processes with --postgresql and
 // TLS, with a user in the authority rule, on real etcd and on real

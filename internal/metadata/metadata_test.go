@@ -171,8 +171,9 @@ func checkExample(t *testing.T, s *Snapshot) {
 		}
 	}
 	for _, r := range want.Rules {
-		// The config's rule as upstream writes it (upstreamRule).
-		r, _ = upstreamRule(paths.DefaultLayout, r)
+		// The config's rule as upstream writes it (upstreamRule) in the
+		// layout the example's config names.
+		r, _ = upstreamRule(cfg.Mode.Repository.Layout, r)
 		if !reflect.DeepEqual(db.Rules[r.Type].Content, normalise(t, r.Content)) {
 			t.Errorf("rule %s = %#v\nwant %#v", r.Type, db.Rules[r.Type].Content, normalise(t, r.Content))
 		}
