@@ -1,9 +1,7 @@
 package console
 
 import (
-	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,22 +12,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 )
-
-// lagRules delays, once on, the next watch event of a rule key (and so
-// every event after it) by delay, so that the node watching through it
-// sees the next rule change late.
-type lagRules struct {
-	on    atomic.Bool
-	delay time.Duration
-}
-
-func (*lagRules) Before(context.Context, string, string) (func(error) error, error) { return nil, nil }
-
-func (l *lagRules) Event(_ string, ev registry.Event) {
-	if strings.Contains(ev.KV.Key, "/rules/") && l.on.CompareAndSwap(true, false) {
-		time.Sleep(l.delay)
-	}
-}
 
 // TestRefusalAgreesWithTheNodesView: a rule statement refused (or left a
 // no-op) from what the registry holds is answered only once the node's own
@@ -43,7 +25,7 @@ func TestRefusalAgreesWithTheNodesView(t *testing.T) {
 		if err := metadatatest.CreateDatabase(testenv.Context(t), repo, paths.DefaultLayout, db); err != nil {
 			t.Fatal(err)
 		}
-		lag := &lagRules{delay: 1500 * time.Millisecond}
+		lag := &fault.LagEvent{Match: "/rules/", Delay: 1500 * time.Millisecond}
 		late := startNode(t, fault.Observe(repo, lag), "late", nil)
 		other := startNode(t, open(t), "other", nil)
 		s, so := newSession(), newSession()
@@ -54,7 +36,7 @@ func TestRefusalAgreesWithTheNodesView(t *testing.T) {
 		} {
 			exec(t, late, s, "CREATE BROADCAST TABLE RULE "+tc.table)
 			showRows(t, late, s, "SHOW BROADCAST TABLE RULES", "broadcast_table", tc.table)
-			lag.on.Store(true)
+			lag.Arm()
 			exec(t, other, so, "DROP BROADCAST TABLE RULE "+tc.table) // the late node does not acknowledge: no wait for it
 			if strings.Contains(tc.stmt, "IF EXISTS") {
 				exec(t, late, s, tc.stmt)

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
-	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/fault"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
@@ -93,22 +91,6 @@ func TestRuleStatementRoutes(t *testing.T) {
 	}
 }
 
-// lagRules delays, once on, the next watch event of a rule key (and so
-// every event after it) by delay, so that the node watching through it
-// sees the next rule change late.
-type lagRules struct {
-	on    atomic.Bool
-	delay time.Duration
-}
-
-func (*lagRules) Before(context.Context, string, string) (func(error) error, error) { return nil, nil }
-
-func (l *lagRules) Event(_ string, ev registry.Event) {
-	if strings.Contains(ev.KV.Key, "/rules/") && l.on.CompareAndSwap(true, false) {
-		time.Sleep(l.delay)
-	}
-}
-
 // TestRuleRefusalAgreesWithTheNodesView: a rule statement the HTTP API
 // refuses (or leaves a no-op) from what the registry holds is answered only
 // once the node's own view holds that state, as on the consoles, so that
@@ -120,7 +102,7 @@ func TestRuleRefusalAgreesWithTheNodesView(t *testing.T) {
 	if err := metadatatest.CreateDatabase(context.Background(), repo, paths.DefaultLayout, config.Database{Name: "sharding_db", DataSources: map[string]config.DataSource{}}); err != nil {
 		t.Fatal(err)
 	}
-	lag := &lagRules{delay: 1500 * time.Millisecond}
+	lag := &fault.LagEvent{Match: "/rules/", Delay: 1500 * time.Millisecond}
 	late := startNode(t, fault.Observe(repo, lag), "late", nil)
 	other := startNode(t, repo, "other", nil)
 	post := func(n *testNode, statement string) response {
@@ -138,7 +120,7 @@ func TestRuleRefusalAgreesWithTheNodesView(t *testing.T) {
 		if r := post(late, "CREATE BROADCAST TABLE RULE "+tc.table); r.status != 200 || !shows(tc.table) {
 			t.Fatalf("CREATE BROADCAST TABLE RULE %s: %d %s; the node's view shows it: %v", tc.table, r.status, r.body, shows(tc.table))
 		}
-		lag.on.Store(true)
+		lag.Arm()
 		if r := post(other, "DROP BROADCAST TABLE RULE "+tc.table); r.status != 200 {
 			t.Fatalf("DROP on the other node: %d %s", r.status, r.body)
 		}
