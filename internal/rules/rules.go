@@ -7,7 +7,8 @@
 // checks it (upstream's codes), writes it in one registry transaction
 // (ChangeRule, ChangeGlobalRule), and waits until every
 // online shardkeeper node has applied the new rules, as SET DIST VARIABLE
-// waits (distvar.WaitRules).
+// waits (distvar.WaitRules); a statement that IF EXISTS or IF NOT EXISTS
+// left a no-op waits the same way for the rules it was decided on.
 package rules
 
 import (
@@ -84,7 +85,9 @@ type Outcome struct {
 	// rules: Digest means nothing then.
 	HasDigest bool
 	// Changed is false when the statement left the rule as it was (IF
-	// EXISTS, IF NOT EXISTS): nothing was written or waited for.
+	// EXISTS, IF NOT EXISTS): nothing was written, and Apply waited, as
+	// for a change, until every online node acknowledged the rules the
+	// no-op was decided on (Digest), or named them in Pending.
 	Changed bool
 	// Applied, Pending and Unacknowledging are the online nodes that
 	// confirmed the new rules, did not within the timeout, and publish no
@@ -207,14 +210,18 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 }
 
 // finish records what a change wrote, or the digest of the rules a no-op
-// or a refusal was decided on, in out and, when it wrote, waits for the
-// nodes to acknowledge it under db (wait).
+// or a refusal was decided on, in out and, unless it was refused, waits
+// for the nodes to acknowledge it under db (wait). A no-op (IF EXISTS, IF
+// NOT EXISTS) waits like a change: it answers that the item is there (or
+// gone), which may be a change another node committed and is still
+// waiting for; answered at once, it would be acknowledged while an online
+// node still shows the rule without that change.
 func finish(ctx context.Context, repo registry.Repository, db string, rc Written, err error, opts Options, out *Outcome) error {
 	out.Digest, out.HasDigest = rc.Digest, rc.HasDigest
-	if err != nil || !rc.Changed {
+	if err != nil || !rc.HasDigest {
 		return err
 	}
-	out.Changed = true
+	out.Changed = rc.Changed
 	return wait(ctx, repo, db, rc.Digest, opts, out)
 }
 
