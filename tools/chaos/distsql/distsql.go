@@ -107,6 +107,15 @@ type Config struct {
 	// acknowledges the digest of the rules the registry holds for
 	// Database (distvar.Ack).
 	InstanceIDs []string
+	// Racers is the number of clients, on the nodes in turn (n1, n2, ...),
+	// that run the same rule change at the same moment, besides
+	// ClientsPerNode and Readers: every round they meet, then all run a
+	// CREATE (or, every other round, a DROP) of the same broadcast table
+	// without IF [NOT] EXISTS, so that two nodes decide the same change
+	// from the same registry state. Of such a race at most one may be
+	// acknowledged (the others refused); a plain overwrite acknowledges
+	// them all, which the check rejects. 0 or 1: no races.
+	Racers int
 	// Online, when set, returns the instance ids the registry lists
 	// online. Run then reads it every OnlinePoll until it returns and
 	// records the samples (linear.OnlineName), so that the check leaves
@@ -164,15 +173,23 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	var clients []*client
 	writers := len(cfg.Consoles) * cfg.ClientsPerNode
-	for i := 0; i < writers+len(cfg.Consoles)*cfg.Readers; i++ {
+	readers := len(cfg.Consoles) * cfg.Readers
+	var rc *race
+	if cfg.Racers > 1 {
+		rc = &race{n: cfg.Racers}
+	}
+	for i := 0; i < writers+readers+cfg.Racers; i++ {
 		addr := cfg.Consoles[i%len(cfg.Consoles)]
 		c, err := newClient(cfg, i, fmt.Sprintf("n%d", i%len(cfg.Consoles)+1), addr, filepath.Join(hist, fmt.Sprintf("c%d.jsonl", i)))
-		if err == nil && i < writers && len(cfg.Consoles) > 1 {
+		if err == nil && (i < writers || i >= writers+readers) && len(cfg.Consoles) > 1 {
 			next := (i + 1) % len(cfg.Consoles)
 			c.peer, err = newClient(cfg, i, fmt.Sprintf("n%d", next+1), cfg.Consoles[next], filepath.Join(hist, fmt.Sprintf("c%d-peer.jsonl", i)))
 		}
 		if err == nil {
-			c.reader = i >= writers
+			c.reader = i >= writers && i < writers+readers
+			if i >= writers+readers {
+				c.race = rc
+			}
 			c.views = map[string]string{}
 			for j, id := range cfg.InstanceIDs {
 				c.views[id] = fmt.Sprintf("n%d", j+1)
@@ -401,8 +418,9 @@ type client struct {
 	// database).
 	http, token, database string
 	hc                    *http.Client
-	failed                bool // an operation's outcome was unknown: pause (failedPause)
-	reader                bool // only reads, ReaderPause apart
+	failed                bool  // an operation's outcome was unknown: pause (failedPause)
+	reader                bool  // only reads, ReaderPause apart
+	race                  *race // races the other racers (Config.Racers), when set
 	// peer, for a writer, is a connection to the next node's console
 	// (its own history file) on which it reads what it changed, at once
 	// after each acknowledged change.
@@ -446,6 +464,12 @@ func (c *client) loop(ctx context.Context) error {
 				continue
 			case <-time.After(failedPause):
 			}
+		}
+		if c.race != nil {
+			if r, ok := c.race.meet(ctx); ok {
+				c.runRace(ctx, r)
+			}
+			continue
 		}
 		if c.reader {
 			if c.rnd.IntN(3) == 0 {
@@ -491,6 +515,60 @@ func (c *client) loop(ctx context.Context) error {
 	return fmt.Errorf("distsql: client %d: recording: %w", c.id, c.recErr)
 }
 
+// race makes its racers (Config.Racers) run the same change at the same
+// moment, round after round.
+type race struct {
+	n       int
+	mu      sync.Mutex
+	waiting int
+	rounds  int
+	release chan struct{}
+}
+
+// round is one race: a CREATE (drop false) or a DROP of table, all
+// without IF [NOT] EXISTS.
+type round struct {
+	table string
+	drop  bool
+}
+
+// meet waits until every racer has arrived and returns the race they run:
+// round k creates Tables[k/2 % len(Tables)] when k is even and drops it
+// when k is odd, so that each CREATE race finds the table absent and each
+// DROP race present unless the other clients changed it meanwhile. It
+// returns false when ctx ends first.
+func (r *race) meet(ctx context.Context) (round, bool) {
+	r.mu.Lock()
+	if r.release == nil {
+		r.release = make(chan struct{})
+	}
+	k, ch := r.rounds, r.release
+	r.waiting++
+	if r.waiting == r.n {
+		r.waiting, r.release = 0, nil
+		r.rounds++
+		close(ch)
+	}
+	r.mu.Unlock()
+	select {
+	case <-ch:
+		return round{table: Tables[k/2%len(Tables)], drop: k%2 == 1}, true
+	case <-ctx.Done():
+		return round{}, false
+	}
+}
+
+// runRace runs the race r: a CREATE or DROP of its table, on the console
+// or through the HTTP API (change), read on the next node once
+// acknowledged.
+func (c *client) runRace(ctx context.Context, r round) {
+	if r.drop {
+		c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(r.table), Kind: linear.Drop}, "DROP BROADCAST TABLE RULE "+r.table, codeMissingRule))
+		return
+	}
+	c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(r.table), Kind: linear.Create, Value: "1"}, "CREATE BROADCAST TABLE RULE "+r.table, codeDuplicateRule))
+}
+
 // change runs rule statement stmt as op, on the console or, for a third
 // of them when the client has the node's HTTP API, there (see write and
 // post).
@@ -518,15 +596,16 @@ func (c *client) post(ctx context.Context, op linear.Op, stmt string, refusedCod
 		var resp *http.Response
 		if resp, err = c.hc.Do(req); err == nil {
 			var answer struct {
-				Code    uint16   `json:"code"`
-				Pending []string `json:"pending"`
+				Code            uint16   `json:"code"`
+				Pending         []string `json:"pending"`
+				Unacknowledging []string `json:"unacknowledging"`
 			}
 			derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer)
 			resp.Body.Close()
 			switch {
 			case resp.StatusCode == http.StatusOK && derr == nil:
 				op.Outcome = linear.OK
-				for _, id := range answer.Pending {
+				for _, id := range append(answer.Pending, answer.Unacknowledging...) {
 					if v, ok := c.views[id]; ok {
 						op.Pending = append(op.Pending, v)
 					}
@@ -542,14 +621,12 @@ func (c *client) post(ctx context.Context, op linear.Op, stmt string, refusedCod
 }
 
 // checkPeer reads the broadcast tables on the client's peer (the next
-// node) at once when op, a CREATE or DROP without IF [NOT] EXISTS, was
-// acknowledged: such a change must show there from its answer on, unless
-// the answer named that node.
+// node) at once when op, a CREATE or DROP, was acknowledged: such a change
+// must show there from its answer on, unless the answer named that node.
+// With IF [NOT] EXISTS too: a no-op waits for every online node like a
+// change (rules.Apply).
 func (c *client) checkPeer(ctx context.Context, op linear.Op) {
-	// Not after IF EXISTS / IF NOT EXISTS: acknowledged as a no-op, it
-	// waited for its own node's view only, and a change in flight may
-	// still be missing from the next node's.
-	if op.Outcome == linear.OK && !op.Lenient && c.peer != nil {
+	if op.Outcome == linear.OK && c.peer != nil {
 		c.peer.readTables(ctx)
 	}
 }
@@ -610,12 +687,17 @@ func (c *client) pending(ctx context.Context, conn *sql.Conn) []string {
 	return c.pendingIn(messages)
 }
 
-// pendingIn returns the views of the nodes that messages (warnings, or
-// the HTTP API's pending instance ids) name as not confirming a change.
+// pendingIn returns the views of the nodes that messages (warnings) name
+// as not confirming a change: those that did not in time, and those that
+// publish no acknowledgement (a node still starting), which the change
+// did not wait for either.
 func (c *client) pendingIn(messages []string) []string {
 	var out []string
 	for _, m := range messages {
 		_, names, ok := strings.Cut(m, "did not confirm applying it in time: ")
+		if !ok {
+			_, names, ok = strings.Cut(m, "without acknowledging (ShardingSphere nodes, or shardkeeper nodes still starting): ")
+		}
 		if !ok {
 			continue
 		}

@@ -36,6 +36,7 @@ const (
 	distsqlConf   = "conf"
 	distsqlUnit   = "ds_0.db"
 	distsqlClient = 2 // clients per node
+	distsqlRacers = 3 // clients racing the same change, one per node (distsql.Config.Racers)
 )
 
 // DistSQLStatsName is the file, in a DistSQL run's directory, that holds
@@ -196,7 +197,7 @@ func (r *runner) runDistSQL(ctx context.Context, repo registry.Repository) error
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
 	settle := 30 * time.Second
 	cfg := distsql.Config{Consoles: r.consoles(), Database: distsqlDB, User: distsqlUser, Password: distsqlPass,
-		ClientsPerNode: distsqlClient, Readers: 1, Seed: r.cfg.Seed, Dir: r.cfg.Dir, Registry: repo, Settle: settle,
+		ClientsPerNode: distsqlClient, Readers: 1, Racers: distsqlRacers, Seed: r.cfg.Seed, Dir: r.cfg.Dir, Registry: repo, Settle: settle,
 		RegistryFinalOnly: r.cfg.Registry == "zookeeper", Token: distsqlToken}
 	for _, p := range r.procs {
 		cfg.InstanceIDs = append(cfg.InstanceIDs, p.name)
