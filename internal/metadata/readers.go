@@ -111,17 +111,20 @@ const LayoutRefusalCode = 17020
 // CheckRuleReaders returns nil when every ShardingSphere node registered
 // in repo's namespace loads rules of database db as a node writing
 // layout writes them. Otherwise it returns the refusal of CheckReaders.
-// It reads the registered nodes only when the rules are written
-// differently by some layout (a rule without default strategies, key
-// generate strategies or a sharding cache is written alike by every
-// release, and needs no read).
+// It reads the registered nodes first (one List of the online compute
+// nodes, a handful of keys) and looks at the rules only when one of them
+// needs another layout than layout: a statement next to thousands of
+// tables then costs no pass over them when no ShardingSphere node of
+// another release is registered. Even then, rules that every layout writes
+// alike (a rule without default strategies, key generate strategies or a
+// sharding cache) are compared once, not once per reader.
 func CheckRuleReaders(ctx context.Context, repo registry.Repository, layout paths.Layout, db string, rules ...config.Rule) error {
-	if layoutNeutral(rules) {
-		return nil
-	}
 	readers, err := LoadReaders(ctx, repo)
 	if err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(readers, func(rd Reader) bool { return rd.Known && rd.Layout != layout }) || layoutNeutral(rules) {
+		return nil
 	}
 	return CheckReaders(layout, readers, db, rules...)
 }
