@@ -832,7 +832,7 @@ func TestHostileCheckEpochRestart(t *testing.T) {
 				g2(t, r, 0, testM0+51)
 			},
 			takeovers: 1, zombies: 1,
-			fail: []string{"found no duplicate among 3 keys: the faults are not biting"}},
+			fail: []string{"found no duplicate among 3 keys after 0 fence deletions: the faults are not biting"}},
 		{
 			// One incarnation claims epoch 1 of worker 5 twice, the second
 			// time from floor 0, and stamps ms M0+60 in both holds with

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -47,7 +48,7 @@ type Config struct {
 	Registry    string        // "etcd" or "zookeeper"
 	Nodes       int           // node processes; at least 5
 	Pool        int           // free worker ids; 0 means Nodes-2
-	Duration    time.Duration // how long faults are injected
+	Duration    time.Duration // how long faults are injected, at least (see endFaults)
 	MaxKeys     int64         // stop once the nodes issued this many keys in all; 0: no bound
 	Rate        int           // keys per second per node; 0 means 2000
 	Seed        int64         // the fault schedule's seed
@@ -167,6 +168,9 @@ type runner struct {
 	ensemble ensemble.Ensemble
 	procs    []*nodeProc
 	faultsMu sync.Mutex
+	// fenceDeletes counts the operator lane's recorded deletions (see
+	// endFaults).
+	fenceDeletes atomic.Int64
 	// stopWorkload ends the DistSQL workload's operations (it then lets
 	// the views settle).
 	stopWorkload func()
@@ -273,8 +277,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	r.log.Info("nodes started; injecting faults", "registry", cfg.Registry, "nodes", cfg.Nodes, "pool", cfg.Pool,
 		"duration", cfg.Duration, "variant", cfg.Variant, "seed", cfg.Seed)
 
-	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
+	faultCtx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
+	go r.endFaults(faultCtx, stopFaults, deleteEvery > 0)
 	go r.watchKeys(faultCtx, stopFaults)
 	if distsqlRun {
 		repo, err := r.openRegistry(ctx)
@@ -386,6 +391,48 @@ func (r *runner) recordFault(f record.FaultRecord) {
 	defer r.faultsMu.Unlock()
 	if err := record.AppendJSONLine(filepath.Join(r.cfg.Dir, "faults.jsonl"), f); err != nil {
 		r.log.Error("recording a fault", "err", err)
+	}
+	if f.Kind == record.FaultFenceDelete {
+		r.fenceDeletes.Add(1)
+	}
+}
+
+// minFenceDeletes is how many of the operator lane's deletions a run with
+// the lane has before its faults end; afterBite is how long the faults go
+// on after the last of them, for a node to stamp on the deleted worker id.
+// Whether a deletion finds an id to delete depends on the timing of the
+// other faults (a held, usable id whose new holder's clock is behind), so
+// a short run can end without one, and then the negative control that
+// reads a deleted fence as floor 0 has nothing to fail on (seen at seed 1
+// in CI).
+const (
+	minFenceDeletes = 2
+	afterBite       = 3 * time.Second
+)
+
+// endFaults calls stop once the faults have run for cfg.Duration and, when
+// deletions is set (the operator lane runs), the lane has recorded
+// minFenceDeletes deletions and afterBite has passed since; it waits at
+// most cfg.Duration longer for them and then stops anyway, with a
+// warning (the checker's reports show the deletions a run had).
+func (r *runner) endFaults(ctx context.Context, stop func(), deletions bool) {
+	defer stop()
+	if !retry.Sleep(ctx, r.cfg.Duration) || !deletions {
+		return
+	}
+	seen, since := r.fenceDeletes.Load(), time.Now()
+	deadline := time.Now().Add(r.cfg.Duration)
+	for seen < minFenceDeletes || time.Since(since) < afterBite {
+		if time.Now().After(deadline) {
+			r.log.Warn("faults end with fewer fence deletions than wanted", "deletions", seen, "wanted", minFenceDeletes)
+			return
+		}
+		if !retry.Sleep(ctx, 250*time.Millisecond) {
+			return
+		}
+		if n := r.fenceDeletes.Load(); n != seen {
+			seen, since = n, time.Now()
+		}
 	}
 }
 
