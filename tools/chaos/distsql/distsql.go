@@ -490,8 +490,8 @@ func (c *client) loop(ctx context.Context) error {
 		case r < 4:
 			c.readVariable(ctx)
 		case r < 5:
-			if c.set(ctx, []string{"true", "false"}[c.rnd.IntN(2)]).Outcome == linear.OK && c.peer != nil {
-				c.peer.readVariable(ctx)
+			if c.set(ctx, []string{"true", "false"}[c.rnd.IntN(2)]).Outcome == linear.OK {
+				c.readAfter(func(r *client) { r.readVariable(ctx) })
 			}
 		case r < 8:
 			lenient := c.rnd.IntN(2) == 0
@@ -620,15 +620,32 @@ func (c *client) post(ctx context.Context, op linear.Op, stmt string, refusedCod
 	return op
 }
 
-// checkPeer reads the broadcast tables on the client's peer (the next
-// node) at once when op, a CREATE or DROP, was acknowledged: such a change
-// must show there from its answer on, unless the answer named that node.
-// With IF [NOT] EXISTS too: a no-op waits for every online node like a
-// change (rules.Apply).
+// checkPeer reads the broadcast tables on the client's own node and on
+// its peer (the next node) at once when op, a CREATE or DROP, was
+// acknowledged: such a change must show on both from its answer on,
+// unless the answer named the node. With IF [NOT] EXISTS too: a no-op
+// waits for every online node like a change (rules.Apply).
 func (c *client) checkPeer(ctx context.Context, op linear.Op) {
-	if op.Outcome == linear.OK && c.peer != nil {
-		c.peer.readTables(ctx)
+	if op.Outcome == linear.OK {
+		c.readAfter(func(r *client) { r.readTables(ctx) })
 	}
+}
+
+// readAfter runs read on the client and, at the same time, on its peer
+// (when it has one): right after an acknowledged change, where an answer
+// that came before the nodes applied it (the early-ack control) is seen.
+func (c *client) readAfter(read func(*client)) {
+	if c.peer == nil {
+		read(c)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		read(c.peer)
+	}()
+	read(c)
+	<-done
 }
 
 // set runs SET DIST VARIABLE Variable = value.
