@@ -472,9 +472,12 @@ func (c *client) loop(ctx context.Context) error {
 			continue
 		}
 		if c.reader {
-			if c.rnd.IntN(3) == 0 {
+			switch r := c.rnd.IntN(3); {
+			case r == 0:
 				c.readVariable(ctx)
-			} else {
+			case r == 1 && c.http != "":
+				c.readTablesHTTP(ctx)
+			default:
 				c.readTables(ctx)
 			}
 			select {
@@ -736,6 +739,45 @@ const RegistryView = linear.RegistryView
 func (c *client) readTables(ctx context.Context) []linear.Op {
 	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
 		return c.column(ctx, "SHOW BROADCAST TABLE RULES", "broadcast_table")
+	})
+}
+
+// readTablesHTTP reads the broadcast tables through the node's HTTP API
+// (GET /api/v1/databases/{db}, which answers from the node's view, as
+// SHOW does): one read of every table's register. It returns the reads,
+// nil when the request failed.
+func (c *client) readTablesHTTP(ctx context.Context) []linear.Op {
+	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http+"/api/v1/databases/"+c.database, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+		}
+		var answer struct {
+			Rules []struct {
+				Type    string         `json:"type"`
+				Content map[string]any `json:"content"`
+			} `json:"rules"`
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer); err != nil {
+			return nil, err
+		}
+		for _, r := range answer.Rules {
+			if r.Type == "broadcast" {
+				return rule.List(r.Content["tables"]), nil
+			}
+		}
+		return nil, nil
 	})
 }
 

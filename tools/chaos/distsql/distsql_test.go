@@ -1,11 +1,16 @@
 package distsql
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
+	"github.com/shardkeeper/shardkeeper/tools/chaos/linear"
 )
 
 // TestPendingNamesEveryNodeNotWaitedFor: the nodes a change's warnings name
@@ -25,5 +30,48 @@ func TestPendingNamesEveryNodeNotWaitedFor(t *testing.T) {
 	}
 	if got := c.pendingIn([]string{"something else: node-a"}); len(got) != 0 {
 		t.Errorf("an unrelated warning: pending %v, want none", got)
+	}
+}
+
+// TestReadTablesHTTP: a read through the HTTP API records one read of
+// every table's register, present as the node's answer lists it, with the
+// request's bounds; a failed request records reads of unknown outcome.
+func TestReadTablesHTTP(t *testing.T) {
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/databases/chaos_db" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "wrong request", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"name":"chaos_db","rules":[{"type":"single","content":{"tables":["t_b0"]}},` +
+			`{"type":"broadcast","content":{"tables":["t_b2","t_b0"]}}]}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	c := &client{id: 7, node: "n2", rec: linear.NewRecorder(filepath.Join(dir, "c7.jsonl")), http: srv.URL, token: "tok",
+		database: "chaos_db", hc: srv.Client(), timeout: 5e9}
+	ops := c.readTablesHTTP(context.Background())
+	want := map[string]bool{BroadcastKey("t_b0"): true, BroadcastKey("t_b1"): false, BroadcastKey("t_b2"): true}
+	if len(ops) != len(Tables) {
+		t.Fatalf("%d reads, want %d", len(ops), len(Tables))
+	}
+	for _, o := range ops {
+		if o.Kind != linear.Read || o.Outcome != linear.OK || o.Node != "n2" || o.Present != want[o.Key] || o.Return < o.Call {
+			t.Errorf("read %+v, want present %v on n2", o, want[o.Key])
+		}
+	}
+	status = http.StatusServiceUnavailable
+	if ops := c.readTablesHTTP(context.Background()); ops != nil {
+		t.Errorf("a failed request returned reads %+v", ops)
+	}
+	recorded, err := linear.Load(dir)
+	if err != nil || len(recorded) != 2*len(Tables) {
+		t.Fatalf("recorded %d operations (%v), want %d", len(recorded), err, 2*len(Tables))
+	}
+	for _, o := range recorded[len(Tables):] {
+		if o.Outcome != linear.Unknown {
+			t.Errorf("read of a failed request recorded as %+v, want unknown", o)
+		}
 	}
 }
