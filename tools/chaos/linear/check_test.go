@@ -216,6 +216,24 @@ func checkWitness(t *testing.T, ops []Op, res Result) {
 	}
 }
 
+// TestCheckNamesNoViewForConflictingChanges: two acknowledged CREATEs of
+// one item (a plain overwrite) conflict whatever a view observed, so the
+// report names the key alone, not the first view checked.
+func TestCheckNamesNoViewForConflictingChanges(t *testing.T) {
+	const k = "broadcast/t_b0"
+	res, err := Check([]Op{
+		op(k, 0, Create, "1", OK, 0, 20),
+		op(k, 1, Create, "1", OK, 5, 15),
+		onNode("n1", read(k, 2, "1", 30, 40)),
+	}, 0, "")
+	if err != nil || res.Linearizable || res.Key != k || res.Node != "" || len(res.Offending) != 0 {
+		t.Fatalf("Check = %+v, %v; want NOT linearizable on %s, no view, no offending observation", res, err, k)
+	}
+	if got := res.String(); !strings.HasSuffix(got, "NOT linearizable: key "+k) {
+		t.Errorf("report line %q", got)
+	}
+}
+
 func TestCheckRejectsBadOps(t *testing.T) {
 	for _, o := range []Op{
 		{Kind: Read, Outcome: OK},
