@@ -526,6 +526,23 @@ type race struct {
 	waiting int
 	rounds  int
 	release chan struct{}
+	timer   *time.Timer // starts a round without the racers still busy
+}
+
+// RaceWait is how long a round waits, once two racers are there, for the
+// others: a racer whose node is cut off may wait for its change until the
+// operation's timeout, and the others race on without it.
+const RaceWait = 300 * time.Millisecond
+
+// start starts the round the racers waiting are in; r.mu is held.
+func (r *race) start() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	close(r.release)
+	r.waiting, r.release = 0, nil
+	r.rounds++
 }
 
 // round is one race: a CREATE (drop false) or a DROP of table, all
@@ -535,11 +552,12 @@ type round struct {
 	drop  bool
 }
 
-// meet waits until every racer has arrived and returns the race they run:
-// round k creates Tables[k/2 % len(Tables)] when k is even and drops it
-// when k is odd, so that each CREATE race finds the table absent and each
-// DROP race present unless the other clients changed it meanwhile. It
-// returns false when ctx ends first.
+// meet waits until every racer has arrived, or two have and RaceWait has
+// passed since the second came, and returns the race they run: round k
+// creates Tables[k/2 % len(Tables)] when k is even and drops it when k is
+// odd, so that each CREATE race finds the table absent and each DROP race
+// present unless the other clients changed it meanwhile. A racer that
+// comes late joins the next round. It returns false when ctx ends first.
 func (r *race) meet(ctx context.Context) (round, bool) {
 	r.mu.Lock()
 	if r.release == nil {
@@ -547,10 +565,17 @@ func (r *race) meet(ctx context.Context) (round, bool) {
 	}
 	k, ch := r.rounds, r.release
 	r.waiting++
-	if r.waiting == r.n {
-		r.waiting, r.release = 0, nil
-		r.rounds++
-		close(ch)
+	switch {
+	case r.waiting == r.n:
+		r.start()
+	case r.waiting == 2:
+		r.timer = time.AfterFunc(RaceWait, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.rounds == k && r.release != nil {
+				r.start()
+			}
+		})
 	}
 	r.mu.Unlock()
 	select {

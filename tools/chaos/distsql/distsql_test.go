@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/rules"
@@ -73,5 +74,53 @@ func TestReadTablesHTTP(t *testing.T) {
 		if o.Outcome != linear.Unknown {
 			t.Errorf("read of a failed request recorded as %+v, want unknown", o)
 		}
+	}
+}
+
+// TestRaceStartsWithoutABusyRacer: the racers that are there start the
+// same round together, and a racer still busy (its node cut off) does not
+// hold them back longer than RaceWait; when all are there the round starts
+// at once, and rounds alternate CREATE and DROP of one table.
+func TestRaceStartsWithoutABusyRacer(t *testing.T) {
+	r := &race{n: 3}
+	ctx := context.Background()
+	type met struct {
+		rd round
+		at time.Time
+	}
+	meetAll := func(n int) []met {
+		out := make(chan met, n)
+		for range n {
+			go func() {
+				rd, ok := r.meet(ctx)
+				if !ok {
+					t.Error("meet ended")
+				}
+				out <- met{rd, time.Now()}
+			}()
+		}
+		var got []met
+		for range n {
+			got = append(got, <-out)
+		}
+		return got
+	}
+	start := time.Now()
+	two := meetAll(2)
+	if two[0].rd != two[1].rd || two[0].rd != (round{table: Tables[0]}) {
+		t.Errorf("two racers ran %+v and %+v, want the same CREATE of %s", two[0].rd, two[1].rd, Tables[0])
+	}
+	if d := time.Since(start); d < RaceWait || d > RaceWait+2*time.Second {
+		t.Errorf("two racers of three started after %v, want about %v", d, RaceWait)
+	}
+	start = time.Now()
+	three := meetAll(3)
+	for _, m := range three {
+		if m.rd != (round{table: Tables[0], drop: true}) {
+			t.Errorf("round 2 ran %+v, want the DROP of %s", m.rd, Tables[0])
+		}
+	}
+	if d := time.Since(start); d >= RaceWait {
+		t.Errorf("three racers of three started after %v, want at once", d)
 	}
 }
