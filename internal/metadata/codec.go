@@ -441,6 +441,12 @@ func lazyRuleItems(layout paths.Layout, r config.Rule) ([]ruleItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	return splitLazy(r), nil
+}
+
+// splitLazy splits r, a rule as a layout writes it (upstreamRule), into
+// its items, as lazyRuleItems does.
+func splitLazy(r config.Rule) []ruleItem {
 	var items []ruleItem
 	for _, f := range sortedKeys(r.Content) {
 		v := r.Content[f]
@@ -467,7 +473,7 @@ func lazyRuleItems(layout paths.Layout, r config.Rule) ([]ruleItem, error) {
 			}
 		}
 	}
-	return items, nil
+	return items
 }
 
 // uniqueValue encodes a unique item: raw strings (empty skipped), scalars

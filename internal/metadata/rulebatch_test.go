@@ -175,9 +175,16 @@ func TestDecodeChanges(t *testing.T) {
 				tables[name] = map[string]any{"actualDataNodes": fmt.Sprintf("ds_0.%s_%d", name, step)}
 			}
 		}
-		_, ops, err := RuleWritesFrom(paths.DefaultLayout, "db", before, old, next)
+		conds, ops, err := RuleWritesFrom(paths.DefaultLayout, "db", before, old, next)
 		if err != nil {
 			t.Fatal(err)
+		}
+		written, err := RuleAsWritten(paths.DefaultLayout, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, o, err := RuleWritesFromWritten(paths.DefaultLayout, "db", before, old, written); err != nil || !reflect.DeepEqual(c, conds) || !reflect.DeepEqual(o, ops) {
+			t.Fatalf("step %d: RuleWritesFromWritten %v %v %v\nwant RuleWritesFrom's %v %v", step, c, o, err, conds, ops)
 		}
 		if step%5 == 4 { // another rule, written meanwhile
 			more, err := DatabaseWrites(paths.DefaultLayout, config.Database{Name: "db", Rules: []config.Rule{{Type: "single", Content: map[string]any{"defaultDataSource": fmt.Sprint("ds_", step)}}}})

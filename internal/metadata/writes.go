@@ -269,23 +269,63 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 	}
 	// The items of both rules, each encoded only when the two differ in
 	// it: a change of one table of thousands encodes that table's item.
-	before := map[[2]string]*ruleItem{}
-	if old.Content != nil {
-		items, err := lazyRuleItems(layout, old)
-		if err != nil {
-			return nil, nil, fmt.Errorf("database %s: %w", db, err)
-		}
-		for i := range items {
-			before[[2]string{items[i].Item, items[i].Name}] = &items[i]
-		}
+	before, err := lazyItemsByID(layout, db, old)
+	if err != nil {
+		return nil, nil, err
 	}
 	var items []ruleItem
 	if next.Content != nil {
-		var err error
 		if items, err = lazyRuleItems(layout, next); err != nil {
 			return nil, nil, fmt.Errorf("database %s: %w", db, err)
 		}
 	}
+	return ruleWritesOf(layout, db, kvs, before, next.Type, items)
+}
+
+// RuleWritesFromWritten is RuleWritesFrom for a next rule that the caller
+// already converted with RuleAsWritten(layout, next) (to check it):
+// written is that result, not converted again, so that a change of one
+// table of thousands converts the rule once. The conditions and writes
+// are RuleWritesFrom's for next.
+func RuleWritesFromWritten(layout paths.Layout, db string, kvs []registry.KV, old, written config.Rule) ([]registry.Cond, []registry.Op, error) {
+	if old.Type == "" {
+		old.Type = written.Type
+	}
+	if old.Type != written.Type {
+		return nil, nil, fmt.Errorf("rule %s cannot become rule %s", old.Type, written.Type)
+	}
+	before, err := lazyItemsByID(layout, db, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	var items []ruleItem
+	if written.Content != nil {
+		items = splitLazy(written)
+	}
+	return ruleWritesOf(layout, db, kvs, before, written.Type, items)
+}
+
+// lazyItemsByID is lazyRuleItems of r (none for a nil content) by item
+// and name.
+func lazyItemsByID(layout paths.Layout, db string, r config.Rule) (map[[2]string]*ruleItem, error) {
+	before := map[[2]string]*ruleItem{}
+	if r.Content == nil {
+		return before, nil
+	}
+	items, err := lazyRuleItems(layout, r)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", db, err)
+	}
+	for i := range items {
+		before[[2]string{items[i].Item, items[i].Name}] = &items[i]
+	}
+	return before, nil
+}
+
+// ruleWritesOf is the transaction of RuleWritesFrom from the items of the
+// old rule (before, by item and name) and of the next one (items), both
+// as layout writes them.
+func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[[2]string]*ruleItem, typ string, items []ruleItem) ([]registry.Cond, []registry.Op, error) {
 	read := make(map[string]registry.KV, len(kvs))
 	for _, kv := range kvs {
 		read[kv.Key] = kv
@@ -303,11 +343,11 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 		if b, ok := before[id]; ok && (b.lazy && it.lazy && reflect.DeepEqual(b.val, it.val) || string(b.encoded()) == string(it.encoded())) {
 			continue
 		}
-		node, err := layout.RuleItem(db, next.Type, it.Item, it.Name)
+		node, err := layout.RuleItem(db, typ, it.Item, it.Name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("rule %s item %s %s: %w", next.Type, it.Item, it.Name, err)
+			return nil, nil, fmt.Errorf("rule %s item %s %s: %w", typ, it.Item, it.Name, err)
 		}
-		all, err := paths.RuleItemPlacements(db, next.Type, it.Item, it.Name)
+		all, err := paths.RuleItemPlacements(db, typ, it.Item, it.Name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -322,7 +362,7 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 		if kept[id] {
 			continue
 		}
-		all, err := paths.RuleItemPlacements(db, next.Type, id[0], id[1])
+		all, err := paths.RuleItemPlacements(db, typ, id[0], id[1])
 		if err != nil {
 			return nil, nil, err
 		}

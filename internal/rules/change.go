@@ -138,8 +138,11 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(errs) > 0 {
 		return refused(errs[0])
 	}
+	// The rule as written, converted once: for the check here and for
+	// the writes (metadata.RuleWritesFromWritten).
+	written := nextRule
 	if len(next) > 0 {
-		if _, err := metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {
+		if written, err = metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {
 			return refused(rule.InvalidRule(ruleType, "", err.Error()))
 		}
 		if err := checkItemNames(db, nextRule); err != nil {
@@ -149,9 +152,9 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 			return Written{}, err
 		}
 	} else {
-		nextRule.Content = nil
+		written.Content = nil
 	}
-	conds, ops, err := metadata.RuleWritesFrom(opts.Layout, db, kvs, old, nextRule)
+	conds, ops, err := metadata.RuleWritesFromWritten(opts.Layout, db, kvs, old, written)
 	if err != nil {
 		return Written{}, err
 	}
