@@ -143,27 +143,33 @@ func getJSON(t *testing.T, url string, v any) {
 // until the database is dropped, then finishes.
 func TestKilledImportShown(t *testing.T) {
 	requireMariaDB(t)
+	// The unit's 4000 tables are created once for both registries: each
+	// CREATE TABLE makes SQLite scan its whole schema table again, so
+	// building the file is quadratic in the tables (about a minute under
+	// -race on a quiet 2-core machine). The nodes only read the file.
+	fixture := time.Now()
+	lite := filepath.Join(t.TempDir(), "big.db")
+	db, err := sql.Open("sqlite", "file:"+lite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4000 {
+		if _, err := tx.Exec(fmt.Sprintf("CREATE TABLE t_%d (id INTEGER PRIMARY KEY, a TEXT, b TEXT)", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	t.Logf("the 4000-table unit built in %v", time.Since(fixture).Round(time.Millisecond))
 	eachRegistry(t, func(t *testing.T, typ string) {
 		setup := time.Now()
 		dir := t.TempDir()
-		lite := filepath.Join(dir, "big.db")
-		db, err := sql.Open("sqlite", "file:"+lite)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := db.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 4000 {
-			if _, err := tx.Exec(fmt.Sprintf("CREATE TABLE t_%d (id INTEGER PRIMARY KEY, a TEXT, b TEXT)", i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		_ = db.Close()
 		file := filepath.Join(dir, "big.yaml")
 		if err := os.WriteFile(file, []byte("databaseName: big_db\ndataSources:\n  ds_0:\n    url: jdbc:sqlite:"+lite+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -189,8 +195,8 @@ func TestKilledImportShown(t *testing.T) {
 		deadline := started.Add(180 * time.Second)
 		for {
 			// A context of its own for each read: one made at the test's
-			// start ends after testenv.Timeout, which a slow setup (4000
-			// SQLite tables under -race on a busy machine) can pass, and
+			// start ends after testenv.Timeout, which a slow setup (a
+			// cluster started under -race on a busy machine) can pass, and
 			// then every read failed, as if the import wrote nothing.
 			ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
 			_, err := cl.repo.Get(ctx, "/metadata/big_db")
@@ -223,7 +229,7 @@ func TestKilledImportShown(t *testing.T) {
 						keys = append(keys, kv.Key)
 					}
 				}
-				t.Fatalf("the import wrote nothing in 180 s (the sqlite file and the cluster took %v before it); mariadb %s, printed:\n%s\nthe test's registry client lists under /metadata and /nodes (20 each at most): %v\nthe node's log (with its goroutines):\n%s",
+				t.Fatalf("the import wrote nothing in 180 s (the cluster took %v before it); mariadb %s, printed:\n%s\nthe test's registry client lists under /metadata and /nodes (20 each at most): %v\nthe node's log (with its goroutines):\n%s",
 					started.Sub(setup).Round(time.Second), state, clientOut.String(), keys, n.stderr.String())
 			}
 			time.Sleep(5 * time.Millisecond)

@@ -85,6 +85,10 @@ func TestDistSQLWithTheRegistryStopped(t *testing.T) {
 	requireMariaDB(t)
 	own := startOwnServers(t)
 	eachRegistry(t, func(t *testing.T, typ string) {
+		// The two registries run at once: each stops only its own server,
+		// its node has ports of its own, and most of each run is the node
+		// waiting out its request timeout (4 statements of up to 10 s).
+		t.Parallel()
 		servers := own.etcd
 		if typ == config.RepositoryZooKeeper {
 			servers = own.zk
