@@ -30,9 +30,7 @@ changed rule items written in one registry transaction, and it returns once
 every online shardkeeper node confirmed applying the new rules (or after 3 s,
 naming the nodes that did not).
 
-On --database: CREATE, ALTER or DROP of SHARDING TABLE RULE, SHARDING TABLE
-REFERENCE RULE, DEFAULT SHARDING STRATEGY, SHARDING ALGORITHM, SHARDING KEY
-GENERATOR, SHARDING KEY GENERATE STRATEGY; ` + families.Statements() + `.
+On --database: ` + families.Statements() + `.
 LOAD and UNLOAD SINGLE TABLE read the storage units' tables: with --conf this process connects to the units, with --server the
 node does.
 

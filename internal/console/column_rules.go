@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"slices"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
@@ -31,4 +32,24 @@ func (e *Engine) showFamilyRule(ctx context.Context, s *Session, st distsql.Stat
 		res.Rows = append(res.Rows, strs(r...))
 	}
 	return res, true, nil
+}
+
+// countColumns are COUNT <family> RULE's columns.
+var countColumns = []Column{{Name: "rule_name"}, {Name: "database"}, {Name: "count", Type: Int64}}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func strs(values ...string) []*string {
+	out := make([]*string, len(values))
+	for i := range values {
+		out[i] = &values[i]
+	}
+	return out
 }

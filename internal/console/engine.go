@@ -219,35 +219,6 @@ func (e *Engine) Run(ctx context.Context, s *Session, st distsql.Statement) (*Re
 	case *distsql.UnregisterStorageUnit:
 		return e.unregisterStorageUnit(ctx, s, st)
 
-	// sharding.go
-	case *distsql.ShowShardingTableRules:
-		return e.showShardingTableRules(ctx, s, st)
-	case *distsql.ShowShardingAlgorithms:
-		return e.showShardingAlgorithms(ctx, s, st)
-	case *distsql.ShowShardingKeyGenerators:
-		return e.showShardingKeyGenerators(ctx, s, st)
-
-	// sharding_rql.go
-	case *distsql.ShowShardingTableReferenceRules:
-		return e.showShardingTableReferenceRules(ctx, s, st)
-	case *distsql.ShowDefaultShardingStrategy:
-		return e.showDefaultShardingStrategy(ctx, s, st)
-	case *distsql.ShowShardingKeyGenerateStrategies:
-		return e.showShardingKeyGenerateStrategies(ctx, s, st)
-	case *distsql.ShowUnusedShardingAlgorithms:
-		return e.unused(s, st.Database, "shardingAlgorithms")
-	case *distsql.ShowUnusedShardingKeyGenerators:
-		return e.unused(s, st.Database, "keyGenerators")
-	case *distsql.ShowShardingAuditors:
-		return e.namedAlgorithms(s, st.Database, "auditors")
-	case *distsql.ShowUnusedShardingAuditors:
-		return e.unused(s, st.Database, "auditors")
-	case *distsql.ShowShardingTableRulesUsed:
-		return e.showShardingTableRulesUsed(ctx, s, st)
-	case *distsql.ShowShardingTableNodes:
-		return e.showShardingTableNodes(ctx, s, st)
-	case *distsql.CountShardingRule:
-		return e.countShardingRule(ctx, s, st)
 	// readwrite_rules.go, global_rules.go
 	case *distsql.ShowReadwriteSplittingStatus:
 		return e.showReadwriteSplittingStatus(ctx, s, st)

@@ -16,6 +16,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
 	"github.com/shardkeeper/shardkeeper/internal/rule/mask"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -194,12 +195,12 @@ func (e *Engine) alterComputeNode(_ context.Context, _ *Session, st *distsql.Alt
 // provider interface (its simple name, upper case) and by the family
 // words of SHOW family ALGORITHM PLUGINS.
 func plugins() map[string][]string {
-	sharding := dbconfig.ShardingAlgorithmTypes
+	algs := sharding.AlgorithmTypes
 	loadBalance := []string{"RANDOM", "ROUND_ROBIN", "WEIGHT"}
 	return map[string][]string{
-		"SHARDINGALGORITHM": sharding, "SHARDING": sharding,
-		"KEYGENERATEALGORITHM": dbconfig.KeyGeneratorTypes, "KEY GENERATE": dbconfig.KeyGeneratorTypes,
-		"SHARDINGAUDITALGORITHM": dbconfig.AuditorTypes,
+		"SHARDINGALGORITHM": algs, "SHARDING": algs,
+		"KEYGENERATEALGORITHM": sharding.KeyGeneratorTypes, "KEY GENERATE": sharding.KeyGeneratorTypes,
+		"SHARDINGAUDITALGORITHM": sharding.AuditorTypes,
 		"ENCRYPTALGORITHM":       slices.Sorted(maps.Keys(encrypt.Algorithms)), "ENCRYPT": slices.Sorted(maps.Keys(encrypt.Algorithms)),
 		"MASKALGORITHM": slices.Sorted(maps.Keys(mask.Algorithms)), "MASK": slices.Sorted(maps.Keys(mask.Algorithms)),
 		"SHADOWALGORITHM": {"REGEX_MATCH", "SQL_HINT", "VALUE_MATCH"}, "SHADOW": {"REGEX_MATCH", "SQL_HINT", "VALUE_MATCH"},

@@ -66,42 +66,29 @@ func (e *Engine) showRulesUsedStorageUnit(ctx context.Context, s *Session, st *d
 	}
 	add := func(typ, name string) { res.Rows = append(res.Rows, []*string{str(typ), str(name)}) }
 	view := db.RuleView()
-	for _, typ := range usedOrder() {
-		r, ok := db.Rules[typ]
+	for _, f := range families.All { // upstream's order: sharding first, single last
+		r, ok := db.Rules[f.Type()]
 		if !ok {
 			continue
 		}
 		if err := ctx.Err(); err != nil { // KILL, or the client gone
 			return nil, err
 		}
-		if f, ok := families.Uses(typ); ok {
-			for _, u := range f.Units(view, r.Content) {
-				if u.Item != "" && slices.Contains(u.Units, st.Unit) {
-					add(typ, u.Item)
-				}
+		for _, u := range f.Units(view, r.Content) {
+			if u.Item != "" && slices.Contains(u.Units, st.Unit) {
+				add(f.Type(), u.Item)
 			}
 		}
 	}
 	return res, nil
 }
 
-// usedOrder is the order of the rule types SHOW RULES USED STORAGE UNIT
-// lists, upstream's: sharding, the rule families in their order
-// (readwrite splitting first, single last).
-func usedOrder() []string {
-	order := []string{"sharding"}
-	for _, f := range families.All {
-		order = append(order, f.Type())
-	}
-	return order
-}
-
 // countRule answers COUNT type RULE: one row per kind of item of the rule
 // as upstream's CountRuleExecutor counts them (the family's Count):
-// readwrite-splitting groups, single tables, encrypt and mask tables,
-// shadow data sources; none when the database has no such rule, but for
-// the single rule, which upstream always builds. The types this node does
-// not count (sharding, until its RQL is in) are refused.
+// sharding tables and table references, readwrite-splitting groups,
+// single tables, encrypt and mask tables, shadow data sources; none when
+// the database has no such rule, but for the single rule, which upstream
+// always builds. A type no family has is refused.
 func (e *Engine) countRule(ctx context.Context, s *Session, st *distsql.CountRule) (*Result, error) {
 	db, err := e.database(s, st.Database)
 	if err != nil {

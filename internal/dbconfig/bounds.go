@@ -1,14 +1,11 @@
 package dbconfig
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
-	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
-	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 )
 
 // BeyondBounds describes how the sharding rule of d passes the bounds on
@@ -18,45 +15,7 @@ import (
 // bound): statements that add names to it are refused. It counts without
 // building names, in time linear in the rule's size.
 func BeyondBounds(d *metadata.Database) string {
-	total, over := 0, 0
-	eachExpression(d.Rules["sharding"].Content, func(_, _, expr string) {
-		n, err := namesOf(expr)
-		if errors.Is(err, inline.ErrTooMany) {
-			over++
-		}
-		total += n
-	})
-	switch {
-	case over > 0:
-		return fmt.Sprintf("%d of its tables' expressions stand for more than %d names each, the most one expression may", over, inline.MaxNames)
-	case total > inline.MaxRuleNames:
-		return fmt.Sprintf("its tables' expressions stand for %d names, more than the %d one rule may", total, inline.MaxRuleNames)
-	}
-	return ""
-}
-
-// eachExpression calls f with each expression of sharding rule content c
-// that names data sources: section "tables" and a table's
-// actualDataNodes, or "autoTables" and its actualDataSources.
-func eachExpression(c map[string]any, f func(section, table, expr string)) {
-	for _, s := range []struct{ section, field string }{{"tables", "actualDataNodes"}, {"autoTables", "actualDataSources"}} {
-		for table, t := range rule.Map(c[s.section]) {
-			if expr, _ := rule.Map(t)[s.field].(string); expr != "" {
-				f(s.section, table, expr)
-			}
-		}
-	}
-}
-
-// namesOf is the number of names expr stands for, counted before any is
-// built (inline.Count); beyond inline.MaxNames it is inline.MaxNames+1
-// with inline.ErrTooMany, wrapped.
-func namesOf(expr string) (int, error) {
-	n, err := inline.Count(expr, inline.MaxNames)
-	if errors.Is(err, inline.ErrTooMany) {
-		return inline.MaxNames + 1, err
-	}
-	return n, err
+	return sharding.BeyondBounds(d.Rules[sharding.Type].Content)
 }
 
 // WarnBeyondBounds logs a warning to log for each database of store whose

@@ -41,7 +41,7 @@ func Convert(source string, data []byte) (string, error) {
 	}
 	for _, r := range db.Rules {
 		c := r.Content
-		if f, ok := families.Converter(r.Type); ok {
+		if f, ok := families.ByType(r.Type); ok {
 			if sts, ok := f.Convert(c); ok {
 				out = append(out, sts...)
 				continue

@@ -260,7 +260,7 @@ func UnitsInUse(d *metadata.Database, ignoreSingle, ignoreBroadcast bool) map[st
 	view := d.RuleView()
 	for _, typ := range slices.Sorted(maps.Keys(d.Rules)) {
 		c := d.Rules[typ].Content
-		if f, ok := families.Uses(typ); ok {
+		if f, ok := families.ByType(typ); ok {
 			if ignoreBroadcast && typ == "broadcast" || ignoreSingle && typ == single.Type {
 				continue
 			}

@@ -230,21 +230,6 @@ type UnregisterStorageUnit struct {
 	IgnoreBroadcastTables bool
 }
 
-// Sharding rules (RQL).
-
-// ShowShardingTableRules is SHOW SHARDING TABLE RULES [FROM db] or SHOW
-// SHARDING TABLE RULE t [FROM db].
-type ShowShardingTableRules struct {
-	Table    string // "" for every table
-	Database string
-}
-
-// ShowShardingAlgorithms is SHOW SHARDING ALGORITHMS [FROM db].
-type ShowShardingAlgorithms struct{ Database string }
-
-// ShowShardingKeyGenerators is SHOW SHARDING KEY GENERATORS [FROM db].
-type ShowShardingKeyGenerators struct{ Database string }
-
 // What MySQL and PostgreSQL clients send on connect.
 
 // Select is a SELECT of constants, variables and function calls without
@@ -427,15 +412,6 @@ func (AlterStorageUnit) Scope() Scope { return sessionDatabase }
 
 // Scope implements Statement.
 func (UnregisterStorageUnit) Scope() Scope { return sessionDatabase }
-
-// Scope implements Statement.
-func (st ShowShardingTableRules) Scope() Scope { return named(st.Database) }
-
-// Scope implements Statement.
-func (st ShowShardingAlgorithms) Scope() Scope { return named(st.Database) }
-
-// Scope implements Statement.
-func (st ShowShardingKeyGenerators) Scope() Scope { return named(st.Database) }
 
 // Scope implements Statement.
 func (Select) Scope() Scope { return local }

@@ -178,3 +178,23 @@ func (p *Parser) OneOf(alts ...string) { p.p.oneOf(alts...) }
 
 // Like reads an optional LIKE 'pattern'; nil when absent.
 func (p *Parser) Like() *string { return p.p.like() }
+
+// String reads a string literal or fails naming what was expected.
+func (p *Parser) String(what string) string { return p.p.str(what) }
+
+// Boolean reads TRUE or FALSE or fails naming what was expected.
+func (p *Parser) Boolean(what string) bool { return p.p.boolean(what) }
+
+// AtSymbol reports whether the symbol s is next, followed by the keywords
+// kws, consuming nothing.
+func (p *Parser) AtSymbol(s string, kws ...string) bool {
+	if !p.p.isSymbol(s) {
+		return false
+	}
+	for n, kw := range kws {
+		if !isKeyword(p.p.peekAt(n+1), kw) {
+			return false
+		}
+	}
+	return true
+}

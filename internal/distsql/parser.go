@@ -262,9 +262,6 @@ func (p *parser) top() Statement {
 	if st, ok := p.ral(); ok { // ral.go
 		return st
 	}
-	if st, ok := p.shardingRDL(); ok { // sharding_rdl.go
-		return st
-	}
 	if st := p.ruleStatement(); st != nil { // readwrite.go
 		return st
 	}
@@ -420,9 +417,6 @@ func (p *parser) labels() []string {
 }
 
 func (p *parser) show() Statement {
-	if st, ok := p.showSharding(); ok {
-		return st
-	}
 	switch {
 	case p.keyword("COMPUTE"):
 		switch {

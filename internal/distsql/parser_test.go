@@ -106,12 +106,6 @@ func TestParse(t *testing.T) {
 		{"UNREGISTER STORAGE UNIT ds_0 IGNORE BROADCAST TABLES", &UnregisterStorageUnit{Names: []string{"ds_0"}, IgnoreBroadcastTables: true}},
 		{"UNREGISTER STORAGE UNIT ds_0 IGNORE BROADCAST, SINGLE TABLES", &UnregisterStorageUnit{Names: []string{"ds_0"}, IgnoreSingleTables: true, IgnoreBroadcastTables: true}},
 
-		// Sharding.
-		{"SHOW SHARDING TABLE RULES", &ShowShardingTableRules{}},
-		{"SHOW SHARDING TABLE RULES FROM sharding_db", &ShowShardingTableRules{Database: "sharding_db"}},
-		{"SHOW SHARDING TABLE RULE t_order", &ShowShardingTableRules{Table: "t_order"}},
-		{"SHOW SHARDING ALGORITHMS FROM db", &ShowShardingAlgorithms{Database: "db"}},
-		{"SHOW SHARDING KEY GENERATORS", &ShowShardingKeyGenerators{}},
 		{"SHOW KEY GENERATE ALGORITHM PLUGINS", &ShowKeyGenerateAlgorithmPlugins{}},
 
 		// Refresh, export, import.
@@ -297,10 +291,7 @@ func FuzzParse(f *testing.F) {
 func TestScope(t *testing.T) {
 	for _, q := range []string{
 		"SHOW STORAGE UNITS FROM other_db", "SHOW TABLES FROM other_db", "SHOW FULL TABLES FROM other_db",
-		"EXPORT DATABASE CONFIGURATION FROM other_db", "SHOW SHARDING TABLE RULES FROM other_db", "SHOW SHARDING TABLE RULE t FROM other_db",
-		"SHOW SHARDING ALGORITHMS FROM other_db", "SHOW SHARDING KEY GENERATORS FROM other_db", "SHOW SHARDING TABLE NODES FROM other_db",
-		"SHOW SHARDING TABLE REFERENCE RULES FROM other_db", "SHOW DEFAULT SHARDING STRATEGY FROM other_db",
-		"SHOW UNUSED SHARDING ALGORITHMS FROM other_db", "SHOW SHARDING AUDITORS FROM other_db", "COUNT SHARDING RULE FROM other_db",
+		"EXPORT DATABASE CONFIGURATION FROM other_db", "COUNT SHARDING RULE FROM other_db",
 		"SHOW STATUS FROM READWRITE_SPLITTING RULES FROM other_db", "SHOW RULES USED STORAGE UNIT ds_0 FROM other_db",
 		"COUNT MASK RULE FROM other_db",
 	} {
@@ -344,7 +335,6 @@ func TestScope(t *testing.T) {
 	}
 	for _, q := range []string{
 		"REGISTER STORAGE UNIT ds_0 (URL='jdbc:mysql://h/db', USER='u')", "UNREGISTER STORAGE UNIT ds_0",
-		"CREATE SHARDING TABLE RULE t (DATANODES('ds_0.t'))", "DROP SHARDING TABLE RULE t",
 		"REFRESH DATABASE METADATA db", "CREATE DATABASE db", "DROP DATABASE db",
 		"SHOW COMPUTE NODES", "SHOW DIST VARIABLES", "SHOW PROCESSLIST", "KILL 1", "USE db",
 	} {

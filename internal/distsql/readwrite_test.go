@@ -14,7 +14,6 @@ func TestParseRuleStatements(t *testing.T) {
 		{"DROP DATABASE d1", &DropDatabase{Name: "d1"}},
 		// Statements of other files still parse as before.
 		{"ALTER STORAGE UNIT ds (URL='jdbc:mysql://h/d', USER='u')", &AlterStorageUnit{Units: []StorageUnit{{Name: "ds", URL: "jdbc:mysql://h/d", User: "u"}}}},
-		{"SHOW SHARDING TABLE RULES", &ShowShardingTableRules{}},
 		{"SET NAMES utf8mb4", &SetVariables{Assignments: []Assignment{{Name: "names", Value: Value{Kind: WordValue, Text: "utf8mb4"}}}}},
 	})
 	for _, bad := range []string{

@@ -382,13 +382,12 @@ func decodeRuleContent(typ string, data []byte) (config.Rule, error) {
 // type is a Map: one item node per entry. keyListFields are collections
 // stored one node per element, named by the part of the element before
 // ":" (or the whole element). Every other field is a unique item;
-// rawFields are strings stored as-is (families.AllStored: the families
-// and the sharding rule). Read-only.
+// rawFields are strings stored as-is (families.All). Read-only.
 var namedFields, keyListFields, rawFields = itemLayouts()
 
 func itemLayouts() (named, keyLists, raw map[string][]string) {
 	named, keyLists, raw = map[string][]string{}, map[string][]string{}, map[string][]string{}
-	for _, f := range families.AllStored() {
+	for _, f := range families.All {
 		items := f.Items()
 		named[f.Type()], keyLists[f.Type()], raw[f.Type()] = items.Named, items.KeyLists, items.Raw
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // upstreamRule and upstreamGlobalRule give a rule, through its family
-// (families.Stored, families.GlobalByType), the fields upstream's YAML
+// (families.ByType, families.GlobalByType), the fields upstream's YAML
 // swappers write for the same configuration (ShardingSphere loads a rule from its
 // YAML, swaps it to its rule object and back before it persists it): the
 // fields the object always has (primitive booleans, a table rule's
@@ -45,8 +45,8 @@ func RuleAsWritten(layout paths.Layout, r config.Rule) (config.Rule, error) {
 // Layout554.
 func upstreamRule(layout paths.Layout, r config.Rule) (config.Rule, error) {
 	c := config.CloneContent(r.Content)
-	if f, ok := families.Stored(r.Type); ok {
-		if err := f.UpstreamFor(layout, c); err != nil {
+	if f, ok := families.ByType(r.Type); ok {
+		if err := f.Upstream(layout, c); err != nil {
 			return r, fmt.Errorf("rule %s: %w", r.Type, err)
 		}
 	}

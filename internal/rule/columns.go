@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
 
@@ -306,9 +307,9 @@ func (k ColumnRule[C]) show(st distsql.Statement, c map[string]any) (Rows, bool)
 
 // Check implements Family: the algorithms' types and props, and every
 // algorithm a column names defined.
-func (k ColumnRule[C]) Check(d Database, c map[string]any) []*sqlerr.Error {
+func (k ColumnRule[C]) Check(_ context.Context, d Database, c map[string]any) ([]*sqlerr.Error, error) {
 	errs := CheckAlgorithms(d.Name, k.RuleType, Map(c[k.Algorithms]), nil, k.Props)
-	return append(errs, CheckColumnAlgorithms(d.Name, c, k.Algorithms, k.Fields)...)
+	return append(errs, CheckColumnAlgorithms(d.Name, c, k.Algorithms, k.Fields)...), nil
 }
 
 // Units implements Family: the rule uses no storage unit.
@@ -335,7 +336,7 @@ func (k ColumnRule[C]) Items() Items { return Items{Named: []string{"tables", k.
 
 // Upstream implements Family: each table names itself in "name", each
 // column in ColumnName.
-func (k ColumnRule[C]) Upstream(c map[string]any) {
+func (k ColumnRule[C]) Upstream(_ paths.Layout, c map[string]any) error {
 	for name, t := range Map(c["tables"]) {
 		tm := Map(t)
 		if tm == nil {
@@ -348,4 +349,5 @@ func (k ColumnRule[C]) Upstream(c map[string]any) {
 			}
 		}
 	}
+	return nil
 }

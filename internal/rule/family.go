@@ -33,8 +33,10 @@ type Family interface {
 	Show(ctx context.Context, st distsql.Statement, read Read) (rows Rows, ok bool, err error)
 	// Check checks the family's rule content c in database d as upstream's
 	// rule checker does before anything is written (import, every
-	// change), algorithm props included; it returns every problem.
-	Check(d Database, c map[string]any) []*sqlerr.Error
+	// change), algorithm props included; it returns every problem. Once
+	// ctx is done it may stop and return ctx's error (a family that reads
+	// or expands nothing large never does).
+	Check(ctx context.Context, d Database, c map[string]any) ([]*sqlerr.Error, error)
 	// Units returns the items of c, a rule of database d, that use
 	// storage units, and the units each uses, in the items' order; data
 	// sources the rules define (Defines) count as units here.
@@ -53,48 +55,16 @@ type Family interface {
 	// statements that create it; ok is false when the family's statements
 	// cannot (the rule is then named as not converted).
 	Convert(c map[string]any) (statements []string, ok bool)
-	// Upstream rewrites c, a copy, in place as upstream's YAML swapper
-	// writes it (the fields a node persists beyond the map keys).
-	Upstream(c map[string]any)
+	// Upstream rewrites c, a copy, in place as layout's release of
+	// upstream's YAML swapper writes it (the fields a node persists beyond
+	// the map keys); an error says what of c that release cannot store,
+	// and c is then not to be written. Only the sharding rule's form
+	// depends on the release today; the others ignore layout and never
+	// fail.
+	Upstream(layout paths.Layout, c map[string]any) error
 	// Items is how the registry holds the rule's content as items, the
 	// same for every release a node writes.
 	Items() Items
-}
-
-// Stored is what the registry's codec and swap read of a rule type: how
-// its content is laid out as items, and its upstream form for the release
-// a node writes (layout), which, unlike a Family's Upstream, may depend on
-// that release and fail where the release cannot hold the content.
-// families.Stored gives it for every family (a family that implements
-// UpstreamFor is written with it, any other with its Upstream, which
-// fails for no release) and for the sharding rule, whose statements are
-// not yet a family's.
-type Stored interface {
-	// Type is the rule's type in the registry ("sharding").
-	Type() string
-	// Items is how the registry holds the rule's content as items.
-	Items() Items
-	// UpstreamFor rewrites c, a copy, in place as layout's release writes
-	// it; an error says what of c that release cannot store, and c is
-	// then not to be written.
-	UpstreamFor(layout paths.Layout, c map[string]any) error
-}
-
-// Converter is what CONVERT YAML CONFIGURATION reads of a rule type: a
-// Family's Convert, or the sharding rule's (families.Converter).
-type Converter interface {
-	// Convert returns the DistSQL statements that create c; ok is false
-	// when the rule type's statements cannot.
-	Convert(c map[string]any) (statements []string, ok bool)
-}
-
-// UnitUser is what the units in use (SHOW RULES USED STORAGE UNIT, the
-// usage a unit's removal is refused for) read of a rule type: a Family's
-// Units, or the sharding rule's (families.Uses).
-type UnitUser interface {
-	// Units returns the items of c, a rule of database d, that use
-	// storage units, and the units each uses, in the items' order.
-	Units(d Database, c map[string]any) []Use
 }
 
 // Items is how a rule's content is laid out as registry items
@@ -162,6 +132,14 @@ type Database struct {
 	// Schemas is true when the units' databases have schemas (PostgreSQL,
 	// openGauss): a table's schema is then shown.
 	Schemas bool
+	// Changing is the type of the rule a change changes, for the checks
+	// (Family.Check): "" when every rule is checked as new (an import).
+	// Before is that rule's content before the change (nil for a new
+	// rule): a check may hold bounds on what the change adds to it only,
+	// since another node may have written the rest (the sharding rule's
+	// name bounds).
+	Changing string
+	Before   map[string]any
 }
 
 // Use is an item of a rule and the storage units it uses. Item is "" when

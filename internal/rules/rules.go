@@ -1,9 +1,8 @@
 // Package rules runs the rule statements of DistSQL as cluster changes,
-// for the console, the HTTP API and the CLI alike: the sharding,
-// broadcast, mask and encrypt rules' CREATE, ALTER and DROP, CREATE, ALTER
-// and DROP READWRITE_SPLITTING RULE, LOAD and UNLOAD SINGLE TABLE, SET
-// DEFAULT SINGLE TABLE STORAGE UNIT (database rules), and ALTER of the
-// global rules (internal/rule/global). Apply computes the next rule from the registry's current one,
+// for the console, the HTTP API and the CLI alike: the changes of the rule
+// families (families.Of: the sharding, readwrite-splitting, broadcast,
+// mask, encrypt, shadow and single rules) and ALTER of the global rules
+// (families.GlobalOf). Apply computes the next rule from the registry's current one,
 // checks it (upstream's codes), writes it in one registry transaction
 // (ChangeRule, ChangeGlobalRule), and waits until every
 // online shardkeeper node has applied the new rules, as SET DIST VARIABLE
@@ -34,19 +33,9 @@ var ErrNotRuleStatement = errors.New("not a rule statement")
 // ends that refuse another one; the rule families' are their own
 // (families.Statements).
 func Statements() string {
-	return "CREATE, ALTER and DROP of the sharding rules, " + families.Statements() + " (database rules), " +
+	return families.Statements() + " (database rules), " +
 		"and " + families.GlobalStatements() + " (global rules)"
 }
-
-// change computes a rule's next content from a copy of its current one
-// (see ChangeRule); db names the database, for messages.
-type change func(db string, c map[string]any) (map[string]any, error)
-
-// databaseChange is a change that also reads the rest of the database as
-// the registry holds it (d: its storage units and its other rules, not to
-// be modified) or the units' tables (through opts.Introspect); ctx bounds
-// those reads.
-type databaseChange func(ctx context.Context, d *metadata.Database, c map[string]any) (map[string]any, error)
 
 // Options configures Apply.
 type Options struct {
@@ -116,10 +105,7 @@ func (o Outcome) Warnings(db string) []string {
 
 // Is reports whether st is a statement Apply runs.
 func Is(st distsql.Statement) bool {
-	if _, c := changeOf(st); c != nil {
-		return true
-	}
-	if _, c := databaseChangeOf(st, Options{}); c != nil {
+	if _, c := families.Of(st); c != nil {
 		return true
 	}
 	return IsGlobal(st)
@@ -130,53 +116,6 @@ func Is(st distsql.Statement) bool {
 func IsGlobal(st distsql.Statement) bool {
 	_, c := families.GlobalOf(st)
 	return c != nil
-}
-
-// changeOf is the change of a database rule statement computed from the
-// rule alone.
-func changeOf(st distsql.Statement) (string, change) {
-	switch st := st.(type) {
-	case *distsql.DropShardingTableRule:
-		return dropShardingTableRule(st)
-	case *distsql.CreateShardingTableReferenceRule:
-		return tableReferenceRule(st.Rules, st.IfNotExists, false)
-	case *distsql.AlterShardingTableReferenceRule:
-		return tableReferenceRule(st.Rules, false, true)
-	case *distsql.DropShardingTableReferenceRule:
-		return dropTableReferenceRule(st)
-	case *distsql.CreateDefaultShardingStrategy:
-		return defaultShardingStrategy(st)
-	case *distsql.DropDefaultShardingStrategy:
-		return dropDefaultShardingStrategy(st)
-	case *distsql.DropShardingAlgorithm:
-		return dropNamed("shardingAlgorithms", "sharding", st.Names, st.IfExists)
-	case *distsql.DropShardingKeyGenerator:
-		return dropNamed("keyGenerators", "key generator", st.Names, st.IfExists)
-	case *distsql.CreateShardingKeyGenerateStrategy:
-		return keyGenerateStrategy(st)
-	case *distsql.DropShardingKeyGenerateStrategy:
-		return dropKeyGenerateStrategy(st)
-	}
-	return "", nil
-}
-
-// databaseChangeOf is the change of a database rule statement that reads
-// more than the rule: the database's units and other rules, the units'
-// tables (through opts.Introspect); a rule family's change (families.Of)
-// reads them as rule.Database.
-func databaseChangeOf(st distsql.Statement, opts Options) (string, databaseChange) {
-	if f, c := families.Of(st); c != nil {
-		return f.Type(), func(ctx context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
-			return c(ctx, View(d, opts.Introspect), cur)
-		}
-	}
-	switch st := st.(type) {
-	case *distsql.CreateShardingTableRule:
-		return createShardingTableRule(st.Rules, st.IfNotExists, false)
-	case *distsql.AlterShardingTableRule:
-		return createShardingTableRule(st.Rules, false, true)
-	}
-	return "", nil
 }
 
 // Apply runs rule statement st on database db (see the package doc); for a
@@ -192,19 +131,13 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 		rc, err := ChangeGlobalRule(ctx, repo, g.Type(), c, ChangeOptions{Session: opts.Session})
 		return out, finish(ctx, repo, distvar.GlobalRules, rc, err, opts, &out)
 	}
-	ruleType, c := databaseChangeOf(st, opts)
+	f, c := families.Of(st)
 	if c == nil {
-		var content change
-		if ruleType, content = changeOf(st); content == nil {
-			return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
-		}
-		c = func(_ context.Context, d *metadata.Database, cur map[string]any) (map[string]any, error) {
-			return content(d.Name, cur)
-		}
+		return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
 	}
-	out := Outcome{RuleType: ruleType}
-	rc, err := ChangeRule(ctx, repo, db, ruleType, func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
-		return c(ctx, d, cur)
+	out := Outcome{RuleType: f.Type()}
+	rc, err := ChangeRule(ctx, repo, db, f.Type(), func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
+		return c(ctx, View(d, opts.Introspect), cur)
 	}, ChangeOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return out, finish(ctx, repo, db, rc, err, opts, &out)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -70,7 +71,7 @@ func TestApplyWritesUpstreamShapes(t *testing.T) {
 	if gen := c["keyGenerators"].(map[string]any)["t_order_snowflake"]; !reflect.DeepEqual(gen, map[string]any{"type": "snowflake", "props": map[string]any{"max-vibration-offset": "3"}}) {
 		t.Errorf("t_order_snowflake = %v", gen)
 	}
-	if name, refs := BindingParts(c["bindingTables"].([]any)[0].(string)); name != "ref_0" || !reflect.DeepEqual(refs, []string{"t_order", "t_auto"}) {
+	if name, refs := sharding.BindingParts(c["bindingTables"].([]any)[0].(string)); name != "ref_0" || !reflect.DeepEqual(refs, []string{"t_order", "t_auto"}) {
 		t.Errorf("bindingTables = %v", c["bindingTables"])
 	}
 	if _, ok := c["defaultTableStrategy"].(map[string]any)["none"]; !ok {

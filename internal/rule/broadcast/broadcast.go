@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
@@ -162,7 +163,9 @@ func show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
 
 // Check: upstream checks nothing of a broadcast rule beyond its tables'
 // names, which the changes check.
-func (family) Check(rule.Database, map[string]any) []*sqlerr.Error { return nil }
+func (family) Check(context.Context, rule.Database, map[string]any) ([]*sqlerr.Error, error) {
+	return nil, nil
+}
 
 // Units: a rule with tables uses every unit of the database, as a whole
 // (no item of it is listed by SHOW RULES USED STORAGE UNIT, as upstream).
@@ -198,4 +201,4 @@ func (family) Convert(c map[string]any) ([]string, bool) {
 func (family) Items() rule.Items { return rule.Items{} }
 
 // Upstream: the registry holds the content as it is.
-func (family) Upstream(map[string]any) {}
+func (family) Upstream(paths.Layout, map[string]any) error { return nil }

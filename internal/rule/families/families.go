@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
-	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/broadcast"
 	"github.com/shardkeeper/shardkeeper/internal/rule/encrypt"
@@ -24,20 +23,13 @@ import (
 // All are the rule families, in the order their readers are tried and
 // their rules shown. Read-only.
 var All = []rule.Family{
+	sharding.Family,
 	readwrite.Family,
 	broadcast.Family,
 	mask.Family,
 	encrypt.Family,
 	shadow.Family,
 	single.Family,
-}
-
-// storedOnly are the rule types whose registry layout and upstream form
-// (and CONVERT output, rule.Converter, and units, rule.UnitUser) live in a family package but whose
-// statements, changes, checks and queries do not yet (the sharding rule, still in internal/distsql,
-// internal/rules, internal/dbconfig and internal/console). Read-only.
-var storedOnly = []rule.Stored{
-	sharding.Stored,
 }
 
 // Globals are the global rules, in the order their readers are tried.
@@ -68,13 +60,14 @@ func Parse(sql string) (distsql.Statement, error) {
 	return distsql.Parse(sql, readers...)
 }
 
-// Statements names the families' rule changes, one list.
+// Statements names the families' rule changes, one list, the families'
+// names separated by "; ".
 func Statements() string {
 	names := make([]string, len(All))
 	for i, f := range All {
 		names[i] = f.Statements()
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, "; ")
 }
 
 // GlobalStatements names the global rules' changes, one list.
@@ -173,75 +166,4 @@ func Database(name string, units []string, rules map[string]map[string]any) rule
 		}
 	}
 	return d
-}
-
-// Stored returns how the registry holds rules of type typ ("mask",
-// "sharding"): their items and upstream form per release; ok is false
-// when neither a family nor a stored-only rule has that type.
-func Stored(typ string) (rule.Stored, bool) {
-	if f, ok := ByType(typ); ok {
-		return asStored(f), true
-	}
-	for _, s := range storedOnly {
-		if s.Type() == typ {
-			return s, true
-		}
-	}
-	return nil, false
-}
-
-// Converter returns what CONVERT YAML CONFIGURATION writes for rules of
-// type typ: the family's Convert, or a stored-only rule's that has one;
-// ok is false when none has.
-func Converter(typ string) (rule.Converter, bool) {
-	if f, ok := ByType(typ); ok {
-		return f, true
-	}
-	for _, s := range storedOnly {
-		if c, ok := s.(rule.Converter); ok && s.Type() == typ {
-			return c, true
-		}
-	}
-	return nil, false
-}
-
-// Uses returns what says which units rules of type typ use: the
-// family's Units, or a stored-only rule's that has one; ok is false when
-// none has.
-func Uses(typ string) (rule.UnitUser, bool) {
-	if f, ok := ByType(typ); ok {
-		return f, true
-	}
-	for _, s := range storedOnly {
-		if u, ok := s.(rule.UnitUser); ok && s.Type() == typ {
-			return u, true
-		}
-	}
-	return nil, false
-}
-
-// AllStored returns Stored of every family, in All's order, and of every
-// stored-only rule type.
-func AllStored() []rule.Stored {
-	out := make([]rule.Stored, 0, len(All)+len(storedOnly))
-	for _, f := range All {
-		out = append(out, asStored(f))
-	}
-	return append(out, storedOnly...)
-}
-
-// asStored is f as the registry reads it: its own UpstreamFor when it
-// has one, its Upstream, for every release, otherwise.
-func asStored(f rule.Family) rule.Stored {
-	if s, ok := f.(rule.Stored); ok {
-		return s
-	}
-	return familyStored{f}
-}
-
-type familyStored struct{ rule.Family }
-
-func (s familyStored) UpstreamFor(_ paths.Layout, c map[string]any) error {
-	s.Upstream(c)
-	return nil
 }

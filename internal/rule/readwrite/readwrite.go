@@ -433,7 +433,7 @@ func show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
 
 // Check: every group's write and read data sources exist (10102, one
 // refusal per group naming the missing ones).
-func (family) Check(d rule.Database, c map[string]any) []*sqlerr.Error {
+func (family) Check(_ context.Context, d rule.Database, c map[string]any) ([]*sqlerr.Error, error) {
 	var errs []*sqlerr.Error
 	for _, name := range rule.SortedKeys(rule.Map(c["dataSourceGroups"])) {
 		var absent []string
@@ -446,7 +446,7 @@ func (family) Check(d rule.Database, c map[string]any) []*sqlerr.Error {
 			errs = append(errs, rule.MissingStorageUnits(d.Name, absent))
 		}
 	}
-	return errs
+	return errs, nil
 }
 
 // sources are group g's write data source and its read ones.
@@ -513,7 +513,7 @@ func (family) Items() rule.Items {
 
 // Upstream: a group without a transactional read query strategy has
 // upstream's default, PRIMARY, written out.
-func (family) Upstream(c map[string]any) {
+func (family) Upstream(_ paths.Layout, c map[string]any) error {
 	for _, g := range rule.Map(c["dataSourceGroups"]) {
 		if gm := rule.Map(g); gm != nil {
 			if gm["transactionalReadQueryStrategy"] == nil {
@@ -521,4 +521,5 @@ func (family) Upstream(c map[string]any) {
 			}
 		}
 	}
+	return nil
 }

@@ -133,12 +133,14 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 		t.Fatal(err)
 	}
 	upstream := config.CloneContent(content)
-	f.Upstream(upstream)
+	if err := f.Upstream(layout, upstream); err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(written.Content, upstream) {
 		t.Errorf("upstream form:\n got %v\nwant %v", written.Content, upstream)
 	}
-	if errs := f.Check(families.Database("db", c.Units, map[string]map[string]any{f.Type(): content}), content); len(errs) > 0 {
-		t.Errorf("the rule a statement wrote fails its check: %v", errs)
+	if errs, err := f.Check(ctx, families.Database("db", c.Units, map[string]map[string]any{f.Type(): content}), content); err != nil || len(errs) > 0 {
+		t.Errorf("the rule a statement wrote fails its check: %v %v", errs, err)
 	}
 	if c.Show != "" {
 		st, err := families.Parse(c.Show)

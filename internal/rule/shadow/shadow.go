@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
@@ -493,7 +494,7 @@ func show(st distsql.Statement, c map[string]any) (rule.Rows, bool) {
 // data source's production and shadow units exist (10102), every
 // algorithm a table or the default names is defined (10402), each
 // algorithm's type and props are fine.
-func (family) Check(d rule.Database, c map[string]any) []*sqlerr.Error {
+func (family) Check(_ context.Context, d rule.Database, c map[string]any) ([]*sqlerr.Error, error) {
 	var errs []*sqlerr.Error
 	var missing []string
 	sources := rule.Map(c[dataSources])
@@ -521,7 +522,7 @@ func (family) Check(d rule.Database, c map[string]any) []*sqlerr.Error {
 	if n := rule.Text(c[defaultName]); n != "" && algs[n] == nil {
 		errs = append(errs, rule.UnregisteredAlgorithm("shadow", n, d.Name))
 	}
-	return errs
+	return errs, nil
 }
 
 // Units: each data source uses its production and shadow units.
@@ -564,4 +565,4 @@ func (family) Items() rule.Items {
 }
 
 // Upstream: the registry holds the content as it is.
-func (family) Upstream(map[string]any) {}
+func (family) Upstream(paths.Layout, map[string]any) error { return nil }

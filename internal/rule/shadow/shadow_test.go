@@ -1,6 +1,7 @@
 package shadow_test
 
 import (
+	"context"
 	"maps"
 	"os"
 	"path/filepath"
@@ -131,8 +132,8 @@ func TestUpstreamScenarioPassesCheck(t *testing.T) {
 			contents[r.Type] = r.Content
 		}
 		d := families.Database(db.Name, slices.Sorted(maps.Keys(db.DataSources)), contents)
-		if errs := shadow.Family.Check(d, r.Content); len(errs) > 0 {
-			t.Errorf("%s: %v", f, errs)
+		if errs, err := shadow.Family.Check(context.Background(), d, r.Content); err != nil || len(errs) > 0 {
+			t.Errorf("%s: %v %v", f, errs, err)
 		}
 		checked++
 	}

@@ -1,10 +1,13 @@
-// Package sharding is the sharding rule family, on its way into its own
-// package (issue 33): so far it holds the rule's registry item layout
-// (Items) and its upstream form per release (UpstreamFor); its statements,
-// changes, checks, units, SHOW rows, COUNT and CONVERT output are still
-// internal/distsql's, internal/rules', internal/dbconfig's and
-// internal/console's. It is listed in internal/rule/families (Stored)
-// beside the families.
+// Package sharding is the sharding rule family: CREATE, ALTER and DROP
+// SHARDING TABLE RULE, TABLE REFERENCE RULE, DEFAULT SHARDING STRATEGY,
+// KEY GENERATE STRATEGY, DROP SHARDING ALGORITHM and KEY GENERATOR, the
+// SHOW SHARDING queries and COUNT SHARDING RULE as upstream's
+// ShardingDistSQLStatement.g4 reads them and its executors check and write
+// them (statements.go, change.go, show.go), the rule's checks
+// (check.go, upstream's ShardingRuleConfigurationChecker), its registry
+// item layout and upstream form per release, CONVERT output and the
+// storage units its tables use (this file). It is listed in
+// internal/rule/families.
 package sharding
 
 import (
@@ -27,22 +30,21 @@ import (
 // Type is the rule's type in the registry and in configs.
 const Type = "sharding"
 
-// Stored is the sharding rule's registry layout and upstream form.
-var Stored interface {
-	rule.Stored
-	rule.Converter
-	rule.UnitUser
-} = stored{}
+// Family is the sharding rule family.
+var Family rule.Family = family{}
 
-type stored struct{}
+type family struct{}
 
-func (stored) Type() string { return Type }
+func (family) Type() string { return Type }
+
+// Defines: the sharding rule defines no data sources.
+func (family) Defines(map[string]any) []string { return nil }
 
 // Items: tables, auto tables, algorithms, key generators, auditors and
 // (5.5.4) key generate strategies are one item per entry; binding tables
 // one item per reference, named by BindingName; the default sharding
 // column is a raw string (reference 1.6).
-func (stored) Items() rule.Items {
+func (family) Items() rule.Items {
 	return rule.Items{
 		Named:    []string{"tables", "autoTables", "shardingAlgorithms", "keyGenerators", "auditors", "keyGenerateStrategies"},
 		KeyLists: []string{"bindingTables"},
@@ -50,7 +52,7 @@ func (stored) Items() rule.Items {
 	}
 }
 
-// UpstreamFor rewrites c, a copy, in place as layout's release writes it:
+// Upstream rewrites c, a copy, in place as layout's release writes it:
 // a table rule's logicTable, a none strategy as an empty string, an audit
 // strategy's allowHintDisable, a binding table reference with its name
 // (BindingName); for Layout554 each table's keyGenerateStrategy becomes a
@@ -61,7 +63,7 @@ func (stored) Items() rule.Items {
 // key generate strategy of another type than column, or one for a table
 // the rule does not have, before Layout554; or two different strategies
 // of one name for Layout554.
-func (stored) UpstreamFor(layout paths.Layout, c map[string]any) error {
+func (family) Upstream(layout paths.Layout, c map[string]any) error {
 	table := func(name string, t map[string]any, strategies ...string) {
 		t["logicTable"] = name
 		for _, s := range strategies {
@@ -145,7 +147,7 @@ func convertTableOptions(c, t map[string]any) string {
 // (a default key generate or audit strategy, the default sharding column,
 // the sharding cache) is named first, in "-- not converted:" comment
 // lines. ok is always true.
-func (stored) Convert(c map[string]any) (statements []string, ok bool) {
+func (family) Convert(c map[string]any) (statements []string, ok bool) {
 	var skipped, out []string
 	skip := func(what string) { skipped = append(skipped, "-- not converted: "+what) }
 	tables := rule.Map(c["tables"])
@@ -191,7 +193,7 @@ func (stored) Convert(c map[string]any) (statements []string, ok bool) {
 // Units returns the tables of c, a sharding rule of database d, then its
 // auto tables, each in name order, with the data sources each uses
 // (TableUnits), in one budget of inline.MaxRuleNames for the rule.
-func (stored) Units(d rule.Database, c map[string]any) []rule.Use {
+func (family) Units(d rule.Database, c map[string]any) []rule.Use {
 	var out []rule.Use
 	left := inline.MaxRuleNames
 	for _, section := range []string{"tables", "autoTables"} {

@@ -13,9 +13,9 @@ import (
 // The registry finds the sharding rule's layout and upstream form in the
 // family list, and its upstream form depends on the release written.
 func TestStoredUpstreamPerRelease(t *testing.T) {
-	s, ok := families.Stored(sharding.Type)
-	if !ok || s != sharding.Stored {
-		t.Fatalf("families.Stored(%q) = %v, %v", sharding.Type, s, ok)
+	s, ok := families.ByType(sharding.Type)
+	if !ok || s != sharding.Family {
+		t.Fatalf("families.ByType(%q) = %v, %v", sharding.Type, s, ok)
 	}
 	if items := s.Items(); len(items.KeyLists) != 1 || items.KeyLists[0] != "bindingTables" {
 		t.Fatalf("Items() = %+v", items)
@@ -26,37 +26,34 @@ func TestStoredUpstreamPerRelease(t *testing.T) {
 		}}}
 	}
 	c := content()
-	if err := s.UpstreamFor(paths.Layout554, c); err != nil {
+	if err := s.Upstream(paths.Layout554, c); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c["keyGenerateStrategies"].(map[string]any)[sharding.KeyGenerateStrategyName("t_order", "order_id")]; !ok {
 		t.Fatalf("5.5.4 form has no rule-level strategy: %v", c)
 	}
 	c553 := content()
-	if err := s.UpstreamFor(paths.Layout553, c553); err != nil {
+	if err := s.Upstream(paths.Layout553, c553); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c553["keyGenerateStrategies"]; ok {
 		t.Fatalf("5.5.3 form has rule-level strategies: %v", c553)
 	}
 	c["keyGenerateStrategies"].(map[string]any)["seq"] = map[string]any{"keyGenerateType": "sequence", "logicTable": "t_order"}
-	if err := s.UpstreamFor(paths.Layout553, c); err == nil || !strings.Contains(err.Error(), "seq") {
+	if err := s.Upstream(paths.Layout553, c); err == nil || !strings.Contains(err.Error(), "seq") {
 		t.Fatalf("a sequence strategy written for 5.5.3: %v", err)
 	}
-	if _, ok := families.Stored("no_such_rule"); ok {
-		t.Fatal("an unknown rule type is stored")
-	}
-	if m, ok := families.Stored("mask"); !ok || m.UpstreamFor(paths.Layout552, map[string]any{}) != nil {
-		t.Fatal("a family without UpstreamFor is not stored through its Upstream")
+	if _, ok := families.ByType("no_such_rule"); ok {
+		t.Fatal("an unknown rule type is a family")
 	}
 }
 
 // CONVERT finds the sharding rule's statements in the family list, what
 // no statement sets named first.
 func TestConverterNamesWhatItCannotConvert(t *testing.T) {
-	cv, ok := families.Converter(sharding.Type)
+	cv, ok := families.ByType(sharding.Type)
 	if !ok {
-		t.Fatal("no converter for the sharding rule")
+		t.Fatal("the sharding rule is not a family")
 	}
 	sts, ok := cv.Convert(map[string]any{
 		"bindingTables":         []any{"ref:t_order,t_order_item"},
@@ -74,9 +71,9 @@ func TestConverterNamesWhatItCannotConvert(t *testing.T) {
 // The units a sharding rule uses are its tables', then its auto tables',
 // each named, as SHOW RULES USED STORAGE UNIT lists them.
 func TestUnitsOfTablesThenAutoTables(t *testing.T) {
-	u, ok := families.Uses(sharding.Type)
+	u, ok := families.ByType(sharding.Type)
 	if !ok {
-		t.Fatal("no units for the sharding rule")
+		t.Fatal("the sharding rule is not a family")
 	}
 	d := families.Database("db", []string{"ds_0", "ds_1", "ds_2"}, nil)
 	uses := u.Units(d, map[string]any{

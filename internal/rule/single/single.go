@@ -20,6 +20,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -547,7 +548,9 @@ func (family) Show(ctx context.Context, st distsql.Statement, read rule.Read) (r
 
 // Check: upstream checks nothing of a single rule beyond what its changes
 // check.
-func (family) Check(rule.Database, map[string]any) []*sqlerr.Error { return nil }
+func (family) Check(context.Context, rule.Database, map[string]any) ([]*sqlerr.Error, error) {
+	return nil, nil
+}
 
 // Units: each pattern that names a unit uses it; a pattern that names a
 // table ("ds_0.t", "ds_0.public.t") is the item t, as SHOW RULES USED
@@ -600,4 +603,4 @@ func (family) Convert(c map[string]any) ([]string, bool) {
 func (family) Items() rule.Items { return rule.Items{Raw: []string{"defaultDataSource"}} }
 
 // Upstream: the registry holds the content as it is.
-func (family) Upstream(map[string]any) {}
+func (family) Upstream(paths.Layout, map[string]any) error { return nil }

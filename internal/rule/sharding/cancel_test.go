@@ -1,4 +1,4 @@
-package rules
+package sharding
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
 
@@ -17,15 +15,15 @@ import (
 // client gone) it stops before building any table and answers
 // context.Canceled.
 func TestShardingTableRuleStopsWhenCancelled(t *testing.T) {
-	st := &distsql.CreateShardingTableRule{}
+	st := &CreateTableRule{}
 	for i := range 10 {
-		st.Rules = append(st.Rules, distsql.ShardingTableRule{Table: fmt.Sprintf("t_%d", i), DataNodes: []string{fmt.Sprintf("ds_${0..1}.t_%d_${0..4999}", i)}})
+		st.Rules = append(st.Rules, TableRule{Table: fmt.Sprintf("t_%d", i), DataNodes: []string{fmt.Sprintf("ds_${0..1}.t_%d_${0..4999}", i)}})
 	}
-	_, change := databaseChangeOf(st, Options{})
+	change := Family.Change(st)
 	if change == nil {
 		t.Fatal("CREATE SHARDING TABLE RULE has no change that reads the statement's context")
 	}
-	d := &metadata.Database{Name: "db"}
+	d := rule.Database{Name: "db"}
 	next, err := change(context.Background(), d, map[string]any{})
 	if err != nil || len(rule.Map(next["tables"])) != 10 {
 		t.Fatalf("live: %d tables, %v; want 10", len(rule.Map(next["tables"])), err)

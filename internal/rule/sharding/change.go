@@ -1,16 +1,14 @@
-package rules
+package sharding
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"slices"
 	"strings"
 
-	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
-	"github.com/shardkeeper/shardkeeper/internal/distsql"
 	"github.com/shardkeeper/shardkeeper/internal/inline"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 )
@@ -48,7 +46,7 @@ func checkType(kind, typ string, known []string) error {
 
 // strategyValue turns a strategy of the statement into the rule's form,
 // adding its algorithm to c under name algName.
-func strategyValue(c map[string]any, ruleType, owner string, st distsql.ShardingStrategy, algName string) (map[string]any, error) {
+func strategyValue(c map[string]any, ruleType, owner string, st Strategy, algName string) (map[string]any, error) {
 	typ := strings.ToLower(st.Type)
 	if typ == "none" {
 		return map[string]any{"none": nil}, nil
@@ -56,7 +54,7 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 	if st.Algorithm == nil {
 		return nil, rule.InvalidRule(ruleType, owner, fmt.Sprintf("the %s strategy has no sharding algorithm", typ))
 	}
-	if err := checkType("sharding", st.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
+	if err := checkType("sharding", st.Algorithm.Type, AlgorithmTypes); err != nil {
 		return nil, err
 	}
 	body := map[string]any{"shardingAlgorithmName": algName}
@@ -83,7 +81,7 @@ func strategyValue(c map[string]any, ruleType, owner string, st distsql.Sharding
 // the rule's form, adding its algorithms, key generator and auditors to c
 // under upstream's generated names; it returns the section it belongs in,
 // or ctx's error once ctx is done.
-func tableValue(ctx context.Context, db string, c map[string]any, r distsql.ShardingTableRule) (string, map[string]any, error) {
+func tableValue(ctx context.Context, db string, c map[string]any, r TableRule) (string, map[string]any, error) {
 	const ruleType = "sharding table"
 	if err := rule.CheckName(ruleType, r.Table); err != nil {
 		return "", nil, err
@@ -95,14 +93,14 @@ func tableValue(ctx context.Context, db string, c map[string]any, r distsql.Shar
 		field = "autoTables"
 		units := strings.Join(r.StorageUnits, ",")
 		if _, err := inline.Expand(units, inline.MaxNames); errors.Is(err, inline.ErrTooMany) {
-			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "storage units", units, err)
+			return "", nil, tooManyNames(ruleType, r.Table, "storage units", units, err)
 		} else if err != nil {
 			return "", nil, rule.InvalidRule(ruleType, r.Table, fmt.Sprintf("storage units '%s' are not a valid inline expression", units))
 		}
-		if err := checkType("sharding", r.Algorithm.Type, dbconfig.ShardingAlgorithmTypes); err != nil {
+		if err := checkType("sharding", r.Algorithm.Type, AlgorithmTypes); err != nil {
 			return "", nil, err
 		}
-		if !slices.Contains(dbconfig.AutoAlgorithmTypes, strings.ToUpper(r.Algorithm.Type)) {
+		if !slices.Contains(AutoAlgorithmTypes, strings.ToUpper(r.Algorithm.Type)) {
 			return "", nil, rule.InvalidAlgorithm("sharding", r.Algorithm.Type, fmt.Sprintf("auto sharding algorithm is required for rule `%s`", r.Table))
 		}
 		name := lower(r.Table + "_" + r.Algorithm.Type)
@@ -116,7 +114,7 @@ func tableValue(ctx context.Context, db string, c map[string]any, r distsql.Shar
 			return "", nil, ctx.Err()
 		}
 		if errors.Is(err, inline.ErrTooMany) {
-			return "", nil, dbconfig.TooManyNames(ruleType, r.Table, "data nodes", nodes, err)
+			return "", nil, tooManyNames(ruleType, r.Table, "data nodes", nodes, err)
 		} else if err != nil {
 			return "", nil, rule.InvalidRule(ruleType, r.Table, fmt.Sprintf("data nodes '%s' are not a valid inline expression", nodes))
 		}
@@ -128,7 +126,7 @@ func tableValue(ctx context.Context, db string, c map[string]any, r distsql.Shar
 		t["actualDataNodes"] = nodes
 		for _, s := range []struct {
 			field, kind string
-			st          *distsql.ShardingStrategy
+			st          *Strategy
 		}{{"databaseStrategy", "database", r.DatabaseStrategy}, {"tableStrategy", "table", r.TableStrategy}} {
 			if s.st == nil {
 				continue
@@ -145,7 +143,7 @@ func tableValue(ctx context.Context, db string, c map[string]any, r distsql.Shar
 		}
 	}
 	if k := r.KeyGenerate; k != nil {
-		if err := checkType("key generator", k.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
+		if err := checkType("key generator", k.Algorithm.Type, KeyGeneratorTypes); err != nil {
 			return "", nil, err
 		}
 		name := lower(r.Table + "_" + k.Algorithm.Type)
@@ -155,7 +153,7 @@ func tableValue(ctx context.Context, db string, c map[string]any, r distsql.Shar
 	if a := r.Audit; a != nil {
 		var names []any
 		for _, alg := range a.Auditors {
-			if err := checkType("auditor", alg.Type, dbconfig.AuditorTypes); err != nil {
+			if err := checkType("auditor", alg.Type, AuditorTypes); err != nil {
 				return "", nil, err
 			}
 			name := lower(r.Table + "_" + alg.Type)
@@ -259,7 +257,7 @@ func dropUnused(c map[string]any, algs, gens, auditors []string) {
 // STORAGE_UNITS stand for more than inline.MaxRuleNames names together, or
 // one of them for more than inline.MaxNames (10200), counting them before
 // any is built.
-func countNames(rules []distsql.ShardingTableRule) error {
+func countNames(rules []TableRule) error {
 	total := 0
 	for _, r := range rules {
 		what, expr := "data nodes", strings.Join(r.DataNodes, ",")
@@ -268,7 +266,7 @@ func countNames(rules []distsql.ShardingTableRule) error {
 		}
 		n, err := inline.Count(expr, inline.MaxNames)
 		if errors.Is(err, inline.ErrTooMany) {
-			return dbconfig.TooManyNames("sharding table", r.Table, what, expr, err)
+			return tooManyNames("sharding table", r.Table, what, expr, err)
 		}
 		if total += n; total > inline.MaxRuleNames {
 			return rule.InvalidRule("sharding table", r.Table, fmt.Sprintf("the statement's data nodes and storage units stand for more than %d names, the most one statement may", inline.MaxRuleNames))
@@ -277,11 +275,11 @@ func countNames(rules []distsql.ShardingTableRule) error {
 	return nil
 }
 
-// createShardingTableRule is CREATE or ALTER SHARDING TABLE RULE. Its
+// createTableRule is CREATE or ALTER SHARDING TABLE RULE. Its
 // change stops with ctx's error once ctx is done (the statement killed or
 // its client gone), between tables and inside their expansions.
-func createShardingTableRule(rules []distsql.ShardingTableRule, ifNotExists, alter bool) (string, databaseChange) {
-	return "sharding", func(ctx context.Context, d *metadata.Database, c map[string]any) (map[string]any, error) {
+func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
+	return func(ctx context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
 		db := d.Name
 		if err := countNames(rules); err != nil {
 			return nil, err
@@ -336,8 +334,9 @@ func tableItems(c map[string]any) map[string]any {
 	return items
 }
 
-func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+func dropTableRule(st *DropTableRule) rule.Change {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		keys, err := shardingTables.Drop(db, tableItems(c), st.Tables, st.IfExists)
 		if err != nil {
 			return nil, err
@@ -367,8 +366,9 @@ func dropShardingTableRule(st *distsql.DropShardingTableRule) (string, change) {
 	}
 }
 
-func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+func tableReferenceRule(refs []TableReference, ifNotExists, alter bool) rule.Change {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		existing := map[string]int{}
 		list := rule.Values(c["bindingTables"])
 		for i, b := range list {
@@ -443,8 +443,9 @@ func tableReferenceRule(refs []distsql.TableReference, ifNotExists, alter bool) 
 	}
 }
 
-func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+func dropTableReferenceRule(st *DropTableReferenceRule) rule.Change {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		list := rule.Values(c["bindingTables"])
 		var absent []string
 		for _, n := range st.Names {
@@ -472,9 +473,10 @@ func dropTableReferenceRule(st *distsql.DropShardingTableReferenceRule) (string,
 	}
 }
 
-func defaultShardingStrategy(st *distsql.CreateDefaultShardingStrategy) (string, change) {
+func defaultStrategy(st *CreateDefaultStrategy) rule.Change {
 	field := defaultStrategyField(st.Kind)
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		_, exists := c[field]
 		switch {
 		case st.Alter && !exists:
@@ -511,9 +513,10 @@ func defaultStrategyField(kind string) string {
 	return "defaultDatabaseStrategy"
 }
 
-func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (string, change) {
+func dropDefaultStrategy(st *DropDefaultStrategy) rule.Change {
 	field := defaultStrategyField(st.Kind)
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		if _, ok := c[field]; !ok {
 			if st.IfExists {
 				return c, nil
@@ -531,8 +534,9 @@ func dropDefaultShardingStrategy(st *distsql.DropDefaultShardingStrategy) (strin
 
 // dropNamed drops named algorithms of section f (shardingAlgorithms or
 // keyGenerators) that nothing uses.
-func dropNamed(f, kind string, names []string, ifExists bool) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+func dropNamed(f, kind string, names []string, ifExists bool) rule.Change {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		m := rule.Map(c[f])
 		var absent, used []string
 		usedA, usedG, _ := inUse(c)
@@ -564,8 +568,9 @@ func dropNamed(f, kind string, names []string, ifExists bool) (string, change) {
 	}
 }
 
-func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+func keyGenerateStrategy(st *CreateKeyGenerateStrategy) rule.Change {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		if err := rule.CheckName("sharding key generate strategy", st.Name); err != nil {
 			return nil, err
 		}
@@ -579,35 +584,35 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 		case !st.Alter && exists:
 			return nil, rule.DuplicateRule("sharding key generate strategy", db, []string{st.Name})
 		}
-		d := st.Definition
+		def := st.Definition
 		entry := map[string]any{}
-		if d.Sequence != "" {
+		if def.Sequence != "" {
 			entry["keyGenerateType"] = "sequence"
-			entry["keyGenerateSequence"] = d.Sequence
+			entry["keyGenerateSequence"] = def.Sequence
 		} else {
-			if f, _ := shardingTable(c, d.Table); f == "" {
-				return nil, rule.MissingRule("Sharding", db, []string{d.Table})
+			if f, _ := shardingTable(c, def.Table); f == "" {
+				return nil, rule.MissingRule("Sharding", db, []string{def.Table})
 			}
 			entry["keyGenerateType"] = "column"
-			entry["logicTable"] = d.Table
-			entry["keyGenerateColumn"] = d.Column
+			entry["logicTable"] = def.Table
+			entry["keyGenerateColumn"] = def.Column
 		}
 		var oldGen string
 		if old := rule.Map(strategies[st.Name]); old != nil {
 			oldGen = rule.Text(old["keyGeneratorName"])
 		}
-		if d.Algorithm != nil {
-			if err := checkType("key generator", d.Algorithm.Type, dbconfig.KeyGeneratorTypes); err != nil {
+		if def.Algorithm != nil {
+			if err := checkType("key generator", def.Algorithm.Type, KeyGeneratorTypes); err != nil {
 				return nil, err
 			}
-			name := strings.ToLower(st.Name + "_" + d.Algorithm.Type)
-			rule.Section(c, "keyGenerators")[name] = rule.AlgorithmValue(*d.Algorithm)
+			name := strings.ToLower(st.Name + "_" + def.Algorithm.Type)
+			rule.Section(c, "keyGenerators")[name] = rule.AlgorithmValue(*def.Algorithm)
 			entry["keyGeneratorName"] = name
 		} else {
-			if _, ok := rule.Map(c["keyGenerators"])[d.Generator]; !ok {
-				return nil, rule.MissingAlgorithm("key generator", db, []string{d.Generator})
+			if _, ok := rule.Map(c["keyGenerators"])[def.Generator]; !ok {
+				return nil, rule.MissingAlgorithm("key generator", db, []string{def.Generator})
 			}
-			entry["keyGeneratorName"] = d.Generator
+			entry["keyGeneratorName"] = def.Generator
 		}
 		strategies[st.Name] = entry
 		if oldGen != "" {
@@ -617,8 +622,9 @@ func keyGenerateStrategy(st *distsql.CreateShardingKeyGenerateStrategy) (string,
 	}
 }
 
-func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (string, change) {
-	return "sharding", func(db string, c map[string]any) (map[string]any, error) {
+func dropKeyGenerateStrategy(st *DropKeyGenerateStrategy) rule.Change {
+	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
+		db := d.Name
 		strategies := rule.Map(c["keyGenerateStrategies"])
 		var absent []string
 		for _, n := range st.Names {
@@ -634,4 +640,64 @@ func dropKeyGenerateStrategy(st *distsql.DropShardingKeyGenerateStrategy) (strin
 		}
 		return rule.Prune(c), nil
 	}
+}
+
+// strategyAlgorithm is the algorithm name of a strategy map ({standard:
+// {...}}, {complex: ...}, {hint: ...}; "" for none).
+func strategyAlgorithm(v any) string {
+	m := rule.Map(v)
+	for _, typ := range []string{"standard", "complex", "hint"} {
+		if body, ok := m[typ]; ok {
+			return rule.Text(rule.Map(body)["shardingAlgorithmName"])
+		}
+	}
+	return ""
+}
+
+// BindingParts splits a bindingTables element, "name:t1,t2" or "t1,t2"
+// (named by BindingName), into its name and tables.
+func BindingParts(s string) (string, []string) {
+	name, ref, ok := strings.Cut(s, ":")
+	if !ok {
+		ref, name = s, BindingName(s)
+	}
+	var tables []string
+	for _, t := range strings.Split(ref, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tables = append(tables, t)
+		}
+	}
+	return name, tables
+}
+
+// Change is the change st makes to the sharding rule; nil when st is
+// none of the rule's changes.
+func (family) Change(st distsql.Statement) rule.Change {
+	switch st := st.(type) {
+	case *CreateTableRule:
+		return createTableRule(st.Rules, st.IfNotExists, false)
+	case *AlterTableRule:
+		return createTableRule(st.Rules, false, true)
+	case *DropTableRule:
+		return dropTableRule(st)
+	case *CreateTableReferenceRule:
+		return tableReferenceRule(st.Rules, st.IfNotExists, false)
+	case *AlterTableReferenceRule:
+		return tableReferenceRule(st.Rules, false, true)
+	case *DropTableReferenceRule:
+		return dropTableReferenceRule(st)
+	case *CreateDefaultStrategy:
+		return defaultStrategy(st)
+	case *DropDefaultStrategy:
+		return dropDefaultStrategy(st)
+	case *DropAlgorithm:
+		return dropNamed("shardingAlgorithms", "sharding", st.Names, st.IfExists)
+	case *DropKeyGenerator:
+		return dropNamed("keyGenerators", "key generator", st.Names, st.IfExists)
+	case *CreateKeyGenerateStrategy:
+		return keyGenerateStrategy(st)
+	case *DropKeyGenerateStrategy:
+		return dropKeyGenerateStrategy(st)
+	}
+	return nil
 }
