@@ -31,21 +31,6 @@ func checkParses(t *testing.T, cases []parseCase) {
 	}
 }
 
-// parseErrorCase is a statement Parse refuses, with a part of the message.
-type parseErrorCase struct{ sql, want string }
-
-// checkParseErrors parses each case's statement, which must fail with a
-// message holding want.
-func checkParseErrors(t *testing.T, cases []parseErrorCase) {
-	t.Helper()
-	for _, tc := range cases {
-		_, err := Parse(tc.sql)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.sql, err, tc.want)
-		}
-	}
-}
-
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		sql  string
