@@ -529,6 +529,10 @@ type race struct {
 	timer   *time.Timer // starts a round without the racers still busy
 }
 
+// RaceTable is the broadcast table of the n-th CREATE race (and of the
+// DROP race after it); no other client uses it.
+func RaceTable(n int) string { return fmt.Sprintf("t_race%d", n) }
+
 // RaceWait is how long a round waits, once two racers are there, for the
 // others: a racer whose node is cut off may wait for its change until the
 // operation's timeout, and the others race on without it.
@@ -554,9 +558,11 @@ type round struct {
 
 // meet waits until every racer has arrived, or two have and RaceWait has
 // passed since the second came, and returns the race they run: round k
-// creates Tables[k/2 % len(Tables)] when k is even and drops it when k is
-// odd, so that each CREATE race finds the table absent and each DROP race
-// present unless the other clients changed it meanwhile. A racer that
+// creates RaceTable(k/2) when k is even and drops it when k is odd. Only
+// the racers touch a race's table, and only in those two rounds: two
+// CREATEs of it acknowledged can then not be explained by another
+// client's DROP, of unknown outcome, placed between them (under faults
+// many are), and each CREATE race finds the table absent. A racer that
 // comes late joins the next round. It returns false when ctx ends first.
 func (r *race) meet(ctx context.Context) (round, bool) {
 	r.mu.Lock()
@@ -580,7 +586,7 @@ func (r *race) meet(ctx context.Context) (round, bool) {
 	r.mu.Unlock()
 	select {
 	case <-ch:
-		return round{table: Tables[k/2%len(Tables)], drop: k%2 == 1}, true
+		return round{table: RaceTable(k / 2), drop: k%2 == 1}, true
 	case <-ctx.Done():
 		return round{}, false
 	}

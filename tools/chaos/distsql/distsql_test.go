@@ -107,8 +107,8 @@ func TestRaceStartsWithoutABusyRacer(t *testing.T) {
 	}
 	start := time.Now()
 	two := meetAll(2)
-	if two[0].rd != two[1].rd || two[0].rd != (round{table: Tables[0]}) {
-		t.Errorf("two racers ran %+v and %+v, want the same CREATE of %s", two[0].rd, two[1].rd, Tables[0])
+	if two[0].rd != two[1].rd || two[0].rd != (round{table: RaceTable(0)}) {
+		t.Errorf("two racers ran %+v and %+v, want the same CREATE of %s", two[0].rd, two[1].rd, RaceTable(0))
 	}
 	if d := time.Since(start); d < RaceWait || d > RaceWait+2*time.Second {
 		t.Errorf("two racers of three started after %v, want about %v", d, RaceWait)
@@ -116,11 +116,14 @@ func TestRaceStartsWithoutABusyRacer(t *testing.T) {
 	start = time.Now()
 	three := meetAll(3)
 	for _, m := range three {
-		if m.rd != (round{table: Tables[0], drop: true}) {
-			t.Errorf("round 2 ran %+v, want the DROP of %s", m.rd, Tables[0])
+		if m.rd != (round{table: RaceTable(0), drop: true}) {
+			t.Errorf("round 2 ran %+v, want the DROP of %s", m.rd, RaceTable(0))
 		}
 	}
 	if d := time.Since(start); d >= RaceWait {
 		t.Errorf("three racers of three started after %v, want at once", d)
+	}
+	if rd := meetAll(2); rd[0].rd != (round{table: RaceTable(1)}) || RaceTable(1) == RaceTable(0) || slices.Contains(Tables, RaceTable(1)) {
+		t.Errorf("round 3 ran %+v, want the CREATE of a table of its own", rd[0].rd)
 	}
 }
