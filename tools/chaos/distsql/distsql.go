@@ -110,11 +110,11 @@ type Config struct {
 	// Racers is the number of clients, on the nodes in turn (n1, n2, ...),
 	// that run the same rule change at the same moment, besides
 	// ClientsPerNode and Readers: every round they meet, then all run a
-	// CREATE (or, every other round, a DROP) of the same broadcast table
-	// without IF [NOT] EXISTS, so that two nodes decide the same change
-	// from the same registry state. Of such a race at most one may be
-	// acknowledged (the others refused); a plain overwrite acknowledges
-	// them all, which the check rejects. 0 or 1: no races.
+	// CREATE of the same new broadcast table (RaceTable) without IF NOT
+	// EXISTS, so that several nodes decide the same change from the same
+	// registry state. Of such a race at most one may be acknowledged (the
+	// others refused); a plain overwrite acknowledges them all, which the
+	// check rejects. 0 or 1: no races.
 	Racers int
 	// Online, when set, returns the instance ids the registry lists
 	// online. Run then reads it every OnlinePoll until it returns and
@@ -529,8 +529,8 @@ type race struct {
 	timer   *time.Timer // starts a round without the racers still busy
 }
 
-// RaceTable is the broadcast table of the n-th CREATE race (and of the
-// DROP race after it); no other client uses it.
+// RaceTable is the broadcast table of the n-th race; no other client uses
+// it.
 func RaceTable(n int) string { return fmt.Sprintf("t_race%d", n) }
 
 // RaceWait is how long a round waits, once two racers are there, for the
@@ -549,21 +549,19 @@ func (r *race) start() {
 	r.rounds++
 }
 
-// round is one race: a CREATE (drop false) or a DROP of table, all
-// without IF [NOT] EXISTS.
+// round is one race: a CREATE of table without IF NOT EXISTS.
 type round struct {
 	table string
-	drop  bool
 }
 
 // meet waits until every racer has arrived, or two have and RaceWait has
 // passed since the second came, and returns the race they run: round k
-// creates RaceTable(k/2) when k is even and drops it when k is odd. Only
-// the racers touch a race's table, and only in those two rounds: two
-// CREATEs of it acknowledged can then not be explained by another
-// client's DROP, of unknown outcome, placed between them (under faults
-// many are), and each CREATE race finds the table absent. A racer that
-// comes late joins the next round. It returns false when ctx ends first.
+// creates RaceTable(k), which nothing else touches, ever: two CREATEs of
+// it acknowledged can then not be explained by a DROP, of unknown outcome
+// or still in flight, placed between them (under faults many are, and a
+// DROP race right after would start while a slow racer's CREATE is still
+// in flight). The tables stay: a few dozen a run. A racer that comes late
+// joins the next round. It returns false when ctx ends first.
 func (r *race) meet(ctx context.Context) (round, bool) {
 	r.mu.Lock()
 	if r.release == nil {
@@ -586,20 +584,16 @@ func (r *race) meet(ctx context.Context) (round, bool) {
 	r.mu.Unlock()
 	select {
 	case <-ch:
-		return round{table: RaceTable(k / 2), drop: k%2 == 1}, true
+		return round{table: RaceTable(k)}, true
 	case <-ctx.Done():
 		return round{}, false
 	}
 }
 
-// runRace runs the race r: a CREATE or DROP of its table, on the console
-// or through the HTTP API (change), read on the next node once
-// acknowledged.
+// runRace runs the race r: a CREATE of its table, on the console or
+// through the HTTP API (change), then the reads on its own and the next
+// node once acknowledged (checkPeer).
 func (c *client) runRace(ctx context.Context, r round) {
-	if r.drop {
-		c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(r.table), Kind: linear.Drop}, "DROP BROADCAST TABLE RULE "+r.table, codeMissingRule))
-		return
-	}
 	c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(r.table), Kind: linear.Create, Value: "1"}, "CREATE BROADCAST TABLE RULE "+r.table, codeDuplicateRule))
 }
 
