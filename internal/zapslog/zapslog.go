@@ -32,8 +32,13 @@ func Logger(l *slog.Logger) *zap.Logger {
 
 // Benign are the warnings and errors etcd logs that are no problem of the
 // node's, by message and a substring of their error field ("" matches
-// any). Each is logged at debug.
+// any). Each is logged at debug. A message matches also with the
+// member-id prefix ("2fe703e8b3ea3feb ...") etcd's raft puts before its own.
 var Benign = []struct{ Message, Err string }{
+	// A fresh single-member server's election timer can fire before the
+	// configuration change that adds the member itself is applied; raft
+	// campaigns again on its next tick (raft.go, hup).
+	{"cannot campaign at term 1 since there are still pending configuration changes to apply", ""},
 	// A fresh single-member server checks its storage schema version before
 	// its first raft entry has committed a term; the monitor tries again on
 	// its next tick and succeeds (etcd 3.6 server/etcdserver/version/monitor.go).
@@ -140,7 +145,7 @@ func (c *core) Sync() error { return nil }
 func benign(msg string, fields map[string]any) bool {
 	errText, _ := fields["error"].(string)
 	for _, b := range Benign {
-		if msg == b.Message && strings.Contains(errText, b.Err) {
+		if (msg == b.Message || strings.HasSuffix(msg, " "+b.Message)) && strings.Contains(errText, b.Err) {
 			return true
 		}
 	}

@@ -19,6 +19,9 @@ func TestLevelsFieldsAndBenignErrors(t *testing.T) {
 	l.Warn("slow fdatasync", zap.Duration("took", 2*time.Second), zap.Int("n", 3)) // Warn stays Warn
 	l.Error("failed to update storage version", zap.Error(errors.New("cannot detect storage schema version: missing term information")))
 	l.Error("failed to update storage version", zap.Error(errors.New("disk full")))
+	// etcd's raft puts the member id before its messages.
+	l.Warn("2fe703e8b3ea3feb cannot campaign at term 1 since there are still pending configuration changes to apply")
+	l.Warn("2fe703e8b3ea3feb cannot campaign at term 7 since there are still pending configuration changes to apply")
 	var recs []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var rec map[string]any
@@ -27,10 +30,13 @@ func TestLevelsFieldsAndBenignErrors(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
-	if len(recs) != 2 {
-		t.Fatalf("%d lines, want the warning and the real error:\n%s", len(recs), buf.String())
+	if len(recs) != 3 {
+		t.Fatalf("%d lines, want the warning, the real error and the campaign at term 7:\n%s", len(recs), buf.String())
 	}
 	w, e := recs[0], recs[1]
+	if c := recs[2]; c["level"] != "WARN" || !strings.Contains(c["msg"].(string), "at term 7") {
+		t.Errorf("campaign warning past a fresh start = %v", c)
+	}
 	if w["level"] != "WARN" || w["msg"] != "slow fdatasync" || w["took"] != float64(2*time.Second) || w["n"] != float64(3) ||
 		w["member"] != "m1" || w["logger"] != "etcd" || w["instance"] != "n1" {
 		t.Errorf("warning = %v", w)
