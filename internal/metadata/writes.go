@@ -261,25 +261,14 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 // /metadata/{db}/rules as ReadRules reads them, instead of a read of its
 // own.
 func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
-	if old.Type == "" {
-		old.Type = next.Type
-	}
-	if old.Type != next.Type {
-		return nil, nil, fmt.Errorf("rule %s cannot become rule %s", old.Type, next.Type)
-	}
-	// The items of both rules, each encoded only when the two differ in
-	// it: a change of one table of thousands encodes that table's item.
-	before, err := lazyItemsByID(layout, db, old)
-	if err != nil {
-		return nil, nil, err
-	}
-	var items []ruleItem
+	written := next
 	if next.Content != nil {
-		if items, err = lazyRuleItems(layout, next); err != nil {
+		var err error
+		if written, err = RuleAsWritten(layout, next); err != nil {
 			return nil, nil, fmt.Errorf("database %s: %w", db, err)
 		}
 	}
-	return ruleWritesOf(layout, db, kvs, before, next.Type, items)
+	return RuleWritesFromWritten(layout, db, kvs, old, written)
 }
 
 // RuleWritesFromWritten is RuleWritesFrom for a next rule that the caller
@@ -294,6 +283,8 @@ func RuleWritesFromWritten(layout paths.Layout, db string, kvs []registry.KV, ol
 	if old.Type != written.Type {
 		return nil, nil, fmt.Errorf("rule %s cannot become rule %s", old.Type, written.Type)
 	}
+	// The items of both rules, each encoded only when the two differ in
+	// it: a change of one table of thousands encodes that table's item.
 	before, err := lazyItemsByID(layout, db, old)
 	if err != nil {
 		return nil, nil, err

@@ -47,10 +47,8 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/connect"
-	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/registry"
 )
 
 const (
@@ -189,7 +187,7 @@ func run(bin, typ, servers string, sizes []int, per int) error {
 	have := 0
 	for _, size := range sizes {
 		t0 := time.Now()
-		if err := writeTables(ctx, repo, have, size); err != nil {
+		if err := metadatatest.WriteShardingTables(ctx, repo, database, have, size); err != nil {
 			return err
 		}
 		have = max(have, size)
@@ -376,40 +374,6 @@ func (n *node) tables(ctx context.Context) (int, error) {
 		got++
 	}
 	return got, rows.Err()
-}
-
-// writeTables writes sharding tables t_scale_{from..to-1} (and the
-// algorithm they use) into the database's sharding rule, 50 tables per
-// transaction, as new items.
-func writeTables(ctx context.Context, repo registry.Repository, from, to int) error {
-	for lo := from; lo < to; lo += 50 {
-		tables := map[string]any{}
-		for i := lo; i < min(lo+50, to); i++ {
-			name := fmt.Sprintf("t_scale_%05d", i)
-			tables[name] = map[string]any{
-				"actualDataNodes": "ds_${0..1}." + name + "_${0..1}",
-				"tableStrategy":   map[string]any{"standard": map[string]any{"shardingColumn": "order_id", "shardingAlgorithmName": "scale_mod"}},
-			}
-		}
-		content := map[string]any{"tables": tables}
-		if lo == 0 {
-			content["shardingAlgorithms"] = map[string]any{"scale_mod": map[string]any{"type": "MOD", "props": map[string]any{"sharding-count": 2}}}
-		}
-		kvs, err := metadata.DatabaseWrites(paths.DefaultLayout, config.Database{Name: database, Rules: []config.Rule{{Type: "sharding", Content: content}}})
-		if err != nil {
-			return err
-		}
-		var conds []registry.Cond
-		var ops []registry.Op
-		for _, kv := range kvs[1:] { // not the database's own key
-			conds = append(conds, registry.Cond{Key: kv.Key})
-			ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
-		}
-		if err := metadatatest.Commit(ctx, repo, conds, ops); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // cpuTime is the time the threads of process pid ran on a CPU (the first

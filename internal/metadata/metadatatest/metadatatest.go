@@ -57,3 +57,40 @@ func AlterGlobalRule(ctx context.Context, repo registry.Repository, r config.Rul
 	}
 	return Commit(ctx, repo, conds, ops)
 }
+
+// WriteShardingTables writes sharding tables t_scale_{from..to-1} of
+// database db (and, with the first of them, the MOD algorithm scale_mod
+// they use) into its sharding rule in the default layout, 50 tables per
+// transaction, each item conditioned on being new: the large databases
+// of the scale tests and of tools/rulescalebench. ctx bounds the registry
+// calls.
+func WriteShardingTables(ctx context.Context, repo registry.Repository, db string, from, to int) error {
+	for lo := from; lo < to; lo += 50 {
+		tables := map[string]any{}
+		for i := lo; i < min(lo+50, to); i++ {
+			name := fmt.Sprintf("t_scale_%05d", i)
+			tables[name] = map[string]any{
+				"actualDataNodes": "ds_${0..1}." + name + "_${0..1}",
+				"tableStrategy":   map[string]any{"standard": map[string]any{"shardingColumn": "order_id", "shardingAlgorithmName": "scale_mod"}},
+			}
+		}
+		content := map[string]any{"tables": tables}
+		if lo == 0 {
+			content["shardingAlgorithms"] = map[string]any{"scale_mod": map[string]any{"type": "MOD", "props": map[string]any{"sharding-count": 2}}}
+		}
+		kvs, err := metadata.DatabaseWrites(paths.DefaultLayout, config.Database{Name: db, Rules: []config.Rule{{Type: "sharding", Content: content}}})
+		if err != nil {
+			return err
+		}
+		var conds []registry.Cond
+		var ops []registry.Op
+		for _, kv := range kvs[1:] { // not the database's own key
+			conds = append(conds, registry.Cond{Key: kv.Key})
+			ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
+		}
+		if err := Commit(ctx, repo, conds, ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
