@@ -39,6 +39,14 @@ type Harness struct {
 	// is repaired on the way. Nil where the backend cannot tell (etcd, whose
 	// values are always byte strings).
 	NullKeys func(t *testing.T, ns string) []string
+	// BetweenReadAndWrite, where the backend's conditional writes (Commit,
+	// Update) read their conditions' keys before they write (ZooKeeper:
+	// the Mzxid is read, the multi checks the data version), installs fn
+	// on repo to be called by each such write after that read and before
+	// each attempt to write; nil uninstalls it. Nil where the write itself
+	// compares the versions (etcd, memory): the suite then makes its
+	// changes before the write.
+	BetweenReadAndWrite func(t *testing.T, repo registry.Repository, fn func())
 }
 
 // Run runs every conformance test as a t.Run subtest against h (select
@@ -72,6 +80,8 @@ func Run(t *testing.T, h Harness) {
 		{"ListLimited", testListLimited},
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
+		{"CommitAfterRecreate", testCommitAfterRecreate},
+		{"ListAfterRecreate", testListAfterRecreate},
 		{"NoNullValues", testNoNullValues},
 		{"GetMany", testGetMany},
 		{"CommitFirst", testCommitFirst},

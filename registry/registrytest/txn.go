@@ -3,6 +3,7 @@ package registrytest
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -189,4 +190,145 @@ func testCommitRace(t *testing.T, h Harness) {
 		_, err := s.Commit(c, claim(5, me, 0))
 		return err
 	})
+}
+
+// testCommitAfterRecreate: a condition on a key's version fails once the
+// key was deleted and created again between the read of the condition and
+// the write, although the new key's backend-native version (a ZooKeeper
+// data version: a Put or Create makes it 1 each time) is the old one's
+// again. A rule item is deleted with its last entry and created again by
+// the next change; a change decided before must not overwrite it.
+func testCommitAfterRecreate(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, other := e.open(), e.open()
+	s := e.session(r, 0)
+	c := testenv.Context(t)
+	between := func(fn func()) {
+		if h.BetweenReadAndWrite == nil {
+			fn()
+			return
+		}
+		var once sync.Once
+		h.BetweenReadAndWrite(t, r, func() { once.Do(fn) })
+		t.Cleanup(func() { h.BetweenReadAndWrite(t, r, nil) })
+	}
+	for _, tc := range []struct {
+		name  string
+		write func(key string, v registry.Version) error
+	}{
+		{"set", func(key string, v registry.Version) error {
+			_, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: key, Version: v}}, Ops: []registry.Op{{Key: key, Value: []byte("decided before")}}})
+			return err
+		}},
+		{"delete", func(key string, v registry.Version) error {
+			_, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: key, Version: v}}, Ops: []registry.Op{{Key: key, Delete: true}}})
+			return err
+		}},
+		{"check", func(key string, v registry.Version) error {
+			_, err := s.Commit(c, registry.Txn{
+				Conds: []registry.Cond{{Key: key, Version: v}, {Key: key + "-next"}},
+				Ops:   []registry.Op{{Key: key + "-next", Value: []byte("decided before")}},
+			})
+			return err
+		}},
+		{"new-parent", func(key string, v registry.Version) error {
+			// A created key whose parent the same multi creates: a
+			// multi that fails on a missing parent is sent again.
+			_, err := s.Commit(c, registry.Txn{
+				Conds: []registry.Cond{{Key: key, Version: v}, {Key: key + "-dir/a/b"}},
+				Ops:   []registry.Op{{Key: key, Value: []byte("decided before")}, {Key: key + "-dir/a/b", Value: []byte("decided before")}},
+			})
+			return err
+		}},
+		{"update", func(key string, v registry.Version) error {
+			_, err := r.Update(c, key, []byte("decided before"), v)
+			return err
+		}},
+		{"ephemeral", func(key string, v registry.Version) error {
+			_, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: key, Version: v}}, Ops: []registry.Op{{Key: key, Value: []byte("decided before"), Ephemeral: true}}})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "/aba/" + tc.name + "/active_version"
+			if tc.name == "ephemeral" {
+				// Another session takes the key over: ZooKeeper deletes
+				// and creates it again in one multi.
+				if err := s.PutEphemeral(c, key, []byte("0")); err != nil {
+					t.Fatal(err)
+				}
+				s2 := e.session(other, 0)
+				v := mustGet(t, r, key).Version
+				between(func() {
+					if err := s2.PutEphemeral(c, key, []byte("0")); err != nil {
+						t.Errorf("PutEphemeral(%s): %v", key, err)
+					}
+				})
+				err := tc.write(key, v)
+				wantErr(t, "write conditioned on a key taken over", err, registry.ErrBadVersion)
+				return
+			}
+			v := mustPut(t, r, key, "0")
+			between(func() {
+				if err := other.Delete(c, key); err != nil {
+					t.Errorf("Delete(%s): %v", key, err)
+				}
+				if _, err := other.Create(c, key, []byte("0")); err != nil {
+					t.Errorf("Create(%s): %v", key, err)
+				}
+			})
+			err := tc.write(key, v)
+			if err == nil {
+				t.Fatalf("a write conditioned on %s v%d succeeded after the key was deleted and created again", key, v)
+			}
+			wantErr(t, "write conditioned on a re-created key", err, registry.ErrBadVersion)
+			if h.BetweenReadAndWrite != nil {
+				h.BetweenReadAndWrite(t, r, nil)
+			}
+			got := mustGet(t, other, key)
+			if string(got.Value) != "0" || got.Version == v {
+				t.Fatalf("%s = %q v%d after the failed write, want %q at a version other than v%d", key, got.Value, got.Version, "0", v)
+			}
+			for _, k := range []string{key + "-next", key + "-dir/a/b"} {
+				if exists(t, other, k) {
+					t.Fatalf("the failed write created %s", k)
+				}
+			}
+		})
+	}
+}
+
+// testListAfterRecreate: a List that read a key (and may keep it) shows
+// the key created again after a delete, value and version, although the
+// new key's backend-native version is the old one's again.
+func testListAfterRecreate(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, other := e.open(), e.open()
+	c := testenv.Context(t)
+	key := "/relist/item/active_version"
+	mustPut(t, r, "/relist/item/versions/0", "a")
+	for round := range 3 {
+		v := mustPut(t, other, key, fmt.Sprint(round))
+		for range 2 { // listed twice: the second may come from a cache
+			got, err := r.List(c, "/relist")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(got, func(kv registry.KV) bool {
+				return kv.Key == key && string(kv.Value) == fmt.Sprint(round) && kv.Version == v
+			}) {
+				t.Fatalf("round %d: List(/relist) = %v, want %s = %q v%d", round, got, key, fmt.Sprint(round), v)
+			}
+		}
+		if err := other.Delete(c, key); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.List(c, "/relist")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(got, func(kv registry.KV) bool { return kv.Key == key }) {
+			t.Fatalf("round %d: List(/relist) = %v after %s was deleted", round, got, key)
+		}
+	}
 }

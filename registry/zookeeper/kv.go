@@ -196,8 +196,9 @@ func multiAt(conn *zk.Conn, ops ...any) ([]zk.MultiResponse, int, error) {
 }
 
 // Update implements registry.Repository: it compares expect with the
-// znode's Mzxid, then sets the data at the znode's data version, so the
-// write still fails if anyone wrote in between.
+// znode's Mzxid, then sets the data at the znode's data version, checking
+// the key's deletion guard read before (guardBuckets), so the write still
+// fails if anyone wrote, or deleted and created the key again, in between.
 func (r *Repo) Update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
 	if err := r.checkWrite(ctx, "update", key); err != nil {
 		return 0, err
@@ -205,7 +206,11 @@ func (r *Repo) Update(ctx context.Context, key string, value []byte, expect regi
 	if err := r.checkSize("update", key, 1, len(key), len(value)); err != nil {
 		return 0, err
 	}
-	p := r.full(key)
+	p, g := r.full(key), r.guard(key)
+	guards, err := r.guardVersions(ctx, r.conn, []string{g})
+	if err != nil {
+		return 0, r.convert("update", key, err)
+	}
 	ok, stat, err := r.conn.Exists(p)
 	if err != nil {
 		return 0, r.convert("update", key, err)
@@ -216,11 +221,18 @@ func (r *Repo) Update(ctx context.Context, key string, value []byte, expect regi
 	if registry.Version(stat.Mzxid) != expect {
 		return 0, r.convert("update", key, zk.ErrBadVersion)
 	}
-	stat, err = r.conn.Set(p, data(value), stat.Version)
-	if err != nil {
+	r.between()
+	res, at, err := multiAt(r.conn,
+		&zk.SetDataRequest{Path: p, Data: data(value), Version: stat.Version},
+		&zk.CheckVersionRequest{Path: g, Version: guards[g]},
+	)
+	switch {
+	case at == 1:
+		return 0, r.convert("update", key, zk.ErrBadVersion) // a key of the guard's was deleted meanwhile
+	case err != nil:
 		return 0, r.convert("update", key, err)
 	}
-	return registry.Version(stat.Mzxid), nil
+	return registry.Version(res[0].Stat.Mzxid), nil
 }
 
 // Delete implements registry.Repository: it removes the subtree leaves
@@ -233,20 +245,22 @@ func (r *Repo) Delete(ctx context.Context, key string) error {
 	p := r.full(key)
 	var err error
 	if key == "/" {
-		err = deleteChildren(ctx, r.conn, p)
+		err = r.deleteChildren(ctx, p)
 	} else {
-		err = deleteTree(ctx, r.conn, p)
+		err = r.deleteTree(ctx, p)
 	}
 	return r.convert("delete", key, err)
 }
 
-// deleteTree deletes p and everything below it. A missing p is not an error.
-func deleteTree(ctx context.Context, conn *zk.Conn, p string) error {
+// deleteTree deletes p and everything below it, moving the guard of each
+// key it deletes on in the same multi (guardBuckets). A missing p is not
+// an error.
+func (r *Repo) deleteTree(ctx context.Context, p string) error {
 	for attempt := 0; ; attempt++ {
-		if err := deleteChildren(ctx, conn, p); err != nil {
+		if err := r.deleteChildren(ctx, p); err != nil {
 			return err
 		}
-		err := conn.Delete(p, -1)
+		_, _, err := r.guardedMulti(r.conn, 1, &zk.DeleteRequest{Path: p, Version: -1}, r.bump(r.key(p)))
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil
@@ -258,11 +272,11 @@ func deleteTree(ctx context.Context, conn *zk.Conn, p string) error {
 	}
 }
 
-func deleteChildren(ctx context.Context, conn *zk.Conn, p string) error {
+func (r *Repo) deleteChildren(ctx context.Context, p string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	names, _, err := conn.Children(p)
+	names, _, err := r.conn.Children(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -270,7 +284,7 @@ func deleteChildren(ctx context.Context, conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, n := range names {
-		if err := deleteTree(ctx, conn, p+"/"+n); err != nil {
+		if err := r.deleteTree(ctx, p+"/"+n); err != nil {
 			return err
 		}
 	}

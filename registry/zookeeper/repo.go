@@ -177,6 +177,19 @@ type Repo struct {
 	sessions map[*session]struct{} // open sessions, closed by Close
 	up       bool                  // the connection has a session
 	upCh     chan struct{}         // closed when up becomes true; replaced when it becomes false
+
+	testMu              sync.Mutex
+	betweenReadAndWrite func() // tests only (SetBetweenReadAndWrite): called by conditional writes between their read and each write
+}
+
+// between calls the test hook betweenReadAndWrite, if any.
+func (r *Repo) between() {
+	r.testMu.Lock()
+	fn := r.betweenReadAndWrite
+	r.testMu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 var _ registry.Repository = (*Repo)(nil)

@@ -180,7 +180,8 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 	p := s.r.full(key)
 	for attempt := 0; ; attempt++ {
 		err := withParents(s.conn, s.r.acl, p, func() error {
-			_, err := s.conn.Create(p, data(value), zk.FlagEphemeral, s.r.acl)
+			_, _, err := s.r.guardedMulti(s.conn, 1,
+				&zk.CreateRequest{Path: p, Data: data(value), Acl: s.r.acl, Flags: zk.FlagEphemeral}, s.r.bump(key))
 			return err
 		})
 		if !errors.Is(err, zk.ErrNodeExists) || attempt == 20 {
@@ -196,9 +197,10 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 		if stat.EphemeralOwner == s.id {
 			_, err = s.conn.Set(p, data(value), stat.Version)
 		} else {
-			_, err = multi(s.conn,
+			_, _, err = s.r.guardedMulti(s.conn, 2,
 				&zk.DeleteRequest{Path: p, Version: stat.Version},
 				&zk.CreateRequest{Path: p, Data: data(value), Acl: s.r.acl, Flags: zk.FlagEphemeral},
+				s.r.bump(key),
 			)
 		}
 		switch {
@@ -212,8 +214,9 @@ func (s *session) PutEphemeral(ctx context.Context, key string, value []byte) er
 	}
 }
 
-// CreateExclusiveEphemeral implements registry.Session with one create:
-// ZooKeeper lets exactly one of any number of racing creators win.
+// CreateExclusiveEphemeral implements registry.Session with one create
+// (and the key's deletion guard moved on, guardBuckets): ZooKeeper lets
+// exactly one of any number of racing creators win.
 func (s *session) CreateExclusiveEphemeral(ctx context.Context, key string, value []byte) error {
 	if err := s.check(ctx, "create ephemeral", key); err != nil {
 		return err
@@ -223,7 +226,8 @@ func (s *session) CreateExclusiveEphemeral(ctx context.Context, key string, valu
 	}
 	p := s.r.full(key)
 	err := withParents(s.conn, s.r.acl, p, func() error {
-		_, err := s.conn.Create(p, data(value), zk.FlagEphemeral, s.r.acl)
+		_, _, err := s.r.guardedMulti(s.conn, 1,
+			&zk.CreateRequest{Path: p, Data: data(value), Acl: s.r.acl, Flags: zk.FlagEphemeral}, s.r.bump(key))
 		return err
 	})
 	return s.convert("create ephemeral", key, err)

@@ -15,7 +15,9 @@ import (
 
 // Commit implements registry.Session with one multi on the session's
 // connection. Conditions on a version are read first (Mzxid compared, then
-// the znode's data version checked inside the multi, as Update does);
+// the znode's data version checked inside the multi, as Update does, with
+// the data version of the key's deletion guard, read before the key, so
+// that a key deleted and created again in between fails: guardBuckets);
 // absence is asserted by the create of the key, or by a create and delete
 // pair when the key is not written. Missing parents of created keys are
 // created by the same multi, as persistent znodes with empty data, so a
@@ -67,6 +69,21 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		defer close(looked)
 		parents, parentsErr = missingParents(ctx, s.conn, creates)
 	}()
+	// The guards of the keys with a version condition are read before the
+	// keys (on this connection, in order): a key deleted and created again
+	// after its guard's read moves the guard on, one deleted before the
+	// keys' read fails its condition there (see guardBuckets).
+	var guards []string
+	for _, c := range txn.Conds {
+		if g := s.r.guard(c.Key); c.Version != 0 && !slices.Contains(guards, g) {
+			guards = append(guards, g)
+		}
+	}
+	guardVersions, err := s.r.guardVersions(ctx, s.conn, guards)
+	if err != nil {
+		<-looked
+		return 0, s.convert("commit", first, err)
+	}
 	stats, err := s.statConds(ctx, txn.Conds)
 	<-looked
 	if err != nil {
@@ -131,6 +148,20 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 			versionAt = len(reqs) - 1
 		}
 	}
+	// The guards checked, then the guards moved on: of the keys deleted,
+	// and of the ephemeral keys created (their deletion is the server's).
+	firstGuard := len(reqs)
+	for _, g := range guards {
+		reqs = append(reqs, &zk.CheckVersionRequest{Path: g, Version: guardVersions[g]})
+	}
+	var bumped []string
+	for _, c := range txn.Conds {
+		o, written := ops[c.Key]
+		if g := s.r.guard(c.Key); written && (c.Version != 0 && o.Delete || c.Version == 0 && o.Ephemeral && !o.Delete) && !slices.Contains(bumped, g) {
+			bumped = append(bumped, g)
+			reqs = append(reqs, s.r.bump(c.Key))
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := ctx.Err(); err != nil {
@@ -151,7 +182,9 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 		for _, r := range front {
 			all = append(all, r)
 		}
-		res, at, err := multiAt(s.conn, append(all, reqs...)...)
+		s.r.between()
+		all = append(all, reqs...)
+		res, at, err := multiAt(s.conn, all...)
 		if err == nil {
 			if versionAt >= 0 {
 				return registry.Version(res[len(front)+versionAt].Stat.Mzxid), nil
@@ -159,6 +192,15 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 			return 0, nil // only deletes and checks: no written key to version
 		}
 		failed := err
+		if at >= len(front)+firstGuard && errors.Is(failed, zk.ErrNoNode) && attempt < 5 {
+			if sd, ok := all[at].(*zk.SetDataRequest); ok {
+				// A guard moved on is missing: create it, write again.
+				if err := s.r.makeGuard(s.conn, sd.Path); err != nil {
+					return 0, s.convert("commit", first, err)
+				}
+				continue
+			}
+		}
 		if at >= 0 && at < len(front) && promoted[s.r.key(front[at].Path)] != nil && errors.Is(failed, zk.ErrNodeExists) {
 			return 0, s.whichFailed(ctx, txn.Conds, failed)
 		}

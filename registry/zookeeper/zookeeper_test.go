@@ -44,6 +44,9 @@ func TestConformance(t *testing.T) {
 			zs.Expire(t, repo.(*zookeeper.Repo).Conn().SessionID())
 		},
 		NullKeys: func(t *testing.T, ns string) []string { return zs.NullKeys(t, ns) },
+		BetweenReadAndWrite: func(t *testing.T, repo registry.Repository, fn func()) {
+			zookeeper.SetBetweenReadAndWrite(repo.(*zookeeper.Repo), fn)
+		},
 	})
 }
 

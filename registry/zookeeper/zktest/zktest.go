@@ -102,7 +102,7 @@ func (s *Server) Namespace(t testing.TB, prefix string) string {
 }
 
 // DropNamespace deletes the root znode of namespace ns ("name" or "/name")
-// and everything below it, authenticated with digest ("user:password")
+// and everything below it, and its deletion guards, authenticated with digest ("user:password")
 // when it is not empty, as a namespace protected by a digest ACL needs. A
 // missing namespace is not an error; any other failure fails the test.
 func (s *Server) DropNamespace(t testing.TB, ns, digest string) {
@@ -119,8 +119,11 @@ func (s *Server) DropNamespace(t testing.TB, ns, digest string) {
 			return
 		}
 	}
-	if err := deleteAll(conn, "/"+strings.Trim(ns, "/")); err != nil {
-		t.Errorf("drop namespace %s: %v", ns, err)
+	// The namespace's deletion guards live in a sibling of its root.
+	for _, p := range []string{"/" + strings.Trim(ns, "/"), "/" + strings.Trim(ns, "/") + ".deletions"} {
+		if err := deleteAll(conn, p); err != nil {
+			t.Errorf("drop namespace %s: %v", ns, err)
+		}
 	}
 }
 
