@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
 		{"CommitAfterRecreate", testCommitAfterRecreate},
+		{"CommitAfterOthersDeleted", testCommitAfterOthersDeleted},
 		{"ListAfterRecreate", testListAfterRecreate},
 		{"NoNullValues", testNoNullValues},
 		{"GetMany", testGetMany},

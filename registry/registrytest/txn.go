@@ -298,6 +298,54 @@ func testCommitAfterRecreate(t *testing.T, h Harness) {
 	}
 }
 
+// testCommitAfterOthersDeleted: deletions of other keys between the read
+// of a write's conditions and the write do not fail it (on ZooKeeper they
+// move the deletion guards the write checks on; it reads and writes
+// again).
+func testCommitAfterOthersDeleted(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, other := e.open(), e.open()
+	s := e.session(r, 0)
+	c := testenv.Context(t)
+	key := "/kept/active_version"
+	for _, write := range []func(v registry.Version) error{
+		func(v registry.Version) error {
+			_, err := s.Commit(c, registry.Txn{Conds: []registry.Cond{{Key: key, Version: v}}, Ops: []registry.Op{{Key: key, Value: []byte("next")}}})
+			return err
+		},
+		func(v registry.Version) error {
+			_, err := r.Update(c, key, []byte("next"), v)
+			return err
+		},
+	} {
+		v := mustPut(t, r, key, "0")
+		for i := range 200 { // more keys than ZooKeeper has guards
+			mustPut(t, other, fmt.Sprintf("/gone/k%d", i), "x")
+		}
+		deleteOthers := func() {
+			if err := other.Delete(c, "/gone"); err != nil {
+				t.Errorf("Delete(/gone): %v", err)
+			}
+		}
+		if h.BetweenReadAndWrite == nil {
+			deleteOthers()
+		} else {
+			var once sync.Once
+			h.BetweenReadAndWrite(t, r, func() { once.Do(deleteOthers) })
+		}
+		err := write(v)
+		if h.BetweenReadAndWrite != nil {
+			h.BetweenReadAndWrite(t, r, nil)
+		}
+		if err != nil {
+			t.Fatalf("a write conditioned on %s v%d failed after other keys were deleted: %v", key, v, err)
+		}
+		if got := mustGet(t, other, key); string(got.Value) != "next" {
+			t.Fatalf("%s = %q, want %q", key, got.Value, "next")
+		}
+	}
+}
+
 // testListAfterRecreate: a List that read a key (and may keep it) shows
 // the key created again after a delete, value and version, although the
 // new key's backend-native version is the old one's again.

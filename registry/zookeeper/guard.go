@@ -23,12 +23,22 @@ import (
 // read with the keys' Mzxids. A guard is one of guardBuckets znodes,
 // chosen by a hash of the key, under a sibling of the namespace root (so
 // no List, Children, Watch or Delete of the namespace sees it); it is
-// created on first use and never deleted by this package. A deletion of
-// another key of the same bucket in between fails a write too (a
-// conflict the caller retries, ErrBadVersion). Deletions that do not go
+// created on first use and never deleted by this package. Deletions that do not go
 // through this package (an operator's, or ShardingSphere's on a shared
-// namespace) are not seen.
+// namespace) are not seen. A write that failed on a guard only is read and
+// tried again (guardAttempts): the reads then tell a deletion of its own
+// keys (their Mzxid differs) from one of another key of the bucket.
 const guardBuckets = 64
+
+// guardAttempts bounds how many times a conditional write whose multi
+// failed only on a guard reads its conditions and writes again: a guard
+// moves on with every deletion of a key of its bucket, most of them other
+// keys', which must not fail the write (a worker id's renewal takes a
+// failed condition on its fence for the id lost).
+const guardAttempts = 8
+
+// errGuardMoved is a conditional write's multi failing only on a guard.
+var errGuardMoved = errors.New("zookeeper: a deletion guard moved on")
 
 // guardRoot returns the znode under which the namespace's guards live: a
 // sibling of the namespace root.

@@ -206,6 +206,19 @@ func (r *Repo) Update(ctx context.Context, key string, value []byte, expect regi
 	if err := r.checkSize("update", key, 1, len(key), len(value)); err != nil {
 		return 0, err
 	}
+	for attempt := 1; ; attempt++ {
+		v, err := r.update(ctx, key, value, expect)
+		if !errors.Is(err, errGuardMoved) {
+			return v, err
+		}
+		if attempt == guardAttempts || ctx.Err() != nil {
+			return 0, r.convert("update", key, zk.ErrBadVersion)
+		}
+	}
+}
+
+// update is one attempt of Update: errGuardMoved when only the guard failed.
+func (r *Repo) update(ctx context.Context, key string, value []byte, expect registry.Version) (registry.Version, error) {
 	p, g := r.full(key), r.guard(key)
 	guards, err := r.guardVersions(ctx, r.conn, []string{g})
 	if err != nil {
@@ -227,8 +240,8 @@ func (r *Repo) Update(ctx context.Context, key string, value []byte, expect regi
 		&zk.CheckVersionRequest{Path: g, Version: guards[g]},
 	)
 	switch {
-	case at == 1:
-		return 0, r.convert("update", key, zk.ErrBadVersion) // a key of the guard's was deleted meanwhile
+	case at == 1 && errors.Is(err, zk.ErrBadVersion):
+		return 0, errGuardMoved // a key of the guard's was deleted meanwhile: read again
 	case err != nil:
 		return 0, r.convert("update", key, err)
 	}

@@ -26,10 +26,27 @@ import (
 // znodes; a put of an existing znode sets its data and keeps its kind.
 // ctx bounds the reads and stops the retries; the multi itself is bounded
 // by the connection's timeouts.
+//
+// A multi that fails only on a guard (a deletion of another key of the same
+// bucket meanwhile, or this key's) is run again from the reads, which then
+// find the conditions changed or not, up to guardAttempts times.
 func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
 	if err := txn.Check(); err != nil {
 		return 0, err
 	}
+	for attempt := 1; ; attempt++ {
+		v, err := s.commit(ctx, txn)
+		if !errors.Is(err, errGuardMoved) {
+			return v, err
+		}
+		if attempt == guardAttempts || ctx.Err() != nil {
+			return 0, s.whichFailed(ctx, txn.Conds, zk.ErrBadVersion)
+		}
+	}
+}
+
+// commit is one attempt of Commit: errGuardMoved when only a guard failed.
+func (s *session) commit(ctx context.Context, txn registry.Txn) (registry.Version, error) {
 	first := txn.Conds[0].Key
 	if err := s.check(ctx, "commit", first); err != nil {
 		return 0, err
@@ -200,6 +217,9 @@ func (s *session) Commit(ctx context.Context, txn registry.Txn) (registry.Versio
 				}
 				continue
 			}
+		}
+		if g := len(front) + firstGuard; at >= g && at < g+len(guards) && errors.Is(failed, zk.ErrBadVersion) {
+			return 0, errGuardMoved
 		}
 		if at >= 0 && at < len(front) && promoted[s.r.key(front[at].Path)] != nil && errors.Is(failed, zk.ErrNodeExists) {
 			return 0, s.whichFailed(ctx, txn.Conds, failed)
