@@ -1,6 +1,8 @@
 // Package distsql is the chaos harness's DistSQL workload: clients on the
 // MySQL consoles of every node run rule changes (CREATE and DROP of a few
-// broadcast tables, SET DIST VARIABLE) and reads (the SHOW of each), and
+// broadcast tables, CREATE, ALTER and DROP of two sharding tables and a
+// readwrite-splitting group, SET DIST VARIABLE) and reads (the SHOW of
+// each), and
 // record every operation with its real-time bounds for package linear,
 // reads and refusals as observations of the view of the node that answered
 // them (linear.Op.Node: n1, n2, ... in the order of Config.Consoles).
@@ -30,6 +32,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/readwrite"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/linear"
 	"github.com/shardkeeper/shardkeeper/tools/chaos/record"
@@ -38,6 +41,115 @@ import (
 // Tables are the broadcast tables the clients create and drop; their
 // registers are named BroadcastKey(table).
 var Tables = []string{"t_b0", "t_b1", "t_b2"}
+
+// ShardingTables are the sharding tables the clients create, alter (their
+// data nodes) and drop; their registers are named ShardingKey(table) and
+// hold the table's data nodes (ShardingNodes).
+var ShardingTables = []string{"t_s0", "t_s1"}
+
+// Groups are the readwrite-splitting groups the clients create, alter
+// (their load balancer) and drop, writing to storage unit ds_0 and
+// reading from ds_1; their registers are named ReadwriteKey(group) and
+// hold the load balancer's type in lower case.
+var Groups = []string{"rw0"}
+
+// ShardingKey is the register of a sharding table.
+func ShardingKey(table string) string { return "sharding/" + table }
+
+// ReadwriteKey is the register of a readwrite-splitting group.
+func ReadwriteKey(group string) string { return "readwrite_splitting/" + group }
+
+// ShardingNodes is the data nodes expression of sharding table t with n+1
+// tables on ds_0, the value of its register.
+func ShardingNodes(t string, n int) string { return fmt.Sprintf("ds_0.%s_${0..%d}", t, n) }
+
+// balancers are the load balancers a readwrite-splitting group is given.
+var balancers = []string{"random", "round_robin"}
+
+// family is one kind of rule item the clients change and read: its items,
+// statements, SHOW and where its content keeps the items.
+type family struct {
+	name   string   // the rule type in the registry and the HTTP API
+	items  []string // the items' names
+	key    func(item string) string
+	show   string // the SHOW of every item
+	column string // its column of the items' names
+	value  string // its column of the items' values, or "" (value "1")
+	// values returns a value an item may be given (rnd chooses).
+	values func(item string, rnd *rand.Rand) string
+	create func(item, value string, ifNotExists bool) string
+	alter  func(item, value string) string // nil: no ALTER
+	drop   func(item string, ifExists bool) string
+	// content returns the value of each item the rule's content holds.
+	content func(c map[string]any) map[string]string
+}
+
+// ifNot returns word when b, else "".
+func ifNot(b bool, word string) string {
+	if b {
+		return word
+	}
+	return ""
+}
+
+// families are the rule items of the workload: broadcast tables, sharding
+// tables and a readwrite-splitting group.
+var families = []family{
+	{
+		name: "broadcast", items: Tables, key: BroadcastKey,
+		show: "SHOW BROADCAST TABLE RULES", column: "broadcast_table",
+		values: func(string, *rand.Rand) string { return "1" },
+		create: func(t, _ string, ine bool) string {
+			return "CREATE BROADCAST TABLE RULE " + ifNot(ine, "IF NOT EXISTS ") + t
+		},
+		drop: func(t string, ie bool) string { return "DROP BROADCAST TABLE RULE " + ifNot(ie, "IF EXISTS ") + t },
+		content: func(c map[string]any) map[string]string {
+			out := map[string]string{}
+			for _, t := range rule.List(c["tables"]) {
+				out[t] = "1"
+			}
+			return out
+		},
+	},
+	{
+		name: "sharding", items: ShardingTables, key: ShardingKey,
+		show: "SHOW SHARDING TABLE RULES", column: "table", value: "actual_data_nodes",
+		values: func(t string, rnd *rand.Rand) string { return ShardingNodes(t, rnd.IntN(3)) },
+		create: func(t, v string, ine bool) string {
+			return fmt.Sprintf("CREATE SHARDING TABLE RULE %s%s (DATANODES('%s'))", ifNot(ine, "IF NOT EXISTS "), t, v)
+		},
+		alter: func(t, v string) string { return fmt.Sprintf("ALTER SHARDING TABLE RULE %s (DATANODES('%s'))", t, v) },
+		drop:  func(t string, ie bool) string { return "DROP SHARDING TABLE RULE " + ifNot(ie, "IF EXISTS ") + t },
+		content: func(c map[string]any) map[string]string {
+			out := map[string]string{}
+			for t, body := range rule.Map(c["tables"]) {
+				out[t] = rule.Text(rule.Map(body)["actualDataNodes"])
+			}
+			return out
+		},
+	},
+	{
+		name: "readwrite_splitting", items: Groups, key: ReadwriteKey,
+		show: "SHOW READWRITE_SPLITTING RULES", column: "name", value: "load_balancer_type",
+		values: func(_ string, rnd *rand.Rand) string { return balancers[rnd.IntN(len(balancers))] },
+		create: func(g, v string, ine bool) string {
+			return fmt.Sprintf("CREATE READWRITE_SPLITTING RULE %s%s (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1), TYPE(NAME='%s'))", ifNot(ine, "IF NOT EXISTS "), g, v)
+		},
+		alter: func(g, v string) string {
+			return fmt.Sprintf("ALTER READWRITE_SPLITTING RULE %s (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1), TYPE(NAME='%s'))", g, v)
+		},
+		drop: func(g string, ie bool) string { return "DROP READWRITE_SPLITTING RULE " + ifNot(ie, "IF EXISTS ") + g },
+		content: func(c map[string]any) map[string]string {
+			out := map[string]string{}
+			groups, lbs := readwrite.Groups(c), rule.Map(c["loadBalancers"])
+			for g, body := range groups {
+				lb := rule.Map(lbs[rule.Text(rule.Map(body)["loadBalancerName"])])
+				out[g] = strings.ToLower(rule.Text(lb["type"]))
+			}
+			return out
+		},
+	},
+}
 
 // Variable is the dist variable the clients set to "true" or "false"; its
 // register is PropsKey.
@@ -392,16 +504,23 @@ func settle(clients []*client, bound time.Duration) (time.Duration, int, string,
 // view reads the node's view of every register, recorded, and returns it
 // as one string; "" when a read failed.
 func (c *client) view(ctx context.Context) string {
-	tables := c.readTables(ctx)
+	var reads []linear.Op
+	for i := range families {
+		ops := c.readFamily(ctx, &families[i])
+		if ops == nil {
+			return ""
+		}
+		reads = append(reads, ops...)
+	}
 	variable := c.readVariable(ctx)
-	if tables == nil || variable.Outcome != linear.OK {
+	if variable.Outcome != linear.OK {
 		return ""
 	}
-	return viewString(append(tables, variable))
+	return viewString(append(reads, variable))
 }
 
-// viewString is the view the reads ops saw, as one string: the broadcast
-// tables' registers first, in the order of Tables.
+// viewString is the view the reads ops saw, as one string: the rule
+// items' registers first, in the order of families and their items.
 func viewString(ops []linear.Op) string {
 	var b strings.Builder
 	for _, o := range ops {
@@ -495,7 +614,7 @@ func (c *client) loop(ctx context.Context) error {
 			case r == 1 && c.http != "":
 				c.readTablesHTTP(ctx)
 			default:
-				c.readTables(ctx)
+				c.readFamily(ctx, &families[c.rnd.IntN(len(families))])
 			}
 			select {
 			case <-ctx.Done():
@@ -503,30 +622,27 @@ func (c *client) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		table := Tables[c.rnd.IntN(len(Tables))]
+		f := &families[c.rnd.IntN(len(families))]
+		item := f.items[c.rnd.IntN(len(f.items))]
 		switch r := c.rnd.IntN(10); {
 		case r < 3:
-			c.readTables(ctx)
+			c.readFamily(ctx, f)
 		case r < 4:
 			c.readVariable(ctx)
 		case r < 5:
 			if c.set(ctx, []string{"true", "false"}[c.rnd.IntN(2)]).Outcome == linear.OK {
 				c.readAfter(func(r *client) { r.readVariable(ctx) })
 			}
-		case r < 8:
+		case r < 7 || r < 8 && f.alter == nil:
 			lenient := c.rnd.IntN(2) == 0
-			stmt := "CREATE BROADCAST TABLE RULE " + table
-			if lenient {
-				stmt = "CREATE BROADCAST TABLE RULE IF NOT EXISTS " + table
-			}
-			c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(table), Kind: linear.Create, Lenient: lenient, Value: "1"}, stmt, codeDuplicateRule))
+			v := f.values(item, c.rnd)
+			c.checkPeer(ctx, f, c.change(ctx, linear.Op{Key: f.key(item), Kind: linear.Create, Lenient: lenient, Value: v}, f.create(item, v, lenient), codeDuplicateRule))
+		case r < 8:
+			v := f.values(item, c.rnd)
+			c.checkPeer(ctx, f, c.change(ctx, linear.Op{Key: f.key(item), Kind: linear.Alter, Value: v}, f.alter(item, v), codeMissingRule))
 		default:
 			lenient := c.rnd.IntN(2) == 0
-			stmt := "DROP BROADCAST TABLE RULE " + table
-			if lenient {
-				stmt = "DROP BROADCAST TABLE RULE IF EXISTS " + table
-			}
-			c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(table), Kind: linear.Drop, Lenient: lenient}, stmt, codeMissingRule))
+			c.checkPeer(ctx, f, c.change(ctx, linear.Op{Key: f.key(item), Kind: linear.Drop, Lenient: lenient}, f.drop(item, lenient), codeMissingRule))
 		}
 	}
 	if ctx.Err() != nil {
@@ -611,7 +727,7 @@ func (r *race) meet(ctx context.Context) (round, bool) {
 // through the HTTP API (change), then the reads on its own and the next
 // node once acknowledged (checkPeer).
 func (c *client) runRace(ctx context.Context, r round) {
-	c.checkPeer(ctx, c.change(ctx, linear.Op{Key: BroadcastKey(r.table), Kind: linear.Create, Value: "1"}, "CREATE BROADCAST TABLE RULE "+r.table, codeDuplicateRule))
+	c.checkPeer(ctx, &families[0], c.change(ctx, linear.Op{Key: BroadcastKey(r.table), Kind: linear.Create, Value: "1"}, "CREATE BROADCAST TABLE RULE "+r.table, codeDuplicateRule))
 }
 
 // change runs rule statement stmt as op, on the console or, for a third
@@ -665,14 +781,14 @@ func (c *client) post(ctx context.Context, op linear.Op, stmt string, refusedCod
 	return op
 }
 
-// checkPeer reads the broadcast tables on the client's own node and on
-// its peer (the next node) at once when op, a CREATE or DROP, was
-// acknowledged: such a change must show on both from its answer on,
-// unless the answer named the node. With IF [NOT] EXISTS too: a no-op
+// checkPeer reads the items of family f on the client's own node and on
+// its peer (the next node) at once when op, a CREATE, ALTER or DROP of
+// one, was acknowledged: such a change must show on both from its answer
+// on, unless the answer named the node. With IF [NOT] EXISTS too: a no-op
 // waits for every online node like a change (rules.Apply).
-func (c *client) checkPeer(ctx context.Context, op linear.Op) {
+func (c *client) checkPeer(ctx context.Context, f *family, op linear.Op) {
 	if op.Outcome == linear.OK {
-		c.readAfter(func(r *client) { r.readTables(ctx) })
+		c.readAfter(func(r *client) { r.readFamily(ctx, f) })
 	}
 }
 
@@ -775,21 +891,53 @@ func (c *client) pendingIn(messages []string) []string {
 // RegistryView is the linear.Op.Node of the reads of the registry itself.
 const RegistryView = linear.RegistryView
 
-// readTables runs SHOW BROADCAST TABLE RULES: one read of every table's
-// register, with the statement's bounds. It returns the reads, nil when the
-// statement failed.
-func (c *client) readTables(ctx context.Context) []linear.Op {
-	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
-		return c.column(ctx, "SHOW BROADCAST TABLE RULES", "broadcast_table")
+// readFamily runs f's SHOW: one read of every item's register, with the
+// statement's bounds. It returns the reads, nil when the statement failed.
+func (c *client) readFamily(ctx context.Context, f *family) []linear.Op {
+	return c.observe(ctx, []*family{f}, func(ctx context.Context) (map[string]map[string]string, error) {
+		names, values, err := c.columns(ctx, f.show, f.column, f.value)
+		if err != nil {
+			return nil, err
+		}
+		held := map[string]string{}
+		for i, n := range names {
+			held[n] = "1"
+			if f.value != "" {
+				held[n] = values[i]
+				if f.name == "readwrite_splitting" {
+					held[n] = strings.ToLower(values[i])
+				}
+			}
+		}
+		return map[string]map[string]string{f.name: held}, nil
 	})
 }
 
-// readTablesHTTP reads the broadcast tables through the node's HTTP API
-// (GET /api/v1/databases/{db}, which answers from the node's view, as
-// SHOW does): one read of every table's register. It returns the reads,
-// nil when the request failed.
+// allFamilies are the families, for a read of them all.
+func allFamilies() []*family {
+	out := make([]*family, len(families))
+	for i := range families {
+		out[i] = &families[i]
+	}
+	return out
+}
+
+// fromContents returns the values of every family's items in rules, the
+// content of each rule type.
+func fromContents(rules map[string]map[string]any) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, f := range families {
+		out[f.name] = f.content(rules[f.name])
+	}
+	return out
+}
+
+// readTablesHTTP reads the rule items through the node's HTTP API (GET
+// /api/v1/databases/{db}, which answers from the node's view, as SHOW
+// does): one read of every item's register. It returns the reads, nil
+// when the request failed.
 func (c *client) readTablesHTTP(ctx context.Context) []linear.Op {
-	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
+	return c.observe(ctx, allFamilies(), func(ctx context.Context) (map[string]map[string]string, error) {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http+"/api/v1/databases/"+c.database, nil)
@@ -814,49 +962,57 @@ func (c *client) readTablesHTTP(ctx context.Context) []linear.Op {
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer); err != nil {
 			return nil, err
 		}
+		rules := map[string]map[string]any{}
 		for _, r := range answer.Rules {
-			if r.Type == "broadcast" {
-				return rule.List(r.Content["tables"]), nil
-			}
+			rules[r.Type] = r.Content
 		}
-		return nil, nil
+		return fromContents(rules), nil
 	})
 }
 
-// readRegistry reads database db's broadcast tables from repo, as a node
-// would apply them: one read of every table's register. It returns the
-// reads, nil when the registry could not be read.
+// readRegistry reads database db's rules from repo, as a node would apply
+// them: one read of every item's register. It returns the reads, nil when
+// the registry could not be read.
 func (c *client) readRegistry(ctx context.Context, repo registry.Repository, db string) []linear.Op {
-	return c.observeTables(ctx, func(ctx context.Context) ([]string, error) {
+	return c.observe(ctx, allFamilies(), func(ctx context.Context) (map[string]map[string]string, error) {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		d, _, err := metadata.ReadDatabase(ctx, repo, db)
 		if err != nil {
 			return nil, err
 		}
-		return rule.List(d.Rules["broadcast"].Content["tables"]), nil
+		rules := map[string]map[string]any{}
+		for _, f := range families {
+			rules[f.name] = d.Rules[f.name].Content
+		}
+		return fromContents(rules), nil
 	})
 }
 
-// observeTables records one read of every table's register, with the
-// bounds of the call of tables (the names of the broadcast tables the view
-// holds). It returns the reads, nil when tables failed.
-func (c *client) observeTables(ctx context.Context, tables func(context.Context) ([]string, error)) []linear.Op {
-	ops := make([]linear.Op, len(Tables))
-	dones := make([]func(linear.Op), len(Tables))
-	for i, t := range Tables {
-		ops[i] = linear.Op{Key: BroadcastKey(t), Kind: linear.Read}
+// observe records one read of every item's register of fams, with the
+// bounds of the call of held (the value of each item the view holds, by
+// family name). It returns the reads, nil when held failed.
+func (c *client) observe(ctx context.Context, fams []*family, held func(context.Context) (map[string]map[string]string, error)) []linear.Op {
+	var ops []linear.Op
+	var names []string
+	for _, f := range fams {
+		for _, item := range f.items {
+			ops = append(ops, linear.Op{Key: f.key(item), Kind: linear.Read})
+			names = append(names, f.name+"\x00"+item)
+		}
+	}
+	dones := make([]func(linear.Op), len(ops))
+	for i := range ops {
 		dones[i] = c.invoke(&ops[i])
 	}
-	present, err := tables(ctx)
+	got, err := held(ctx)
 	end := time.Now().UnixNano()
-	for i, t := range Tables {
+	for i := range ops {
 		ops[i].Return, ops[i].Outcome = end, linear.Unknown
 		if err == nil {
-			ops[i].Outcome, ops[i].Present = linear.OK, slices.Contains(present, t)
-			if ops[i].Present {
-				ops[i].Value = "1"
-			}
+			fam, item, _ := strings.Cut(names[i], "\x00")
+			v, ok := got[fam][item]
+			ops[i].Outcome, ops[i].Present, ops[i].Value = linear.OK, ok, v
 		}
 		dones[i](ops[i])
 	}
@@ -880,7 +1036,27 @@ func (c *client) readVariable(ctx context.Context) linear.Op {
 	return op
 }
 
-// column runs query and returns the values of its column name.
+// columns runs query and returns the values of its column name and,
+// when value is not "", of its column value.
+func (c *client) columns(ctx context.Context, query, name, value string) ([]string, []string, error) {
+	if value == "" {
+		names, err := c.column(ctx, query, name)
+		return names, nil, err
+	}
+	rows, err := c.column(ctx, query, name+"\x00"+value)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names, values []string
+	for _, r := range rows {
+		n, v, _ := strings.Cut(r, "\x00")
+		names, values = append(names, n), append(values, v)
+	}
+	return names, values, nil
+}
+
+// column runs query and returns the values of its column name, or of its
+// columns a and b joined by a NUL where name is "a\x00b".
 func (c *client) column(ctx context.Context, query, name string) ([]string, error) {
 	opCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -893,9 +1069,10 @@ func (c *client) column(ctx context.Context, query, name string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	at := slices.Index(cols, name)
-	if at < 0 {
-		return nil, fmt.Errorf("%s: no column %s in %v", query, name, cols)
+	first, second, two := strings.Cut(name, "\x00")
+	at, at2 := slices.Index(cols, first), slices.Index(cols, second)
+	if at < 0 || two && at2 < 0 {
+		return nil, fmt.Errorf("%s: no column %s in %v", query, strings.ReplaceAll(name, "\x00", " or "), cols)
 	}
 	var out []string
 	dest := make([]any, len(cols))
@@ -906,6 +1083,10 @@ func (c *client) column(ctx context.Context, query, name string) ([]string, erro
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
+		}
+		if two {
+			out = append(out, vals[at].String+"\x00"+vals[at2].String)
+			continue
 		}
 		out = append(out, vals[at].String)
 	}

@@ -35,8 +35,10 @@ func TestPendingNamesEveryNodeNotWaitedFor(t *testing.T) {
 }
 
 // TestReadTablesHTTP: a read through the HTTP API records one read of
-// every table's register, present as the node's answer lists it, with the
-// request's bounds; a failed request records reads of unknown outcome.
+// every rule item's register (broadcast and sharding tables, the
+// readwrite-splitting group), present with the value the node's answer
+// holds, with the request's bounds; a failed request records reads of
+// unknown outcome.
 func TestReadTablesHTTP(t *testing.T) {
 	status := http.StatusOK
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,20 +48,25 @@ func TestReadTablesHTTP(t *testing.T) {
 		}
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(`{"name":"chaos_db","rules":[{"type":"single","content":{"tables":["t_b0"]}},` +
-			`{"type":"broadcast","content":{"tables":["t_b2","t_b0"]}}]}`))
+			`{"type":"broadcast","content":{"tables":["t_b2","t_b0"]}},` +
+			`{"type":"sharding","content":{"tables":{"t_s1":{"actualDataNodes":"ds_0.t_s1_${0..2}"}}}},` +
+			`{"type":"readwrite_splitting","content":{"dataSourceGroups":{"rw0":{"writeDataSourceName":"ds_0","readDataSourceNames":["ds_1"],"loadBalancerName":"rw0_round_robin"}},` +
+			`"loadBalancers":{"rw0_round_robin":{"type":"ROUND_ROBIN"}}}}]}`))
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
 	c := &client{id: 7, node: "n2", rec: linear.NewRecorder(filepath.Join(dir, "c7.jsonl")), http: srv.URL, token: "tok",
 		database: "chaos_db", hc: srv.Client(), timeout: 5e9}
 	ops := c.readTablesHTTP(context.Background())
-	want := map[string]bool{BroadcastKey("t_b0"): true, BroadcastKey("t_b1"): false, BroadcastKey("t_b2"): true}
-	if len(ops) != len(Tables) {
-		t.Fatalf("%d reads, want %d", len(ops), len(Tables))
+	want := map[string]string{BroadcastKey("t_b0"): "1", BroadcastKey("t_b2"): "1", ShardingKey("t_s1"): ShardingNodes("t_s1", 2), ReadwriteKey("rw0"): "round_robin"}
+	items := len(Tables) + len(ShardingTables) + len(Groups)
+	if len(ops) != items {
+		t.Fatalf("%d reads, want %d", len(ops), items)
 	}
 	for _, o := range ops {
-		if o.Kind != linear.Read || o.Outcome != linear.OK || o.Node != "n2" || o.Present != want[o.Key] || o.Return < o.Call {
-			t.Errorf("read %+v, want present %v on n2", o, want[o.Key])
+		w, present := want[o.Key]
+		if o.Kind != linear.Read || o.Outcome != linear.OK || o.Node != "n2" || o.Present != present || o.Value != w || o.Return < o.Call {
+			t.Errorf("read %+v, want present %v (%q) on n2", o, present, w)
 		}
 	}
 	status = http.StatusServiceUnavailable
@@ -67,10 +74,10 @@ func TestReadTablesHTTP(t *testing.T) {
 		t.Errorf("a failed request returned reads %+v", ops)
 	}
 	recorded, err := linear.Load(dir)
-	if err != nil || len(recorded) != 2*len(Tables) {
-		t.Fatalf("recorded %d operations (%v), want %d", len(recorded), err, 2*len(Tables))
+	if err != nil || len(recorded) != 2*items {
+		t.Fatalf("recorded %d operations (%v), want %d", len(recorded), err, 2*items)
 	}
-	for _, o := range recorded[len(Tables):] {
+	for _, o := range recorded[items:] {
 		if o.Outcome != linear.Unknown {
 			t.Errorf("read of a failed request recorded as %+v, want unknown", o)
 		}

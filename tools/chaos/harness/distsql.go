@@ -27,16 +27,17 @@ import (
 // The DistSQL workload's cluster: what the serve nodes are configured
 // with and what the clients use.
 const (
-	consolePort   = 3307
-	httpPort      = 8088
-	distsqlDB     = "chaos_db"
-	distsqlUser   = "root"
-	distsqlPass   = "chaos"
-	distsqlToken  = "chaos-harness-token-0123456789abcdef"
-	distsqlConf   = "conf"
-	distsqlUnit   = "ds_0.db"
-	distsqlClient = 2 // clients per node
-	distsqlRacers = 3 // clients racing the same change, one per node (distsql.Config.Racers)
+	consolePort     = 3307
+	httpPort        = 8088
+	distsqlDB       = "chaos_db"
+	distsqlUser     = "root"
+	distsqlPass     = "chaos"
+	distsqlToken    = "chaos-harness-token-0123456789abcdef"
+	distsqlConf     = "conf"
+	distsqlUnit     = "ds_0.db"
+	distsqlReadUnit = "ds_1.db" // the readwrite-splitting group's read unit
+	distsqlClient   = 2         // clients per node
+	distsqlRacers   = 3         // clients racing the same change, one per node (distsql.Config.Racers)
 )
 
 // DistSQLStatsName is the file, in a DistSQL run's directory, that holds
@@ -133,7 +134,8 @@ func (r *runner) consoles() []string {
 }
 
 // prepareDistSQL waits until every node's console answers, then creates
-// the workload's logical database with one SQLite storage unit.
+// the workload's logical database with two SQLite storage units (ds_0;
+// ds_1, the readwrite-splitting group's read unit).
 func (r *runner) prepareDistSQL(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
@@ -175,13 +177,14 @@ func (r *runner) prepareDistSQL(ctx context.Context) error {
 		}
 	}
 	unit := filepath.Join(r.cfg.Dir, distsqlUnit)
+	readUnit := filepath.Join(r.cfg.Dir, distsqlReadUnit)
 	conn, err := first.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	for _, q := range []string{"CREATE DATABASE " + distsqlDB, "USE " + distsqlDB,
-		fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", unit)} {
+		fmt.Sprintf("REGISTER STORAGE UNIT ds_0 (URL='jdbc:sqlite:%s', USER='', PASSWORD=''), ds_1 (URL='jdbc:sqlite:%s', USER='', PASSWORD='')", unit, readUnit)} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}
