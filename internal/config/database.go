@@ -335,6 +335,28 @@ func CloneContent(m map[string]any) map[string]any {
 	return out
 }
 
+// CopyFields returns a copy of rule content m for a change to work on
+// cheaply: m's map and list fields are copied one level (a field's map of
+// tables, its list of binding tables), their entries shared with m. A
+// change of the copy must replace an entry it changes (a table, an
+// algorithm), never modify one in place: m, which others read, would
+// change with it. It costs O(entries) pointer copies, not a deep copy of
+// every entry (CloneContent). It returns an empty map for nil.
+func CopyFields(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case map[string]any:
+			out[k] = maps.Clone(x)
+		case []any:
+			out[k] = slices.Clone(x)
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func cloneValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:

@@ -317,10 +317,6 @@ func lazyItemsByID(layout paths.Layout, db string, r config.Rule) (map[[2]string
 // old rule (before, by item and name) and of the next one (items), both
 // as layout writes them.
 func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[[2]string]*ruleItem, typ string, items []ruleItem) ([]registry.Cond, []registry.Op, error) {
-	read := make(map[string]registry.KV, len(kvs))
-	for _, kv := range kvs {
-		read[kv.Key] = kv
-	}
 	var conds []registry.Cond
 	var ops []registry.Op
 	add := func(c []registry.Cond, o []registry.Op) {
@@ -344,10 +340,10 @@ func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[
 		}
 		for _, other := range all {
 			if other != node {
-				add(deleteFrom(read, other))
+				add(deleteFrom(keysUnder(kvs, other), other))
 			}
 		}
-		add(replaceFrom(read, node, it.encoded()))
+		add(replaceFrom(keysUnder(kvs, node), node, it.encoded()))
 	}
 	for _, id := range sortedKeys2(before) {
 		if kept[id] {
@@ -358,10 +354,23 @@ func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[
 			return nil, nil, err
 		}
 		for _, node := range all {
-			add(deleteFrom(read, node))
+			add(deleteFrom(keysUnder(kvs, node), node))
 		}
 	}
 	return conds, ops, nil
+}
+
+// keysUnder returns the keys of kvs that are node or under it, by key:
+// what replaceFrom and deleteFrom read of an item's node. It scans kvs
+// without building anything of the keys it does not return.
+func keysUnder(kvs []registry.KV, node string) map[string]registry.KV {
+	out := map[string]registry.KV{}
+	for _, kv := range kvs {
+		if strings.HasPrefix(kv.Key, node) && (len(kv.Key) == len(node) || kv.Key[len(node)] == '/') {
+			out[kv.Key] = kv
+		}
+	}
+	return out
 }
 
 // replaceFrom is ReplaceWrites over the keys read.

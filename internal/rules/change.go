@@ -111,10 +111,10 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	rules := d.Rules
 	old := rules[ruleType]
 	old.Type = ruleType
-	cur := config.CloneContent(old.Content)
-	if cur == nil {
-		cur = map[string]any{}
-	}
+	// The change works on a copy of the rule's fields whose entries are
+	// the ones read: those it replaces are told apart by identity, so that
+	// what follows costs what the change changed (metadata.RuleChangeWrites).
+	cur := config.CopyFields(old.Content)
 	refused := func(err error) (Written, error) { return Written{Digest: d.RulesDigest(), HasDigest: true}, err }
 	next, err := change(d, cur)
 	if err != nil {
@@ -138,23 +138,21 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(errs) > 0 {
 		return refused(errs[0])
 	}
-	// The rule as written, converted once: for the check here and for
-	// the writes (metadata.RuleWritesFromWritten).
-	written := nextRule
 	if len(next) > 0 {
-		if written, err = metadata.RuleAsWritten(opts.Layout, nextRule); err != nil {
-			return refused(rule.InvalidRule(ruleType, "", err.Error()))
-		}
-		if err := checkItemNames(db, nextRule); err != nil {
+		if err := checkItemNames(db, nextRule, old.Content); err != nil {
 			return refused(err)
 		}
 		if err := metadata.CheckRuleReaders(ctx, repo, opts.Layout, db, nextRule); err != nil {
 			return Written{}, err
 		}
 	} else {
-		written.Content = nil
+		nextRule.Content = nil
 	}
-	conds, ops, err := metadata.RuleWritesFromWritten(opts.Layout, db, kvs, old, written)
+	conds, ops, err := metadata.RuleChangeWrites(opts.Layout, db, kvs, old, nextRule)
+	var unwritable *metadata.NotWritableError
+	if errors.As(err, &unwritable) {
+		return refused(rule.InvalidRule(ruleType, "", unwritable.Err.Error()))
+	}
 	if err != nil {
 		return Written{}, err
 	}
@@ -289,13 +287,19 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 
 // checkItemNames refuses a named item whose name cannot be a registry
 // node (a '/', ".", ...), with upstream's InvalidRuleConfigurationException.
-func checkItemNames(db string, r config.Rule) error {
+// Names old's same field has were checked when they were written (or an
+// upstream node wrote them): only new names are.
+func checkItemNames(db string, r config.Rule, old map[string]any) error {
 	for field, v := range r.Content {
 		m, ok := v.(map[string]any)
 		if !ok {
 			continue
 		}
+		had, _ := old[field].(map[string]any)
 		for name := range m {
+			if _, ok := had[name]; ok {
+				continue
+			}
 			if strings.Contains(name, "/") {
 				return rule.InvalidRule(r.Type, name, "the name may not contain '/'")
 			}

@@ -95,6 +95,7 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 		if sc := st.Scope(); sc.Cluster != "" || !sc.Session {
 			t.Errorf("%s: scope %+v, want the session's database", q, sc)
 		}
+		checkChange(t, ctx, repo, layout, introspect, q, st)
 		return rules.Apply(ctx, repo, "db", st, rules.Options{Layout: layout, Introspect: introspect})
 	}
 	for _, q := range c.Statements {
@@ -174,6 +175,71 @@ func run(t *testing.T, f rule.Family, layout paths.Layout, c Case) {
 	if got != c.Count {
 		t.Errorf("count: got %d, want %d", got, c.Count)
 	}
+}
+
+// checkChange runs the change of statement q (st) on the database as the
+// registry holds it the way the change path does, on config.CopyFields of
+// the rule, and checks the change path's two promises: the change leaves
+// the rules it read as they were (it replaces the entries it changes:
+// the path tells them apart by identity), and metadata.RuleChangeWrites,
+// which converts and compares only what changed, writes exactly what
+// metadata.RuleWritesFrom, which converts the whole rule, writes.
+func checkChange(t *testing.T, ctx context.Context, repo *memory.Repo, layout paths.Layout, introspect rules.Introspector, q string, st distsql.Statement) {
+	t.Helper()
+	f, change := families.Of(st)
+	if change == nil {
+		return
+	}
+	d, kvs, err := metadata.ReadDatabase(ctx, repo, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]map[string]any{}
+	for typ, r := range d.Rules {
+		before[typ] = config.CloneContent(r.Content)
+	}
+	old := d.Rules[f.Type()]
+	old.Type = f.Type()
+	next, err := change(ctx, rules.View(d, introspect), config.CopyFields(old.Content))
+	for typ, r := range d.Rules {
+		if !reflect.DeepEqual(r.Content, before[typ]) {
+			t.Fatalf("%s: the change modified rule %s as read, in place:\n got %v\nwant %v", q, typ, r.Content, before[typ])
+		}
+	}
+	if err != nil {
+		return
+	}
+	nextRule := config.Rule{Type: f.Type(), Content: next}
+	if len(next) == 0 {
+		nextRule.Content = nil
+	}
+	conds, ops, err := metadata.RuleChangeWrites(layout, "db", kvs, old, nextRule)
+	wantConds, wantOps, wantErr := metadata.RuleWritesFrom(layout, "db", kvs, old, nextRule)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("%s: RuleChangeWrites: %v, RuleWritesFrom: %v", q, err, wantErr)
+	}
+	if err == nil && (!sameSet(conds, wantConds) || !sameSet(ops, wantOps)) {
+		t.Fatalf("%s: RuleChangeWrites wrote\n %v\n %v\nRuleWritesFrom\n %v\n %v", q, conds, ops, wantConds, wantOps)
+	}
+}
+
+// sameSet reports whether a and b hold the same elements, in any order.
+func sameSet[T any](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+next:
+	for _, x := range a {
+		for i, y := range b {
+			if !used[i] && reflect.DeepEqual(x, y) {
+				used[i] = true
+				continue next
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // Parses checks that each statement (the map's keys) parses, with read

@@ -13,6 +13,7 @@ package shadow
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -220,11 +221,13 @@ func checkDefinitions(d rule.Database, defs []Definition) error {
 func put(c map[string]any, def Definition) {
 	rule.Section(c, dataSources)[def.Name] = map[string]any{production: def.Source, shadowUnit: def.Shadow}
 	for _, t := range def.Tables {
-		entry := rule.Map(rule.Section(c, tables)[t.Name])
+		// A changed copy replaces the table's entry (c's entries are the
+		// rule's as read, see config.CopyFields).
+		entry := maps.Clone(rule.Map(rule.Section(c, tables)[t.Name]))
 		if entry == nil {
 			entry = map[string]any{}
-			rule.Section(c, tables)[t.Name] = entry
 		}
+		rule.Section(c, tables)[t.Name] = entry
 		entry[tableUnits] = rule.AnyList(appendNew(rule.List(entry[tableUnits]), def.Name))
 		names := rule.List(entry[tableAlgs])
 		for i, a := range t.Algorithms {
@@ -369,11 +372,18 @@ func dropAlgorithm(d rule.Database, c map[string]any, st *DropAlgorithm) (map[st
 	}
 	for name, t := range rule.Map(c[tables]) {
 		tm := rule.Map(t)
-		left := slices.DeleteFunc(rule.List(tm[tableAlgs]), func(n string) bool { return slices.Contains(st.Names, n) })
-		tm[tableAlgs] = rule.AnyList(left)
+		algs := rule.List(tm[tableAlgs])
+		left := slices.DeleteFunc(slices.Clone(algs), func(n string) bool { return slices.Contains(st.Names, n) })
+		if len(left) == len(algs) {
+			continue
+		}
 		if len(left) == 0 && len(rule.List(tm[tableUnits])) == 0 {
 			delete(rule.Map(c[tables]), name)
+			continue
 		}
+		tm = maps.Clone(tm) // replaced, not changed in place
+		tm[tableAlgs] = rule.AnyList(left)
+		rule.Map(c[tables])[name] = tm
 	}
 	if slices.Contains(st.Names, rule.Text(c[defaultName])) {
 		delete(c, defaultName)
@@ -390,17 +400,24 @@ func ruleNames(defs []Definition) []string {
 }
 
 // removeFromTables removes rule name from every table's data sources; a
-// table no rule names any more goes.
+// table no rule names any more goes. A table it changes is replaced by a
+// changed copy (c's entries are the rule's as read, see
+// config.CopyFields).
 func removeFromTables(c map[string]any, name string) {
 	ts := rule.Map(c[tables])
 	for t, v := range ts {
 		tm := rule.Map(v)
-		left := slices.DeleteFunc(rule.List(tm[tableUnits]), func(n string) bool { return n == name })
+		units := rule.List(tm[tableUnits])
+		left := slices.DeleteFunc(slices.Clone(units), func(n string) bool { return n == name })
 		if len(left) == 0 {
 			delete(ts, t)
 			continue
 		}
-		tm[tableUnits] = rule.AnyList(left)
+		if len(left) < len(units) {
+			tm = maps.Clone(tm)
+			tm[tableUnits] = rule.AnyList(left)
+			ts[t] = tm
+		}
 	}
 }
 

@@ -1,0 +1,185 @@
+package metadata
+
+import (
+	"reflect"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// A rule statement changes a few named entries of a rule (a sharding
+// table, an algorithm) next to possibly thousands it leaves alone. The
+// change works on config.CopyFields of the rule as read, so the entries
+// it leaves alone are the very values read, and the ones it changes are
+// new values: RuleChangeWrites tells them apart by identity and converts,
+// checks and compares only what changed.
+
+// NotWritableError is a rule that layout's release cannot store (see
+// RuleAsWritten); nothing was written.
+type NotWritableError struct {
+	Err error
+}
+
+func (e *NotWritableError) Error() string { return e.Err.Error() }
+func (e *NotWritableError) Unwrap() error { return e.Err }
+
+// RuleChangeWrites returns RuleWritesFrom(layout, db, kvs, old, next),
+// the same conditions and writes, for a next rule that a change computed
+// from config.CopyFields(old.Content): it converts (RuleAsWritten) and
+// compares only the named entries whose values are not old's own (by
+// identity, see ChangedEntries) and the rule's other fields, so that a
+// change of one table of thousands converts and encodes that table. Where
+// a partial conversion could answer otherwise than the whole one (it
+// fails, or it derives an entry, such as Layout554's key generate
+// strategy of a table, that old already has), it converts the whole rule
+// as RuleWritesFrom does. A rule next's release cannot store is a
+// *NotWritableError.
+func RuleChangeWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
+	if old.Type == "" {
+		old.Type = next.Type
+	}
+	if old.Content != nil && next.Content != nil {
+		conds, ops, ok, err := sparseRuleWrites(layout, db, kvs, old, next)
+		if ok || err != nil {
+			return conds, ops, err
+		}
+	}
+	written := next
+	if next.Content != nil {
+		var err error
+		if written, err = RuleAsWritten(layout, next); err != nil {
+			return nil, nil, &NotWritableError{Err: err}
+		}
+	}
+	return RuleWritesFromWritten(layout, db, kvs, old, written)
+}
+
+// sparseRuleWrites is RuleChangeWrites over the entries that differ; ok is
+// false when the whole rule must be converted instead.
+func sparseRuleWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) (conds []registry.Cond, ops []registry.Op, ok bool, err error) {
+	changed, sparseOld, sparseNext, ok := ChangedEntries(next.Type, old.Content, next.Content)
+	if !ok {
+		return nil, nil, false, nil
+	}
+	convOld, err := upstreamRule(layout, config.Rule{Type: old.Type, Content: sparseOld})
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	convNext, err := upstreamRule(layout, config.Rule{Type: next.Type, Content: sparseNext})
+	if err != nil {
+		return nil, nil, false, nil // the whole rule says whether, and why, it cannot be written
+	}
+	// An entry the conversion derived (not one of the changed) must be new
+	// to old; otherwise only the whole rule knows whether it stays.
+	for _, conv := range []struct {
+		content map[string]any
+		old     bool
+	}{{convOld.Content, true}, {convNext.Content, false}} {
+		for f, v := range conv.content {
+			if !has(namedFields, next.Type, f) {
+				continue
+			}
+			m, _ := v.(map[string]any)
+			for name := range m {
+				if changed[[2]string{f, name}] {
+					continue
+				}
+				if _, held := mapField(old.Content, f)[name]; held || conv.old {
+					return nil, nil, false, nil
+				}
+			}
+		}
+	}
+	before := map[[2]string]*ruleItem{}
+	items := splitLazy(convOld)
+	for i := range items {
+		before[[2]string{items[i].Item, items[i].Name}] = &items[i]
+	}
+	conds, ops, err = ruleWritesOf(layout, db, kvs, before, next.Type, splitLazy(convNext))
+	return conds, ops, err == nil, err
+}
+
+// ChangedEntries compares next, a rule of type typ that a change computed
+// from config.CopyFields(old), with old: a named entry (a map field's
+// entry, rule.Items.Named) differs when next lacks it, old lacks it, or
+// its value is not old's own value (by identity for maps and lists, by
+// equality for scalars). It returns the entries that differ by field and
+// name, and old and next cut down to them: every other field whole, each
+// named field with only the entries that differ (left out when none
+// does). ok is false when a named field is not a map in one of them (the
+// whole rule is then compared).
+func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string]bool, sparseOld, sparseNext map[string]any, ok bool) {
+	changed = map[[2]string]bool{}
+	sparseOld, sparseNext = map[string]any{}, map[string]any{}
+	fields := make(map[string]bool, len(old)+len(next))
+	for f := range old {
+		fields[f] = true
+	}
+	for f := range next {
+		fields[f] = true
+	}
+	for f := range fields {
+		ov, inOld := old[f]
+		nv, inNext := next[f]
+		if !has(namedFields, typ, f) {
+			if inOld {
+				sparseOld[f] = ov
+			}
+			if inNext {
+				sparseNext[f] = nv
+			}
+			continue
+		}
+		om, okOld := ov.(map[string]any)
+		nm, okNext := nv.(map[string]any)
+		if inOld && !okOld || inNext && !okNext {
+			return nil, nil, nil, false
+		}
+		so, sn := map[string]any{}, map[string]any{}
+		for name, e := range nm {
+			if oe, had := om[name]; !had || !sameValue(oe, e) {
+				sn[name] = e
+				if had {
+					so[name] = oe
+				}
+				changed[[2]string{f, name}] = true
+			}
+		}
+		for name, oe := range om {
+			if _, kept := nm[name]; !kept {
+				so[name] = oe
+				changed[[2]string{f, name}] = true
+			}
+		}
+		if len(so) > 0 {
+			sparseOld[f] = so
+		}
+		if len(sn) > 0 {
+			sparseNext[f] = sn
+		}
+	}
+	return changed, sparseOld, sparseNext, true
+}
+
+// sameValue reports whether b is a itself: the same map or list (by
+// identity: a change replaces what it changes), or an equal scalar.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	case string, bool, int, int64, float64, nil:
+		return a == b
+	}
+	return false
+}
+
+// mapField is content's field f as a map, nil when it is none.
+func mapField(content map[string]any, f string) map[string]any {
+	m, _ := content[f].(map[string]any)
+	return m
+}
