@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
@@ -45,7 +46,7 @@ func CheckChange(ctx context.Context, db config.Database, changed string, old ma
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := rule.CheckProps(r.Type, r.Content); err != nil {
+		if err := rule.CheckProps(r.Type, propsToCheck(r, changed, old)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -58,6 +59,24 @@ func CheckChange(ctx context.Context, db config.Database, changed string, old ma
 		}
 	}
 	return errs, nil
+}
+
+// propsToCheck is what of rule r CheckChange bounds the props of (see
+// rule.CheckProps): with changed "" (an import) all of it; the entries of
+// the changed rule that differ from old (metadata.ChangedEntries) and its
+// other fields; nothing of a rule the change left alone, whose props were
+// bounded when they were written (or an upstream node wrote them).
+func propsToCheck(r config.Rule, changed string, old map[string]any) map[string]any {
+	switch {
+	case changed == "":
+		return r.Content
+	case r.Type != changed:
+		return nil
+	}
+	if _, _, sparse, ok := metadata.ChangedEntries(r.Type, old, r.Content); ok {
+		return sparse
+	}
+	return r.Content
 }
 
 // familyDatabase is db as the rule families' checks read it.

@@ -1,10 +1,9 @@
 package metadata
 
 import (
-	"reflect"
-
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -138,7 +137,7 @@ func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string
 		}
 		so, sn := map[string]any{}, map[string]any{}
 		for name, e := range nm {
-			if oe, had := om[name]; !had || !sameValue(oe, e) {
+			if oe, had := om[name]; !had || !rule.Same(oe, e) {
 				sn[name] = e
 				if had {
 					so[name] = oe
@@ -160,22 +159,6 @@ func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string
 		}
 	}
 	return changed, sparseOld, sparseNext, true
-}
-
-// sameValue reports whether b is a itself: the same map or list (by
-// identity: a change replaces what it changes), or an equal scalar.
-func sameValue(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
-	case []any:
-		y, ok := b.([]any)
-		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
-	case string, bool, int, int64, float64, nil:
-		return a == b
-	}
-	return false
 }
 
 // mapField is content's field f as a map, nil when it is none.

@@ -10,6 +10,7 @@ package rule
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,24 @@ func AnyList(in []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// Same reports whether b is a itself: the same map or list (by identity:
+// a change works on config.CopyFields of a rule and replaces what it
+// changes, so an entry it left alone is the very value read), or an equal
+// scalar. Equal but distinct maps are not the same.
+func Same(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	case string, bool, int, int64, float64, nil:
+		return a == b
+	}
+	return false
 }
 
 // Section returns c[f] as a map, creating it when c has none.

@@ -16,8 +16,8 @@ import (
 
 // BenchmarkCreateShardingTableRule times CREATE and DROP SHARDING TABLE
 // RULE of one table next to 0, 1,000 and 10,000 existing tables, on the
-// memory registry, with the console's rule cache: the executing node's
-// work per statement.
+// memory registry, with the console's rule cache (warm, as in a running
+// node): the executing node's work per statement.
 func BenchmarkCreateShardingTableRule(b *testing.B) {
 	for _, n := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -41,6 +41,11 @@ func BenchmarkCreateShardingTableRule(b *testing.B) {
 				b.Fatal(err)
 			}
 			opts := Options{Cache: metadata.NewRuleCache()}
+			// The console's cache is warm in a running node: its one decode of
+			// every table is not a statement's.
+			if _, _, err := opts.Cache.ReadDatabase(ctx, repo, "db"); err != nil {
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			for range b.N {
 				for _, st := range []distsql.Statement{create, drop} {

@@ -206,24 +206,22 @@ func usedNames(m map[string]any) (algs, gens, auditors []string) {
 // c refers to.
 func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 	algs, gens, auditors = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	all := map[string]any{}
-	for _, f := range []string{"tables", "autoTables"} {
-		for k, v := range rule.Map(c[f]) {
-			all[f+"/"+k] = v
+	add := func(a, g, au []string) {
+		for _, n := range a {
+			algs[n] = true
+		}
+		for _, n := range g {
+			gens[n] = true
+		}
+		for _, n := range au {
+			auditors[n] = true
 		}
 	}
-	all["default"] = map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
-		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}
-	a, g, au := usedNames(all)
-	for _, n := range a {
-		algs[n] = true
+	for _, f := range []string{"tables", "autoTables"} {
+		add(usedNames(rule.Map(c[f])))
 	}
-	for _, n := range g {
-		gens[n] = true
-	}
-	for _, n := range au {
-		auditors[n] = true
-	}
+	add(usedNames(map[string]any{"default": map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
+		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}}))
 	for _, s := range rule.Map(c["keyGenerateStrategies"]) {
 		if n := rule.Text(rule.Map(s)["keyGeneratorName"]); n != "" {
 			gens[n] = true
@@ -235,6 +233,9 @@ func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 // dropUnused removes the named algorithms, key generators and auditors
 // nothing in c uses any more.
 func dropUnused(c map[string]any, algs, gens, auditors []string) {
+	if len(algs)+len(gens)+len(auditors) == 0 {
+		return // nothing to look for: no scan of every table
+	}
 	usedA, usedG, usedAu := inUse(c)
 	for _, n := range algs {
 		if !usedA[n] {

@@ -31,11 +31,47 @@ var (
 // and then only on what c adds to d.Before; tables beyond the bounds are
 // left out of the other checks. Once ctx is done it stops, between tables
 // and inside their expansions, and returns ctx's error.
+//
+// When the change checked is this rule's, an entry of c that is d.Before's
+// own (rule.Same: the change left it alone) is not checked again, since it
+// was when it was written (or an upstream node wrote it) against the same
+// units; its references are, when the change removed an algorithm or key
+// generator. So a change of one table of thousands checks that table,
+// and counts the others' names only when it adds names.
 func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*sqlerr.Error, error) {
 	bounded := d.Changing == "" || d.Changing == Type
 	var old map[string]any
 	if d.Changing == Type {
 		old = d.Before
+	}
+	kept := func(section, name string, v any) bool {
+		if old == nil {
+			return false
+		}
+		ov, ok := rule.Map(old[section])[name]
+		return ok && rule.Same(ov, v)
+	}
+	// changedOf is the entries of section (m, in c) that are not kept.
+	changedOf := func(section string, m map[string]any) map[string]any {
+		if old == nil {
+			return m
+		}
+		out := map[string]any{}
+		for k, v := range m {
+			if !kept(section, k, v) {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	// lost reports whether the change removed an entry of section (c's m).
+	lost := func(section string, m map[string]any) bool {
+		for k := range rule.Map(old[section]) {
+			if _, ok := m[k]; !ok {
+				return true
+			}
+		}
+		return false
 	}
 	dbName := d.Name
 	var errs []*sqlerr.Error
@@ -55,9 +91,10 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	algorithms := rule.Map(c["shardingAlgorithms"])
 	generators := rule.Map(c["keyGenerators"])
 	auditors := rule.Map(c["auditors"])
-	errs = append(errs, rule.CheckAlgorithms(dbName, "sharding", algorithms, AlgorithmTypes, nil)...)
-	errs = append(errs, rule.CheckAlgorithms(dbName, "key generate", generators, KeyGeneratorTypes, nil)...)
-	errs = append(errs, rule.CheckAlgorithms(dbName, "sharding audit", auditors, AuditorTypes, nil)...)
+	errs = append(errs, rule.CheckAlgorithms(dbName, "sharding", changedOf("shardingAlgorithms", algorithms), AlgorithmTypes, nil)...)
+	errs = append(errs, rule.CheckAlgorithms(dbName, "key generate", changedOf("keyGenerators", generators), KeyGeneratorTypes, nil)...)
+	errs = append(errs, rule.CheckAlgorithms(dbName, "sharding audit", changedOf("auditors", auditors), AuditorTypes, nil)...)
+	lostAlgorithms, lostGenerators := lost("shardingAlgorithms", algorithms), lost("keyGenerators", generators)
 	strategy := func(where string, s any) {
 		for _, kind := range []string{"standard", "complex", "hint"} {
 			name, _ := rule.Map(rule.Map(s)[kind])["shardingAlgorithmName"].(string)
@@ -75,25 +112,31 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 			}
 		}
 	}
-	// total is the names the rule's expressions stand for (namesOf,
-	// against inline.MaxRuleNames); before is old's, and had the
-	// expressions old had.
-	total, before, had := 0, 0, map[string]bool{}
-	eachExpression(old, func(section, table, expr string) {
-		n, _ := namesOf(expr)
-		before += n
-		had[section+"/"+table+"\x00"+expr] = true
-	})
+	// grown is what the changed tables' expressions stand for (namesOf),
+	// less what they stood for in old: the rule's names grow by it.
+	// built bounds the names built for the missing units check.
+	grown, built := 0, 0
 	count := func(section, table, what, expr string) bool {
 		n, err := namesOf(expr)
-		total += n
+		grown += n
+		built += n
 		if errors.Is(err, inline.ErrTooMany) {
-			if bounded && !had[section+"/"+table+"\x00"+expr] {
+			if bounded && expressionOf(old, section, table) != expr {
 				errs = append(errs, tooManyNames("sharding table", table, what, expr, err))
 			}
 			return false
 		}
-		return err == nil && total <= inline.MaxRuleNames // past the bound, no more names are built
+		return err == nil && built <= inline.MaxRuleNames // past the bound, no more names are built
+	}
+	for _, s := range []struct{ section, field string }{{"tables", "actualDataNodes"}, {"autoTables", "actualDataSources"}} {
+		for table, v := range rule.Map(old[s.section]) {
+			if _, ok := rule.Map(c[s.section])[table]; !ok {
+				if expr, _ := rule.Map(v)[s.field].(string); expr != "" {
+					n, _ := namesOf(expr)
+					grown -= n // a table the change removed
+				}
+			}
+		}
 	}
 	tables := rule.Map(c["tables"])
 	for _, name := range sortedNames(tables) {
@@ -101,6 +144,20 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 			return nil, err
 		}
 		t := rule.Map(tables[name])
+		if kept("tables", name, tables[name]) {
+			if lostAlgorithms {
+				strategy(name, t["databaseStrategy"])
+				strategy(name, t["tableStrategy"])
+			}
+			if lostGenerators {
+				generator(name, t["keyGenerateStrategy"])
+			}
+			continue
+		}
+		if expr := expressionOf(old, "tables", name); expr != "" {
+			n, _ := namesOf(expr)
+			grown -= n // what the table stood for before the change
+		}
 		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count("tables", name, "data nodes", nodes) {
 			ds, _ := DataSourcesOfNodes(ctx, nodes, inline.MaxNames)
 			if err := ctx.Err(); err != nil {
@@ -118,6 +175,19 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 			return nil, err
 		}
 		t := rule.Map(auto[name])
+		if kept("autoTables", name, auto[name]) {
+			if lostAlgorithms {
+				strategy(name, t["shardingStrategy"])
+			}
+			if lostGenerators {
+				generator(name, t["keyGenerateStrategy"])
+			}
+			continue
+		}
+		if expr := expressionOf(old, "autoTables", name); expr != "" {
+			n, _ := namesOf(expr)
+			grown -= n // what the table stood for before the change
+		}
 		if ds, _ := t["actualDataSources"].(string); ds != "" && count("autoTables", name, "storage units", ds) {
 			names, _ := inline.ExpandContext(ctx, ds, inline.MaxNames)
 			if err := ctx.Err(); err != nil {
@@ -130,15 +200,37 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	}
 	strategies := rule.Map(c["keyGenerateStrategies"]) // 5.5.4's rule-level strategies
 	for _, name := range sortedNames(strategies) {
-		generator(name, strategies[name])
+		if lostGenerators || !kept("keyGenerateStrategies", name, strategies[name]) {
+			generator(name, strategies[name])
+		}
 	}
-	if bounded && total > inline.MaxRuleNames && total > before {
-		errs = append(errs, rule.InvalidRule("sharding", dbName, fmt.Sprintf("its tables' data nodes and data sources stand for more than %d names, the most one rule may", inline.MaxRuleNames)))
+	if bounded && grown > 0 {
+		// The rule grows: what it stood for before, and so now, is counted.
+		before := 0
+		eachExpression(old, func(_, _, expr string) {
+			n, _ := namesOf(expr)
+			before += n
+		})
+		if total := before + grown; total > inline.MaxRuleNames {
+			errs = append(errs, rule.InvalidRule("sharding", dbName, fmt.Sprintf("its tables' data nodes and data sources stand for more than %d names, the most one rule may", inline.MaxRuleNames)))
+		}
 	}
 	strategy("default", c["defaultDatabaseStrategy"])
 	strategy("default", c["defaultTableStrategy"])
 	generator("default", c["defaultKeyGenerateStrategy"])
 	return errs, nil
+}
+
+// expressionOf is the expression that names data sources of table in
+// section ("tables": actualDataNodes, "autoTables": actualDataSources) of
+// sharding rule content c, "" when it has none.
+func expressionOf(c map[string]any, section, table string) string {
+	field := "actualDataNodes"
+	if section == "autoTables" {
+		field = "actualDataSources"
+	}
+	expr, _ := rule.Map(rule.Map(c[section])[table])[field].(string)
+	return expr
 }
 
 // tooManyNames is the refusal (InvalidRule, 10200) of an expression of
