@@ -265,3 +265,33 @@ func (r *Repo) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// ListChanged implements registry.ChangeLister: one read-only transaction
+// of two range reads at one revision, the keys below prefix modified
+// after since (at most max+1 sent, filtered on the server) and their
+// count.
+func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, max int) (registry.Changed, bool, error) {
+	c, cancel, err := r.begin(ctx, "list", prefix)
+	if err != nil {
+		return registry.Changed{}, true, err
+	}
+	defer cancel()
+	base, end := r.below(prefix)
+	resp, err := r.client.Txn(c).Then(
+		clientv3.OpGet(base, clientv3.WithRange(end), clientv3.WithMinModRev(int64(since)+1), clientv3.WithLimit(int64(max)+1)),
+		clientv3.OpGet(base, clientv3.WithRange(end), clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return registry.Changed{}, true, r.convertError(ctx, "list", prefix, err)
+	}
+	changed, count := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
+	out := registry.Changed{Count: int(count.Count), Rev: registry.Version(resp.Header.Revision)}
+	if changed.More || len(changed.Kvs) > max {
+		out.Truncated = true
+		return out, true, nil
+	}
+	for _, kv := range changed.Kvs {
+		out.KVs = append(out.KVs, registry.KV{Key: r.strip(kv.Key), Value: kv.Value, Version: registry.Version(kv.ModRevision)})
+	}
+	return out, true, nil
+}

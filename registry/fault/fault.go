@@ -210,6 +210,19 @@ func (r *Repo) ListLimited(ctx context.Context, prefix string, lim registry.Limi
 	return res.kvs, res.truncated, err
 }
 
+// ListChanged forwards registry.ChangeLister, as one "list" call.
+func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, max int) (registry.Changed, bool, error) {
+	type result struct {
+		c  registry.Changed
+		ok bool
+	}
+	res, err := call(r.hook, ctx, "list", prefix, func() (result, error) {
+		c, ok, err := registry.ListChanged(ctx, r.inner, prefix, since, max)
+		return result{c, ok}, err
+	})
+	return res.c, res.ok, err
+}
+
 // Put implements registry.Repository.
 func (r *Repo) Put(ctx context.Context, key string, value []byte) (registry.Version, error) {
 	return call(r.hook, ctx, "put", key, func() (registry.Version, error) { return r.inner.Put(ctx, key, value) })

@@ -168,3 +168,29 @@ func (r *Repo) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// ListChanged implements registry.ChangeLister over the store's revision.
+func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, max int) (registry.Changed, bool, error) {
+	if err := r.check(ctx, "list", prefix); err != nil {
+		return registry.Changed{}, true, err
+	}
+	under := strings.TrimSuffix(prefix, "/") + "/"
+	r.st.mu.Lock()
+	out := registry.Changed{Rev: registry.Version(r.st.rev)}
+	for k, e := range r.st.kv {
+		if !strings.HasPrefix(k, under) {
+			continue
+		}
+		out.Count++
+		if registry.Version(e.version) > since {
+			out.KVs = append(out.KVs, registry.KV{Key: k, Value: slices.Clone(e.value), Version: registry.Version(e.version)})
+		}
+	}
+	r.st.mu.Unlock()
+	if len(out.KVs) > max {
+		out.KVs, out.Truncated = nil, true
+		return out, true, nil
+	}
+	slices.SortFunc(out.KVs, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out, true, nil
+}

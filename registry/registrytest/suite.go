@@ -78,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 		{"Closed", testClosed},
 		{"List", testList},
 		{"ListLimited", testListLimited},
+		{"ListChanged", testListChanged},
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
 		{"CommitAfterRecreate", testCommitAfterRecreate},
