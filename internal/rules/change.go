@@ -73,7 +73,7 @@ type Written struct {
 // ErrNotFound), so that nothing another node wrote meanwhile
 // is undone. An empty result removes the rule. The digest it returns is
 // that of the rules the registry holds after the commit, read again
-// (rulesDigestAfter); with a refusal decided from the rules read (change's
+// (metadata.RuleCache.After); with a refusal decided from the rules read (change's
 // error, a failed check) or a no-op it is the digest of the rules read,
 // so that the caller can answer only once its node's view holds them (a
 // refusal then reflects a state the registry held between the
@@ -98,15 +98,18 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 
 // changeRuleOnce is one read, change, check and commit of ChangeRule.
 func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
-	d, kvs, err := opts.Cache.ReadDatabase(ctx, repo, db)
+	read, err := opts.Cache.Read(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
 		return Written{}, &dbconfig.UnknownDatabaseError{Name: db}
 	}
 	if err != nil {
 		return Written{}, fmt.Errorf("read database %s: %w", db, err)
 	}
-	if err := dbconfig.TornRead(kvs); err != nil {
-		return Written{}, err // read again
+	d, kvs := read.DB, read.KVs
+	if !registry.ListIsRangeRead(repo) { // a range read is one snapshot: never torn
+		if err := dbconfig.TornRead(kvs); err != nil {
+			return Written{}, err // read again
+		}
 	}
 	rules := d.Rules
 	old := rules[ruleType]
@@ -162,7 +165,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if err := dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
 		return Written{}, err
 	}
-	return Written{Changed: true, Digest: rulesDigestAfter(ctx, repo, d, kvs, ops), HasDigest: true}, nil
+	return Written{Changed: true, Digest: opts.Cache.After(ctx, repo, read, ops).RulesDigest(), HasDigest: true}, nil
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
@@ -206,23 +209,6 @@ func changedMeanwhile(err error) bool {
 	var oe *registry.OpError
 	return errors.As(err, &oe) &&
 		(errors.Is(err, registry.ErrBadVersion) || errors.Is(err, registry.ErrExists) || errors.Is(err, registry.ErrNotFound))
-}
-
-// rulesDigestAfter is the digest of database db's rules the registry holds
-// after a committed transaction of ops over kvs, as read. The
-// transaction's conditions cover the items it wrote and deleted, not new
-// items another change (of another rule) may have added between the read
-// and the commit, which the nodes apply too: so the rules are read again.
-// When that read fails, it is the digest of kvs with ops applied. Only
-// the keys that differ from kvs are decoded (metadata.DecodeChanges onto
-// d, the database decoded from kvs), so that it costs what the change
-// changed plus a comparison of the keys, not a decode of every rule.
-func rulesDigestAfter(ctx context.Context, repo registry.Repository, d *metadata.Database, kvs []registry.KV, ops []registry.Op) string {
-	now, err := metadata.ReadRules(ctx, repo, d.Name)
-	if err != nil {
-		now = metadata.AfterOps(kvs, ops)
-	}
-	return metadata.DecodeChanges(d, kvs, now).RulesDigest()
 }
 
 // ChangeGlobalRule changes global rule ruleType: it reads the global rules

@@ -182,22 +182,61 @@ func removeTable(c map[string]any, f, key string) {
 	dropUnused(c, algs, gens, auditors)
 }
 
+// The kinds of names a sharding rule's tables refer to.
+const (
+	algorithmName = iota
+	generatorName
+	auditorName
+)
+
+// eachName calls fn with each algorithm, key generator and auditor name
+// table tm refers to.
+func eachName(tm map[string]any, fn func(kind int, name string)) {
+	for _, f := range []string{"databaseStrategy", "tableStrategy", "shardingStrategy"} {
+		if n := strategyAlgorithm(tm[f]); n != "" {
+			fn(algorithmName, n)
+		}
+	}
+	if n := rule.Text(rule.Map(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
+		fn(generatorName, n)
+	}
+	for _, n := range rule.Values(rule.Map(tm["auditStrategy"])["auditorNames"]) {
+		fn(auditorName, rule.Text(n))
+	}
+}
+
+// eachUsedName calls fn with each algorithm, key generator and auditor
+// name rule c refers to (its tables', its defaults', its 5.5.4 key
+// generate strategies'), without building anything.
+func eachUsedName(c map[string]any, fn func(kind int, name string)) {
+	for _, f := range []string{"tables", "autoTables"} {
+		for _, t := range rule.Map(c[f]) {
+			eachName(rule.Map(t), fn)
+		}
+	}
+	eachName(map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
+		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}, fn)
+	for _, st := range rule.Map(c["keyGenerateStrategies"]) {
+		if n := rule.Text(rule.Map(st)["keyGeneratorName"]); n != "" {
+			fn(generatorName, n)
+		}
+	}
+}
+
 // usedNames lists the algorithm, key generator and auditor names the
 // tables of m (name -> table) refer to.
 func usedNames(m map[string]any) (algs, gens, auditors []string) {
 	for _, t := range m {
-		tm := rule.Map(t)
-		for _, f := range []string{"databaseStrategy", "tableStrategy", "shardingStrategy"} {
-			if n := strategyAlgorithm(tm[f]); n != "" {
+		eachName(rule.Map(t), func(kind int, n string) {
+			switch kind {
+			case algorithmName:
 				algs = append(algs, n)
+			case generatorName:
+				gens = append(gens, n)
+			default:
+				auditors = append(auditors, n)
 			}
-		}
-		if n := rule.Text(rule.Map(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
-			gens = append(gens, n)
-		}
-		for _, n := range rule.Values(rule.Map(tm["auditStrategy"])["auditorNames"]) {
-			auditors = append(auditors, rule.Text(n))
-		}
+		})
 	}
 	return algs, gens, auditors
 }
@@ -205,51 +244,34 @@ func usedNames(m map[string]any) (algs, gens, auditors []string) {
 // inUse returns every algorithm, key generator and auditor name the rule
 // c refers to.
 func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
-	algs, gens, auditors = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	add := func(a, g, au []string) {
-		for _, n := range a {
-			algs[n] = true
-		}
-		for _, n := range g {
-			gens[n] = true
-		}
-		for _, n := range au {
-			auditors[n] = true
-		}
-	}
-	for _, f := range []string{"tables", "autoTables"} {
-		add(usedNames(rule.Map(c[f])))
-	}
-	add(usedNames(map[string]any{"default": map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
-		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}}))
-	for _, s := range rule.Map(c["keyGenerateStrategies"]) {
-		if n := rule.Text(rule.Map(s)["keyGeneratorName"]); n != "" {
-			gens[n] = true
-		}
-	}
-	return algs, gens, auditors
+	used := [3]map[string]bool{{}, {}, {}}
+	eachUsedName(c, func(kind int, n string) { used[kind][n] = true })
+	return used[algorithmName], used[generatorName], used[auditorName]
 }
 
 // dropUnused removes the named algorithms, key generators and auditors
-// nothing in c uses any more.
+// nothing in c uses any more. It looks for those names only, so that a
+// table dropped next to thousands builds nothing of theirs.
 func dropUnused(c map[string]any, algs, gens, auditors []string) {
 	if len(algs)+len(gens)+len(auditors) == 0 {
 		return // nothing to look for: no scan of every table
 	}
-	usedA, usedG, usedAu := inUse(c)
-	for _, n := range algs {
-		if !usedA[n] {
-			delete(rule.Map(c["shardingAlgorithms"]), n)
+	wanted := [3]map[string]bool{{}, {}, {}}
+	for kind, names := range [3][]string{algs, gens, auditors} {
+		for _, n := range names {
+			wanted[kind][n] = false
 		}
 	}
-	for _, n := range gens {
-		if !usedG[n] {
-			delete(rule.Map(c["keyGenerators"]), n)
+	eachUsedName(c, func(kind int, n string) {
+		if _, ok := wanted[kind][n]; ok {
+			wanted[kind][n] = true
 		}
-	}
-	for _, n := range auditors {
-		if !usedAu[n] {
-			delete(rule.Map(c["auditors"]), n)
+	})
+	for kind, section := range [3]string{"shardingAlgorithms", "keyGenerators", "auditors"} {
+		for n, used := range wanted[kind] {
+			if !used {
+				delete(rule.Map(c[section]), n)
+			}
 		}
 	}
 }

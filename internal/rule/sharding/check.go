@@ -138,8 +138,17 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 			}
 		}
 	}
+	// toCheck is section's entries (m) to look at, in name order: all of
+	// them, or only those the change made when no algorithm or key
+	// generator went (the others' references still hold).
+	toCheck := func(section string, m map[string]any) []string {
+		if old == nil || lostAlgorithms || lostGenerators {
+			return sortedNames(m)
+		}
+		return sortedNames(changedOf(section, m))
+	}
 	tables := rule.Map(c["tables"])
-	for _, name := range sortedNames(tables) {
+	for _, name := range toCheck("tables", tables) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -170,7 +179,7 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		generator(name, t["keyGenerateStrategy"])
 	}
 	auto := rule.Map(c["autoTables"])
-	for _, name := range sortedNames(auto) {
+	for _, name := range toCheck("autoTables", auto) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -199,7 +208,7 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		generator(name, t["keyGenerateStrategy"])
 	}
 	strategies := rule.Map(c["keyGenerateStrategies"]) // 5.5.4's rule-level strategies
-	for _, name := range sortedNames(strategies) {
+	for _, name := range toCheck("keyGenerateStrategies", strategies) {
 		if lostGenerators || !kept("keyGenerateStrategies", name, strategies[name]) {
 			generator(name, strategies[name])
 		}

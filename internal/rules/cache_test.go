@@ -1,0 +1,122 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/dbconfig"
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/memory"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
+)
+
+// TestCachedChangesAsRead: rule changes through a RuleCache (which, on
+// etcd and memory, reads only what changed since its last read and
+// follows its own commits) return the digest of the rules the registry
+// holds after them, and read what a plain read reads, while another
+// client adds, alters and drops tables between the changes and between a
+// change's read and its commit (which the commit's conditions do not
+// cover).
+func TestCachedChangesAsRead(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		repo := memory.New()
+		testCachedChanges(t, repo, repo)
+	})
+	realtest.Each(t, "cachedchanges", func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		testCachedChanges(t, open(t), open(t))
+	})
+}
+
+func testCachedChanges(t *testing.T, repo, other registry.Repository) {
+	ctx := testenv.Context(t)
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := metadatatest.WriteShardingTables(ctx, other, "db", 0, 20); err != nil {
+		t.Fatal(err)
+	}
+	// foreign changes table name of the sharding rule as another node
+	// would: add, alter (a new version, the old one deleted) or drop.
+	foreign := func(op, name string) {
+		t.Helper()
+		d, _, err := metadata.ReadDatabase(ctx, other, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := d.Rules["sharding"]
+		next := config.Rule{Type: "sharding", Content: config.CopyFields(old.Content)}
+		tables := next.Content["tables"].(map[string]any)
+		switch op {
+		case "drop":
+			delete(tables, name)
+		default:
+			t := maps.Clone(config.CloneContent(map[string]any{"t": tables["t_scale_00000"]})["t"].(map[string]any))
+			t["actualDataNodes"] = "ds_0." + name + "_" + op
+			tables[name] = t
+		}
+		conds, ops, err := metadata.RuleWrites(ctx, other, paths.DefaultLayout, "db", old, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := metadata.NewRuleCache()
+	for step := range 12 {
+		switch step % 4 {
+		case 1:
+			foreign("add", fmt.Sprintf("t_other_%d", step))
+		case 2:
+			foreign("alter", fmt.Sprintf("t_scale_%05d", step))
+		case 3:
+			foreign("drop", fmt.Sprintf("t_scale_%05d", step+1))
+		}
+		mine := fmt.Sprintf("t_mine_%d", step)
+		w, err := ChangeRule(ctx, repo, "db", "sharding", func(d *metadata.Database, c map[string]any) (map[string]any, error) {
+			// Between this change's read and its commit another client
+			// changes another table.
+			if step%3 == 0 {
+				foreign([]string{"add", "alter", "drop"}[step/3%3], fmt.Sprintf("t_scale_%05d", 10+step))
+			}
+			tables := c["tables"].(map[string]any)
+			if step%2 == 1 {
+				delete(tables, fmt.Sprintf("t_mine_%d", step-1))
+			} else {
+				tables[mine] = map[string]any{"actualDataNodes": "ds_0." + mine}
+			}
+			return c, nil
+		}, ChangeOptions{Layout: paths.DefaultLayout, Cache: cache})
+		if err != nil || !w.Changed {
+			t.Fatalf("step %d: %+v %v", step, w, err)
+		}
+		want, wantKVs, err := metadata.ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Digest != want.RulesDigest() {
+			t.Fatalf("step %d: the change's digest %q, the registry's rules %q", step, w.Digest, want.RulesDigest())
+		}
+		got, gotKVs, err := cache.ReadDatabase(context.WithoutCancel(ctx), repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RulesDigest() != want.RulesDigest() || len(gotKVs) != len(wantKVs) || fmt.Sprint(got.Rules) != fmt.Sprint(want.Rules) {
+			t.Fatalf("step %d: the cache read %d keys, digest %q; a plain read %d keys, %q", step, len(gotKVs), got.RulesDigest(), len(wantKVs), want.RulesDigest())
+		}
+		for i := range gotKVs {
+			if gotKVs[i].Key != wantKVs[i].Key || gotKVs[i].Version != wantKVs[i].Version || string(gotKVs[i].Value) != string(wantKVs[i].Value) {
+				t.Fatalf("step %d: key %d: the cache read %+v, a plain read %+v", step, i, gotKVs[i], wantKVs[i])
+			}
+		}
+	}
+}
