@@ -21,7 +21,7 @@ import (
 // *sqlerr.Error; or, once ctx is done (the statement killed or its client
 // gone), ctx's error, the check stopping there.
 func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error) {
-	return CheckChange(ctx, db, "", nil)
+	return CheckChange(ctx, db, "", nil, nil)
 }
 
 // CheckChange is what a rule change checks (as an import checks every
@@ -36,11 +36,13 @@ func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error
 // since another node may have written them so (an upstream node has no
 // bound); a change of another rule goes on, and a change that does not
 // add names (a DROP) may shrink such a rule. With changed "" every rule
-// is checked as new. Once ctx is done it stops, between rules and inside
-// a family's check, and returns ctx's error.
-func CheckChange(ctx context.Context, db config.Database, changed string, old map[string]any) ([]*sqlerr.Error, error) {
+// is checked as new. memo (rule.Database.Memo) may keep what the checks
+// compute across the changes of db; nil computes every time. Once ctx is
+// done it stops, between rules and inside a family's check, and returns
+// ctx's error.
+func CheckChange(ctx context.Context, db config.Database, changed string, old map[string]any, memo *rule.Memo) ([]*sqlerr.Error, error) {
 	d := familyDatabase(db)
-	d.Changing, d.Before = changed, old
+	d.Changing, d.Before, d.Memo = changed, old, memo
 	var errs []*sqlerr.Error
 	for _, r := range db.Rules {
 		if err := ctx.Err(); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -415,8 +416,28 @@ func AfterOps(kvs []registry.KV, ops []registry.Op) []registry.KV {
 // databases. The zero value is not usable; a nil *RuleCache reads without
 // one. Safe for concurrent use.
 type RuleCache struct {
-	mu  sync.Mutex
-	dbs map[string]cachedDatabase
+	mu    sync.Mutex
+	dbs   map[string]cachedDatabase
+	memos map[string]*rule.Memo
+}
+
+// Memo returns the rule.Memo of database db's checks, kept with the
+// database (nil for a nil cache).
+func (c *RuleCache) Memo(db string) *rule.Memo {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.memos[db]
+	if !ok {
+		if len(c.memos) >= MaxCachedDatabases {
+			clear(c.memos)
+		}
+		m = rule.NewMemo()
+		c.memos[db] = m
+	}
+	return m
 }
 
 type cachedDatabase struct {
@@ -444,7 +465,9 @@ type RuleRead struct {
 const MaxCachedDatabases = 64
 
 // NewRuleCache returns an empty RuleCache.
-func NewRuleCache() *RuleCache { return &RuleCache{dbs: map[string]cachedDatabase{}} }
+func NewRuleCache() *RuleCache {
+	return &RuleCache{dbs: map[string]cachedDatabase{}, memos: map[string]*rule.Memo{}}
+}
 
 // ReadDatabase is metadata.ReadDatabase (the same reads, result and
 // errors) with the rules decoded from what changed since the cache's last

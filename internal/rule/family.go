@@ -140,6 +140,10 @@ type Database struct {
 	// name bounds).
 	Changing string
 	Before   map[string]any
+	// Memo, when set, keeps what a check computes from the entries of
+	// this database's rules across its changes (see Memo); nil computes
+	// every time.
+	Memo *Memo
 }
 
 // Use is an item of a rule and the storage units it uses. Item is "" when

@@ -134,7 +134,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(next) > 0 {
 		cfg.Rules = append(cfg.Rules, nextRule)
 	}
-	errs, err := dbconfig.CheckChange(ctx, cfg, ruleType, old.Content) // KILL, or the client gone: nothing more is done
+	errs, err := dbconfig.CheckChange(ctx, cfg, ruleType, old.Content, opts.Cache.Memo(db)) // KILL, or the client gone: nothing more is done
 	if err != nil {
 		return Written{}, err
 	}

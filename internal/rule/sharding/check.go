@@ -74,6 +74,7 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		return false
 	}
 	dbName := d.Name
+	namesOf := func(expr string) (int, error) { return d.Memo.Count(expr, namesOf) }
 	var errs []*sqlerr.Error
 	missing := func(names []string) {
 		var absent []string
