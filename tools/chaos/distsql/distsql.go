@@ -48,9 +48,13 @@ var Tables = []string{"t_b0", "t_b1", "t_b2"}
 var ShardingTables = []string{"t_s0", "t_s1"}
 
 // Groups are the readwrite-splitting groups the clients create, alter
-// (their load balancer) and drop, writing to storage unit ds_0 and
-// reading from ds_1; their registers are named ReadwriteKey(group) and
-// hold the load balancer's type in lower case.
+// (their read units) and drop, writing to storage unit ds_0 and reading
+// from ds_1, or ds_0 and ds_1; their registers are named
+// ReadwriteKey(group) and hold the read units as SHOW lists them
+// ("ds_0,ds_1"). No load balancer: a group with one is two rule items (the
+// group, the load balancer), which a change writes together and a
+// ZooKeeper node's view may apply one at a time (docs/chaos.md, "Open,
+// ZooKeeper seed 1").
 var Groups = []string{"rw0"}
 
 // ShardingKey is the register of a sharding table.
@@ -63,8 +67,8 @@ func ReadwriteKey(group string) string { return "readwrite_splitting/" + group }
 // tables on ds_0, the value of its register.
 func ShardingNodes(t string, n int) string { return fmt.Sprintf("ds_0.%s_${0..%d}", t, n) }
 
-// balancers are the load balancers a readwrite-splitting group is given.
-var balancers = []string{"random", "round_robin"}
+// readUnits are the read units a readwrite-splitting group is given.
+var readUnits = []string{"ds_1", "ds_0,ds_1"}
 
 // family is one kind of rule item the clients change and read: its items,
 // statements, SHOW and where its content keeps the items.
@@ -130,21 +134,19 @@ var families = []family{
 	},
 	{
 		name: "readwrite_splitting", items: Groups, key: ReadwriteKey,
-		show: "SHOW READWRITE_SPLITTING RULES", column: "name", value: "load_balancer_type",
-		values: func(_ string, rnd *rand.Rand) string { return balancers[rnd.IntN(len(balancers))] },
+		show: "SHOW READWRITE_SPLITTING RULES", column: "name", value: "read_storage_unit_names",
+		values: func(_ string, rnd *rand.Rand) string { return readUnits[rnd.IntN(len(readUnits))] },
 		create: func(g, v string, ine bool) string {
-			return fmt.Sprintf("CREATE READWRITE_SPLITTING RULE %s%s (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1), TYPE(NAME='%s'))", ifNot(ine, "IF NOT EXISTS "), g, v)
+			return fmt.Sprintf("CREATE READWRITE_SPLITTING RULE %s%s (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(%s))", ifNot(ine, "IF NOT EXISTS "), g, v)
 		},
 		alter: func(g, v string) string {
-			return fmt.Sprintf("ALTER READWRITE_SPLITTING RULE %s (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(ds_1), TYPE(NAME='%s'))", g, v)
+			return fmt.Sprintf("ALTER READWRITE_SPLITTING RULE %s (WRITE_STORAGE_UNIT=ds_0, READ_STORAGE_UNITS(%s))", g, v)
 		},
 		drop: func(g string, ie bool) string { return "DROP READWRITE_SPLITTING RULE " + ifNot(ie, "IF EXISTS ") + g },
 		content: func(c map[string]any) map[string]string {
 			out := map[string]string{}
-			groups, lbs := readwrite.Groups(c), rule.Map(c["loadBalancers"])
-			for g, body := range groups {
-				lb := rule.Map(lbs[rule.Text(rule.Map(body)["loadBalancerName"])])
-				out[g] = strings.ToLower(rule.Text(lb["type"]))
+			for g, body := range readwrite.Groups(c) {
+				out[g] = rule.Text(rule.Map(body)["readDataSourceNames"])
 			}
 			return out
 		},
@@ -904,9 +906,6 @@ func (c *client) readFamily(ctx context.Context, f *family) []linear.Op {
 			held[n] = "1"
 			if f.value != "" {
 				held[n] = values[i]
-				if f.name == "readwrite_splitting" {
-					held[n] = strings.ToLower(values[i])
-				}
 			}
 		}
 		return map[string]map[string]string{f.name: held}, nil

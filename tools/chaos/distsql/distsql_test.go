@@ -50,15 +50,14 @@ func TestReadTablesHTTP(t *testing.T) {
 		_, _ = w.Write([]byte(`{"name":"chaos_db","rules":[{"type":"single","content":{"tables":["t_b0"]}},` +
 			`{"type":"broadcast","content":{"tables":["t_b2","t_b0"]}},` +
 			`{"type":"sharding","content":{"tables":{"t_s1":{"actualDataNodes":"ds_0.t_s1_${0..2}"}}}},` +
-			`{"type":"readwrite_splitting","content":{"dataSourceGroups":{"rw0":{"writeDataSourceName":"ds_0","readDataSourceNames":["ds_1"],"loadBalancerName":"rw0_round_robin"}},` +
-			`"loadBalancers":{"rw0_round_robin":{"type":"ROUND_ROBIN"}}}}]}`))
+			`{"type":"readwrite_splitting","content":{"dataSourceGroups":{"rw0":{"writeDataSourceName":"ds_0","readDataSourceNames":["ds_0","ds_1"]}}}}]}`))
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
 	c := &client{id: 7, node: "n2", rec: linear.NewRecorder(filepath.Join(dir, "c7.jsonl")), http: srv.URL, token: "tok",
 		database: "chaos_db", hc: srv.Client(), timeout: 5e9}
 	ops := c.readTablesHTTP(context.Background())
-	want := map[string]string{BroadcastKey("t_b0"): "1", BroadcastKey("t_b2"): "1", ShardingKey("t_s1"): ShardingNodes("t_s1", 2), ReadwriteKey("rw0"): "round_robin"}
+	want := map[string]string{BroadcastKey("t_b0"): "1", BroadcastKey("t_b2"): "1", ShardingKey("t_s1"): ShardingNodes("t_s1", 2), ReadwriteKey("rw0"): "ds_0,ds_1"}
 	items := len(Tables) + len(ShardingTables) + len(Groups)
 	if len(ops) != items {
 		t.Fatalf("%d reads, want %d", len(ops), items)
