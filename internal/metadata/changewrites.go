@@ -38,7 +38,7 @@ func RuleChangeWrites(layout paths.Layout, db string, kvs []registry.KV, old, ne
 	if old.Type == "" {
 		old.Type = next.Type
 	}
-	if old.Content != nil && next.Content != nil {
+	if old.Content != nil && next.Content != nil && old.Type == next.Type {
 		conds, ops, ok, err := sparseRuleWrites(layout, db, kvs, old, next)
 		if ok || err != nil {
 			return conds, ops, err
