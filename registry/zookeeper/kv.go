@@ -51,13 +51,69 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return nil, err
 	}
-	cached := r.cache.again(prefix)
+	out := []registry.KV{}
+	err := r.walk(ctx, prefix, r.cache.again(prefix), func(p string, l *listed) {
+		// A copy: the cache keeps its own.
+		out = append(out, registry.KV{Key: r.key(p), Value: slices.Clone(l.value), Version: registry.Version(l.mzxid)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// ListChanged implements registry.ChangeLister over List's walk, from
+// the second read of a prefix on (the first, uncached, answers ok false):
+// a znode's version is its Mzxid, ZooKeeper's one counter of every write,
+// so the znodes written after since are those whose Mzxid is above it;
+// Rev is the highest Mzxid read (or since). As List, it is not one
+// consistent snapshot, and a prefix that changed little costs a sync, the
+// reads of what changed and a walk of the cached rest, which it copies
+// nothing of.
+func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, max int) (registry.Changed, bool, error) {
+	if err := r.check(ctx, "list", prefix); err != nil {
+		return registry.Changed{}, true, err
+	}
+	if !r.cache.again(prefix) {
+		return registry.Changed{}, false, nil
+	}
+	out := registry.Changed{Rev: since}
+	err := r.walk(ctx, prefix, true, func(p string, l *listed) {
+		out.Count++
+		v := registry.Version(l.mzxid)
+		out.Rev = registry.Version(maxOf(int64(out.Rev), l.mzxid))
+		if v > since && !out.Truncated {
+			if len(out.KVs) == max {
+				out.KVs, out.Truncated = nil, true
+				return
+			}
+			out.KVs = append(out.KVs, registry.KV{Key: r.key(p), Value: slices.Clone(l.value), Version: v})
+		}
+	})
+	if err != nil {
+		return registry.Changed{}, true, err
+	}
+	slices.SortFunc(out.KVs, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out, true, nil
+}
+
+func maxOf(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// walk reads the subtree below prefix level by level, through the cache
+// (after a sync) when cached is true, and calls emit with each znode
+// below prefix that it found, in no particular order.
+func (r *Repo) walk(ctx context.Context, prefix string, cached bool, emit func(p string, l *listed)) error {
 	if cached {
 		if _, err := r.conn.Sync(r.full(prefix)); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return nil, r.convert("list", prefix, err)
+			return r.convert("list", prefix, err)
 		}
 	}
-	out := []registry.KV{}
 	level := []string{r.full(prefix)}
 	for depth := 0; len(level) > 0; depth++ {
 		got := make([]listed, len(level))
@@ -75,7 +131,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 			})
 		}
 		if err != nil {
-			return nil, r.convert("list", prefix, err)
+			return r.convert("list", prefix, err)
 		}
 		var next []string
 		for i, p := range level {
@@ -83,8 +139,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 				continue
 			}
 			if depth > 0 {
-				// A copy: the cache keeps its own.
-				out = append(out, registry.KV{Key: r.key(p), Value: slices.Clone(got[i].value), Version: registry.Version(got[i].mzxid)})
+				emit(p, &got[i])
 			}
 			for _, n := range got[i].children {
 				next = append(next, p+"/"+n)
@@ -92,8 +147,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 		}
 		level = next
 	}
-	slices.SortFunc(out, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return nil
 }
 
 // Children implements registry.Repository.
