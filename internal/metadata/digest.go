@@ -504,7 +504,10 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 		if err != nil {
 			return RuleRead{}, err
 		}
-		if listed && !ch.Truncated {
+		switch {
+		case listed && len(ch.KVs) == 0 && ch.Count == len(prev.kvs) && !ch.Truncated:
+			cur = cachedDatabase{d: prev.d, kvs: prev.kvs, rev: ch.Rev} // nothing changed
+		case listed && !ch.Truncated:
 			if kvs := mergeKVs(prev.kvs, nil, ch.KVs); len(kvs) == ch.Count {
 				events := putEvents(nil, ch.KVs)
 				cur = cachedDatabase{d: applyRuleEvents(prev.d, keysOfNodes(prev.kvs, events), events), kvs: kvs, rev: ch.Rev}

@@ -11,25 +11,40 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
+	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
+	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
 // BenchmarkCreateShardingTableRule times CREATE and DROP SHARDING TABLE
 // RULE of one table next to 0, 1,000 and 10,000 existing tables, on the
-// memory registry, with the console's rule cache (warm, as in a running
-// node): the executing node's work per statement.
+// memory registry and on real etcd and ZooKeeper, with the console's rule
+// cache (warm, as in a running node): the executing node's work per
+// statement, with no other node to wait for.
 func BenchmarkCreateShardingTableRule(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		benchmarkCreateShardingTableRule(b, func(b *testing.B) registry.Repository { return memory.New() })
+	})
+	realtest.Each(b, "rulescale", func(b *testing.B, open func(t testing.TB) registry.Repository) {
+		benchmarkCreateShardingTableRule(b, func(b *testing.B) registry.Repository { return open(b) })
+	})
+}
+
+func benchmarkCreateShardingTableRule(b *testing.B, open func(b *testing.B) registry.Repository) {
 	for _, n := range []int{0, 1000, 10000} {
+		runs := 0
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
-			repo := memory.New()
-			if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
+			repo := open(b)
+			runs++ // the benchmark runs again for its b.N, in the same namespace
+			db := fmt.Sprintf("db_%d_%d", n, runs)
+			if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: db, DataSources: map[string]config.DataSource{
 				"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
 				"ds_1": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_1", "root", ""),
 			}}); err != nil {
 				b.Fatal(err)
 			}
-			if err := metadatatest.WriteShardingTables(ctx, repo, "db", 0, n); err != nil {
+			if err := metadatatest.WriteShardingTables(ctx, repo, db, 0, n); err != nil {
 				b.Fatal(err)
 			}
 			create, err := families.Parse("CREATE SHARDING TABLE RULE t_bench (DATANODES('ds_${0..1}.t_bench_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_bench_${id % 2}')))))")
@@ -43,13 +58,13 @@ func BenchmarkCreateShardingTableRule(b *testing.B) {
 			opts := Options{Cache: metadata.NewRuleCache()}
 			// The console's cache is warm in a running node: its one decode of
 			// every table is not a statement's.
-			if _, _, err := opts.Cache.ReadDatabase(ctx, repo, "db"); err != nil {
+			if _, _, err := opts.Cache.ReadDatabase(ctx, repo, db); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for range b.N {
 				for _, st := range []distsql.Statement{create, drop} {
-					if out, err := Apply(ctx, repo, "db", st, opts); err != nil || !out.Changed {
+					if out, err := Apply(ctx, repo, db, st, opts); err != nil || !out.Changed {
 						b.Fatalf("%v: %+v %v", st, out, err)
 					}
 				}
