@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -515,11 +516,11 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 		}
 	}
 	if cur.d == nil {
-		rules, err := ReadRules(ctx, repo, db)
+		rules, rev, err := readRulesToFollow(ctx, repo, key+"/rules")
 		if err != nil {
 			return RuleRead{}, err
 		}
-		cur = cachedDatabase{kvs: rules, rev: listedRev(repo, rules)}
+		cur = cachedDatabase{kvs: rules, rev: rev}
 		if ok {
 			cur.d = DecodeChanges(prev.d, prev.kvs, rules)
 		} else if cur.d = decode(db, rules); cur.d == nil {
@@ -587,6 +588,29 @@ func (c *RuleCache) keep(db string, cur cachedDatabase) {
 		}
 	}
 	c.dbs[db] = cachedDatabase{d: cur.d, kvs: cur.kvs, rev: cur.rev}
+}
+
+// readRulesToFollow lists prefix whole, as a RuleCache that follows it
+// reads it: with List where it is one range read (etcd, memory, which
+// page it), else through registry.ListChanged since nothing where the
+// registry lists by revision (ZooKeeper, whose List cache then follows
+// the prefix from this read on, instead of from a second full read);
+// rev is the revision to follow it from (0 when the registry does not
+// list by revision).
+func readRulesToFollow(ctx context.Context, repo registry.Repository, prefix string) (kvs []registry.KV, rev registry.Version, err error) {
+	if !registry.ListIsRangeRead(repo) {
+		ch, listed, err := registry.ListChanged(ctx, repo, prefix, 0, math.MaxInt-1)
+		if err != nil {
+			return nil, 0, err
+		}
+		if listed && !ch.Truncated && len(ch.KVs) == ch.Count {
+			return ch.KVs, ch.Rev, nil
+		}
+	}
+	if kvs, err = repo.List(ctx, prefix); err != nil {
+		return nil, 0, err
+	}
+	return kvs, listedRev(repo, kvs), nil
 }
 
 // listedRev is the revision a List of kvs on repo can be followed from

@@ -63,21 +63,19 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	return out, nil
 }
 
-// ListChanged implements registry.ChangeLister over List's walk, from
-// the second read of a prefix on (the first, uncached, answers ok false):
-// a znode's version is its Mzxid, ZooKeeper's one counter of every write,
-// so the znodes written after since are those whose Mzxid is above it;
-// Rev is the highest Mzxid read (or since). As List, it is not one
-// consistent snapshot, and a prefix that changed little costs a sync, the
-// reads of what changed and a walk of the cached rest, which it copies
-// nothing of.
+// ListChanged implements registry.ChangeLister over List's walk through
+// the cache (a reader that follows a prefix lists it again: its first
+// read arms the watches that keep the cache current): a znode's version
+// is its Mzxid, ZooKeeper's one counter of every write, so the znodes
+// written after since are those whose Mzxid is above it; Rev is the
+// highest Mzxid read (or since). As List, it is not one consistent
+// snapshot, and a prefix that changed little costs a sync, the reads of
+// what changed and a walk of the cached rest, which it copies nothing of.
 func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, max int) (registry.Changed, bool, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return registry.Changed{}, true, err
 	}
-	if !r.cache.again(prefix) {
-		return registry.Changed{}, false, nil
-	}
+	r.cache.again(prefix)
 	out := registry.Changed{Rev: since}
 	err := r.walk(ctx, prefix, true, func(p string, l *listed) {
 		out.Count++
