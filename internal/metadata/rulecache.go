@@ -1,0 +1,310 @@
+package metadata
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/shardkeeper/shardkeeper/internal/config"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/registry"
+)
+
+// RuleCache keeps, for the databases read through it, the database last
+// decoded and the rule keys it was decoded from, so that the next
+// ReadDatabase decodes only the rule keys that changed since (see
+// DecodeChanges) instead of every rule item. Where the registry lists by
+// revision (registry.ChangeLister: etcd, memory; ZooKeeper over its List
+// cache) it reads only what changed since its last read, and learns of
+// deletions by the count: reading a database of thousands of sharding
+// tables then costs what changed and a copy of the keys' list (plus, on
+// ZooKeeper, a walk of its cached tree). Elsewhere it lists the rules and
+// compares their keys. It holds at most MaxCachedDatabases
+// databases. The zero value is not usable; a nil *RuleCache reads without
+// one. Safe for concurrent use.
+type RuleCache struct {
+	mu    sync.Mutex
+	dbs   map[string]cachedDatabase
+	memos map[string]*rule.Memo
+}
+
+// Memo returns the rule.Memo of database db's checks, kept with the
+// database (nil for a nil cache).
+func (c *RuleCache) Memo(db string) *rule.Memo {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.memos[db]
+	if !ok {
+		if len(c.memos) >= MaxCachedDatabases {
+			clear(c.memos)
+		}
+		m = rule.NewMemo()
+		c.memos[db] = m
+	}
+	return m
+}
+
+type cachedDatabase struct {
+	d   *Database
+	kvs []registry.KV // sorted by key
+	rev registry.Version
+}
+
+// maxChangedKeys bounds the keys a RuleCache reads as changed since its
+// last read; more, and it lists the rules whole.
+const maxChangedKeys = 1000
+
+// RuleRead is a database as RuleCache.Read read it: the database (its
+// units and rules; shared, not to be modified), the keys under
+// /metadata/{db}/rules it was decoded from, sorted by key, and the
+// revision they were read at (0 when the registry does not list by
+// revision).
+type RuleRead struct {
+	DB  *Database
+	KVs []registry.KV
+	rev registry.Version
+}
+
+// MaxCachedDatabases bounds the databases a RuleCache keeps.
+const MaxCachedDatabases = 64
+
+// NewRuleCache returns an empty RuleCache.
+func NewRuleCache() *RuleCache {
+	return &RuleCache{dbs: map[string]cachedDatabase{}, memos: map[string]*rule.Memo{}}
+}
+
+// ReadDatabase is metadata.ReadDatabase (the same reads, result and
+// errors) with the rules decoded from what changed since the cache's last
+// read of db. The Database returned may be shared with other reads: it
+// must not be modified. ctx bounds the reads.
+func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Database, []registry.KV, error) {
+	r, err := c.Read(ctx, repo, db)
+	return r.DB, r.KVs, err
+}
+
+// Read is ReadDatabase, with the revision of the rules read, for After.
+func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db string) (RuleRead, error) {
+	if c == nil {
+		d, kvs, err := ReadDatabase(ctx, repo, db)
+		return RuleRead{DB: d, KVs: kvs}, err
+	}
+	key, err := paths.Database(db)
+	if err != nil {
+		return RuleRead{}, err
+	}
+	if err := requireDatabase(ctx, repo, db); err != nil {
+		return RuleRead{}, err
+	}
+	units, err := repo.List(ctx, key+"/data_sources")
+	if err != nil {
+		return RuleRead{}, err
+	}
+	c.mu.Lock()
+	prev, ok := c.dbs[db]
+	c.mu.Unlock()
+	var cur cachedDatabase
+	if ok && prev.rev != 0 {
+		ch, listed, err := registry.ListChanged(ctx, repo, key+"/rules", prev.rev, maxChangedKeys)
+		if err != nil {
+			return RuleRead{}, err
+		}
+		switch {
+		case listed && len(ch.KVs) == 0 && ch.Count == len(prev.kvs) && !ch.Truncated:
+			cur = cachedDatabase{d: prev.d, kvs: prev.kvs, rev: ch.Rev} // nothing changed
+		case listed && !ch.Truncated:
+			if kvs := mergeKVs(prev.kvs, nil, ch.KVs); len(kvs) == ch.Count {
+				events := putEvents(nil, ch.KVs)
+				cur = cachedDatabase{d: applyRuleEvents(prev.d, keysOfNodes(prev.kvs, events), events), kvs: kvs, rev: ch.Rev}
+			}
+		}
+	}
+	if cur.d == nil {
+		rules, rev, err := readRulesToFollow(ctx, repo, key+"/rules")
+		if err != nil {
+			return RuleRead{}, err
+		}
+		cur = cachedDatabase{kvs: rules, rev: rev}
+		if ok {
+			cur.d = DecodeChanges(prev.d, prev.kvs, rules)
+		} else if cur.d = decode(db, rules); cur.d == nil {
+			cur.d = &Database{Name: db, Rules: map[string]config.Rule{}, summed: true}
+		}
+	}
+	c.keep(db, cur)
+	out := *cur.d
+	out.Units = map[string]config.DataSource{}
+	if u := decode(db, units); u != nil && u.Units != nil {
+		out.Units = u.Units
+	}
+	return RuleRead{DB: &out, KVs: cur.kvs, rev: cur.rev}, nil
+}
+
+// After returns the database of r (a Read) as the registry holds it after
+// a committed transaction of ops over r.KVs: the rules read again, since
+// another change (of another rule) may have added items between the read
+// and the commit, which the transaction's conditions do not cover. Where
+// the registry lists by revision it reads only what changed since r (the
+// transaction's writes, and anything else), and keeps the result for the
+// next Read; when that read fails it is r with ops applied. Only the keys
+// that changed are decoded, so that it costs what the change changed plus
+// a copy of the keys' list.
+func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleRead, ops []registry.Op) *Database {
+	key, err := paths.Database(r.DB.Name)
+	if err != nil {
+		return DecodeChanges(r.DB, r.KVs, AfterOps(r.KVs, ops))
+	}
+	if c != nil && r.rev != 0 {
+		ch, listed, err := registry.ListChanged(ctx, repo, key+"/rules", r.rev, maxChangedKeys)
+		if err == nil && listed && !ch.Truncated {
+			var deleted []string
+			for _, op := range ops {
+				if op.Delete {
+					deleted = append(deleted, op.Key)
+				}
+			}
+			if kvs := mergeKVs(r.KVs, deleted, ch.KVs); len(kvs) == ch.Count {
+				events := putEvents(deleted, ch.KVs)
+				d := applyRuleEvents(r.DB, keysOfNodes(r.KVs, events), events)
+				c.keep(r.DB.Name, cachedDatabase{d: d, kvs: kvs, rev: ch.Rev})
+				return d
+			}
+		}
+	}
+	now, err := ReadRules(ctx, repo, r.DB.Name)
+	if err != nil {
+		now = AfterOps(r.KVs, ops)
+	}
+	return DecodeChanges(r.DB, r.KVs, now)
+}
+
+// keep stores cur as db's, unless the cache holds a later read of db.
+func (c *RuleCache) keep(db string, cur cachedDatabase) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.dbs[db]; ok && prev.rev != 0 && cur.rev != 0 && prev.rev > cur.rev {
+		return
+	}
+	if _, ok := c.dbs[db]; !ok && len(c.dbs) >= MaxCachedDatabases {
+		for name := range c.dbs {
+			delete(c.dbs, name) // any one: the cache only saves decoding
+			break
+		}
+	}
+	c.dbs[db] = cachedDatabase{d: cur.d, kvs: cur.kvs, rev: cur.rev}
+}
+
+// readRulesToFollow lists prefix whole, as a RuleCache that follows it
+// reads it: with List where it is one range read (etcd, memory, which
+// page it), else through registry.ListChanged since nothing where the
+// registry lists by revision (ZooKeeper, whose List cache then follows
+// the prefix from this read on, instead of from a second full read);
+// rev is the revision to follow it from (0 when the registry does not
+// list by revision).
+func readRulesToFollow(ctx context.Context, repo registry.Repository, prefix string) (kvs []registry.KV, rev registry.Version, err error) {
+	if !registry.ListIsRangeRead(repo) {
+		ch, listed, err := registry.ListChanged(ctx, repo, prefix, 0, math.MaxInt-1)
+		if err != nil {
+			return nil, 0, err
+		}
+		if listed && !ch.Truncated && len(ch.KVs) == ch.Count {
+			return ch.KVs, ch.Rev, nil
+		}
+	}
+	if kvs, err = repo.List(ctx, prefix); err != nil {
+		return nil, 0, err
+	}
+	return kvs, listedRev(repo, kvs), nil
+}
+
+// listedRev is the revision a List of kvs on repo can be followed from
+// with registry.ListChanged: its highest version (every write after the
+// List is above it, and a deletion shows in the count), 0 when repo does
+// not list by revision.
+func listedRev(repo registry.Repository, kvs []registry.KV) registry.Version {
+	if _, ok := repo.(registry.ChangeLister); !ok {
+		return 0
+	}
+	var rev registry.Version
+	for _, kv := range kvs {
+		rev = max(rev, kv.Version)
+	}
+	return rev
+}
+
+// mergeKVs returns before (sorted by key, as List returns it) without
+// the keys deleted and with changed (sorted by key) put in, sorted by
+// key.
+func mergeKVs(before []registry.KV, deleted []string, changed []registry.KV) []registry.KV {
+	gone := make(map[string]bool, len(deleted))
+	for _, k := range deleted {
+		gone[k] = true
+	}
+	out := make([]registry.KV, 0, len(before)+len(changed))
+	i := 0
+	for _, kv := range before {
+		for i < len(changed) && changed[i].Key < kv.Key {
+			out = append(out, changed[i])
+			i++
+		}
+		if i < len(changed) && changed[i].Key == kv.Key {
+			out = append(out, changed[i])
+			i++
+			continue
+		}
+		if !gone[kv.Key] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, changed[i:]...)
+}
+
+// putEvents are the events that delete the keys deleted and write
+// changed: the deletions first, so that a key deleted and written again
+// is there.
+func putEvents(deleted []string, changed []registry.KV) []registry.Event {
+	events := make([]registry.Event, 0, len(deleted)+len(changed))
+	for _, k := range deleted {
+		events = append(events, registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: k}})
+	}
+	for _, kv := range changed {
+		events = append(events, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	return events
+}
+
+// keysOfNodes returns the keys of before (sorted by key) that are at or
+// under the item nodes events touch, or under another placement of their
+// items: what applyRuleEvents reads of the keys before the events. It
+// finds each node's keys by binary search, so that it costs the keys it
+// returns, not a pass over before.
+func keysOfNodes(before []registry.KV, events []registry.Event) map[string]registry.KV {
+	nodes := map[string]bool{}
+	for _, ev := range events {
+		k, ok := paths.ParseKey(ev.KV.Key)
+		if !ok || k.Node == "" {
+			continue
+		}
+		nodes[k.Node] = true
+		if all, err := paths.RuleItemPlacements(k.Database, k.RuleType, k.RuleItem, k.ItemName); err == nil {
+			for _, n := range all {
+				nodes[n] = true
+			}
+		}
+	}
+	out := map[string]registry.KV{}
+	for n := range nodes {
+		i, _ := slices.BinarySearchFunc(before, n, func(kv registry.KV, n string) int { return strings.Compare(kv.Key, n) })
+		for ; i < len(before) && strings.HasPrefix(before[i].Key, n); i++ {
+			if k := before[i].Key; len(k) == len(n) || k[len(n)] == '/' {
+				out[k] = before[i]
+			}
+		}
+	}
+	return out
+}
