@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 )
 
@@ -24,38 +25,103 @@ func BeyondBounds(d *metadata.Database) string {
 // warning says that statements adding names to the rule are refused and
 // that its units count as in use. cancel stops it. Safe for concurrent
 // use with the store's Run.
+//
+// It counts each database's rule once, then, at each change the store
+// applies, recounts only the tables the change names (sharding.Tally):
+// a change costs what it changes, not the rule's size.
 func WarnBeyondBounds(store *metadata.Store, log *slog.Logger) (cancel func()) {
-	var mu sync.Mutex
-	warned := map[string]bool{}
-	check := func(snap *metadata.Snapshot, db string) {
-		reason := ""
-		if d := snap.Databases[db]; d != nil {
-			reason = BeyondBounds(d)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case reason == "":
-			delete(warned, db)
-		case !warned[db]:
-			warned[db] = true
-			log.Warn("the sharding rule of a database is beyond the bounds on the names a rule may stand for (written by another node?): "+
-				"statements that add names to it are refused, its storage units count as in use; DROP tables of it to shrink it",
-				"database", db, "bounds", reason)
-		}
-	}
-	cancel = store.Subscribe(func(snap *metadata.Snapshot, changes []metadata.Change) {
-		seen := map[string]bool{}
-		for _, c := range changes {
-			if c.Database != "" && !seen[c.Database] {
-				seen[c.Database] = true
-				check(snap, c.Database)
-			}
-		}
-	})
-	snap := store.Current()
-	for db := range snap.Databases {
-		check(snap, db)
-	}
+	w := &boundsWarner{log: log, dbs: map[string]*dbBounds{}}
+	cancel = store.Subscribe(w.follow)
+	w.load(store.Current())
 	return cancel
+}
+
+// boundsWarner is WarnBeyondBounds' state: a tally of each database's
+// sharding rule as of snapshot seq.
+type boundsWarner struct {
+	log *slog.Logger
+
+	mu  sync.Mutex
+	seq uint64 // the latest snapshot counted
+	dbs map[string]*dbBounds
+}
+
+type dbBounds struct {
+	tally  sharding.Tally
+	warned bool
+}
+
+// load counts every database of snap.
+func (w *boundsWarner) load(snap *metadata.Snapshot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if snap.Seq < w.seq {
+		return // a later snapshot was counted meanwhile (follow, from its own)
+	}
+	w.seq = snap.Seq
+	for name, d := range snap.Databases {
+		w.recount(name, d, "", "")
+	}
+}
+
+// follow recounts what changes changed in snap: the tables they name, or
+// a database's whole rule when a change may have replaced more than a
+// table (a new database, a rule or a whole field gone).
+func (w *boundsWarner) follow(snap *metadata.Snapshot, changes []metadata.Change) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if snap.Seq <= w.seq {
+		return // load counted it
+	}
+	w.seq = snap.Seq
+	for _, c := range changes {
+		if c.Database == "" {
+			continue
+		}
+		switch c.Kind {
+		case paths.KindDatabase:
+		case paths.KindRuleType, paths.KindRuleItem:
+			if c.RuleType != sharding.Type {
+				continue
+			}
+		default:
+			continue // a unit, a schema, a table's metadata, a state: not the rule
+		}
+		d := snap.Databases[c.Database]
+		if c.Kind == paths.KindRuleItem && c.ItemName != "" && w.dbs[c.Database] != nil && d != nil {
+			w.recount(c.Database, d, c.Field, c.ItemName)
+		} else {
+			w.recount(c.Database, d, "", "")
+		}
+	}
+}
+
+// recount recounts table of section of database name as d holds it (d
+// nil: the database is gone), or with table "" its whole rule, and logs
+// the warning when the rule came to pass the bounds. w.mu is held.
+func (w *boundsWarner) recount(name string, d *metadata.Database, section, table string) {
+	if d == nil {
+		delete(w.dbs, name)
+		return
+	}
+	b := w.dbs[name]
+	if b == nil {
+		b = &dbBounds{}
+		w.dbs[name] = b
+	}
+	content := d.Rules[sharding.Type].Content
+	if table == "" {
+		b.tally.Reset(content)
+	} else {
+		b.tally.Table(content, section, table)
+	}
+	switch reason := b.tally.Reason(); {
+	case reason == "":
+		b.warned = false
+	case !b.warned:
+		b.warned = true
+		w.log.Warn("the sharding rule of a database is beyond the bounds on the names a rule may stand for (written by another node?): "+
+			"statements that add names to it are refused, its storage units count as in use; DROP tables of it to shrink it",
+			"database", name, "bounds", reason)
+	}
 }

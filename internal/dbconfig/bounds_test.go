@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
 )
 
@@ -82,5 +83,96 @@ func TestUnitsInUseOfARuleBeyondTheBounds(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(1, func() { UnitsInUse(d, false, false) }); allocs > 500_000 {
 		t.Errorf("the usage count allocated %.0f times: more names were built than the rule's budget", allocs)
+	}
+}
+
+// TestWarnBeyondBoundsFollowsTables: a rule within the bounds that one
+// table added by another node (its item alone, as CREATE SHARDING TABLE
+// RULE writes it) takes beyond them is warned about; once that table is
+// dropped it is within them again, and the same table added again warns
+// again. Every other change in between (a table within the bounds, a
+// unit) warns about nothing.
+func TestWarnBeyondBoundsFollowsTables(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	store, err := metadata.Bootstrap(ctx, repo, nil, nil, metadata.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = store.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	tables := map[string]any{}
+	for i := range 10 {
+		tables[fmt.Sprintf("t%d", i)] = map[string]any{"actualDataNodes": "ds_${0..1}.t_${0..4999}"}
+	}
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db",
+		DataSources: map[string]config.DataSource{"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", "")},
+		Rules:       []config.Rule{{Type: "sharding", Content: map[string]any{"tables": tables}}}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the node to load db", func() bool { return store.Current().Databases["db"] != nil })
+	var logged testenv.SyncBuffer
+	defer WarnBeyondBounds(store, slog.New(slog.NewTextHandler(&logged, nil)))()
+	// item writes or deletes the items of the sharding rule of db that
+	// content stands for, in one transaction, and waits for the node to
+	// apply them.
+	item := func(content map[string]any, del bool) {
+		t.Helper()
+		kvs, err := metadata.DatabaseWrites(paths.DefaultLayout, config.Database{Name: "db", Rules: []config.Rule{{Type: "sharding", Content: content}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conds []registry.Cond
+		var ops []registry.Op
+		for _, kv := range kvs[1:] {
+			cond := registry.Cond{Key: kv.Key}
+			if del {
+				cur, err := repo.Get(ctx, kv.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cond.Version = cur.Version
+			}
+			conds = append(conds, cond)
+			ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value, Delete: del})
+		}
+		seq := store.Current().Seq
+		if err := metadatatest.Commit(ctx, repo, conds, ops); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the node to apply the change", func() bool { return store.Current().Seq > seq })
+	}
+	within := map[string]any{"tables": map[string]any{"t_within": map[string]any{"actualDataNodes": "ds_0.t_within"}}}
+	beyond := map[string]any{"tables": map[string]any{"t_beyond": map[string]any{"actualDataNodes": "ds_0.t_beyond"}}}
+	steps := []struct {
+		content map[string]any
+		del     bool
+		warned  int // warnings logged so far
+	}{
+		{beyond, false, 1}, // 100,001 names
+		{within, false, 1},
+		{beyond, true, 1}, // 100,001 again
+		{within, true, 1}, // 100,000: within
+		{beyond, false, 2},
+	}
+	for i, s := range steps {
+		item(s.content, s.del)
+		// The warner runs after the snapshot is published: a warning
+		// too many shows at this step or the next.
+		testenv.Eventually(t, fmt.Sprintf("step %d: %d warnings", i, s.warned), func() bool {
+			return strings.Count(logged.String(), "level=WARN") == s.warned
+		})
+	}
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the node to load other", func() bool { return store.Current().Databases["other"] != nil })
+	if got := strings.Count(logged.String(), "level=WARN"); got != 2 {
+		t.Fatalf("%d warnings after another database came, want 2; log:\n%s", got, logged.String())
+	}
+	if got := logged.String(); !strings.Contains(got, "database=db") || !strings.Contains(got, "100001 names") {
+		t.Errorf("log:\n%s\nwant warnings for database db naming its 100001 names", got)
 	}
 }

@@ -337,7 +337,7 @@ func (a *applier) activate(ctx context.Context, d *draft, k paths.Key, value []b
 }
 
 func (a *applier) set(d *draft, k paths.Key, data []byte) error {
-	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem}
+	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem, ItemName: k.ItemName}
 	switch k.Kind {
 	case paths.KindTable:
 		t, err := decodeTable(k.Name, data)
@@ -363,6 +363,7 @@ func (a *applier) set(d *draft, k paths.Key, data []byte) error {
 		if err != nil {
 			return err
 		}
+		ch.Field = f
 		d.editRule(d.db(k.Database, true), k.RuleType, f, k.ItemName, decoded, false)
 	case paths.KindGlobalRule:
 		r, err := decodeRuleContent(k.Name, data)
@@ -385,7 +386,7 @@ func (a *applier) set(d *draft, k paths.Key, data []byte) error {
 }
 
 func (a *applier) remove(d *draft, k paths.Key) {
-	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem, Deleted: true}
+	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem, ItemName: k.ItemName, Deleted: true}
 	switch k.Kind {
 	case paths.KindTable:
 		if s := d.schema(k.Database, k.Schema, false); s != nil {
@@ -413,7 +414,8 @@ func (a *applier) remove(d *draft, k paths.Key) {
 		if a.restoreOtherPlacement(d, k) {
 			return
 		}
-		d.editRule(db, k.RuleType, camel(k.RuleItem), k.ItemName, nil, true)
+		ch.Field = camel(k.RuleItem)
+		d.editRule(db, k.RuleType, ch.Field, k.ItemName, nil, true)
 	case paths.KindGlobalRule:
 		d.s.GlobalRules = maps.Clone(d.s.GlobalRules)
 		delete(d.s.GlobalRules, k.Name)

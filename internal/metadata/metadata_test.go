@@ -363,6 +363,23 @@ func TestWritersReachOtherNodes(t *testing.T) {
 			t.Errorf("subscriber saw %v, not %s", kinds, want)
 		}
 	}
+	// A rule item's change names the content's field and entry it
+	// edited, what a subscriber recounts instead of the whole rule.
+	items := map[Change]bool{}
+	for _, c := range seen {
+		if c.Kind == paths.KindRuleItem {
+			items[c] = true
+		}
+	}
+	for _, want := range []Change{
+		{Kind: paths.KindRuleItem, Database: "sharding_db", RuleType: "sharding", RuleItem: "tables", Field: "tables", ItemName: "t_new"},
+		{Kind: paths.KindRuleItem, Database: "sharding_db", RuleType: "sharding", RuleItem: "default_sharding_column", Field: "defaultShardingColumn"},
+		{Kind: paths.KindRuleItem, Database: "sharding_db", RuleType: "sharding", RuleItem: "tables", Field: "tables", ItemName: "t_new", Deleted: true},
+	} {
+		if !items[want] {
+			t.Errorf("subscriber saw the rule item changes %v, not %+v", items, want)
+		}
+	}
 }
 
 func TestResyncAfterLostWatch(t *testing.T) {

@@ -86,6 +86,10 @@ func foldGet[V any](m map[string]V, name string) (V, bool) {
 
 // Change says what one applied event changed. Kind is one of the paths.Kind
 // constants; Name is the table, view, unit or global rule type; RuleType and RuleItem are set for rule items.
+// For a rule item, Field is the rule content's field it edits (RuleItem
+// as the content spells it: "autoTables" for "auto_tables") and ItemName
+// the entry of that field it edits ("t_order"), "" when it is the whole
+// field (a unique item, or a named item deleted with all its entries).
 type Change struct {
 	Kind     string
 	Database string
@@ -93,6 +97,8 @@ type Change struct {
 	Name     string
 	RuleType string
 	RuleItem string
+	Field    string
+	ItemName string
 	Deleted  bool
 }
 

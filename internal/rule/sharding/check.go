@@ -278,13 +278,7 @@ func BeyondBounds(c map[string]any) string {
 		}
 		total += n
 	})
-	switch {
-	case over > 0:
-		return fmt.Sprintf("%d of its tables' expressions stand for more than %d names each, the most one expression may", over, inline.MaxNames)
-	case total > inline.MaxRuleNames:
-		return fmt.Sprintf("its tables' expressions stand for %d names, more than the %d one rule may", total, inline.MaxRuleNames)
-	}
-	return ""
+	return boundsReason(total, over)
 }
 
 // eachExpression calls f with each expression of sharding rule content c

@@ -1,0 +1,81 @@
+package sharding
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+)
+
+// TestTallyFollowsTableByTable: a Tally recounting only the table each
+// step changes says what BeyondBounds says of the whole rule after every
+// step, through the bounds and back: an expression beyond inline.MaxNames,
+// a rule beyond inline.MaxRuleNames, a table moved to autoTables, sections
+// that name no data sources, a table without an expression.
+func TestTallyFollowsTableByTable(t *testing.T) {
+	c := map[string]any{}
+	var tally Tally
+	tally.Reset(c)
+	put := func(section, table string, v any) {
+		m := maps.Clone(rulemap(c[section]))
+		if v == nil {
+			delete(m, table)
+		} else {
+			m[table] = v
+		}
+		c[section] = m
+	}
+	steps := []struct {
+		section, table string
+		v              any // nil: removed
+	}{
+		{"tables", "t_small", map[string]any{"actualDataNodes": "ds_${0..1}.t_${0..9}"}},    // 20 names
+		{"tables", "t_huge", map[string]any{"actualDataNodes": "ds_${0..1}.t_${0..99999}"}}, // over MaxNames
+		{"autoTables", "t_auto", map[string]any{"actualDataSources": "ds_${0..9999}"}},      // 10,000
+		{"tables", "t_huge", nil}, // within again
+		{"tables", "t_big", map[string]any{"actualDataNodes": "ds_${0..9}.t_${0..9999}"}},    // 100,000: the rule over MaxRuleNames
+		{"shardingAlgorithms", "t_big", map[string]any{"type": "MOD"}},                       // not a table
+		{"tables", "t_big", map[string]any{"logicTable": "t_big"}},                           // no expression
+		{"tables", "t_small", map[string]any{"actualDataNodes": "ds_${0..1}.t_${0..49999}"}}, // 100,000
+		{"autoTables", "t_auto", nil},                                                        // within again
+		{"tables", "t_bad", map[string]any{"actualDataNodes": "ds_${0..1"}},                  // does not parse
+		{"autoTables", "t_small", map[string]any{"actualDataSources": "ds_${0..1}"}},         // same name, other section
+		{"tables", "t_small", nil},
+	}
+	for i, s := range steps {
+		put(s.section, s.table, s.v)
+		tally.Table(c, s.section, s.table)
+		want := BeyondBounds(c)
+		if got := tally.Reason(); got != want {
+			t.Fatalf("step %d (%s %s): Reason %q, BeyondBounds %q", i, s.section, s.table, got, want)
+		}
+		var fresh Tally
+		fresh.Reset(c)
+		if fresh.total != tally.total || fresh.over != tally.over || len(fresh.names) != len(tally.names) {
+			t.Fatalf("step %d: %d names, %d over, %d tables; a fresh count: %d, %d, %d", i, tally.total, tally.over, len(tally.names), fresh.total, fresh.over, len(fresh.names))
+		}
+	}
+	if BeyondBounds(c) != "" {
+		t.Fatal("the steps end within the bounds")
+	}
+}
+
+func rulemap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
+func ExampleTally() {
+	c := map[string]any{"tables": map[string]any{"t_order": map[string]any{"actualDataNodes": "ds_${0..1}.t_order_${0..99999}"}}}
+	var tally Tally
+	tally.Reset(c)
+	fmt.Println(tally.Reason())
+	delete(c["tables"].(map[string]any), "t_order")
+	tally.Table(c, "tables", "t_order")
+	fmt.Printf("%q\n", tally.Reason())
+	// Output:
+	// 1 of its tables' expressions stand for more than 10000 names each, the most one expression may
+	// ""
+}
