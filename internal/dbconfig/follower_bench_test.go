@@ -15,9 +15,11 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
 // follower is a node that follows rule changes another node makes, wired
@@ -25,17 +27,18 @@ import (
 // and the acknowledgement (distvar.Acker) of its cluster node, on a
 // memory registry of its own.
 type follower struct {
-	repo  registry.Repository
+	repo  registry.Repository // the writer's client
+	own   registry.Repository // the follower's
 	store *metadata.Store
 	ack   string // the acknowledgement's key
 }
 
-func startFollower(b *testing.B, tables int) *follower {
+// startFollower writes a database of n sharding tables through repo and
+// starts a follower of it on own, a client of the same registry.
+func startFollower(b *testing.B, repo, own registry.Repository, tables int) *follower {
 	b.Helper()
 	ctx := testenv.Context(b)
 	quiet := slog.New(slog.DiscardHandler)
-	repo := memory.New()
-	b.Cleanup(func() { _ = repo.Close() })
 	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "scale_db",
 		DataSources: map[string]config.DataSource{"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
 			"ds_1": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_1", "root", "")}}); err != nil {
@@ -44,12 +47,12 @@ func startFollower(b *testing.B, tables int) *follower {
 	if err := metadatatest.WriteShardingTables(ctx, repo, "scale_db", 0, tables); err != nil {
 		b.Fatal(err)
 	}
-	node, err := cluster.Open(ctx, repo, cluster.Config{InstanceID: "follower", Reservation: 10 * time.Second, Logger: quiet})
+	node, err := cluster.Open(ctx, own, cluster.Config{InstanceID: "follower", Reservation: 10 * time.Second, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = node.Close(context.Background()) })
-	store, err := metadata.Load(ctx, repo, quiet)
+	store, err := metadata.Load(ctx, own, quiet)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,25 +61,35 @@ func startFollower(b *testing.B, tables int) *follower {
 	go func() { defer close(done); _ = store.Run(runCtx) }()
 	b.Cleanup(func() { stop(); <-done })
 	b.Cleanup(WarnBeyondBounds(store, quiet))
-	a, err := distvar.StartAcker(ctx, repo, distvar.AckerConfig{InstanceID: "follower", Node: node, Store: store, Logger: quiet})
+	a, err := distvar.StartAcker(ctx, own, distvar.AckerConfig{InstanceID: "follower", Node: node, Store: store, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(a.Close)
 	key, _ := paths.PropsApplied("follower")
-	return &follower{repo: repo, store: store, ack: key}
+	return &follower{repo: repo, own: own, store: store, ack: key}
 }
 
-// change writes the rule items CREATE SHARDING TABLE RULE t_bench writes
-// (the table and its algorithm) in one transaction, or with del deletes
-// them in one transaction as DROP does, and returns once the follower acknowledged the rules
-// digest its store then holds.
-func (f *follower) change(b *testing.B, del bool) {
+// The steps of a change cycle: CREATE SHARDING TABLE RULE t_bench, ALTER
+// of it, DROP.
+const (
+	stepCreate = iota
+	stepAlter
+	stepDrop
+)
+
+// change writes the rule items a step writes (the table t_bench and its
+// algorithm) in one transaction: new at version 0 (CREATE), at version 1
+// with the active version moved and version 0 deleted (ALTER), or deleted
+// (DROP); and returns once the follower acknowledged the rules digest its
+// store then holds.
+func (f *follower) change(b *testing.B, step int) {
 	ctx := testenv.Context(b)
 	before := f.store.Current().Databases["scale_db"].RulesDigest()
+	column := []string{"id", "uid", "id"}[step]
 	kvs, err := metadata.DatabaseWrites(paths.DefaultLayout, config.Database{Name: "scale_db", Rules: []config.Rule{{Type: "sharding", Content: map[string]any{
-		"tables":             map[string]any{"t_bench": map[string]any{"actualDataNodes": "ds_${0..1}.t_bench_${0..1}", "tableStrategy": map[string]any{"standard": map[string]any{"shardingColumn": "id", "shardingAlgorithmName": "t_bench_inline"}}}},
-		"shardingAlgorithms": map[string]any{"t_bench_inline": map[string]any{"type": "INLINE", "props": map[string]any{"algorithm-expression": "t_bench_${id % 2}"}}},
+		"tables":             map[string]any{"t_bench": map[string]any{"actualDataNodes": "ds_${0..1}.t_bench_${0..1}", "tableStrategy": map[string]any{"standard": map[string]any{"shardingColumn": column, "shardingAlgorithmName": "t_bench_inline"}}}},
+		"shardingAlgorithms": map[string]any{"t_bench_inline": map[string]any{"type": "INLINE", "props": map[string]any{"algorithm-expression": "t_bench_${" + column + " % 2}"}}},
 	}}}})
 	if err != nil {
 		b.Fatal(err)
@@ -84,16 +97,37 @@ func (f *follower) change(b *testing.B, del bool) {
 	var conds []registry.Cond
 	var ops []registry.Op
 	for _, kv := range kvs[1:] {
-		if del {
+		switch {
+		case step == stepCreate:
+			conds = append(conds, registry.Cond{Key: kv.Key})
+			ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
+		case strings.HasSuffix(kv.Key, "/active_version"):
 			cur, err := f.repo.Get(ctx, kv.Key)
 			if err != nil {
 				b.Fatal(err)
 			}
 			conds = append(conds, registry.Cond{Key: kv.Key, Version: cur.Version})
-			ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
-		} else {
-			conds = append(conds, registry.Cond{Key: kv.Key})
-			ops = append(ops, registry.Op{Key: kv.Key, Value: kv.Value})
+			if step == stepAlter {
+				ops = append(ops, registry.Op{Key: kv.Key, Value: []byte("1")})
+			} else {
+				ops = append(ops, registry.Op{Key: kv.Key, Delete: true})
+			}
+		default: // versions/0: ALTER moves it to versions/1, DROP deletes what is there
+			old := kv.Key
+			if step == stepDrop {
+				old = strings.TrimSuffix(kv.Key, "/0") + "/1"
+			}
+			cur, err := f.repo.Get(ctx, old)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conds = append(conds, registry.Cond{Key: old, Version: cur.Version})
+			ops = append(ops, registry.Op{Key: old, Delete: true})
+			if step == stepAlter {
+				next := strings.TrimSuffix(kv.Key, "/0") + "/1"
+				conds = append(conds, registry.Cond{Key: next})
+				ops = append(ops, registry.Op{Key: next, Value: kv.Value})
+			}
 		}
 	}
 	if err := metadatatest.Commit(ctx, f.repo, conds, ops); err != nil {
@@ -103,14 +137,18 @@ func (f *follower) change(b *testing.B, del bool) {
 		c := s.Databases["scale_db"].Rules["sharding"].Content
 		tables, _ := c["tables"].(map[string]any)
 		algorithms, _ := c["shardingAlgorithms"].(map[string]any)
-		return s.Databases["scale_db"].RulesDigest() != before && (tables["t_bench"] == nil) == del && (algorithms["t_bench_inline"] == nil) == del
+		if step == stepDrop {
+			return tables["t_bench"] == nil && algorithms["t_bench_inline"] == nil
+		}
+		got, _ := rule.Map(rule.Map(rule.Map(tables["t_bench"])["tableStrategy"])["standard"])["shardingColumn"].(string)
+		return got == column && algorithms["t_bench_inline"] != nil && s.Databases["scale_db"].RulesDigest() != before
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	want := snap.Databases["scale_db"].RulesDigest()
 	for {
-		kv, err := f.repo.Get(ctx, f.ack)
+		kv, err := f.own.Get(ctx, f.ack)
 		if err == nil && strings.Contains(string(kv.Value), want) {
 			return
 		}
@@ -127,19 +165,42 @@ func cpu() time.Duration {
 
 // BenchmarkFollowerChange measures what a node that did not run a rule
 // statement spends on it: a CREATE of one sharding table (its table and
-// algorithm items in one transaction) and its DROP, applied by the
-// node's store from its watch, checked by WarnBeyondBounds and
+// algorithm items in one transaction), an ALTER of it and its DROP, applied
+// by the node's store from its watch, checked by WarnBeyondBounds and
 // acknowledged by its Acker, next to 0 and 10,000 existing tables (a node
-// each, in the same run). It reports the process's CPU per CREATE+DROP
-// for each (the memory registry's and the writer's share included, the
-// same for both) and their ratio.
+// each, in the same run), on the memory registry. It reports the
+// process's CPU per CREATE+ALTER+DROP for each (the registry's and the
+// writer's share included, the same for both) and their ratio.
 //
-//	go test ./internal/dbconfig -run '^$' -bench FollowerChange -benchtime 50x
+//	go test ./internal/dbconfig -run '^$' -bench 'FollowerChange$' -benchtime 200x
 func BenchmarkFollowerChange(b *testing.B) {
+	benchFollower(b, func(b *testing.B) (registry.Repository, registry.Repository) {
+		repo := memory.New()
+		b.Cleanup(func() { _ = repo.Close() })
+		return repo, repo
+	})
+}
+
+// BenchmarkFollowerChangeZooKeeper is BenchmarkFollowerChange on real
+// ZooKeeper (a namespace per size; the writer and the follower each with a
+// client of their own), where a follower re-reads what changed level by
+// level and lists the children of a changed parent (the 10,000 tables').
+//
+//	source scripts/servers.sh && start_servers && go test ./internal/dbconfig -run '^$' -bench FollowerChangeZooKeeper -benchtime 50x
+func BenchmarkFollowerChangeZooKeeper(b *testing.B) {
+	s := zktest.New(b)
+	benchFollower(b, func(b *testing.B) (registry.Repository, registry.Repository) {
+		ns := s.Namespace(b, "sk_follower_")
+		return s.Open(b, ns), s.Open(b, ns)
+	})
+}
+
+func benchFollower(b *testing.B, open func(b *testing.B) (writer, follower registry.Repository)) {
 	sizes := []int{0, 10000}
 	fs := make([]*follower, len(sizes))
 	for i, n := range sizes {
-		fs[i] = startFollower(b, n)
+		w, own := open(b)
+		fs[i] = startFollower(b, w, own, n)
 		testenv.Eventually(b, fmt.Sprintf("the follower to load %d tables", n), func() bool {
 			db := fs[i].store.Current().Databases["scale_db"]
 			if db == nil {
@@ -154,8 +215,9 @@ func BenchmarkFollowerChange(b *testing.B) {
 	for b.Loop() {
 		for i, f := range fs {
 			t0 := cpu()
-			f.change(b, false)
-			f.change(b, true)
+			for _, step := range []int{stepCreate, stepAlter, stepDrop} {
+				f.change(b, step)
+			}
 			spent[i] += cpu() - t0
 		}
 	}

@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchResync", testWatchResync},
 		{"WatchDeleteIsDelete", testWatchDeleteIsDelete},
 		{"WatchReplacedSubtree", testWatchReplacedSubtree},
+		{"WatchDeleteSubtree", testWatchDeleteSubtree},
 		{"Closed", testClosed},
 		{"List", testList},
 		{"ListLimited", testListLimited},

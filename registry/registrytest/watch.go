@@ -388,3 +388,59 @@ func testWatchReplacedSubtree(t *testing.T, h Harness) {
 		return len(old) == 0 && state["/rs/x/active_version"] == "new 1" && state["/rs/x/versions/1"] == "new content"
 	})
 }
+
+// testWatchDeleteSubtree: deleting a subtree reports each of its keys
+// deleted and no key of a sibling whose name starts with the subtree's
+// (/wd/ab beside /wd/a); keys written again under the deleted subtree's
+// path are reported again, and deleting them again reports them deleted.
+func testWatchDeleteSubtree(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r, writer := e.open(), e.open()
+	c := testenv.Context(t)
+	for _, k := range []string{"/wd/a/x/1", "/wd/a/y", "/wd/ab", "/wd/ab/z"} {
+		mustPut(t, writer, k, "v")
+	}
+	initial, ch, err := r.Watch(c, "/wd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]bool{}
+	for _, kv := range initial {
+		state[kv.Key] = true
+	}
+	apply := func(ev registry.Event) {
+		if ev.Type == registry.EventDelete {
+			delete(state, ev.KV.Key)
+		} else {
+			state[ev.KV.Key] = true
+		}
+	}
+	under := func(p string) (keys []string) {
+		for k := range state {
+			if k == p || strings.HasPrefix(k, p+"/") {
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
+	for round := range 2 {
+		if err := writer.Delete(c, "/wd/a"); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ch, fmt.Sprintf("round %d: /wd/a deleted", round), func(ev registry.Event) bool {
+			apply(ev)
+			if ev.Type == registry.EventDelete && (ev.KV.Key == "/wd/ab" || strings.HasPrefix(ev.KV.Key, "/wd/ab/")) {
+				t.Fatalf("round %d: deleting /wd/a reported %s deleted", round, ev.KV.Key)
+			}
+			return len(under("/wd/a")) == 0
+		})
+		if !state["/wd/ab"] || !state["/wd/ab/z"] {
+			t.Fatalf("round %d: after deleting /wd/a the watcher holds %v, want /wd/ab and /wd/ab/z", round, under("/wd/ab"))
+		}
+		mustPut(t, writer, "/wd/a/x/1", "again")
+		until(t, ch, fmt.Sprintf("round %d: /wd/a/x/1 again", round), func(ev registry.Event) bool {
+			apply(ev)
+			return isPut("/wd/a/x/1", "again")(ev)
+		})
+	}
+}

@@ -56,6 +56,7 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 		quit:  make(chan struct{}),
 		out:   make(chan registry.Event),
 		nodes: map[string]*wnode{},
+		kids:  map[string]map[string]struct{}{},
 	}
 	var initial []registry.KV
 	w.emit = func(ev registry.Event) bool { initial = append(initial, ev.KV); return true }
@@ -85,9 +86,62 @@ type watch struct {
 	out   chan registry.Event
 	emit  func(registry.Event) bool
 
-	nodes   map[string]*wnode // tracked znodes at or under root
-	rootArm uint64            // exists watch on root while it is missing
+	nodes map[string]*wnode // tracked znodes at or under root
+	// kids are the tracked znodes by parent (every tracked znode but
+	// root has its parent tracked): removing a subtree visits what it
+	// holds, not every tracked znode.
+	kids    map[string]map[string]struct{}
+	rootArm uint64 // exists watch on root while it is missing
 	nextArm uint64
+}
+
+// put tracks p as nd.
+func (w *watch) put(p string, nd *wnode) {
+	w.nodes[p] = nd
+	if p == w.root {
+		return
+	}
+	parent := parentOf(p)
+	set := w.kids[parent]
+	if set == nil {
+		set = map[string]struct{}{}
+		w.kids[parent] = set
+	}
+	set[p] = struct{}{}
+}
+
+// parentOf is the path of znode p's parent.
+func parentOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
+}
+
+// subtree appends p and every tracked znode below it to out.
+func (w *watch) subtree(p string, out []string) []string {
+	out = append(out, p)
+	for c := range w.kids[p] {
+		out = w.subtree(c, out)
+	}
+	return out
+}
+
+// forget stops tracking p (whose children are forgotten too, by the
+// caller).
+func (w *watch) forget(p string) {
+	delete(w.nodes, p)
+	delete(w.kids, p)
+	if p == w.root {
+		return
+	}
+	parent := parentOf(p)
+	if set := w.kids[parent]; set != nil {
+		delete(set, p)
+		if len(set) == 0 {
+			delete(w.kids, parent)
+		}
+	}
 }
 
 // wnode is what is known about one tracked znode. dataArm and childArm are
@@ -417,7 +471,7 @@ func (w *watch) loadNode(p string) error {
 			return err
 		}
 		nd = &wnode{czxid: stat.Czxid}
-		w.nodes[p] = nd
+		w.put(p, nd)
 	}
 	nd.dataArm = arm
 	if nd.mzxid != stat.Mzxid {
@@ -467,9 +521,14 @@ func (w *watch) loadChildren(p string) error {
 		return w.loadNode(p)
 	}
 	var fresh []string
+	// The children's paths in one buffer: looking each up allocates
+	// nothing, and a parent of 10,000 children is listed at each change
+	// of them.
+	buf := append(make([]byte, 0, len(p)+64), p...)
+	buf = append(buf, '/')
 	for _, n := range names {
-		if c := p + "/" + n; w.nodes[c] == nil {
-			fresh = append(fresh, c)
+		if c := append(buf, n...); w.nodes[string(c)] == nil {
+			fresh = append(fresh, string(c))
 		}
 	}
 	if err := w.loadNew(fresh); err != nil {
@@ -628,8 +687,8 @@ func (w *watch) track(p string, got map[string]*fetched) error {
 	case fetchReplaced:
 		return w.loadNew([]string{p})
 	}
-	w.nodes[p] = &wnode{czxid: f.stat.Czxid, mzxid: f.stat.Mzxid,
-		dataArm: w.forward(p, f.dataCh), childArm: w.forward(p, f.childCh)}
+	w.put(p, &wnode{czxid: f.stat.Czxid, mzxid: f.stat.Mzxid,
+		dataArm: w.forward(p, f.dataCh), childArm: w.forward(p, f.childCh)})
 	if !w.emitPut(p, f.data, f.stat) {
 		return errStopped
 	}
@@ -689,7 +748,7 @@ func (w *watch) parentReplaced(p string) (bool, error) {
 	}
 	if ok {
 		// Tracked with no watch armed: if loading fails, resync loads it.
-		w.nodes[parent] = &wnode{czxid: stat.Czxid}
+		w.put(parent, &wnode{czxid: stat.Czxid})
 		if err := w.loadNode(parent); err != nil {
 			return true, err
 		}
@@ -701,15 +760,10 @@ func (w *watch) parentReplaced(p string) (bool, error) {
 // (deepest first).
 func (w *watch) removed(p string) error {
 	if _, ok := w.nodes[p]; ok {
-		var gone []string
-		for q := range w.nodes {
-			if q == p || strings.HasPrefix(q, p+"/") {
-				gone = append(gone, q)
-			}
-		}
+		gone := w.subtree(p, nil)
 		slices.SortFunc(gone, func(a, b string) int { return strings.Compare(b, a) })
 		for _, q := range gone {
-			delete(w.nodes, q)
+			w.forget(q)
 			if key := w.r.key(q); key != "/" {
 				if !w.emit(registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: key}}) {
 					return errStopped
