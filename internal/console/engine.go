@@ -117,7 +117,7 @@ func New(d Deps) *Engine {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Engine{d: d, log: log, rules: metadata.NewRuleCache()}
+	return &Engine{d: d, log: log, rules: metadata.NewStoreRuleCache(d.Metadata)}
 }
 
 var _ Executor = (*Engine)(nil)

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -286,4 +289,75 @@ func TestRuleCacheReadsAsReadDatabase(t *testing.T) {
 	if n := len(cache.dbs); n > MaxCachedDatabases {
 		t.Fatalf("the cache holds %d databases, more than %d", n, MaxCachedDatabases)
 	}
+}
+
+// TestStoreRuleCacheStartsFromTheStore: a RuleCache of a running Store
+// starts a database from what the Store decoded (its entries are the
+// Store's own, not decoded again) and reads what ReadDatabase reads, then
+// and after other clients' changes; without a running Store it reads the
+// registry.
+func TestStoreRuleCacheStartsFromTheStore(t *testing.T) {
+	ctx := testenv.Context(t)
+	repo := memory.New()
+	ds := config.NewDataSource("jdbc:sqlite:/tmp/unused.db", "", "")
+	if err := CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{"ds_0": ds},
+		Rules: []config.Rule{shardingRule(30)}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(ctx, repo, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := s.RuleKeys(ctx, "db"); ok {
+		t.Fatal("RuleKeys answered without Run")
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	check := func(step string, cache *RuleCache) *Database {
+		t.Helper()
+		got, gotKVs, err := cache.ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantKVs, err := ReadDatabase(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(sortedLists(got.Rules), sortedLists(want.Rules)) || !reflect.DeepEqual(got.Units, want.Units) || !reflect.DeepEqual(gotKVs, wantKVs) || got.RulesDigest() != want.RulesDigest() {
+			t.Fatalf("%s: the cache read %d keys, digest %q; ReadDatabase %d keys, %q", step, len(gotKVs), got.RulesDigest(), len(wantKVs), want.RulesDigest())
+		}
+		return got
+	}
+	var first *Database
+	for !s.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	cache := NewStoreRuleCache(s)
+	first = check("first read", cache)
+	held := s.Current().Databases["db"].Rules["sharding"].Content["tables"].(map[string]any)
+	read := first.Rules["sharding"].Content["tables"].(map[string]any)
+	if !rule.Same(held["t_order_00001"], read["t_order_00001"]) {
+		t.Fatal("the first read decoded the rules again instead of starting from the Store's")
+	}
+	// Other clients add a table and drop one.
+	d, _, err := ReadDatabase(ctx, repo, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := d.Rules["sharding"]
+	next := config.Rule{Type: "sharding", Content: config.CloneContent(old.Content)}
+	tables := next.Content["tables"].(map[string]any)
+	tables["t_new"] = map[string]any{"actualDataNodes": "ds_0.t_new"}
+	delete(tables, "t_order_00002")
+	conds, ops, err := RuleWrites(ctx, repo, paths.DefaultLayout, "db", old, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(ctx, repo, conds, ops); err != nil {
+		t.Fatal(err)
+	}
+	check("after another client's change", cache)
+	check("a fresh cache after it", NewStoreRuleCache(s))
 }

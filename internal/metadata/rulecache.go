@@ -29,6 +29,7 @@ type RuleCache struct {
 	mu    sync.Mutex
 	dbs   map[string]cachedDatabase
 	memos map[string]*rule.Memo
+	store *Store // what a first read starts from; nil reads the registry
 }
 
 // Memo returns the rule.Memo of database db's checks, kept with the
@@ -79,6 +80,20 @@ func NewRuleCache() *RuleCache {
 	return &RuleCache{dbs: map[string]cachedDatabase{}, memos: map[string]*rule.Memo{}}
 }
 
+// NewStoreRuleCache returns an empty RuleCache whose first read of a
+// database starts from what the node's store holds of it
+// (Store.RuleKeys: the database it decoded and the keys, as of one
+// batch), then reads what changed since, where the registry lists by
+// revision: a node's first rule statement next to thousands of tables
+// does not read and decode them all again. Without an answer from the
+// store it reads the registry as NewRuleCache's does. A nil store is
+// NewRuleCache.
+func NewStoreRuleCache(store *Store) *RuleCache {
+	c := NewRuleCache()
+	c.store = store
+	return c
+}
+
 // ReadDatabase is metadata.ReadDatabase (the same reads, result and
 // errors) with the rules decoded from what changed since the cache's last
 // read of db. The Database returned may be shared with other reads: it
@@ -108,6 +123,11 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	c.mu.Lock()
 	prev, ok := c.dbs[db]
 	c.mu.Unlock()
+	if !ok && c.store != nil {
+		if d, kvs, seeded := c.store.RuleKeys(ctx, db); seeded {
+			prev, ok = cachedDatabase{d: d, kvs: kvs, rev: listedRev(repo, kvs)}, true
+		}
+	}
 	var cur cachedDatabase
 	if ok && prev.rev != 0 {
 		ch, listed, err := registry.ListChanged(ctx, repo, key+"/rules", prev.rev, maxChangedKeys)

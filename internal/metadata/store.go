@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -32,13 +35,27 @@ type Store struct {
 	nextSub  int
 	problems []error
 	running  atomic.Bool
+	seeds    chan seedRequest // RuleKeys' requests, served by Run between batches
+}
+
+// seedRequest asks Run for what the Store holds of a database's rules.
+type seedRequest struct {
+	db    string
+	reply chan<- seed
+}
+
+// seed is a database as the Store holds it and the rule keys it was
+// decoded from, as of one batch.
+type seed struct {
+	d   *Database
+	kvs []registry.KV
 }
 
 func newStore(repo registry.Repository, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{repo: repo, log: log, changed: make(chan struct{}), subs: map[int]func(*Snapshot, []Change){}}
+	s := &Store{repo: repo, log: log, changed: make(chan struct{}), subs: map[int]func(*Snapshot, []Change){}, seeds: make(chan seedRequest)}
 	s.ap = newApplier(repo, log, s.addProblem)
 	s.cur.Store(emptySnapshot())
 	return s
@@ -190,6 +207,9 @@ func (s *Store) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case req := <-s.seeds:
+			req.reply <- s.seedOf(req.db)
+			continue
 		case <-q.wake:
 		}
 		batch := q.drain()
@@ -202,6 +222,57 @@ func (s *Store) Run(ctx context.Context) error {
 		s.ap.apply(ctx, d, batch, true)
 		s.publish(d)
 	}
+}
+
+// maxSeedWait bounds how long RuleKeys waits for Run to finish the batch
+// it is applying.
+const maxSeedWait = time.Second
+
+// RuleKeys returns database db as the Store holds it (its rules; no
+// schemas) and the keys under /metadata/{db}/rules it was decoded from,
+// sorted by key, both as of one applied batch: what a RuleCache starts
+// from instead of reading and decoding every rule item again (see
+// NewStoreRuleCache). The Database is shared: it must not be modified. ok
+// is false when Run is not running, db is not held (or is being dropped),
+// or Run did not answer within maxSeedWait or before ctx ended.
+func (s *Store) RuleKeys(ctx context.Context, db string) (d *Database, kvs []registry.KV, ok bool) {
+	if !s.running.Load() {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxSeedWait)
+	defer cancel()
+	reply := make(chan seed, 1)
+	select {
+	case s.seeds <- seedRequest{db: db, reply: reply}:
+	case <-ctx.Done():
+		return nil, nil, false
+	}
+	select {
+	case got := <-reply:
+		return got.d, got.kvs, got.d != nil
+	case <-ctx.Done():
+		return nil, nil, false
+	}
+}
+
+// seedOf is RuleKeys' answer, on Run's goroutine between batches.
+func (s *Store) seedOf(db string) seed {
+	held := s.Current().Databases[db]
+	key, err := paths.Database(db)
+	if held == nil || err != nil || s.ap.hidden[db] || s.ap.dropAnnounced(db) {
+		return seed{}
+	}
+	prefix := key + "/rules/"
+	var kvs []registry.KV
+	for k, kv := range s.ap.mirror {
+		if strings.HasPrefix(k, prefix) {
+			kvs = append(kvs, kv)
+		}
+	}
+	slices.SortFunc(kvs, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	d := *held
+	d.Schemas = nil
+	return seed{d: &d, kvs: kvs}
 }
 
 // queue is an unbounded FIFO of events with a wake-up signal.
