@@ -258,8 +258,8 @@ func RuleWrites(ctx context.Context, repo registry.Repository, layout paths.Layo
 }
 
 // RuleWritesFrom is RuleWrites over kvs, every key under
-// /metadata/{db}/rules as ReadRules reads them, instead of a read of its
-// own.
+// /metadata/{db}/rules as ReadRules reads them (sorted by key), instead of
+// a read of its own.
 func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) ([]registry.Cond, []registry.Op, error) {
 	written := next
 	if next.Content != nil {
@@ -360,14 +360,16 @@ func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[
 	return conds, ops, nil
 }
 
-// keysUnder returns the keys of kvs that are node or under it, by key:
-// what replaceFrom and deleteFrom read of an item's node. It scans kvs
-// without building anything of the keys it does not return.
+// keysUnder returns the keys of kvs (sorted by key, as List returns
+// them) that are node or under it, by key: what replaceFrom and
+// deleteFrom read of an item's node. It finds them by binary search, so
+// that it costs the keys it returns, not a pass over kvs.
 func keysUnder(kvs []registry.KV, node string) map[string]registry.KV {
 	out := map[string]registry.KV{}
-	for _, kv := range kvs {
-		if strings.HasPrefix(kv.Key, node) && (len(kv.Key) == len(node) || kv.Key[len(node)] == '/') {
-			out[kv.Key] = kv
+	i, _ := slices.BinarySearchFunc(kvs, node, func(kv registry.KV, node string) int { return strings.Compare(kv.Key, node) })
+	for ; i < len(kvs) && strings.HasPrefix(kvs[i].Key, node); i++ {
+		if k := kvs[i].Key; len(k) == len(node) || k[len(node)] == '/' {
+			out[k] = kvs[i]
 		}
 	}
 	return out
