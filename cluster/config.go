@@ -19,6 +19,9 @@ const Version = "shardkeeper-0.1.0"
 // DefaultReservation is how far ahead a node reserves time (W).
 const DefaultReservation = 3 * time.Second
 
+// DefaultCatchUpTimeout is Config.CatchUpTimeout's default.
+const DefaultCatchUpTimeout = 5 * time.Second
+
 // MaxReservation is the longest Reservation allowed (1 minute).
 const MaxReservation = workerid.MaxReservation
 
@@ -62,6 +65,12 @@ type Config struct {
 	// every W/3. Without the registry a node keeps issuing for at most W.
 	// Zero means DefaultReservation; at most MaxReservation.
 	Reservation time.Duration
+	// CatchUpTimeout bounds the wait for the function set with
+	// Node.SetCatchUp before the node registers online again after a
+	// lost session: past it the node registers anyway (and logs a
+	// warning), so that a view that never catches up does not keep it
+	// offline for good. Zero means DefaultCatchUpTimeout.
+	CatchUpTimeout time.Duration
 	// Snowflake configures the key generator; the zero value means
 	// snowflake.DefaultConfig() (ShardingSphere's defaults). Its WorkerID
 	// is ignored: the registry assigns it, and Open logs ShardingSphere's
@@ -186,6 +195,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Reservation > MaxReservation {
 		errs = append(errs, fmt.Errorf("cluster: Reservation %v is too long (at most %v: a node that finds a worker id's fence missing waits this long, plus the clock skew bound, before issuing on it)", c.Reservation, MaxReservation))
+	}
+	if c.CatchUpTimeout == 0 {
+		c.CatchUpTimeout = DefaultCatchUpTimeout
+	}
+	if c.CatchUpTimeout < 0 {
+		errs = append(errs, fmt.Errorf("cluster: CatchUpTimeout %v is negative", c.CatchUpTimeout))
 	}
 	if c.SessionTTL < 0 {
 		errs = append(errs, fmt.Errorf("cluster: SessionTTL %v is negative", c.SessionTTL))

@@ -42,6 +42,7 @@ type Node struct {
 
 	hooksMu sync.Mutex // held while hooks run and the current holding is stored
 	hooks   []*sessionHook
+	catchUp atomic.Pointer[func(context.Context) error] // see SetCatchUp
 
 	ledgerSeen atomic.Bool     // this node saw the cluster's worker id ledger
 	life       context.Context // the run loop's; ends when Close starts
@@ -203,6 +204,9 @@ func (n *Node) acquire(ctx context.Context) (hold *holding, err error) {
 		}
 	}()
 	hold = claimed
+	if err := n.awaitCatchUp(ctx, sess); err != nil {
+		return nil, err
+	}
 	if !n.cfg.UnsafeLeaseOnly {
 		if err := n.reserve(ctx, hold); err != nil {
 			return nil, fmt.Errorf("cluster: first time reservation for worker id %d: %w", h.WorkerID, err)
@@ -305,6 +309,50 @@ func (n *Node) OnSession(ctx context.Context, f func(ctx context.Context, sess r
 		defer n.hooksMu.Unlock()
 		n.hooks = slices.DeleteFunc(n.hooks, func(h *sessionHook) bool { return h == hook })
 	}, nil
+}
+
+// SetCatchUp sets f, which the node calls each time it holds a worker id
+// again after losing its session (not in Open), before it commits its
+// time reservation and registers online: f returns nil once what the
+// node serves has caught up with the registry (the daemon passes its
+// metadata Store's CaughtUp), so that a node the registry lists online
+// again shows every change acknowledged while it was away; such a change
+// did not wait for it, as it was not online. The node bounds f by
+// Config.CatchUpTimeout (and by the acquisition's context): when f
+// returns an error, or is cut short by the bound, the node logs a warning
+// with f's error and registers anyway, rather than stay offline for good.
+// A nil f removes it. Safe for concurrent use; it applies from the next
+// re-acquisition on.
+func (n *Node) SetCatchUp(f func(ctx context.Context) error) {
+	if f == nil {
+		n.catchUp.Store(nil)
+		return
+	}
+	n.catchUp.Store(&f)
+}
+
+// awaitCatchUp calls the SetCatchUp function, if any, within
+// Config.CatchUpTimeout. It returns an error only when ctx ended (the
+// acquisition was cut short); any other failure is logged.
+func (n *Node) awaitCatchUp(ctx context.Context, sess registry.Session) error {
+	f := n.catchUp.Load()
+	if f == nil {
+		return nil
+	}
+	start := time.Now()
+	c, cancel := context.WithTimeout(ctx, n.cfg.CatchUpTimeout)
+	err := (*f)(c)
+	cancel()
+	if ctx.Err() != nil {
+		return fmt.Errorf("cluster: waiting for the metadata to catch up: %w", ctx.Err())
+	}
+	if err != nil {
+		n.cfg.Logger.Warn("registering online again before this node's metadata caught up with the registry: its reads may miss changes acknowledged while it was away",
+			"waited", time.Since(start).Round(time.Millisecond), "bound", n.cfg.CatchUpTimeout, "session", sess.ID(), "err", err)
+		return nil
+	}
+	n.cfg.Logger.Info("metadata caught up with the registry; registering online again", "waited", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // register publishes the online, status and (optional) labels nodes.

@@ -133,6 +133,8 @@ func runNodeSuite(t *testing.T, mk func(*testing.T) backend) {
 		{"CorruptMembershipValuesSkipped", testCorruptMembership},
 		{"MembershipLoadedByOpen", testMembershipLoadedByOpen},
 		{"OnSessionWritesAgainAfterLoss", testOnSession},
+		{"OnlineAgainOnlyOnceCaughtUp", testCatchUp},
+		{"OnlineAgainAfterCatchUpBound", testCatchUpBound},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, mk(t)) })
 	}
@@ -374,6 +376,76 @@ func testExpiry(t *testing.T, b backend) {
 	}
 	if s := a.Stats(); s.Losses < 1 || s.Acquisitions < 2 {
 		t.Fatalf("stats = %+v, want a loss and a re-acquisition", s)
+	}
+}
+
+// testCatchUp: after a lost session the node is not listed online again
+// (nor issues keys) until its SetCatchUp function returns: a node whose
+// metadata lags is not counted online while it catches up.
+func testCatchUp(t *testing.T, b backend) {
+	r := b.open(t)
+	n := openNode(t, b.open(t), Config{InstanceID: "lagging", CatchUpTimeout: time.Minute})
+	ctx := testenv.Context(t)
+	online, _ := paths.Online(TypeProxy, "lagging")
+	release := make(chan struct{})
+	var called atomic.Int32
+	n.SetCatchUp(func(ctx context.Context) error {
+		called.Add(1)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if called.Load() != 0 {
+		t.Fatal("SetCatchUp called the function at once; want it only after a lost session")
+	}
+	first := n.Session()
+	b.expire(t, first)
+	testenv.Eventually(t, "the re-acquisition to wait for the catch-up", func() bool { return called.Load() == 1 })
+	// Long enough for a registration that does not wait to show.
+	time.Sleep(300 * time.Millisecond)
+	if kv, err := r.Get(ctx, online); err == nil {
+		t.Fatalf("online while the metadata catches up: %s = %q; want it absent until the catch-up returns", online, kv.Value)
+	} else if !errors.Is(err, registry.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if n.WorkerID() >= 0 {
+		t.Fatalf("issuing on worker %d while the metadata catches up", n.WorkerID())
+	}
+	close(release)
+	testenv.Eventually(t, "the node online again", func() bool {
+		_, err := r.Get(ctx, online)
+		return err == nil && n.WorkerID() >= 0 && n.Session() != first
+	})
+}
+
+// testCatchUpBound: a catch-up that never returns delays the node's
+// registration by CatchUpTimeout, not for good.
+func testCatchUpBound(t *testing.T, b backend) {
+	r := b.open(t)
+	const bound = 400 * time.Millisecond
+	n := openNode(t, b.open(t), Config{InstanceID: "stuck", CatchUpTimeout: bound})
+	ctx := testenv.Context(t)
+	online, _ := paths.Online(TypeProxy, "stuck")
+	var calledAt atomic.Int64
+	n.SetCatchUp(func(ctx context.Context) error {
+		calledAt.Store(time.Now().UnixNano())
+		<-ctx.Done()
+		return fmt.Errorf("metadata: not caught up with the registry: databases [db]: %w", ctx.Err())
+	})
+	first := n.Session()
+	b.expire(t, first)
+	testenv.Eventually(t, "the node online again", func() bool {
+		_, err := r.Get(ctx, online)
+		return err == nil && n.WorkerID() >= 0 && n.Session() != first
+	})
+	if calledAt.Load() == 0 {
+		t.Fatal("the catch-up was not called")
+	}
+	if waited := time.Since(time.Unix(0, calledAt.Load())); waited < bound {
+		t.Fatalf("online %v after the catch-up started; want at least its bound %v", waited, bound)
 	}
 }
 
