@@ -264,6 +264,10 @@ func Start(ctx context.Context, c Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// After a lost session the node registers online again only once its
+	// metadata holds the registry's rules (or after the node's bound):
+	// changes acknowledged while it was offline did not wait for it.
+	node.SetCatchUp(store.CaughtUp)
 	d.Processes = process.NewTable()
 	responder, err := process.Open(ctx, repo, process.Config{InstanceID: node.InstanceID(), Table: d.Processes, Logger: log})
 	if err != nil {
