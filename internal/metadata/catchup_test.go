@@ -14,7 +14,7 @@ import (
 )
 
 // TestCaughtUpWaitsForTheView: CaughtUp returns only once the store's
-// view holds the rules the registry holds; while the view lags (the
+// view holds the rules and props the registry holds; while the view lags (the
 // store not running, as a node cut off from the registry's events) it
 // names the databases behind when its context ends.
 func TestCaughtUpWaitsForTheView(t *testing.T) {
@@ -38,9 +38,12 @@ func TestCaughtUpWaitsForTheView(t *testing.T) {
 	if err := AlterGlobalRule(ctx, w, config.Rule{Type: "transaction", Content: map[string]any{"defaultType": "LOCAL"}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := AlterProps(ctx, w, config.Props{"sql-show": "false"}); err != nil {
+		t.Fatal(err)
+	}
 	err := bounded(700 * time.Millisecond)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "[/ other_db]") {
-		t.Fatalf("CaughtUp while the view lags: %v; want the deadline, naming [/ other_db]", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "[/ /props other_db]") {
+		t.Fatalf("CaughtUp while the view lags: %v; want the deadline, naming [/ /props other_db]", err)
 	}
 	n.run(t)
 	if err := bounded(10 * time.Second); err != nil {
@@ -48,8 +51,8 @@ func TestCaughtUpWaitsForTheView(t *testing.T) {
 	}
 	snap := n.store.Current()
 	tables, _ := snap.Databases["other_db"].Rules["sharding"].Content["tables"].(map[string]any)
-	if tables["t_new"] == nil || snap.GlobalRules["transaction"].Content == nil {
-		t.Fatalf("caught up without the new rules: sharding tables %v, global rules %v", tables, snap.GlobalRules)
+	if tables["t_new"] == nil || snap.GlobalRules["transaction"].Content == nil || snap.Props["sql-show"] != "false" {
+		t.Fatalf("caught up without the new rules: sharding tables %v, global rules %v, props %v", tables, snap.GlobalRules, snap.Props)
 	}
 	// A database dropped in the registry: caught up once the view drops it.
 	if err := DropDatabase(ctx, w, "other_db"); err != nil {
