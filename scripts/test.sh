@@ -65,9 +65,9 @@ fi
 # Not yet part of every run (SHARDKEEPER_CHAOS_DISTSQL=1 adds it; it takes
 # 3-4 min here). The ZooKeeper seed-2 findings are fixed (a conditional
 # write passed on a key deleted and created again: registry/zookeeper's
-# deletion guards), but seed 1 is not reliable: the fenced etcd run once
-# found a node registered online again after a partition before its view
-# caught up (docs/chaos.md, "Open, etcd seed 1"), and in the schedule's
+# deletion guards), and so is etcd seed 1's node registered online again
+# before its view caught up (docs/chaos.md, "Fixed, etcd seed 1"), but
+# seed 1 is not reliable: in the schedule's
 # first 15 s the etcd early-ack control found nothing in 3 of 4 runs, the
 # ZooKeeper overwrite control in 1 of 3. Seeds 2 and 3 pass. Issue 37 stays
 # open until seeds 1-3 pass on both registries.
