@@ -403,21 +403,31 @@ func AfterOps(kvs []registry.KV, ops []registry.Op) []registry.KV {
 }
 
 // readDatabaseKeys reads database db's storage-unit keys and its rule keys,
-// the reads ReadDatabase and RuleCache.ReadDatabase decode. It returns
+// the reads ReadDatabase decodes (RuleCache.Read reads the units alike,
+// readUnits, and only what changed of the rules). It returns
 // ErrNoDatabase (wrapped) when the database does not exist.
 func readDatabaseKeys(ctx context.Context, repo registry.Repository, db string) (units, rules []registry.KV, err error) {
-	key, err := paths.Database(db)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := requireDatabase(ctx, repo, db); err != nil {
-		return nil, nil, err
-	}
-	if units, err = repo.List(ctx, key+"/data_sources"); err != nil {
+	if _, units, err = readUnits(ctx, repo, db); err != nil {
 		return nil, nil, err
 	}
 	if rules, err = ReadRules(ctx, repo, db); err != nil {
 		return nil, nil, err
 	}
 	return units, rules, nil
+}
+
+// readUnits checks that database db exists (ErrNoDatabase, wrapped, when
+// it does not) and reads its storage-unit keys; key is its
+// /metadata/{db} node.
+func readUnits(ctx context.Context, repo registry.Repository, db string) (key string, units []registry.KV, err error) {
+	if key, err = paths.Database(db); err != nil {
+		return "", nil, err
+	}
+	if err := requireDatabase(ctx, repo, db); err != nil {
+		return "", nil, err
+	}
+	if units, err = repo.List(ctx, key+"/data_sources"); err != nil {
+		return "", nil, err
+	}
+	return key, units, nil
 }

@@ -2,9 +2,8 @@ package metadata
 
 import (
 	"context"
+	"maps"
 	"math"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -109,14 +108,7 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 		d, kvs, err := ReadDatabase(ctx, repo, db)
 		return RuleRead{DB: d, KVs: kvs}, err
 	}
-	key, err := paths.Database(db)
-	if err != nil {
-		return RuleRead{}, err
-	}
-	if err := requireDatabase(ctx, repo, db); err != nil {
-		return RuleRead{}, err
-	}
-	units, err := repo.List(ctx, key+"/data_sources")
+	key, units, err := readUnits(ctx, repo, db)
 	if err != nil {
 		return RuleRead{}, err
 	}
@@ -129,19 +121,9 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 		}
 	}
 	var cur cachedDatabase
-	if ok && prev.rev != 0 {
-		ch, listed, err := registry.ListChanged(ctx, repo, key+"/rules", prev.rev, maxChangedKeys)
-		if err != nil {
+	if ok {
+		if cur, _, err = follow(ctx, repo, key+"/rules", prev, nil); err != nil { // cur.d nil: not followed
 			return RuleRead{}, err
-		}
-		switch {
-		case listed && len(ch.KVs) == 0 && ch.Count == len(prev.kvs) && !ch.Truncated:
-			cur = cachedDatabase{d: prev.d, kvs: prev.kvs, rev: ch.Rev} // nothing changed
-		case listed && !ch.Truncated:
-			if kvs := mergeKVs(prev.kvs, nil, ch.KVs); len(kvs) == ch.Count {
-				events := putEvents(nil, ch.KVs)
-				cur = cachedDatabase{d: applyRuleEvents(prev.d, keysOfNodes(prev.kvs, events), events), kvs: kvs, rev: ch.Rev}
-			}
 		}
 	}
 	if cur.d == nil {
@@ -179,21 +161,17 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 	if err != nil {
 		return DecodeChanges(r.DB, r.KVs, AfterOps(r.KVs, ops))
 	}
-	if c != nil && r.rev != 0 {
-		ch, listed, err := registry.ListChanged(ctx, repo, key+"/rules", r.rev, maxChangedKeys)
-		if err == nil && listed && !ch.Truncated {
-			var deleted []string
-			for _, op := range ops {
-				if op.Delete {
-					deleted = append(deleted, op.Key)
-				}
+	if c != nil {
+		var deleted []string
+		for _, op := range ops {
+			if op.Delete {
+				deleted = append(deleted, op.Key)
 			}
-			if kvs := mergeKVs(r.KVs, deleted, ch.KVs); len(kvs) == ch.Count {
-				events := putEvents(deleted, ch.KVs)
-				d := applyRuleEvents(r.DB, keysOfNodes(r.KVs, events), events)
-				c.keep(r.DB.Name, cachedDatabase{d: d, kvs: kvs, rev: ch.Rev})
-				return d
-			}
+		}
+		read := cachedDatabase{d: r.DB, kvs: r.KVs, rev: r.rev}
+		if cur, followed, err := follow(ctx, repo, key+"/rules", read, deleted); err == nil && followed {
+			c.keep(r.DB.Name, cur)
+			return cur.d
 		}
 	}
 	now, err := ReadRules(ctx, repo, r.DB.Name)
@@ -201,6 +179,33 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 		now = AfterOps(r.KVs, ops)
 	}
 	return DecodeChanges(r.DB, r.KVs, now)
+}
+
+// follow returns base (a database, the rule keys under prefix it was
+// decoded from, sorted by key, and the revision they were read at)
+// brought to what the registry holds now, with deleted (the caller's own
+// deletions since base) gone: only the keys written since base.rev are
+// read and decoded. followed is false, with no error, when the registry
+// does not list by revision, more than maxChangedKeys keys changed, or
+// the count shows a deletion that deleted does not name: the caller then
+// lists the rules whole.
+func follow(ctx context.Context, repo registry.Repository, prefix string, base cachedDatabase, deleted []string) (cur cachedDatabase, followed bool, err error) {
+	if base.rev == 0 {
+		return cachedDatabase{}, false, nil
+	}
+	ch, listed, err := registry.ListChanged(ctx, repo, prefix, base.rev, maxChangedKeys)
+	if err != nil || !listed || ch.Truncated {
+		return cachedDatabase{}, false, err
+	}
+	if len(ch.KVs) == 0 && len(deleted) == 0 && ch.Count == len(base.kvs) {
+		return cachedDatabase{d: base.d, kvs: base.kvs, rev: ch.Rev}, true, nil // nothing changed
+	}
+	kvs := mergeKVs(base.kvs, deleted, ch.KVs)
+	if len(kvs) != ch.Count {
+		return cachedDatabase{}, false, nil
+	}
+	events := putEvents(deleted, ch.KVs)
+	return cachedDatabase{d: applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events), kvs: kvs, rev: ch.Rev}, true, nil
 }
 
 // keep stores cur as db's, unless the cache holds a later read of db.
@@ -319,12 +324,7 @@ func keysOfNodes(before []registry.KV, events []registry.Event) map[string]regis
 	}
 	out := map[string]registry.KV{}
 	for n := range nodes {
-		i, _ := slices.BinarySearchFunc(before, n, func(kv registry.KV, n string) int { return strings.Compare(kv.Key, n) })
-		for ; i < len(before) && strings.HasPrefix(before[i].Key, n); i++ {
-			if k := before[i].Key; len(k) == len(n) || k[len(n)] == '/' {
-				out[k] = before[i]
-			}
-		}
+		maps.Copy(out, keysUnder(before, n))
 	}
 	return out
 }

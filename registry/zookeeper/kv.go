@@ -71,7 +71,7 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 // highest Mzxid read (or since). As List, it is not one consistent
 // snapshot, and a prefix that changed little costs a sync, the reads of
 // what changed and a walk of the cached rest, which it copies nothing of.
-func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, max int) (registry.Changed, bool, error) {
+func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, most int) (registry.Changed, bool, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return registry.Changed{}, true, err
 	}
@@ -80,9 +80,9 @@ func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Ve
 	err := r.walk(ctx, prefix, true, func(p string, l *listed) {
 		out.Count++
 		v := registry.Version(l.mzxid)
-		out.Rev = registry.Version(maxOf(int64(out.Rev), l.mzxid))
+		out.Rev = max(out.Rev, v)
 		if v > since && !out.Truncated {
-			if len(out.KVs) == max {
+			if len(out.KVs) == most {
 				out.KVs, out.Truncated = nil, true
 				return
 			}
@@ -94,13 +94,6 @@ func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Ve
 	}
 	slices.SortFunc(out.KVs, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	return out, true, nil
-}
-
-func maxOf(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // walk reads the subtree below prefix level by level, through the cache

@@ -148,65 +148,51 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		}
 		return sortedNames(changedOf(section, m))
 	}
-	tables := rule.Map(c["tables"])
-	for _, name := range toCheck("tables", tables) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t := rule.Map(tables[name])
-		if kept("tables", name, tables[name]) {
-			if lostAlgorithms {
-				strategy(name, t["databaseStrategy"])
-				strategy(name, t["tableStrategy"])
-			}
-			if lostGenerators {
-				generator(name, t["keyGenerateStrategy"])
-			}
-			continue
-		}
-		if expr := expressionOf(old, "tables", name); expr != "" {
-			n, _ := namesOf(expr)
-			grown -= n // what the table stood for before the change
-		}
-		if nodes, _ := t["actualDataNodes"].(string); nodes != "" && count("tables", name, "data nodes", nodes) {
-			ds, _ := DataSourcesOfNodes(ctx, nodes, inline.MaxNames)
+	// A table's expression names data sources (tables: data nodes, auto
+	// tables: storage units) and its strategies name algorithms.
+	for _, s := range []struct {
+		section, what string
+		strategies    []string
+		sources       func(ctx context.Context, expr string) []string
+	}{
+		{"tables", "data nodes", []string{"databaseStrategy", "tableStrategy"}, func(ctx context.Context, expr string) []string {
+			ds, _ := DataSourcesOfNodes(ctx, expr, inline.MaxNames)
+			return ds
+		}},
+		{"autoTables", "storage units", []string{"shardingStrategy"}, func(ctx context.Context, expr string) []string {
+			names, _ := inline.ExpandContext(ctx, expr, inline.MaxNames)
+			return names
+		}},
+	} {
+		m := rule.Map(c[s.section])
+		for _, name := range toCheck(s.section, m) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			missing(ds)
-		}
-		strategy(name, t["databaseStrategy"])
-		strategy(name, t["tableStrategy"])
-		generator(name, t["keyGenerateStrategy"])
-	}
-	auto := rule.Map(c["autoTables"])
-	for _, name := range toCheck("autoTables", auto) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t := rule.Map(auto[name])
-		if kept("autoTables", name, auto[name]) {
-			if lostAlgorithms {
-				strategy(name, t["shardingStrategy"])
+			t := rule.Map(m[name])
+			left := kept(s.section, name, m[name])
+			if !left {
+				if expr := expressionOf(old, s.section, name); expr != "" {
+					n, _ := namesOf(expr)
+					grown -= n // what the table stood for before the change
+				}
+				if expr := expressionOf(c, s.section, name); expr != "" && count(s.section, name, s.what, expr) {
+					sources := s.sources(ctx, expr)
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+					missing(sources)
+				}
 			}
-			if lostGenerators {
+			if !left || lostAlgorithms {
+				for _, f := range s.strategies {
+					strategy(name, t[f])
+				}
+			}
+			if !left || lostGenerators {
 				generator(name, t["keyGenerateStrategy"])
 			}
-			continue
 		}
-		if expr := expressionOf(old, "autoTables", name); expr != "" {
-			n, _ := namesOf(expr)
-			grown -= n // what the table stood for before the change
-		}
-		if ds, _ := t["actualDataSources"].(string); ds != "" && count("autoTables", name, "storage units", ds) {
-			names, _ := inline.ExpandContext(ctx, ds, inline.MaxNames)
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			missing(names)
-		}
-		strategy(name, t["shardingStrategy"])
-		generator(name, t["keyGenerateStrategy"])
 	}
 	strategies := rule.Map(c["keyGenerateStrategies"]) // 5.5.4's rule-level strategies
 	for _, name := range toCheck("keyGenerateStrategies", strategies) {
