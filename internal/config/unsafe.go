@@ -19,22 +19,25 @@ const (
 	// conditions, as plain overwrites (what ShardingSphere does): two
 	// racing changes both succeed, the later one overwrites the earlier.
 	UnsafeUnconditionalWrites = "unconditional-writes"
-	// UnsafeAckBeforeNodes answers a committed change (rules and SET
-	// DIST VARIABLE) at once, without waiting for every online node's
-	// digest nor, on the console, for its own node's view, so the nodes
-	// may show the old value after the answer.
-	UnsafeAckBeforeNodes = "ack-before-nodes"
+	// UnsafeAckBeforeCommit answers a change (rules and SET DIST
+	// VARIABLE) as soon as its registry transaction is sent, without
+	// waiting for the registry to confirm the commit, nor for any node's
+	// digest nor, on the console, for its own node's view: after the
+	// answer the registry and the nodes may still show the old value, and
+	// a change whose commit then fails (a condition no longer holds, the
+	// registry unreachable) is lost although acknowledged.
+	UnsafeAckBeforeCommit = "ack-before-commit"
 )
 
 // UnsafeControl returns the value of EnvUnsafeControl ("" when unset), or
 // an error for a value it does not know.
 func UnsafeControl() (string, error) {
 	switch v := os.Getenv(EnvUnsafeControl); v {
-	case "", UnsafeUnconditionalWrites, UnsafeAckBeforeNodes:
+	case "", UnsafeUnconditionalWrites, UnsafeAckBeforeCommit:
 		return v, nil
 	default:
 		return "", fmt.Errorf("$%s=%q: want %s or %s (a chaos negative control; never set it in production)",
-			EnvUnsafeControl, v, UnsafeUnconditionalWrites, UnsafeAckBeforeNodes)
+			EnvUnsafeControl, v, UnsafeUnconditionalWrites, UnsafeAckBeforeCommit)
 	}
 }
 

@@ -15,7 +15,7 @@ func TestUnsafeControl(t *testing.T) {
 	}{
 		{"", "", false},
 		{UnsafeUnconditionalWrites, UnsafeUnconditionalWrites, false},
-		{UnsafeAckBeforeNodes, UnsafeAckBeforeNodes, false},
+		{UnsafeAckBeforeCommit, UnsafeAckBeforeCommit, false},
 		{"yes", "", true},
 		{"Unconditional-Writes", "", true},
 	} {
@@ -24,7 +24,7 @@ func TestUnsafeControl(t *testing.T) {
 		if got != tc.want || (err != nil) != tc.err || (err != nil && !strings.Contains(err.Error(), EnvUnsafeControl)) {
 			t.Errorf("%q: UnsafeControl() = %q, %v; want %q, error %v", tc.value, got, err, tc.want, tc.err)
 		}
-		if Unsafe(UnsafeUnconditionalWrites) != (tc.want == UnsafeUnconditionalWrites) || Unsafe(UnsafeAckBeforeNodes) != (tc.want == UnsafeAckBeforeNodes) {
+		if Unsafe(UnsafeUnconditionalWrites) != (tc.want == UnsafeUnconditionalWrites) || Unsafe(UnsafeAckBeforeCommit) != (tc.want == UnsafeAckBeforeCommit) {
 			t.Errorf("%q: Unsafe disagrees with UnsafeControl", tc.value)
 		}
 	}

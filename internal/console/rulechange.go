@@ -55,7 +55,7 @@ func (e *Engine) ruleOptions() rules.Options {
 // had not caught up with: a refusal is answered from a state the registry
 // held after the statement started, which this node's view then shows.
 func (e *Engine) awaitRules(ctx context.Context, db string, out rules.Outcome) {
-	if !out.HasDigest || (out.Changed && config.Unsafe(config.UnsafeAckBeforeNodes)) {
+	if !out.HasDigest || (out.Changed && config.Unsafe(config.UnsafeAckBeforeCommit)) {
 		return // the chaos negative control (config.EnvUnsafeControl) answers a change before any node's view, never in production
 	}
 	e.await(ctx, func(snap *metadata.Snapshot) bool {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
@@ -296,6 +297,10 @@ func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 	if config.Unsafe(config.UnsafeUnconditionalWrites) {
 		return overwrite(ctx, repo, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
 	}
+	if config.Unsafe(config.UnsafeAckBeforeCommit) {
+		go commitLater(context.WithoutCancel(ctx), repo, sess, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
+		return nil
+	}
 	if sess == nil {
 		s, err := repo.NewSession(ctx, registry.SessionOptions{})
 		if err != nil {
@@ -309,6 +314,26 @@ func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 	}
 	return nil
 }
+
+// commitLater commits txn as CommitOne does, its outcome dropped: the
+// chaos negative control config.UnsafeAckBeforeCommit answers the change
+// before the registry confirms it, never in production.
+func commitLater(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) {
+	ctx, cancel := context.WithTimeout(ctx, unsafeCommitTimeout)
+	defer cancel()
+	if sess == nil {
+		s, err := repo.NewSession(ctx, registry.SessionOptions{})
+		if err != nil {
+			return
+		}
+		defer s.Close(context.WithoutCancel(ctx))
+		sess = s
+	}
+	_, _ = sess.Commit(ctx, txn)
+}
+
+// unsafeCommitTimeout bounds a commit that commitLater sends.
+const unsafeCommitTimeout = 30 * time.Second
 
 // overwrite writes txn's puts and deletes one at a time without their
 // conditions, as ShardingSphere persists a change: the chaos negative

@@ -188,6 +188,16 @@ func Set(ctx context.Context, repo registry.Repository, name, value string, opts
 	if err != nil {
 		return Outcome{}, err
 	}
+	if config.Unsafe(config.UnsafeAckBeforeCommit) {
+		// The chaos negative control (config.EnvUnsafeControl), never in
+		// production: answered before /props is written.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_, _ = metadata.MergeProps(ctx, repo, map[string]string{key: canonical})
+		}()
+		return Outcome{Key: key, Value: canonical}, nil
+	}
 	version, err := metadata.MergeProps(ctx, repo, map[string]string{key: canonical})
 	var cleanup *metadata.CleanupError
 	if err != nil && !errors.As(err, &cleanup) {
@@ -270,7 +280,7 @@ func ParseAck(value []byte) Ack {
 // await fills out as Wait does, a node counting as applied once done
 // holds for its acknowledgement.
 func await(ctx context.Context, repo registry.Repository, done func(Ack) bool, out *Outcome) error {
-	if config.Unsafe(config.UnsafeAckBeforeNodes) {
+	if config.Unsafe(config.UnsafeAckBeforeCommit) {
 		return nil // the chaos negative control (config.EnvUnsafeControl), never in production
 	}
 	online, err := onlineIDs(ctx, repo)

@@ -77,7 +77,7 @@ func TestCheckDistSQLRunVerdicts(t *testing.T) {
 		{"fenced, linearizable", record.VariantFenced, seen, harness.DistSQLStats{Ops: 2}, true, "Chaos run (DistSQL): PASS"},
 		{"fenced, lost change", record.VariantFenced, lost, harness.DistSQLStats{Ops: 2}, false, "the history is NOT linearizable"},
 		{"fenced, views apart", record.VariantFenced, seen, harness.DistSQLStats{Ops: 2, Error: "views did not agree"}, false, "views did not agree"},
-		{"control finds it", record.VariantAckBeforeNodes, lost, harness.DistSQLStats{Ops: 2}, true,
+		{"control finds it", record.VariantAckBeforeCommit, lost, harness.DistSQLStats{Ops: 2}, true,
 			"violation found: 2 operations (0 unknown), NOT linearizable: key broadcast/t_b0 as node n2 sees it"},
 		{"control finds nothing", record.VariantUnconditional, seen, harness.DistSQLStats{Ops: 2}, false, "the control found no violation"},
 	}

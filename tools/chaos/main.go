@@ -111,7 +111,7 @@ func runCmd(ctx context.Context, args []string) error {
 		"must find duplicates), floor (fence on, the previous holder's reservation ignored; must find duplicates\n"+
 		"or (worker id, ms) overlaps), absent (fence on, a deleted fence read as floor 0; must find duplicates);\n"+
 		"distsql workload (default overwrite,early-ack): overwrite (rule changes without their conditions),\n"+
-		"early-ack (changes answered before every node's digest); each must make the history NOT linearizable")
+		"early-ack (changes answered before the registry confirms their commit); each must make the history NOT linearizable")
 	workload := fs.String("workload", record.WorkloadKeys, "keys (key-issuing nodes) or distsql (shardkeeper nodes, DistSQL clients\n"+
 		"on their consoles and HTTP APIs; --nodes defaults to 3; needs --shardkeeper)")
 	shardkeeper := fs.String("shardkeeper", "", "the shardkeeper program of the distsql workload (default: shardkeeper beside this program)")
@@ -206,7 +206,7 @@ func parseControls(s string, distsqlRun bool) ([]record.Variant, error) {
 		"absent": record.VariantTrustAbsentFence}
 	want := "lease, floor and absent"
 	if distsqlRun {
-		names = map[string]record.Variant{"overwrite": record.VariantUnconditional, "early-ack": record.VariantAckBeforeNodes}
+		names = map[string]record.Variant{"overwrite": record.VariantUnconditional, "early-ack": record.VariantAckBeforeCommit}
 		want = "overwrite and early-ack"
 	}
 	for _, name := range strings.Split(s, ",") {

@@ -37,7 +37,7 @@ const (
 	distsqlUnit     = "ds_0.db"
 	distsqlReadUnit = "ds_1.db" // the readwrite-splitting group's read unit
 	distsqlClient   = 2         // clients per node
-	distsqlRacers   = 3         // clients racing the same change, one per node (distsql.Config.Racers)
+	distsqlRacers   = 6         // clients racing the same change, two per node (distsql.Config.Racers)
 )
 
 // DistSQLStatsName is the file, in a DistSQL run's directory, that holds
@@ -118,8 +118,8 @@ func (r *runner) serveEnv() []string {
 	switch r.cfg.Variant {
 	case record.VariantUnconditional:
 		env = append(env, config.EnvUnsafeControl+"="+config.UnsafeUnconditionalWrites)
-	case record.VariantAckBeforeNodes:
-		env = append(env, config.EnvUnsafeControl+"="+config.UnsafeAckBeforeNodes)
+	case record.VariantAckBeforeCommit:
+		env = append(env, config.EnvUnsafeControl+"="+config.UnsafeAckBeforeCommit)
 	}
 	return env
 }

@@ -124,10 +124,10 @@ func (c *Config) defaults() error {
 	switch {
 	case c.Workload != "" && c.Workload != record.WorkloadKeys && !distsqlRun:
 		errs = append(errs, fmt.Errorf("workload %q: want %s or %s", c.Workload, record.WorkloadKeys, record.WorkloadDistSQL))
-	case distsqlRun && c.Variant != record.VariantFenced && c.Variant != record.VariantUnconditional && c.Variant != record.VariantAckBeforeNodes:
+	case distsqlRun && c.Variant != record.VariantFenced && c.Variant != record.VariantUnconditional && c.Variant != record.VariantAckBeforeCommit:
 		errs = append(errs, fmt.Errorf("variant %s: the DistSQL workload's are %s, %s and %s", c.Variant, record.VariantFenced,
-			record.VariantUnconditional, record.VariantAckBeforeNodes))
-	case !distsqlRun && (c.Variant == record.VariantUnconditional || c.Variant == record.VariantAckBeforeNodes):
+			record.VariantUnconditional, record.VariantAckBeforeCommit))
+	case !distsqlRun && (c.Variant == record.VariantUnconditional || c.Variant == record.VariantAckBeforeCommit):
 		errs = append(errs, fmt.Errorf("variant %s is a control of the DistSQL workload", c.Variant))
 	}
 	if distsqlRun {

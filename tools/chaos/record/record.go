@@ -113,16 +113,17 @@ const (
 	// committed without their conditions, as plain overwrites (the nodes'
 	// config.UnsafeUnconditionalWrites).
 	VariantUnconditional Variant = "unconditional-writes"
-	// VariantAckBeforeNodes: a DistSQL negative control, a committed change
-	// answered without waiting for every node's digest (the nodes'
-	// config.UnsafeAckBeforeNodes).
-	VariantAckBeforeNodes Variant = "ack-before-nodes"
+	// VariantAckBeforeCommit: a DistSQL negative control, a change
+	// answered once its transaction is sent, before the registry confirms
+	// the commit and before any node's digest (the nodes'
+	// config.UnsafeAckBeforeCommit).
+	VariantAckBeforeCommit Variant = "ack-before-commit"
 )
 
 // Variants lists the variants: the fenced run, then the controls of the
 // key workload, then those of the DistSQL workload.
 var Variants = []Variant{VariantFenced, VariantLeaseOnly, VariantIgnoreFloor, VariantTrustAbsentFence,
-	VariantUnconditional, VariantAckBeforeNodes}
+	VariantUnconditional, VariantAckBeforeCommit}
 
 // The workloads of a run (RunInfo.Workload).
 const (
@@ -153,8 +154,8 @@ func (v Variant) Label() string {
 		return "negative control (fence on, a deleted fence read as floor 0)"
 	case VariantUnconditional:
 		return "negative control (rule changes written without their conditions)"
-	case VariantAckBeforeNodes:
-		return "negative control (changes answered before every node's digest)"
+	case VariantAckBeforeCommit:
+		return "negative control (changes answered before their commit is confirmed)"
 	}
 	return string(v)
 }
@@ -167,7 +168,7 @@ func ParseVariant(s string) (Variant, error) {
 		}
 	}
 	return "", fmt.Errorf("variant %q: want %s, %s, %s, %s, %s or %s", s, VariantFenced, VariantLeaseOnly, VariantIgnoreFloor,
-		VariantTrustAbsentFence, VariantUnconditional, VariantAckBeforeNodes)
+		VariantTrustAbsentFence, VariantUnconditional, VariantAckBeforeCommit)
 }
 
 // FaultRecord is one injected fault. End is zero for instantaneous faults
