@@ -44,3 +44,54 @@ func ListChanged(ctx context.Context, r Repository, prefix string, since Version
 	}
 	return cl.ListChanged(ctx, prefix, since, max)
 }
+
+// ChangeReplayer is implemented by a Repository that keeps the history of
+// its writes, one revision counter for every key, and replays it from a
+// revision (etcd's watch from a past revision): the writes below a prefix
+// since a revision then cost what was written since, not what the prefix
+// holds. Decorators forward it.
+type ChangeReplayer interface {
+	// ReplayChanges is the Repository's side of ReplayChanges; ok is false
+	// when the wrapped Repository has none.
+	ReplayChanges(ctx context.Context, prefix string, since Version, upTo ReplayBound, max int) (r Replayed, ok bool, err error)
+}
+
+// ReplayBound says up to which revision ReplayChanges replays: Through, a
+// revision the caller knows wrote below the prefix (its own commit); or,
+// with Through 0, Barrier, a key of the caller's outside the prefix that
+// ReplayChanges writes first, replaying up to that write, so that the
+// result holds every write committed before the call (what a read would
+// see).
+type ReplayBound struct {
+	Through Version
+	Barrier string
+}
+
+// Replayed is what ReplayChanges replayed below a prefix.
+type Replayed struct {
+	// Events are the writes below the prefix after the revision asked
+	// for, in the order they were made: a put with the key's value and
+	// version, a deletion with the key. A key may appear more than once.
+	Events []Event
+	// Rev is the revision replayed up to: every write at or before it
+	// below the prefix is in Events, none after it. A later call since
+	// Rev replays what was written after.
+	Rev Version
+}
+
+// ReplayChanges replays the writes strictly below prefix after revision
+// since (a Changed.Rev, a Replayed.Rev, or the highest version of a
+// List's keys) up to upTo (see ReplayBound), at most max of them. ok is
+// false, with no error, when r keeps no such history (ZooKeeper, memory),
+// when it no longer holds the revisions after since (compacted), when
+// more than max writes below prefix (or many more elsewhere) were made
+// since, or when the replay was cut off: the caller then reads the prefix
+// with ListChanged or List. ctx bounds the barrier's write and the
+// replay.
+func ReplayChanges(ctx context.Context, r Repository, prefix string, since Version, upTo ReplayBound, max int) (c Replayed, ok bool, err error) {
+	cr, is := r.(ChangeReplayer)
+	if !is || since <= 0 || (upTo.Through == 0 && upTo.Barrier == "") {
+		return Replayed{}, false, nil
+	}
+	return cr.ReplayChanges(ctx, prefix, since, upTo, max)
+}

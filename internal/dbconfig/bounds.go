@@ -47,8 +47,9 @@ type boundsWarner struct {
 }
 
 type dbBounds struct {
-	tally  sharding.Tally
-	warned bool
+	tally   sharding.Tally
+	content map[string]any // the sharding rule counted (shared with its snapshot, not modified)
+	warned  bool
 }
 
 // load counts every database of snap.
@@ -60,7 +61,7 @@ func (w *boundsWarner) load(snap *metadata.Snapshot) {
 	}
 	w.seq = snap.Seq
 	for name, d := range snap.Databases {
-		w.recount(name, d, "", "")
+		w.recount(name, d, nil)
 	}
 }
 
@@ -74,6 +75,7 @@ func (w *boundsWarner) follow(snap *metadata.Snapshot, changes []metadata.Change
 		return // load counted it
 	}
 	w.seq = snap.Seq
+	tables := map[string]map[[2]string]bool{} // by database: the tables to recount; nil: the whole rule
 	for _, c := range changes {
 		if c.Database == "" {
 			continue
@@ -87,19 +89,26 @@ func (w *boundsWarner) follow(snap *metadata.Snapshot, changes []metadata.Change
 		default:
 			continue // a unit, a schema, a table's metadata, a state: not the rule
 		}
-		d := snap.Databases[c.Database]
-		if c.Kind == paths.KindRuleItem && c.ItemName != "" && w.dbs[c.Database] != nil && d != nil {
-			w.recount(c.Database, d, c.Field, c.ItemName)
-		} else {
-			w.recount(c.Database, d, "", "")
+		known, seen := tables[c.Database]
+		switch {
+		case c.Kind != paths.KindRuleItem || c.ItemName == "" || w.dbs[c.Database] == nil:
+			tables[c.Database] = nil
+		case !seen:
+			tables[c.Database] = map[[2]string]bool{{c.Field, c.ItemName}: true}
+		case known != nil:
+			known[[2]string{c.Field, c.ItemName}] = true
 		}
+	}
+	for db, named := range tables {
+		w.recount(db, snap.Databases[db], named)
 	}
 }
 
-// recount recounts table of section of database name as d holds it (d
-// nil: the database is gone), or with table "" its whole rule, and logs
-// the warning when the rule came to pass the bounds. w.mu is held.
-func (w *boundsWarner) recount(name string, d *metadata.Database, section, table string) {
+// recount recounts tables (section and table) of database name as d
+// holds it (d nil: the database is gone), or with tables nil its whole
+// rule, and logs the warning when the rule came to pass the bounds. w.mu
+// is held.
+func (w *boundsWarner) recount(name string, d *metadata.Database, tables map[[2]string]bool) {
 	if d == nil {
 		delete(w.dbs, name)
 		return
@@ -110,11 +119,13 @@ func (w *boundsWarner) recount(name string, d *metadata.Database, section, table
 		w.dbs[name] = b
 	}
 	content := d.Rules[sharding.Type].Content
-	if table == "" {
-		b.tally.Reset(content)
-	} else {
-		b.tally.Table(content, section, table)
+	if tables == nil {
+		b.tally = sharding.TallyOf(content)
 	}
+	for t := range tables {
+		b.tally = b.tally.Table(b.content, content, t[0], t[1])
+	}
+	b.content = content
 	switch reason := b.tally.Reason(); {
 	case reason == "":
 		b.warned = false

@@ -36,13 +36,14 @@ func checkRules(ctx context.Context, db config.Database) ([]*sqlerr.Error, error
 // since another node may have written them so (an upstream node has no
 // bound); a change of another rule goes on, and a change that does not
 // add names (a DROP) may shrink such a rule. With changed "" every rule
-// is checked as new. memo (rule.Database.Memo) may keep what the checks
-// compute across the changes of db; nil computes every time. Once ctx is
+// is checked as new. beforeNames, when not nil, is how many names old's
+// expressions stand for (rule.Database.BeforeNames), as the caller keeps
+// count of them; nil: the check counts them where it needs them. Once ctx is
 // done it stops, between rules and inside a family's check, and returns
 // ctx's error.
-func CheckChange(ctx context.Context, db config.Database, changed string, old map[string]any, memo *rule.Memo) ([]*sqlerr.Error, error) {
+func CheckChange(ctx context.Context, db config.Database, changed string, old map[string]any, beforeNames *int) ([]*sqlerr.Error, error) {
 	d := familyDatabase(db)
-	d.Changing, d.Before, d.Memo = changed, old, memo
+	d.Changing, d.Before, d.BeforeNames = changed, old, beforeNames
 	var errs []*sqlerr.Error
 	for _, r := range db.Rules {
 		if err := ctx.Err(); err != nil {

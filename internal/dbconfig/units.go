@@ -113,7 +113,7 @@ func RegisterUnits(ctx context.Context, repo registry.Repository, snap *metadata
 		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 		names = append(names, u.Name)
 	}
-	if err := CommitOne(ctx, repo, opts.Session, txn); err != nil {
+	if _, err := CommitOne(ctx, repo, opts.Session, txn); err != nil {
 		return nil, err
 	}
 	return names, nil
@@ -168,7 +168,8 @@ func AlterUnits(ctx context.Context, repo registry.Repository, snap *metadata.Sn
 		}
 		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 	}
-	return CommitOne(ctx, repo, opts.Session, txn)
+	_, err := CommitOne(ctx, repo, opts.Session, txn)
+	return err
 }
 
 // sameTarget reports whether two data sources point to the same database
@@ -228,7 +229,7 @@ func UnregisterUnits(ctx context.Context, repo registry.Repository, snap *metada
 		txn.Conds, txn.Ops = append(txn.Conds, conds...), append(txn.Ops, ops...)
 	}
 	if len(txn.Ops) > 0 {
-		if err := CommitOne(ctx, repo, nil, txn); err != nil {
+		if _, err := CommitOne(ctx, repo, nil, txn); err != nil {
 			return nil, err
 		}
 	}
@@ -289,13 +290,15 @@ func logicalDataSources(d *metadata.Database) map[string]bool {
 
 // CommitOne commits txn with sess, or a session of its own, as a rule or
 // storage-unit change writes: a txn beyond the limits of one transaction
-// is refused (TooBigForOneTransaction) before anything is sent.
-func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) error {
+// is refused (TooBigForOneTransaction) before anything is sent. It
+// returns the version the commit wrote (registry.Session.Commit; 0 when
+// not known).
+func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Session, txn registry.Txn) (registry.Version, error) {
 	if err := checkOneTransaction(txn); err != nil {
-		return err
+		return 0, err
 	}
 	if config.Unsafe(config.UnsafeUnconditionalWrites) {
-		return overwrite(ctx, repo, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
+		return 0, overwrite(ctx, repo, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
 	}
 	if config.Unsafe(config.UnsafeAckBeforeCommit) {
 		go commitLater(context.WithoutCancel(ctx), repo, sess, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
@@ -304,15 +307,16 @@ func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 	if sess == nil {
 		s, err := repo.NewSession(ctx, registry.SessionOptions{})
 		if err != nil {
-			return fmt.Errorf("open a registry session: %w", err)
+			return 0, fmt.Errorf("open a registry session: %w", err)
 		}
 		defer s.Close(context.WithoutCancel(ctx))
 		sess = s
 	}
-	if _, err := sess.Commit(ctx, txn); err != nil {
-		return fmt.Errorf("write the change (nothing was written): %w", err)
+	v, err := sess.Commit(ctx, txn)
+	if err != nil {
+		return 0, fmt.Errorf("write the change (nothing was written): %w", err)
 	}
-	return nil
+	return v, nil
 }
 
 // commitLater commits txn as CommitOne does, its outcome dropped: the

@@ -15,7 +15,22 @@ import (
 // ErrNoDatabase is returned for a logical database that does not exist.
 var ErrNoDatabase = errors.New("no such database")
 
+// requireDatabase returns ErrNoDatabase, wrapped, when database db is not
+// one of /metadata's children. The database's own node (/metadata/{db},
+// which upstream and DatabaseWrites write) answers in one read; only
+// where it is absent (a database whose keys lie below it alone, as an
+// etcd writer may leave them) are the children listed, which on etcd
+// walks every key below /metadata.
 func requireDatabase(ctx context.Context, repo registry.Repository, db string) error {
+	key, err := paths.Database(db)
+	if err != nil {
+		return err
+	}
+	if _, err := repo.Get(ctx, key); err == nil {
+		return nil
+	} else if !errors.Is(err, registry.ErrNotFound) {
+		return err
+	}
 	dbs, err := repo.Children(ctx, paths.MetadataRoot)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/datasource"
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/etcd"
@@ -340,6 +342,36 @@ func TestNotAppliedOnRealRegistries(t *testing.T) {
 			}
 			if strings.Contains(logs, "other") || strings.Contains(logs, "global rule authority") {
 				t.Errorf("the warning names more than what differs, or a password:\n%s", logs)
+			}
+		})
+	}
+}
+
+// TestRequireDatabase: a database is found by its own node, and by keys
+// below it alone where that node is absent (as an etcd writer may leave
+// a database); a database with neither is ErrNoDatabase.
+func TestRequireDatabase(t *testing.T) {
+	for _, b := range append([]backend{{name: "memory", open: func(testing.TB) registry.Repository { return memory.New() }}}, realBackends(t)...) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := b.open(t)
+			if err := CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "with_node"}); err != nil {
+				t.Fatal(err)
+			}
+			below := "/metadata/below_only/data_sources/units/ds_0/active_version"
+			if _, err := repo.Put(ctx, below, []byte("0")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := repo.Get(ctx, "/metadata/below_only"); b.name != "zookeeper" && !errors.Is(err, registry.ErrNotFound) {
+				t.Fatalf("%s holds /metadata/below_only: %v", b.name, err) // ZooKeeper creates the parents
+			}
+			for _, db := range []string{"with_node", "below_only"} {
+				if err := requireDatabase(ctx, repo, db); err != nil {
+					t.Errorf("%s: %v", db, err)
+				}
+			}
+			if err := requireDatabase(ctx, repo, "nope"); !errors.Is(err, ErrNoDatabase) {
+				t.Errorf("nope: %v, want ErrNoDatabase", err)
 			}
 		})
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"maps"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
-	"github.com/shardkeeper/shardkeeper/internal/rule"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -27,33 +29,14 @@ import (
 type RuleCache struct {
 	mu    sync.Mutex
 	dbs   map[string]cachedDatabase
-	memos map[string]*rule.Memo
 	store *Store // what a first read starts from; nil reads the registry
 }
 
-// Memo returns the rule.Memo of database db's checks, kept with the
-// database (nil for a nil cache).
-func (c *RuleCache) Memo(db string) *rule.Memo {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m, ok := c.memos[db]
-	if !ok {
-		if len(c.memos) >= MaxCachedDatabases {
-			clear(c.memos)
-		}
-		m = rule.NewMemo()
-		c.memos[db] = m
-	}
-	return m
-}
-
 type cachedDatabase struct {
-	d   *Database
-	kvs []registry.KV // sorted by key
-	rev registry.Version
+	d     *Database
+	kvs   []registry.KV // sorted by key
+	rev   registry.Version
+	names sharding.Tally // of d's sharding rule
 }
 
 // maxChangedKeys bounds the keys a RuleCache reads as changed since its
@@ -66,17 +49,24 @@ const maxChangedKeys = 1000
 // revision they were read at (0 when the registry does not list by
 // revision).
 type RuleRead struct {
-	DB  *Database
-	KVs []registry.KV
-	rev registry.Version
+	DB    *Database
+	KVs   []registry.KV
+	rev   registry.Version
+	names sharding.Tally
 }
+
+// ShardingNames is how many names the expressions of the sharding rule
+// read stand for (sharding.Tally of DB's sharding rule), kept from read
+// to read by recounting only the tables that changed: what the rule's
+// name bound needs of the rule as read (rule.Database.BeforeNames).
+func (r RuleRead) ShardingNames() int { return r.names.Total() }
 
 // MaxCachedDatabases bounds the databases a RuleCache keeps.
 const MaxCachedDatabases = 64
 
 // NewRuleCache returns an empty RuleCache.
 func NewRuleCache() *RuleCache {
-	return &RuleCache{dbs: map[string]cachedDatabase{}, memos: map[string]*rule.Memo{}}
+	return &RuleCache{dbs: map[string]cachedDatabase{}}
 }
 
 // NewStoreRuleCache returns an empty RuleCache whose first read of a
@@ -106,7 +96,10 @@ func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, 
 func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db string) (RuleRead, error) {
 	if c == nil {
 		d, kvs, err := ReadDatabase(ctx, repo, db)
-		return RuleRead{DB: d, KVs: kvs}, err
+		if err != nil {
+			return RuleRead{}, err
+		}
+		return RuleRead{DB: d, KVs: kvs, names: shardingTally(d)}, nil
 	}
 	key, units, err := readUnits(ctx, repo, db)
 	if err != nil {
@@ -117,12 +110,12 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	c.mu.Unlock()
 	if !ok && c.store != nil {
 		if d, kvs, seeded := c.store.RuleKeys(ctx, db); seeded {
-			prev, ok = cachedDatabase{d: d, kvs: kvs, rev: listedRev(repo, kvs)}, true
+			prev, ok = cachedDatabase{d: d, kvs: kvs, rev: listedRev(repo, kvs), names: shardingTally(d)}, true
 		}
 	}
 	var cur cachedDatabase
 	if ok {
-		if cur, _, err = follow(ctx, repo, key+"/rules", prev, nil); err != nil { // cur.d nil: not followed
+		if cur, _, err = follow(ctx, repo, key+"/rules", prev, nil, registry.ReplayBound{Barrier: paths.RulesReadBarrier}); err != nil { // cur.d nil: not followed
 			return RuleRead{}, err
 		}
 	}
@@ -137,6 +130,7 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 		} else if cur.d = decode(db, rules); cur.d == nil {
 			cur.d = &Database{Name: db, Rules: map[string]config.Rule{}, summed: true}
 		}
+		cur.names = shardingTally(cur.d)
 	}
 	c.keep(db, cur)
 	out := *cur.d
@@ -144,19 +138,22 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	if u := decode(db, units); u != nil && u.Units != nil {
 		out.Units = u.Units
 	}
-	return RuleRead{DB: &out, KVs: cur.kvs, rev: cur.rev}, nil
+	return RuleRead{DB: &out, KVs: cur.kvs, rev: cur.rev, names: cur.names}, nil
 }
 
 // After returns the database of r (a Read) as the registry holds it after
-// a committed transaction of ops over r.KVs: the rules read again, since
-// another change (of another rule) may have added items between the read
-// and the commit, which the transaction's conditions do not cover. Where
-// the registry lists by revision it reads only what changed since r (the
-// transaction's writes, and anything else), and keeps the result for the
-// next Read; when that read fails it is r with ops applied. Only the keys
-// that changed are decoded, so that it costs what the change changed plus
-// a copy of the keys' list.
-func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleRead, ops []registry.Op) *Database {
+// a committed transaction of ops over r.KVs, committed at version
+// committed (0 when not known): the rules read again, since another
+// change (of another rule) may have added items between the read and the
+// commit, which the transaction's conditions do not cover. Where the
+// registry replays its history (etcd) it replays what was written since r
+// up to the commit, exactly the registry's state after it; where it
+// lists by revision it reads only what changed since r (the
+// transaction's writes, and anything else); either way it keeps the
+// result for the next Read. When that read fails it is r with ops
+// applied. Only the keys that changed are decoded, so that it costs what
+// the change changed plus a copy of the keys' list.
+func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleRead, ops []registry.Op, committed registry.Version) *Database {
 	key, err := paths.Database(r.DB.Name)
 	if err != nil {
 		return DecodeChanges(r.DB, r.KVs, AfterOps(r.KVs, ops))
@@ -168,8 +165,9 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 				deleted = append(deleted, op.Key)
 			}
 		}
-		read := cachedDatabase{d: r.DB, kvs: r.KVs, rev: r.rev}
-		if cur, followed, err := follow(ctx, repo, key+"/rules", read, deleted); err == nil && followed {
+		read := cachedDatabase{d: r.DB, kvs: r.KVs, rev: r.rev, names: r.names}
+		upTo := registry.ReplayBound{Through: committed, Barrier: paths.RulesReadBarrier}
+		if cur, followed, err := follow(ctx, repo, key+"/rules", read, deleted, upTo); err == nil && followed {
 			c.keep(r.DB.Name, cur)
 			return cur.d
 		}
@@ -183,29 +181,101 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 
 // follow returns base (a database, the rule keys under prefix it was
 // decoded from, sorted by key, and the revision they were read at)
-// brought to what the registry holds now, with deleted (the caller's own
-// deletions since base) gone: only the keys written since base.rev are
-// read and decoded. followed is false, with no error, when the registry
-// does not list by revision, more than maxChangedKeys keys changed, or
-// the count shows a deletion that deleted does not name: the caller then
-// lists the rules whole.
-func follow(ctx context.Context, repo registry.Repository, prefix string, base cachedDatabase, deleted []string) (cur cachedDatabase, followed bool, err error) {
+// brought to what the registry holds now, or up to upTo.Through, with
+// deleted (the caller's own deletions since base) gone: only the keys
+// written since base.rev are read and decoded. Where the registry
+// replays its history (registry.ReplayChanges, up to upTo) it replays the
+// writes since base.rev; otherwise, where it lists by revision, it reads
+// the keys written since and learns of deletions by the count. followed
+// is false, with no error, when the registry does neither, more than
+// maxChangedKeys keys changed, or the count shows a deletion that
+// deleted does not name: the caller then lists the rules whole.
+func follow(ctx context.Context, repo registry.Repository, prefix string, base cachedDatabase, deleted []string, upTo registry.ReplayBound) (cur cachedDatabase, followed bool, err error) {
 	if base.rev == 0 {
 		return cachedDatabase{}, false, nil
+	}
+	rp, replayed, err := registry.ReplayChanges(ctx, repo, prefix, base.rev, upTo, maxChangedKeys)
+	if err != nil {
+		return cachedDatabase{}, false, err
+	}
+	if replayed {
+		return replay(base, rp), true, nil
 	}
 	ch, listed, err := registry.ListChanged(ctx, repo, prefix, base.rev, maxChangedKeys)
 	if err != nil || !listed || ch.Truncated {
 		return cachedDatabase{}, false, err
 	}
 	if len(ch.KVs) == 0 && len(deleted) == 0 && ch.Count == len(base.kvs) {
-		return cachedDatabase{d: base.d, kvs: base.kvs, rev: ch.Rev}, true, nil // nothing changed
+		return cachedDatabase{d: base.d, kvs: base.kvs, rev: ch.Rev, names: base.names}, true, nil // nothing changed
 	}
 	kvs := mergeKVs(base.kvs, deleted, ch.KVs)
 	if len(kvs) != ch.Count {
 		return cachedDatabase{}, false, nil
 	}
 	events := putEvents(deleted, ch.KVs)
-	return cachedDatabase{d: applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events), kvs: kvs, rev: ch.Rev}, true, nil
+	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events)
+	return cachedDatabase{d: d, kvs: kvs, rev: ch.Rev, names: recountSharding(base.names, base.d, d, events)}, true, nil
+}
+
+// replay is base brought to rp.Rev by rp's events, every write below
+// the rules since base.rev: each key as its last event left it.
+func replay(base cachedDatabase, rp registry.Replayed) cachedDatabase {
+	if len(rp.Events) == 0 {
+		return cachedDatabase{d: base.d, kvs: base.kvs, rev: rp.Rev, names: base.names}
+	}
+	last := map[string]registry.Event{}
+	for _, ev := range rp.Events {
+		last[ev.KV.Key] = ev
+	}
+	var deleted []string
+	var changed []registry.KV
+	for k, ev := range last {
+		switch {
+		case ev.Type == registry.EventPut:
+			changed = append(changed, ev.KV)
+		case hasKey(base.kvs, k):
+			deleted = append(deleted, k)
+		}
+	}
+	slices.SortFunc(changed, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+	events := putEvents(deleted, changed)
+	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events)
+	return cachedDatabase{d: d, kvs: mergeKVs(base.kvs, deleted, changed), rev: rp.Rev, names: recountSharding(base.names, base.d, d, events)}
+}
+
+// hasKey reports whether kvs (sorted by key) holds key.
+func hasKey(kvs []registry.KV, key string) bool {
+	_, found := slices.BinarySearchFunc(kvs, key, func(kv registry.KV, key string) int { return strings.Compare(kv.Key, key) })
+	return found
+}
+
+// shardingTally counts the sharding rule of d (sharding.TallyOf).
+func shardingTally(d *Database) sharding.Tally {
+	return sharding.TallyOf(d.Rules[sharding.Type].Content)
+}
+
+// recountSharding is names, the sharding.Tally of before's sharding rule,
+// recounted for after, which events (rule keys written or deleted) made
+// of before: only the tables they name are recounted; an event of the
+// rule that names no table (the rule's own node, an item without a name)
+// recounts the whole rule.
+func recountSharding(names sharding.Tally, before, after *Database, events []registry.Event) sharding.Tally {
+	tables := map[[2]string]bool{}
+	for _, ev := range events {
+		k, ok := paths.ParseKey(ev.KV.Key)
+		if !ok || k.RuleType != sharding.Type {
+			continue
+		}
+		if k.Kind != paths.KindRuleItem || k.ItemName == "" {
+			return shardingTally(after)
+		}
+		tables[[2]string{camel(k.RuleItem), k.ItemName}] = true
+	}
+	old, next := before.Rules[sharding.Type].Content, after.Rules[sharding.Type].Content
+	for t := range tables {
+		names = names.Table(old, next, t[0], t[1])
+	}
+	return names
 }
 
 // keep stores cur as db's, unless the cache holds a later read of db.
@@ -221,7 +291,7 @@ func (c *RuleCache) keep(db string, cur cachedDatabase) {
 			break
 		}
 	}
-	c.dbs[db] = cachedDatabase{d: cur.d, kvs: cur.kvs, rev: cur.rev}
+	c.dbs[db] = cur
 }
 
 // readRulesToFollow lists prefix whole, as a RuleCache that follows it

@@ -70,6 +70,12 @@ const (
 	// database with rules and a "/ {digest}" line for the global rules, see
 	// distvar.Ack). ShardingSphere never reads it.
 	PropsAppliedRoot = "/nodes/props_applied"
+	// RulesReadBarrier is the key a rule statement writes (an empty value)
+	// on a registry that replays its history (etcd) before it reads the
+	// rules written since its node's last read: every change committed
+	// before the statement is at or before that write's revision
+	// (registry.ReplayChanges). ShardingSphere never reads it.
+	RulesReadBarrier = "/nodes/rules_read_barrier"
 	// ImportsRoot holds, per logical database, the mark of an IMPORT in
 	// progress: /shardkeeper/imports/{db} (persistent, JSON), written
 	// before the import's first transaction and deleted after its last, so

@@ -140,10 +140,11 @@ type Database struct {
 	// name bounds).
 	Changing string
 	Before   map[string]any
-	// Memo, when set, keeps what a check computes from the entries of
-	// this database's rules across its changes (see Memo); nil computes
-	// every time.
-	Memo *Memo
+	// BeforeNames, when set, is how many names Before's expressions stand
+	// for (the sharding rule's data nodes and data sources: its
+	// sharding.Tally), as the caller counted them while following the
+	// rule's changes; nil: a check that needs the number counts it.
+	BeforeNames *int
 }
 
 // Use is an item of a rule and the storage units it uses. Item is "" when

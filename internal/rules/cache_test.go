@@ -11,6 +11,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
 	"github.com/shardkeeper/shardkeeper/registry/memory"
@@ -67,7 +68,7 @@ func testCachedChanges(t *testing.T, repo, other registry.Repository) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+		if _, err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,6 +118,9 @@ func testCachedChanges(t *testing.T, repo, other registry.Repository) {
 			if gotKVs[i].Key != wantKVs[i].Key || gotKVs[i].Version != wantKVs[i].Version || string(gotKVs[i].Value) != string(wantKVs[i].Value) {
 				t.Fatalf("step %d: key %d: the cache read %+v, a plain read %+v", step, i, gotKVs[i], wantKVs[i])
 			}
+		}
+		if r, err := cache.Read(ctx, repo, "db"); err != nil || r.ShardingNames() != sharding.TallyOf(want.Rules["sharding"].Content).Total() {
+			t.Fatalf("step %d: the cache counts %d names of the sharding rule, a plain read %d (%v)", step, r.ShardingNames(), sharding.TallyOf(want.Rules["sharding"].Content).Total(), err)
 		}
 	}
 }

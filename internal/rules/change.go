@@ -134,7 +134,8 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(next) > 0 {
 		cfg.Rules = append(cfg.Rules, nextRule)
 	}
-	errs, err := dbconfig.CheckChange(ctx, cfg, ruleType, old.Content, opts.Cache.Memo(db)) // KILL, or the client gone: nothing more is done
+	names := read.ShardingNames()
+	errs, err := dbconfig.CheckChange(ctx, cfg, ruleType, old.Content, &names) // KILL, or the client gone: nothing more is done
 	if err != nil {
 		return Written{}, err
 	}
@@ -162,10 +163,11 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(ops) == 0 {
 		return Written{Digest: d.RulesDigest(), HasDigest: true}, nil
 	}
-	if err := dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+	committed, err := dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
+	if err != nil {
 		return Written{}, err
 	}
-	return Written{Changed: true, Digest: opts.Cache.After(ctx, repo, read, ops).RulesDigest(), HasDigest: true}, nil
+	return Written{Changed: true, Digest: opts.Cache.After(ctx, repo, read, ops, committed).RulesDigest(), HasDigest: true}, nil
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
@@ -253,7 +255,7 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 		if err != nil {
 			return Written{}, err
 		}
-		err = dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
+		_, err = dbconfig.CommitOne(ctx, repo, opts.Session, registry.Txn{Conds: conds, Ops: ops})
 		if err == nil {
 			after := metadata.DecodeGlobalRules(metadata.AfterOps(kvs, ops))
 			return Written{Changed: true, Digest: metadata.GlobalRulesDigest(after), HasDigest: true}, nil

@@ -302,3 +302,48 @@ func TestWatchIgnoresNamePrefixSiblings(t *testing.T) {
 		t.Fatal("no event")
 	}
 }
+
+// TestReplayChanges: on etcd ReplayChanges answers from the Repo's
+// history (ok), also past writes that came while no call ran; not ok,
+// with no error, from before the history's start, and from a revision
+// etcd compacted (a client whose history would start there): the caller
+// lists instead.
+func TestReplayChanges(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	ns := testenv.Namespace("sk_replay_")
+	r := open(t, eps, ns)
+	c := testenv.Context(t)
+	barrier := registry.ReplayBound{Barrier: "/rp_barrier"}
+	v1, err := r.Put(c, "/rp/k", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := r.Put(c, "/rp/k", []byte("2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := registry.ReplayChanges(c, r, "/rp", v1, barrier, 10)
+	if err != nil || !ok || len(got.Events) != 1 || got.Events[0].KV.Version != v2 {
+		t.Fatalf("ReplayChanges since the first put = %+v, %v, %v; want the second put", got, ok, err)
+	}
+	v3, err := r.Put(c, "/rp/k", []byte("3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := registry.ReplayChanges(c, r, "/rp", got.Rev, barrier, 10); err != nil || !ok || len(got.Events) != 1 || got.Events[0].KV.Version != v3 {
+		t.Fatalf("ReplayChanges of the running history = %+v, %v, %v; want the third put", got, ok, err)
+	}
+	if got, ok, err := registry.ReplayChanges(c, r, "/rp", v1-1, barrier, 10); ok || err != nil {
+		t.Fatalf("ReplayChanges from before the history's start = %+v, %v, %v; want not ok, no error", got, ok, err)
+	}
+	if _, err := r.client.Compact(c, int64(v2)); err != nil {
+		t.Fatal(err)
+	}
+	fresh := open(t, eps, ns)
+	if got, ok, err := registry.ReplayChanges(c, fresh, "/rp", v1-1, barrier, 10); ok || err != nil {
+		t.Fatalf("ReplayChanges from a compacted revision = %+v, %v, %v; want not ok, no error", got, ok, err)
+	}
+	if got, ok, err := registry.ReplayChanges(c, fresh, "/rp", v2, barrier, 10); err != nil || !ok || len(got.Events) != 1 || got.Events[0].KV.Version != v3 {
+		t.Fatalf("ReplayChanges after a failed start = %+v, %v, %v; want the third put", got, ok, err)
+	}
+}

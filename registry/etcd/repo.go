@@ -174,6 +174,7 @@ type Repo struct {
 	closed   bool
 	watcher  clientv3.Watcher // nil until the first Watch, or after CloseWatches
 	sessions map[*session]struct{}
+	history  *history // ReplayChanges' watch of the namespace; nil until its first call
 }
 
 var _ registry.Repository = (*Repo)(nil)

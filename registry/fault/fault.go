@@ -373,3 +373,16 @@ type lock struct {
 func (l *lock) Unlock(ctx context.Context) error {
 	return call0(l.hook, ctx, "unlock", l.Key(), func() error { return l.Lock.Unlock(ctx) })
 }
+
+// ReplayChanges forwards registry.ChangeReplayer, as one "list" call.
+func (r *Repo) ReplayChanges(ctx context.Context, prefix string, since registry.Version, upTo registry.ReplayBound, max int) (registry.Replayed, bool, error) {
+	type result struct {
+		c  registry.Replayed
+		ok bool
+	}
+	res, err := call(r.hook, ctx, "list", prefix, func() (result, error) {
+		c, ok, err := registry.ReplayChanges(ctx, r.inner, prefix, since, upTo, max)
+		return result{c, ok}, err
+	})
+	return res.c, res.ok, err
+}

@@ -1,6 +1,7 @@
 package registrytest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -72,5 +73,63 @@ func testListChanged(t *testing.T, h Harness) {
 	trunc, _, err := registry.ListChanged(c, r, "/lc", after.Rev, 2)
 	if err != nil || !trunc.Truncated || len(trunc.KVs) != 0 || trunc.Count != count() {
 		t.Fatalf("ListChanged of 3 changes with max 2 = %+v, %v; want truncated, no keys, List's count", trunc, err)
+	}
+}
+
+// testReplayChanges: registry.ReplayChanges, where the backend keeps its
+// history (etcd), replays the writes below a prefix since a revision, in
+// order, up to a barrier write of its own (everything committed before
+// the call) or up to a given revision, and gives up (ok false) past max.
+func testReplayChanges(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	r := e.open()
+	c := testenv.Context(t)
+	mustPut(t, r, "/rp/a", "a1")
+	mustPut(t, r, "/rp/b/x", "b1")
+	since := mustPut(t, r, "/rp2/x", "sibling")
+	barrier := registry.ReplayBound{Barrier: "/rp_barrier"}
+	got, ok, err := registry.ReplayChanges(c, r, "/rp", since, barrier, 10)
+	if !ok && err == nil {
+		t.Skip("keeps no history to replay (not a registry.ChangeReplayer, or one over such a backend)")
+	}
+	if err != nil || !ok || len(got.Events) != 0 || got.Rev <= since {
+		t.Fatalf("ReplayChanges with nothing changed = %+v, %v, %v; want no events, a revision after %d", got, ok, err, since)
+	}
+	since = got.Rev
+	va := mustPut(t, r, "/rp/a", "a2")
+	mustPut(t, r, "/rp/c", "c1")
+	if err := r.Delete(c, "/rp/b"); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, r, "/rp2/y", "sibling")
+	vc := mustPut(t, r, "/rp/c", "c2")
+	got, ok, err = registry.ReplayChanges(c, r, "/rp", since, barrier, 10)
+	type event struct {
+		typ        registry.EventType
+		key, value string
+	}
+	var events []event
+	for _, ev := range got.Events {
+		events = append(events, event{ev.Type, ev.KV.Key, string(ev.KV.Value)})
+	}
+	want := []event{{registry.EventPut, "/rp/a", "a2"}, {registry.EventPut, "/rp/c", "c1"}, {registry.EventDelete, "/rp/b/x", ""}, {registry.EventPut, "/rp/c", "c2"}}
+	if err != nil || !ok || !slices.Equal(events, want) || got.Rev <= vc {
+		t.Fatalf("ReplayChanges after writes = %v (rev %d), %v, %v; want %v, a revision after %d", events, got.Rev, ok, err, want, vc)
+	}
+	if got.Events[0].KV.Version != va || got.Events[3].KV.Version != vc {
+		t.Fatalf("ReplayChanges' versions %d, %d; the puts' %d, %d", got.Events[0].KV.Version, got.Events[3].KV.Version, va, vc)
+	}
+	since = got.Rev
+	vd := mustPut(t, r, "/rp/d", "d")
+	mustPut(t, r, "/rp/e", "e")
+	through, ok, err := registry.ReplayChanges(c, r, "/rp", since, registry.ReplayBound{Through: vd}, 10)
+	if err != nil || !ok || len(through.Events) != 1 || through.Events[0].KV.Key != "/rp/d" || through.Rev != vd {
+		t.Fatalf("ReplayChanges through /rp/d's write = %+v, %v, %v; want /rp/d alone, rev %d", through, ok, err, vd)
+	}
+	if _, ok, err := registry.ReplayChanges(c, r, "/rp", since, barrier, 1); ok || err != nil {
+		t.Fatalf("ReplayChanges of 2 writes with max 1: ok %v, %v; want not ok (list instead)", ok, err)
+	}
+	if _, err := r.Get(c, "/rp_barrier"); err != nil {
+		t.Fatalf("the barrier key: %v", err)
 	}
 }

@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"List", testList},
 		{"ListLimited", testListLimited},
 		{"ListChanged", testListChanged},
+		{"ReplayChanges", testReplayChanges},
 		{"Commit", testCommit},
 		{"CommitRace", testCommitRace},
 		{"CommitAfterRecreate", testCommitAfterRecreate},

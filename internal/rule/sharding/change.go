@@ -314,9 +314,9 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 		todo := names
 		var err error
 		if alter {
-			_, err = shardingTables.Alter(db, tableItems(c), names)
+			_, err = shardingTables.Alter(db, tableItems(c, names), names)
 		} else {
-			todo, err = shardingTables.Create(db, tableItems(c), names, ifNotExists)
+			todo, err = shardingTables.Create(db, tableItems(c, names), names, ifNotExists)
 		}
 		if err != nil {
 			return nil, err
@@ -346,12 +346,23 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 // compare them.
 var shardingTables = rule.Named{RuleType: "sharding", Label: "sharding", Kind: "sharding table", Case: rule.FoldCase}
 
-// tableItems are the tables and auto tables of c, as named items.
-func tableItems(c map[string]any) map[string]any {
+// tableItems are the tables and auto tables of c that names match (in
+// any case, exactly where one does), as named items: what
+// shardingTables' Create, Alter and Drop look up of them, found without
+// building a set of every table (a statement names a few of thousands).
+func tableItems(c map[string]any, names []string) map[string]any {
 	items := map[string]any{}
-	for _, f := range []string{"tables", "autoTables"} {
-		for k := range rule.Map(c[f]) {
-			items[k] = true
+	sections := []map[string]any{rule.Map(c["tables"]), rule.Map(c["autoTables"])}
+	for _, name := range names {
+		if slices.ContainsFunc(sections, func(m map[string]any) bool { _, ok := m[name]; return ok }) {
+			items[name] = true
+			continue
+		}
+		for _, m := range sections {
+			if k := findKey(m, name); k != "" {
+				items[k] = true
+				break
+			}
 		}
 	}
 	return items
@@ -360,7 +371,7 @@ func tableItems(c map[string]any) map[string]any {
 func dropTableRule(st *DropTableRule) rule.Change {
 	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
 		db := d.Name
-		keys, err := shardingTables.Drop(db, tableItems(c), st.Tables, st.IfExists)
+		keys, err := shardingTables.Drop(db, tableItems(c, st.Tables), st.Tables, st.IfExists)
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,6 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		return false
 	}
 	dbName := d.Name
-	namesOf := func(expr string) (int, error) { return d.Memo.Count(expr, namesOf) }
 	var errs []*sqlerr.Error
 	missing := func(names []string) {
 		var absent []string
@@ -203,10 +202,11 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	if bounded && grown > 0 {
 		// The rule grows: what it stood for before, and so now, is counted.
 		before := 0
-		eachExpression(old, func(_, _, expr string) {
-			n, _ := namesOf(expr)
-			before += n
-		})
+		if d.BeforeNames != nil {
+			before = *d.BeforeNames
+		} else {
+			before = TallyOf(old).Total()
+		}
 		if total := before + grown; total > inline.MaxRuleNames {
 			errs = append(errs, rule.InvalidRule("sharding", dbName, fmt.Sprintf("its tables' data nodes and data sources stand for more than %d names, the most one rule may", inline.MaxRuleNames)))
 		}

@@ -8,68 +8,72 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 )
 
-// Tally is what BeyondBounds counts over a sharding rule, kept table by
-// table, so that a node that follows a rule's changes recounts only the
-// tables that changed (Table) instead of the whole rule. The zero value
-// counts an empty rule. Not safe for concurrent use.
+// Tally is what BeyondBounds counts over a sharding rule: the names its
+// tables' expressions stand for, and how many of those expressions stand
+// for more than inline.MaxNames. Whoever follows a rule's changes keeps
+// it from change to change (Table), recounting only the tables a change
+// names instead of the whole rule: the rule's name bound then costs what
+// a change changes. The zero value counts an empty rule; a Tally is a
+// value, each copy its own.
 type Tally struct {
-	names map[tallied]int // names each table's expression stands for (inline.MaxNames+1 beyond it)
-	total int             // their sum
-	over  int             // expressions beyond inline.MaxNames
+	total int // names the tables' expressions stand for (inline.MaxNames+1 for one beyond it)
+	over  int // expressions beyond inline.MaxNames
 }
-
-type tallied struct{ section, table string }
 
 // expressionFields are the sections of a sharding rule whose tables have
 // an expression that names data sources, and that expression's field.
 var expressionFields = map[string]string{"tables": "actualDataNodes", "autoTables": "actualDataSources"}
 
-// Reset counts every table of sharding rule content c (nil: none), in
+// TallyOf counts every table of sharding rule content c (nil: none), in
 // time linear in the rule's size.
-func (t *Tally) Reset(c map[string]any) {
-	*t = Tally{}
-	eachExpression(c, func(section, table, expr string) { t.set(tallied{section, table}, expr) })
+func TallyOf(c map[string]any) Tally {
+	var t Tally
+	eachExpression(c, func(_, _, expr string) { t = t.add(expr, 1) })
+	return t
 }
 
-// Table recounts table of section (a field of the rule's content:
-// "tables" or "autoTables"; any other section names no data sources and
-// is ignored) as sharding rule content c holds it now: a table c does not
-// hold, or holds without an expression, counts for nothing.
-func (t *Tally) Table(c map[string]any, section, table string) {
+// Table is t, a Tally of sharding rule content old, recounted for next,
+// which differs from old at most in table of section (a field of the
+// rule's content: "tables" or "autoTables"; any other section names no
+// data sources and changes nothing): the table's expression in old is
+// taken out, its expression in next put in. A table absent, or without
+// an expression, counts for nothing. Recount each table a change names
+// once, from the same old and next.
+func (t Tally) Table(old, next map[string]any, section, table string) Tally {
 	field, ok := expressionFields[section]
 	if !ok {
-		return
+		return t
 	}
-	k := tallied{section, table}
-	t.remove(k)
-	if expr, _ := rule.Map(rule.Map(c[section])[table])[field].(string); expr != "" {
-		t.set(k, expr)
+	expr := func(c map[string]any) string {
+		e, _ := rule.Map(rule.Map(c[section])[table])[field].(string)
+		return e
 	}
+	before, after := expr(old), expr(next)
+	if before == after {
+		return t
+	}
+	if before != "" {
+		t = t.add(before, -1)
+	}
+	if after != "" {
+		t = t.add(after, 1)
+	}
+	return t
 }
 
-func (t *Tally) set(k tallied, expr string) {
+// add is t with expr's names added (sign 1) or taken out (-1).
+func (t Tally) add(expr string, sign int) Tally {
 	n, err := namesOf(expr)
 	if errors.Is(err, inline.ErrTooMany) {
-		t.over++
+		t.over += sign
 	}
-	if t.names == nil {
-		t.names = map[tallied]int{}
-	}
-	t.names[k] = n
-	t.total += n
+	t.total += sign * n
+	return t
 }
 
-func (t *Tally) remove(k tallied) {
-	n, ok := t.names[k]
-	if !ok {
-		return
-	}
-	delete(t.names, k)
-	t.total -= n
-	if n > inline.MaxNames {
-		t.over--
-	}
-}
+// Total is the names the rule's expressions stand for (each beyond
+// inline.MaxNames counted as inline.MaxNames+1).
+func (t Tally) Total() int { return t.total }
 
 // Reason is BeyondBounds of the rule counted: how it passes the bounds on
 // the names a rule's expressions may stand for, "" when it does not.

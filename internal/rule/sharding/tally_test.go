@@ -13,8 +13,7 @@ import (
 // that name no data sources, a table without an expression.
 func TestTallyFollowsTableByTable(t *testing.T) {
 	c := map[string]any{}
-	var tally Tally
-	tally.Reset(c)
+	tally := TallyOf(c)
 	put := func(section, table string, v any) {
 		m := maps.Clone(rulemap(c[section]))
 		if v == nil {
@@ -42,16 +41,19 @@ func TestTallyFollowsTableByTable(t *testing.T) {
 		{"tables", "t_small", nil},
 	}
 	for i, s := range steps {
+		old := maps.Clone(c) // put replaces the section it changes
 		put(s.section, s.table, s.v)
-		tally.Table(c, s.section, s.table)
+		before := tally
+		tally = tally.Table(old, c, s.section, s.table)
 		want := BeyondBounds(c)
 		if got := tally.Reason(); got != want {
 			t.Fatalf("step %d (%s %s): Reason %q, BeyondBounds %q", i, s.section, s.table, got, want)
 		}
-		var fresh Tally
-		fresh.Reset(c)
-		if fresh.total != tally.total || fresh.over != tally.over || len(fresh.names) != len(tally.names) {
-			t.Fatalf("step %d: %d names, %d over, %d tables; a fresh count: %d, %d, %d", i, tally.total, tally.over, len(tally.names), fresh.total, fresh.over, len(fresh.names))
+		if fresh := TallyOf(c); fresh != tally {
+			t.Fatalf("step %d: %+v; a fresh count: %+v", i, tally, fresh)
+		}
+		if again := TallyOf(old); again != before {
+			t.Fatalf("step %d: the count of the rule before it changed to %+v", i, again)
 		}
 	}
 	if BeyondBounds(c) != "" {
@@ -69,11 +71,10 @@ func rulemap(v any) map[string]any {
 
 func ExampleTally() {
 	c := map[string]any{"tables": map[string]any{"t_order": map[string]any{"actualDataNodes": "ds_${0..1}.t_order_${0..99999}"}}}
-	var tally Tally
-	tally.Reset(c)
+	tally := TallyOf(c)
 	fmt.Println(tally.Reason())
-	delete(c["tables"].(map[string]any), "t_order")
-	tally.Table(c, "tables", "t_order")
+	next := map[string]any{"tables": map[string]any{}}
+	tally = tally.Table(c, next, "tables", "t_order")
 	fmt.Printf("%q\n", tally.Reason())
 	// Output:
 	// 1 of its tables' expressions stand for more than 10000 names each, the most one expression may
