@@ -380,7 +380,7 @@ func TestCheckRulesStopsWhenCancelled(t *testing.T) {
 		if errs, err := checkRules(ctx, *db); !errors.Is(err, context.Canceled) || errs != nil {
 			t.Errorf("%s, cancelled: %v %v, want context.Canceled and no problems", tc.name, errs, err)
 		}
-		if errs, err := CheckChange(ctx, *db, "sharding", nil, nil); !errors.Is(err, context.Canceled) || errs != nil {
+		if errs, err := CheckChange(ctx, *db, RuleChange{Type: "sharding"}); !errors.Is(err, context.Canceled) || errs != nil {
 			t.Errorf("%s, cancelled change: %v %v, want context.Canceled and no problems", tc.name, errs, err)
 		}
 	}

@@ -38,8 +38,41 @@ func RuleChangeWrites(layout paths.Layout, db string, kvs []registry.KV, old, ne
 	if old.Type == "" {
 		old.Type = next.Type
 	}
+	var diff *Diff
 	if old.Content != nil && next.Content != nil && old.Type == next.Type {
-		conds, ops, ok, err := sparseRuleWrites(layout, db, kvs, old, next)
+		diff = DiffOf(next.Type, old.Content, next.Content)
+	}
+	return RuleDiffWrites(layout, db, kvs, old, next, diff)
+}
+
+// Diff is what differs between a rule's content before a change and
+// after it (ChangedEntries): the named entries that differ, by field and
+// name, and both contents cut down to them.
+type Diff struct {
+	Changed               map[[2]string]bool
+	SparseOld, SparseNext map[string]any
+}
+
+// DiffOf is ChangedEntries of rule type typ as a Diff; nil where
+// ChangedEntries is not ok (the whole rule is then compared).
+func DiffOf(typ string, old, next map[string]any) *Diff {
+	changed, sparseOld, sparseNext, ok := ChangedEntries(typ, old, next)
+	if !ok {
+		return nil
+	}
+	return &Diff{Changed: changed, SparseOld: sparseOld, SparseNext: sparseNext}
+}
+
+// RuleDiffWrites is RuleChangeWrites for a caller that computed the
+// change's Diff already (DiffOf(next.Type, old.Content, next.Content);
+// nil: the whole rule is converted), so that a statement compares the
+// rule's entries once.
+func RuleDiffWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule, diff *Diff) ([]registry.Cond, []registry.Op, error) {
+	if old.Type == "" {
+		old.Type = next.Type
+	}
+	if diff != nil && old.Content != nil && next.Content != nil && old.Type == next.Type {
+		conds, ops, ok, err := sparseRuleWrites(layout, db, kvs, old, next, diff)
 		if ok || err != nil {
 			return conds, ops, err
 		}
@@ -56,11 +89,8 @@ func RuleChangeWrites(layout paths.Layout, db string, kvs []registry.KV, old, ne
 
 // sparseRuleWrites is RuleChangeWrites over the entries that differ; ok is
 // false when the whole rule must be converted instead.
-func sparseRuleWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule) (conds []registry.Cond, ops []registry.Op, ok bool, err error) {
-	changed, sparseOld, sparseNext, ok := ChangedEntries(next.Type, old.Content, next.Content)
-	if !ok {
-		return nil, nil, false, nil
-	}
+func sparseRuleWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule, diff *Diff) (conds []registry.Cond, ops []registry.Op, ok bool, err error) {
+	changed, sparseOld, sparseNext := diff.Changed, diff.SparseOld, diff.SparseNext
 	convOld, err := upstreamRule(layout, config.Rule{Type: old.Type, Content: sparseOld})
 	if err != nil {
 		return nil, nil, false, nil
@@ -136,8 +166,13 @@ func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string
 			return nil, nil, nil, false
 		}
 		so, sn := map[string]any{}, map[string]any{}
+		found := 0 // of om's names, those nm has too
 		for name, e := range nm {
-			if oe, had := om[name]; !had || !rule.Same(oe, e) {
+			oe, had := om[name]
+			if had {
+				found++
+			}
+			if !had || !rule.Same(oe, e) {
 				sn[name] = e
 				if had {
 					so[name] = oe
@@ -145,10 +180,12 @@ func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string
 				changed[[2]string{f, name}] = true
 			}
 		}
-		for name, oe := range om {
-			if _, kept := nm[name]; !kept {
-				so[name] = oe
-				changed[[2]string{f, name}] = true
+		if found < len(om) { // some of old's entries are gone
+			for name, oe := range om {
+				if _, kept := nm[name]; !kept {
+					so[name] = oe
+					changed[[2]string{f, name}] = true
+				}
 			}
 		}
 		if len(so) > 0 {

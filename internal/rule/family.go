@@ -145,6 +145,12 @@ type Database struct {
 	// sharding.Tally), as the caller counted them while following the
 	// rule's changes; nil: a check that needs the number counts it.
 	BeforeNames *int
+	// Changed, when set, names the entries of the changing rule's named
+	// fields (its map fields: tables, algorithms, ...) that the change
+	// added, replaced or removed, by field and name (what
+	// metadata.ChangedEntries finds), so that a check need not compare
+	// every entry with Before's; nil: a check that needs them compares.
+	Changed map[[2]string]bool
 }
 
 // Use is an item of a rule and the storage units it uses. Item is "" when

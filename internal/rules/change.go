@@ -134,8 +134,14 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if len(next) > 0 {
 		cfg.Rules = append(cfg.Rules, nextRule)
 	}
+	// What differs from the rule read, compared once for the checks and
+	// the writes.
+	var diff *metadata.Diff
+	if old.Content != nil && len(next) > 0 {
+		diff = metadata.DiffOf(ruleType, old.Content, next)
+	}
 	names := read.ShardingNames()
-	errs, err := dbconfig.CheckChange(ctx, cfg, ruleType, old.Content, &names) // KILL, or the client gone: nothing more is done
+	errs, err := dbconfig.CheckChange(ctx, cfg, dbconfig.RuleChange{Type: ruleType, Before: old.Content, BeforeNames: &names, Diff: diff}) // KILL, or the client gone: nothing more is done
 	if err != nil {
 		return Written{}, err
 	}
@@ -143,7 +149,11 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 		return refused(errs[0])
 	}
 	if len(next) > 0 {
-		if err := checkItemNames(db, nextRule, old.Content); err != nil {
+		named := next // the names to check: with a diff, its entries (a new name is one of them)
+		if diff != nil {
+			named = diff.SparseNext
+		}
+		if err := checkItemNames(db, ruleType, named, old.Content); err != nil {
 			return refused(err)
 		}
 		if err := metadata.CheckRuleReaders(ctx, repo, opts.Layout, db, nextRule); err != nil {
@@ -152,7 +162,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	} else {
 		nextRule.Content = nil
 	}
-	conds, ops, err := metadata.RuleChangeWrites(opts.Layout, db, kvs, old, nextRule)
+	conds, ops, err := metadata.RuleDiffWrites(opts.Layout, db, kvs, old, nextRule, diff)
 	var unwritable *metadata.NotWritableError
 	if errors.As(err, &unwritable) {
 		return refused(rule.InvalidRule(ruleType, "", unwritable.Err.Error()))
@@ -273,12 +283,13 @@ func ChangeGlobalRule(ctx context.Context, repo registry.Repository, ruleType st
 	}
 }
 
-// checkItemNames refuses a named item whose name cannot be a registry
-// node (a '/', ".", ...), with upstream's InvalidRuleConfigurationException.
-// Names old's same field has were checked when they were written (or an
-// upstream node wrote them): only new names are.
-func checkItemNames(db string, r config.Rule, old map[string]any) error {
-	for field, v := range r.Content {
+// checkItemNames refuses a named item of content (of a rule of type typ)
+// whose name cannot be a registry node (a '/', ".", ...), with upstream's
+// InvalidRuleConfigurationException. Names old's same field has were
+// checked when they were written (or an upstream node wrote them): only
+// new names are.
+func checkItemNames(db, typ string, content, old map[string]any) error {
+	for field, v := range content {
 		m, ok := v.(map[string]any)
 		if !ok {
 			continue
@@ -289,10 +300,10 @@ func checkItemNames(db string, r config.Rule, old map[string]any) error {
 				continue
 			}
 			if strings.Contains(name, "/") {
-				return rule.InvalidRule(r.Type, name, "the name may not contain '/'")
+				return rule.InvalidRule(typ, name, "the name may not contain '/'")
 			}
-			if _, err := paths.RuleItem(db, r.Type, field, name); err != nil {
-				return rule.InvalidRule(r.Type, name, err.Error())
+			if _, err := paths.RuleItem(db, typ, field, name); err != nil {
+				return rule.InvalidRule(typ, name, err.Error())
 			}
 		}
 	}

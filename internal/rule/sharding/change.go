@@ -312,24 +312,27 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 			names[i] = r.Table
 		}
 		todo := names
+		var keys []string // ALTER: the tables replaced, as c spells them, in names' order
 		var err error
 		if alter {
-			_, err = shardingTables.Alter(db, tableItems(c, names), names)
+			keys, err = shardingTables.Alter(db, tableItems(c, names), names)
 		} else {
 			todo, err = shardingTables.Create(db, tableItems(c, names), names, ifNotExists)
 		}
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rules {
+		for i, r := range rules {
 			if !slices.Contains(todo, r.Table) {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if f, key := shardingTable(c, r.Table); f != "" {
-				removeTable(c, f, key)
+			if alter { // a CREATE's tables are not in c (Create)
+				if f, key := shardingTable(c, keys[i]); f != "" {
+					removeTable(c, f, key)
+				}
 			}
 			f, t, err := tableValue(ctx, db, c, r)
 			if err != nil {

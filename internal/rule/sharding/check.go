@@ -44,9 +44,40 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	if d.Changing == Type {
 		old = d.Before
 	}
+	// touched are the names of section's entries the change added,
+	// replaced or removed: from d.Changed where the caller compared the
+	// entries (every section the check reads is a named field), else by
+	// comparing c's and old's.
+	touched := func(section string) []string {
+		var names []string
+		if d.Changed != nil {
+			for k := range d.Changed {
+				if k[0] == section {
+					names = append(names, k[1])
+				}
+			}
+			return names
+		}
+		m, om := rule.Map(c[section]), rule.Map(old[section])
+		for k, v := range m {
+			if ov, ok := om[k]; !ok || !rule.Same(ov, v) {
+				names = append(names, k)
+			}
+		}
+		for k := range om {
+			if _, ok := m[k]; !ok {
+				names = append(names, k)
+			}
+		}
+		return names
+	}
 	kept := func(section, name string, v any) bool {
 		if old == nil {
 			return false
+		}
+		if d.Changed != nil {
+			_, ok := rule.Map(old[section])[name]
+			return ok && !d.Changed[[2]string{section, name}]
 		}
 		ov, ok := rule.Map(old[section])[name]
 		return ok && rule.Same(ov, v)
@@ -57,8 +88,8 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 			return m
 		}
 		out := map[string]any{}
-		for k, v := range m {
-			if !kept(section, k, v) {
+		for _, k := range touched(section) {
+			if v, ok := m[k]; ok {
 				out[k] = v
 			}
 		}
@@ -66,7 +97,7 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	}
 	// lost reports whether the change removed an entry of section (c's m).
 	lost := func(section string, m map[string]any) bool {
-		for k := range rule.Map(old[section]) {
+		for _, k := range touched(section) {
 			if _, ok := m[k]; !ok {
 				return true
 			}
@@ -129,8 +160,12 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		return err == nil && built <= inline.MaxRuleNames // past the bound, no more names are built
 	}
 	for _, s := range []struct{ section, field string }{{"tables", "actualDataNodes"}, {"autoTables", "actualDataSources"}} {
-		for table, v := range rule.Map(old[s.section]) {
-			if _, ok := rule.Map(c[s.section])[table]; !ok {
+		if old == nil {
+			break // nothing removed
+		}
+		for _, table := range touched(s.section) {
+			v, had := rule.Map(old[s.section])[table]
+			if _, ok := rule.Map(c[s.section])[table]; had && !ok {
 				if expr, _ := rule.Map(v)[s.field].(string); expr != "" {
 					n, _ := namesOf(expr)
 					grown -= n // a table the change removed
