@@ -302,7 +302,7 @@ func CommitOne(ctx context.Context, repo registry.Repository, sess registry.Sess
 	}
 	if config.Unsafe(config.UnsafeAckBeforeCommit) {
 		go commitLater(context.WithoutCancel(ctx), repo, sess, txn) // the chaos negative control (config.EnvUnsafeControl), never in production
-		return nil
+		return 0, nil
 	}
 	if sess == nil {
 		s, err := repo.NewSession(ctx, registry.SessionOptions{})

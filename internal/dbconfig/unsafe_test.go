@@ -38,7 +38,7 @@ func TestCommitOneAckBeforeCommit(t *testing.T) {
 
 	t.Setenv(config.EnvUnsafeControl, config.UnsafeAckBeforeCommit)
 	held := heldSession{Session: sess, release: make(chan struct{})}
-	if err := CommitOne(ctx, repo, held, txn("/early")); err != nil {
+	if _, err := CommitOne(ctx, repo, held, txn("/early")); err != nil {
 		t.Fatalf("CommitOne with the commit held: %v", err)
 	}
 	if _, err := repo.Get(ctx, "/early"); err == nil {
@@ -57,7 +57,10 @@ func TestCommitOneAckBeforeCommit(t *testing.T) {
 	t.Setenv(config.EnvUnsafeControl, "")
 	held = heldSession{Session: sess, release: make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { done <- CommitOne(ctx, repo, held, txn("/confirmed")) }()
+	go func() {
+		_, err := CommitOne(ctx, repo, held, txn("/confirmed"))
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		t.Fatalf("CommitOne returned (%v) before the commit was confirmed", err)
