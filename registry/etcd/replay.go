@@ -14,8 +14,8 @@ import (
 // the bytes of their keys and values. Past either it forgets the oldest
 // revisions, and a replay from before them lists instead.
 const (
-	historyWrites = 1 << 16
-	historyBytes  = 64 << 20
+	historyWrites = 1 << 14
+	historyBytes  = 16 << 20
 )
 
 // ReplayChanges implements registry.ChangeReplayer from the Repo's history
