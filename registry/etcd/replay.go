@@ -84,22 +84,28 @@ func (r *Repo) historySince(since int64) *history {
 	}
 	h := &history{floor: since, rev: since, more: make(chan struct{})}
 	r.history = h
-	base, end := r.below("/")
-	wctx, stop := context.WithCancel(r.ctx)
-	wch := r.client.Watch(clientv3.WithRequireLeader(wctx), base, clientv3.WithRange(end), clientv3.WithRev(since+1))
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer stop()
-		for resp := range wch {
-			if resp.Err() != nil || resp.Canceled || resp.CompactRevision != 0 {
-				break
-			}
-			h.append(r, resp.Events)
-		}
-		h.end()
+		h.follow(r, since+1)
 	}()
 	return h
+}
+
+// follow watches r's namespace from revision from into h until the watch
+// fails or r is closed, then ends h. It starts the watch itself, not
+// under r.mu: starting one waits for the watch stream.
+func (h *history) follow(r *Repo, from int64) {
+	defer h.end()
+	ctx, stop := context.WithCancel(r.ctx)
+	defer stop()
+	base, end := r.below("/")
+	for resp := range r.client.Watch(clientv3.WithRequireLeader(ctx), base, clientv3.WithRange(end), clientv3.WithRev(from)) {
+		if resp.Err() != nil || resp.Canceled || resp.CompactRevision != 0 {
+			return
+		}
+		h.append(r, resp.Events)
+	}
 }
 
 // history is what a Repo's watch of its namespace delivered: every write
