@@ -83,8 +83,8 @@ type Replayed struct {
 // since (a Changed.Rev, a Replayed.Rev, or the highest version of a
 // List's keys) up to upTo (see ReplayBound), at most max of them. ok is
 // false, with no error, when r keeps no such history (ZooKeeper, memory),
-// when it no longer holds the revisions after since (compacted), when
-// more than max writes below prefix (or many more elsewhere) were made
+// when it does not hold the revisions after since (compacted, or older
+// than what it keeps), when more than max writes below prefix were made
 // since, or when the replay was cut off: the caller then reads the prefix
 // with ListChanged or List. ctx bounds the barrier's write and the
 // replay.
