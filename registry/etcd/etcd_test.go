@@ -347,3 +347,29 @@ func TestReplayChanges(t *testing.T) {
 		t.Fatalf("ReplayChanges after a failed start = %+v, %v, %v; want the third put", got, ok, err)
 	}
 }
+
+// TestReplayStartsNearTheCall: a history started by a call whose revision
+// is far (more than historyWrites revisions) past since starts at that
+// revision, not at since, and serves the next call.
+func TestReplayStartsNearTheCall(t *testing.T) {
+	eps := testenv.EtcdEndpoints(t)
+	r := open(t, eps, testenv.Namespace("sk_replayfar_"))
+	c := testenv.Context(t)
+	v1, err := r.Put(c, "/rp/k", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := registry.ReplayBound{Through: v1 + historyWrites + 1}
+	if got, ok, err := registry.ReplayChanges(c, r, "/rp", v1-1, far, 10); ok || err != nil {
+		t.Fatalf("ReplayChanges far past since = %+v, %v, %v; want not ok, no error", got, ok, err)
+	}
+	r.mu.Lock()
+	h := r.history
+	r.mu.Unlock()
+	h.mu.Lock()
+	floor := h.floor
+	h.mu.Unlock()
+	if floor != int64(far.Through) {
+		t.Fatalf("the history starts after revision %d, want %d", floor, far.Through)
+	}
+}

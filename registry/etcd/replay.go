@@ -20,7 +20,7 @@ const (
 
 // ReplayChanges implements registry.ChangeReplayer from the Repo's history
 // of its namespace: one watch of the whole namespace, started by the
-// first call from the revision after since and kept from then on, whose
+// first call (see historySince) and kept from then on, whose
 // writes arrive as etcd commits them (a watch that catches up from a
 // past revision waits for etcd's sync loop, up to 100 ms, each time; a
 // running one does not). A replay then costs the writes made since, not
@@ -42,10 +42,6 @@ func (r *Repo) ReplayChanges(ctx context.Context, prefix string, since registry.
 		return registry.Replayed{}, true, err
 	}
 	defer cancel()
-	h := r.historySince(int64(since))
-	if h == nil {
-		return registry.Replayed{}, false, nil
-	}
 	until := int64(upTo.Through)
 	if until == 0 {
 		if err := registry.ValidateKey(upTo.Barrier); err != nil {
@@ -60,6 +56,10 @@ func (r *Repo) ReplayChanges(ctx context.Context, prefix string, since registry.
 	if until <= int64(since) {
 		return registry.Replayed{}, false, nil
 	}
+	h := r.historySince(int64(since), until)
+	if h == nil {
+		return registry.Replayed{}, false, nil
+	}
 	events, ok := h.replay(c, prefix, int64(since), until, max)
 	if !ok {
 		return registry.Replayed{}, false, nil
@@ -68,9 +68,13 @@ func (r *Repo) ReplayChanges(ctx context.Context, prefix string, since registry.
 }
 
 // historySince returns the Repo's history if it holds every write after
-// since, starting one from since+1 when none runs; nil when the running
-// one starts after since, or the Repo is closed.
-func (r *Repo) historySince(since int64) *history {
+// since, starting one when none runs: from since+1 when until (a
+// revision the caller waits for) is at most historyWrites revisions
+// later, else from until+1 (a node's first statement on a database
+// whose rules last changed long ago would otherwise fetch every write
+// made since, to forget most of them), which serves the next call. nil
+// when the history starts after since, or the Repo is closed.
+func (r *Repo) historySince(since, until int64) *history {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -82,13 +86,20 @@ func (r *Repo) historySince(since int64) *history {
 		}
 		return nil
 	}
-	h := &history{floor: since, rev: since, more: make(chan struct{})}
+	floor := since
+	if until-since > historyWrites {
+		floor = until
+	}
+	h := &history{floor: floor, rev: floor, more: make(chan struct{})}
 	r.history = h
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		h.follow(r, since+1)
+		h.follow(r, floor+1)
 	}()
+	if floor > since {
+		return nil
+	}
 	return h
 }
 
