@@ -105,14 +105,20 @@ func (r *Repo) historySince(since, until int64) *history {
 
 // follow watches r's namespace from revision from into h until the watch
 // fails or r is closed, then ends h. It starts the watch itself, not
-// under r.mu: starting one waits for the watch stream.
+// under r.mu: starting one waits for the watch stream. A watch refused
+// for a stale auth token moves the Repo's watches to a fresh stream (as
+// Watch does), for the next history.
 func (h *history) follow(r *Repo, from int64) {
 	defer h.end()
 	ctx, stop := context.WithCancel(r.ctx)
 	defer stop()
 	base, end := r.below("/")
-	for resp := range r.client.Watch(clientv3.WithRequireLeader(ctx), base, clientv3.WithRange(end), clientv3.WithRev(from)) {
-		if resp.Err() != nil || resp.Canceled || resp.CompactRevision != 0 {
+	gen := r.streamGen.Load()
+	for resp := range r.client.Watch(clientv3.WithRequireLeader(streamContext(ctx, gen)), base, clientv3.WithRange(end), clientv3.WithRev(from)) {
+		if err := resp.Err(); err != nil || resp.Canceled || resp.CompactRevision != 0 {
+			if isStaleToken(err) {
+				r.streamGen.CompareAndSwap(gen, gen+1)
+			}
 			return
 		}
 		h.append(r, resp.Events)

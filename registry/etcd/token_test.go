@@ -179,3 +179,33 @@ func TestRequestsAfterServerRestartForgotTheToken(t *testing.T) {
 		t.Fatalf("get after restart: %v, %v", kv, err)
 	}
 }
+
+// On etcd 3.4 with authentication, ReplayChanges answers from its history
+// before and after the auth token expired.
+func TestReplayAcrossTokenExpiry(t *testing.T) {
+	eps, password, _ := authEtcd(t)
+	r, err := Open(testenv.Context(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := testenv.Context(t)
+	barrier := registry.ReplayBound{Barrier: "/replay_barrier"}
+	since, err := r.Put(c, "/replay/a", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := registry.ReplayChanges(c, r, "/replay", since, barrier, 10)
+	if err != nil || !ok || len(got.Events) != 0 {
+		t.Fatalf("ReplayChanges before the expiry = %+v, %v, %v", got, ok, err)
+	}
+	time.Sleep(3 * time.Second) // the token expires
+	v, err := r.Put(c, "/replay/b", []byte("2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, ok, err := registry.ReplayChanges(c, r, "/replay", got.Rev, barrier, 10)
+	if err != nil || !ok || len(after.Events) != 1 || after.Events[0].KV.Version != v {
+		t.Fatalf("ReplayChanges after the expiry = %+v, %v, %v; want the put of /replay/b", after, ok, err)
+	}
+}
