@@ -58,7 +58,8 @@ type RuleRead struct {
 // ShardingNames is how many names the expressions of the sharding rule
 // read stand for (sharding.Tally of DB's sharding rule), kept from read
 // to read by recounting only the tables that changed: what the rule's
-// name bound needs of the rule as read (rule.Database.BeforeNames).
+// name bound needs of the rule as read (rule.Database.BeforeNames). A
+// read without a cache (a nil *RuleCache) keeps no count: 0.
 func (r RuleRead) ShardingNames() int { return r.names.Total() }
 
 // MaxCachedDatabases bounds the databases a RuleCache keeps.
@@ -96,10 +97,7 @@ func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, 
 func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db string) (RuleRead, error) {
 	if c == nil {
 		d, kvs, err := ReadDatabase(ctx, repo, db)
-		if err != nil {
-			return RuleRead{}, err
-		}
-		return RuleRead{DB: d, KVs: kvs, names: shardingTally(d)}, nil
+		return RuleRead{DB: d, KVs: kvs}, err // no count kept (ShardingNames)
 	}
 	key, units, err := readUnits(ctx, repo, db)
 	if err != nil {

@@ -140,8 +140,12 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if old.Content != nil && len(next) > 0 {
 		diff = metadata.DiffOf(ruleType, old.Content, next)
 	}
-	names := read.ShardingNames()
-	errs, err := dbconfig.CheckChange(ctx, cfg, dbconfig.RuleChange{Type: ruleType, Before: old.Content, BeforeNames: &names, Diff: diff}) // KILL, or the client gone: nothing more is done
+	var beforeNames *int // without a cache, the check counts where it needs to
+	if opts.Cache != nil {
+		n := read.ShardingNames()
+		beforeNames = &n
+	}
+	errs, err := dbconfig.CheckChange(ctx, cfg, dbconfig.RuleChange{Type: ruleType, Before: old.Content, BeforeNames: beforeNames, Diff: diff}) // KILL, or the client gone: nothing more is done
 	if err != nil {
 		return Written{}, err
 	}

@@ -171,7 +171,10 @@ func (h *history) append(r *Repo, events []*clientv3.Event) {
 		h.floor = rev
 	}
 	if drop > 0 {
-		h.writes = append([]historyWrite(nil), h.writes[drop:]...)
+		// Reslice, not copy: append moves the live writes only when it
+		// grows the array, so a full history costs O(1) a write.
+		clear(h.writes[:drop]) // the forgotten values are not kept reachable
+		h.writes = h.writes[drop:]
 	}
 	close(h.more)
 	h.more = make(chan struct{})

@@ -99,11 +99,7 @@ func authEtcd(t *testing.T) ([]string, string, func()) {
 // every watch it opens on that stream, which the server refuses once the
 // token has expired.
 func TestWatchAcrossTokenExpiry(t *testing.T) {
-	eps, password, _ := authEtcd(t)
-	r, err := Open(testenv.Context(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openAuth(t)
 	defer r.Close()
 	c := testenv.Context(t)
 	_, first, err := r.Watch(c, "/a")
@@ -183,11 +179,7 @@ func TestRequestsAfterServerRestartForgotTheToken(t *testing.T) {
 // On etcd 3.4 with authentication, ReplayChanges answers from its history
 // before and after the auth token expired.
 func TestReplayAcrossTokenExpiry(t *testing.T) {
-	eps, password, _ := authEtcd(t)
-	r, err := Open(testenv.Context(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openAuth(t)
 	defer r.Close()
 	c := testenv.Context(t)
 	barrier := registry.ReplayBound{Barrier: "/replay_barrier"}
@@ -208,4 +200,16 @@ func TestReplayAcrossTokenExpiry(t *testing.T) {
 	if err != nil || !ok || len(after.Events) != 1 || after.Events[0].KV.Version != v {
 		t.Fatalf("ReplayChanges after the expiry = %+v, %v, %v; want the put of /replay/b", after, ok, err)
 	}
+}
+
+// openAuth opens a Repo as root on a fresh etcd with authentication
+// (authEtcd).
+func openAuth(t *testing.T) *Repo {
+	t.Helper()
+	eps, password, _ := authEtcd(t)
+	r, err := Open(testenv.Context(t), Config{Endpoints: eps, Namespace: "governance_ds", Username: "root", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
