@@ -28,6 +28,9 @@ type applier struct {
 	// announcement's end is followed (see databaseListener).
 	hidden   map[string]bool
 	problems func(error)
+	// ahead are the tables of the batch being applied decoded ahead
+	// (decodeTablesAhead), by node key; nil between batches.
+	ahead map[string]decodedTable
 }
 
 func newApplier(repo registry.Repository, log *slog.Logger, problems func(error)) *applier {
@@ -179,6 +182,8 @@ func (a *applier) apply(ctx context.Context, d *draft, events []registry.Event, 
 			delete(a.mirror, ev.KV.Key)
 		}
 	}
+	a.ahead = a.decodeTablesAhead(events)
+	defer func() { a.ahead = nil }()
 	for _, ev := range events {
 		if ev.Err != nil {
 			continue
@@ -340,7 +345,7 @@ func (a *applier) set(d *draft, k paths.Key, data []byte) error {
 	ch := Change{Kind: k.Kind, Database: k.Database, Schema: k.Schema, Name: k.Name, RuleType: k.RuleType, RuleItem: k.RuleItem, ItemName: k.ItemName}
 	switch k.Kind {
 	case paths.KindTable:
-		t, err := decodeTable(k.Name, data)
+		t, err := a.tableOf(k, data)
 		if err != nil {
 			return err
 		}
