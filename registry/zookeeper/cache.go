@@ -3,14 +3,15 @@ package zookeeper
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// maxCached bounds the znodes a Repo's listCache holds. Past it, List
-// reads the znodes it has not cached from the server each time, arming no
-// watch for them.
+// maxCached bounds the znodes a Repo's listCache holds (its max, which
+// tests lower). Past it, List reads the znodes it has not cached from the
+// server each time, arming no watch for them.
 const maxCached = 1 << 18
 
 // listCache keeps what List read of each znode below the prefixes it
@@ -25,12 +26,19 @@ const maxCached = 1 << 18
 //
 // A read that was in flight when a watch on its znode fired is not
 // stored: each entry counts the events seen (gen), and a read is stored
-// only if the count did not move since it was sent. Safe for concurrent
-// use; event never blocks on I/O.
+// only if the count did not move since it was sent.
+//
+// It also holds the memos of the last ListChanged walk of up to maxMemos
+// prefixes (see memo): event adds the path of each fired watch to the
+// dirty set of every memo whose prefix is at or above it, and drops every
+// memo when it clears the cache. Safe for concurrent use; event never
+// blocks on I/O.
 type listCache struct {
 	mu     sync.Mutex
 	nodes  map[string]*cnode // by full znode path
 	listed map[string]bool   // prefixes listed, up to maxPrefixes
+	memos  map[string]*memo  // by the prefix's znode path, up to maxMemos
+	max    int               // znodes held at most: maxCached
 }
 
 // maxPrefixes bounds the prefixes a listCache remembers having listed;
@@ -49,7 +57,7 @@ type cnode struct {
 }
 
 func newListCache() *listCache {
-	return &listCache{nodes: map[string]*cnode{}, listed: map[string]bool{}}
+	return &listCache{nodes: map[string]*cnode{}, listed: map[string]bool{}, memos: map[string]*memo{}, max: maxCached}
 }
 
 // again reports whether prefix was listed before, and remembers that it
@@ -71,16 +79,23 @@ func (c *listCache) again(prefix string) bool {
 }
 
 // event applies one client event: a fired watch invalidates what it
-// watched; a lost or interrupted session drops every entry.
+// watched and dirties the memos at or above it; a lost or interrupted
+// session drops every entry and every memo.
 func (c *listCache) event(ev zk.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ev.Type == zk.EventSession {
-		if ev.State != zk.StateHasSession && len(c.nodes) > 0 {
-			c.nodes = map[string]*cnode{}
+		if ev.State != zk.StateHasSession {
+			if len(c.nodes) > 0 {
+				c.nodes = map[string]*cnode{}
+			}
+			for _, m := range c.memos {
+				c.dropLocked(m)
+			}
 		}
 		return
 	}
+	c.dirty(ev.Path)
 	n := c.nodes[ev.Path]
 	if n == nil {
 		return
@@ -136,7 +151,7 @@ func (c *listCache) entry(p string) (n *cnode, dataGen, childGen uint64) {
 	defer c.mu.Unlock()
 	n = c.nodes[p]
 	if n == nil {
-		if len(c.nodes) >= maxCached {
+		if len(c.nodes) >= c.max {
 			return nil, 0, 0
 		}
 		n = &cnode{}
@@ -173,12 +188,89 @@ func (c *listCache) forget(p string, n *cnode) {
 	}
 }
 
+// memo returns the memo of the prefix whose znode is root, registering a
+// new (not built) one when there is none, forgetting another memo when
+// maxMemos are held.
+func (c *listCache) memo(root string) *memo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.memos[root]; m != nil {
+		return m
+	}
+	if len(c.memos) >= maxMemos {
+		for _, m := range c.memos {
+			c.dropLocked(m)
+			break
+		}
+	}
+	m := newMemo(root)
+	c.memos[root] = m
+	return m
+}
+
+// take returns the paths whose watches fired since m's last take and
+// empties m's dirty set; ok is false when m was dropped.
+func (c *listCache) take(m *memo) (dirty []string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.dropped {
+		return nil, false
+	}
+	for p := range m.dirty {
+		dirty = append(dirty, p)
+	}
+	clear(m.dirty)
+	return dirty, true
+}
+
+// drop forgets m: it is not followed any more.
+func (c *listCache) drop(m *memo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(m)
+}
+
+func (c *listCache) dropLocked(m *memo) {
+	m.dropped = true
+	m.dirty = nil
+	if c.memos[m.root] == m {
+		delete(c.memos, m.root)
+	}
+}
+
+// dirty adds p to the dirty set of each memo at or above it. A memo
+// whose dirty set outgrows the cache is dropped.
+func (c *listCache) dirty(p string) {
+	if len(c.memos) == 0 {
+		return
+	}
+	for q := p; ; {
+		if m := c.memos[q]; m != nil {
+			if len(m.dirty) >= c.max {
+				c.dropLocked(m)
+			} else {
+				m.dirty[p] = struct{}{}
+			}
+		}
+		i := strings.LastIndexByte(q, '/')
+		switch {
+		case q == "/" || i < 0:
+			return
+		case i == 0:
+			q = "/"
+		default:
+			q = q[:i]
+		}
+	}
+}
+
 // listed is what List learnt of one znode.
 type listed struct {
-	value    []byte
-	mzxid    int64
-	children []string
-	gone     bool // it does not exist (any more)
+	value     []byte
+	mzxid     int64
+	children  []string
+	gone      bool // it does not exist (any more)
+	unwatched bool // read without arming watches: the cache was full
 }
 
 // read returns p's data (unless wantData is false) and its children, from
@@ -192,7 +284,9 @@ func (r *Repo) read(p string, wantData bool) (listed, error) {
 	}
 	n, dataGen, childGen := r.cache.entry(p)
 	if n == nil {
-		return r.readUncached(p, wantData)
+		l, err := r.readUncached(p, wantData)
+		l.unwatched = true
+		return l, err
 	}
 	var (
 		names  []string

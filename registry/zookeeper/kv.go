@@ -63,19 +63,52 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 	return out, nil
 }
 
-// ListChanged implements registry.ChangeLister over List's walk through
-// the cache (a reader that follows a prefix lists it again: its first
-// read arms the watches that keep the cache current): a znode's version
-// is its Mzxid, ZooKeeper's one counter of every write, so the znodes
-// written after since are those whose Mzxid is above it; Rev is the
-// highest Mzxid read (or since). As List, it is not one consistent
-// snapshot, and a prefix that changed little costs a sync, the reads of
-// what changed and a walk of the cached rest, which it copies nothing of.
+// ListChanged implements registry.ChangeLister: a znode's version is its
+// Mzxid, ZooKeeper's one counter of every write, so the znodes written
+// after since are those whose Mzxid is above it. As List, it is not one
+// consistent snapshot: it sends a sync, so it sees every change the
+// server applied before it began (every write that returned before it,
+// on any connection), and may see some made while it runs.
+//
+// It keeps what it found below each prefix (a memo, for up to maxMemos
+// prefixes), with watches armed on every znode (see listCache), so that a
+// ListChanged of a prefix listed before costs a sync, the reads of the
+// znodes whose watches fired since (and of the subtrees added below
+// them), and the znodes written after since, found by binary search in a
+// log of the memo's znodes by Mzxid: not a pass over the prefix's
+// znodes. The first ListChanged of a prefix, one after the session was
+// lost or interrupted, or after an error, walks the whole subtree. So
+// does every ListChanged of a prefix whose walk read a znode the cache
+// had no room for (no watch was armed) or found no znode at the prefix.
+// Concurrent calls on one prefix are served one after the other.
+//
+// Count is the number of znodes below prefix. Rev is the highest Mzxid
+// the memo ever saw below prefix (or since, if higher): that of a znode
+// deleted since may be the highest, and a znode found late (created
+// during a walk) may have a lower Mzxid than Rev, which the next call
+// since Rev shows only in Count. Values are copies.
 func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, most int) (registry.Changed, bool, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return registry.Changed{}, true, err
 	}
 	r.cache.again(prefix)
+	if r.walkChanged.Load() {
+		return r.listChangedByWalk(ctx, prefix, since, most)
+	}
+	if err := r.sync(prefix); err != nil {
+		return registry.Changed{}, true, err
+	}
+	m, err := r.follow(ctx, prefix)
+	if err != nil {
+		return registry.Changed{}, true, r.convert("list", prefix, err)
+	}
+	defer m.mu.Unlock()
+	return m.changed(r, since, most), true, nil
+}
+
+// listChangedByWalk is ListChanged by a walk of the whole subtree through
+// the cache, keeping no memo (tests: the baseline of the memo).
+func (r *Repo) listChangedByWalk(ctx context.Context, prefix string, since registry.Version, most int) (registry.Changed, bool, error) {
 	out := registry.Changed{Rev: since}
 	err := r.walk(ctx, prefix, true, func(p string, l *listed) {
 		out.Count++
@@ -96,42 +129,66 @@ func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Ve
 	return out, true, nil
 }
 
+// sync makes the next reads on the connection see every change the
+// server applied before it (a missing prefix is no error).
+func (r *Repo) sync(prefix string) error {
+	if _, err := r.conn.Sync(r.full(prefix)); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return r.convert("list", prefix, err)
+	}
+	return nil
+}
+
 // walk reads the subtree below prefix level by level, through the cache
 // (after a sync) when cached is true, and calls emit with each znode
 // below prefix that it found, in no particular order.
 func (r *Repo) walk(ctx context.Context, prefix string, cached bool, emit func(p string, l *listed)) error {
 	if cached {
-		if _, err := r.conn.Sync(r.full(prefix)); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return r.convert("list", prefix, err)
+		if err := r.sync(prefix); err != nil {
+			return err
 		}
 	}
-	level := []string{r.full(prefix)}
+	root := r.full(prefix)
+	err := r.descend(ctx, []string{root}, false, cached, func(p string, l *listed) {
+		if p != root {
+			emit(p, l)
+		}
+	})
+	if err != nil {
+		return r.convert("list", prefix, err)
+	}
+	return nil
+}
+
+// descend reads the subtrees at level level by level, pipelined, through
+// the cache when cached is true, the data of the first level only when
+// data is true (of the levels below always), and calls visit with each
+// znode that it found, on the calling goroutine, in no particular order.
+func (r *Repo) descend(ctx context.Context, level []string, data, cached bool, visit func(p string, l *listed)) error {
 	for depth := 0; len(level) > 0; depth++ {
+		wantData := data || depth > 0
 		got := make([]listed, len(level))
 		var err error
 		if cached {
-			miss := r.cache.hits(level, depth > 0, got)
+			miss := r.cache.hits(level, wantData, got)
 			err = pipeline(ctx, len(miss), func(i int) (err error) {
-				got[miss[i]], err = r.read(level[miss[i]], depth > 0)
+				got[miss[i]], err = r.read(level[miss[i]], wantData)
 				return err
 			})
 		} else {
 			err = pipeline(ctx, len(level), func(i int) (err error) {
-				got[i], err = r.readUncached(level[i], depth > 0)
+				got[i], err = r.readUncached(level[i], wantData)
 				return err
 			})
 		}
 		if err != nil {
-			return r.convert("list", prefix, err)
+			return err
 		}
 		var next []string
 		for i, p := range level {
 			if got[i].gone {
 				continue
 			}
-			if depth > 0 {
-				emit(p, &got[i])
-			}
+			visit(p, &got[i])
 			for _, n := range got[i].children {
 				next = append(next, p+"/"+n)
 			}

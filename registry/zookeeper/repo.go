@@ -179,7 +179,8 @@ type Repo struct {
 	upCh     chan struct{}         // closed when up becomes true; replaced when it becomes false
 
 	testMu              sync.Mutex
-	betweenReadAndWrite func() // tests only (SetBetweenReadAndWrite): called by conditional writes between their read and each write
+	betweenReadAndWrite func()      // tests only (SetBetweenReadAndWrite): called by conditional writes between their read and each write
+	walkChanged         atomic.Bool // tests only (SetListChangedByWalk): ListChanged walks the subtree, keeping no memo
 }
 
 // between calls the test hook betweenReadAndWrite, if any.

@@ -1,0 +1,454 @@
+package zookeeper_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardkeeper/shardkeeper/internal/testenv"
+	"github.com/shardkeeper/shardkeeper/registry"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper"
+	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
+)
+
+// checkChanged compares r's ListChanged of prefix since since with a List
+// by a new client (which reads every znode from the server) and returns
+// its Rev.
+func checkChanged(t *testing.T, zs *zktest.Server, ns string, r *zookeeper.Repo, prefix string, since registry.Version, step string) registry.Version {
+	t.Helper()
+	ctx := testenv.Context(t)
+	got, ok, err := r.ListChanged(ctx, prefix, since, 1<<20)
+	if err != nil || !ok {
+		t.Fatalf("%s: ListChanged(%s, %d) = %v, %v", step, prefix, since, ok, err)
+	}
+	fresh, err := zookeeper.Open(ctx, zs.Config(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := fresh.List(ctx, prefix)
+	_ = fresh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []registry.KV{}
+	top := since
+	for _, kv := range all {
+		top = max(top, kv.Version)
+		if kv.Version > since {
+			want = append(want, kv)
+		}
+	}
+	if got.KVs == nil {
+		got.KVs = []registry.KV{}
+	}
+	if fmt.Sprint(got.KVs) != fmt.Sprint(want) || got.Count != len(all) || got.Truncated || got.Rev < top {
+		t.Fatalf("%s: ListChanged(%s, %d) = %v, count %d, rev %d, truncated %v\nwant (a new client's List) %v, count %d, rev >= %d",
+			step, prefix, since, got.KVs, got.Count, got.Rev, got.Truncated, want, len(all), top)
+	}
+	return got.Rev
+}
+
+// ListChanged of a followed prefix reflects exactly each change made since
+// its last call, by its own client or another: creates, data changes and
+// deletes of deep znodes, a subtree deleted and created again, a new
+// parent with children, writes beside the prefix.
+func TestListChangedFollowsChanges(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_memo_")
+	ctx, cancel := context.WithTimeout(testenv.Context(t), 3*time.Minute)
+	defer cancel()
+	r, w := zs.Open(t, ns), zs.Open(t, ns)
+	sess, err := w.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	if _, err := sess.Commit(ctx, versionedTxn("/m", 0, 20)); err != nil {
+		t.Fatal(err)
+	}
+	since := checkChanged(t, zs, ns, r, "/m", 0, "first")
+	if zookeeper.Memos(r) != 1 {
+		t.Fatalf("%d memos after a ListChanged, want 1", zookeeper.Memos(r))
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range 200 {
+		by := r
+		if rng.IntN(2) == 0 {
+			by = w // another client
+		}
+		for o := range 1 + rng.IntN(3) {
+			key := fmt.Sprintf("/m/t_%05d/x_%d/y_%d", rng.IntN(24), rng.IntN(3), rng.IntN(3))
+			var err error
+			switch rng.IntN(7) {
+			case 0, 1:
+				_, err = by.Put(ctx, key, []byte(fmt.Sprint(i)))
+			case 2:
+				err = by.Delete(ctx, key)
+			case 3: // a subtree deleted and created again
+				t := fmt.Sprintf("/m/t_%05d", rng.IntN(24))
+				if err = by.Delete(ctx, t); err == nil {
+					_, err = by.Put(ctx, t+"/x_0/y_0", []byte(fmt.Sprint(i)))
+				}
+			case 4: // a new parent with children, in one multi
+				txn := registry.Txn{}
+				for j := range 3 {
+					k := fmt.Sprintf("/m/n_%d_%d/p/q_%d", i, o, j)
+					txn.Conds = append(txn.Conds, registry.Cond{Key: k})
+					txn.Ops = append(txn.Ops, registry.Op{Key: k, Value: []byte(k)})
+				}
+				_, err = sess.Commit(ctx, txn)
+			case 5: // a parent's own data
+				_, err = by.Put(ctx, fmt.Sprintf("/m/t_%05d", rng.IntN(24)), []byte(fmt.Sprint(i)))
+			case 6: // beside the prefix
+				_, err = by.Put(ctx, fmt.Sprintf("/mx/t_%d", rng.IntN(3)), []byte(fmt.Sprint(i)))
+			}
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		if rng.IntN(10) == 0 {
+			checkChanged(t, zs, ns, r, "/m", 0, fmt.Sprintf("step %d since 0", i))
+		}
+		since = checkChanged(t, zs, ns, r, "/m", since, fmt.Sprintf("step %d", i))
+	}
+	if zookeeper.Memos(r) != 1 {
+		t.Fatalf("%d memos after the steps, want 1", zookeeper.Memos(r))
+	}
+}
+
+// A ListChanged of a followed prefix after one change costs a sync and the
+// changed znode's reads, however many znodes the prefix holds.
+func TestListChangedReadsWhatChanged(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_memocost_")
+	ctx := testenv.Context(t)
+	var writes atomic.Int64
+	cfg := zs.Config(ns)
+	cfg.Dialer = func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := zs.Dial(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return countConn{Conn: c, writes: &writes}, nil
+	}
+	r, err := zookeeper.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w := zs.Open(t, ns)
+	sess, err := w.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	for from := 0; from < 300; from += 60 {
+		if _, err := sess.Commit(ctx, versionedTxn("/c", from, 60)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := func(since registry.Version) (registry.Changed, int64) {
+		t.Helper()
+		before := writes.Load()
+		c, _, err := r.ListChanged(ctx, "/c", since, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, writes.Load() - before
+	}
+	first, sent := changed(0)
+	if !first.Truncated || first.Count != 4*300 || sent < 4*300 {
+		t.Fatalf("the first ListChanged: %d keys (truncated %v) with %d requests, want %d read one by one", first.Count, first.Truncated, sent, 4*300)
+	}
+	// A ping may go out meanwhile.
+	if again, sent := changed(first.Rev); len(again.KVs) != 0 || again.Count != first.Count || sent > 2 {
+		t.Fatalf("a ListChanged of the unchanged prefix: %v, count %d, with %d requests; want nothing changed, count %d, with a sync", again.KVs, again.Count, sent, first.Count)
+	}
+	v, err := w.Put(ctx, "/c/t_00007/active_version", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, sent := changed(first.Rev)
+	if len(got.KVs) != 1 || got.KVs[0].Key != "/c/t_00007/active_version" || string(got.KVs[0].Value) != "1" || got.KVs[0].Version != v || got.Rev != v {
+		t.Fatalf("ListChanged after a Put = %+v, want the put key at v%d", got, v)
+	}
+	if sent > 5 {
+		t.Fatalf("a ListChanged after one Put sent %d requests, want a sync and the changed znode's reads", sent)
+	}
+}
+
+// A lost connection or session drops the memos (their watches may have
+// missed changes): ListChanged walks again and sees the changes made
+// meanwhile.
+func TestListChangedAfterSessionLoss(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_memoloss_")
+	ctx, cancel := context.WithTimeout(testenv.Context(t), 2*time.Minute)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		last net.Conn
+	)
+	cfg := zs.Config(ns)
+	cfg.Dialer = func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := zs.Dial(network, addr, timeout)
+		mu.Lock()
+		defer mu.Unlock()
+		last = c
+		return c, err
+	}
+	r, err := zookeeper.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w := zs.Open(t, ns)
+	for i := range 10 {
+		if _, err := w.Put(ctx, fmt.Sprintf("/s/k_%d/v", i), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := checkChanged(t, zs, ns, r, "/s", 0, "first")
+	waitDropped := func(what string) {
+		t.Helper()
+		for zookeeper.Memos(r) != 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("the memo outlived %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for round, loss := range []func(){
+		func() { // the connection breaks; the session survives
+			mu.Lock()
+			defer mu.Unlock()
+			_ = last.Close()
+		},
+		func() { zs.Expire(t, r.Conn().SessionID()) },
+	} {
+		since = checkChanged(t, zs, ns, r, "/s", since, fmt.Sprintf("round %d before", round))
+		if zookeeper.Memos(r) != 1 {
+			t.Fatalf("round %d: %d memos, want 1", round, zookeeper.Memos(r))
+		}
+		loss()
+		waitDropped(fmt.Sprintf("loss %d", round))
+		if _, err := w.Put(ctx, "/s/k_1/v", []byte(fmt.Sprint(round+1))); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Delete(ctx, "/s/k_2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Put(ctx, fmt.Sprintf("/s/new_%d/v", round), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		since = checkChanged(t, zs, ns, r, "/s", since, fmt.Sprintf("round %d after", round))
+		if _, err := w.Put(ctx, "/s/k_3/v", []byte(fmt.Sprint(round+1))); err != nil {
+			t.Fatal(err)
+		}
+		since = checkChanged(t, zs, ns, r, "/s", since, fmt.Sprintf("round %d with a new memo", round))
+	}
+}
+
+// With a full cache (no watch armed on what does not fit), ListChanged
+// walks every time and keeps no memo, and is right.
+func TestListChangedCacheFull(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_memofull_")
+	ctx := testenv.Context(t)
+	r, w := zs.Open(t, ns), zs.Open(t, ns)
+	zookeeper.SetMaxCached(r, 10)
+	for i := range 20 {
+		if _, err := w.Put(ctx, fmt.Sprintf("/f/k_%d/v", i), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := checkChanged(t, zs, ns, r, "/f", 0, "first")
+	for i := range 10 {
+		if _, err := w.Put(ctx, fmt.Sprintf("/f/k_%d/v", 3*i%20), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Delete(ctx, fmt.Sprintf("/f/k_%d/v", (3*i+7)%20)); err != nil {
+			t.Fatal(err)
+		}
+		since = checkChanged(t, zs, ns, r, "/f", since, fmt.Sprintf("step %d", i))
+		if n := zookeeper.Memos(r); n != 0 {
+			t.Fatalf("step %d: %d memos with the cache full, want none", i, n)
+		}
+	}
+}
+
+// Concurrent ListChanged calls of one prefix, while another client
+// writes, each reflect every write that returned before the call began.
+func TestListChangedConcurrent(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_memoconc_")
+	ctx, cancel := context.WithTimeout(testenv.Context(t), 2*time.Minute)
+	defer cancel()
+	r, w := zs.Open(t, ns), zs.Open(t, ns)
+	const keys = 20
+	key := func(i int) string { return fmt.Sprintf("/cc/k_%02d/v", i) }
+	var (
+		mu      sync.Mutex
+		written = map[string]registry.Version{} // what returned, by key
+	)
+	for i := range keys {
+		v, err := w.Put(ctx, key(i), []byte("0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		written[key(i)] = v
+	}
+	done := make(chan struct{})
+	var writers sync.WaitGroup
+	writers.Add(1)
+	go func() {
+		defer writers.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			k := key(i % keys)
+			v, err := w.Put(ctx, k, []byte(fmt.Sprint(i)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			written[k] = v
+			mu.Unlock()
+		}
+	}()
+	var readers sync.WaitGroup
+	for g := range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			seen := map[string]registry.Version{}
+			var since registry.Version
+			for call := range 40 {
+				if call%10 == 9 {
+					since = 0 // all of it, now and then
+				}
+				mu.Lock()
+				before := maps.Clone(written)
+				mu.Unlock()
+				c, _, err := r.ListChanged(ctx, "/cc", since, 1000)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, kv := range c.KVs {
+					seen[kv.Key] = kv.Version
+				}
+				since = c.Rev
+				for k, v := range before {
+					if seen[k] < v {
+						t.Errorf("reader %d call %d: %s at version %d, but version %d was written before the call", g, call, k, seen[k], v)
+						return
+					}
+				}
+				if c.Count != 2*keys {
+					t.Errorf("reader %d call %d: count %d, want %d", g, call, c.Count, 2*keys)
+					return
+				}
+			}
+		}()
+	}
+	readers.Wait()
+	close(done)
+	writers.Wait()
+}
+
+// BenchmarkListChanged10k measures ListChanged of a prefix of 10,000
+// znodes after one change, with the memo and with a walk of the whole
+// subtree through the cache (the baseline), in the same run: the time of
+// a call (memo-ns/op, walk-ns/op, walk/memo) and the process's CPU time
+// during it (memo-cpu-ns/op, walk-cpu-ns/op, walk/memo-cpu; with the GC
+// work that falls into it, the walk's garbage included).
+func BenchmarkListChanged10k(b *testing.B) {
+	zs := zktest.New(b)
+	ns := zs.Namespace(b, "sk_memobench_")
+	ctx := testenv.Context(b)
+	w := zs.Open(b, ns)
+	sess, err := w.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	const tables, batch = 10000, 500
+	for from := 0; from < tables; from += batch {
+		var txn registry.Txn
+		for i := from; i < from+batch; i++ {
+			k := fmt.Sprintf("/p/tables/t_%05d", i)
+			txn.Conds = append(txn.Conds, registry.Cond{Key: k})
+			txn.Ops = append(txn.Ops, registry.Op{Key: k, Value: []byte(fmt.Sprintf("table %d", i))})
+		}
+		if _, err := sess.Commit(ctx, txn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	memo, walk := zs.Open(b, ns), zs.Open(b, ns)
+	zookeeper.SetListChangedByWalk(walk, true)
+	b.Run("one-change", func(b *testing.B) {
+		for _, r := range []*zookeeper.Repo{memo, walk} {
+			for range 2 { // the first call arms the watches
+				if _, _, err := r.ListChanged(ctx, "/p", 0, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		var took, cpu [2]time.Duration
+		rng := rand.New(rand.NewPCG(1, 2))
+		b.ResetTimer()
+		// One after the other, so that no GC of the walk's garbage falls
+		// into the memo's calls.
+		for j, r := range []*zookeeper.Repo{memo, walk} {
+			c, _, err := r.ListChanged(ctx, "/p", 0, 0) // the Rev to start from
+			if err != nil {
+				b.Fatal(err)
+			}
+			since := c.Rev
+			for i := 0; i < b.N; i++ {
+				if _, err := w.Put(ctx, fmt.Sprintf("/p/tables/t_%05d", rng.IntN(tables)), []byte(fmt.Sprint(i))); err != nil {
+					b.Fatal(err)
+				}
+				start, startCPU := time.Now(), cpuTime()
+				c, _, err := r.ListChanged(ctx, "/p", since, 100)
+				took[j] += time.Since(start)
+				cpu[j] += cpuTime() - startCPU
+				if err != nil || len(c.KVs) != 1 || c.Count != tables+1 {
+					b.Fatalf("ListChanged after one Put: %d keys, count %d, %v; want 1 key, count %d", len(c.KVs), c.Count, err, tables+1)
+				}
+				since = c.Rev
+			}
+		}
+		b.StopTimer()
+		memoNs, walkNs := float64(took[0].Nanoseconds())/float64(b.N), float64(took[1].Nanoseconds())/float64(b.N)
+		b.ReportMetric(memoNs, "memo-ns/op")
+		b.ReportMetric(walkNs, "walk-ns/op")
+		b.ReportMetric(walkNs/memoNs, "walk/memo")
+		memoCPU, walkCPU := float64(cpu[0].Nanoseconds())/float64(b.N), float64(cpu[1].Nanoseconds())/float64(b.N)
+		b.ReportMetric(memoCPU, "memo-cpu-ns/op")
+		b.ReportMetric(walkCPU, "walk-cpu-ns/op")
+		b.ReportMetric(walkCPU/memoCPU, "walk/memo-cpu")
+	})
+	if zookeeper.Memos(memo) != 1 {
+		b.Fatal("the memo was dropped during the benchmark")
+	}
+}
+
+// cpuTime is the user and system time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
