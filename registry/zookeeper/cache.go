@@ -50,8 +50,9 @@ type cnode struct {
 	value    []byte
 	mzxid    int64
 	children []string
-	dataOK   bool // value and mzxid are current
-	childOK  bool // children are current
+	pzxid    int64 // the Pzxid read with the children
+	dataOK   bool  // value and mzxid are current
+	childOK  bool  // children and pzxid are current
 	dataGen  uint64
 	childGen uint64
 }
@@ -95,7 +96,7 @@ func (c *listCache) event(ev zk.Event) {
 		}
 		return
 	}
-	c.dirty(ev.Path)
+	c.dirty(ev.Path, watchFiredOf(ev.Type))
 	n := c.nodes[ev.Path]
 	if n == nil {
 		return
@@ -117,14 +118,14 @@ func (c *listCache) event(ev zk.Event) {
 
 // lookup returns what is cached of p: its data (ok) and its children
 // (childOK; nil children when the znode has none).
-func (c *listCache) lookup(p string) (value []byte, mzxid int64, ok bool, children []string, childOK bool) {
+func (c *listCache) lookup(p string) (l listed, ok, childOK bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.nodes[p]
 	if n == nil {
-		return nil, 0, false, nil, false
+		return listed{}, false, false
 	}
-	return n.value, n.mzxid, n.dataOK, n.children, n.childOK
+	return listed{value: n.value, mzxid: n.mzxid, children: n.children, pzxid: n.pzxid}, n.dataOK, n.childOK
 }
 
 // hits fills got[i] for each of paths whose data (unless wantData is
@@ -138,7 +139,7 @@ func (c *listCache) hits(paths []string, wantData bool, got []listed) (miss []in
 			miss = append(miss, i)
 			continue
 		}
-		got[i] = listedOf(n.value, n.mzxid, n.children)
+		got[i] = listed{value: n.value, mzxid: n.mzxid, children: n.children, pzxid: n.pzxid}
 	}
 	return miss
 }
@@ -169,13 +170,13 @@ func (c *listCache) storeData(p string, n *cnode, gen uint64, value []byte, mzxi
 	}
 }
 
-// storeChildren records p's children read while n's child event count
-// was gen.
-func (c *listCache) storeChildren(p string, n *cnode, gen uint64, children []string) {
+// storeChildren records p's children (and Pzxid) read while n's child
+// event count was gen.
+func (c *listCache) storeChildren(p string, n *cnode, gen uint64, children []string, pzxid int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.nodes[p] == n && n.childGen == gen {
-		n.children, n.childOK = children, true
+		n.children, n.pzxid, n.childOK = children, pzxid, true
 	}
 }
 
@@ -238,9 +239,9 @@ func (c *listCache) dropLocked(m *memo) {
 	}
 }
 
-// dirty adds p to the dirty set of each memo at or above it. A memo
-// whose dirty set outgrows the cache is dropped.
-func (c *listCache) dirty(p string) {
+// dirty adds p, with what fired on it, to the dirty set of each memo at
+// or above it. A memo whose dirty set outgrows the cache is dropped.
+func (c *listCache) dirty(p string, f watchFired) {
 	if len(c.memos) == 0 {
 		return
 	}
@@ -249,7 +250,7 @@ func (c *listCache) dirty(p string) {
 			if len(m.dirty) >= c.max {
 				c.dropLocked(m)
 			} else {
-				m.dirty[p] = struct{}{}
+				m.dirty[p] |= f
 			}
 		}
 		i := strings.LastIndexByte(q, '/')
@@ -269,8 +270,9 @@ type listed struct {
 	value     []byte
 	mzxid     int64
 	children  []string
-	gone      bool // it does not exist (any more)
-	unwatched bool // read without arming watches: the cache was full
+	pzxid     int64 // the Pzxid read with the children (that of the data read when it has none)
+	gone      bool  // it does not exist (any more)
+	unwatched bool  // read without arming watches: the cache was full
 }
 
 // read returns p's data (unless wantData is false) and its children, from
@@ -278,9 +280,9 @@ type listed struct {
 // watches that keep the cache current (two requests in flight at once).
 // A null value is rewritten as empty (see the package doc).
 func (r *Repo) read(p string, wantData bool) (listed, error) {
-	value, mzxid, dataOK, children, childOK := r.cache.lookup(p)
+	cached, dataOK, childOK := r.cache.lookup(p)
 	if (dataOK || !wantData) && childOK {
-		return listed{value: value, mzxid: mzxid, children: children}, nil
+		return cached, nil
 	}
 	n, dataGen, childGen := r.cache.entry(p)
 	if n == nil {
@@ -289,19 +291,24 @@ func (r *Repo) read(p string, wantData bool) (listed, error) {
 		return l, err
 	}
 	var (
-		names  []string
-		cerr   error
-		listed = make(chan struct{})
+		names []string
+		pzxid int64
+		cerr  error
+		read  = make(chan struct{}) // closed when the children are read
 	)
 	if !childOK {
 		go func() {
-			defer close(listed)
-			names, _, _, cerr = r.conn.ChildrenW(p)
+			defer close(read)
+			var stat *zk.Stat
+			if names, stat, _, cerr = r.conn.ChildrenW(p); cerr == nil {
+				pzxid = stat.Pzxid
+			}
 		}()
 	} else {
-		names = children
-		close(listed)
+		names, pzxid = cached.children, cached.pzxid
+		close(read)
 	}
+	value, mzxid := cached.value, cached.mzxid
 	var err error
 	if wantData && !dataOK {
 		var stat *zk.Stat
@@ -316,7 +323,7 @@ func (r *Repo) read(p string, wantData bool) (listed, error) {
 			r.cache.storeData(p, n, dataGen, value, mzxid)
 		}
 	}
-	<-listed
+	<-read
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(cerr, zk.ErrNoNode):
 		r.cache.forget(p, n)
@@ -328,16 +335,12 @@ func (r *Repo) read(p string, wantData bool) (listed, error) {
 	}
 	if !childOK {
 		slices.Sort(names)
-		r.cache.storeChildren(p, n, childGen, names)
+		r.cache.storeChildren(p, n, childGen, names, pzxid)
 	}
-	return listedOf(value, mzxid, names), nil
+	return listed{value: value, mzxid: mzxid, children: names, pzxid: pzxid}, nil
 }
 
 var listedGone = listed{gone: true}
-
-func listedOf(value []byte, mzxid int64, children []string) listed {
-	return listed{value: value, mzxid: mzxid, children: children}
-}
 
 // readUncached is read without the cache and without watches: the data,
 // then the children when the znode has any.
@@ -359,10 +362,10 @@ func (r *Repo) readUncached(p string, wantData bool) (listed, error) {
 		}
 		value, mzxid = v, stat.Mzxid
 		if stat.NumChildren == 0 {
-			return listedOf(value, mzxid, nil), nil
+			return listed{value: value, mzxid: mzxid, pzxid: stat.Pzxid}, nil
 		}
 	}
-	names, _, err := r.conn.Children(p)
+	names, stat, err := r.conn.Children(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return listedGone, nil
 	}
@@ -370,5 +373,5 @@ func (r *Repo) readUncached(p string, wantData bool) (listed, error) {
 		return listedGone, err
 	}
 	slices.Sort(names)
-	return listedOf(value, mzxid, names), nil
+	return listed{value: value, mzxid: mzxid, children: names, pzxid: stat.Pzxid}, nil
 }

@@ -82,11 +82,14 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 // had no room for (no watch was armed) or found no znode at the prefix.
 // Concurrent calls on one prefix are served one after the other.
 //
-// Count is the number of znodes below prefix. Rev is the highest Mzxid
-// the memo ever saw below prefix (or since, if higher): that of a znode
-// deleted since may be the highest, and a znode found late (created
-// during a walk) may have a lower Mzxid than Rev, which the next call
-// since Rev shows only in Count. Values are copies.
+// Count is the number of znodes below prefix. Rev (at least since) is
+// the highest Mzxid the memo ever saw below prefix (a deleted znode's
+// may be the highest), lowered below the writes that fired a watch during
+// the call and are not read yet: so every write at or before Rev is
+// reflected, and a call since Rev returns every znode written after.
+// Without a memo kept, Rev is the highest Mzxid the walk read, and a
+// write made during the walk to a znode read before may be below it (the
+// next call since Rev shows it only in Count). Values are copies.
 func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, most int) (registry.Changed, bool, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return registry.Changed{}, true, err

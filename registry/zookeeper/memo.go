@@ -3,10 +3,13 @@ package zookeeper
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -40,8 +43,8 @@ type memo struct {
 	rev   int64             // the highest Mzxid ever seen below root
 
 	// Guarded by the listCache's mu.
-	dirty   map[string]struct{} // paths at or below root whose watches fired since the last take
-	dropped bool                // the cache forgot the memo: it follows nothing any more
+	dirty   map[string]watchFired // paths at or below root whose watches fired since the last take
+	dropped bool                  // the cache forgot the memo: it follows nothing any more
 }
 
 // mnode is what a memo holds of one znode. Each znode in it is named in
@@ -51,7 +54,54 @@ type mnode struct {
 	value    []byte   // shared with the cache: copied out
 	mzxid    int64    // 0 for the root, whose data is not read
 	children []string // names, sorted, as read
+	pzxid    int64    // read with the children
 	seq      uint64   // of its live log entry
+}
+
+// watchFired says which watches fired on a znode (or-ed), and so which of its
+// Zxids the writes not read yet are above.
+type watchFired uint8
+
+const (
+	firedData  watchFired = 1 << iota // its data was set: above its Mzxid
+	firedChild                        // a child was created or deleted: above its Pzxid
+	firedGone                         // it was deleted: above both
+	firedOther                        // another event: above the lower
+)
+
+func watchFiredOf(t zk.EventType) watchFired {
+	switch t {
+	case zk.EventNodeDataChanged:
+		return firedData
+	case zk.EventNodeChildrenChanged:
+		return firedChild
+	case zk.EventNodeDeleted:
+		return firedGone
+	}
+	return firedOther
+}
+
+// below returns a zxid below every write to n that f tells of (the root's
+// data is not read: its writes do not count).
+func (n *mnode) below(f watchFired, root bool) int64 {
+	b := int64(math.MaxInt64)
+	if f&firedData != 0 && !root {
+		b = min(b, n.mzxid)
+	}
+	if f&firedChild != 0 {
+		b = min(b, n.pzxid)
+	}
+	if f&firedGone != 0 {
+		b = min(b, max(n.mzxid, n.pzxid))
+	}
+	if f&firedOther != 0 {
+		if root {
+			b = min(b, n.pzxid)
+		} else {
+			b = min(b, n.mzxid, n.pzxid)
+		}
+	}
+	return b
 }
 
 // mlog is one entry of a memo's log: path was written at mzxid. It is
@@ -63,7 +113,7 @@ type mlog struct {
 }
 
 func newMemo(root string) *memo {
-	return &memo{root: root, dirty: map[string]struct{}{}}
+	return &memo{root: root, dirty: map[string]watchFired{}}
 }
 
 // follow returns the memo of prefix, locked, holding what is below prefix
@@ -156,6 +206,7 @@ func (m *memo) update(ctx context.Context, r *Repo, dirty []string) error {
 			continue
 		}
 		unwatched = unwatched || l.unwatched
+		n.pzxid = l.pzxid
 		if p != m.root {
 			n.value = l.value
 			if l.mzxid != n.mzxid {
@@ -196,7 +247,7 @@ func (m *memo) update(ctx context.Context, r *Repo, dirty []string) error {
 
 // add puts the znode p just read into m, with a log entry below the root.
 func (m *memo) add(p string, l *listed) {
-	n := &mnode{children: l.children}
+	n := &mnode{children: l.children, pzxid: l.pzxid}
 	m.nodes[p] = n
 	if p != m.root {
 		n.value, n.mzxid = l.value, l.mzxid
@@ -237,7 +288,7 @@ func (m *memo) live(e mlog) bool {
 // changed is ListChanged's answer from m: the znodes below the root
 // written after since, found by binary search in the log.
 func (m *memo) changed(r *Repo, since registry.Version, most int) registry.Changed {
-	out := registry.Changed{Count: max(len(m.nodes)-1, 0), Rev: max(since, registry.Version(m.rev))}
+	out := registry.Changed{Count: max(len(m.nodes)-1, 0), Rev: max(since, registry.Version(r.cache.revision(m)))}
 	i := sort.Search(len(m.log), func(i int) bool { return m.log[i].mzxid > int64(since) })
 	for _, e := range m.log[i:] {
 		if !m.live(e) {
@@ -252,4 +303,23 @@ func (m *memo) changed(r *Repo, since registry.Version, most int) registry.Chang
 	}
 	slices.SortFunc(out.KVs, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	return out
+}
+
+// revision returns a revision m reflects every write at or before: the
+// highest Mzxid m saw (every write up to it was told of, by an event or
+// by a read, before that Mzxid was read), or, if a watch on a znode m
+// holds fired since m took its dirty set, the highest zxid below that
+// znode's unread writes. A dropped memo keeps no dirty set: its highest
+// Mzxid is all it has (writes told of during its walk may be below it).
+// m.mu is held.
+func (c *listCache) revision(m *memo) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rev := m.rev
+	for p, f := range m.dirty {
+		if n := m.nodes[p]; n != nil {
+			rev = min(rev, n.below(f, p == m.root))
+		}
+	}
+	return rev
 }
