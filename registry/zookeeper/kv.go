@@ -87,9 +87,10 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 // may be the highest), lowered below the writes that fired a watch during
 // the call and are not read yet: so every write at or before Rev is
 // reflected, and a call since Rev returns every znode written after.
-// Without a memo kept, Rev is the highest Mzxid the walk read, and a
-// write made during the walk to a znode read before may be below it (the
-// next call since Rev shows it only in Count). Values are copies.
+// Without a memo kept (see above, or the session was lost during the
+// call), Rev is the highest Mzxid read, and a write made during the walk
+// to a znode read before may be below it: a call since Rev misses it.
+// Values are copies.
 func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Version, most int) (registry.Changed, bool, error) {
 	if err := r.check(ctx, "list", prefix); err != nil {
 		return registry.Changed{}, true, err
