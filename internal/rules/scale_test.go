@@ -22,15 +22,32 @@ import (
 // cache (warm, as in a running node): the executing node's work per
 // statement, with no other node to wait for.
 func BenchmarkCreateShardingTableRule(b *testing.B) {
-	b.Run("memory", func(b *testing.B) {
-		benchmarkCreateShardingTableRule(b, func(b *testing.B) registry.Repository { return memory.New() })
-	})
-	realtest.Each(b, "rulescale", func(b *testing.B, open func(t testing.TB) registry.Repository) {
-		benchmarkCreateShardingTableRule(b, func(b *testing.B) registry.Repository { return open(b) })
+	eachRuleScaleRepo(b, func(b *testing.B, open func(b *testing.B) registry.Repository) {
+		benchmarkCreateShardingTableRule(b, open, false)
 	})
 }
 
-func benchmarkCreateShardingTableRule(b *testing.B, open func(b *testing.B) registry.Repository) {
+// BenchmarkCreateShardingTableRuleOnly is BenchmarkCreateShardingTableRule
+// with CREATEs only, each of a new table (the tables grow by b.N): the
+// cost of one CREATE, apart from DROP's.
+func BenchmarkCreateShardingTableRuleOnly(b *testing.B) {
+	eachRuleScaleRepo(b, func(b *testing.B, open func(b *testing.B) registry.Repository) {
+		benchmarkCreateShardingTableRule(b, open, true)
+	})
+}
+
+// eachRuleScaleRepo runs bench on the memory registry and on real etcd
+// and ZooKeeper.
+func eachRuleScaleRepo(b *testing.B, bench func(b *testing.B, open func(b *testing.B) registry.Repository)) {
+	b.Run("memory", func(b *testing.B) {
+		bench(b, func(b *testing.B) registry.Repository { return memory.New() })
+	})
+	realtest.Each(b, "rulescale", func(b *testing.B, open func(t testing.TB) registry.Repository) {
+		bench(b, func(b *testing.B) registry.Repository { return open(b) })
+	})
+}
+
+func benchmarkCreateShardingTableRule(b *testing.B, open func(b *testing.B) registry.Repository, createOnly bool) {
 	for _, n := range []int{0, 1000, 10000} {
 		runs := 0
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -61,9 +78,21 @@ func benchmarkCreateShardingTableRule(b *testing.B, open func(b *testing.B) regi
 			if _, _, err := opts.Cache.ReadDatabase(ctx, repo, db); err != nil {
 				b.Fatal(err)
 			}
+			statements := []distsql.Statement{create, drop}
+			var creates []distsql.Statement // createOnly: one a table
+			for i := 0; createOnly && i < b.N; i++ {
+				st, err := families.Parse(fmt.Sprintf("CREATE SHARDING TABLE RULE t_new_%d (DATANODES('ds_${0..1}.t_new_%d_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_new_%d_${id %% 2}')))))", i, i, i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				creates = append(creates, st)
+			}
 			b.ResetTimer()
-			for range b.N {
-				for _, st := range []distsql.Statement{create, drop} {
+			for i := range b.N {
+				if createOnly {
+					statements = creates[i : i+1]
+				}
+				for _, st := range statements {
 					if out, err := Apply(ctx, repo, db, st, opts); err != nil || !out.Changed {
 						b.Fatalf("%v: %+v %v", st, out, err)
 					}
