@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/sqlerr"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -24,14 +25,14 @@ const (
 )
 
 // TornRead returns an error wrapping registry.ErrBadVersion (so that a
-// rule change is computed again) when an active_version among kvs
-// (sorted by key, as List returns them) names a version kvs lack: a
-// listing that is not one snapshot (ZooKeeper's: children, then reads)
-// caught a change committed between its steps, and the item would look
-// absent. nil when kvs are whole. It finds each version by binary search:
-// next to thousands of items it builds nothing.
-func TornRead(kvs []registry.KV) error {
-	for _, kv := range kvs {
+// rule change is computed again) when an active_version among keys names
+// a version keys lack: a listing that is not one snapshot (ZooKeeper's:
+// children, then reads) caught a change committed between its steps, and
+// the item would look absent. nil when keys are whole. It iterates over
+// keys once (RuleKeys.All) and finds each version by lookup: next to
+// thousands of items it copies and builds nothing.
+func TornRead(keys metadata.RuleKeys) error {
+	for kv := range keys.All() {
 		node, ok := strings.CutSuffix(kv.Key, "/"+paths.ActiveVersionName)
 		if !ok {
 			continue
@@ -40,7 +41,7 @@ func TornRead(kvs []registry.KV) error {
 		if err != nil {
 			continue
 		}
-		if _, found := slices.BinarySearchFunc(kvs, paths.Version(node, n), func(kv registry.KV, key string) int { return strings.Compare(kv.Key, key) }); found {
+		if keys.Has(paths.Version(node, n)) {
 			continue
 		}
 		return &registry.OpError{Op: "list", Key: kv.Key, Err: fmt.Errorf("%w: version %d was replaced while the rules were read", registry.ErrBadVersion, n)}

@@ -42,7 +42,7 @@ func RuleChangeWrites(layout paths.Layout, db string, kvs []registry.KV, old, ne
 	if old.Content != nil && next.Content != nil && old.Type == next.Type {
 		diff = DiffOf(next.Type, old.Content, next.Content)
 	}
-	return RuleDiffWrites(layout, db, kvs, old, next, diff)
+	return RuleDiffWrites(layout, db, NewRuleKeys(kvs), old, next, diff)
 }
 
 // Diff is what differs between a rule's content before a change and
@@ -66,13 +66,16 @@ func DiffOf(typ string, old, next map[string]any) *Diff {
 // RuleDiffWrites is RuleChangeWrites for a caller that computed the
 // change's Diff already (DiffOf(next.Type, old.Content, next.Content);
 // nil: the whole rule is converted), so that a statement compares the
-// rule's entries once.
-func RuleDiffWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule, diff *Diff) ([]registry.Cond, []registry.Op, error) {
+// rule's entries once, over keys (the rule keys read, as RuleCache.Read
+// returns them): where the change is sparse (diff) it looks up only the
+// keys of the items that differ, so that it costs what changed, not the
+// number of rule keys.
+func RuleDiffWrites(layout paths.Layout, db string, keys RuleKeys, old, next config.Rule, diff *Diff) ([]registry.Cond, []registry.Op, error) {
 	if old.Type == "" {
 		old.Type = next.Type
 	}
 	if diff != nil && old.Content != nil && next.Content != nil && old.Type == next.Type {
-		conds, ops, ok, err := sparseRuleWrites(layout, db, kvs, old, next, diff)
+		conds, ops, ok, err := sparseRuleWrites(layout, db, keys, old, next, diff)
 		if ok || err != nil {
 			return conds, ops, err
 		}
@@ -84,12 +87,12 @@ func RuleDiffWrites(layout paths.Layout, db string, kvs []registry.KV, old, next
 			return nil, nil, &NotWritableError{Err: err}
 		}
 	}
-	return RuleWritesFromWritten(layout, db, kvs, old, written)
+	return RuleWritesFromWritten(layout, db, keys, old, written)
 }
 
 // sparseRuleWrites is RuleChangeWrites over the entries that differ; ok is
 // false when the whole rule must be converted instead.
-func sparseRuleWrites(layout paths.Layout, db string, kvs []registry.KV, old, next config.Rule, diff *Diff) (conds []registry.Cond, ops []registry.Op, ok bool, err error) {
+func sparseRuleWrites(layout paths.Layout, db string, keys RuleKeys, old, next config.Rule, diff *Diff) (conds []registry.Cond, ops []registry.Op, ok bool, err error) {
 	changed, sparseOld, sparseNext := diff.Changed, diff.SparseOld, diff.SparseNext
 	convOld, err := upstreamRule(layout, config.Rule{Type: old.Type, Content: sparseOld})
 	if err != nil {
@@ -125,7 +128,7 @@ func sparseRuleWrites(layout paths.Layout, db string, kvs []registry.KV, old, ne
 	for i := range items {
 		before[[2]string{items[i].Item, items[i].Name}] = &items[i]
 	}
-	conds, ops, err = ruleWritesOf(layout, db, kvs, before, next.Type, splitLazy(convNext))
+	conds, ops, err = ruleWritesOf(layout, db, keys, before, next.Type, splitLazy(convNext))
 	return conds, ops, err == nil, err
 }
 

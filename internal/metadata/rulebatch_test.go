@@ -187,7 +187,7 @@ func TestDecodeChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, o, err := RuleWritesFromWritten(paths.DefaultLayout, "db", before, old, written); err != nil || !reflect.DeepEqual(c, conds) || !reflect.DeepEqual(o, ops) {
+		if c, o, err := RuleWritesFromWritten(paths.DefaultLayout, "db", NewRuleKeys(before), old, written); err != nil || !reflect.DeepEqual(c, conds) || !reflect.DeepEqual(o, ops) {
 			t.Fatalf("step %d: RuleWritesFromWritten %v %v %v\nwant RuleWritesFrom's %v %v", step, c, o, err, conds, ops)
 		}
 		if step%5 == 4 { // another rule, written meanwhile

@@ -21,9 +21,10 @@ import (
 // revision (registry.ChangeLister: etcd, memory; ZooKeeper over its List
 // cache) it reads only what changed since its last read, and learns of
 // deletions by the count: reading a database of thousands of sharding
-// tables then costs what changed and a copy of the keys' list (plus, on
-// ZooKeeper, a walk of its cached tree). Elsewhere it lists the rules and
-// compares their keys. It holds at most MaxCachedDatabases
+// tables then costs what changed (plus, on ZooKeeper, a walk of its
+// cached tree), its keys being brought forward as RuleKeys (an overlay of
+// what changed over a shared base: RuleKeys.With). Elsewhere it lists the
+// rules and compares their keys. It holds at most MaxCachedDatabases
 // databases. The zero value is not usable; a nil *RuleCache reads without
 // one. Safe for concurrent use.
 type RuleCache struct {
@@ -34,7 +35,7 @@ type RuleCache struct {
 
 type cachedDatabase struct {
 	d     *Database
-	kvs   []registry.KV // sorted by key
+	kvs   RuleKeys
 	rev   registry.Version
 	names sharding.Tally // of d's sharding rule
 }
@@ -45,12 +46,11 @@ const maxChangedKeys = 1000
 
 // RuleRead is a database as RuleCache.Read read it: the database (its
 // units and rules; shared, not to be modified), the keys under
-// /metadata/{db}/rules it was decoded from, sorted by key, and the
-// revision they were read at (0 when the registry does not list by
-// revision).
+// /metadata/{db}/rules it was decoded from, and the revision they were
+// read at (0 when the registry does not list by revision).
 type RuleRead struct {
 	DB    *Database
-	KVs   []registry.KV
+	Keys  RuleKeys
 	rev   registry.Version
 	names sharding.Tally
 }
@@ -87,17 +87,19 @@ func NewStoreRuleCache(store *Store) *RuleCache {
 // ReadDatabase is metadata.ReadDatabase (the same reads, result and
 // errors) with the rules decoded from what changed since the cache's last
 // read of db. The Database returned may be shared with other reads: it
-// must not be modified. ctx bounds the reads.
+// must not be modified, nor the keys (sorted by key). ctx bounds the
+// reads. Unlike Read, it materializes the keys as one slice
+// (RuleKeys.Sorted): O(number of rule keys) once per version read.
 func (c *RuleCache) ReadDatabase(ctx context.Context, repo registry.Repository, db string) (*Database, []registry.KV, error) {
 	r, err := c.Read(ctx, repo, db)
-	return r.DB, r.KVs, err
+	return r.DB, r.Keys.Sorted(), err
 }
 
 // Read is ReadDatabase, with the revision of the rules read, for After.
 func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db string) (RuleRead, error) {
 	if c == nil {
 		d, kvs, err := ReadDatabase(ctx, repo, db)
-		return RuleRead{DB: d, KVs: kvs}, err // no count kept (ShardingNames)
+		return RuleRead{DB: d, Keys: NewRuleKeys(kvs)}, err // no count kept (ShardingNames)
 	}
 	key, units, err := readUnits(ctx, repo, db)
 	if err != nil {
@@ -108,7 +110,7 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	c.mu.Unlock()
 	if !ok && c.store != nil {
 		if d, kvs, seeded := c.store.RuleKeys(ctx, db); seeded {
-			prev, ok = cachedDatabase{d: d, kvs: kvs, rev: listedRev(repo, kvs), names: shardingTally(d)}, true
+			prev, ok = cachedDatabase{d: d, kvs: NewRuleKeys(kvs), rev: listedRev(repo, kvs), names: shardingTally(d)}, true
 		}
 	}
 	var cur cachedDatabase
@@ -122,9 +124,9 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 		if err != nil {
 			return RuleRead{}, err
 		}
-		cur = cachedDatabase{kvs: rules, rev: rev}
+		cur = cachedDatabase{kvs: NewRuleKeys(rules), rev: rev}
 		if ok {
-			cur.d = DecodeChanges(prev.d, prev.kvs, rules)
+			cur.d = DecodeChanges(prev.d, prev.kvs.Sorted(), rules)
 		} else if cur.d = decode(db, rules); cur.d == nil {
 			cur.d = &Database{Name: db, Rules: map[string]config.Rule{}, summed: true}
 		}
@@ -136,11 +138,11 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	if u := decode(db, units); u != nil && u.Units != nil {
 		out.Units = u.Units
 	}
-	return RuleRead{DB: &out, KVs: cur.kvs, rev: cur.rev, names: cur.names}, nil
+	return RuleRead{DB: &out, Keys: cur.kvs, rev: cur.rev, names: cur.names}, nil
 }
 
 // After returns the database of r (a Read) as the registry holds it after
-// a committed transaction of ops over r.KVs, committed at version
+// a committed transaction of ops over r.Keys, committed at version
 // committed (0 when not known): the rules read again, since another
 // change (of another rule) may have added items between the read and the
 // commit, which the transaction's conditions do not cover. Where the
@@ -149,12 +151,15 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 // lists by revision it reads only what changed since r (the
 // transaction's writes, and anything else); either way it keeps the
 // result for the next Read. When that read fails it is r with ops
-// applied. Only the keys that changed are decoded, so that it costs what
-// the change changed plus a copy of the keys' list.
+// applied. Only the keys that changed are decoded, and the keys' list is
+// brought forward by RuleKeys.With, so that it costs what the change
+// changed (amortized), not the number of rule keys; only the fallbacks
+// (a registry that neither replays nor lists by revision, a failed read)
+// list or copy every key.
 func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleRead, ops []registry.Op, committed registry.Version) *Database {
 	key, err := paths.Database(r.DB.Name)
 	if err != nil {
-		return DecodeChanges(r.DB, r.KVs, AfterOps(r.KVs, ops))
+		return DecodeChanges(r.DB, r.Keys.Sorted(), AfterOps(r.Keys.Sorted(), ops))
 	}
 	if c != nil {
 		var deleted []string
@@ -163,7 +168,7 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 				deleted = append(deleted, op.Key)
 			}
 		}
-		read := cachedDatabase{d: r.DB, kvs: r.KVs, rev: r.rev, names: r.names}
+		read := cachedDatabase{d: r.DB, kvs: r.Keys, rev: r.rev, names: r.names}
 		upTo := registry.ReplayBound{Through: committed, Barrier: paths.RulesReadBarrier}
 		if cur, followed, err := follow(ctx, repo, key+"/rules", read, deleted, upTo); err == nil && followed {
 			c.keep(r.DB.Name, cur)
@@ -172,13 +177,13 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 	}
 	now, err := ReadRules(ctx, repo, r.DB.Name)
 	if err != nil {
-		now = AfterOps(r.KVs, ops)
+		now = AfterOps(r.Keys.Sorted(), ops)
 	}
-	return DecodeChanges(r.DB, r.KVs, now)
+	return DecodeChanges(r.DB, r.Keys.Sorted(), now)
 }
 
 // follow returns base (a database, the rule keys under prefix it was
-// decoded from, sorted by key, and the revision they were read at)
+// decoded from, and the revision they were read at)
 // brought to what the registry holds now, or up to upTo.Through, with
 // deleted (the caller's own deletions since base) gone: only the keys
 // written since base.rev are read and decoded. Where the registry
@@ -187,7 +192,9 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 // the keys written since and learns of deletions by the count. followed
 // is false, with no error, when the registry does neither, more than
 // maxChangedKeys keys changed, or the count shows a deletion that
-// deleted does not name: the caller then lists the rules whole.
+// deleted does not name: the caller then lists the rules whole. The
+// keys are brought forward with RuleKeys.With: it costs what changed,
+// not the number of keys.
 func follow(ctx context.Context, repo registry.Repository, prefix string, base cachedDatabase, deleted []string, upTo registry.ReplayBound) (cur cachedDatabase, followed bool, err error) {
 	if base.rev == 0 {
 		return cachedDatabase{}, false, nil
@@ -203,11 +210,11 @@ func follow(ctx context.Context, repo registry.Repository, prefix string, base c
 	if err != nil || !listed || ch.Truncated {
 		return cachedDatabase{}, false, err
 	}
-	if len(ch.KVs) == 0 && len(deleted) == 0 && ch.Count == len(base.kvs) {
+	if len(ch.KVs) == 0 && len(deleted) == 0 && ch.Count == base.kvs.Len() {
 		return cachedDatabase{d: base.d, kvs: base.kvs, rev: ch.Rev, names: base.names}, true, nil // nothing changed
 	}
-	kvs := mergeKVs(base.kvs, deleted, ch.KVs)
-	if len(kvs) != ch.Count {
+	kvs := base.kvs.With(deleted, ch.KVs)
+	if kvs.Len() != ch.Count {
 		return cachedDatabase{}, false, nil
 	}
 	events := putEvents(deleted, ch.KVs)
@@ -231,20 +238,14 @@ func replay(base cachedDatabase, rp registry.Replayed) cachedDatabase {
 		switch {
 		case ev.Type == registry.EventPut:
 			changed = append(changed, ev.KV)
-		case hasKey(base.kvs, k):
+		case base.kvs.Has(k):
 			deleted = append(deleted, k)
 		}
 	}
 	slices.SortFunc(changed, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	events := putEvents(deleted, changed)
 	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events)
-	return cachedDatabase{d: d, kvs: mergeKVs(base.kvs, deleted, changed), rev: rp.Rev, names: recountSharding(base.names, base.d, d, events)}
-}
-
-// hasKey reports whether kvs (sorted by key) holds key.
-func hasKey(kvs []registry.KV, key string) bool {
-	_, found := slices.BinarySearchFunc(kvs, key, func(kv registry.KV, key string) int { return strings.Compare(kv.Key, key) })
-	return found
+	return cachedDatabase{d: d, kvs: base.kvs.With(deleted, changed), rev: rp.Rev, names: recountSharding(base.names, base.d, d, events)}
 }
 
 // shardingTally counts the sharding rule of d (sharding.TallyOf).
@@ -330,33 +331,6 @@ func listedRev(repo registry.Repository, kvs []registry.KV) registry.Version {
 	return rev
 }
 
-// mergeKVs returns before (sorted by key, as List returns it) without
-// the keys deleted and with changed (sorted by key) put in, sorted by
-// key.
-func mergeKVs(before []registry.KV, deleted []string, changed []registry.KV) []registry.KV {
-	gone := make(map[string]bool, len(deleted))
-	for _, k := range deleted {
-		gone[k] = true
-	}
-	out := make([]registry.KV, 0, len(before)+len(changed))
-	i := 0
-	for _, kv := range before {
-		for i < len(changed) && changed[i].Key < kv.Key {
-			out = append(out, changed[i])
-			i++
-		}
-		if i < len(changed) && changed[i].Key == kv.Key {
-			out = append(out, changed[i])
-			i++
-			continue
-		}
-		if !gone[kv.Key] {
-			out = append(out, kv)
-		}
-	}
-	return append(out, changed[i:]...)
-}
-
 // putEvents are the events that delete the keys deleted and write
 // changed: the deletions first, so that a key deleted and written again
 // is there.
@@ -371,12 +345,12 @@ func putEvents(deleted []string, changed []registry.KV) []registry.Event {
 	return events
 }
 
-// keysOfNodes returns the keys of before (sorted by key) that are at or
-// under the item nodes events touch, or under another placement of their
-// items: what applyRuleEvents reads of the keys before the events. It
-// finds each node's keys by binary search, so that it costs the keys it
-// returns, not a pass over before.
-func keysOfNodes(before []registry.KV, events []registry.Event) map[string]registry.KV {
+// keysOfNodes returns the keys of before that are at or under the item
+// nodes events touch, or under another placement of their items: what
+// applyRuleEvents reads of the keys before the events. It finds each
+// node's keys by binary search (RuleKeys.Under), so that it costs the
+// keys it returns, not a pass over before.
+func keysOfNodes(before RuleKeys, events []registry.Event) map[string]registry.KV {
 	nodes := map[string]bool{}
 	for _, ev := range events {
 		k, ok := paths.ParseKey(ev.KV.Key)
@@ -392,7 +366,7 @@ func keysOfNodes(before []registry.KV, events []registry.Event) map[string]regis
 	}
 	out := map[string]registry.KV{}
 	for n := range nodes {
-		maps.Copy(out, keysUnder(before, n))
+		maps.Copy(out, before.Under(n))
 	}
 	return out
 }

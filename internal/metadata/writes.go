@@ -268,15 +268,17 @@ func RuleWritesFrom(layout paths.Layout, db string, kvs []registry.KV, old, next
 			return nil, nil, fmt.Errorf("database %s: %w", db, err)
 		}
 	}
-	return RuleWritesFromWritten(layout, db, kvs, old, written)
+	return RuleWritesFromWritten(layout, db, NewRuleKeys(kvs), old, written)
 }
 
-// RuleWritesFromWritten is RuleWritesFrom for a next rule that the caller
-// already converted with RuleAsWritten(layout, next) (to check it):
-// written is that result, not converted again, so that a change of one
-// table of thousands converts the rule once. The conditions and writes
-// are RuleWritesFrom's for next.
-func RuleWritesFromWritten(layout paths.Layout, db string, kvs []registry.KV, old, written config.Rule) ([]registry.Cond, []registry.Op, error) {
+// RuleWritesFromWritten is RuleWritesFrom over keys (every key under
+// /metadata/{db}/rules) for a next rule that the caller already
+// converted with RuleAsWritten(layout, next) (to check it): written is
+// that result, not converted again, so that a change of one table of
+// thousands converts the rule once. The conditions and writes are
+// RuleWritesFrom's for next. It looks up only the keys of the items
+// that differ (RuleKeys.Under), never a pass over keys.
+func RuleWritesFromWritten(layout paths.Layout, db string, keys RuleKeys, old, written config.Rule) ([]registry.Cond, []registry.Op, error) {
 	if old.Type == "" {
 		old.Type = written.Type
 	}
@@ -293,7 +295,7 @@ func RuleWritesFromWritten(layout paths.Layout, db string, kvs []registry.KV, ol
 	if written.Content != nil {
 		items = splitLazy(written)
 	}
-	return ruleWritesOf(layout, db, kvs, before, written.Type, items)
+	return ruleWritesOf(layout, db, keys, before, written.Type, items)
 }
 
 // lazyItemsByID is lazyRuleItems of r (none for a nil content) by item
@@ -315,8 +317,8 @@ func lazyItemsByID(layout paths.Layout, db string, r config.Rule) (map[[2]string
 
 // ruleWritesOf is the transaction of RuleWritesFrom from the items of the
 // old rule (before, by item and name) and of the next one (items), both
-// as layout writes them.
-func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[[2]string]*ruleItem, typ string, items []ruleItem) ([]registry.Cond, []registry.Op, error) {
+// as layout writes them, over keys, the rule keys read.
+func ruleWritesOf(layout paths.Layout, db string, keys RuleKeys, before map[[2]string]*ruleItem, typ string, items []ruleItem) ([]registry.Cond, []registry.Op, error) {
 	var conds []registry.Cond
 	var ops []registry.Op
 	add := func(c []registry.Cond, o []registry.Op) {
@@ -340,10 +342,10 @@ func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[
 		}
 		for _, other := range all {
 			if other != node {
-				add(deleteFrom(keysUnder(kvs, other), other))
+				add(deleteFrom(keys.Under(other), other))
 			}
 		}
-		add(replaceFrom(keysUnder(kvs, node), node, it.encoded()))
+		add(replaceFrom(keys.Under(node), node, it.encoded()))
 	}
 	for _, id := range sortedKeys2(before) {
 		if kept[id] {
@@ -354,25 +356,10 @@ func ruleWritesOf(layout paths.Layout, db string, kvs []registry.KV, before map[
 			return nil, nil, err
 		}
 		for _, node := range all {
-			add(deleteFrom(keysUnder(kvs, node), node))
+			add(deleteFrom(keys.Under(node), node))
 		}
 	}
 	return conds, ops, nil
-}
-
-// keysUnder returns the keys of kvs (sorted by key, as List returns
-// them) that are node or under it, by key: what replaceFrom and
-// deleteFrom read of an item's node. It finds them by binary search, so
-// that it costs the keys it returns, not a pass over kvs.
-func keysUnder(kvs []registry.KV, node string) map[string]registry.KV {
-	out := map[string]registry.KV{}
-	i, _ := slices.BinarySearchFunc(kvs, node, func(kv registry.KV, node string) int { return strings.Compare(kv.Key, node) })
-	for ; i < len(kvs) && strings.HasPrefix(kvs[i].Key, node); i++ {
-		if k := kvs[i].Key; len(k) == len(node) || k[len(node)] == '/' {
-			out[k] = kvs[i]
-		}
-	}
-	return out
 }
 
 // replaceFrom is ReplaceWrites over the keys read.

@@ -105,9 +105,9 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if err != nil {
 		return Written{}, fmt.Errorf("read database %s: %w", db, err)
 	}
-	d, kvs := read.DB, read.KVs
+	d, keys := read.DB, read.Keys
 	if !registry.ListIsRangeRead(repo) { // a range read is one snapshot: never torn
-		if err := dbconfig.TornRead(kvs); err != nil {
+		if err := dbconfig.TornRead(keys); err != nil {
 			return Written{}, err // read again
 		}
 	}
@@ -166,7 +166,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	} else {
 		nextRule.Content = nil
 	}
-	conds, ops, err := metadata.RuleDiffWrites(opts.Layout, db, kvs, old, nextRule, diff)
+	conds, ops, err := metadata.RuleDiffWrites(opts.Layout, db, keys, old, nextRule, diff)
 	var unwritable *metadata.NotWritableError
 	if errors.As(err, &unwritable) {
 		return refused(rule.InvalidRule(ruleType, "", unwritable.Err.Error()))
