@@ -49,10 +49,11 @@ const maxChangedKeys = 1000
 // /metadata/{db}/rules it was decoded from, and the revision they were
 // read at (0 when the registry does not list by revision).
 type RuleRead struct {
-	DB    *Database
-	Keys  RuleKeys
-	rev   registry.Version
-	names sharding.Tally
+	DB      *Database
+	Keys    RuleKeys
+	rev     registry.Version
+	names   sharding.Tally
+	counted bool // names is kept (a read through a cache)
 }
 
 // ShardingNames is how many names the expressions of the sharding rule
@@ -61,6 +62,18 @@ type RuleRead struct {
 // name bound needs of the rule as read (rule.Database.BeforeNames). A
 // read without a cache (a nil *RuleCache) keeps no count: 0.
 func (r RuleRead) ShardingNames() int { return r.names.Total() }
+
+// ShardingNotPlain is how many table names of the sharding rule read are
+// not plain, by section (sharding.Tally.NotPlain: a new map), kept from
+// read to read as ShardingNames is: what a change needs to find a table
+// by name in any case without a scan (rule.Database.ShardingNotPlain).
+// A read without a cache keeps no count: nil.
+func (r RuleRead) ShardingNotPlain() map[string]int {
+	if !r.counted {
+		return nil
+	}
+	return r.names.NotPlain()
+}
 
 // MaxCachedDatabases bounds the databases a RuleCache keeps.
 const MaxCachedDatabases = 64
@@ -138,7 +151,7 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	if u := decode(db, units); u != nil && u.Units != nil {
 		out.Units = u.Units
 	}
-	return RuleRead{DB: &out, Keys: cur.kvs, rev: cur.rev, names: cur.names}, nil
+	return RuleRead{DB: &out, Keys: cur.kvs, rev: cur.rev, names: cur.names, counted: true}, nil
 }
 
 // After returns the database of r (a Read) as the registry holds it after

@@ -145,6 +145,14 @@ type Database struct {
 	// sharding.Tally), as the caller counted them while following the
 	// rule's changes; nil: a check that needs the number counts it.
 	BeforeNames *int
+	// ShardingNotPlain, when set, is how many table names of the sharding
+	// rule as read are not plain (sharding.PlainName), by section
+	// ("tables", "autoTables"), as the caller counted them while
+	// following the rule's changes (its sharding.Tally), so that a
+	// change finds a table by name in any case by lookup instead of a
+	// scan of every table; nil: a change scans. A new map, the change's
+	// to keep up to date as it adds names.
+	ShardingNotPlain map[string]int
 	// Changed, when set, names the entries of the changing rule's named
 	// fields (its map fields: tables, algorithms, ...) that the change
 	// added, replaced or removed, by field and name (what

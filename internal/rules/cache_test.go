@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/shardkeeper/shardkeeper/internal/config"
@@ -11,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
@@ -83,7 +85,7 @@ func testCachedChanges(t *testing.T, repo, other registry.Repository) {
 			foreign("drop", fmt.Sprintf("t_scale_%05d", step+1))
 		}
 		mine := fmt.Sprintf("t_mine_%d", step)
-		w, err := ChangeRule(ctx, repo, "db", "sharding", func(d *metadata.Database, c map[string]any) (map[string]any, error) {
+		w, err := ChangeRule(ctx, repo, "db", "sharding", func(_ metadata.RuleRead, c map[string]any) (map[string]any, error) {
 			// Between this change's read and its commit another client
 			// changes another table.
 			if step%3 == 0 {
@@ -121,6 +123,67 @@ func testCachedChanges(t *testing.T, repo, other registry.Repository) {
 		}
 		if r, err := cache.Read(ctx, repo, "db"); err != nil || r.ShardingNames() != sharding.TallyOf(want.Rules["sharding"].Content).Total() {
 			t.Fatalf("step %d: the cache counts %d names of the sharding rule, a plain read %d (%v)", step, r.ShardingNames(), sharding.TallyOf(want.Rules["sharding"].Content).Total(), err)
+		}
+	}
+}
+
+// TestCachedCountsOfMixedCase: through a RuleCache, CREATE, ALTER and
+// DROP of tables of mixed case and of a non-ASCII name keep the count of
+// table names that are not plain (metadata.RuleRead.ShardingNotPlain,
+// recounted table by table) equal to a fresh count of the rule, and the
+// statements find tables in any case with it: "t_a" is "T_A", "K_X" is
+// the Kelvin sign's "\u212a_x".
+func TestCachedCountsOfMixedCase(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testCachedCountsOfMixedCase(t, memory.New()) })
+	realtest.Each(t, "mixedcase", func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		testCachedCountsOfMixedCase(t, open(t))
+	})
+}
+
+func testCachedCountsOfMixedCase(t *testing.T, repo registry.Repository) {
+	ctx := testenv.Context(t)
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := metadatatest.WriteShardingTables(ctx, repo, "db", 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Cache: metadata.NewRuleCache()}
+	for _, step := range []struct {
+		sql     string
+		refused bool
+	}{
+		{"CREATE SHARDING TABLE RULE T_A (DATANODES('ds_0.t_a'))", false},
+		{"CREATE SHARDING TABLE RULE t_a (DATANODES('ds_0.t_a'))", true},
+		{"CREATE SHARDING TABLE RULE \u212a_x (DATANODES('ds_0.k_x'))", false},
+		{"CREATE SHARDING TABLE RULE K_X (DATANODES('ds_0.k_x'))", true},
+		{"CREATE SHARDING TABLE RULE t_plain (DATANODES('ds_0.t_plain'))", false},
+		{"CREATE SHARDING TABLE RULE T_PLAIN (DATANODES('ds_0.t_plain'))", true},
+		{"ALTER SHARDING TABLE RULE t_a (DATANODES('ds_0.t_a'))", false}, // T_A now t_a
+		{"CREATE SHARDING TABLE RULE T_a (DATANODES('ds_0.t_a'))", true},
+		{"ALTER SHARDING TABLE RULE T_PLAIN (DATANODES('ds_0.t_plain'))", false}, // t_plain now T_PLAIN
+		{"DROP SHARDING TABLE RULE k_x, t_plain", false},
+		{"CREATE SHARDING TABLE RULE k_x (DATANODES('ds_0.k_x'))", false},
+		{"CREATE SHARDING TABLE RULE T_A (DATANODES('ds_0.t_a'))", true}, // every name plain again: found by lookup
+		{"CREATE SHARDING TABLE RULE K_X (DATANODES('ds_0.k_x'))", true},
+	} {
+		st, err := families.Parse(step.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Apply(ctx, repo, "db", st, opts)
+		if step.refused && (err == nil || !strings.Contains(err.Error(), "Duplicate")) || !step.refused && err != nil {
+			t.Fatalf("%s: %v, want a duplicate refused: %v", step.sql, err, step.refused)
+		}
+		read, err := opts.Cache.Read(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := read.ShardingNotPlain(), sharding.TallyOf(read.DB.Rules["sharding"].Content).NotPlain()
+		if !maps.Equal(got, want) {
+			t.Fatalf("after %s: counted %v, a fresh count %v", step.sql, got, want)
 		}
 	}
 }

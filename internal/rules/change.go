@@ -57,8 +57,10 @@ type Written struct {
 // registry (metadata.ReadDatabase; ErrNoDatabase is an
 // *UnknownDatabaseError), lets change compute the next content from a copy
 // of the rule (an empty map when the database has no such rule) and the
-// database as read (its units and its other rules, which change must not
-// modify; change's error, an *sqlerr.Error, is returned as is), checks the
+// database as read (read.DB: its units and its other rules, which change
+// must not modify; with opts.Cache, read also carries the counts the
+// cache keeps, such as ShardingNotPlain; change's error, an
+// *sqlerr.Error, is returned as is), checks the
 // database's rules with the result (every data source named is a storage unit or a logical
 // data source, every algorithm named is defined and of a known type:
 // upstream's codes; every item name fits a registry node, else 10200), and
@@ -80,7 +82,7 @@ type Written struct {
 // statement's start and its answer, and the node's next read does not
 // contradict it). ctx bounds the reads and the commit (and is change's
 // to use).
-func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
+func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(read metadata.RuleRead, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
 	for attempt := 1; ; attempt++ {
 		rc, err := changeRuleOnce(ctx, repo, db, ruleType, change, opts)
 		if !changedMeanwhile(err) {
@@ -97,7 +99,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 }
 
 // changeRuleOnce is one read, change, check and commit of ChangeRule.
-func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(d *metadata.Database, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
+func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(read metadata.RuleRead, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
 	read, err := opts.Cache.Read(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
 		return Written{}, &dbconfig.UnknownDatabaseError{Name: db}
@@ -119,7 +121,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	// what follows costs what the change changed (metadata.RuleChangeWrites).
 	cur := config.CopyFields(old.Content)
 	refused := func(err error) (Written, error) { return Written{Digest: d.RulesDigest(), HasDigest: true}, err }
-	next, err := change(d, cur)
+	next, err := change(read, cur)
 	if err != nil {
 		return refused(err)
 	}

@@ -136,8 +136,10 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 		return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
 	}
 	out := Outcome{RuleType: f.Type()}
-	rc, err := ChangeRule(ctx, repo, db, f.Type(), func(d *metadata.Database, cur map[string]any) (map[string]any, error) {
-		return c(ctx, View(d, opts.Introspect), cur)
+	rc, err := ChangeRule(ctx, repo, db, f.Type(), func(read metadata.RuleRead, cur map[string]any) (map[string]any, error) {
+		d := View(read.DB, opts.Introspect)
+		d.ShardingNotPlain = read.ShardingNotPlain()
+		return c(ctx, d, cur)
 	}, ChangeOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return out, finish(ctx, repo, db, rc, err, opts, &out)
 }

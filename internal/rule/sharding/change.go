@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/shardkeeper/shardkeeper/internal/distsql"
+	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/shardkeeper/shardkeeper/internal/inline"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
@@ -14,9 +16,23 @@ import (
 )
 
 // findKey returns the key of m equal to name in any case ("" if none).
-func findKey(m map[string]any, name string) string {
+// notPlain is at least how many keys of m are not plain (PlainName), -1
+// when not counted. It looks name up and, for an ASCII name when no key
+// of m is other than plain, its lower case (the only plain key that can
+// equal it): O(len(name)). Only otherwise (a key that is not plain, a
+// name that is not ASCII, which Unicode case folding may make equal to
+// others, or no count) does it scan every key of m.
+func findKey(m map[string]any, name string, notPlain int) string {
 	if _, ok := m[name]; ok {
 		return name
+	}
+	if notPlain == 0 && isASCII(name) {
+		if lower := strings.ToLower(name); lower != name {
+			if _, ok := m[lower]; ok {
+				return lower
+			}
+		}
+		return ""
 	}
 	for k := range m {
 		if strings.EqualFold(k, name) {
@@ -26,11 +42,54 @@ func findKey(m map[string]any, name string) string {
 	return ""
 }
 
-// shardingTable returns the section ("tables" or "autoTables") and key of
-// table name in c.
-func shardingTable(c map[string]any, name string) (sectionName, key string) {
-	for _, f := range []string{"tables", "autoTables"} {
-		if k := findKey(rule.Map(c[f]), name); k != "" {
+// isASCII reports whether s is ASCII.
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// tableLookup finds the tables of sharding rule content c by name in any
+// case, as upstream's executors compare them, by lookup where the count
+// of c's table names that are not plain allows (findKey). notPlain is, by
+// section, at least that count, from rule.Database.ShardingNotPlain and
+// kept by added as the change puts tables in (a removal leaves it an
+// upper bound); nil when not counted: every lookup that misses scans.
+type tableLookup struct {
+	c        map[string]any
+	notPlain map[string]int
+}
+
+// newTableLookup is the tableLookup of c, the content of d's sharding
+// rule as a change computes it.
+func newTableLookup(d rule.Database, c map[string]any) *tableLookup {
+	return &tableLookup{c: c, notPlain: maps.Clone(d.ShardingNotPlain)}
+}
+
+// added counts table name, put in section of c by the change.
+func (l *tableLookup) added(section, name string) {
+	if l.notPlain != nil && !PlainName(name) {
+		l.notPlain[section]++
+	}
+}
+
+// key is findKey of name in section of c.
+func (l *tableLookup) key(section, name string) string {
+	notPlain := -1
+	if l.notPlain != nil {
+		notPlain = l.notPlain[section]
+	}
+	return findKey(rule.Map(l.c[section]), name, notPlain)
+}
+
+// table returns the section ("tables" or "autoTables") and key of table
+// name in c ("", "" if none).
+func (l *tableLookup) table(name string) (sectionName, key string) {
+	for _, f := range tableSections {
+		if k := l.key(f, name); k != "" {
 			return f, k
 		}
 	}
@@ -314,10 +373,11 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 		todo := names
 		var keys []string // ALTER: the tables replaced, as c spells them, in names' order
 		var err error
+		tables := newTableLookup(d, c)
 		if alter {
-			keys, err = shardingTables.Alter(db, tableItems(c, names), names)
+			keys, err = shardingTables.Alter(db, tables.items(names), names)
 		} else {
-			todo, err = shardingTables.Create(db, tableItems(c, names), names, ifNotExists)
+			todo, err = shardingTables.Create(db, tables.items(names), names, ifNotExists)
 		}
 		if err != nil {
 			return nil, err
@@ -330,7 +390,7 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 				return nil, err
 			}
 			if alter { // a CREATE's tables are not in c (Create)
-				if f, key := shardingTable(c, keys[i]); f != "" {
+				if f, key := tables.table(keys[i]); f != "" {
 					removeTable(c, f, key)
 				}
 			}
@@ -339,6 +399,7 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 				return nil, err
 			}
 			rule.Section(c, f)[r.Table] = t
+			tables.added(f, r.Table)
 		}
 		return rule.Prune(c), nil
 	}
@@ -349,23 +410,20 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 // compare them.
 var shardingTables = rule.Named{RuleType: "sharding", Label: "sharding", Kind: "sharding table", Case: rule.FoldCase}
 
-// tableItems are the tables and auto tables of c that names match (in
-// any case, exactly where one does), as named items: what
-// shardingTables' Create, Alter and Drop look up of them, found without
-// building a set of every table (a statement names a few of thousands).
-func tableItems(c map[string]any, names []string) map[string]any {
+// items are the tables and auto tables of c that names match (in any
+// case, exactly where one does), as named items: what shardingTables'
+// Create, Alter and Drop look up of them, found without building a set
+// of every table (a statement names a few of thousands), and without a
+// scan of every table where the count allows (findKey).
+func (l *tableLookup) items(names []string) map[string]any {
 	items := map[string]any{}
-	sections := []map[string]any{rule.Map(c["tables"]), rule.Map(c["autoTables"])}
 	for _, name := range names {
-		if slices.ContainsFunc(sections, func(m map[string]any) bool { _, ok := m[name]; return ok }) {
+		if slices.ContainsFunc(tableSections[:], func(f string) bool { _, ok := rule.Map(l.c[f])[name]; return ok }) {
 			items[name] = true
 			continue
 		}
-		for _, m := range sections {
-			if k := findKey(m, name); k != "" {
-				items[k] = true
-				break
-			}
+		if _, k := l.table(name); k != "" {
+			items[k] = true
 		}
 	}
 	return items
@@ -374,13 +432,14 @@ func tableItems(c map[string]any, names []string) map[string]any {
 func dropTableRule(st *DropTableRule) rule.Change {
 	return func(_ context.Context, d rule.Database, c map[string]any) (map[string]any, error) {
 		db := d.Name
-		keys, err := shardingTables.Drop(db, tableItems(c, st.Tables), st.Tables, st.IfExists)
+		tables := newTableLookup(d, c)
+		keys, err := shardingTables.Drop(db, tables.items(st.Tables), st.Tables, st.IfExists)
 		if err != nil {
 			return nil, err
 		}
 		var bound []string // named as the statement names them
 		for _, t := range st.Tables {
-			if f, _ := shardingTable(c, t); f == "" {
+			if f, _ := tables.table(t); f == "" {
 				continue
 			}
 			for _, b := range rule.Values(c["bindingTables"]) {
@@ -395,7 +454,7 @@ func dropTableRule(st *DropTableRule) rule.Change {
 			return nil, rule.RuleInUse("Sharding", db, bound)
 		}
 		for _, t := range keys {
-			if f, key := shardingTable(c, t); f != "" {
+			if f, key := tables.table(t); f != "" {
 				removeTable(c, f, key)
 			}
 		}
@@ -413,6 +472,7 @@ func tableReferenceRule(refs []TableReference, ifNotExists, alter bool) rule.Cha
 			existing[strings.ToLower(name)] = i
 		}
 		var dup, absent, missingTables []string
+		tables := newTableLookup(d, c)
 		for _, r := range refs {
 			if err := rule.CheckName("sharding table reference", r.Name); err != nil {
 				return nil, err
@@ -425,7 +485,7 @@ func tableReferenceRule(refs []TableReference, ifNotExists, alter bool) rule.Cha
 				dup = append(dup, r.Name)
 			}
 			for _, t := range r.Tables {
-				if f, _ := shardingTable(c, t); f == "" && !slices.Contains(missingTables, t) {
+				if f, _ := tables.table(t); f == "" && !slices.Contains(missingTables, t) {
 					missingTables = append(missingTables, t)
 				}
 			}
@@ -627,7 +687,7 @@ func keyGenerateStrategy(st *CreateKeyGenerateStrategy) rule.Change {
 			entry["keyGenerateType"] = "sequence"
 			entry["keyGenerateSequence"] = def.Sequence
 		} else {
-			if f, _ := shardingTable(c, def.Table); f == "" {
+			if f, _ := newTableLookup(d, c).table(def.Table); f == "" {
 				return nil, rule.MissingRule("Sharding", db, []string{def.Table})
 			}
 			entry["keyGenerateType"] = "column"

@@ -3,6 +3,7 @@ package sharding
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -10,7 +11,9 @@ import (
 // step changes says what BeyondBounds says of the whole rule after every
 // step, through the bounds and back: an expression beyond inline.MaxNames,
 // a rule beyond inline.MaxRuleNames, a table moved to autoTables, sections
-// that name no data sources, a table without an expression.
+// that name no data sources, a table without an expression; and its count
+// of table names that are not plain, by section, through tables of mixed
+// case and of non-ASCII names created, altered and dropped.
 func TestTallyFollowsTableByTable(t *testing.T) {
 	c := map[string]any{}
 	tally := TallyOf(c)
@@ -39,6 +42,13 @@ func TestTallyFollowsTableByTable(t *testing.T) {
 		{"tables", "t_bad", map[string]any{"actualDataNodes": "ds_${0..1"}},                  // does not parse
 		{"autoTables", "t_small", map[string]any{"actualDataSources": "ds_${0..1}"}},         // same name, other section
 		{"tables", "t_small", nil},
+		{"tables", "T_Mixed", map[string]any{"actualDataNodes": "ds_${0..1}.t_${0..1}"}}, // not plain
+		{"tables", "\u212a_kelvin", map[string]any{"logicTable": "x"}},                   // not ASCII
+		{"autoTables", "T_Mixed", map[string]any{"actualDataSources": "ds_0"}},           // not plain, other section
+		{"tables", "T_Mixed", map[string]any{"actualDataNodes": "ds_0.t_0"}},             // altered: still one
+		{"tables", "T_Mixed", nil},
+		{"tables", "\u212a_kelvin", nil},
+		{"autoTables", "T_Mixed", nil},
 	}
 	for i, s := range steps {
 		old := maps.Clone(c) // put replaces the section it changes
@@ -51,6 +61,17 @@ func TestTallyFollowsTableByTable(t *testing.T) {
 		}
 		if fresh := TallyOf(c); fresh != tally {
 			t.Fatalf("step %d: %+v; a fresh count: %+v", i, tally, fresh)
+		}
+		wantNotPlain := map[string]int{}
+		for _, f := range tableSections {
+			for name := range rulemap(c[f]) {
+				if name != strings.ToLower(name) || !isASCII(name) {
+					wantNotPlain[f]++
+				}
+			}
+		}
+		if got := tally.NotPlain(); got["tables"] != wantNotPlain["tables"] || got["autoTables"] != wantNotPlain["autoTables"] {
+			t.Fatalf("step %d: NotPlain %v, want %v", i, got, wantNotPlain)
 		}
 		if again := TallyOf(old); again != before {
 			t.Fatalf("step %d: the count of the rule before it changed to %+v", i, again)
