@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
@@ -28,25 +26,15 @@ const (
 // rule change is computed again) when an active_version among keys names
 // a version keys lack: a listing that is not one snapshot (ZooKeeper's:
 // children, then reads) caught a change committed between its steps, and
-// the item would look absent. nil when keys are whole. It iterates over
-// keys once (RuleKeys.All) and finds each version by lookup: next to
-// thousands of items it copies and builds nothing.
+// the item would look absent. nil when keys are whole. It costs what
+// changed since the keys' base was checked (RuleKeys.DanglingVersion),
+// not a pass over thousands of items at each statement.
 func TornRead(keys metadata.RuleKeys) error {
-	for kv := range keys.All() {
-		node, ok := strings.CutSuffix(kv.Key, "/"+paths.ActiveVersionName)
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(kv.Value)))
-		if err != nil {
-			continue
-		}
-		if keys.Has(paths.Version(node, n)) {
-			continue
-		}
-		return &registry.OpError{Op: "list", Key: kv.Key, Err: fmt.Errorf("%w: version %d was replaced while the rules were read", registry.ErrBadVersion, n)}
+	key, n, found := keys.DanglingVersion()
+	if !found {
+		return nil
 	}
-	return nil
+	return &registry.OpError{Op: "list", Key: key, Err: fmt.Errorf("%w: version %d was replaced while the rules were read", registry.ErrBadVersion, n)}
 }
 
 // txnSize is what one transaction costs against the limits: the keys it

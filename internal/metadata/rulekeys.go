@@ -4,9 +4,11 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -27,6 +29,15 @@ type RuleKeys struct {
 	over []keyChange   // sorted by key; this version's own, never modified
 	n    int           // the keys in the set
 	all  *sortedOnce   // Sorted's materialization; shared by copies of this version
+	// whole is whether the base alone is whole (no active_version naming
+	// a version the base lacks), checked once per base: shared by every
+	// version over it (see DanglingVersion).
+	whole *baseWhole
+}
+
+type baseWhole struct {
+	once sync.Once
+	ok   bool
 }
 
 // keyChange is a key written since the base (kv) or deleted (gone).
@@ -44,7 +55,7 @@ type sortedOnce struct {
 // List returns them) and must not be modified afterwards: it is the
 // set's base, not copied. O(1).
 func NewRuleKeys(kvs []registry.KV) RuleKeys {
-	return RuleKeys{base: kvs, n: len(kvs), all: &sortedOnce{}}
+	return RuleKeys{base: kvs, n: len(kvs), all: &sortedOnce{}, whole: &baseWhole{}}
 }
 
 // Len is the number of keys. O(1).
@@ -179,7 +190,7 @@ func (k RuleKeys) With(deleted []string, changed []registry.KV) RuleKeys {
 	if len(kept) == 0 {
 		return k
 	}
-	next := RuleKeys{base: k.base, over: mergeChanges(k.over, kept), n: n, all: &sortedOnce{}}
+	next := RuleKeys{base: k.base, over: mergeChanges(k.over, kept), n: n, all: &sortedOnce{}, whole: k.whole}
 	if len(next.over) > maxOverlay(len(next.base)) {
 		return NewRuleKeys(next.Sorted())
 	}
@@ -215,3 +226,72 @@ func mergeChanges(over, ch []keyChange) []keyChange {
 func compareKV(kv registry.KV, key string) int { return strings.Compare(kv.Key, key) }
 
 func compareChange(c keyChange, key string) int { return strings.Compare(c.kv.Key, key) }
+
+// DanglingVersion returns an active_version key of k whose value names a
+// version (n) that k lacks: a listing that is not one snapshot caught a
+// change between its steps. found is false when every active_version
+// names a version k holds (a value that is not a number is left alone).
+// Whether the base alone is whole is checked once per base, O(n), and
+// shared by every version over it; over a whole base a version checks only
+// its overlay's changes (an active_version written, a version deleted),
+// O(overlay log n), so that a statement's check costs what changed since
+// the base, not a pass over every key. Over a base that is not whole it
+// checks every key, O(n log n).
+func (k RuleKeys) DanglingVersion() (key string, n int, found bool) {
+	w := k.whole
+	if w == nil {
+		w = &baseWhole{} // the zero value: an empty base
+	}
+	w.once.Do(func() {
+		_, _, dangling := danglingIn(slices.Values(k.base), func(key string) bool {
+			_, found := slices.BinarySearchFunc(k.base, key, compareKV)
+			return found
+		})
+		w.ok = !dangling
+	})
+	if !w.ok {
+		return danglingIn(k.All(), k.Has)
+	}
+	for _, c := range k.over {
+		if node, ok := strings.CutSuffix(c.kv.Key, "/"+paths.ActiveVersionName); ok {
+			if c.gone {
+				continue
+			}
+			if n, ok := activeVersionOf(c.kv.Value); ok && !k.Has(paths.Version(node, n)) {
+				return c.kv.Key, n, true
+			}
+			continue
+		}
+		pk, ok := paths.ParseKey(c.kv.Key)
+		if !ok || pk.Leaf != paths.VersionsName || !c.gone {
+			continue
+		}
+		// A version deleted: dangling if the active_version names it.
+		av, ok := k.Get(paths.ActiveVersion(pk.Node))
+		if n, isN := activeVersionOf(av.Value); ok && isN && n == pk.Version {
+			return av.Key, n, true
+		}
+	}
+	return "", 0, false
+}
+
+// danglingIn is DanglingVersion over every key of kvs, with has telling
+// which keys the set holds.
+func danglingIn(kvs iter.Seq[registry.KV], has func(string) bool) (key string, n int, found bool) {
+	for kv := range kvs {
+		node, ok := strings.CutSuffix(kv.Key, "/"+paths.ActiveVersionName)
+		if !ok {
+			continue
+		}
+		if n, ok := activeVersionOf(kv.Value); ok && !has(paths.Version(node, n)) {
+			return kv.Key, n, true
+		}
+	}
+	return "", 0, false
+}
+
+// activeVersionOf is the version number an active_version's value names.
+func activeVersionOf(value []byte) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(string(value)))
+	return n, err == nil
+}

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
@@ -219,4 +221,84 @@ func TestRuleKeysConcurrentReaders(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestDanglingVersionFollowsChanges brings a set of versioned nodes
+// forward by 2,000 random changes (active versions moved, possibly to a
+// version that is not there, versions added and deleted, active versions
+// deleted), from a whole base and from a torn one, and wants
+// DanglingVersion to agree each time with a check of every key.
+func TestDanglingVersionFollowsChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 38))
+	node := func(i int) string { return fmt.Sprintf("/metadata/db/rules/sharding/tables/t_%02d", i) }
+	naive := func(keys RuleKeys) bool {
+		held := map[string]registry.KV{}
+		for kv := range keys.All() {
+			held[kv.Key] = kv
+		}
+		for key, kv := range held {
+			if nd, ok := strings.CutSuffix(key, "/"+paths.ActiveVersionName); ok {
+				if n, ok := activeVersionOf(kv.Value); ok {
+					if _, has := held[paths.Version(nd, n)]; !has {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	for _, tornBase := range []bool{false, true} {
+		var base []registry.KV
+		for i := range 40 {
+			for v := range 2 {
+				base = append(base, registry.KV{Key: paths.Version(node(i), v), Value: []byte("x")})
+			}
+			av := "1"
+			if tornBase && i == 3 {
+				av = "5"
+			}
+			base = append(base, registry.KV{Key: paths.ActiveVersion(node(i)), Value: []byte(av)})
+		}
+		slices.SortFunc(base, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
+		keys := NewRuleKeys(base)
+		if tornBase {
+			// Over a base that is not whole, a change elsewhere does not hide
+			// what the base holds.
+			harmless := keys.With(nil, []registry.KV{{Key: paths.Version(node(20), 7), Value: []byte("z")}})
+			if key, n, found := harmless.DanglingVersion(); !found || key != paths.ActiveVersion(node(3)) || n != 5 {
+				t.Fatalf("over a torn base: DanglingVersion %s -> %d, %v; want %s -> 5", key, n, found, paths.ActiveVersion(node(3)))
+			}
+		}
+		checked := 0
+		for step := range 2000 {
+			i := rng.IntN(40)
+			var deleted []string
+			var changed []registry.KV
+			switch rng.IntN(4) {
+			case 0:
+				changed = append(changed, registry.KV{Key: paths.ActiveVersion(node(i)), Value: []byte(strconv.Itoa(rng.IntN(4)))})
+			case 1:
+				changed = append(changed, registry.KV{Key: paths.Version(node(i), rng.IntN(4)), Value: []byte("y")})
+			case 2:
+				deleted = append(deleted, paths.Version(node(i), rng.IntN(4)))
+			case 3:
+				deleted = append(deleted, paths.ActiveVersion(node(i)))
+			}
+			keys = keys.With(deleted, changed)
+			key, n, found := keys.DanglingVersion()
+			if want := naive(keys); found != want {
+				t.Fatalf("torn base %v, step %d: DanglingVersion found %v (%s -> %d), a check of every key %v", tornBase, step, found, key, n, want)
+			}
+			if found {
+				checked++
+				nd, _ := strings.CutSuffix(key, "/"+paths.ActiveVersionName)
+				if av, ok := keys.Get(key); !ok || string(av.Value) != strconv.Itoa(n) || keys.Has(paths.Version(nd, n)) {
+					t.Fatalf("step %d: %s -> %d is not dangling", step, key, n)
+				}
+			}
+		}
+		if checked == 0 {
+			t.Fatal("no step left a dangling active version: the test checks nothing")
+		}
+	}
 }
