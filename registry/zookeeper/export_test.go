@@ -1,5 +1,7 @@
 package zookeeper
 
+import "fmt"
+
 // SetBetweenReadAndWrite installs fn (nil: none) to be called by r's
 // conditional writes, Commit and Update, after they read their conditions'
 // keys and before each attempt to write them.
@@ -27,4 +29,28 @@ func Memos(r *Repo) int {
 	r.cache.mu.Lock()
 	defer r.cache.mu.Unlock()
 	return len(r.cache.memos)
+}
+
+// MemosCounted reports a memo of r whose count of the children its znodes
+// name (memo.listed) is not their sum, or nil.
+func MemosCounted(r *Repo) error {
+	r.cache.mu.Lock()
+	memos := make([]*memo, 0, len(r.cache.memos))
+	for _, m := range r.cache.memos {
+		memos = append(memos, m)
+	}
+	r.cache.mu.Unlock()
+	for _, m := range memos {
+		m.mu.Lock()
+		sum := 0
+		for _, n := range m.nodes {
+			sum += len(n.children)
+		}
+		listed, nodes := m.listed, len(m.nodes)
+		m.mu.Unlock()
+		if sum != listed || listed < nodes-1 {
+			return fmt.Errorf("memo %s: counts %d children named, they name %d, for %d znodes", m.root, listed, sum, nodes)
+		}
+	}
+	return nil
 }

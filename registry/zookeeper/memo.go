@@ -41,6 +41,10 @@ type memo struct {
 	log   []mlog            // an entry per (re)write seen, sorted by mzxid; stale ones are skipped
 	seq   uint64            // the last mlog.seq handed out
 	rev   int64             // the highest Mzxid ever seen below root
+	// listed is how many children the znodes in nodes name, together:
+	// len(nodes)-1 when each is in nodes, more when some child was read
+	// as gone while its parent still names it (a hole).
+	listed int
 
 	// Guarded by the listCache's mu.
 	dirty   map[string]watchFired // paths at or below root whose watches fired since the last take
@@ -160,7 +164,7 @@ func (r *Repo) follow(ctx context.Context, prefix string) (*memo, error) {
 
 // build walks the subtree at m.root into m. m.mu is held.
 func (m *memo) build(ctx context.Context, r *Repo) error {
-	m.nodes, m.log, m.rev = map[string]*mnode{}, nil, 0
+	m.nodes, m.log, m.rev, m.listed = map[string]*mnode{}, nil, 0, 0
 	unwatched := false
 	err := r.descend(ctx, []string{m.root}, false, true, func(p string, l *listed) {
 		unwatched = unwatched || l.unwatched
@@ -196,6 +200,7 @@ func (m *memo) update(ctx context.Context, r *Repo, dirty []string) error {
 	from := len(m.log)
 	unwatched := false
 	var added []string
+	holes := m.listed != len(m.nodes)-1
 	for i, p := range paths {
 		n, l := m.nodes[p], &got[i]
 		if n == nil {
@@ -214,17 +219,33 @@ func (m *memo) update(ctx context.Context, r *Repo, dirty []string) error {
 				m.logged(p, n)
 			}
 		}
-		for _, name := range n.children {
-			if _, found := slices.BinarySearch(l.children, name); !found {
-				m.remove(p + "/" + name)
+		// Both lists are sorted: one merge finds the children removed and
+		// added, building the paths of those only (a parent of 10,000
+		// children is listed at each change of them).
+		old, now := n.children, l.children
+		for len(old) > 0 || len(now) > 0 {
+			switch {
+			case len(now) == 0 || len(old) > 0 && old[0] < now[0]:
+				m.remove(p + "/" + old[0])
+				old = old[1:]
+			case len(old) == 0 || now[0] < old[0]:
+				if c := p + "/" + now[0]; m.nodes[c] == nil {
+					added = append(added, c)
+				}
+				now = now[1:]
+			default:
+				// Named before and now: in m unless it is a hole, which only
+				// a lookup tells.
+				if holes {
+					if c := p + "/" + now[0]; m.nodes[c] == nil {
+						added = append(added, c)
+					}
+				}
+				old, now = old[1:], now[1:]
 			}
 		}
+		m.listed += len(l.children) - len(n.children)
 		n.children = l.children
-		for _, name := range l.children {
-			if c := p + "/" + name; m.nodes[c] == nil {
-				added = append(added, c)
-			}
-		}
 	}
 	if len(added) > 0 {
 		err := r.descend(ctx, added, true, true, func(p string, l *listed) {
@@ -249,6 +270,7 @@ func (m *memo) update(ctx context.Context, r *Repo, dirty []string) error {
 func (m *memo) add(p string, l *listed) {
 	n := &mnode{children: l.children, pzxid: l.pzxid}
 	m.nodes[p] = n
+	m.listed += len(l.children)
 	if p != m.root {
 		n.value, n.mzxid = l.value, l.mzxid
 		m.logged(p, n)
@@ -270,6 +292,7 @@ func (m *memo) remove(p string) {
 		return
 	}
 	delete(m.nodes, p)
+	m.listed -= len(n.children)
 	for _, name := range n.children {
 		m.remove(p + "/" + name)
 	}

@@ -120,6 +120,9 @@ func TestListChangedFollowsChanges(t *testing.T) {
 		}
 		var top registry.Version
 		since, top = checkChanged(t, zs, ns, r, "/m", since, fmt.Sprintf("step %d", i))
+		if err := zookeeper.MemosCounted(r); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
 		// Every watch that fired told of a write made before the call.
 		if since < top {
 			t.Fatalf("step %d: rev %d, below the highest version %d", i, since, top)
