@@ -2,11 +2,12 @@ package registry
 
 import "context"
 
-// ChangeLister is implemented by a Repository whose versions are its
-// store's revisions, one counter for every key (etcd's mod revision, the
-// memory backend's), so that it can list what changed below a prefix
-// since a revision without sending the rest (etcd, memory; not
-// ZooKeeper). Decorators forward it.
+// ChangeLister is implemented by a Repository whose versions come from
+// one counter for every key (etcd's mod revision, the memory backend's,
+// ZooKeeper's Mzxid), so that it can list what changed below a prefix
+// since a revision without sending the rest: etcd and memory filter on the
+// server, ZooKeeper over the memo of its List cache (which re-reads the
+// znodes whose watches fired). Decorators forward it.
 type ChangeLister interface {
 	// ListChanged is the Repository's side of ListChanged; ok is false
 	// when the wrapped Repository has none.
@@ -35,7 +36,7 @@ type Changed struct {
 // keys are below prefix. A key deleted since shows only in Count: a
 // caller that holds the keys it read at since knows that nothing else
 // changed when Count is what its keys and KVs add up to. ok is false when
-// r is no ChangeLister (ZooKeeper): the caller then lists the prefix.
+// r is no ChangeLister: the caller then lists the prefix.
 // ctx bounds the read.
 func ListChanged(ctx context.Context, r Repository, prefix string, since Version, max int) (c Changed, ok bool, err error) {
 	cl, is := r.(ChangeLister)
