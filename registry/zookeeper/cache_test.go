@@ -31,35 +31,8 @@ func (c countConn) Write(b []byte) (int, error) {
 // the last List costs a sync, not a request per znode; one that changed
 // reads what changed.
 func TestListReadsWhatChanged(t *testing.T) {
-	zs := zktest.New(t)
-	ns := zs.Namespace(t, "sk_listcache_")
-	ctx := testenv.Context(t)
-	var writes atomic.Int64
-	cfg := zs.Config(ns)
-	cfg.Dialer = func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		c, err := zs.Dial(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return countConn{Conn: c, writes: &writes}, nil
-	}
-	r, err := zookeeper.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	w := zs.Open(t, ns)
-	sess, err := w.NewSession(ctx, registry.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sess.Close(ctx) }()
 	const tables = 300
-	for from := 0; from < tables; from += 60 {
-		if _, err := sess.Commit(ctx, versionedTxn("/c", from, 60)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, r, writes, w := openCountedWithTables(t, "sk_listcache_", tables)
 	list := func() (map[string]registry.KV, int64) {
 		t.Helper()
 		before := writes.Load()
@@ -156,4 +129,40 @@ func TestListFollowsOtherClients(t *testing.T) {
 			t.Fatalf("step %d: List of the caching client = %v\nwant (a new client's) %v", i, got, want)
 		}
 	}
+}
+
+// openCountedWithTables opens a Repo on a new namespace (prefix) whose
+// connection counts the requests it writes, and another client w that
+// writes tables versioned nodes under /c (versionedTxn) before it returns.
+func openCountedWithTables(t *testing.T, prefix string, tables int) (ctx context.Context, r *zookeeper.Repo, writes *atomic.Int64, w registry.Repository) {
+	t.Helper()
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, prefix)
+	ctx = testenv.Context(t)
+	writes = new(atomic.Int64)
+	cfg := zs.Config(ns)
+	cfg.Dialer = func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := zs.Dial(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return countConn{Conn: c, writes: writes}, nil
+	}
+	r, err := zookeeper.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	w = zs.Open(t, ns)
+	sess, err := w.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	for from := 0; from < tables; from += 60 {
+		if _, err := sess.Commit(ctx, versionedTxn("/c", from, 60)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, r, writes, w
 }

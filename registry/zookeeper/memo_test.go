@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,34 +135,7 @@ func TestListChangedFollowsChanges(t *testing.T) {
 // A ListChanged of a followed prefix after one change costs a sync and the
 // changed znode's reads, however many znodes the prefix holds.
 func TestListChangedReadsWhatChanged(t *testing.T) {
-	zs := zktest.New(t)
-	ns := zs.Namespace(t, "sk_memocost_")
-	ctx := testenv.Context(t)
-	var writes atomic.Int64
-	cfg := zs.Config(ns)
-	cfg.Dialer = func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		c, err := zs.Dial(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return countConn{Conn: c, writes: &writes}, nil
-	}
-	r, err := zookeeper.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	w := zs.Open(t, ns)
-	sess, err := w.NewSession(ctx, registry.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sess.Close(ctx) }()
-	for from := 0; from < 300; from += 60 {
-		if _, err := sess.Commit(ctx, versionedTxn("/c", from, 60)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, r, writes, w := openCountedWithTables(t, "sk_memocost_", 300)
 	changed := func(since registry.Version) (registry.Changed, int64) {
 		t.Helper()
 		before := writes.Load()
