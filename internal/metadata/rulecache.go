@@ -17,13 +17,15 @@ import (
 // RuleCache keeps, for the databases read through it, the database last
 // decoded and the rule keys it was decoded from, so that the next
 // ReadDatabase decodes only the rule keys that changed since (see
-// DecodeChanges) instead of every rule item. Where the registry lists by
-// revision (registry.ChangeLister: etcd, memory; ZooKeeper over its List
-// cache) it reads only what changed since its last read, and learns of
+// DecodeChanges) instead of every rule item. Where the registry replays
+// its history (etcd) it replays the writes since its last read; where it
+// lists by revision (registry.ChangeLister: memory; ZooKeeper over the
+// memo of its List cache, which re-reads only the znodes whose watches
+// fired) it reads only what changed since its last read, and learns of
 // deletions by the count: reading a database of thousands of sharding
-// tables then costs what changed (plus, on ZooKeeper, a walk of its
-// cached tree), its keys being brought forward as RuleKeys (an overlay of
-// what changed over a shared base: RuleKeys.With). Elsewhere it lists the
+// tables then costs what changed, its keys being brought forward as
+// RuleKeys (an overlay of what changed over a shared base:
+// RuleKeys.With). Elsewhere it lists the
 // rules and compares their keys. It holds at most MaxCachedDatabases
 // databases. The zero value is not usable; a nil *RuleCache reads without
 // one. Safe for concurrent use.
