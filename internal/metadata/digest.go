@@ -324,14 +324,16 @@ func DecodeChanges(base *Database, before, now []registry.KV) *Database {
 			events = append(events, registry.Event{Type: registry.EventDelete, KV: registry.KV{Key: kv.Key}})
 		}
 	}
-	return applyRuleEvents(base, old, events)
+	return applyRuleEvents(base, old, events, nil)
 }
 
 // applyRuleEvents returns database base, decoded from the rule keys old
 // (by key), with events applied as a node's Store applies them. base is
 // not modified. The applier reads old for the nodes the events touch (and
-// their items' other placements) only, which keysOfNodes finds.
-func applyRuleEvents(base *Database, old map[string]registry.KV, events []registry.Event) *Database {
+// their items' other placements) only, which keysOfNodes finds. built,
+// when not nil, is a change's result over base that the events apply to
+// in place (Built.seed) instead of to a copy of base's rule.
+func applyRuleEvents(base *Database, old map[string]registry.KV, events []registry.Event, built *Built) *Database {
 	if !base.summed || base.Rules == nil {
 		c := *base
 		if c.Rules == nil {
@@ -373,6 +375,7 @@ func applyRuleEvents(base *Database, old map[string]registry.KV, events []regist
 	snap := emptySnapshot()
 	snap.Databases[base.Name] = base
 	d := newDraft(snap)
+	built.seed(d, base)
 	ap.apply(context.Background(), d, events, false)
 	if out := d.s.Databases[base.Name]; out != nil {
 		return out

@@ -130,7 +130,7 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 	}
 	var cur cachedDatabase
 	if ok {
-		if cur, _, err = follow(ctx, repo, key+"/rules", prev, nil, registry.ReplayBound{Barrier: paths.RulesReadBarrier}); err != nil { // cur.d nil: not followed
+		if cur, _, err = follow(ctx, repo, key+"/rules", prev, nil, registry.ReplayBound{Barrier: paths.RulesReadBarrier}, nil); err != nil { // cur.d nil: not followed
 			return RuleRead{}, err
 		}
 	}
@@ -170,8 +170,11 @@ func (c *RuleCache) Read(ctx context.Context, repo registry.Repository, db strin
 // brought forward by RuleKeys.With, so that it costs what the change
 // changed (amortized), not the number of rule keys; only the fallbacks
 // (a registry that neither replays nor lists by revision, a failed read)
-// list or copy every key.
-func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleRead, ops []registry.Op, committed registry.Version) *Database {
+// list or copy every key. built, when not nil, is the change's result
+// that the caller gives up (Built): the written items are then applied
+// to its field maps in place rather than to copies of the rule read's,
+// with the same result.
+func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleRead, ops []registry.Op, committed registry.Version, built *Built) *Database {
 	key, err := paths.Database(r.DB.Name)
 	if err != nil {
 		return DecodeChanges(r.DB, r.Keys.Sorted(), AfterOps(r.Keys.Sorted(), ops))
@@ -185,7 +188,7 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 		}
 		read := cachedDatabase{d: r.DB, kvs: r.Keys, rev: r.rev, names: r.names}
 		upTo := registry.ReplayBound{Through: committed, Barrier: paths.RulesReadBarrier}
-		if cur, followed, err := follow(ctx, repo, key+"/rules", read, deleted, upTo); err == nil && followed {
+		if cur, followed, err := follow(ctx, repo, key+"/rules", read, deleted, upTo, built); err == nil && followed {
 			c.keep(r.DB.Name, cur)
 			return cur.d
 		}
@@ -210,7 +213,7 @@ func (c *RuleCache) After(ctx context.Context, repo registry.Repository, r RuleR
 // deleted does not name: the caller then lists the rules whole. The
 // keys are brought forward with RuleKeys.With: it costs what changed,
 // not the number of keys.
-func follow(ctx context.Context, repo registry.Repository, prefix string, base cachedDatabase, deleted []string, upTo registry.ReplayBound) (cur cachedDatabase, followed bool, err error) {
+func follow(ctx context.Context, repo registry.Repository, prefix string, base cachedDatabase, deleted []string, upTo registry.ReplayBound, built *Built) (cur cachedDatabase, followed bool, err error) {
 	if base.rev == 0 {
 		return cachedDatabase{}, false, nil
 	}
@@ -219,7 +222,7 @@ func follow(ctx context.Context, repo registry.Repository, prefix string, base c
 		return cachedDatabase{}, false, err
 	}
 	if replayed {
-		return replay(base, rp), true, nil
+		return replay(base, rp, built), true, nil
 	}
 	ch, listed, err := registry.ListChanged(ctx, repo, prefix, base.rev, maxChangedKeys)
 	if err != nil || !listed || ch.Truncated {
@@ -233,13 +236,13 @@ func follow(ctx context.Context, repo registry.Repository, prefix string, base c
 		return cachedDatabase{}, false, nil
 	}
 	events := putEvents(deleted, ch.KVs)
-	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events)
+	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events, built)
 	return cachedDatabase{d: d, kvs: kvs, rev: ch.Rev, names: recountSharding(base.names, base.d, d, events)}, true, nil
 }
 
 // replay is base brought to rp.Rev by rp's events, every write below
 // the rules since base.rev: each key as its last event left it.
-func replay(base cachedDatabase, rp registry.Replayed) cachedDatabase {
+func replay(base cachedDatabase, rp registry.Replayed, built *Built) cachedDatabase {
 	if len(rp.Events) == 0 {
 		return cachedDatabase{d: base.d, kvs: base.kvs, rev: rp.Rev, names: base.names}
 	}
@@ -259,7 +262,7 @@ func replay(base cachedDatabase, rp registry.Replayed) cachedDatabase {
 	}
 	slices.SortFunc(changed, func(a, b registry.KV) int { return strings.Compare(a.Key, b.Key) })
 	events := putEvents(deleted, changed)
-	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events)
+	d := applyRuleEvents(base.d, keysOfNodes(base.kvs, events), events, built)
 	return cachedDatabase{d: d, kvs: base.kvs.With(deleted, changed), rev: rp.Rev, names: recountSharding(base.names, base.d, d, events)}
 }
 

@@ -120,6 +120,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	// the ones read: those it replaces are told apart by identity, so that
 	// what follows costs what the change changed (metadata.RuleChangeWrites).
 	cur := config.CopyFields(old.Content)
+	fresh := metadata.FieldMaps(cur) // the copies, before the change can put other maps in their place
 	refused := func(err error) (Written, error) { return Written{Digest: d.RulesDigest(), HasDigest: true}, err }
 	next, err := change(read, cur)
 	if err != nil {
@@ -183,7 +184,14 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	if err != nil {
 		return Written{}, err
 	}
-	return Written{Changed: true, Digest: opts.Cache.After(ctx, repo, read, ops, committed).RulesDigest(), HasDigest: true}, nil
+	// The change's own field maps (still copies of the rule read's, but
+	// for what it changed) go to the cache, which applies the written
+	// items to them instead of copying the rule read's fields again.
+	var built *metadata.Built
+	if diff != nil {
+		built = &metadata.Built{Type: ruleType, Old: old.Content, Fields: metadata.OwnedFields(fresh, next), Diff: diff}
+	}
+	return Written{Changed: true, Digest: opts.Cache.After(ctx, repo, read, ops, committed, built).RulesDigest(), HasDigest: true}, nil
 }
 
 // changeAttempts bounds how often ChangeRule and ChangeGlobalRule read and
