@@ -181,6 +181,9 @@ type Repo struct {
 	testMu              sync.Mutex
 	betweenReadAndWrite func()      // tests only (SetBetweenReadAndWrite): called by conditional writes between their read and each write
 	walkChanged         atomic.Bool // tests only (SetListChangedByWalk): ListChanged walks the subtree, keeping no memo
+	noRecursive         atomic.Bool // tests only (SetRecursiveWatch): Watches use child watches, without a recursive watch
+
+	recursiveOpen atomic.Int64 // recursive watches open (their sessions), for tests
 }
 
 // between calls the test hook betweenReadAndWrite, if any.

@@ -61,7 +61,18 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 	var initial []registry.KV
 	w.emit = func(ev registry.Event) bool { initial = append(initial, ev.KV); return true }
 	r.addWatch(w) // before the first read: no event after it is missed
+	if !r.noRecursive.Load() {
+		// Before the first read too: no znode created after it is missed.
+		rec, err := r.openRecursive(ctx, w.root,
+			func(p string) { w.queue.push(note{path: p, hint: true}) },
+			func(err error) { w.queue.push(note{fail: err}) })
+		if err != nil {
+			logger{r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", prefix, err)
+		}
+		w.rec = rec
+	}
 	if err := w.loadRoot(); err != nil {
+		w.closeRecursive()
 		r.removeWatch(w)
 		close(w.quit)
 		return nil, nil, r.convert("watch", prefix, err)
@@ -80,6 +91,10 @@ type watch struct {
 	root string   // its znode
 	conn *zk.Conn // the Repo's connection
 	lost <-chan struct{}
+	// rec is the persistent recursive watch on root while it lasts: it
+	// reports new znodes, so no child watch is armed (childArm is
+	// covered). Nil when the server has none or it failed.
+	rec *recursiveWatch
 
 	queue noteQueue     // fired watches under root, from the Repo's event callback
 	quit  chan struct{} // closed when run ends
@@ -153,10 +168,46 @@ type wnode struct {
 	dataArm, childArm uint64
 }
 
-// note is one fired watch on a znode at or under the watch's root.
+// covered is the childArm of a znode whose children were listed since the
+// recursive watch was registered: the watch reports every child created
+// since.
+const covered = ^uint64(0)
+
+// closeRecursive closes the recursive watch, if any.
+func (w *watch) closeRecursive() {
+	if w.rec != nil {
+		w.rec.close()
+		w.rec = nil
+	}
+}
+
+// childToken is the childArm of a znode listed with the child watch ch, or
+// covered by the recursive watch when the listing armed none.
+func (w *watch) childToken(p string, ch <-chan zk.Event) uint64 {
+	if ch == nil && w.rec != nil {
+		return covered
+	}
+	return w.forward(p, ch)
+}
+
+// children lists p's children, arming a child watch unless the recursive
+// watch reports p's new children (the channel is then nil).
+func (w *watch) children(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if w.rec != nil {
+		names, stat, err := w.conn.Children(p)
+		return names, stat, nil, err
+	}
+	return w.conn.ChildrenW(p)
+}
+
+// note is one fired watch on a znode at or under the watch's root, or
+// from the recursive watch: a hint that path was created, or its failure.
 type note struct {
 	path string
 	ev   zk.Event
+	hint   bool     // the recursive watch saw path created
+	synced []string // hints after the sync that made the connection see them
+	fail   error    // the recursive watch failed
 }
 
 // noteQueue is an unbounded queue of notes: the Repo's event callback,
@@ -196,6 +247,22 @@ func (q *noteQueue) pop() (note, bool) {
 		}
 	}
 	return n, true
+}
+
+// popHints returns the hints at the head of the queue.
+func (q *noteQueue) popHints() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var paths []string
+	for len(q.notes) > 0 && q.notes[0].hint {
+		paths = append(paths, q.notes[0].path)
+		q.notes[0] = note{}
+		q.notes = q.notes[1:]
+	}
+	if len(q.notes) == 0 {
+		q.notes = nil
+	}
+	return paths
 }
 
 // forward records that a read armed the client watch ch and returns a
@@ -243,6 +310,7 @@ func (w *watch) run() {
 	defer close(w.out)
 	defer close(w.quit)
 	defer w.r.removeWatch(w)
+	defer w.closeRecursive()
 	backoff := 50 * time.Millisecond
 	for {
 		select {
@@ -264,14 +332,23 @@ func (w *watch) run() {
 			if w.ctx.Err() != nil {
 				return
 			}
-			if n.ev.Type == zk.EventNotWatching || n.ev.Err != nil {
+			handle := func() error { return w.handle(n) }
+			switch {
+			case n.fail != nil:
+				handle = func() error { return w.fallBack(n.fail) }
+			case n.hint:
+				hints := append([]string{n.path}, w.queue.popHints()...)
+				handle = func() error { return w.syncHints(hints) }
+			case n.synced != nil:
+				handle = func() error { return w.handleHints(n.synced) }
+			case n.ev.Type == zk.EventNotWatching || n.ev.Err != nil:
 				w.end(fmt.Errorf("%w: %w", registry.ErrWatchLost, n.ev.Err))
 				return
 			}
 			for attempt := 0; ; attempt++ {
 				var err error
 				if attempt == 0 {
-					err = w.handle(n)
+					err = handle()
 				} else {
 					err = w.resync()
 				}
@@ -349,6 +426,136 @@ func (w *watch) handle(n note) error {
 	return nil
 }
 
+// syncHints runs when the recursive watch reported znodes created (paths,
+// in zxid order). Its session may be on another server than the Repo's
+// connection, which may not have applied the creations yet, and its
+// reports come in no order with the Repo's fired watches. So the Repo's
+// connection syncs first: from then on every read on it sees the
+// creations (reads on one connection never go back in time), and every
+// watch the changes before them fired on it is queued (the server sends
+// a sync's answer after the notifications of what it applied before).
+// The hints are then queued again, after those fired watches, and
+// handleHints loads them in their turn: the events come in the order
+// child watches would give them. Without the sync a hinted znode could
+// read as missing and be dropped, and one skipped as tracked, or under
+// an untracked parent, could be missed by a later read of an older state
+// (the tracked one read as deleted, the parent listed without it).
+func (w *watch) syncHints(paths []string) error {
+	if _, err := w.conn.Sync(w.root); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		w.hintsLost(paths)
+		return err
+	}
+	w.queue.push(note{synced: paths})
+	return nil
+}
+
+// hintsLost marks the parents of paths as not listed, so that resync
+// lists them.
+func (w *watch) hintsLost(paths []string) {
+	for _, p := range paths {
+		if nd := w.nodes[parentOf(p)]; nd != nil && nd.childArm == covered {
+			nd.childArm = 0
+		}
+	}
+}
+
+// handleHints loads the znodes the recursive watch saw created (paths,
+// in zxid order, synced by syncHints) that are new to the watch: those
+// whose parent is tracked and that are not. The others need nothing: a
+// tracked path created again is reported by its data watch (loadNode
+// finds the new incarnation); an untracked parent is loaded with its
+// children, if it exists, by whatever tracks it later, reading them
+// after the sync. Each parent of a new znode is checked to be the
+// incarnation tracked; one created again is loaded anew with its
+// children (as loadChildren does). If loading fails, the parents count
+// as not listed, so resync lists them.
+func (w *watch) handleHints(paths []string) error {
+	if err := w.handleHintsOnce(paths); err != nil {
+		w.hintsLost(paths)
+		return err
+	}
+	if w.nodes[w.root] == nil && w.rootArm == 0 {
+		return w.loadRoot()
+	}
+	return nil
+}
+
+func (w *watch) handleHintsOnce(paths []string) error {
+	var parents []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if !strings.HasPrefix(p, w.root+"/") || w.nodes[p] != nil {
+			continue
+		}
+		if parent := parentOf(p); w.nodes[parent] != nil && !seen[parent] {
+			seen[parent] = true
+			parents = append(parents, parent)
+		}
+	}
+	if len(parents) == 0 {
+		return nil
+	}
+	slices.Sort(parents)
+	stats := make([]*zk.Stat, len(parents))
+	err := pipeline(w.ctx, len(parents), func(i int) error {
+		ok, stat, err := w.conn.Exists(parents[i])
+		if ok {
+			stats[i] = stat
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, p := range parents {
+		nd := w.nodes[p]
+		switch {
+		case nd == nil:
+			// Removed with a parent replaced before it.
+		case stats[i] == nil:
+			if err := w.removed(p); err != nil {
+				return err
+			}
+		case stats[i].Czxid != nd.czxid:
+			if done, err := w.parentReplaced(p); done || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := w.removed(p); err != nil {
+				return err
+			}
+			if err := w.loadNode(p); err != nil {
+				return err
+			}
+		}
+	}
+	var fresh []string
+	for _, p := range paths {
+		if strings.HasPrefix(p, w.root+"/") && w.nodes[p] == nil && w.nodes[parentOf(p)] != nil && !slices.Contains(fresh, p) {
+			fresh = append(fresh, p)
+		}
+	}
+	return w.loadNew(fresh)
+}
+
+// fallBack runs when the recursive watch failed: hints of new znodes may
+// have been lost since its last one. From now on the watch arms a child
+// watch on every znode, as without one: every tracked znode counts as not
+// listed, and resync lists each, arming its child watch, so a znode
+// created at any time since is found by that listing or that watch.
+func (w *watch) fallBack(cause error) error {
+	logger{w.r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", w.key, cause)
+	w.closeRecursive()
+	for _, nd := range w.nodes {
+		if nd.childArm == covered {
+			nd.childArm = 0
+		}
+	}
+	return w.resync()
+}
+
 // resync runs after handling a fired watch failed: it reads again every
 // tracked znode whose data or child watch is not armed (parents first), and
 // the prefix's znode when it is neither tracked nor watched.
@@ -392,7 +599,7 @@ func (w *watch) handleNode(n note) error {
 	}
 	switch n.ev.Type {
 	case zk.EventNodeChildrenChanged:
-		if nd.childArm == 0 {
+		if nd.childArm == 0 || nd.childArm == covered {
 			return nil
 		}
 		nd.childArm = 0
@@ -404,10 +611,15 @@ func (w *watch) handleNode(n note) error {
 		nd.dataArm = 0
 		return w.loadNode(n.path)
 	case zk.EventNodeDeleted:
-		if nd.dataArm == 0 && nd.childArm == 0 {
+		if nd.dataArm == 0 && (nd.childArm == 0 || nd.childArm == covered) {
 			return nil
 		}
-		nd.dataArm, nd.childArm = 0, 0
+		// A znode created again in between is a new incarnation, whose
+		// children loadNode lists; the same one keeps covered.
+		nd.dataArm = 0
+		if nd.childArm != covered {
+			nd.childArm = 0
+		}
 		return w.loadNode(n.path)
 	}
 	return nil
@@ -502,14 +714,14 @@ func (w *watch) loadChildren(p string) error {
 	if nd == nil {
 		return nil
 	}
-	names, stat, ch, err := w.conn.ChildrenW(p)
+	names, stat, ch, err := w.children(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return w.removed(p)
 	}
 	if err != nil {
 		return err
 	}
-	arm := w.forward(p, ch)
+	arm := w.childToken(p, ch)
 	if stat.Czxid != nd.czxid {
 		// A new incarnation: start over with it.
 		if done, err := w.parentReplaced(p); done || err != nil {
@@ -619,7 +831,7 @@ func (w *watch) fetch(p string) (fetched, error) {
 	)
 	go func() {
 		defer close(listed)
-		names, cstat, childCh, cerr = w.conn.ChildrenW(p)
+		names, cstat, childCh, cerr = w.children(p)
 	}()
 	data, stat, dataCh, err := w.getW(p)
 	<-listed
@@ -688,7 +900,7 @@ func (w *watch) track(p string, got map[string]*fetched) error {
 		return w.loadNew([]string{p})
 	}
 	w.put(p, &wnode{czxid: f.stat.Czxid, mzxid: f.stat.Mzxid,
-		dataArm: w.forward(p, f.dataCh), childArm: w.forward(p, f.childCh)})
+		dataArm: w.forward(p, f.dataCh), childArm: w.childToken(p, f.childCh)})
 	if !w.emitPut(p, f.data, f.stat) {
 		return errStopped
 	}
