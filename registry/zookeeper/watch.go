@@ -203,8 +203,8 @@ func (w *watch) children(p string) ([]string, *zk.Stat, <-chan zk.Event, error) 
 // note is one fired watch on a znode at or under the watch's root, or
 // from the recursive watch: a hint that path was created, or its failure.
 type note struct {
-	path string
-	ev   zk.Event
+	path   string
+	ev     zk.Event
 	hint   bool     // the recursive watch saw path created
 	synced []string // hints after the sync that made the connection see them
 	fail   error    // the recursive watch failed
