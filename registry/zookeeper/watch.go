@@ -14,10 +14,15 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// Watch implements registry.Repository. ZooKeeper has one-shot watches
-// only, so this keeps a data watch and a child watch armed on every znode at
-// or under prefix (an exists watch on prefix while it is missing) and
-// re-arms each after it fires, like Curator's TreeCache. Every event is
+// Watch implements registry.Repository. It keeps a data watch armed on
+// every znode at or under prefix (an exists watch on prefix while it is
+// missing) and re-arms each after it fires, like Curator's TreeCache. New
+// znodes are reported by a persistent recursive watch on prefix, which it
+// registers before the first read on a session of its own (ZooKeeper
+// 3.6+): each is read when it is reported, after a sync, its parent not
+// listed again. Without one (a 3.5 server, a failed registration) or
+// once it fails, a child watch is armed on every znode too, each listed
+// again after the failure, so no znode is missed (see fallBack). Every event is
 // re-read from the server, so the Event carries the current value and
 // Version, events for one key arrive in order, and changes between two reads
 // are coalesced. A znode found created again is reported only once its
@@ -36,11 +41,14 @@ import (
 // When the Repo's session expires (or the Repo is closed), the last event
 // has Err wrapping registry.ErrWatchLost. A disconnection that keeps the
 // session does not end the watch: the client re-registers the watches.
-// Cost: two armed client watches per znode under prefix (no goroutine
-// waits on them: the Repo's event callback hands each fired watch to the
-// Watches whose prefix holds it), so watch the subtrees you need rather
-// than "/". The client cannot remove a watch from the server; after ctx
-// ends each armed watch stays registered until its znode next changes.
+// Cost: one armed client watch per znode under prefix (two without the
+// recursive watch; no goroutine waits on them: the Repo's event callback
+// hands each fired watch to the Watches whose prefix holds it), plus, with
+// the recursive watch, a TCP connection, a session and two goroutines
+// (reading, pinging), all closed when the Watch ends. So watch the
+// subtrees you need rather than "/". The client cannot remove a watch
+// from the server; after ctx ends each armed watch stays registered until
+// its znode next changes.
 func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
 	if err := r.check(ctx, "watch", prefix); err != nil {
 		return nil, nil, err

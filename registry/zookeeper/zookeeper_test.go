@@ -208,6 +208,26 @@ func TestDigestACL(t *testing.T) {
 	if kv, err := friend.Get(ctx, "/props"); err != nil || string(kv.Value) != "secret" {
 		t.Fatalf("same digest Get = %q, %v", kv.Value, err)
 	}
+	// A Watch's recursive watch authenticates too: it registers on the
+	// protected namespace and reports the keys another client creates.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	initial, ch, err := owner.Watch(wctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := zookeeper.RecursiveWatches(owner); n != 1 {
+		t.Fatalf("%d recursive watches with digest auth, want 1", n)
+	}
+	state := map[string]string{}
+	for _, kv := range initial {
+		apply(t, state, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	if _, err := friend.Put(ctx, "/new/key", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, ch, state, "/new/key", "v")
+	cancel()
 	for _, d := range []string{"", "shardkeeper:wrong", "other:s3cret"} {
 		stranger := openDigest(t, zs, ns, d)
 		for _, k := range []string{"/props", "/nodes/i1"} {
