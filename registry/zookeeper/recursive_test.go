@@ -415,3 +415,74 @@ func TestWatchWithoutRecursiveWatch(t *testing.T) {
 	follow(t, ch, state, "/t/a/c", "2")
 	sameAsList(t, r, "/t", state)
 }
+
+// BenchmarkWatchNewTable10k measures what a Watch of a prefix holding a
+// parent of 10,000 znodes spends to report one new child, with the
+// recursive watch and with child watches only (which list the parent
+// again), one after the other in the same run: the time from the create
+// to its event (recursive-ns/op, child-ns/op) and the process's CPU time
+// meanwhile (recursive-cpu-ns/op, child-cpu-ns/op, the create's own
+// included; with the GC work that falls into it).
+func BenchmarkWatchNewTable10k(b *testing.B) {
+	zs := zktest.New(b)
+	ns := zs.Namespace(b, "sk_recbench_")
+	ctx := testenv.Context(b)
+	w := zs.Open(b, ns)
+	sess, err := w.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	const tables, batch = 10000, 500
+	for from := 0; from < tables; from += batch {
+		var txn registry.Txn
+		for i := from; i < from+batch; i++ {
+			k := fmt.Sprintf("/p/tables/t_%05d", i)
+			txn.Conds = append(txn.Conds, registry.Cond{Key: k})
+			txn.Ops = append(txn.Ops, registry.Op{Key: k, Value: []byte(fmt.Sprintf("table %d", i))})
+		}
+		if _, err := sess.Commit(ctx, txn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rec, child := zs.Open(b, ns), zs.Open(b, ns)
+	zookeeper.SetRecursiveWatch(child, false)
+	b.Run("one-create", func(b *testing.B) {
+		var took, cpu [2]time.Duration
+		b.ResetTimer()
+		for j, r := range []*zookeeper.Repo{rec, child} {
+			b.StopTimer()
+			wctx, cancel := context.WithCancel(ctx)
+			_, ch, err := r.Watch(wctx, "/p")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			for i := 0; i < b.N; i++ {
+				key := fmt.Sprintf("/p/tables/n_%d_%d_%d", j, b.N, i)
+				start, startCPU := time.Now(), cpuTime()
+				if _, err := w.Put(ctx, key, []byte("v")); err != nil {
+					b.Fatal(err)
+				}
+				for ev := range ch {
+					if ev.Err != nil {
+						b.Fatal(ev.Err)
+					}
+					if ev.KV.Key == key {
+						break
+					}
+				}
+				took[j] += time.Since(start)
+				cpu[j] += cpuTime() - startCPU
+			}
+			cancel()
+		}
+		b.StopTimer()
+		n := float64(b.N)
+		b.ReportMetric(float64(took[0].Nanoseconds())/n, "recursive-ns/op")
+		b.ReportMetric(float64(took[1].Nanoseconds())/n, "child-ns/op")
+		b.ReportMetric(float64(cpu[0].Nanoseconds())/n, "recursive-cpu-ns/op")
+		b.ReportMetric(float64(cpu[1].Nanoseconds())/n, "child-cpu-ns/op")
+		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "child/recursive-cpu")
+	})
+}
