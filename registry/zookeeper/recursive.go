@@ -107,6 +107,10 @@ func (r *Repo) openRecursive(ctx context.Context, path string, created func(stri
 // errRefused is a server's answer refusing a request of the handshake.
 var errRefused = errors.New("refused by the server")
 
+// errNoAddWatch is a server that refused addWatch, or dropped the
+// connection at it, as a ZooKeeper 3.5 server does: asking again is no use.
+var errNoAddWatch = errors.New("the server has no addWatch (ZooKeeper 3.5?)")
+
 // registerRecursive runs the handshake on conn: connect, authenticate,
 // add the watch, each answered before the next is sent.
 func (r *Repo) registerRecursive(conn net.Conn, deadline time.Time, path string) (*recursiveWatch, error) {
@@ -145,6 +149,9 @@ func (r *Repo) registerRecursive(conn net.Conn, deadline time.Time, path string)
 	body := appendBuffer(nil, []byte(path))
 	body = binary.BigEndian.AppendUint32(body, modePersistentRecursive)
 	if err := rw.call(xidAddWatch, opAddWatch, body); err != nil {
+		if errors.Is(err, errRefused) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: %w", errNoAddWatch, err)
+		}
 		return nil, fmt.Errorf("addWatch: %w", err)
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {

@@ -3,6 +3,7 @@ package zookeeper_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -21,17 +22,21 @@ import (
 )
 
 // dialRecorder is a Config.Dialer that keeps every connection it opens and
-// counts the bytes they read; one whose writes carry drop (a request's
-// opcode, say) is closed instead of sending it.
+// counts the bytes they read; a write that carries unknown (a request's
+// xid and opcode) is sent with opcode 127, which no server knows.
 type dialRecorder struct {
-	zs    *zktest.Server
-	read  atomic.Int64
-	drop  []byte
-	mu    sync.Mutex
-	conns []net.Conn
+	zs      *zktest.Server
+	read    atomic.Int64
+	unknown []byte
+	refuse  atomic.Bool // dial no more
+	mu      sync.Mutex
+	conns   []net.Conn
 }
 
 func (d *dialRecorder) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	if d.refuse.Load() {
+		return nil, errors.New("dialing refused by the test")
+	}
 	c, err := d.zs.Dial(network, addr, timeout)
 	if err != nil {
 		return nil, err
@@ -62,9 +67,9 @@ func (c *recordedConn) Read(p []byte) (int, error) {
 }
 
 func (c *recordedConn) Write(p []byte) (int, error) {
-	if c.d.drop != nil && bytes.Contains(p, c.d.drop) {
-		c.Conn.Close()
-		return 0, net.ErrClosed
+	if i := bytes.Index(p, c.d.unknown); c.d.unknown != nil && i >= 0 {
+		p = slices.Clone(p)
+		p[i+len(c.d.unknown)-1] = 127
 	}
 	return c.Conn.Write(p)
 }
@@ -339,7 +344,8 @@ func TestWatchRandomChurn(t *testing.T) {
 
 // When the recursive watch's connection is lost mid-stream, the Watch
 // falls back to child watches (closing the recursive session) and still
-// ends with the server's tree.
+// ends with the server's tree; it registers a recursive watch again once
+// it can dial, and ends with the server's tree after more churn.
 func TestWatchRecursiveConnectionLost(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_reclost_")
@@ -368,27 +374,50 @@ func TestWatchRecursiveConnectionLost(t *testing.T) {
 	for _, kv := range initial {
 		apply(t, state, registry.Event{Type: registry.EventPut, KV: kv})
 	}
-	churn(t, zs, ns, 200, func() { conns[opened].Close() })
+	// Lost, and not registered again while dialing fails.
+	churn(t, zs, ns, 200, func() {
+		d.refuse.Store(true)
+		conns[opened].Close()
+	})
 	if _, err := r.Put(ctx, "/t/done", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
 	follow(t, ch, state, "/t/done", "1")
 	waitRecursive(t, r, 0)
 	converge(t, ch, r, "/t", state)
-	// Child watches now report what is created.
+	// Child watches report what is created meanwhile.
 	if _, err := r.Put(ctx, "/t/x/y/z", []byte("after")); err != nil {
 		t.Fatal(err)
 	}
 	follow(t, ch, state, "/t/x/y/z", "after")
-	sameAsList(t, r, "/t", state)
+	converge(t, ch, r, "/t", state)
+	// Registered again; lost again mid-stream, dialing allowed this time.
+	d.refuse.Store(false)
+	waitRecursive(t, r, 1)
+	churn(t, zs, ns, 200, func() {
+		conns := d.dialed()
+		conns[len(conns)-1].Close()
+	})
+	if _, err := r.Put(ctx, "/t/done", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, ch, state, "/t/done", "2")
+	converge(t, ch, r, "/t", state)
+	waitRecursive(t, r, 1)
+	if _, err := r.Put(ctx, "/t/x/y/w", []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, ch, state, "/t/x/y/w", "again")
+	converge(t, ch, r, "/t", state)
 }
 
-// A server that drops the connection at addWatch (as a 3.5 server may)
-// leaves the Watch on child watches, which report new znodes.
+// A server that does not know addWatch (a 3.5 server; here the request is
+// sent with an opcode no server knows) leaves the Watch on child watches,
+// which report new znodes, and it does not ask again.
 func TestWatchWithoutRecursiveWatch(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_recnone_")
-	d := &dialRecorder{zs: zs, drop: addWatchRequest}
+	d := &dialRecorder{zs: zs, unknown: addWatchRequest}
 	cfg := zs.Config(ns)
 	cfg.Dialer = d.dial
 	ctx := testenv.Context(t)
@@ -414,6 +443,11 @@ func TestWatchWithoutRecursiveWatch(t *testing.T) {
 	}
 	follow(t, ch, state, "/t/a/c", "2")
 	sameAsList(t, r, "/t", state)
+	dialed := len(d.dialed())
+	time.Sleep(1500 * time.Millisecond) // past the first retry after a failure
+	if n := len(d.dialed()); n != dialed || zookeeper.RecursiveWatches(r) != 0 {
+		t.Fatalf("%d more dials and %d recursive watches after the server refused addWatch, want none", n-dialed, zookeeper.RecursiveWatches(r))
+	}
 }
 
 // BenchmarkWatchNewTable10k measures what a Watch of a prefix holding a

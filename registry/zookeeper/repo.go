@@ -29,8 +29,9 @@
 //     parent of 10,000 tables. Where the server has no addWatch (3.5) or
 //     that session fails (connection lost, ping unanswered), the Watch
 //     lists every znode it tracks again and arms a child watch on each, as
-//     before, for the rest of its life: no znode created meanwhile is
-//     missed.
+//     before: no znode created meanwhile is missed. After a failure it
+//     registers the recursive watch again (after a wait of 1 s, doubling
+//     up to a minute, while that fails), then lists every znode once more.
 //   - After a session expiry the client silently opens a new session. That
 //     is what the Repo's own connection wants (persistent operations go on;
 //     open watches end with ErrWatchLost). A Session has its own connection,

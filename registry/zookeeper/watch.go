@@ -22,10 +22,11 @@ import (
 // 3.6+): each is read when it is reported, after a sync, its parent not
 // listed again. Without one (a 3.5 server, a failed registration) or
 // once it fails, a child watch is armed on every znode too, each listed
-// again after the failure, so no znode is missed (see fallBack). Every event is
-// re-read from the server, so the Event carries the current value and
-// Version, events for one key arrive in order, and changes between two reads
-// are coalesced. A znode found created again is reported only once its
+// again after the failure, so no znode is missed (see fallBack), until the
+// recursive watch is registered again (see restartRecursive). Every event
+// is re-read from the server, so the Event carries the current value and
+// Version, events for one key arrive in order, and changes between two
+// reads are coalesced. A znode found created again is reported only once its
 // parent is known to be the same, or, when the parent was created again
 // too, after every key of the parent's old subtree is reported deleted
 // (see parentReplaced).
@@ -68,19 +69,10 @@ func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan 
 	}
 	var initial []registry.KV
 	w.emit = func(ev registry.Event) bool { initial = append(initial, ev.KV); return true }
-	r.addWatch(w) // before the first read: no event after it is missed
-	if !r.noRecursive.Load() {
-		// Before the first read too: no znode created after it is missed.
-		rec, err := r.openRecursive(ctx, w.root,
-			func(p string) { w.queue.push(note{path: p, hint: true}) },
-			func(err error) { w.queue.push(note{fail: err}) })
-		if err != nil {
-			logger{r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", prefix, err)
-		}
-		w.rec = rec
-	}
+	r.addWatch(w)        // before the first read: no event after it is missed
+	w.openRecursive(ctx) // before the first read too: no znode created after it is missed
 	if err := w.loadRoot(); err != nil {
-		w.closeRecursive()
+		w.stopRecursive()
 		r.removeWatch(w)
 		close(w.quit)
 		return nil, nil, r.convert("watch", prefix, err)
@@ -103,6 +95,10 @@ type watch struct {
 	// reports new znodes, so no child watch is armed (childArm is
 	// covered). Nil when the server has none or it failed.
 	rec *recursiveWatch
+	// retry, while rec is nil, pushes a note to open it again after
+	// retryWait.
+	retry     *time.Timer
+	retryWait time.Duration
 
 	queue noteQueue     // fired watches under root, from the Repo's event callback
 	quit  chan struct{} // closed when run ends
@@ -181,12 +177,76 @@ type wnode struct {
 // since.
 const covered = ^uint64(0)
 
+// Waits before the recursive watch is opened again after a failure.
+const (
+	minRecursiveRetry = time.Second
+	maxRecursiveRetry = time.Minute
+)
+
+// openRecursive registers the recursive watch on root (rec), within ctx
+// and Config.ConnectTimeout. When that fails, it is tried again later
+// (restartRecursive), after a wait that doubles up to maxRecursiveRetry,
+// unless the server has no addWatch.
+func (w *watch) openRecursive(ctx context.Context) bool {
+	if w.r.noRecursive.Load() {
+		return false
+	}
+	rec, err := w.r.openRecursive(ctx, w.root,
+		func(p string) { w.queue.push(note{path: p, hint: true}) },
+		func(err error) { w.queue.push(note{fail: err}) })
+	if err != nil {
+		logger{w.r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", w.key, err)
+		if !errors.Is(err, errNoAddWatch) {
+			w.retryLater()
+		}
+		return false
+	}
+	w.rec, w.retryWait = rec, 0
+	return true
+}
+
+// retryLater has restartRecursive run after the next wait.
+func (w *watch) retryLater() {
+	w.retryWait = min(max(2*w.retryWait, minRecursiveRetry), maxRecursiveRetry)
+	w.retry = time.AfterFunc(w.retryWait, func() { w.queue.push(note{restart: true}) })
+}
+
+// restartRecursive opens the recursive watch again, after a failure. Once
+// it is registered every tracked znode counts as not listed, and resync
+// lists each (arming no child watch): a znode created before the
+// registration is found by that listing, one created after it is
+// reported. The child watches armed meanwhile are ignored when they fire.
+func (w *watch) restartRecursive() error {
+	w.retry = nil
+	if w.rec != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+	defer cancel()
+	if !w.openRecursive(ctx) {
+		return nil
+	}
+	for _, nd := range w.nodes {
+		nd.childArm = 0
+	}
+	return w.resync()
+}
+
 // closeRecursive closes the recursive watch, if any.
 func (w *watch) closeRecursive() {
 	if w.rec != nil {
 		w.rec.close()
 		w.rec = nil
 	}
+}
+
+// stopRecursive closes the recursive watch and stops trying to open it.
+func (w *watch) stopRecursive() {
+	if w.retry != nil {
+		w.retry.Stop()
+		w.retry = nil
+	}
+	w.closeRecursive()
 }
 
 // childToken is the childArm of a znode listed with the child watch ch, or
@@ -211,11 +271,12 @@ func (w *watch) children(p string) ([]string, *zk.Stat, <-chan zk.Event, error) 
 // note is one fired watch on a znode at or under the watch's root, or
 // from the recursive watch: a hint that path was created, or its failure.
 type note struct {
-	path   string
-	ev     zk.Event
-	hint   bool     // the recursive watch saw path created
-	synced []string // hints after the sync that made the connection see them
-	fail   error    // the recursive watch failed
+	path    string
+	ev      zk.Event
+	hint    bool     // the recursive watch saw path created
+	synced  []string // hints after the sync that made the connection see them
+	fail    error    // the recursive watch failed
+	restart bool     // time to open the recursive watch again
 }
 
 // noteQueue is an unbounded queue of notes: the Repo's event callback,
@@ -318,7 +379,7 @@ func (w *watch) run() {
 	defer close(w.out)
 	defer close(w.quit)
 	defer w.r.removeWatch(w)
-	defer w.closeRecursive()
+	defer w.stopRecursive()
 	backoff := 50 * time.Millisecond
 	for {
 		select {
@@ -349,6 +410,8 @@ func (w *watch) run() {
 				handle = func() error { return w.syncHints(hints) }
 			case n.synced != nil:
 				handle = func() error { return w.handleHints(n.synced) }
+			case n.restart:
+				handle = w.restartRecursive
 			case n.ev.Type == zk.EventNotWatching || n.ev.Err != nil:
 				w.end(fmt.Errorf("%w: %w", registry.ErrWatchLost, n.ev.Err))
 				return
@@ -549,13 +612,17 @@ func (w *watch) handleHintsOnce(paths []string) error {
 }
 
 // fallBack runs when the recursive watch failed: hints of new znodes may
-// have been lost since its last one. From now on the watch arms a child
-// watch on every znode, as without one: every tracked znode counts as not
-// listed, and resync lists each, arming its child watch, so a znode
-// created at any time since is found by that listing or that watch.
+// have been lost since its last one. Until it is registered again
+// (restartRecursive, tried after a wait) the watch arms a child watch on
+// every znode, as without one: every tracked znode counts as not listed,
+// and resync lists each, arming its child watch, so a znode created at
+// any time since is found by that listing or that watch.
 func (w *watch) fallBack(cause error) error {
 	logger{w.r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", w.key, cause)
 	w.closeRecursive()
+	if w.retry == nil {
+		w.retryLater()
+	}
 	for _, nd := range w.nodes {
 		if nd.childArm == covered {
 			nd.childArm = 0
