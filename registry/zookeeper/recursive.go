@@ -30,7 +30,9 @@ const (
 
 	modePersistentRecursive = 1
 
-	eventNodeCreated = 1
+	eventNodeCreated     = 1
+	eventNodeDeleted     = 2
+	eventNodeDataChanged = 3
 
 	// maxRecursivePacket bounds a packet the recursive session reads: it
 	// reads only replies without bodies and notifications (a path).
@@ -39,8 +41,9 @@ const (
 
 // recursiveWatch is a persistent recursive watch on one path, on a
 // ZooKeeper session of its own (its own TCP connection), registered by one
-// Watch: the server reports, in zxid order, the creation of every znode at
-// or below the path, for as long as the session lasts. It never reconnects:
+// Watch: the server reports, in zxid order, every creation, change of
+// data and deletion of a znode at or below the path, for as long as the
+// session lasts. It never reconnects:
 // any failure (the connection lost, a ping unanswered within 2/3 of the
 // session timeout) ends it, and the owner is told once by failed.
 type recursiveWatch struct {
@@ -59,13 +62,15 @@ var errNoRecursiveWatch = errors.New("no persistent recursive watch")
 // openRecursive opens a session of its own on one of the servers (dialed
 // like the Repo's connections: Config.Dialer, AttemptTimeout), with digest
 // authentication when Config.Digest is set, and registers a persistent
-// recursive watch on path. created is called with the path of every znode
-// created at or below path; failed is called once, after the last created,
+// recursive watch on path. changed is called with the path and the type
+// (zk.EventNodeCreated, EventNodeDeleted or EventNodeDataChanged) of every
+// change of a znode at or below path, in zxid order; failed is called
+// once, after the last changed,
 // when the session fails, but not after close. Both run on the reader
 // goroutine and must not block. ctx and Config.ConnectTimeout bound the
 // registration. An old server (3.5) refuses the request or drops the
 // connection: that is an error like any other.
-func (r *Repo) openRecursive(ctx context.Context, path string, created func(string), failed func(error)) (*recursiveWatch, error) {
+func (r *Repo) openRecursive(ctx context.Context, path string, changed func(string, zk.EventType), failed func(error)) (*recursiveWatch, error) {
 	deadline := time.Now().Add(r.cfg.ConnectTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -97,7 +102,7 @@ func (r *Repo) openRecursive(ctx context.Context, path string, created func(stri
 		rw.count = func(d int64) { r.recursiveOpen.Add(d) }
 		rw.count(1)
 		rw.wg.Add(2)
-		go rw.read(created, failed)
+		go rw.read(changed, failed)
 		go rw.ping()
 		return rw, nil
 	}
@@ -187,9 +192,9 @@ func (rw *recursiveWatch) call(xid, op int32, body []byte) error {
 }
 
 // read reads the notifications until the connection fails or is closed.
-func (rw *recursiveWatch) read(created func(string), failed func(error)) {
+func (rw *recursiveWatch) read(changed func(string, zk.EventType), failed func(error)) {
 	defer rw.wg.Done()
-	err := rw.readLoop(created)
+	err := rw.readLoop(changed)
 	select {
 	case <-rw.done:
 	default:
@@ -198,7 +203,7 @@ func (rw *recursiveWatch) read(created func(string), failed func(error)) {
 	}
 }
 
-func (rw *recursiveWatch) readLoop(created func(string)) error {
+func (rw *recursiveWatch) readLoop(changed func(string, zk.EventType)) error {
 	for {
 		// The server answers a ping every timeout/3; no answer for 2/3
 		// of the timeout means the server is gone (as go-zookeeper).
@@ -229,8 +234,9 @@ func (rw *recursiveWatch) readLoop(created func(string)) error {
 		if n < 0 || len(body) < 12+n {
 			return fmt.Errorf("a notification's path of %d bytes in %d", n, len(body))
 		}
-		if int32(binary.BigEndian.Uint32(body)) == eventNodeCreated {
-			created(string(body[12 : 12+n]))
+		switch typ := int32(binary.BigEndian.Uint32(body)); typ {
+		case eventNodeCreated, eventNodeDeleted, eventNodeDataChanged:
+			changed(string(body[12:12+n]), zk.EventType(typ))
 		}
 	}
 }

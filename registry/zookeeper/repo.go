@@ -20,18 +20,18 @@
 //     partition) a request in flight fails when the client gives up on the
 //     connection (2/3 of the session timeout) and later ones within
 //     ConnectTimeout, never reporting success (apache/shardingsphere#38641).
-//   - Watches are one-shot, and the client cannot register ZooKeeper 3.6's
-//     persistent recursive watch (addWatch). So Watch re-arms a data watch
-//     on every znode below the prefix, as Curator's TreeCache does, and
-//     learns of new znodes from a persistent recursive watch it registers
-//     on a session of its own (a small client of ours, recursive.go): a
-//     new table costs the reads of its own znodes, not a listing of a
-//     parent of 10,000 tables. Where the server has no addWatch (3.5) or
-//     that session fails (connection lost, ping unanswered), the Watch
-//     lists every znode it tracks again and arms a child watch on each, as
-//     before: no znode created meanwhile is missed. After a failure it
-//     registers the recursive watch again (after a wait of 1 s, doubling
-//     up to a minute, while that fails), then lists every znode once more.
+//   - The client's watches are one-shot, and it cannot register ZooKeeper
+//     3.6's persistent recursive watch (addWatch). So Watch registers one
+//     on a session of its own (a small client of ours, recursive.go),
+//     which reports every change below the prefix: a new table costs the
+//     reads of its own znodes, not a listing of a parent of 10,000
+//     tables. Where the server has no addWatch (3.5) or that session
+//     fails (connection lost, ping unanswered), the Watch reads every
+//     znode it tracks again and re-arms a data and a child watch on each,
+//     as Curator's TreeCache does: no change made meanwhile is missed.
+//     After a failure it registers the recursive watch again (after a
+//     wait of 1 s, doubling up to a minute, while that fails), then reads
+//     every znode once more.
 //   - After a session expiry the client silently opens a new session. That
 //     is what the Repo's own connection wants (persistent operations go on;
 //     open watches end with ErrWatchLost). A Session has its own connection,

@@ -14,16 +14,18 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry"
 )
 
-// Watch implements registry.Repository. It keeps a data watch armed on
-// every znode at or under prefix (an exists watch on prefix while it is
-// missing) and re-arms each after it fires, like Curator's TreeCache. New
-// znodes are reported by a persistent recursive watch on prefix, which it
-// registers before the first read on a session of its own (ZooKeeper
-// 3.6+): each is read when it is reported, after a sync, its parent not
-// listed again. Without one (a 3.5 server, a failed registration) or
-// once it fails, a child watch is armed on every znode too, each listed
-// again after the failure, so no znode is missed (see fallBack), until the
-// recursive watch is registered again (see restartRecursive). Every event
+// Watch implements registry.Repository. It registers a persistent
+// recursive watch on prefix (ZooKeeper 3.6+) on a session of its own,
+// before the first read, which reports every creation, change of data and
+// deletion below prefix in zxid order; after a sync (see syncHints) each
+// changed znode is read again, each new one read with its subtree, its
+// parent not listed again. Without one (a 3.5 server, a failed
+// registration) or once it fails, it keeps a data watch and a child watch
+// armed on every znode at or under prefix and re-arms each after it fires,
+// like Curator's TreeCache, each znode read again after the failure, so
+// no change is missed (see fallBack), until the recursive watch is
+// registered again (see restartRecursive). An exists watch is armed on
+// prefix while it is missing. Every event
 // is re-read from the server, so the Event carries the current value and
 // Version, events for one key arrive in order, and changes between two
 // reads are coalesced. A znode found created again is reported only once its
@@ -42,14 +44,13 @@ import (
 // When the Repo's session expires (or the Repo is closed), the last event
 // has Err wrapping registry.ErrWatchLost. A disconnection that keeps the
 // session does not end the watch: the client re-registers the watches.
-// Cost: one armed client watch per znode under prefix (two without the
-// recursive watch; no goroutine waits on them: the Repo's event callback
-// hands each fired watch to the Watches whose prefix holds it), plus, with
-// the recursive watch, a TCP connection, a session and two goroutines
-// (reading, pinging), all closed when the Watch ends. So watch the
-// subtrees you need rather than "/". The client cannot remove a watch
-// from the server; after ctx ends each armed watch stays registered until
-// its znode next changes.
+// Cost: with the recursive watch, a TCP connection, a session and two
+// goroutines (reading, pinging), all closed when the Watch ends; without
+// it, two armed client watches per znode under prefix (no goroutine waits
+// on them: the Repo's event callback hands each fired watch to the
+// Watches whose prefix holds it), so watch the subtrees you need rather
+// than "/". The client cannot remove a watch from the server; after ctx
+// ends each armed watch stays registered until its znode next changes.
 func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
 	if err := r.check(ctx, "watch", prefix); err != nil {
 		return nil, nil, err
@@ -92,8 +93,9 @@ type watch struct {
 	conn *zk.Conn // the Repo's connection
 	lost <-chan struct{}
 	// rec is the persistent recursive watch on root while it lasts: it
-	// reports new znodes, so no child watch is armed (childArm is
-	// covered). Nil when the server has none or it failed.
+	// reports every change, so no data or child watch is armed (dataArm
+	// and childArm are covered). Nil when the server has none or it
+	// failed.
 	rec *recursiveWatch
 	// retry, while rec is nil, pushes a note to open it again after
 	// retryWait.
@@ -166,15 +168,17 @@ func (w *watch) forget(p string) {
 // wnode is what is known about one tracked znode. dataArm and childArm are
 // non-zero while a data and a child watch armed by this watch's reads have
 // not fired: an event of that kind on the znode is then handled, otherwise
-// it is ignored (the znode is read again anyway).
+// it is ignored (the znode is read again anyway). Both are covered while
+// the recursive watch reports the znode's changes (its fired client
+// watches, armed before, are then ignored); zero means read it again.
 type wnode struct {
 	czxid, mzxid      int64
 	dataArm, childArm uint64
 }
 
-// covered is the childArm of a znode whose children were listed since the
-// recursive watch was registered: the watch reports every child created
-// since.
+// covered is the dataArm and childArm of a znode read since the recursive
+// watch was registered: the watch reports every change of its data, its
+// deletion and every child created since, and no client watch is armed.
 const covered = ^uint64(0)
 
 // Waits before the recursive watch is opened again after a failure.
@@ -192,7 +196,9 @@ func (w *watch) openRecursive(ctx context.Context) bool {
 		return false
 	}
 	rec, err := w.r.openRecursive(ctx, w.root,
-		func(p string) { w.queue.push(note{path: p, hint: true}) },
+		func(p string, t zk.EventType) {
+			w.queue.push(note{path: p, ev: zk.Event{Type: t, Path: p}, hint: true})
+		},
 		func(err error) { w.queue.push(note{fail: err}) })
 	if err != nil {
 		logger{w.r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", w.key, err)
@@ -227,7 +233,7 @@ func (w *watch) restartRecursive() error {
 		return nil
 	}
 	for _, nd := range w.nodes {
-		nd.childArm = 0
+		nd.dataArm, nd.childArm = 0, 0
 	}
 	return w.resync()
 }
@@ -249,9 +255,9 @@ func (w *watch) stopRecursive() {
 	w.closeRecursive()
 }
 
-// childToken is the childArm of a znode listed with the child watch ch, or
-// covered by the recursive watch when the listing armed none.
-func (w *watch) childToken(p string, ch <-chan zk.Event) uint64 {
+// armToken is the dataArm or childArm of a znode read with the watch ch,
+// or covered by the recursive watch when the read armed none.
+func (w *watch) armToken(p string, ch <-chan zk.Event) uint64 {
 	if ch == nil && w.rec != nil {
 		return covered
 	}
@@ -273,10 +279,10 @@ func (w *watch) children(p string) ([]string, *zk.Stat, <-chan zk.Event, error) 
 type note struct {
 	path    string
 	ev      zk.Event
-	hint    bool     // the recursive watch saw path created
-	synced  []string // hints after the sync that made the connection see them
-	fail    error    // the recursive watch failed
-	restart bool     // time to open the recursive watch again
+	hint    bool   // the recursive watch saw path changed (ev.Type)
+	synced  []note // hints after the sync that made the connection see them
+	fail    error  // the recursive watch failed
+	restart bool   // time to open the recursive watch again
 }
 
 // noteQueue is an unbounded queue of notes: the Repo's event callback,
@@ -319,12 +325,12 @@ func (q *noteQueue) pop() (note, bool) {
 }
 
 // popHints returns the hints at the head of the queue.
-func (q *noteQueue) popHints() []string {
+func (q *noteQueue) popHints() []note {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var paths []string
+	var paths []note
 	for len(q.notes) > 0 && q.notes[0].hint {
-		paths = append(paths, q.notes[0].path)
+		paths = append(paths, q.notes[0])
 		q.notes[0] = note{}
 		q.notes = q.notes[1:]
 	}
@@ -406,7 +412,7 @@ func (w *watch) run() {
 			case n.fail != nil:
 				handle = func() error { return w.fallBack(n.fail) }
 			case n.hint:
-				hints := append([]string{n.path}, w.queue.popHints()...)
+				hints := append([]note{n}, w.queue.popHints()...)
 				handle = func() error { return w.syncHints(hints) }
 			case n.synced != nil:
 				handle = func() error { return w.handleHints(n.synced) }
@@ -497,52 +503,48 @@ func (w *watch) handle(n note) error {
 	return nil
 }
 
-// syncHints runs when the recursive watch reported znodes created (paths,
-// in zxid order). Its session may be on another server than the Repo's
-// connection, which may not have applied the creations yet, and its
-// reports come in no order with the Repo's fired watches. So the Repo's
-// connection syncs first: from then on every read on it sees the
-// creations (reads on one connection never go back in time), and every
-// watch the changes before them fired on it is queued (the server sends
-// a sync's answer after the notifications of what it applied before).
-// The hints are then queued again, after those fired watches, and
-// handleHints loads them in their turn: the events come in the order
-// child watches would give them. Without the sync a hinted znode could
-// read as missing and be dropped, and one skipped as tracked, or under
-// an untracked parent, could be missed by a later read of an older state
-// (the tracked one read as deleted, the parent listed without it).
-func (w *watch) syncHints(paths []string) error {
+// syncHints runs when the recursive watch reported changes (hints, in
+// zxid order). Its session may be on another server than the Repo's
+// connection, which may not have applied them yet. So the Repo's
+// connection syncs first: from then on every read on it sees them (reads
+// on one connection never go back in time), and every watch fired on it
+// before is queued (the server sends a sync's answer after the
+// notifications of what it applied before). The hints are then queued
+// again, after those fired watches, and handleHints reads them in their
+// turn. Without the sync a hinted znode could read as missing and be
+// dropped, and one skipped as tracked, or under an untracked parent,
+// could be missed by a later read of an older state (the tracked one read
+// as deleted, the parent listed without it).
+func (w *watch) syncHints(hints []note) error {
 	if _, err := w.conn.Sync(w.root); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		w.hintsLost(paths)
+		w.hintsLost(hints)
 		return err
 	}
-	w.queue.push(note{synced: paths})
+	w.queue.push(note{synced: hints})
 	return nil
 }
 
-// hintsLost marks the parents of paths as not listed, so that resync
-// lists them.
-func (w *watch) hintsLost(paths []string) {
-	for _, p := range paths {
-		if nd := w.nodes[parentOf(p)]; nd != nil && nd.childArm == covered {
+// hintsLost marks the znodes of hints and their parents as not read, so
+// that resync reads them.
+func (w *watch) hintsLost(hints []note) {
+	for _, h := range hints {
+		if nd := w.nodes[h.path]; nd != nil && nd.dataArm == covered {
+			nd.dataArm = 0
+		}
+		if nd := w.nodes[parentOf(h.path)]; nd != nil && nd.childArm == covered {
 			nd.childArm = 0
 		}
 	}
 }
 
-// handleHints loads the znodes the recursive watch saw created (paths,
-// in zxid order, synced by syncHints) that are new to the watch: those
-// whose parent is tracked and that are not. The others need nothing: a
-// tracked path created again is reported by its data watch (loadNode
-// finds the new incarnation); an untracked parent is loaded with its
-// children, if it exists, by whatever tracks it later, reading them
-// after the sync. Each parent of a new znode is checked to be the
-// incarnation tracked; one created again is loaded anew with its
-// children (as loadChildren does). If loading fails, the parents count
-// as not listed, so resync lists them.
-func (w *watch) handleHints(paths []string) error {
-	if err := w.handleHintsOnce(paths); err != nil {
-		w.hintsLost(paths)
+// handleHints applies the changes the recursive watch reported (synced
+// by syncHints), in their order, as fired watches would be: a tracked
+// znode changed or deleted is read again (loadNode), consecutive creations
+// are loaded together (loadCreated). If reading fails, the znodes and
+// their parents count as not read, so resync reads them.
+func (w *watch) handleHints(hints []note) error {
+	if err := w.handleHintsOnce(hints); err != nil {
+		w.hintsLost(hints)
 		return err
 	}
 	if w.nodes[w.root] == nil && w.rootArm == 0 {
@@ -551,7 +553,38 @@ func (w *watch) handleHints(paths []string) error {
 	return nil
 }
 
-func (w *watch) handleHintsOnce(paths []string) error {
+func (w *watch) handleHintsOnce(hints []note) error {
+	for i := 0; i < len(hints); {
+		if hints[i].ev.Type != zk.EventNodeCreated {
+			if nd := w.nodes[hints[i].path]; nd != nil {
+				nd.dataArm = 0
+				if err := w.loadNode(hints[i].path); err != nil {
+					return err
+				}
+			}
+			i++
+			continue
+		}
+		var paths []string
+		for ; i < len(hints) && hints[i].ev.Type == zk.EventNodeCreated; i++ {
+			paths = append(paths, hints[i].path)
+		}
+		if err := w.loadCreated(paths); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadCreated loads the znodes created (paths) that are new to the watch:
+// those whose parent is tracked and that are not. The others need nothing:
+// a tracked path created again was deleted first, which the watch reported
+// before (loadNode finds the new incarnation); an untracked parent is
+// loaded with its children, if it exists, by whatever tracks it later,
+// reading them after the sync. Each parent of a new znode is checked to
+// be the incarnation tracked; one created again is loaded anew with its
+// children (as loadChildren does).
+func (w *watch) loadCreated(paths []string) error {
 	var parents []string
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -624,6 +657,9 @@ func (w *watch) fallBack(cause error) error {
 		w.retryLater()
 	}
 	for _, nd := range w.nodes {
+		if nd.dataArm == covered {
+			nd.dataArm = 0
+		}
 		if nd.childArm == covered {
 			nd.childArm = 0
 		}
@@ -680,21 +716,16 @@ func (w *watch) handleNode(n note) error {
 		nd.childArm = 0
 		return w.loadChildren(n.path)
 	case zk.EventNodeDataChanged:
-		if nd.dataArm == 0 {
+		if nd.dataArm == 0 || nd.dataArm == covered {
 			return nil
 		}
 		nd.dataArm = 0
 		return w.loadNode(n.path)
 	case zk.EventNodeDeleted:
-		if nd.dataArm == 0 && (nd.childArm == 0 || nd.childArm == covered) {
+		if (nd.dataArm == 0 || nd.dataArm == covered) && (nd.childArm == 0 || nd.childArm == covered) {
 			return nil
 		}
-		// A znode created again in between is a new incarnation, whose
-		// children loadNode lists; the same one keeps covered.
-		nd.dataArm = 0
-		if nd.childArm != covered {
-			nd.childArm = 0
-		}
+		nd.dataArm, nd.childArm = 0, 0
 		return w.loadNode(n.path)
 	}
 	return nil
@@ -749,7 +780,7 @@ func (w *watch) loadNode(p string) error {
 	if err != nil {
 		return err
 	}
-	arm := w.forward(p, ch)
+	arm := w.armToken(p, ch)
 	if nd.czxid != stat.Czxid {
 		if done, err := w.parentReplaced(p); done || err != nil {
 			return err
@@ -796,7 +827,7 @@ func (w *watch) loadChildren(p string) error {
 	if err != nil {
 		return err
 	}
-	arm := w.childToken(p, ch)
+	arm := w.armToken(p, ch)
 	if stat.Czxid != nd.czxid {
 		// A new incarnation: start over with it.
 		if done, err := w.parentReplaced(p); done || err != nil {
@@ -927,13 +958,23 @@ func (w *watch) fetch(p string) (fetched, error) {
 // getW reads p's data arming a data watch. Null data is rewritten as empty
 // first (see the package doc): the set fires the watch just armed, so p is
 // read again with a new one, and the value reported is the one written.
+//
+// With the recursive watch, which reports every change, it arms none (the
+// channel is nil).
 func (w *watch) getW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	value, stat, ch, err := w.conn.GetW(p)
+	get := w.conn.GetW
+	if w.rec != nil {
+		get = func(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+			value, stat, err := w.conn.Get(p)
+			return value, stat, nil, err
+		}
+	}
+	value, stat, ch, err := get(p)
 	if err != nil || value != nil {
 		return value, stat, ch, err
 	}
 	if _, st := repair(w.conn, p, stat); st != stat {
-		value, stat, ch, err = w.conn.GetW(p)
+		value, stat, ch, err = get(p)
 	}
 	if err == nil && value == nil {
 		value = []byte{}
@@ -975,7 +1016,7 @@ func (w *watch) track(p string, got map[string]*fetched) error {
 		return w.loadNew([]string{p})
 	}
 	w.put(p, &wnode{czxid: f.stat.Czxid, mzxid: f.stat.Mzxid,
-		dataArm: w.forward(p, f.dataCh), childArm: w.childToken(p, f.childCh)})
+		dataArm: w.armToken(p, f.dataCh), childArm: w.armToken(p, f.childCh)})
 	if !w.emitPut(p, f.data, f.stat) {
 		return errStopped
 	}
