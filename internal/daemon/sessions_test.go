@@ -24,15 +24,17 @@ import (
 	"github.com/shardkeeper/shardkeeper/registry/zookeeper/zktest"
 )
 
-// TestOneNodeTwoZooKeeperConnections starts one node on real ZooKeeper
+// TestOneNodeThreeZooKeeperConnections starts one node on real ZooKeeper
 // with every part that writes to the registry running (the HTTP API, the
 // MySQL and PostgreSQL consoles, the props acknowledgement, the process
 // list responder), makes each of them write (LABEL, SET DIST VARIABLE
 // through the console and through the HTTP API, LOCK and UNLOCK CLUSTER
 // through the HTTP API, SHOW PROCESSLIST), and asks the server how many
 // client connections this process holds (the four-letter word cons): the
-// repository's own and the node's session, no more.
-func TestOneNodeTwoZooKeeperConnections(t *testing.T) {
+// repository's own, the node's session and the session of the
+// repository's persistent recursive watches (which all its Watches
+// share), no more.
+func TestOneNodeThreeZooKeeperConnections(t *testing.T) {
 	ctx := testenv.Context(t)
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_daemon_")
@@ -108,8 +110,8 @@ func TestOneNodeTwoZooKeeperConnections(t *testing.T) {
 	}
 
 	conns := zkConnections(t, zs.Servers[0])
-	if len(conns) == 0 || len(conns) > 2 {
-		t.Fatalf("the node holds %d ZooKeeper client connections (%v), want 1 or 2: the repository's and the node's session", len(conns), conns)
+	if len(conns) == 0 || len(conns) > 3 {
+		t.Fatalf("the node holds %d ZooKeeper client connections (%v), want 1 to 3: the repository's, the node's session and the Watches' recursive watch session", len(conns), conns)
 	}
 	t.Logf("ZooKeeper connections of this process: %d (%v)", len(conns), conns)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,6 @@ const (
 	xidNotification = -1
 	xidPing         = -2
 	xidAuth         = -4
-	xidAddWatch     = 1
 
 	modePersistentRecursive = 1
 
@@ -39,42 +39,133 @@ const (
 	maxRecursivePacket = 1 << 20
 )
 
-// recursiveWatch is a persistent recursive watch on one path, on a
-// ZooKeeper session of its own (its own TCP connection), registered by one
-// Watch: the server reports, in zxid order, every creation, change of
-// data and deletion of a znode at or below the path, for as long as the
-// session lasts. It never reconnects:
-// any failure (the connection lost, a ping unanswered within 2/3 of the
-// session timeout) ends it, and the owner is told once by failed.
-type recursiveWatch struct {
+// recursiveSession is the Repo's ZooKeeper session for persistent
+// recursive watches, on a TCP connection of its own, shared by the Repo's
+// Watches: each registers a watch on its prefix (subscribe), and the
+// server reports, in zxid order, every creation, change of data and
+// deletion of a znode at or below a registered path, once per change
+// however many registrations hold it; the session hands each to the
+// subscriptions whose prefix holds it. It never reconnects: any failure
+// (the connection lost, a ping unanswered within 2/3 of the session
+// timeout) ends it and every subscription is told once, by its failed;
+// the next subscribe opens a new session. It is closed when its last
+// subscription ends, or with the Repo.
+type recursiveSession struct {
+	r         *Repo
 	conn      net.Conn
 	timeout   time.Duration // negotiated session timeout
 	wmu       sync.Mutex    // serializes writes
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the reader and the pinger
-	count     func(int64)    // the Repo's count of open recursive watches
+
+	mu         sync.Mutex
+	dead       error // why the session ended; nil while it lasts
+	nextXid    int32
+	pending    map[int32]chan error // requests awaiting their reply
+	subs       map[*recursiveWatch]struct{}
+	registered map[string]bool // paths with a watch on the server
+}
+
+// recursiveWatch is one Watch's subscription to the Repo's recursive
+// session: changed is called with the path and type (zk.EventNodeCreated,
+// EventNodeDeleted or EventNodeDataChanged) of every change at or below
+// root, in zxid order; failed once, after the last changed, when the
+// session fails, but not after close. Both run on the session's reader
+// goroutine and must not block.
+type recursiveWatch struct {
+	s       *recursiveSession
+	root    string
+	changed func(string, zk.EventType)
+	failed  func(error)
 }
 
 // errNoRecursiveWatch wraps every failure to register a recursive watch.
 var errNoRecursiveWatch = errors.New("no persistent recursive watch")
 
-// openRecursive opens a session of its own on one of the servers (dialed
-// like the Repo's connections: Config.Dialer, AttemptTimeout), with digest
-// authentication when Config.Digest is set, and registers a persistent
-// recursive watch on path. changed is called with the path and the type
-// (zk.EventNodeCreated, EventNodeDeleted or EventNodeDataChanged) of every
-// change of a znode at or below path, in zxid order; failed is called
-// once, after the last changed,
-// when the session fails, but not after close. Both run on the reader
-// goroutine and must not block. ctx and Config.ConnectTimeout bound the
-// registration. An old server (3.5) refuses the request or drops the
-// connection: that is an error like any other.
+// openRecursive subscribes to the Repo's recursive session, opening one
+// when there is none (dialed like the Repo's connections: Config.Dialer,
+// AttemptTimeout; with digest authentication when Config.Digest is set),
+// and registers a persistent recursive watch on path if none is. It
+// returns once the watch is registered: every change after that is
+// reported. ctx and Config.ConnectTimeout bound it. An old server (3.5)
+// refuses addWatch or drops the connection: the error wraps
+// errNoAddWatch.
 func (r *Repo) openRecursive(ctx context.Context, path string, changed func(string, zk.EventType), failed func(error)) (*recursiveWatch, error) {
 	deadline := time.Now().Add(r.cfg.ConnectTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	if r.closed.Load() {
+		return nil, fmt.Errorf("%w: the repository is closed", errNoRecursiveWatch)
+	}
+	s := r.rec
+	if s == nil || s.ended() != nil {
+		var err error
+		if s, err = r.dialRecursive(ctx, deadline); err != nil {
+			return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, err)
+		}
+		r.rec = s
+	}
+	rw := &recursiveWatch{s: s, root: path, changed: changed, failed: failed}
+	s.mu.Lock()
+	s.subs[rw] = struct{}{}
+	registered := s.registered[path]
+	s.mu.Unlock()
+	r.recursiveOpen.Add(1)
+	if !registered {
+		if err := s.addWatch(path, deadline); err != nil {
+			rw.unsubscribe()
+			return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, err)
+		}
+	}
+	return rw, nil
+}
+
+// close ends the subscription, and the session when it was the last one.
+// failed is not called after it returns.
+func (rw *recursiveWatch) close() {
+	rw.s.r.recMu.Lock()
+	defer rw.s.r.recMu.Unlock()
+	rw.unsubscribe()
+}
+
+// unsubscribe is close with the Repo's recMu held.
+func (rw *recursiveWatch) unsubscribe() {
+	s := rw.s
+	s.mu.Lock()
+	_, ok := s.subs[rw]
+	delete(s.subs, rw)
+	last := len(s.subs) == 0
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	s.r.recursiveOpen.Add(-1)
+	if last {
+		s.close()
+		if s.r.rec == s {
+			s.r.rec = nil
+		}
+	}
+}
+
+// closeRecursive closes the Repo's recursive session, if any (Close).
+func (r *Repo) closeRecursive() {
+	r.recMu.Lock()
+	s := r.rec
+	r.rec = nil
+	r.recMu.Unlock()
+	if s != nil {
+		s.close()
+	}
+}
+
+// dialRecursive opens a session on one of the servers and starts its
+// reader and pinger.
+func (r *Repo) dialRecursive(ctx context.Context, deadline time.Time) (*recursiveSession, error) {
 	policy := newDialPolicy(r.cfg.Dialer, Backoff{}, r.cfg.AttemptTimeout, r.done, nil)
 	defer policy.abandon()
 	servers := zk.FormatServers(r.cfg.Servers)
@@ -90,7 +181,7 @@ func (r *Repo) openRecursive(ctx context.Context, path string, changed func(stri
 			errs = append(errs, err)
 			continue
 		}
-		rw, err := r.registerRecursive(conn, deadline, path)
+		s, err := r.handshake(conn, deadline)
 		if err != nil {
 			conn.Close()
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
@@ -99,26 +190,24 @@ func (r *Repo) openRecursive(ctx context.Context, path string, changed func(stri
 			}
 			continue
 		}
-		rw.count = func(d int64) { r.recursiveOpen.Add(d) }
-		rw.count(1)
-		rw.wg.Add(2)
-		go rw.read(changed, failed)
-		go rw.ping()
-		return rw, nil
+		s.wg.Add(2)
+		go s.read()
+		go s.ping()
+		return s, nil
 	}
-	return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, errors.Join(errs...))
+	return nil, errors.Join(errs...)
 }
 
-// errRefused is a server's answer refusing a request of the handshake.
+// errRefused is a server's answer refusing a request.
 var errRefused = errors.New("refused by the server")
 
 // errNoAddWatch is a server that refused addWatch, or dropped the
 // connection at it, as a ZooKeeper 3.5 server does: asking again is no use.
 var errNoAddWatch = errors.New("the server has no addWatch (ZooKeeper 3.5?)")
 
-// registerRecursive runs the handshake on conn: connect, authenticate,
-// add the watch, each answered before the next is sent.
-func (r *Repo) registerRecursive(conn net.Conn, deadline time.Time, path string) (*recursiveWatch, error) {
+// handshake connects and authenticates on conn, each answered before the
+// next is sent.
+func (r *Repo) handshake(conn net.Conn, deadline time.Time) (*recursiveSession, error) {
 	if err := conn.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
@@ -142,39 +231,32 @@ func (r *Repo) registerRecursive(conn net.Conn, deadline time.Time, path string)
 	if timeout <= 0 || binary.BigEndian.Uint64(resp[8:]) == 0 {
 		return nil, fmt.Errorf("connect: %w: no session", errRefused)
 	}
-	rw := &recursiveWatch{conn: conn, timeout: timeout, done: make(chan struct{})}
+	s := &recursiveSession{r: r, conn: conn, timeout: timeout, done: make(chan struct{}), nextXid: 1,
+		pending: map[int32]chan error{}, subs: map[*recursiveWatch]struct{}{}, registered: map[string]bool{}}
 	if r.cfg.Digest != "" {
 		body := binary.BigEndian.AppendUint32(nil, 0) // type
 		body = appendBuffer(body, []byte("digest"))
 		body = appendBuffer(body, []byte(r.cfg.Digest))
-		if err := rw.call(xidAuth, opAuth, body); err != nil {
+		if err := s.call(xidAuth, opAuth, body); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
-	}
-	body := appendBuffer(nil, []byte(path))
-	body = binary.BigEndian.AppendUint32(body, modePersistentRecursive)
-	if err := rw.call(xidAddWatch, opAddWatch, body); err != nil {
-		if errors.Is(err, errRefused) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("%w: %w", errNoAddWatch, err)
-		}
-		return nil, fmt.Errorf("addWatch: %w", err)
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return nil, err
 	}
-	return rw, nil
+	return s, nil
 }
 
-// call sends a request and reads packets until its reply (no notification
-// can come before a watch is registered).
-func (rw *recursiveWatch) call(xid, op int32, body []byte) error {
+// call sends a request and reads packets until its reply, before the
+// reader starts.
+func (s *recursiveSession) call(xid, op int32, body []byte) error {
 	req := appendInt32(nil, xid)
 	req = appendInt32(req, op)
-	if err := writePacket(rw.conn, append(req, body...)); err != nil {
+	if err := writePacket(s.conn, append(req, body...)); err != nil {
 		return err
 	}
 	for {
-		resp, err := readPacket(rw.conn)
+		resp, err := readPacket(s.conn)
 		if err != nil {
 			return err
 		}
@@ -191,26 +273,90 @@ func (rw *recursiveWatch) call(xid, op int32, body []byte) error {
 	}
 }
 
-// read reads the notifications until the connection fails or is closed.
-func (rw *recursiveWatch) read(changed func(string, zk.EventType), failed func(error)) {
-	defer rw.wg.Done()
-	err := rw.readLoop(changed)
+// ended returns why the session ended, or nil while it lasts.
+func (s *recursiveSession) ended() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
+}
+
+// addWatch registers a persistent recursive watch on path and waits for
+// the server's answer, until deadline.
+func (s *recursiveSession) addWatch(path string, deadline time.Time) error {
+	reply := make(chan error, 1)
+	s.mu.Lock()
+	if s.dead != nil {
+		s.mu.Unlock()
+		return s.dead
+	}
+	xid := s.nextXid
+	s.nextXid++
+	s.pending[xid] = reply
+	s.mu.Unlock()
+	req := appendInt32(nil, xid)
+	req = appendInt32(req, opAddWatch)
+	req = appendBuffer(req, []byte(path))
+	req = binary.BigEndian.AppendUint32(req, modePersistentRecursive)
+	if err := s.write(req); err != nil {
+		s.conn.Close() // the reader reports it
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	var err error
 	select {
-	case <-rw.done:
+	case err = <-reply:
+	case <-t.C:
+		err = errors.New("addWatch: no answer in time")
+		s.conn.Close()
+	}
+	if errors.Is(err, errRefused) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("addWatch: %w: %w", errNoAddWatch, err)
+	}
+	if err != nil {
+		return fmt.Errorf("addWatch: %w", err)
+	}
+	s.mu.Lock()
+	s.registered[path] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// read reads the replies and notifications until the connection fails or
+// is closed, then fails what waits on the session.
+func (s *recursiveSession) read() {
+	defer s.wg.Done()
+	err := s.readLoop()
+	s.conn.Close()
+	s.mu.Lock()
+	s.dead = fmt.Errorf("%w: the recursive watch's session failed: %w", errNoRecursiveWatch, err)
+	for xid, reply := range s.pending {
+		reply <- err
+		delete(s.pending, xid)
+	}
+	subs := make([]*recursiveWatch, 0, len(s.subs))
+	for rw := range s.subs {
+		subs = append(subs, rw)
+	}
+	dead := s.dead
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return
 	default:
-		rw.conn.Close()
-		failed(fmt.Errorf("%w: the recursive watch's session failed: %w", errNoRecursiveWatch, err))
+	}
+	for _, rw := range subs {
+		rw.failed(dead)
 	}
 }
 
-func (rw *recursiveWatch) readLoop(changed func(string, zk.EventType)) error {
+func (s *recursiveSession) readLoop() error {
 	for {
 		// The server answers a ping every timeout/3; no answer for 2/3
 		// of the timeout means the server is gone (as go-zookeeper).
-		if err := rw.conn.SetReadDeadline(time.Now().Add(rw.timeout * 2 / 3)); err != nil {
+		if err := s.conn.SetReadDeadline(time.Now().Add(s.timeout * 2 / 3)); err != nil {
 			return err
 		}
-		resp, err := readPacket(rw.conn)
+		resp, err := readPacket(s.conn)
 		if err != nil {
 			return err
 		}
@@ -219,11 +365,26 @@ func (rw *recursiveWatch) readLoop(changed func(string, zk.EventType)) error {
 		}
 		xid := int32(binary.BigEndian.Uint32(resp))
 		code := int32(binary.BigEndian.Uint32(resp[12:]))
-		switch {
-		case code != 0:
-			return fmt.Errorf("reply %d: error code %d", xid, code)
-		case xid != xidNotification:
-			continue // a ping's reply
+		switch xid {
+		case xidPing:
+			continue
+		case xidNotification:
+		default:
+			s.mu.Lock()
+			reply := s.pending[xid]
+			delete(s.pending, xid)
+			s.mu.Unlock()
+			if reply != nil {
+				if code != 0 {
+					reply <- fmt.Errorf("%w: error code %d", errRefused, code)
+				} else {
+					reply <- nil
+				}
+			}
+			continue
+		}
+		if code != 0 {
+			return fmt.Errorf("a notification with error code %d", code)
 		}
 		// WatcherEvent {int32 type; int32 state; ustring path}
 		body := resp[16:]
@@ -234,53 +395,60 @@ func (rw *recursiveWatch) readLoop(changed func(string, zk.EventType)) error {
 		if n < 0 || len(body) < 12+n {
 			return fmt.Errorf("a notification's path of %d bytes in %d", n, len(body))
 		}
-		switch typ := int32(binary.BigEndian.Uint32(body)); typ {
-		case eventNodeCreated, eventNodeDeleted, eventNodeDataChanged:
-			changed(string(body[12:12+n]), zk.EventType(typ))
+		typ := int32(binary.BigEndian.Uint32(body))
+		if typ != eventNodeCreated && typ != eventNodeDeleted && typ != eventNodeDataChanged {
+			continue
 		}
+		path := string(body[12 : 12+n])
+		s.mu.Lock()
+		for rw := range s.subs {
+			if path == rw.root || strings.HasPrefix(path, rw.root+"/") {
+				rw.changed(path, zk.EventType(typ))
+			}
+		}
+		s.mu.Unlock()
 	}
 }
 
 // ping sends a ping every third of the session timeout.
-func (rw *recursiveWatch) ping() {
-	defer rw.wg.Done()
-	t := time.NewTicker(rw.timeout / 3)
+func (s *recursiveSession) ping() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.timeout / 3)
 	defer t.Stop()
 	req := appendInt32(nil, xidPing)
-	req = binary.BigEndian.AppendUint32(req, opPing)
+	req = appendInt32(req, opPing)
 	for {
 		select {
-		case <-rw.done:
+		case <-s.done:
 			return
 		case <-t.C:
 		}
-		if err := rw.write(req); err != nil {
-			rw.conn.Close() // the reader reports it
+		if err := s.write(req); err != nil {
+			s.conn.Close() // the reader reports it
 			return
 		}
 	}
 }
 
-func (rw *recursiveWatch) write(b []byte) error {
-	rw.wmu.Lock()
-	defer rw.wmu.Unlock()
-	if err := rw.conn.SetWriteDeadline(time.Now().Add(rw.timeout / 3)); err != nil {
+func (s *recursiveSession) write(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.conn.SetWriteDeadline(time.Now().Add(s.timeout / 3)); err != nil {
 		return err
 	}
-	return writePacket(rw.conn, b)
+	return writePacket(s.conn, b)
 }
 
-// close ends the session (the server closes it at once, dropping the
-// watch) and waits for the reader and the pinger. failed is not called.
-func (rw *recursiveWatch) close() {
-	rw.closeOnce.Do(func() {
-		close(rw.done)
-		req := binary.BigEndian.AppendUint32(nil, 2) // xid
+// close ends the session (the server closes it at once, dropping its
+// watches) and waits for the reader and the pinger. No failed is called.
+func (s *recursiveSession) close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		req := appendInt32(nil, 0) // xid
 		req = appendInt32(req, opCloseSession)
-		_ = rw.write(req)
-		rw.conn.Close()
-		rw.wg.Wait()
-		rw.count(-1)
+		_ = s.write(req)
+		s.conn.Close()
+		s.wg.Wait()
 	})
 }
 

@@ -520,3 +520,70 @@ func BenchmarkWatchNewTable10k(b *testing.B) {
 		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "child/recursive-cpu")
 	})
 }
+
+// The Watches of one Repo share one recursive session: each gets the
+// changes under its own prefix; the session is closed with the last one.
+func TestWatchesShareRecursiveSession(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_recshare_")
+	d := &dialRecorder{zs: zs}
+	cfg := zs.Config(ns)
+	cfg.Dialer = d.dial
+	ctx := testenv.Context(t)
+	r, err := zookeeper.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	opened := len(d.dialed())
+	actx, cancelA := context.WithCancel(ctx)
+	defer cancelA()
+	_, a, err := r.Watch(actx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancelB := context.WithCancel(ctx)
+	defer cancelB()
+	_, b, err := r.Watch(bctx, "/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(d.dialed()) - opened; n != 1 || zookeeper.RecursiveWatches(r) != 2 {
+		t.Fatalf("two Watches dialed %d connections, %d recursive watches; want 1 and 2", n, zookeeper.RecursiveWatches(r))
+	}
+	sa, sb := map[string]string{}, map[string]string{}
+	for _, k := range []string{"/a/x/1", "/b/y/2", "/a/x/3"} {
+		if _, err := r.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow(t, a, sa, "/a/x/3", "/a/x/3")
+	follow(t, b, sb, "/b/y/2", "/b/y/2")
+	converge(t, a, r, "/a", sa)
+	converge(t, b, r, "/b", sb)
+	cancelA()
+	waitRecursive(t, r, 1)
+	if _, err := r.Put(ctx, "/b/z", []byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, b, sb, "/b/z", "z")
+	cancelB()
+	waitRecursive(t, r, 0)
+	// A new Watch opens a new session.
+	initial, c, err := r.Watch(ctx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(d.dialed()) - opened; n != 2 || zookeeper.RecursiveWatches(r) != 1 {
+		t.Fatalf("a third Watch: %d connections dialed in all, %d recursive watches; want 2 and 1", n, zookeeper.RecursiveWatches(r))
+	}
+	sc := map[string]string{}
+	for _, kv := range initial {
+		apply(t, sc, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	sameAsList(t, r, "/a", sc)
+	if _, err := r.Put(ctx, "/a/new", []byte("n")); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, c, sc, "/a/new", "n")
+}

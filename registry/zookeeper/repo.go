@@ -22,8 +22,9 @@
 //     ConnectTimeout, never reporting success (apache/shardingsphere#38641).
 //   - The client's watches are one-shot, and it cannot register ZooKeeper
 //     3.6's persistent recursive watch (addWatch). So Watch registers one
-//     on a session of its own (a small client of ours, recursive.go),
-//     which reports every change below the prefix: a new table costs the
+//     on a session of the Repo's own (a small client of ours, recursive.go;
+//     one connection, shared by the Repo's Watches), which reports every
+//     change below the prefix: a new table costs the
 //     reads of its own znodes, not a listing of a parent of 10,000
 //     tables. Where the server has no addWatch (3.5) or that session
 //     fails (connection lost, ping unanswered), the Watch reads every
@@ -164,7 +165,9 @@ func (c Config) Validate() error {
 }
 
 // Repo is a registry.Repository on a ZooKeeper ensemble. It holds one
-// connection for persistent keys and watches; every Session opens its own.
+// connection for persistent keys and watches, and one for the persistent
+// recursive watches of its Watches while any is open; every Session opens
+// its own.
 // It is safe for concurrent use.
 type Repo struct {
 	cfg  Config
@@ -192,7 +195,9 @@ type Repo struct {
 	walkChanged         atomic.Bool // tests only (SetListChangedByWalk): ListChanged walks the subtree, keeping no memo
 	noRecursive         atomic.Bool // tests only (SetRecursiveWatch): Watches use child watches, without a recursive watch
 
-	recursiveOpen atomic.Int64 // recursive watches open (their sessions), for tests
+	recMu         sync.Mutex
+	rec           *recursiveSession // the Watches' recursive watches, while one is open
+	recursiveOpen atomic.Int64      // Watches subscribed to it, for tests
 }
 
 // between calls the test hook betweenReadAndWrite, if any.
@@ -395,6 +400,7 @@ func (r *Repo) Close() error {
 		for _, s := range sessions {
 			s.end(registry.ErrClosed, true)
 		}
+		r.closeRecursive()
 		r.conn.Close()
 	})
 	return nil

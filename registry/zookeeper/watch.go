@@ -15,8 +15,8 @@ import (
 )
 
 // Watch implements registry.Repository. It registers a persistent
-// recursive watch on prefix (ZooKeeper 3.6+) on a session of its own,
-// before the first read, which reports every creation, change of data and
+// recursive watch on prefix (ZooKeeper 3.6+), before the first read, on
+// the Repo's recursive session (one connection all its Watches share), which reports every creation, change of data and
 // deletion below prefix in zxid order; after a sync (see syncHints) each
 // changed znode is read again, each new one read with its subtree, its
 // parent not listed again. Without one (a 3.5 server, a failed
@@ -44,8 +44,9 @@ import (
 // When the Repo's session expires (or the Repo is closed), the last event
 // has Err wrapping registry.ErrWatchLost. A disconnection that keeps the
 // session does not end the watch: the client re-registers the watches.
-// Cost: with the recursive watch, a TCP connection, a session and two
-// goroutines (reading, pinging), all closed when the Watch ends; without
+// Cost: with the recursive watch, a share of the Repo's recursive session
+// (a TCP connection and two goroutines, reading and pinging, closed with
+// the last Watch) and a registration on the server; without
 // it, two armed client watches per znode under prefix (no goroutine waits
 // on them: the Repo's event callback hands each fired watch to the
 // Watches whose prefix holds it), so watch the subtrees you need rather
