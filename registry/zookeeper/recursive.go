@@ -71,13 +71,14 @@ type recursiveSession struct {
 // session: changed is called with the path and type (zk.EventNodeCreated,
 // EventNodeDeleted or EventNodeDataChanged) of every change at or below
 // root, in zxid order; failed once, after the last changed, when the
-// session fails, but not after close. Both run on the session's reader
+// session fails (with the subscription: one that failed as it was
+// closed may still be told). Both run on the session's reader
 // goroutine and must not block.
 type recursiveWatch struct {
 	s       *recursiveSession
 	root    string
 	changed func(string, zk.EventType)
-	failed  func(error)
+	failed  func(*recursiveWatch, error)
 }
 
 // errNoRecursiveWatch wraps every failure to register a recursive watch.
@@ -91,7 +92,7 @@ var errNoRecursiveWatch = errors.New("no persistent recursive watch")
 // reported. ctx and Config.ConnectTimeout bound it. An old server (3.5)
 // refuses addWatch or drops the connection: the error wraps
 // errNoAddWatch.
-func (r *Repo) openRecursive(ctx context.Context, path string, changed func(string, zk.EventType), failed func(error)) (*recursiveWatch, error) {
+func (r *Repo) openRecursive(ctx context.Context, path string, changed func(string, zk.EventType), failed func(*recursiveWatch, error)) (*recursiveWatch, error) {
 	deadline := time.Now().Add(r.cfg.ConnectTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -306,14 +307,18 @@ func (s *recursiveSession) addWatch(path string, deadline time.Time) error {
 	select {
 	case err = <-reply:
 	case <-t.C:
-		err = errors.New("addWatch: no answer in time")
 		s.conn.Close()
+		return errors.New("addWatch: no answer in time")
 	}
-	if errors.Is(err, errRefused) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("addWatch: %w: %w", errNoAddWatch, err)
-	}
-	if err != nil {
+	// An error code, or the connection ended (EOF or reset, as the
+	// server answers an unknown request), but not a timeout.
+	var ne net.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("addWatch: %w", err)
+	default:
+		return fmt.Errorf("addWatch: %w: %w", errNoAddWatch, err)
 	}
 	s.mu.Lock()
 	s.registered[path] = true
@@ -345,7 +350,7 @@ func (s *recursiveSession) read() {
 	default:
 	}
 	for _, rw := range subs {
-		rw.failed(dead)
+		rw.failed(rw, dead)
 	}
 }
 

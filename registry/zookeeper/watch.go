@@ -200,7 +200,7 @@ func (w *watch) openRecursive(ctx context.Context) bool {
 		func(p string, t zk.EventType) {
 			w.queue.push(note{path: p, ev: zk.Event{Type: t, Path: p}, hint: true})
 		},
-		func(err error) { w.queue.push(note{fail: err}) })
+		func(rec *recursiveWatch, err error) { w.queue.push(note{fail: err, failed: rec}) })
 	if err != nil {
 		logger{w.r.cfg.Logger}.Printf("watch %s: following new znodes with child watches: %v", w.key, err)
 		if !errors.Is(err, errNoAddWatch) {
@@ -280,10 +280,11 @@ func (w *watch) children(p string) ([]string, *zk.Stat, <-chan zk.Event, error) 
 type note struct {
 	path    string
 	ev      zk.Event
-	hint    bool   // the recursive watch saw path changed (ev.Type)
-	synced  []note // hints after the sync that made the connection see them
-	fail    error  // the recursive watch failed
-	restart bool   // time to open the recursive watch again
+	hint    bool            // the recursive watch saw path changed (ev.Type)
+	synced  []note          // hints after the sync that made the connection see them
+	fail    error           // the recursive watch failed
+	failed  *recursiveWatch // which one
+	restart bool            // time to open the recursive watch again
 }
 
 // noteQueue is an unbounded queue of notes: the Repo's event callback,
@@ -410,6 +411,8 @@ func (w *watch) run() {
 			}
 			handle := func() error { return w.handle(n) }
 			switch {
+			case n.fail != nil && n.failed != w.rec:
+				continue // one closed already
 			case n.fail != nil:
 				handle = func() error { return w.fallBack(n.fail) }
 			case n.hint:
