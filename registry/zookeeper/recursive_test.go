@@ -463,24 +463,7 @@ func BenchmarkWatchNewTable10k(b *testing.B) {
 	zs := zktest.New(b)
 	ns := zs.Namespace(b, "sk_recbench_")
 	ctx := testenv.Context(b)
-	w := zs.Open(b, ns)
-	sess, err := w.NewSession(ctx, registry.SessionOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = sess.Close(ctx) }()
-	const tables, batch = 10000, 500
-	for from := 0; from < tables; from += batch {
-		var txn registry.Txn
-		for i := from; i < from+batch; i++ {
-			k := fmt.Sprintf("/p/tables/t_%05d", i)
-			txn.Conds = append(txn.Conds, registry.Cond{Key: k})
-			txn.Ops = append(txn.Ops, registry.Op{Key: k, Value: []byte(fmt.Sprintf("table %d", i))})
-		}
-		if _, err := sess.Commit(ctx, txn); err != nil {
-			b.Fatal(err)
-		}
-	}
+	w := openWithTables10k(b, zs, ns)
 	rec, child := zs.Open(b, ns), zs.Open(b, ns)
 	zookeeper.SetRecursiveWatch(child, false)
 	b.Run("one-create", func(b *testing.B) {
