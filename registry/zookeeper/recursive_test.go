@@ -111,6 +111,41 @@ func apply(t *testing.T, state map[string]string, ev registry.Event) {
 	versions.Store(id, ev.KV.Version)
 }
 
+// putAndFollow puts key = value through r and applies the watch's events
+// to state until they report it.
+func putAndFollow(t *testing.T, r registry.Repository, ch <-chan registry.Event, state map[string]string, key, value string) {
+	t.Helper()
+	if _, err := r.Put(testenv.Context(t), key, []byte(value)); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, ch, state, key, value)
+}
+
+// stateOf is the state a Watch's initial keys give, checked as apply
+// checks events.
+func stateOf(t *testing.T, initial []registry.KV) map[string]string {
+	t.Helper()
+	state := map[string]string{}
+	for _, kv := range initial {
+		apply(t, state, registry.Event{Type: registry.EventPut, KV: kv})
+	}
+	return state
+}
+
+// openDialed opens a Repo on namespace ns of zs whose connections d dials;
+// it is closed when the test ends.
+func openDialed(t *testing.T, zs *zktest.Server, ns string, d *dialRecorder) *zookeeper.Repo {
+	t.Helper()
+	cfg := zs.Config(ns)
+	cfg.Dialer = d.dial
+	r, err := zookeeper.Open(testenv.Context(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
 // follow applies the watch's events to state until key has value want.
 func follow(t *testing.T, ch <-chan registry.Event, state map[string]string, key, want string) {
 	t.Helper()
@@ -243,10 +278,7 @@ func TestWatchNewChildWithoutListingParent(t *testing.T) {
 			if want := map[bool]int64{true: 1, false: 0}[recursive]; zookeeper.RecursiveWatches(r) != want {
 				t.Fatalf("%d recursive watches, want %d", zookeeper.RecursiveWatches(r), want)
 			}
-			state := map[string]string{}
-			for _, kv := range initial {
-				apply(t, state, registry.Event{Type: registry.EventPut, KV: kv})
-			}
+			state := stateOf(t, initial)
 			sameAsList(t, w, "/c", state)
 			for i := range 3 {
 				before := d.read.Load()
@@ -331,15 +363,9 @@ func TestWatchRandomChurn(t *testing.T) {
 			if want := map[bool]int64{true: 1, false: 0}[recursive]; zookeeper.RecursiveWatches(r) != want {
 				t.Fatalf("%d recursive watches, want %d", zookeeper.RecursiveWatches(r), want)
 			}
-			state := map[string]string{}
-			for _, kv := range initial {
-				apply(t, state, registry.Event{Type: registry.EventPut, KV: kv})
-			}
+			state := stateOf(t, initial)
 			churn(t, zs, ns, 300, nil)
-			if _, err := r.Put(ctx, "/t/done", []byte("1")); err != nil {
-				t.Fatal(err)
-			}
-			follow(t, ch, state, "/t/done", "1")
+			putAndFollow(t, r, ch, state, "/t/done", "1")
 			converge(t, ch, r, "/t", state)
 		})
 	}
@@ -353,14 +379,8 @@ func TestWatchRecursiveConnectionLost(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_reclost_")
 	d := &dialRecorder{zs: zs}
-	cfg := zs.Config(ns)
-	cfg.Dialer = d.dial
 	ctx := testenv.Context(t)
-	r, err := zookeeper.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openDialed(t, zs, ns, d)
 	if _, err := r.Put(ctx, "/t/a/a", []byte("seed")); err != nil {
 		t.Fatal(err)
 	}
@@ -373,26 +393,17 @@ func TestWatchRecursiveConnectionLost(t *testing.T) {
 	if len(conns) != opened+1 || zookeeper.RecursiveWatches(r) != 1 {
 		t.Fatalf("Watch dialed %d connections and holds %d recursive watches, want 1 and 1", len(conns)-opened, zookeeper.RecursiveWatches(r))
 	}
-	state := map[string]string{}
-	for _, kv := range initial {
-		apply(t, state, registry.Event{Type: registry.EventPut, KV: kv})
-	}
+	state := stateOf(t, initial)
 	// Lost, and not registered again while dialing fails.
 	churn(t, zs, ns, 200, func() {
 		d.refuse.Store(true)
 		conns[opened].Close()
 	})
-	if _, err := r.Put(ctx, "/t/done", []byte("1")); err != nil {
-		t.Fatal(err)
-	}
-	follow(t, ch, state, "/t/done", "1")
+	putAndFollow(t, r, ch, state, "/t/done", "1")
 	waitRecursive(t, r, 0)
 	converge(t, ch, r, "/t", state)
 	// Child watches report what is created meanwhile.
-	if _, err := r.Put(ctx, "/t/x/y/z", []byte("after")); err != nil {
-		t.Fatal(err)
-	}
-	follow(t, ch, state, "/t/x/y/z", "after")
+	putAndFollow(t, r, ch, state, "/t/x/y/z", "after")
 	converge(t, ch, r, "/t", state)
 	// Registered again; lost again mid-stream, dialing allowed this time.
 	d.refuse.Store(false)
@@ -401,16 +412,10 @@ func TestWatchRecursiveConnectionLost(t *testing.T) {
 		conns := d.dialed()
 		conns[len(conns)-1].Close()
 	})
-	if _, err := r.Put(ctx, "/t/done", []byte("2")); err != nil {
-		t.Fatal(err)
-	}
-	follow(t, ch, state, "/t/done", "2")
+	putAndFollow(t, r, ch, state, "/t/done", "2")
 	converge(t, ch, r, "/t", state)
 	waitRecursive(t, r, 1)
-	if _, err := r.Put(ctx, "/t/x/y/w", []byte("again")); err != nil {
-		t.Fatal(err)
-	}
-	follow(t, ch, state, "/t/x/y/w", "again")
+	putAndFollow(t, r, ch, state, "/t/x/y/w", "again")
 	converge(t, ch, r, "/t", state)
 }
 
@@ -421,14 +426,8 @@ func TestWatchWithoutRecursiveWatch(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_recnone_")
 	d := &dialRecorder{zs: zs, unknown: addWatchRequest}
-	cfg := zs.Config(ns)
-	cfg.Dialer = d.dial
 	ctx := testenv.Context(t)
-	r, err := zookeeper.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openDialed(t, zs, ns, d)
 	_, ch, err := r.Watch(ctx, "/t")
 	if err != nil {
 		t.Fatal(err)
@@ -437,14 +436,8 @@ func TestWatchWithoutRecursiveWatch(t *testing.T) {
 		t.Fatalf("%d recursive watches, want none", n)
 	}
 	state := map[string]string{}
-	if _, err := r.Put(ctx, "/t/a/b", []byte("1")); err != nil {
-		t.Fatal(err)
-	}
-	follow(t, ch, state, "/t/a/b", "1")
-	if _, err := r.Put(ctx, "/t/a/c", []byte("2")); err != nil {
-		t.Fatal(err)
-	}
-	follow(t, ch, state, "/t/a/c", "2")
+	putAndFollow(t, r, ch, state, "/t/a/b", "1")
+	putAndFollow(t, r, ch, state, "/t/a/c", "2")
 	sameAsList(t, r, "/t", state)
 	time.Sleep(1500 * time.Millisecond) // past the first retry after a failure
 	if n := d.sent.Load(); n != 1 || zookeeper.RecursiveWatches(r) != 0 {
@@ -512,14 +505,8 @@ func TestWatchesShareRecursiveSession(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_recshare_")
 	d := &dialRecorder{zs: zs}
-	cfg := zs.Config(ns)
-	cfg.Dialer = d.dial
 	ctx := testenv.Context(t)
-	r, err := zookeeper.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openDialed(t, zs, ns, d)
 	opened := len(d.dialed())
 	actx, cancelA := context.WithCancel(ctx)
 	defer cancelA()
