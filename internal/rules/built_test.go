@@ -14,8 +14,6 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
 	"github.com/shardkeeper/shardkeeper/registry"
-	"github.com/shardkeeper/shardkeeper/registry/memory"
-	"github.com/shardkeeper/shardkeeper/registry/realtest"
 )
 
 // TestBuiltChangesAsRead: random changes of the sharding rule through a
@@ -28,12 +26,12 @@ import (
 // some replacing a whole field map, some with another client's change
 // between the read and the commit.
 func TestBuiltChangesAsRead(t *testing.T) {
-	t.Run("memory", func(t *testing.T) {
-		repo := memory.New()
-		testBuiltChanges(t, repo, repo, 60)
-	})
-	realtest.Each(t, "builtchanges", func(t *testing.T, open func(t testing.TB) registry.Repository) {
-		testBuiltChanges(t, open(t), open(t), 25)
+	eachTwoClients(t, "builtchanges", func(t *testing.T, repo, other registry.Repository, real bool) {
+		steps := 60
+		if real {
+			steps = 25
+		}
+		testBuiltChanges(t, repo, other, steps)
 	})
 }
 

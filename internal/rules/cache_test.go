@@ -28,12 +28,21 @@ import (
 // change's read and its commit (which the commit's conditions do not
 // cover).
 func TestCachedChangesAsRead(t *testing.T) {
+	eachTwoClients(t, "cachedchanges", func(t *testing.T, repo, other registry.Repository, _ bool) {
+		testCachedChanges(t, repo, other)
+	})
+}
+
+// eachTwoClients runs test on the memory registry (repo and other the
+// same) and on real etcd and ZooKeeper (two clients of one namespace
+// prefixed ns); real tells them apart.
+func eachTwoClients(t *testing.T, ns string, test func(t *testing.T, repo, other registry.Repository, real bool)) {
 	t.Run("memory", func(t *testing.T) {
 		repo := memory.New()
-		testCachedChanges(t, repo, repo)
+		test(t, repo, repo, false)
 	})
-	realtest.Each(t, "cachedchanges", func(t *testing.T, open func(t testing.TB) registry.Repository) {
-		testCachedChanges(t, open(t), open(t))
+	realtest.Each(t, ns, func(t *testing.T, open func(t testing.TB) registry.Repository) {
+		test(t, open(t), open(t), true)
 	})
 }
 
