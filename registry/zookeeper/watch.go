@@ -16,22 +16,22 @@ import (
 
 // Watch implements registry.Repository. It registers a persistent
 // recursive watch on prefix (ZooKeeper 3.6+), before the first read, on
-// the Repo's recursive session (one connection all its Watches share), which reports every creation, change of data and
-// deletion below prefix in zxid order; after a sync (see syncHints) each
-// changed znode is read again, each new one read with its subtree, its
-// parent not listed again. Without one (a 3.5 server, a failed
-// registration) or once it fails, it keeps a data watch and a child watch
-// armed on every znode at or under prefix and re-arms each after it fires,
-// like Curator's TreeCache, each znode read again after the failure, so
-// no change is missed (see fallBack), until the recursive watch is
-// registered again (see restartRecursive). An exists watch is armed on
-// prefix while it is missing. Every event
-// is re-read from the server, so the Event carries the current value and
-// Version, events for one key arrive in order, and changes between two
-// reads are coalesced. A znode found created again is reported only once its
-// parent is known to be the same, or, when the parent was created again
-// too, after every key of the parent's old subtree is reported deleted
-// (see parentReplaced).
+// the Repo's recursive session (one connection all its Watches share),
+// which reports every creation, change of data and deletion below prefix
+// in zxid order; after a sync (see syncHints) each changed znode is read
+// again, each new one read with its subtree, its parent not listed again.
+// Without one (a 3.5 server, a failed registration) or once it fails, it
+// keeps a data watch and a child watch armed on every znode at or under
+// prefix and re-arms each after it fires, like Curator's TreeCache, each
+// znode read again after the failure, so no change is missed (see
+// fallBack), until the recursive watch is registered again (see
+// restartRecursive). An exists watch is armed on prefix while it is
+// missing. Every event is re-read from the server, so the Event carries
+// the current value and Version, events for one key arrive in order, and
+// changes between two reads are coalesced. A znode found created again is
+// reported only once its parent is known to be the same, or, when the
+// parent was created again too, after every key of the parent's old
+// subtree is reported deleted (see parentReplaced).
 //
 // The initial snapshot, and every subtree that appears later, is read level
 // by level with a window of reads in flight on the connection (pipelined),
@@ -44,14 +44,15 @@ import (
 // When the Repo's session expires (or the Repo is closed), the last event
 // has Err wrapping registry.ErrWatchLost. A disconnection that keeps the
 // session does not end the watch: the client re-registers the watches.
+//
 // Cost: with the recursive watch, a share of the Repo's recursive session
 // (a TCP connection and two goroutines, reading and pinging, closed with
-// the last Watch) and a registration on the server; without
-// it, two armed client watches per znode under prefix (no goroutine waits
-// on them: the Repo's event callback hands each fired watch to the
-// Watches whose prefix holds it), so watch the subtrees you need rather
-// than "/". The client cannot remove a watch from the server; after ctx
-// ends each armed watch stays registered until its znode next changes.
+// the last Watch) and a registration on the server; without it, two armed
+// client watches per znode under prefix (no goroutine waits on them: the
+// Repo's event callback hands each fired watch to the Watches whose prefix
+// holds it), so watch the subtrees you need rather than "/". The client
+// cannot remove a watch from the server; after ctx ends each armed watch
+// stays registered until its znode next changes.
 func (r *Repo) Watch(ctx context.Context, prefix string) ([]registry.KV, <-chan registry.Event, error) {
 	if err := r.check(ctx, "watch", prefix); err != nil {
 		return nil, nil, err
