@@ -1,6 +1,9 @@
 package zookeeper
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // SetBetweenReadAndWrite installs fn (nil: none) to be called by r's
 // conditional writes, Commit and Update, after they read their conditions'
@@ -63,3 +66,31 @@ func SetRecursiveWatch(r *Repo, on bool) { r.noRecursive.Store(!on) }
 // RecursiveWatches returns how many recursive watches (each a session of
 // its own) r's Watches hold open.
 func RecursiveWatches(r *Repo) int64 { return r.recursiveOpen.Load() }
+
+// MultiRead reads the data (children false) or the children of each of
+// paths (znode paths, the namespace included) with multiRead on r's
+// recursive session, as List does: the value, or the children, or the
+// error of each read.
+func MultiRead(ctx context.Context, r *Repo, children bool, paths []string) (values [][]byte, kids [][]string, errs []error, err error) {
+	hold, err := r.holdRecursive(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer hold.close()
+	op := int32(opGetData)
+	if children {
+		op = opGetChildren
+	}
+	res, err := multiRead(ctx, hold.s, op, paths)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, x := range res {
+		values, kids, errs = append(values, x.value), append(kids, x.children), append(errs, x.err)
+	}
+	return values, kids, errs, nil
+}
+
+// MultiReadOff reports whether r stopped using multiRead because its
+// server refused it.
+func MultiReadOff(r *Repo) bool { return r.noMultiRead.Load() }

@@ -168,6 +168,8 @@ func (r *Repo) walk(ctx context.Context, prefix string, cached bool, emit func(p
 // data is true (of the levels below always), and calls visit with each
 // znode that it found, on the calling goroutine, in no particular order.
 func (r *Repo) descend(ctx context.Context, level []string, data, cached bool, visit func(p string, l *listed)) error {
+	b := &bulk{r: r}
+	defer b.close()
 	for depth := 0; len(level) > 0; depth++ {
 		wantData := data || depth > 0
 		got := make([]listed, len(level))
@@ -179,10 +181,7 @@ func (r *Repo) descend(ctx context.Context, level []string, data, cached bool, v
 				return err
 			})
 		} else {
-			err = pipeline(ctx, len(level), func(i int) (err error) {
-				got[i], err = r.readUncached(level[i], wantData)
-				return err
-			})
+			err = r.readLevel(ctx, b, level, wantData, got)
 		}
 		if err != nil {
 			return err

@@ -18,6 +18,11 @@ const window = 64
 // once ctx ends, it starts no more calls: then it returns ctx's error if no
 // call failed. It returns when every started call has returned.
 func pipeline(ctx context.Context, n int, fn func(i int) error) error {
+	return pipelineWidth(ctx, n, window, fn)
+}
+
+// pipelineWidth is pipeline with at most width calls at a time.
+func pipelineWidth(ctx context.Context, n, width int, fn func(i int) error) error {
 	errs := make([]error, n)
 	var (
 		next   atomic.Int64
@@ -25,7 +30,7 @@ func pipeline(ctx context.Context, n int, fn func(i int) error) error {
 		failed atomic.Bool
 		wg     sync.WaitGroup
 	)
-	for range min(n, window) {
+	for range min(n, width) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -23,6 +23,7 @@ const (
 	opPing         = 11
 	opAuth         = 100
 	opCloseSession = -11
+	opSync         = 9 // sync: {ustring path}, reply {ustring path}
 
 	xidNotification = -1
 	xidPing         = -2
@@ -34,14 +35,15 @@ const (
 	eventNodeDeleted     = 2
 	eventNodeDataChanged = 3
 
-	// maxRecursivePacket bounds a packet the recursive session reads: it
-	// reads only replies without bodies and notifications (a path).
-	maxRecursivePacket = 1 << 20
+	// codeUnimplemented is the error code of a server's answer to a
+	// request it does not know; the server then closes the connection.
+	codeUnimplemented = -6
 )
 
 // recursiveSession is the Repo's ZooKeeper session for persistent
-// recursive watches, on a TCP connection of its own, shared by the Repo's
-// Watches: each registers a watch on its prefix (subscribe), and the
+// recursive watches and bulk reads (multiRead, see readMany), on a TCP
+// connection of its own, shared by the Repo's Watches and bulk readers:
+// each Watch registers a watch on its prefix (subscribe), and the
 // server reports, in zxid order, every creation, change of data and
 // deletion of a znode at or below a registered path, once per change
 // however many registrations hold it; the session hands each to the
@@ -59,12 +61,21 @@ type recursiveSession struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the reader and the pinger
 
+	maxPacket int // the largest packet it reads (see handshake)
+
 	mu         sync.Mutex
 	dead       error // why the session ended; nil while it lasts
 	nextXid    int32
-	pending    map[int32]chan error // requests awaiting their reply
+	pending    map[int32]chan reply // requests awaiting their reply
 	subs       map[*recursiveWatch]struct{}
 	registered map[string]bool // paths with a watch on the server
+}
+
+// reply is the answer to one request of a recursiveSession: its body
+// (after the reply header), or the error code or failure of the session.
+type reply struct {
+	body []byte
+	err  error
 }
 
 // recursiveWatch is one Watch's subscription to the Repo's recursive
@@ -73,7 +84,8 @@ type recursiveSession struct {
 // root, in zxid order; failed once, after the last changed, when the
 // session fails (with the subscription: one that failed as it was
 // closed may still be told). Both run on the session's reader
-// goroutine and must not block.
+// goroutine and must not block. A bulk reader's hold (holdRecursive) is
+// a subscription without a root, told nothing.
 type recursiveWatch struct {
 	s       *recursiveSession
 	root    string
@@ -93,35 +105,65 @@ var errNoRecursiveWatch = errors.New("no persistent recursive watch")
 // refuses addWatch or drops the connection: the error wraps
 // errNoAddWatch.
 func (r *Repo) openRecursive(ctx context.Context, path string, changed func(string, zk.EventType), failed func(*recursiveWatch, error)) (*recursiveWatch, error) {
+	deadline := r.connectDeadline(ctx)
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	rw, err := r.subscribeLocked(ctx, deadline, path, changed, failed)
+	if err != nil {
+		return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, err)
+	}
+	r.recursiveOpen.Add(1)
+	rw.s.mu.Lock()
+	registered := rw.s.registered[path]
+	rw.s.mu.Unlock()
+	if !registered {
+		if err := rw.s.addWatch(ctx, path, deadline); err != nil {
+			rw.unsubscribe()
+			return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, err)
+		}
+	}
+	return rw, nil
+}
+
+// holdRecursive subscribes a bulk reader to the Repo's recursive
+// session, opening one when there is none, within ctx and
+// Config.ConnectTimeout: the session lasts at least until the hold is
+// closed. The hold is told nothing.
+func (r *Repo) holdRecursive(ctx context.Context) (*recursiveWatch, error) {
+	deadline := r.connectDeadline(ctx)
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	return r.subscribeLocked(ctx, deadline, "", nil, nil)
+}
+
+// connectDeadline is the earlier of ctx's deadline and
+// Config.ConnectTimeout from now.
+func (r *Repo) connectDeadline(ctx context.Context) time.Time {
 	deadline := time.Now().Add(r.cfg.ConnectTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	r.recMu.Lock()
-	defer r.recMu.Unlock()
+	return deadline
+}
+
+// subscribeLocked subscribes to the recursive session, dialing one when
+// there is none or it ended, with recMu held.
+func (r *Repo) subscribeLocked(ctx context.Context, deadline time.Time, path string, changed func(string, zk.EventType), failed func(*recursiveWatch, error)) (*recursiveWatch, error) {
 	if r.closed.Load() {
-		return nil, fmt.Errorf("%w: the repository is closed", errNoRecursiveWatch)
+		return nil, errors.New("the repository is closed")
 	}
 	s := r.rec
 	if s == nil || s.ended() != nil {
 		var err error
 		if s, err = r.dialRecursive(ctx, deadline); err != nil {
-			return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, err)
+			return nil, err
 		}
 		r.rec = s
 	}
 	rw := &recursiveWatch{s: s, root: path, changed: changed, failed: failed}
 	s.mu.Lock()
 	s.subs[rw] = struct{}{}
-	registered := s.registered[path]
 	s.mu.Unlock()
-	r.recursiveOpen.Add(1)
-	if !registered {
-		if err := s.addWatch(path, deadline); err != nil {
-			rw.unsubscribe()
-			return nil, fmt.Errorf("%w on %s: %w", errNoRecursiveWatch, path, err)
-		}
-	}
 	return rw, nil
 }
 
@@ -144,7 +186,9 @@ func (rw *recursiveWatch) unsubscribe() {
 	if !ok {
 		return
 	}
-	s.r.recursiveOpen.Add(-1)
+	if rw.root != "" {
+		s.r.recursiveOpen.Add(-1)
+	}
 	if last {
 		s.close()
 		if s.r.rec == s {
@@ -221,7 +265,7 @@ func (r *Repo) handshake(conn net.Conn, deadline time.Time) (*recursiveSession, 
 	if err := writePacket(conn, req); err != nil {
 		return nil, err
 	}
-	resp, err := readPacket(conn)
+	resp, err := readPacket(conn, 1<<10)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -232,8 +276,11 @@ func (r *Repo) handshake(conn net.Conn, deadline time.Time) (*recursiveSession, 
 	if timeout <= 0 || binary.BigEndian.Uint64(resp[8:]) == 0 {
 		return nil, fmt.Errorf("connect: %w: no session", errRefused)
 	}
-	s := &recursiveSession{r: r, conn: conn, timeout: timeout, done: make(chan struct{}), nextXid: 1,
-		pending: map[int32]chan error{}, subs: map[*recursiveWatch]struct{}{}, registered: map[string]bool{}}
+	// A multiRead answer holds at most multiReadOps values, each at most
+	// what the server accepts in a request.
+	maxPacket := multiReadOps * (r.cfg.MaxRequestBytes + 1024)
+	s := &recursiveSession{r: r, conn: conn, timeout: timeout, done: make(chan struct{}), nextXid: 1, maxPacket: maxPacket,
+		pending: map[int32]chan reply{}, subs: map[*recursiveWatch]struct{}{}, registered: map[string]bool{}}
 	if r.cfg.Digest != "" {
 		body := binary.BigEndian.AppendUint32(nil, 0) // type
 		body = appendBuffer(body, []byte("digest"))
@@ -257,7 +304,7 @@ func (s *recursiveSession) call(xid, op int32, body []byte) error {
 		return err
 	}
 	for {
-		resp, err := readPacket(s.conn)
+		resp, err := readPacket(s.conn, s.maxPacket)
 		if err != nil {
 			return err
 		}
@@ -268,7 +315,7 @@ func (s *recursiveSession) call(xid, op int32, body []byte) error {
 			continue
 		}
 		if code := int32(binary.BigEndian.Uint32(resp[12:])); code != 0 {
-			return fmt.Errorf("%w: error code %d", errRefused, code)
+			return &codeError{code}
 		}
 		return nil
 	}
@@ -282,40 +329,17 @@ func (s *recursiveSession) ended() error {
 }
 
 // addWatch registers a persistent recursive watch on path and waits for
-// the server's answer, until deadline.
-func (s *recursiveSession) addWatch(path string, deadline time.Time) error {
-	reply := make(chan error, 1)
-	s.mu.Lock()
-	if s.dead != nil {
-		s.mu.Unlock()
-		return s.dead
-	}
-	xid := s.nextXid
-	s.nextXid++
-	s.pending[xid] = reply
-	s.mu.Unlock()
-	req := appendInt32(nil, xid)
-	req = appendInt32(req, opAddWatch)
-	req = appendBuffer(req, []byte(path))
-	req = binary.BigEndian.AppendUint32(req, modePersistentRecursive)
-	if err := s.write(req); err != nil {
-		s.conn.Close() // the reader reports it
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	var err error
-	select {
-	case err = <-reply:
-	case <-t.C:
-		s.conn.Close()
-		return errors.New("addWatch: no answer in time")
-	}
+// the server's answer, until deadline or ctx ends.
+func (s *recursiveSession) addWatch(ctx context.Context, path string, deadline time.Time) error {
+	body := appendBuffer(nil, []byte(path))
+	body = binary.BigEndian.AppendUint32(body, modePersistentRecursive)
+	_, err := s.request(ctx, opAddWatch, body, deadline)
 	// An error code, or the connection ended (EOF or reset, as the
 	// server answers an unknown request), but not a timeout.
 	var ne net.Error
 	switch {
 	case err == nil:
-	case errors.As(err, &ne) && ne.Timeout():
+	case errors.Is(err, errNoAnswer), ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("addWatch: %w", err)
 	default:
 		return fmt.Errorf("addWatch: %w: %w", errNoAddWatch, err)
@@ -326,6 +350,43 @@ func (s *recursiveSession) addWatch(path string, deadline time.Time) error {
 	return nil
 }
 
+// errNoAnswer is a request unanswered by its deadline: the session is
+// closed.
+var errNoAnswer = errors.New("no answer in time")
+
+// request sends a request of opcode op and waits for its reply's body
+// until deadline or ctx ends (then it returns ctx's error): an error code
+// is a *codeError, one unanswered by deadline closes the session and is
+// errNoAnswer, and the session's failure meanwhile is its error.
+func (s *recursiveSession) request(ctx context.Context, op int32, body []byte, deadline time.Time) ([]byte, error) {
+	ch := make(chan reply, 1)
+	s.mu.Lock()
+	if s.dead != nil {
+		s.mu.Unlock()
+		return nil, s.dead
+	}
+	xid := s.nextXid
+	s.nextXid++
+	s.pending[xid] = ch
+	s.mu.Unlock()
+	req := appendInt32(make([]byte, 0, 8+len(body)), xid)
+	req = appendInt32(req, op)
+	if err := s.write(append(req, body...)); err != nil {
+		s.conn.Close() // the reader reports it
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case got := <-ch:
+		return got.body, got.err
+	case <-t.C:
+		s.conn.Close()
+		return nil, errNoAnswer
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // read reads the replies and notifications until the connection fails or
 // is closed, then fails what waits on the session.
 func (s *recursiveSession) read() {
@@ -334,8 +395,8 @@ func (s *recursiveSession) read() {
 	s.conn.Close()
 	s.mu.Lock()
 	s.dead = fmt.Errorf("%w: the recursive watch's session failed: %w", errNoRecursiveWatch, err)
-	for xid, reply := range s.pending {
-		reply <- err
+	for xid, ch := range s.pending {
+		ch <- reply{err: err}
 		delete(s.pending, xid)
 	}
 	subs := make([]*recursiveWatch, 0, len(s.subs))
@@ -350,7 +411,9 @@ func (s *recursiveSession) read() {
 	default:
 	}
 	for _, rw := range subs {
-		rw.failed(rw, dead)
+		if rw.failed != nil {
+			rw.failed(rw, dead)
+		}
 	}
 }
 
@@ -361,7 +424,7 @@ func (s *recursiveSession) readLoop() error {
 		if err := s.conn.SetReadDeadline(time.Now().Add(s.timeout * 2 / 3)); err != nil {
 			return err
 		}
-		resp, err := readPacket(s.conn)
+		resp, err := readPacket(s.conn, s.maxPacket)
 		if err != nil {
 			return err
 		}
@@ -376,14 +439,14 @@ func (s *recursiveSession) readLoop() error {
 		case xidNotification:
 		default:
 			s.mu.Lock()
-			reply := s.pending[xid]
+			ch := s.pending[xid]
 			delete(s.pending, xid)
 			s.mu.Unlock()
-			if reply != nil {
+			if ch != nil {
 				if code != 0 {
-					reply <- fmt.Errorf("%w: error code %d", errRefused, code)
+					ch <- reply{err: &codeError{code}}
 				} else {
-					reply <- nil
+					ch <- reply{body: resp[16:]}
 				}
 			}
 			continue
@@ -407,7 +470,7 @@ func (s *recursiveSession) readLoop() error {
 		path := string(body[12 : 12+n])
 		s.mu.Lock()
 		for rw := range s.subs {
-			if path == rw.root || strings.HasPrefix(path, rw.root+"/") {
+			if rw.root != "" && (path == rw.root || strings.HasPrefix(path, rw.root+"/")) {
 				rw.changed(path, zk.EventType(typ))
 			}
 		}
@@ -470,13 +533,14 @@ func writePacket(w io.Writer, body []byte) error {
 	return err
 }
 
-func readPacket(r io.Reader) ([]byte, error) {
+// readPacket reads a packet of at most most bytes.
+func readPacket(r io.Reader, most int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || n > maxRecursivePacket {
+	if n < 0 || int(n) > most {
 		return nil, fmt.Errorf("a packet of %d bytes", n)
 	}
 	b := make([]byte, n)

@@ -3,6 +3,7 @@ package zookeeper_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,11 +23,13 @@ import (
 )
 
 // dialRecorder is a Config.Dialer that keeps every connection it opens and
-// counts the bytes they read; a request whose xid and opcode are unknown
-// is sent with opcode 127, which no server knows.
+// counts the bytes they read and the requests they send by opcode; a
+// request whose xid and opcode are unknown is sent with opcode 127, which
+// no server knows.
 type dialRecorder struct {
 	zs      *zktest.Server
 	read    atomic.Int64
+	ops     [128]atomic.Int64 // requests sent, by opcode (as asked)
 	unknown []byte
 	sent    atomic.Int64 // requests sent with opcode 127
 	refuse  atomic.Bool  // dial no more
@@ -68,7 +71,12 @@ func (c *recordedConn) Read(p []byte) (int, error) {
 }
 
 func (c *recordedConn) Write(p []byte) (int, error) {
-	// A packet's length, then its xid and opcode.
+	// A packet's length, then its xid and opcode (one packet per Write).
+	if len(p) >= 12 {
+		if op := binary.BigEndian.Uint32(p[8:]); op < uint32(len(c.d.ops)) {
+			c.d.ops[op].Add(1)
+		}
+	}
 	if c.d.unknown != nil && len(p) >= 4+len(c.d.unknown) && bytes.Equal(p[4:4+len(c.d.unknown)], c.d.unknown) {
 		p = slices.Clone(p)
 		p[4+len(c.d.unknown)-1] = 127

@@ -198,6 +198,7 @@ type Repo struct {
 	recMu         sync.Mutex
 	rec           *recursiveSession // the Watches' recursive watches, while one is open
 	recursiveOpen atomic.Int64      // Watches subscribed to it, for tests
+	noMultiRead   atomic.Bool       // the server refused multiRead: List reads one znode a request
 }
 
 // between calls the test hook betweenReadAndWrite, if any.
