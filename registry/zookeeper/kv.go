@@ -35,7 +35,10 @@ func (r *Repo) Get(ctx context.Context, key string) (registry.KV, error) {
 // List implements registry.Repository. ZooKeeper has no range read: List
 // walks the subtree level by level, reading each znode's data and children
 // with a window of requests in flight on the one connection (pipelined),
-// so the result is not one consistent snapshot. A znode deleted during the
+// or, for a level of 64 znodes or more, with multiRead requests of up to
+// 128 reads on the Repo's recursive session (opened for the List when no
+// Watch holds it; a sync first makes it see every write that returned
+// before the List), so the result is not one consistent snapshot. A znode deleted during the
 // walk is left out. Parent znodes appear with their (usually empty)
 // values.
 //
