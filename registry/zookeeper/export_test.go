@@ -81,7 +81,7 @@ func MultiRead(ctx context.Context, r *Repo, children bool, paths []string) (val
 	if children {
 		op = opGetChildren
 	}
-	res, err := multiRead(ctx, hold.s, op, paths)
+	res, err := multiRead(ctx, hold.s, readsOf(op, paths))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -116,15 +116,21 @@ func (b *bulk) session(ctx context.Context) *recursiveSession {
 	return b.hold.s
 }
 
-// fail turns multiRead off for this List, and for the Repo when the
-// server does not know it.
+// fail turns multiRead off for this List (see multiReadFailed).
 func (b *bulk) fail(err error) {
 	b.off = true
+	b.r.multiReadFailed("list", err)
+}
+
+// multiReadFailed logs that what (a List, a Watch's loading) reads one
+// znode a request after multiRead failed with err, and turns multiRead
+// off for the Repo when the server does not know it.
+func (r *Repo) multiReadFailed(what string, err error) {
 	var ce *codeError
 	if errors.As(err, &ce) && ce.code == codeUnimplemented {
-		b.r.noMultiRead.Store(true)
+		r.noMultiRead.Store(true)
 	}
-	logger{b.r.cfg.Logger}.Printf("list: reading znodes one request each: %v", err)
+	logger{r.cfg.Logger}.Printf("%s: reading znodes one request each: %v", what, err)
 }
 
 // readLevel reads the data and children of each of paths into got, as
@@ -152,11 +158,12 @@ func (r *Repo) readLevel(ctx context.Context, b *bulk, paths []string, wantData 
 // missing is gone; pzxid is the data read's. A failure of a multiRead
 // request as a whole wraps errMultiRead.
 func (r *Repo) readMany(ctx context.Context, s *recursiveSession, paths []string, got []listed) error {
-	res, err := multiRead(ctx, s, opGetData, paths)
+	res, err := multiRead(ctx, s, readsOf(opGetData, paths))
 	if err != nil {
 		return err
 	}
-	var parents []int
+	var parents []readOp
+	var at []int
 	for i, x := range res {
 		switch {
 		case errors.Is(x.err, zk.ErrNoNode):
@@ -171,22 +178,19 @@ func (r *Repo) readMany(ctx context.Context, s *recursiveSession, paths []string
 		}
 		got[i] = listed{value: value, mzxid: stat.Mzxid, pzxid: stat.Pzxid}
 		if stat.NumChildren > 0 {
-			parents = append(parents, i)
+			parents = append(parents, readOp{opGetChildren, paths[i]})
+			at = append(at, i)
 		}
 	}
 	if len(parents) == 0 {
 		return nil
 	}
-	sub := make([]string, len(parents))
-	for j, i := range parents {
-		sub[j] = paths[i]
-	}
-	res, err = multiRead(ctx, s, opGetChildren, sub)
+	res, err = multiRead(ctx, s, parents)
 	if err != nil {
 		return err
 	}
 	for j, x := range res {
-		i := parents[j]
+		i := at[j]
 		switch {
 		case errors.Is(x.err, zk.ErrNoNode):
 			got[i] = listedGone
@@ -200,18 +204,33 @@ func (r *Repo) readMany(ctx context.Context, s *recursiveSession, paths []string
 	return nil
 }
 
-// multiRead reads each of paths with op (opGetData or opGetChildren) on s,
-// multiReadOps reads a request, multiReadWindow requests in flight, and
-// returns the results in the order of paths. ctx bounds it (its error is
+// readOp is one read of a multiRead: op (opGetData or opGetChildren) of
+// the znode path.
+type readOp struct {
+	op   int32
+	path string
+}
+
+// readsOf is op of each of paths.
+func readsOf(op int32, paths []string) []readOp {
+	ops := make([]readOp, len(paths))
+	for i, p := range paths {
+		ops[i] = readOp{op, p}
+	}
+	return ops
+}
+
+// multiRead makes the reads ops on s, multiReadOps reads a request,
+// multiReadWindow requests in flight, and returns their results in order. ctx bounds it (its error is
 // returned), and each request waits at most the session's timeout for its
 // answer. A failure of a request as a whole (refused, unanswered, an
 // answer it cannot decode, the session failed) wraps errMultiRead.
-func multiRead(ctx context.Context, s *recursiveSession, op int32, paths []string) ([]readResult, error) {
-	out := make([]readResult, len(paths))
-	n := (len(paths) + multiReadOps - 1) / multiReadOps
+func multiRead(ctx context.Context, s *recursiveSession, ops []readOp) ([]readResult, error) {
+	out := make([]readResult, len(ops))
+	n := (len(ops) + multiReadOps - 1) / multiReadOps
 	err := pipelineWidth(ctx, n, multiReadWindow, func(k int) error {
-		from, to := k*multiReadOps, min((k+1)*multiReadOps, len(paths))
-		body, err := s.request(ctx, opMultiRead, encodeReads(op, paths[from:to]), time.Now().Add(s.timeout))
+		from, to := k*multiReadOps, min((k+1)*multiReadOps, len(ops))
+		body, err := s.request(ctx, opMultiRead, encodeReads(ops[from:to]), time.Now().Add(s.timeout))
 		if err == nil {
 			err = decodeReads(body, out[from:to])
 		}
@@ -223,17 +242,17 @@ func multiRead(ctx context.Context, s *recursiveSession, op int32, paths []strin
 	return out, err
 }
 
-// encodeReads is the body of a multiRead request reading each of paths
-// with op, arming no watch.
-func encodeReads(op int32, paths []string) []byte {
+// encodeReads is the body of a multiRead request making the reads ops,
+// arming no watch.
+func encodeReads(ops []readOp) []byte {
 	size := 9
-	for _, p := range paths {
-		size += 9 + 4 + len(p) + 1
+	for _, o := range ops {
+		size += 9 + 4 + len(o.path) + 1
 	}
 	b := make([]byte, 0, size)
-	for _, p := range paths {
-		b = appendMultiHeader(b, op, false, -1)
-		b = appendBuffer(b, []byte(p))
+	for _, o := range ops {
+		b = appendMultiHeader(b, o.op, false, -1)
+		b = appendBuffer(b, []byte(o.path))
 		b = append(b, 0) // watch: false
 	}
 	return appendMultiHeader(b, -1, true, -1)

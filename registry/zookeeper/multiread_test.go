@@ -21,22 +21,24 @@ const (
 	opMultiRead   = 22
 )
 
-// putTables writes n tables under /m, each a parent with two leaves, the
-// shape of the metadata a node loads: what List must return.
+// putTables writes n tables under /m/t in one Commit (versionedTxn), the
+// shape of the metadata a node loads, and returns what List must return.
 func putTables(t *testing.T, r registry.Repository, n int) map[string]string {
 	t.Helper()
 	ctx := testenv.Context(t)
+	sess, err := r.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Close(ctx) }()
+	if _, err := sess.Commit(ctx, versionedTxn("/m/t", 0, n)); err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]string{"/m": "", "/m/t": ""}
 	for i := range n {
-		for _, kv := range [][2]string{{"active_version", "0"}, {"versions/0", fmt.Sprintf("table %d", i)}} {
-			key := fmt.Sprintf("/m/t/t_%04d/%s", i, kv[0])
-			if _, err := r.Put(ctx, key, []byte(kv[1])); err != nil {
-				t.Fatal(err)
-			}
-			want[key] = kv[1]
-		}
-		want[fmt.Sprintf("/m/t/t_%04d", i)] = ""
-		want[fmt.Sprintf("/m/t/t_%04d/versions", i)] = ""
+		table := fmt.Sprintf("/m/t/t_%05d", i)
+		want[table], want[table+"/versions"] = "", ""
+		want[table+"/active_version"], want[table+"/versions/0"] = "0", fmt.Sprintf("table %d", i)
 	}
 	return want
 }
@@ -134,4 +136,35 @@ func TestMultiReadResultsPerRead(t *testing.T) {
 	if !slices.Equal(kids[0], []string{"b"}) || !errors.Is(errs[1], zk.ErrNoNode) || !slices.Contains(kids[2], "a") || !slices.Contains(kids[2], "secret") {
 		t.Fatalf("children: %q, %v, %q", kids[0], errs[1], kids[2])
 	}
+}
+
+// With the recursive watch, a Watch loads a large subtree with a few
+// multiRead requests instead of two requests per znode; its initial keys
+// are the subtree's, and it follows changes after.
+func TestWatchLoadsWithMultiRead(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_watchmultiread_")
+	w := zs.Open(t, ns)
+	want := putTables(t, w, 300)
+	d := &dialRecorder{zs: zs}
+	r := openDialed(t, zs, ns, d)
+	initial, ch, err := r.Watch(testenv.Context(t), "/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := stateOf(t, initial)
+	if !maps.Equal(state, want) {
+		t.Fatalf("the Watch loaded %d keys, want %d", len(state), len(want))
+	}
+	// /m and /m/t are read one request each (a level of fewer than 64),
+	// then per level the data, then the children of the parents, each
+	// with its data again: the tables (300 + 600 reads: 3 + 5 requests),
+	// active_version and versions (600 + 600: 5 + 5), versions/0 (300: 3).
+	single := d.ops[opGetData].Load() + d.ops[opGetChildren].Load()
+	if n := d.ops[opMultiRead].Load(); n != 21 || single > 10 {
+		t.Fatalf("the Watch sent %d multiRead requests and %d single reads, want 21 and a few", n, single)
+	}
+	putAndFollow(t, w, ch, state, "/m/t/t_00007/active_version", "1")
+	putAndFollow(t, w, ch, state, "/m/t/t_00300/versions/0", "new table")
+	sameAsList(t, r, "/m", state)
 }

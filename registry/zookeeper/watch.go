@@ -904,15 +904,24 @@ func (w *watch) loadNew(roots []string) error {
 
 // fetchTree reads roots and their subtrees into got, level by level, with
 // a window of reads in flight (each znode's data, then its children,
-// arming both watches).
+// arming both watches), or, with the recursive watch, each level of
+// bulkMin znodes or more with multiRead on its session (fetchMany).
 func (w *watch) fetchTree(roots []string, got map[string]*fetched) error {
 	level := roots
 	for len(level) > 0 {
 		res := make([]fetched, len(level))
-		err := pipeline(w.ctx, len(level), func(i int) (err error) {
-			res[i], err = w.fetch(level[i])
-			return err
-		})
+		err := errMultiRead
+		if w.rec != nil && len(level) >= bulkMin && !w.r.noMultiRead.Load() {
+			if err = w.fetchMany(level, res); errors.Is(err, errMultiRead) {
+				w.r.multiReadFailed("watch "+w.key, err)
+			}
+		}
+		if errors.Is(err, errMultiRead) {
+			err = pipeline(w.ctx, len(level), func(i int) (err error) {
+				res[i], err = w.fetch(level[i])
+				return err
+			})
+		}
 		if err != nil {
 			return err
 		}
@@ -958,6 +967,66 @@ func (w *watch) fetch(p string) (fetched, error) {
 	}
 	slices.Sort(names)
 	return fetched{data: data, stat: stat, dataCh: dataCh, names: names, childCh: childCh}, nil
+}
+
+// fetchMany is fetch of each of paths into res, with the recursive watch
+// (which reports every change after these reads, so they arm no watch):
+// multiRead requests on its session read the data of each, then the
+// children of those that have any, each with its data again, so that a
+// znode replaced between the two is found (fetchReplaced). A znode read
+// with null data is fetched by itself (which rewrites it). A failure of a
+// multiRead request as a whole wraps errMultiRead.
+func (w *watch) fetchMany(paths []string, res []fetched) error {
+	data, err := multiRead(w.ctx, w.rec.s, readsOf(opGetData, paths))
+	if err != nil {
+		return err
+	}
+	var parents []readOp
+	var at []int
+	for i, x := range data {
+		switch {
+		case errors.Is(x.err, zk.ErrNoNode):
+			res[i] = fetched{state: fetchGone}
+			continue
+		case x.err != nil:
+			return x.err
+		case x.value == nil:
+			if res[i], err = w.fetch(paths[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		// A copy: the value must not hold the whole answer in memory.
+		res[i] = fetched{data: slices.Clone(x.value), stat: &x.stat}
+		if x.stat.NumChildren > 0 {
+			parents = append(parents, readOp{opGetChildren, paths[i]}, readOp{opGetData, paths[i]})
+			at = append(at, i)
+		}
+	}
+	if len(parents) == 0 {
+		return nil
+	}
+	kids, err := multiRead(w.ctx, w.rec.s, parents)
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		c, d := kids[2*j], kids[2*j+1]
+		switch {
+		case errors.Is(c.err, zk.ErrNoNode), errors.Is(d.err, zk.ErrNoNode):
+			res[i] = fetched{state: fetchGone}
+		case c.err != nil:
+			return c.err
+		case d.err != nil:
+			return d.err
+		case d.stat.Czxid != res[i].stat.Czxid:
+			res[i] = fetched{state: fetchReplaced}
+		default:
+			slices.Sort(c.children)
+			res[i].names = c.children
+		}
+	}
+	return nil
 }
 
 // getW reads p's data arming a data watch. Null data is rewritten as empty
