@@ -168,3 +168,40 @@ func TestWatchLoadsWithMultiRead(t *testing.T) {
 	putAndFollow(t, w, ch, state, "/m/t/t_00300/versions/0", "new table")
 	sameAsList(t, r, "/m", state)
 }
+
+// Once the recursive watch is registered again after a failure, the
+// Watch reads every znode it tracks again with a few multiRead requests,
+// not a round trip per znode, and reports what changed meanwhile.
+func TestWatchResyncReadsAhead(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_watchreadahead_")
+	w := zs.Open(t, ns)
+	putTables(t, w, 300)
+	d := &dialRecorder{zs: zs}
+	r := openDialed(t, zs, ns, d)
+	opened := len(d.dialed())
+	initial, ch, err := r.Watch(testenv.Context(t), "/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := stateOf(t, initial)
+	// Lost, and not registered again while dialing fails: the Watch
+	// reads every znode arming watches, in order, so the change of the
+	// last one is reported once it is done.
+	last := "/m/t/t_00299/versions/0"
+	d.refuse.Store(true)
+	d.dialed()[opened].Close()
+	waitRecursive(t, r, 0)
+	putAndFollow(t, w, ch, state, last, "changed while lost")
+	multi, single := d.ops[opMultiRead].Load(), d.ops[opGetData].Load()+d.ops[opGetChildren].Load()
+	d.refuse.Store(false)
+	waitRecursive(t, r, 1)
+	putAndFollow(t, w, ch, state, last, "changed again")
+	converge(t, ch, w, "/m", state)
+	// 1,202 znodes: their data (10 requests), then the children and data
+	// again of the 602 parents (10).
+	multi, single = d.ops[opMultiRead].Load()-multi, d.ops[opGetData].Load()+d.ops[opGetChildren].Load()-single
+	if multi != 20 || single > 20 {
+		t.Fatalf("reading the tracked znodes again took %d multiRead requests and %d single reads, want 20 and a few", multi, single)
+	}
+}

@@ -35,7 +35,11 @@ import (
 //
 // The initial snapshot, and every subtree that appears later, is read level
 // by level with a window of reads in flight on the connection (pipelined),
-// not one round trip after another; ctx bounds those reads too.
+// not one round trip after another; ctx bounds those reads too. With the
+// recursive watch, a level of 64 znodes or more is read with multiRead
+// requests of up to 128 reads on its session (ZooKeeper 3.6+; one request
+// per read where the server has none), and so is every tracked znode when
+// the recursive watch is registered again after a failure.
 //
 // Parent znodes are keys with empty values: the initial snapshot holds every
 // znode at or under prefix (except the namespace root itself), and creating
@@ -116,6 +120,17 @@ type watch struct {
 	kids    map[string]map[string]struct{}
 	rootArm uint64 // exists watch on root while it is missing
 	nextArm uint64
+	// ahead is what resync read ahead with multiRead, by znode, for
+	// loadNode and loadChildren to take once each instead of reading it
+	// again; nil outside resync.
+	ahead map[string]*readAhead
+}
+
+// readAhead is a znode resync read ahead (see readAheadOf): its data and
+// its children, each taken once.
+type readAhead struct {
+	fetched
+	dataTaken, childrenTaken bool
 }
 
 // put tracks p as nd.
@@ -683,6 +698,8 @@ func (w *watch) resync() error {
 		}
 	}
 	slices.Sort(behind)
+	w.readAheadOf(behind)
+	defer func() { w.ahead = nil }()
 	for _, p := range behind {
 		if w.nodes[p] == nil {
 			continue // removed while an earlier one was read
@@ -695,6 +712,49 @@ func (w *watch) resync() error {
 		return w.loadRoot()
 	}
 	return nil
+}
+
+// readAheadOf reads paths ahead into w.ahead with multiRead (fetchMany),
+// with the recursive watch (which reports every change after these
+// reads, so they need arm no watch) and bulkMin paths or more: resync then
+// costs a few requests instead of a round trip per znode. A znode not read
+// whole (gone, replaced, or any failure) is read again by itself.
+func (w *watch) readAheadOf(paths []string) {
+	if w.rec == nil || len(paths) < bulkMin || w.r.noMultiRead.Load() {
+		return
+	}
+	res := make([]fetched, len(paths))
+	if err := w.fetchMany(paths, res); err != nil {
+		if errors.Is(err, errMultiRead) {
+			w.r.multiReadFailed("watch "+w.key, err)
+		}
+		return
+	}
+	w.ahead = make(map[string]*readAhead, len(paths))
+	for i, p := range paths {
+		if res[i].state == fetchOK {
+			w.ahead[p] = &readAhead{fetched: res[i]}
+		}
+	}
+}
+
+// readData is getW of p, or what resync read of p ahead.
+func (w *watch) readData(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	if a := w.ahead[p]; a != nil && !a.dataTaken {
+		a.dataTaken = true
+		return a.data, a.stat, nil, nil
+	}
+	return w.getW(p)
+}
+
+// readChildren is children of p, or what resync read of p ahead (with
+// the Stat of its data: the same incarnation, see fetchMany).
+func (w *watch) readChildren(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if a := w.ahead[p]; a != nil && !a.childrenTaken {
+		a.childrenTaken = true
+		return a.names, a.stat, nil, nil
+	}
+	return w.children(p)
 }
 
 // handleNode handles a fired watch by its kind. A znode's data watch fires
@@ -778,7 +838,7 @@ func (w *watch) loadNode(p string) error {
 		}
 		return nil
 	}
-	data, stat, ch, err := w.getW(p)
+	data, stat, ch, err := w.readData(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return w.removed(p)
 	}
@@ -825,7 +885,7 @@ func (w *watch) loadChildren(p string) error {
 	if nd == nil {
 		return nil
 	}
-	names, stat, ch, err := w.children(p)
+	names, stat, ch, err := w.readChildren(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return w.removed(p)
 	}
