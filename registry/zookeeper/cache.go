@@ -1,7 +1,9 @@
 package zookeeper
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -30,8 +32,10 @@ const maxCached = 1 << 18
 //
 // It also holds the memos of the last ListChanged walk of up to maxMemos
 // prefixes (see memo): event adds the path of each fired watch to the
-// dirty set of every memo whose prefix is at or above it, and drops every
-// memo when it clears the cache. Safe for concurrent use; event never
+// dirty set of every memo whose prefix is at or above it and that follows
+// the cache's watches (a recursive memo's dirty set is filled by its
+// recursive watch: changed), and drops every memo when it clears the
+// cache. Safe for concurrent use; event never
 // blocks on I/O.
 type listCache struct {
 	mu     sync.Mutex
@@ -237,16 +241,65 @@ func (c *listCache) dropLocked(m *memo) {
 	if c.memos[m.root] == m {
 		delete(c.memos, m.root)
 	}
+	if m.sub != nil {
+		// Not here: closing takes the recursive session's locks, which
+		// its reader holds while it waits for c.mu (changed).
+		go m.sub.close()
+		m.sub = nil
+	}
+}
+
+// changed adds p, which the recursive watch of m saw created, written or
+// deleted, to m's dirty set (dropping m when that outgrows the cache).
+func (c *listCache) changed(m *memo, p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case m.dropped:
+	case len(m.dirty) >= c.max:
+		c.dropLocked(m)
+	default:
+		m.dirty[p] |= firedOther
+	}
+}
+
+// failed drops m, whose recursive watch rec failed: changes may have gone
+// untold since.
+func (c *listCache) failed(m *memo, rec *recursiveWatch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.sub == rec {
+		c.dropLocked(m)
+	}
+}
+
+// syncRecursive syncs the recursive session of m (see
+// recursiveSession.sync) and returns the zxid of its answer. It fails
+// when m was dropped or the session fails. m.mu is held.
+func (c *listCache) syncRecursive(ctx context.Context, m *memo) (int64, error) {
+	c.mu.Lock()
+	rec := m.sub
+	c.mu.Unlock()
+	if rec == nil {
+		return 0, errNoRecursiveWatch
+	}
+	zxid, err := rec.s.sync(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%w: sync: %w", errNoRecursiveWatch, err)
+	}
+	return zxid, nil
 }
 
 // dirty adds p, with what fired on it, to the dirty set of each memo at
-// or above it. A memo whose dirty set outgrows the cache is dropped.
+// or above it that follows the cache's watches (a recursive memo learns
+// of every change from its recursive watch). A memo whose dirty set
+// outgrows the cache is dropped.
 func (c *listCache) dirty(p string, f watchFired) {
 	if len(c.memos) == 0 {
 		return
 	}
 	for q := p; ; {
-		if m := c.memos[q]; m != nil {
+		if m := c.memos[q]; m != nil && !m.recursive {
 			if len(m.dirty) >= c.max {
 				c.dropLocked(m)
 			} else {

@@ -58,9 +58,10 @@ func MemosCounted(r *Repo) error {
 	return nil
 }
 
-// SetRecursiveWatch makes the Watches r opens from now on register a
-// persistent recursive watch (on, the default) or follow new znodes with
-// child watches only (off), as they do when the server cannot.
+// SetRecursiveWatch makes the Watches r opens, and the memos its
+// ListChanged builds, from now on register a persistent recursive watch
+// (on, the default) or follow new znodes with child watches only (off),
+// as they do when the server cannot.
 func SetRecursiveWatch(r *Repo, on bool) { r.noRecursive.Store(!on) }
 
 // RecursiveWatches returns how many recursive watches (each a session of

@@ -74,22 +74,29 @@ func (r *Repo) List(ctx context.Context, prefix string) ([]registry.KV, error) {
 // on any connection), and may see some made while it runs.
 //
 // It keeps what it found below each prefix (a memo, for up to maxMemos
-// prefixes), with watches armed on every znode (see listCache), so that a
-// ListChanged of a prefix listed before costs a sync, the reads of the
-// znodes whose watches fired since (and of the subtrees added below
-// them), and the znodes written after since, found by binary search in a
-// log of the memo's znodes by Mzxid: not a pass over the prefix's
-// znodes. The first ListChanged of a prefix, one after the session was
-// lost or interrupted, or after an error, walks the whole subtree. So
-// does every ListChanged of a prefix whose walk read a znode the cache
-// had no room for (no watch was armed) or found no znode at the prefix.
-// Concurrent calls on one prefix are served one after the other.
+// prefixes), following the prefix with a persistent recursive watch on
+// the Repo's recursive session (ZooKeeper 3.6+; one connection shared
+// with its Watches), or else with watches armed on every znode (see
+// listCache and memo), so that a ListChanged of a prefix listed before
+// costs a sync (two with the recursive watch: that session's and the
+// connection's), the reads of the znodes that changed since (and of the
+// subtrees added below them), and the znodes written after since, found
+// by binary search in a log of the memo's znodes by Mzxid: not a pass
+// over the prefix's znodes. With the recursive watch a new znode costs
+// its own reads; with child watches its parent is listed again. The
+// first ListChanged of a prefix, one after the session (or the recursive
+// session) was lost or interrupted, or after an error, walks the whole
+// subtree. So does every ListChanged of a prefix whose walk found no
+// znode at the prefix, or, without the recursive watch, read a znode the
+// cache had no room for (no watch was armed). Concurrent calls on one
+// prefix are served one after the other.
 //
 // Count is the number of znodes below prefix. Rev (at least since) is
 // the highest Mzxid the memo ever saw below prefix (a deleted znode's
-// may be the highest), lowered below the writes that fired a watch during
-// the call and are not read yet: so every write at or before Rev is
-// reflected, and a call since Rev returns every znode written after.
+// may be the highest), lowered below the writes that fired a watch (or
+// that the recursive watch reported) during the call and are not read
+// yet: so every write at or before Rev is reflected, and a call since
+// Rev returns every znode written after.
 // Without a memo kept (see above, or the session was lost during the
 // call), Rev is the highest Mzxid read, and a write made during the walk
 // to a znode read before may be below it: a call since Rev misses it.
@@ -101,9 +108,6 @@ func (r *Repo) ListChanged(ctx context.Context, prefix string, since registry.Ve
 	r.cache.again(prefix)
 	if r.walkChanged.Load() {
 		return r.listChangedByWalk(ctx, prefix, since, most)
-	}
-	if err := r.sync(prefix); err != nil {
-		return registry.Changed{}, true, err
 	}
 	m, err := r.follow(ctx, prefix)
 	if err != nil {

@@ -59,13 +59,23 @@ func checkChanged(t *testing.T, zs *zktest.Server, ns string, r *zookeeper.Repo,
 // ListChanged of a followed prefix reflects exactly each change made since
 // its last call, by its own client or another: creates, data changes and
 // deletes of deep znodes, a subtree deleted and created again, a new
-// parent with children, writes beside the prefix.
+// parent with children, writes beside the prefix; with a recursive watch
+// and following the cache's watches.
 func TestListChangedFollowsChanges(t *testing.T) {
 	zs := zktest.New(t)
+	for _, recursive := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+			testListChangedFollowsChanges(t, zs, recursive)
+		})
+	}
+}
+
+func testListChangedFollowsChanges(t *testing.T, zs *zktest.Server, recursive bool) {
 	ns := zs.Namespace(t, "sk_memo_")
 	ctx, cancel := context.WithTimeout(testenv.Context(t), 3*time.Minute)
 	defer cancel()
 	r, w := zs.Open(t, ns), zs.Open(t, ns)
+	zookeeper.SetRecursiveWatch(r, recursive)
 	sess, err := w.NewSession(ctx, registry.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -145,13 +155,15 @@ func TestListChangedReadsWhatChanged(t *testing.T) {
 		}
 		return c, writes.Load() - before
 	}
-	first, sent := changed(0)
-	if !first.Truncated || first.Count != 4*300 || sent < 4*300 {
-		t.Fatalf("the first ListChanged: %d keys (truncated %v) with %d requests, want %d read one by one", first.Count, first.Truncated, sent, 4*300)
+	// The first walk reads every znode (with multiRead, on the recursive session).
+	first, _ := changed(0)
+	if !first.Truncated || first.Count != 4*300 {
+		t.Fatalf("the first ListChanged: %d keys (truncated %v), want %d", first.Count, first.Truncated, 4*300)
 	}
-	// A ping may go out meanwhile.
-	if again, sent := changed(first.Rev); len(again.KVs) != 0 || again.Count != first.Count || sent > 2 {
-		t.Fatalf("a ListChanged of the unchanged prefix: %v, count %d, with %d requests; want nothing changed, count %d, with a sync", again.KVs, again.Count, sent, first.Count)
+	// Two syncs (the recursive session's and the connection's); a ping may
+	// go out meanwhile.
+	if again, sent := changed(first.Rev); len(again.KVs) != 0 || again.Count != first.Count || sent > 3 {
+		t.Fatalf("a ListChanged of the unchanged prefix: %v, count %d, with %d requests; want nothing changed, count %d, with two syncs", again.KVs, again.Count, sent, first.Count)
 	}
 	v, err := w.Put(ctx, "/c/t_00007/active_version", []byte("1"))
 	if err != nil {
@@ -166,31 +178,111 @@ func TestListChangedReadsWhatChanged(t *testing.T) {
 	}
 }
 
+// With a recursive watch, ListChanged after a new child of a parent of
+// 2,000 children reads the new znodes, not the parent's 2,000 names
+// again, with a handful of requests; following the cache's watches it
+// lists the parent again. Either way it reports the new keys.
+func TestListChangedNewChildWithoutListingParent(t *testing.T) {
+	const tables = 2000
+	zs := zktest.New(t)
+	ctx := testenv.Context(t)
+	for _, recursive := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+			ns := zs.Namespace(t, "sk_memonew_")
+			w := zs.Open(t, ns)
+			sess, err := w.NewSession(ctx, registry.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = sess.Close(ctx) }()
+			for from := 0; from < tables; from += 100 {
+				if _, err := sess.Commit(ctx, versionedTxn("/c", from, 100)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := &dialRecorder{zs: zs}
+			r := openDialed(t, zs, ns, d)
+			zookeeper.SetRecursiveWatch(r, recursive)
+			since, _ := checkChanged(t, zs, ns, r, "/c", 0, "first")
+			if n, want := zookeeper.RecursiveWatches(r), map[bool]int64{true: 1, false: 0}[recursive]; n != want {
+				t.Fatalf("%d recursive watches, want %d", n, want)
+			}
+			for i := range 3 {
+				if _, err := sess.Commit(ctx, versionedTxn("/c", tables+i, 1)); err != nil {
+					t.Fatal(err)
+				}
+				before, sent := d.read.Load(), d.requests()
+				c, _, err := r.ListChanged(ctx, "/c", since, 100)
+				read, sent := d.read.Load()-before, d.requests()-sent
+				if err != nil || len(c.KVs) != 4 || c.Count != 4*(tables+i+1) {
+					t.Fatalf("table %d: ListChanged = %v keys, count %d, %v; want the 4 new keys, count %d", tables+i, c.KVs, c.Count, err, 4*(tables+i+1))
+				}
+				since = c.Rev
+				t.Logf("table %d: ListChanged read %d bytes with %d requests", tables+i, read, sent)
+				// Listing /c reads its 2,000+ names (7+ bytes each).
+				if listed := read > 10*tables; listed == recursive {
+					t.Fatalf("a new table read %d bytes (recursive watch %v): the parent was listed %v, want %v", read, recursive, listed, !recursive)
+				}
+				// Two syncs, the reads of the 4 new znodes and of the names of
+				// the 2 with children, and a ping of each connection maybe.
+				if recursive && sent > 10 {
+					t.Fatalf("a new table cost %d requests, want 10 at most", sent)
+				}
+			}
+			checkChanged(t, zs, ns, r, "/c", since, "after")
+		})
+	}
+}
+
+// A server that does not know addWatch (a 3.5 server; here the request is
+// sent with an opcode no server knows) leaves ListChanged's memo on the
+// cache's watches, which report every change, and it does not ask again
+// when it builds a memo anew.
+func TestListChangedWithoutRecursiveWatch(t *testing.T) {
+	zs := zktest.New(t)
+	ns := zs.Namespace(t, "sk_memonone_")
+	d := &dialRecorder{zs: zs, unknown: addWatchRequest}
+	ctx := testenv.Context(t)
+	r, w := openDialed(t, zs, ns, d), zs.Open(t, ns)
+	for i := range 10 {
+		if _, err := w.Put(ctx, fmt.Sprintf("/n/k_%d/v", i), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since, _ := checkChanged(t, zs, ns, r, "/n", 0, "first")
+	if n := zookeeper.RecursiveWatches(r); n != 0 || zookeeper.Memos(r) != 1 {
+		t.Fatalf("%d recursive watches and %d memos, want none and 1", n, zookeeper.Memos(r))
+	}
+	for i := range 5 {
+		if _, err := w.Put(ctx, fmt.Sprintf("/n/k_%d/v", i), []byte(fmt.Sprint(i+1))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Put(ctx, fmt.Sprintf("/n/new_%d/v", i), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Delete(ctx, fmt.Sprintf("/n/k_%d", 9-i)); err != nil {
+			t.Fatal(err)
+		}
+		since, _ = checkChanged(t, zs, ns, r, "/n", since, fmt.Sprintf("step %d", i))
+	}
+	// Another prefix: a memo built anew.
+	checkChanged(t, zs, ns, r, "/n/new_0", 0, "another prefix")
+	if n := d.sent.Load(); n != 1 || zookeeper.RecursiveWatches(r) != 0 || zookeeper.Memos(r) != 2 {
+		t.Fatalf("%d addWatch requests, %d recursive watches and %d memos after the server refused addWatch, want 1, none and 2", n, zookeeper.RecursiveWatches(r), zookeeper.Memos(r))
+	}
+}
+
 // A lost connection or session drops the memos (their watches may have
-// missed changes): ListChanged walks again and sees the changes made
-// meanwhile.
+// missed changes), and so does a failed recursive session: ListChanged
+// walks again and sees the changes made meanwhile.
 func TestListChangedAfterSessionLoss(t *testing.T) {
 	zs := zktest.New(t)
 	ns := zs.Namespace(t, "sk_memoloss_")
 	ctx, cancel := context.WithTimeout(testenv.Context(t), 2*time.Minute)
 	defer cancel()
-	var (
-		mu   sync.Mutex
-		last net.Conn
-	)
-	cfg := zs.Config(ns)
-	cfg.Dialer = func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		c, err := zs.Dial(network, addr, timeout)
-		mu.Lock()
-		defer mu.Unlock()
-		last = c
-		return c, err
-	}
-	r, err := zookeeper.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	d := &dialRecorder{zs: zs}
+	r := openDialed(t, zs, ns, d)
+	last := func() net.Conn { conns := d.dialed(); return conns[len(conns)-1] }
 	w := zs.Open(t, ns)
 	for i := range 10 {
 		if _, err := w.Put(ctx, fmt.Sprintf("/s/k_%d/v", i), []byte("0")); err != nil {
@@ -207,12 +299,10 @@ func TestListChangedAfterSessionLoss(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	main := d.dialed()[0]
 	for round, loss := range []func(){
-		func() { // the connection breaks; the session survives
-			mu.Lock()
-			defer mu.Unlock()
-			_ = last.Close()
-		},
+		func() { _ = last().Close() }, // the recursive session's connection breaks
+		func() { _ = main.Close() },   // the Repo's connection breaks; its session survives
 		func() { zs.Expire(t, r.Conn().SessionID()) },
 	} {
 		since, _ = checkChanged(t, zs, ns, r, "/s", since, fmt.Sprintf("round %d before", round))
@@ -238,44 +328,60 @@ func TestListChangedAfterSessionLoss(t *testing.T) {
 	}
 }
 
-// With a full cache (no watch armed on what does not fit), ListChanged
-// walks every time and keeps no memo, and is right.
+// With a full cache (no watch armed on what does not fit), ListChanged is
+// right: following the cache's watches it walks every time and keeps no
+// memo; with a recursive watch, whose memo reads without the cache, it
+// keeps its memo.
 func TestListChangedCacheFull(t *testing.T) {
 	zs := zktest.New(t)
-	ns := zs.Namespace(t, "sk_memofull_")
 	ctx := testenv.Context(t)
-	r, w := zs.Open(t, ns), zs.Open(t, ns)
-	zookeeper.SetMaxCached(r, 10)
-	for i := range 20 {
-		if _, err := w.Put(ctx, fmt.Sprintf("/f/k_%d/v", i), []byte("0")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	since, _ := checkChanged(t, zs, ns, r, "/f", 0, "first")
-	for i := range 10 {
-		if _, err := w.Put(ctx, fmt.Sprintf("/f/k_%d/v", 3*i%20), []byte(fmt.Sprint(i))); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Delete(ctx, fmt.Sprintf("/f/k_%d/v", (3*i+7)%20)); err != nil {
-			t.Fatal(err)
-		}
-		since, _ = checkChanged(t, zs, ns, r, "/f", since, fmt.Sprintf("step %d", i))
-		if n := zookeeper.Memos(r); n != 0 {
-			t.Fatalf("step %d: %d memos with the cache full, want none", i, n)
-		}
+	for _, recursive := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+			ns := zs.Namespace(t, "sk_memofull_")
+			r, w := zs.Open(t, ns), zs.Open(t, ns)
+			zookeeper.SetMaxCached(r, 10)
+			zookeeper.SetRecursiveWatch(r, recursive)
+			for i := range 20 {
+				if _, err := w.Put(ctx, fmt.Sprintf("/f/k_%d/v", i), []byte("0")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			since, _ := checkChanged(t, zs, ns, r, "/f", 0, "first")
+			for i := range 10 {
+				if _, err := w.Put(ctx, fmt.Sprintf("/f/k_%d/v", 3*i%20), []byte(fmt.Sprint(i))); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Delete(ctx, fmt.Sprintf("/f/k_%d/v", (3*i+7)%20)); err != nil {
+					t.Fatal(err)
+				}
+				since, _ = checkChanged(t, zs, ns, r, "/f", since, fmt.Sprintf("step %d", i))
+				if n, want := zookeeper.Memos(r), map[bool]int{true: 1, false: 0}[recursive]; n != want {
+					t.Fatalf("step %d: %d memos with the cache full, want %d", i, n, want)
+				}
+			}
+		})
 	}
 }
 
 // Concurrent ListChanged calls of one prefix, while another client
 // writes, each since the Rev of the caller's last call, reflect every
 // write that returned before the call began: Rev is below every write
-// not read yet.
+// not read yet; with a recursive watch and following the cache's watches.
 func TestListChangedConcurrent(t *testing.T) {
 	zs := zktest.New(t)
+	for _, recursive := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+			testListChangedConcurrent(t, zs, recursive)
+		})
+	}
+}
+
+func testListChangedConcurrent(t *testing.T, zs *zktest.Server, recursive bool) {
 	ns := zs.Namespace(t, "sk_memoconc_")
 	ctx, cancel := context.WithTimeout(testenv.Context(t), 2*time.Minute)
 	defer cancel()
 	r, w := zs.Open(t, ns), zs.Open(t, ns)
+	zookeeper.SetRecursiveWatch(r, recursive)
 	const keys = 20
 	key := func(i int) string { return fmt.Sprintf("/cc/k_%02d/v", i) }
 	var (
@@ -357,7 +463,12 @@ func TestListChangedConcurrent(t *testing.T) {
 // subtree through the cache (the baseline), in the same run: the time of
 // a call (memo-ns/op, walk-ns/op, walk/memo) and the process's CPU time
 // during it (memo-cpu-ns/op, walk-cpu-ns/op, walk/memo-cpu; with the GC
-// work that falls into it, the walk's garbage included).
+// work that falls into it, the walk's garbage included). new-child
+// measures it after a new child of the parent of 10,000 znodes, with the
+// memo following the recursive watch and the memo following the cache's
+// watches (which lists the parent again), one after the other in the
+// same run: recursive-ns/op, child-ns/op, recursive-cpu-ns/op,
+// child-cpu-ns/op and the ratios.
 func BenchmarkListChanged10k(b *testing.B) {
 	zs := zktest.New(b)
 	ns := zs.Namespace(b, "sk_memobench_")
@@ -409,8 +520,41 @@ func BenchmarkListChanged10k(b *testing.B) {
 		b.ReportMetric(walkCPU, "walk-cpu-ns/op")
 		b.ReportMetric(walkCPU/memoCPU, "walk/memo-cpu")
 	})
-	if zookeeper.Memos(memo) != 1 {
-		b.Fatal("the memo was dropped during the benchmark")
+	children := zs.Open(b, ns)
+	zookeeper.SetRecursiveWatch(children, false)
+	b.Run("new-child", func(b *testing.B) {
+		var took, cpu [2]time.Duration
+		for j, r := range []*zookeeper.Repo{memo, children} {
+			c, _, err := r.ListChanged(ctx, "/p", 0, 0) // the memo, and the Rev to start from
+			if err != nil {
+				b.Fatal(err)
+			}
+			since, count := c.Rev, c.Count
+			for i := 0; i < b.N; i++ {
+				if _, err := w.Put(ctx, fmt.Sprintf("/p/tables/n_%d_%d_%d", j, b.N, i), []byte("new")); err != nil {
+					b.Fatal(err)
+				}
+				start, startCPU := time.Now(), cpuTime()
+				c, _, err := r.ListChanged(ctx, "/p", since, 100)
+				took[j] += time.Since(start)
+				cpu[j] += cpuTime() - startCPU
+				if err != nil || len(c.KVs) != 1 || c.Count <= count {
+					b.Fatalf("ListChanged after a new child: %d keys, count %d, %v; want 1 key, count above %d", len(c.KVs), c.Count, err, count)
+				}
+				since, count = c.Rev, c.Count
+			}
+		}
+		recNs, childNs := float64(took[0].Nanoseconds())/float64(b.N), float64(took[1].Nanoseconds())/float64(b.N)
+		b.ReportMetric(recNs, "recursive-ns/op")
+		b.ReportMetric(childNs, "child-ns/op")
+		b.ReportMetric(childNs/recNs, "child/recursive")
+		recCPU, childCPU := float64(cpu[0].Nanoseconds())/float64(b.N), float64(cpu[1].Nanoseconds())/float64(b.N)
+		b.ReportMetric(recCPU, "recursive-cpu-ns/op")
+		b.ReportMetric(childCPU, "child-cpu-ns/op")
+		b.ReportMetric(childCPU/recCPU, "child/recursive-cpu")
+	})
+	if zookeeper.Memos(memo) != 1 || zookeeper.Memos(children) != 1 {
+		b.Fatal("a memo was dropped during the benchmark")
 	}
 }
 

@@ -108,7 +108,7 @@ func (b *bulk) session(ctx context.Context) *recursiveSession {
 			return nil
 		}
 		b.hold = hold
-		if _, err := hold.s.request(ctx, opSync, appendBuffer(nil, []byte("/")), b.r.connectDeadline(ctx)); err != nil {
+		if _, err := hold.s.sync(ctx); err != nil {
 			b.fail(err)
 			return nil
 		}
@@ -230,7 +230,8 @@ func multiRead(ctx context.Context, s *recursiveSession, ops []readOp) ([]readRe
 	n := (len(ops) + multiReadOps - 1) / multiReadOps
 	err := pipelineWidth(ctx, n, multiReadWindow, func(k int) error {
 		from, to := k*multiReadOps, min((k+1)*multiReadOps, len(ops))
-		body, err := s.request(ctx, opMultiRead, encodeReads(ops[from:to]), time.Now().Add(s.timeout))
+		got := s.request(ctx, opMultiRead, encodeReads(ops[from:to]), time.Now().Add(s.timeout))
+		body, err := got.body, got.err
 		if err == nil {
 			err = decodeReads(body, out[from:to])
 		}

@@ -42,8 +42,9 @@ const (
 
 // recursiveSession is the Repo's ZooKeeper session for persistent
 // recursive watches and bulk reads (multiRead, see readMany), on a TCP
-// connection of its own, shared by the Repo's Watches and bulk readers:
-// each Watch registers a watch on its prefix (subscribe), and the
+// connection of its own, shared by the Repo's Watches, ListChanged's memos
+// and bulk readers: each Watch and memo registers a watch on its prefix
+// (subscribe), and the
 // server reports, in zxid order, every creation, change of data and
 // deletion of a znode at or below a registered path, once per change
 // however many registrations hold it; the session hands each to the
@@ -72,9 +73,12 @@ type recursiveSession struct {
 }
 
 // reply is the answer to one request of a recursiveSession: its body
-// (after the reply header), or the error code or failure of the session.
+// (after the reply header) and the zxid of its header (the last the
+// server had applied when it answered), or the error code or failure of
+// the session.
 type reply struct {
 	body []byte
+	zxid int64
 	err  error
 }
 
@@ -333,7 +337,7 @@ func (s *recursiveSession) ended() error {
 func (s *recursiveSession) addWatch(ctx context.Context, path string, deadline time.Time) error {
 	body := appendBuffer(nil, []byte(path))
 	body = binary.BigEndian.AppendUint32(body, modePersistentRecursive)
-	_, err := s.request(ctx, opAddWatch, body, deadline)
+	err := s.request(ctx, opAddWatch, body, deadline).err
 	// An error code, or the connection ended (EOF or reset, as the
 	// server answers an unknown request), but not a timeout.
 	var ne net.Error
@@ -354,16 +358,16 @@ func (s *recursiveSession) addWatch(ctx context.Context, path string, deadline t
 // closed.
 var errNoAnswer = errors.New("no answer in time")
 
-// request sends a request of opcode op and waits for its reply's body
+// request sends a request of opcode op and waits for its reply
 // until deadline or ctx ends (then it returns ctx's error): an error code
 // is a *codeError, one unanswered by deadline closes the session and is
 // errNoAnswer, and the session's failure meanwhile is its error.
-func (s *recursiveSession) request(ctx context.Context, op int32, body []byte, deadline time.Time) ([]byte, error) {
+func (s *recursiveSession) request(ctx context.Context, op int32, body []byte, deadline time.Time) reply {
 	ch := make(chan reply, 1)
 	s.mu.Lock()
 	if s.dead != nil {
 		s.mu.Unlock()
-		return nil, s.dead
+		return reply{err: s.dead}
 	}
 	xid := s.nextXid
 	s.nextXid++
@@ -378,13 +382,24 @@ func (s *recursiveSession) request(ctx context.Context, op int32, body []byte, d
 	defer t.Stop()
 	select {
 	case got := <-ch:
-		return got.body, got.err
+		return got
 	case <-t.C:
 		s.conn.Close()
-		return nil, errNoAnswer
+		return reply{err: errNoAnswer}
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return reply{err: ctx.Err()}
 	}
+}
+
+// sync sends a sync and returns the zxid of its answer: every change at
+// or below a registered path that the server applied before it has been
+// handed to the subscriptions by then (the server sends the
+// notifications of what it applied before the answer, and the reader
+// hands them over in order), and every change reported after it is
+// above that zxid. It waits until ctx ends or Config.ConnectTimeout.
+func (s *recursiveSession) sync(ctx context.Context) (int64, error) {
+	got := s.request(ctx, opSync, appendBuffer(nil, []byte("/")), s.r.connectDeadline(ctx))
+	return got.zxid, got.err
 }
 
 // read reads the replies and notifications until the connection fails or
@@ -446,7 +461,7 @@ func (s *recursiveSession) readLoop() error {
 				if code != 0 {
 					ch <- reply{err: &codeError{code}}
 				} else {
-					ch <- reply{body: resp[16:]}
+					ch <- reply{body: resp[16:], zxid: int64(binary.BigEndian.Uint64(resp[4:]))}
 				}
 			}
 			continue

@@ -52,6 +52,15 @@ func (d *dialRecorder) dial(network, addr string, timeout time.Duration) (net.Co
 	return rc, nil
 }
 
+// requests returns how many requests its connections sent, of any opcode.
+func (d *dialRecorder) requests() int64 {
+	var n int64
+	for i := range d.ops {
+		n += d.ops[i].Load()
+	}
+	return n
+}
+
 // dialed returns the connections opened so far.
 func (d *dialRecorder) dialed() []net.Conn {
 	d.mu.Lock()

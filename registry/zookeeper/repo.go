@@ -173,8 +173,8 @@ func (c Config) Validate() error {
 
 // Repo is a registry.Repository on a ZooKeeper ensemble. It holds one
 // connection for persistent keys and watches, and one for the persistent
-// recursive watches of its Watches while any is open; every Session opens
-// its own.
+// recursive watches of its Watches and of ListChanged's memos while any is
+// open; every Session opens its own.
 // It is safe for concurrent use.
 type Repo struct {
 	cfg  Config
@@ -206,6 +206,7 @@ type Repo struct {
 	rec           *recursiveSession // the Watches' recursive watches, while one is open
 	recursiveOpen atomic.Int64      // Watches subscribed to it, for tests
 	noMultiRead   atomic.Bool       // the server refused multiRead: List reads one znode a request
+	noAddWatch    atomic.Bool       // the server refused addWatch: ListChanged's memos follow the cache's watches
 }
 
 // between calls the test hook betweenReadAndWrite, if any.
