@@ -25,6 +25,25 @@ func versionedTxn(root string, from, n int) registry.Txn {
 	return txn
 }
 
+// writeTables writes tables nodes of versionedTxn's shape under root
+// through a new session of w, batch per Commit, and returns the session
+// (closed when the test ends) for the test's later writes.
+func writeTables(t testing.TB, w registry.Repository, root string, tables, batch int) registry.Session {
+	t.Helper()
+	ctx := testenv.Context(t)
+	sess, err := w.NewSession(ctx, registry.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close(ctx) })
+	for from := 0; from < tables; from += batch {
+		if _, err := sess.Commit(ctx, versionedTxn(root, from, min(batch, tables-from))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sess
+}
+
 // A Commit whose keys lack parents creates them in the same multi (one
 // ZooKeeper transaction: every znode has the Commit's zxid), and a Commit
 // whose condition fails leaves no parent behind.

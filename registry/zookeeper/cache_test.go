@@ -156,15 +156,6 @@ func openCountedWithTables(t *testing.T, prefix string, tables int) (ctx context
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	w = zs.Open(t, ns)
-	sess, err := w.NewSession(ctx, registry.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sess.Close(ctx) }()
-	for from := 0; from < tables; from += 60 {
-		if _, err := sess.Commit(ctx, versionedTxn("/c", from, 60)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTables(t, w, "/c", tables, 60)
 	return ctx, r, writes, w
 }

@@ -189,17 +189,7 @@ func TestListChangedNewChildWithoutListingParent(t *testing.T) {
 	for _, recursive := range []bool{true, false} {
 		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
 			ns := zs.Namespace(t, "sk_memonew_")
-			w := zs.Open(t, ns)
-			sess, err := w.NewSession(ctx, registry.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = sess.Close(ctx) }()
-			for from := 0; from < tables; from += 100 {
-				if _, err := sess.Commit(ctx, versionedTxn("/c", from, 100)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			sess := writeTables(t, zs.Open(t, ns), "/c", tables, 100)
 			d := &dialRecorder{zs: zs}
 			r := openDialed(t, zs, ns, d)
 			zookeeper.SetRecursiveWatch(r, recursive)
@@ -511,14 +501,7 @@ func BenchmarkListChanged10k(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		memoNs, walkNs := float64(took[0].Nanoseconds())/float64(b.N), float64(took[1].Nanoseconds())/float64(b.N)
-		b.ReportMetric(memoNs, "memo-ns/op")
-		b.ReportMetric(walkNs, "walk-ns/op")
-		b.ReportMetric(walkNs/memoNs, "walk/memo")
-		memoCPU, walkCPU := float64(cpu[0].Nanoseconds())/float64(b.N), float64(cpu[1].Nanoseconds())/float64(b.N)
-		b.ReportMetric(memoCPU, "memo-cpu-ns/op")
-		b.ReportMetric(walkCPU, "walk-cpu-ns/op")
-		b.ReportMetric(walkCPU/memoCPU, "walk/memo-cpu")
+		reportPair(b, "memo", "walk", took, cpu)
 	})
 	children := zs.Open(b, ns)
 	zookeeper.SetRecursiveWatch(children, false)
@@ -544,14 +527,7 @@ func BenchmarkListChanged10k(b *testing.B) {
 				since, count = c.Rev, c.Count
 			}
 		}
-		recNs, childNs := float64(took[0].Nanoseconds())/float64(b.N), float64(took[1].Nanoseconds())/float64(b.N)
-		b.ReportMetric(recNs, "recursive-ns/op")
-		b.ReportMetric(childNs, "child-ns/op")
-		b.ReportMetric(childNs/recNs, "child/recursive")
-		recCPU, childCPU := float64(cpu[0].Nanoseconds())/float64(b.N), float64(cpu[1].Nanoseconds())/float64(b.N)
-		b.ReportMetric(recCPU, "recursive-cpu-ns/op")
-		b.ReportMetric(childCPU, "child-cpu-ns/op")
-		b.ReportMetric(childCPU/recCPU, "child/recursive-cpu")
+		reportPair(b, "recursive", "child", took, cpu)
 	})
 	if zookeeper.Memos(memo) != 1 || zookeeper.Memos(children) != 1 {
 		b.Fatal("a memo was dropped during the benchmark")
@@ -589,4 +565,18 @@ func openWithTables10k(b *testing.B, zs *zktest.Server, ns string) *zookeeper.Re
 		}
 	}
 	return w
+}
+
+// reportPair reports the wall and CPU time per op of two ways x and y of
+// one benchmark, measured in the same run (took and cpu hold x's, then
+// y's, over b.N ops each), and y's over x's: x-ns/op, y-ns/op, y/x,
+// x-cpu-ns/op, y-cpu-ns/op and y/x-cpu.
+func reportPair(b *testing.B, x, y string, took, cpu [2]time.Duration) {
+	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(perOp(took[0]), x+"-ns/op")
+	b.ReportMetric(perOp(took[1]), y+"-ns/op")
+	b.ReportMetric(perOp(took[1])/perOp(took[0]), y+"/"+x)
+	b.ReportMetric(perOp(cpu[0]), x+"-cpu-ns/op")
+	b.ReportMetric(perOp(cpu[1]), y+"-cpu-ns/op")
+	b.ReportMetric(perOp(cpu[1])/perOp(cpu[0]), y+"/"+x+"-cpu")
 }

@@ -265,16 +265,7 @@ func TestWatchNewChildWithoutListingParent(t *testing.T) {
 	ns := zs.Namespace(t, "sk_recnew_")
 	ctx := testenv.Context(t)
 	w := zs.Open(t, ns)
-	sess, err := w.NewSession(ctx, registry.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sess.Close(ctx) }()
-	for from := 0; from < tables; from += 100 {
-		if _, err := sess.Commit(ctx, versionedTxn("/c", from, 100)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sess := writeTables(t, w, "/c", tables, 100)
 	for _, recursive := range []bool{true, false} {
 		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
 			d := &dialRecorder{zs: zs}
