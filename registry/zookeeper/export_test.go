@@ -95,3 +95,33 @@ func MultiRead(ctx context.Context, r *Repo, children bool, paths []string) (val
 // MultiReadOff reports whether r stopped using multiRead because its
 // server refused it.
 func MultiReadOff(r *Repo) bool { return r.noMultiRead.Load() }
+
+// DataAnswer is the body of a multiRead answer to one getData per value
+// (each with a zero Stat; nil is a null value).
+func DataAnswer(values ...[]byte) []byte {
+	var b []byte
+	for _, v := range values {
+		b = appendMultiHeader(b, opGetData, false, 0)
+		if v == nil {
+			b = appendInt32(b, -1)
+		} else {
+			b = appendBuffer(b, v)
+		}
+		b = append(b, make([]byte, statBytes)...)
+	}
+	return appendMultiHeader(b, -1, true, -1)
+}
+
+// DecodeValues decodes body, a multiRead answer to n getData reads, and
+// returns their values.
+func DecodeValues(body []byte, n int) ([][]byte, error) {
+	out := make([]readResult, n)
+	if err := decodeReads(body, out); err != nil {
+		return nil, err
+	}
+	values := make([][]byte, n)
+	for i, r := range out {
+		values[i] = r.value
+	}
+	return values, nil
+}

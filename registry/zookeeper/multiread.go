@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -66,8 +67,9 @@ func (e *codeError) Unwrap() []error {
 }
 
 // readResult is the answer to one read of a multiRead: the data and Stat
-// of a getData (value nil for a null znode), the children of a
-// getChildren (unsorted), or the read's error (a *codeError).
+// of a getData (value nil for a null znode; its own copy, so that a value
+// kept does not keep the whole answer), the children of a getChildren
+// (unsorted), or the read's error (a *codeError).
 type readResult struct {
 	value    []byte
 	stat     zk.Stat
@@ -290,7 +292,7 @@ func decodeReads(body []byte, out []readResult) error {
 		}
 		switch typ {
 		case opGetData:
-			out[i].value = d.buffer()
+			out[i].value = bytes.Clone(d.buffer()) // nil stays nil: a null znode
 			out[i].stat = d.stat()
 		case opGetChildren:
 			out[i].children = d.strings()

@@ -91,6 +91,25 @@ func TestListWithoutMultiRead(t *testing.T) {
 	}
 }
 
+// Each value decoded from a multiRead answer is its own copy: a value a
+// memo or a Watch keeps must not keep the whole answer (up to 128 reads)
+// in memory, and the answer's buffer may be reused. A null value stays
+// nil, an empty one empty.
+func TestMultiReadValuesAreCopies(t *testing.T) {
+	body := zookeeper.DataAnswer([]byte("first"), []byte("second"), []byte{}, nil)
+	values, err := zookeeper.DecodeValues(body, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(body)
+	if got := fmt.Sprintf("%q", values); got != `["first" "second" "" ""]` {
+		t.Fatalf("values after the answer was overwritten: %s", got)
+	}
+	if values[2] == nil || values[3] != nil {
+		t.Errorf("empty value %#v, null value %#v: want empty non-nil and nil", values[2], values[3])
+	}
+}
+
 // A multiRead answers each read with its result or its own error: a
 // missing znode is zk.ErrNoNode, one the session may not read zk.ErrNoAuth, in the order of the reads,
 // across requests.

@@ -1056,8 +1056,7 @@ func (w *watch) fetchMany(paths []string, res []fetched) error {
 			}
 			continue
 		}
-		// A copy: the value must not hold the whole answer in memory.
-		res[i] = fetched{data: slices.Clone(x.value), stat: &x.stat}
+		res[i] = fetched{data: x.value, stat: &x.stat}
 		if x.stat.NumChildren > 0 {
 			parents = append(parents, readOp{opGetChildren, paths[i]}, readOp{opGetData, paths[i]})
 			at = append(at, i)
