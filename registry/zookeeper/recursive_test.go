@@ -163,6 +163,20 @@ func openDialed(t *testing.T, zs *zktest.Server, ns string, d *dialRecorder) *zo
 	return r
 }
 
+// applyReceived applies ev, received from a watch's channel (ok false:
+// the channel is closed), to state; a closed channel or a failed watch
+// fails the test.
+func applyReceived(t *testing.T, state map[string]string, ev registry.Event, ok bool) {
+	t.Helper()
+	if !ok {
+		t.Fatal("watch channel closed")
+	}
+	if ev.Err != nil {
+		t.Fatal(ev.Err)
+	}
+	apply(t, state, ev)
+}
+
 // follow applies the watch's events to state until key has value want.
 func follow(t *testing.T, ch <-chan registry.Event, state map[string]string, key, want string) {
 	t.Helper()
@@ -170,13 +184,7 @@ func follow(t *testing.T, ch <-chan registry.Event, state map[string]string, key
 	for state[key] != want {
 		select {
 		case ev, ok := <-ch:
-			if !ok {
-				t.Fatal("watch channel closed")
-			}
-			if ev.Err != nil {
-				t.Fatal(ev.Err)
-			}
-			apply(t, state, ev)
+			applyReceived(t, state, ev, ok)
 		case <-timeout:
 			t.Fatalf("no event for %s = %q within a minute", key, want)
 		}
@@ -209,13 +217,7 @@ func converge(t *testing.T, ch <-chan registry.Event, r registry.Repository, pre
 		for {
 			select {
 			case ev, ok := <-ch:
-				if !ok {
-					t.Fatal("watch channel closed")
-				}
-				if ev.Err != nil {
-					t.Fatal(ev.Err)
-				}
-				apply(t, state, ev)
+				applyReceived(t, state, ev, ok)
 			case <-idle:
 				break drain
 			case <-end:
