@@ -35,6 +35,10 @@ type RuleChange struct {
 	// for (rule.Database.BeforeNames), as the caller keeps count of them;
 	// nil: the check counts them where it needs them.
 	BeforeNames *int
+	// BeforeUses, when set, counts Before's references by name
+	// (rule.Database.BeforeUses), as the caller keeps count of them; nil:
+	// the check scans where it needs them.
+	BeforeUses func(section, name string) int
 	// Diff, when set, is what differs between Before and the rule after
 	// the change (metadata.DiffOf); nil: the check compares them itself.
 	Diff *metadata.Diff
@@ -43,7 +47,8 @@ type RuleChange struct {
 // CheckChange is what a rule change checks (as an import checks every
 // rule, upstream's codes): the rules of db after ch, a change of the rule
 // of type ch.Type of db, each by its family (Family.Check) with
-// rule.Database's Changing, Before, BeforeNames and Changed set from ch. A family that bounds what its rule's
+// rule.Database's Changing, Before, BeforeNames, BeforeUses and Changed
+// set from ch. A family that bounds what its rule's
 // expressions stand for (the sharding rule's names: inline.MaxNames per
 // expression, inline.MaxRuleNames per rule) holds the bounds for what the
 // change adds: the rules it leaves as they are, and the tables of the
@@ -55,7 +60,7 @@ type RuleChange struct {
 // a family's check, and returns ctx's error.
 func CheckChange(ctx context.Context, db config.Database, ch RuleChange) ([]*sqlerr.Error, error) {
 	d := familyDatabase(db)
-	d.Changing, d.Before, d.BeforeNames = ch.Type, ch.Before, ch.BeforeNames
+	d.Changing, d.Before, d.BeforeNames, d.BeforeUses = ch.Type, ch.Before, ch.BeforeNames, ch.BeforeUses
 	if ch.Diff != nil {
 		d.Changed = ch.Diff.Changed
 	}

@@ -65,6 +65,17 @@ type RuleRead struct {
 // read without a cache (a nil *RuleCache) keeps no count: 0.
 func (r RuleRead) ShardingNames() int { return r.names.Total() }
 
+// ShardingUses counts the references by name of the sharding rule read
+// (sharding.Tally.Uses), kept from read to read as ShardingNames is:
+// what rule.Database.BeforeUses hands a change and its check. A read
+// without a cache keeps no count: nil.
+func (r RuleRead) ShardingUses() func(section, name string) int {
+	if !r.counted {
+		return nil
+	}
+	return r.names.Uses
+}
+
 // ShardingNotPlain is how many table names of the sharding rule read are
 // not plain, by section (sharding.Tally.NotPlain: a new map), kept from
 // read to read as ShardingNames is: what a change needs to find a table

@@ -145,6 +145,17 @@ type Database struct {
 	// sharding.Tally), as the caller counted them while following the
 	// rule's changes; nil: a check that needs the number counts it.
 	BeforeNames *int
+	// BeforeUses, when set, counts the entries of the sharding rule as
+	// read (Before, for a check; Rules[sharding], for a change) that refer
+	// to a name of a section: how many tables, auto tables and key
+	// generate strategies name sharding algorithm name
+	// ("shardingAlgorithms"), key generator name ("keyGenerators") or
+	// auditor name ("auditors"); the defaults are not counted
+	// (sharding.Tally.Uses). The caller keeps it as it follows the rule's
+	// changes, so that a change that removes a table or an algorithm
+	// learns whether a name is still used without a scan of every table;
+	// nil: a change or check that needs it scans.
+	BeforeUses func(section, name string) int
 	// ShardingNotPlain, when set, is how many table names of the sharding
 	// rule as read are not plain (sharding.PlainName), by section
 	// ("tables", "autoTables"), as the caller counted them while

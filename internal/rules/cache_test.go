@@ -196,3 +196,117 @@ func testCachedCountsOfMixedCase(t *testing.T, repo registry.Repository) {
 		}
 	}
 }
+
+// TestCachedUsesFollowChanges: through a RuleCache, the count of the
+// sharding rule's references by name (metadata.RuleRead.ShardingUses,
+// recounted entry by entry as the cache follows the rule) stays equal to
+// a fresh count while statements and another client add, alter and drop
+// tables that share an algorithm and a key generator; and the statements
+// decide by it: a table dropped leaves the algorithm and key generator
+// another client's table still names, DROP SHARDING ALGORITHM refuses it
+// while that table names it and drops it once that table is gone.
+func TestCachedUsesFollowChanges(t *testing.T) {
+	eachTwoClients(t, "cacheduses", func(t *testing.T, repo, other registry.Repository, _ bool) {
+		testCachedUses(t, repo, other)
+	})
+}
+
+func testCachedUses(t *testing.T, repo, other registry.Repository) {
+	ctx := testenv.Context(t)
+	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
+		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := metadatatest.WriteShardingTables(ctx, other, "db", 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	// foreign puts (or, with nil, drops) table name as another client
+	// would (with the key generate strategies of the table dropped).
+	foreign := func(name string, table map[string]any) {
+		t.Helper()
+		d, _, err := metadata.ReadDatabase(ctx, other, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := d.Rules["sharding"]
+		next := config.Rule{Type: "sharding", Content: config.CopyFields(old.Content)}
+		if table == nil {
+			delete(next.Content["tables"].(map[string]any), name)
+			strategies, _ := next.Content["keyGenerateStrategies"].(map[string]any)
+			for k, s := range strategies {
+				if s.(map[string]any)["logicTable"] == name {
+					delete(strategies, k)
+				}
+			}
+		} else {
+			next.Content["tables"].(map[string]any)[name] = table
+		}
+		conds, ops, err := metadata.RuleWrites(ctx, other, paths.DefaultLayout, "db", old, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := map[string]any{"actualDataNodes": "ds_0.t_shared",
+		"tableStrategy":       map[string]any{"standard": map[string]any{"shardingColumn": "id", "shardingAlgorithmName": "t_a_table_inline"}},
+		"keyGenerateStrategy": map[string]any{"column": "id", "keyGeneratorName": "t_a_snowflake"}}
+	const createA = "CREATE SHARDING TABLE RULE t_a (DATANODES('ds_0.t_a_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=id, SHARDING_ALGORITHM(TYPE(NAME='inline', PROPERTIES('algorithm-expression'='t_a_${id % 2}')))), KEY_GENERATE_STRATEGY(COLUMN=id, TYPE(NAME='snowflake')))"
+	opts := Options{Cache: metadata.NewRuleCache()}
+	for _, step := range []struct {
+		sql      string // "" : the other client's change
+		foreign  func()
+		refused  string // in the error, "" when it succeeds
+		alg, gen bool   // t_a_table_inline and t_a_snowflake are defined after it
+	}{
+		{sql: createA, alg: true, gen: true},
+		{foreign: func() { foreign("t_shared", shared) }, alg: true, gen: true},
+		{sql: "DROP SHARDING TABLE RULE t_a", alg: true, gen: true}, // t_shared names them
+		{sql: "DROP SHARDING ALGORITHM t_a_table_inline", refused: "in used", alg: true, gen: true},
+		{sql: createA, alg: true, gen: true},
+		{sql: "ALTER SHARDING TABLE RULE t_a (DATANODES('ds_0.t_a_${0..1}'), TABLE_STRATEGY(TYPE='standard', SHARDING_COLUMN=uid, SHARDING_ALGORITHM(TYPE(NAME='mod', PROPERTIES('sharding-count'=2)))))", alg: true, gen: true},
+		{foreign: func() { foreign("t_shared", nil) }, alg: true, gen: true},
+		{sql: "DROP SHARDING ALGORITHM t_a_table_inline", gen: true},
+		{sql: "DROP SHARDING KEY GENERATOR t_a_snowflake"},
+		{sql: "DROP SHARDING TABLE RULE t_a"},
+		{sql: createA, alg: true, gen: true},
+		{sql: "DROP SHARDING TABLE RULE t_a"}, // nothing else names them
+	} {
+		what := step.sql
+		if step.foreign != nil {
+			what = "the other client's change"
+			step.foreign()
+		} else {
+			st, err := families.Parse(step.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Apply(ctx, repo, "db", st, opts)
+			if step.refused == "" && err != nil || step.refused != "" && (err == nil || !strings.Contains(err.Error(), step.refused)) {
+				t.Fatalf("%s: %v, want refused %q", what, err, step.refused)
+			}
+		}
+		read, err := opts.Cache.Read(ctx, repo, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		content := read.DB.Rules["sharding"].Content
+		algorithms, _ := content["shardingAlgorithms"].(map[string]any)
+		generators, _ := content["keyGenerators"].(map[string]any)
+		_, alg := algorithms["t_a_table_inline"]
+		_, gen := generators["t_a_snowflake"]
+		if alg != step.alg || gen != step.gen {
+			t.Fatalf("after %s: t_a_table_inline defined %v, t_a_snowflake %v; want %v, %v", what, alg, gen, step.alg, step.gen)
+		}
+		fresh := sharding.TallyOf(content)
+		for _, section := range []string{"shardingAlgorithms", "keyGenerators", "auditors"} {
+			for _, name := range []string{"t_a_table_inline", "t_a_table_mod", "t_a_snowflake", "scale_mod", "nothing"} {
+				if got, want := read.ShardingUses()(section, name), fresh.Uses(section, name); got != want {
+					t.Fatalf("after %s: the cache counts %d uses of %s %s, a fresh count %d", what, got, section, name, want)
+				}
+			}
+		}
+	}
+}

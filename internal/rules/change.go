@@ -148,7 +148,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 		n := read.ShardingNames()
 		beforeNames = &n
 	}
-	errs, err := dbconfig.CheckChange(ctx, cfg, dbconfig.RuleChange{Type: ruleType, Before: old.Content, BeforeNames: beforeNames, Diff: diff}) // KILL, or the client gone: nothing more is done
+	errs, err := dbconfig.CheckChange(ctx, cfg, dbconfig.RuleChange{Type: ruleType, Before: old.Content, BeforeNames: beforeNames, BeforeUses: read.ShardingUses(), Diff: diff}) // KILL, or the client gone: nothing more is done
 	if err != nil {
 		return Written{}, err
 	}

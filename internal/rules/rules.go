@@ -138,7 +138,7 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 	out := Outcome{RuleType: f.Type()}
 	rc, err := ChangeRule(ctx, repo, db, f.Type(), func(read metadata.RuleRead, cur map[string]any) (map[string]any, error) {
 		d := View(read.DB, opts.Introspect)
-		d.ShardingNotPlain = read.ShardingNotPlain()
+		d.ShardingNotPlain, d.BeforeUses = read.ShardingNotPlain(), read.ShardingUses()
 		return c(ctx, d, cur)
 	}, ChangeOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return out, finish(ctx, repo, db, rc, err, opts, &out)

@@ -227,18 +227,21 @@ func tableValue(ctx context.Context, db string, c map[string]any, r TableRule) (
 
 // removeTable removes table key of section f from c with its 5.5.4 key
 // generate strategies, then the algorithms, key generators and auditors
-// it used that nothing else uses.
-func removeTable(c map[string]any, f, key string) {
-	old := rule.Map(rule.Map(c[f])[key])
+// the table used that nothing else uses (refs, which it tells what it
+// removed).
+func removeTable(c map[string]any, refs *references, f, key string) {
+	var names [3][]string
+	eachName(rule.Map(rule.Map(c[f])[key]), func(kind int, n string) { names[kind] = append(names[kind], n) })
 	delete(rule.Map(c[f]), key)
+	refs.touch(f, key)
 	strategies := rule.Map(c["keyGenerateStrategies"])
 	for name, s := range strategies {
 		if strings.EqualFold(rule.Text(rule.Map(s)["logicTable"]), key) && !strings.EqualFold(rule.Text(rule.Map(s)["keyGenerateType"]), "sequence") {
 			delete(strategies, name)
+			refs.touch("keyGenerateStrategies", name)
 		}
 	}
-	algs, gens, auditors := usedNames(map[string]any{"t": old})
-	dropUnused(c, algs, gens, auditors)
+	dropUnused(c, refs, names[algorithmName], names[generatorName], names[auditorName])
 }
 
 // The kinds of names a sharding rule's tables refer to.
@@ -249,11 +252,16 @@ const (
 )
 
 // eachName calls fn with each algorithm, key generator and auditor name
-// table tm refers to.
+// table tm refers to: a strategy's algorithm under any of standard,
+// complex and hint (as the check reads them), its key generator, its
+// auditors.
 func eachName(tm map[string]any, fn func(kind int, name string)) {
 	for _, f := range []string{"databaseStrategy", "tableStrategy", "shardingStrategy"} {
-		if n := strategyAlgorithm(tm[f]); n != "" {
-			fn(algorithmName, n)
+		s := rule.Map(tm[f])
+		for _, typ := range []string{"standard", "complex", "hint"} {
+			if n := rule.Text(rule.Map(s[typ])["shardingAlgorithmName"]); n != "" {
+				fn(algorithmName, n)
+			}
 		}
 	}
 	if n := rule.Text(rule.Map(tm["keyGenerateStrategy"])["keyGeneratorName"]); n != "" {
@@ -264,22 +272,35 @@ func eachName(tm map[string]any, fn func(kind int, name string)) {
 	}
 }
 
+// entryNames calls fn with each name entry v of section (one of
+// referringSections) refers to: a table's or auto table's (eachName), a
+// key generate strategy's key generator.
+func entryNames(section string, v any, fn func(kind int, name string)) {
+	if section == "keyGenerateStrategies" {
+		if n := rule.Text(rule.Map(v)["keyGeneratorName"]); n != "" {
+			fn(generatorName, n)
+		}
+		return
+	}
+	eachName(rule.Map(v), fn)
+}
+
+// defaultNames calls fn with each name the defaults of rule c refer to.
+func defaultNames(c map[string]any, fn func(kind int, name string)) {
+	eachName(map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
+		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}, fn)
+}
+
 // eachUsedName calls fn with each algorithm, key generator and auditor
 // name rule c refers to (its tables', its defaults', its 5.5.4 key
 // generate strategies'), without building anything.
 func eachUsedName(c map[string]any, fn func(kind int, name string)) {
-	for _, f := range []string{"tables", "autoTables"} {
-		for _, t := range rule.Map(c[f]) {
-			eachName(rule.Map(t), fn)
+	for _, f := range referringSections {
+		for _, v := range rule.Map(c[f]) {
+			entryNames(f, v, fn)
 		}
 	}
-	eachName(map[string]any{"databaseStrategy": c["defaultDatabaseStrategy"], "tableStrategy": c["defaultTableStrategy"],
-		"keyGenerateStrategy": c["defaultKeyGenerateStrategy"], "auditStrategy": c["defaultAuditStrategy"]}, fn)
-	for _, st := range rule.Map(c["keyGenerateStrategies"]) {
-		if n := rule.Text(rule.Map(st)["keyGeneratorName"]); n != "" {
-			fn(generatorName, n)
-		}
-	}
+	defaultNames(c, fn)
 }
 
 // usedNames lists the algorithm, key generator and auditor names the
@@ -309,30 +330,74 @@ func inUse(c map[string]any) (algs, gens, auditors map[string]bool) {
 }
 
 // dropUnused removes the named algorithms, key generators and auditors
-// nothing in c uses any more. It looks for those names only, so that a
-// table dropped next to thousands builds nothing of theirs.
-func dropUnused(c map[string]any, algs, gens, auditors []string) {
-	if len(algs)+len(gens)+len(auditors) == 0 {
-		return // nothing to look for: no scan of every table
-	}
-	wanted := [3]map[string]bool{{}, {}, {}}
+// nothing in c uses any more (refs.used). It looks for those names only,
+// so that a table dropped next to thousands builds nothing of theirs.
+func dropUnused(c map[string]any, refs *references, algs, gens, auditors []string) {
 	for kind, names := range [3][]string{algs, gens, auditors} {
 		for _, n := range names {
-			wanted[kind][n] = false
-		}
-	}
-	eachUsedName(c, func(kind int, n string) {
-		if _, ok := wanted[kind][n]; ok {
-			wanted[kind][n] = true
-		}
-	})
-	for kind, section := range [3]string{"shardingAlgorithms", "keyGenerators", "auditors"} {
-		for n, used := range wanted[kind] {
-			if !used {
-				delete(rule.Map(c[section]), n)
+			if !refs.used(c, kind, n) {
+				delete(rule.Map(c[sectionOfKind[kind]]), n)
 			}
 		}
 	}
+}
+
+// sectionOfKind is the section that holds the names of each kind.
+var sectionOfKind = [3]string{algorithmName: "shardingAlgorithms", generatorName: "keyGenerators", auditorName: "auditors"}
+
+// references answers whether a change's copy of the sharding rule (c,
+// which starts as the rule read, d.Rules[Type]) still refers to a name.
+// Where the caller counted the references of the rule read
+// (rule.Database.BeforeUses), it answers from that count, corrected by
+// the entries the change touched (touch), at a cost of what it touched;
+// otherwise it scans c. A change that replaces, adds or removes an entry
+// of referringSections touches it before it asks.
+type references struct {
+	before  map[string]any                 // the rule read
+	uses    func(section, name string) int // its references; nil: scan
+	touched map[[2]string]bool             // by section and name
+}
+
+// newReferences returns the references of the sharding rule of d as a
+// change starts from it.
+func newReferences(d rule.Database) *references {
+	return &references{before: d.Rules[Type], uses: d.BeforeUses, touched: map[[2]string]bool{}}
+}
+
+// touch records that the change replaces, adds or removes entry name of
+// section.
+func (r *references) touch(section, name string) {
+	r.touched[[2]string{section, name}] = true
+}
+
+// used reports whether rule c refers to name of kind.
+func (r *references) used(c map[string]any, kind int, name string) bool {
+	want := usedName{kind, name}
+	n := 0
+	count := func(k int, s string) {
+		if (usedName{k, s}) == want {
+			n++
+		}
+	}
+	if r.uses == nil {
+		eachUsedName(c, count)
+		return n > 0
+	}
+	defaultNames(c, count)
+	if n > 0 {
+		return true
+	}
+	n = r.uses(sectionOfKind[kind], name)
+	uncount := func(k int, s string) {
+		if (usedName{k, s}) == want {
+			n--
+		}
+	}
+	for e := range r.touched {
+		entryNames(e[0], rule.Map(r.before[e[0]])[e[1]], uncount) // as read: in the count
+		entryNames(e[0], rule.Map(c[e[0]])[e[1]], count)          // as the change left it
+	}
+	return n > 0
 }
 
 // countNames refuses a statement whose tables' DATANODES and
@@ -374,6 +439,7 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 		var keys []string // ALTER: the tables replaced, as c spells them, in names' order
 		var err error
 		tables := newTableLookup(d, c)
+		refs := newReferences(d)
 		if alter {
 			keys, err = shardingTables.Alter(db, tables.items(names), names)
 		} else {
@@ -391,7 +457,7 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 			}
 			if alter { // a CREATE's tables are not in c (Create)
 				if f, key := tables.table(keys[i]); f != "" {
-					removeTable(c, f, key)
+					removeTable(c, refs, f, key)
 				}
 			}
 			f, t, err := tableValue(ctx, db, c, r)
@@ -399,6 +465,7 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 				return nil, err
 			}
 			rule.Section(c, f)[r.Table] = t
+			refs.touch(f, r.Table)
 			tables.added(f, r.Table)
 		}
 		return rule.Prune(c), nil
@@ -453,9 +520,10 @@ func dropTableRule(st *DropTableRule) rule.Change {
 		if len(bound) > 0 {
 			return nil, rule.RuleInUse("Sharding", db, bound)
 		}
+		refs := newReferences(d)
 		for _, t := range keys {
 			if f, key := tables.table(t); f != "" {
-				removeTable(c, f, key)
+				removeTable(c, refs, f, key)
 			}
 		}
 		return rule.Prune(c), nil
@@ -595,7 +663,7 @@ func defaultStrategy(st *CreateDefaultStrategy) rule.Change {
 		}
 		c[field] = v
 		if oldAlg != "" && oldAlg != algName {
-			dropUnused(c, []string{oldAlg}, nil, nil)
+			dropUnused(c, newReferences(d), []string{oldAlg}, nil, nil) // the defaults are read from c
 		}
 		return rule.Prune(c), nil
 	}
@@ -623,7 +691,7 @@ func dropDefaultStrategy(st *DropDefaultStrategy) rule.Change {
 		alg := strategyAlgorithm(c[field])
 		delete(c, field)
 		if alg != "" {
-			dropUnused(c, []string{alg}, nil, nil)
+			dropUnused(c, newReferences(d), []string{alg}, nil, nil) // the defaults are read from c
 		}
 		return rule.Prune(c), nil
 	}
@@ -636,11 +704,7 @@ func dropNamed(f, kind string, names []string, ifExists bool) rule.Change {
 		db := d.Name
 		m := rule.Map(c[f])
 		var absent, used []string
-		usedA, usedG, _ := inUse(c)
-		usedSet := usedA
-		if f == "keyGenerators" {
-			usedSet = usedG
-		}
+		refs := newReferences(d)
 		for _, n := range names {
 			if _, ok := m[n]; !ok {
 				if !ifExists {
@@ -648,7 +712,7 @@ func dropNamed(f, kind string, names []string, ifExists bool) rule.Change {
 				}
 				continue
 			}
-			if usedSet[n] {
+			if refs.used(c, nameKinds[f], n) {
 				used = append(used, n)
 			}
 		}
@@ -713,7 +777,9 @@ func keyGenerateStrategy(st *CreateKeyGenerateStrategy) rule.Change {
 		}
 		strategies[st.Name] = entry
 		if oldGen != "" {
-			dropUnused(c, nil, []string{oldGen}, nil)
+			refs := newReferences(d)
+			refs.touch("keyGenerateStrategies", st.Name)
+			dropUnused(c, refs, nil, []string{oldGen}, nil)
 		}
 		return rule.Prune(c), nil
 	}

@@ -36,8 +36,11 @@ var (
 // own (rule.Same: the change left it alone) is not checked again, since it
 // was when it was written (or an upstream node wrote it) against the same
 // units; its references are, when the change removed an algorithm or key
-// generator. So a change of one table of thousands checks that table,
-// and counts the others' names only when it adds names.
+// generator that one of them may still name (every one of them where
+// d.BeforeUses is nil, those that name it by that count otherwise: then
+// all of them, to name each in the errors). So a change of one table of
+// thousands checks that table, and counts the others' names only when
+// it adds names.
 func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*sqlerr.Error, error) {
 	bounded := d.Changing == "" || d.Changing == Type
 	var old map[string]any
@@ -126,6 +129,41 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	errs = append(errs, rule.CheckAlgorithms(dbName, "key generate", changedOf("keyGenerators", generators), KeyGeneratorTypes, nil)...)
 	errs = append(errs, rule.CheckAlgorithms(dbName, "sharding audit", changedOf("auditors", auditors), AuditorTypes, nil)...)
 	lostAlgorithms, lostGenerators := lost("shardingAlgorithms", algorithms), lost("keyGenerators", generators)
+	if old != nil && d.BeforeUses != nil {
+		// Whether an entry the change left alone refers to what it
+		// removed is in the count of old's references, corrected by the
+		// entries the change touched: only then is every entry checked
+		// again (and so named in the errors, as a full check names them).
+		stillUsed := func(section string, m map[string]any) bool {
+			for _, name := range touched(section) {
+				if _, ok := m[name]; ok {
+					continue
+				}
+				want := usedName{nameKinds[section], name}
+				n := d.BeforeUses(section, name)
+				for _, s := range referringSections {
+					for _, e := range touched(s) {
+						entryNames(s, rule.Map(old[s])[e], func(kind int, got string) {
+							if (usedName{kind, got}) == want {
+								n--
+							}
+						})
+						entryNames(s, rule.Map(c[s])[e], func(kind int, got string) {
+							if (usedName{kind, got}) == want {
+								n++
+							}
+						})
+					}
+				}
+				if n > 0 {
+					return true
+				}
+			}
+			return false
+		}
+		lostAlgorithms = lostAlgorithms && stillUsed("shardingAlgorithms", algorithms)
+		lostGenerators = lostGenerators && stillUsed("keyGenerators", generators)
+	}
 	strategy := func(where string, s any) {
 		for _, kind := range []string{"standard", "complex", "hint"} {
 			name, _ := rule.Map(rule.Map(s)[kind])["shardingAlgorithmName"].(string)

@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"unicode/utf8"
 
@@ -18,11 +19,16 @@ import (
 // a change changes. It also counts the table names that are not plain
 // (PlainName) by section, so that a change can find a table by name in
 // any case without scanning every table (NotPlain). The zero value
-// counts an empty rule; a Tally is a value, each copy its own.
+// counts an empty rule; a Tally is a value, each copy its own. It
+// counts as well the entries that refer to each algorithm, key generator
+// and auditor name (Uses), so that a change that drops one table of
+// thousands learns whether the algorithms it used are still used without
+// a scan of every table.
 type Tally struct {
 	total    int    // names the tables' expressions stand for (inline.MaxNames+1 for one beyond it)
 	over     int    // expressions beyond inline.MaxNames
 	notPlain [2]int // table names that are not plain, by tableSections
+	uses     uses
 }
 
 // tableSections are the sections of a sharding rule that hold its tables.
@@ -44,6 +50,13 @@ func TallyOf(c map[string]any) Tally {
 			}
 		}
 	}
+	base := map[usedName]int{}
+	for _, s := range referringSections {
+		for _, v := range rule.Map(c[s]) {
+			entryNames(s, v, func(kind int, name string) { base[usedName{kind, name}]++ })
+		}
+	}
+	t.uses = uses{base: base}
 	return t
 }
 
@@ -55,7 +68,12 @@ func TallyOf(c map[string]any) Tally {
 // plain where next has it and old not, or no longer where old has it and
 // next not. A table absent, or without an expression, counts no names.
 // Recount each table a change names once, from the same old and next.
+// The entries that refer to names (Uses) are recounted the same way, for
+// a key generate strategy (section "keyGenerateStrategies") too.
 func (t Tally) Table(old, next map[string]any, section, table string) Tally {
+	if slices.Contains(referringSections[:], section) {
+		t.uses = t.uses.entry(section, rule.Map(old[section])[table], rule.Map(next[section])[table])
+	}
 	if i := slices.Index(tableSections[:], section); i >= 0 && !PlainName(table) {
 		_, was := rule.Map(old[section])[table]
 		_, is := rule.Map(next[section])[table]
@@ -97,6 +115,22 @@ func (t Tally) add(expr string, sign int) Tally {
 	return t
 }
 
+// Uses is how many tables, auto tables and key generate strategies of
+// the rule counted refer to name of section: a sharding algorithm
+// ("shardingAlgorithms": a strategy's shardingAlgorithmName, under any of
+// standard, complex and hint), a key generator ("keyGenerators") or an
+// auditor ("auditors"); 0 for any other section. The defaults
+// (defaultDatabaseStrategy, ...) are not counted: a change reads them
+// from the rule. It is rule.Database.BeforeUses of the rule counted.
+func (t Tally) Uses(section, name string) int {
+	kind, ok := nameKinds[section]
+	if !ok {
+		return 0
+	}
+	k := usedName{kind, name}
+	return t.uses.base[k] + t.uses.delta[k]
+}
+
 // NotPlain is how many table names of the rule counted are not plain
 // (PlainName), by section ("tables", "autoTables"): a new map, what
 // rule.Database.ShardingNotPlain hands a change.
@@ -136,4 +170,69 @@ func boundsReason(total, over int) string {
 		return fmt.Sprintf("its tables' expressions stand for %d names, more than the %d one rule may", total, inline.MaxRuleNames)
 	}
 	return ""
+}
+
+// referringSections are the sections of a sharding rule whose entries
+// refer to algorithms, key generators and auditors by name (entryNames).
+var referringSections = [3]string{"tables", "autoTables", "keyGenerateStrategies"}
+
+// nameKinds are the sections that hold the named algorithms, key
+// generators and auditors, by the kind of name that refers to them.
+var nameKinds = map[string]int{"shardingAlgorithms": algorithmName, "keyGenerators": generatorName, "auditors": auditorName}
+
+// usedName is a name of one kind (algorithmName, generatorName,
+// auditorName).
+type usedName struct {
+	kind int
+	name string
+}
+
+// uses counts the entries that refer to each name: a base shared by the
+// tallies counted from one another, and this tally's own difference from
+// it. Neither map is modified once the tally holds it (a recount makes
+// a new delta), so copies of a Tally never see each other's counts.
+type uses struct {
+	base  map[usedName]int
+	delta map[usedName]int
+}
+
+// entry is u recounted for an entry of section that was old and is next
+// (nil: absent). The delta grows by what one entry names; once it holds
+// more than 64 names and an eighth of the base, base and delta are
+// merged into a new base, so that a recount costs what the entry names,
+// amortized.
+func (u uses) entry(section string, old, next any) uses {
+	change := map[usedName]int{}
+	entryNames(section, old, func(kind int, name string) { change[usedName{kind, name}]-- })
+	entryNames(section, next, func(kind int, name string) { change[usedName{kind, name}]++ })
+	for k, n := range change {
+		if n == 0 {
+			delete(change, k)
+		}
+	}
+	if len(change) == 0 {
+		return u
+	}
+	delta := maps.Clone(u.delta)
+	if delta == nil {
+		delta = map[usedName]int{}
+	}
+	for k, n := range change {
+		if delta[k] += n; delta[k] == 0 {
+			delete(delta, k)
+		}
+	}
+	if len(delta) <= 64 || len(delta) <= len(u.base)/8 {
+		return uses{base: u.base, delta: delta}
+	}
+	base := maps.Clone(u.base)
+	if base == nil {
+		base = map[usedName]int{}
+	}
+	for k, n := range delta {
+		if base[k] += n; base[k] == 0 {
+			delete(base, k)
+		}
+	}
+	return uses{base: base}
 }
