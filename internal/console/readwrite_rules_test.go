@@ -249,7 +249,7 @@ func TestRuleChangeFromAStaleViewLosesNothing(t *testing.T) {
 			// The other node's change, made from the registry's rule.
 			other := fmt.Sprintf("other_%d", i)
 			groups[other] = map[string]any{"writeDataSourceName": "ds_0", "readDataSourceNames": []any{"ds_1"}, "transactionalReadQueryStrategy": "PRIMARY"}
-			if _, err := rules.ChangeRule(ctx, repo, "sharding_db", "readwrite_splitting", func(_ metadata.RuleRead, c map[string]any) (map[string]any, error) {
+			if _, err := rules.ChangeRule(ctx, repo, "sharding_db", "readwrite_splitting", func(_ metadata.RuleRead, c map[string]any, _ *rule.Edits) (map[string]any, error) {
 				g, _ := c["dataSourceGroups"].(map[string]any)
 				if g == nil {
 					g = map[string]any{}

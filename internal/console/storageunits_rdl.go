@@ -83,7 +83,7 @@ func (e *Engine) dropDefaultSingleUnit(ctx context.Context, db string, removed [
 		return nil
 	}
 	opts := e.ruleOptions()
-	_, err := rules.ChangeRule(ctx, e.d.Repo, db, single.Type, func(read metadata.RuleRead, c map[string]any) (map[string]any, error) {
+	_, err := rules.ChangeRule(ctx, e.d.Repo, db, single.Type, func(read metadata.RuleRead, c map[string]any, _ *rule.Edits) (map[string]any, error) {
 		u := rule.Text(c["defaultDataSource"])
 		if _, exists := read.DB.Units[u]; slices.Contains(removed, u) && !exists {
 			delete(c, "defaultDataSource")

@@ -1,6 +1,10 @@
 package metadata
 
 import (
+	"fmt"
+	"maps"
+	"testing"
+
 	"github.com/shardkeeper/shardkeeper/internal/config"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
 	"github.com/shardkeeper/shardkeeper/internal/rule"
@@ -132,6 +136,33 @@ func sparseRuleWrites(layout paths.Layout, db string, keys RuleKeys, old, next c
 	return conds, ops, err == nil, err
 }
 
+// DiffOfEdits is DiffOf(typ, old, next) for a change that reported the
+// named entries it touched (rule.Edits): when it declared them complete,
+// only those entries are compared (and every field that holds no named
+// entries, whole), so that it costs what the change touched, not the
+// number of entries; otherwise, and where the sizes of the named fields
+// contradict the entries reported (an entry added or removed and not
+// reported), it is DiffOf. Under go test it compares the result with
+// DiffOf's and panics where they differ: a change that reports too few
+// entries would lose writes.
+func DiffOfEdits(typ string, old, next map[string]any, edits *rule.Edits) *Diff {
+	entries, complete := edits.Entries()
+	if !complete {
+		return DiffOf(typ, old, next)
+	}
+	changed, sparseOld, sparseNext, ok := changedEntries(typ, old, next, entries)
+	if !ok {
+		return DiffOf(typ, old, next)
+	}
+	diff := &Diff{Changed: changed, SparseOld: sparseOld, SparseNext: sparseNext}
+	if testing.Testing() {
+		if full := DiffOf(typ, old, next); full == nil || !maps.Equal(full.Changed, diff.Changed) {
+			panic(fmt.Sprintf("metadata: a %s change reported the entries %v as all it touched; they differ in %v", typ, entries, full))
+		}
+	}
+	return diff
+}
+
 // ChangedEntries compares next, a rule of type typ that a change computed
 // from config.CopyFields(old), with old: a named entry (a map field's
 // entry, rule.Items.Named) differs when next lacks it, old lacks it, or
@@ -142,6 +173,15 @@ func sparseRuleWrites(layout paths.Layout, db string, keys RuleKeys, old, next c
 // does). ok is false when a named field is not a map in one of them (the
 // whole rule is then compared).
 func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string]bool, sparseOld, sparseNext map[string]any, ok bool) {
+	return changedEntries(typ, old, next, nil)
+}
+
+// changedEntries is ChangedEntries; with among set, it compares only
+// the named entries among names (by field and name), every other entry
+// of a named field being taken as old's own, and ok is false too where
+// a named field's size is not old's changed by the entries among that
+// next adds and removes.
+func changedEntries(typ string, old, next map[string]any, among map[[2]string]bool) (changed map[[2]string]bool, sparseOld, sparseNext map[string]any, ok bool) {
 	changed = map[[2]string]bool{}
 	sparseOld, sparseNext = map[string]any{}, map[string]any{}
 	fields := make(map[string]bool, len(old)+len(next))
@@ -169,6 +209,18 @@ func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string
 			return nil, nil, nil, false
 		}
 		so, sn := map[string]any{}, map[string]any{}
+		if among != nil {
+			if !compareAmong(f, om, nm, among, so, sn, changed) {
+				return nil, nil, nil, false
+			}
+			if len(so) > 0 {
+				sparseOld[f] = so
+			}
+			if len(sn) > 0 {
+				sparseNext[f] = sn
+			}
+			continue
+		}
 		found := 0 // of om's names, those nm has too
 		for name, e := range nm {
 			oe, had := om[name]
@@ -199,6 +251,41 @@ func ChangedEntries(typ string, old, next map[string]any) (changed map[[2]string
 		}
 	}
 	return changed, sparseOld, sparseNext, true
+}
+
+// compareAmong puts the entries of field f among names that differ
+// between om and nm into so, sn and changed, as changedEntries does; it
+// reports false where nm's size is not om's with the entries among that
+// nm adds and removes (an entry added or removed that is not among).
+func compareAmong(f string, om, nm map[string]any, among map[[2]string]bool, so, sn map[string]any, changed map[[2]string]bool) bool {
+	size := len(om)
+	for k := range among {
+		if k[0] != f {
+			continue
+		}
+		name := k[1]
+		oe, had := om[name]
+		e, has := nm[name]
+		switch {
+		case !had && !has:
+			continue
+		case !had:
+			size++
+		case !has:
+			size--
+		}
+		if had && has && rule.Same(oe, e) {
+			continue
+		}
+		if had {
+			so[name] = oe
+		}
+		if has {
+			sn[name] = e
+		}
+		changed[[2]string{f, name}] = true
+	}
+	return size == len(nm)
 }
 
 // mapField is content's field f as a map, nil when it is none.

@@ -156,6 +156,9 @@ type Database struct {
 	// learns whether a name is still used without a scan of every table;
 	// nil: a change or check that needs it scans.
 	BeforeUses func(section, name string) int
+	// Edits, when set, is where a change reports the named entries it
+	// added, replaced or removed (Edits); nil: it need not.
+	Edits *Edits
 	// ShardingNotPlain, when set, is how many table names of the sharding
 	// rule as read are not plain (sharding.PlainName), by section
 	// ("tables", "autoTables"), as the caller counted them while

@@ -131,7 +131,7 @@ func testBuiltChanges(t *testing.T, repo, other registry.Repository, steps int) 
 		var readDB *metadata.Database
 		var readContent map[string]any // a deep copy of the rule read
 		var built map[string]any       // the tables map the change returned
-		w, err := ChangeRule(ctx, repo, "db", "sharding", func(read metadata.RuleRead, c map[string]any) (map[string]any, error) {
+		w, err := ChangeRule(ctx, repo, "db", "sharding", func(read metadata.RuleRead, c map[string]any, _ *rule.Edits) (map[string]any, error) {
 			readDB = read.DB
 			readContent = config.CloneContent(read.DB.Rules["sharding"].Content)
 			if rng.IntN(4) == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/metadata/metadatatest"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/internal/rule/sharding"
 	"github.com/shardkeeper/shardkeeper/internal/testenv"
@@ -94,7 +95,7 @@ func testCachedChanges(t *testing.T, repo, other registry.Repository) {
 			foreign("drop", fmt.Sprintf("t_scale_%05d", step+1))
 		}
 		mine := fmt.Sprintf("t_mine_%d", step)
-		w, err := ChangeRule(ctx, repo, "db", "sharding", func(_ metadata.RuleRead, c map[string]any) (map[string]any, error) {
+		w, err := ChangeRule(ctx, repo, "db", "sharding", func(_ metadata.RuleRead, c map[string]any, _ *rule.Edits) (map[string]any, error) {
 			// Between this change's read and its commit another client
 			// changes another table.
 			if step%3 == 0 {

@@ -52,6 +52,14 @@ type Written struct {
 	HasDigest bool
 }
 
+// ChangeFunc computes a rule's next content from cur, a copy of the rule
+// read (config.CopyFields: its field maps are copies, their entries the
+// values read, which it replaces rather than modifies), and the database
+// as read. It may report the named entries it adds, replaces or removes
+// in edits (rule.Edits): when it reports them all, what it changed is
+// found by comparing those entries only.
+type ChangeFunc func(read metadata.RuleRead, cur map[string]any, edits *rule.Edits) (map[string]any, error)
+
 // ChangeRule changes database rule ruleType of database db, the way every
 // rule statement does: it reads the database's units and rules from the
 // registry (metadata.ReadDatabase; ErrNoDatabase is an
@@ -82,7 +90,7 @@ type Written struct {
 // statement's start and its answer, and the node's next read does not
 // contradict it). ctx bounds the reads and the commit (and is change's
 // to use).
-func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change func(read metadata.RuleRead, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
+func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType string, change ChangeFunc, opts ChangeOptions) (Written, error) {
 	for attempt := 1; ; attempt++ {
 		rc, err := changeRuleOnce(ctx, repo, db, ruleType, change, opts)
 		if !changedMeanwhile(err) {
@@ -99,7 +107,7 @@ func ChangeRule(ctx context.Context, repo registry.Repository, db, ruleType stri
 }
 
 // changeRuleOnce is one read, change, check and commit of ChangeRule.
-func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change func(read metadata.RuleRead, content map[string]any) (map[string]any, error), opts ChangeOptions) (Written, error) {
+func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType string, change ChangeFunc, opts ChangeOptions) (Written, error) {
 	read, err := opts.Cache.Read(ctx, repo, db)
 	if errors.Is(err, metadata.ErrNoDatabase) {
 		return Written{}, &dbconfig.UnknownDatabaseError{Name: db}
@@ -122,7 +130,8 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	cur := config.CopyFields(old.Content)
 	fresh := metadata.FieldMaps(cur) // the copies, before the change can put other maps in their place
 	refused := func(err error) (Written, error) { return Written{Digest: d.RulesDigest(), HasDigest: true}, err }
-	next, err := change(read, cur)
+	edits := rule.NewEdits()
+	next, err := change(read, cur, edits)
 	if err != nil {
 		return refused(err)
 	}
@@ -141,7 +150,7 @@ func changeRuleOnce(ctx context.Context, repo registry.Repository, db, ruleType 
 	// the writes.
 	var diff *metadata.Diff
 	if old.Content != nil && len(next) > 0 {
-		diff = metadata.DiffOf(ruleType, old.Content, next)
+		diff = metadata.DiffOfEdits(ruleType, old.Content, next, edits)
 	}
 	var beforeNames *int // without a cache, the check counts where it needs to
 	if opts.Cache != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/shardkeeper/shardkeeper/internal/distvar"
 	"github.com/shardkeeper/shardkeeper/internal/metadata"
 	"github.com/shardkeeper/shardkeeper/internal/paths"
+	"github.com/shardkeeper/shardkeeper/internal/rule"
 	"github.com/shardkeeper/shardkeeper/internal/rule/families"
 	"github.com/shardkeeper/shardkeeper/registry"
 )
@@ -136,9 +137,9 @@ func Apply(ctx context.Context, repo registry.Repository, db string, st distsql.
 		return Outcome{}, fmt.Errorf("%T: %w", st, ErrNotRuleStatement)
 	}
 	out := Outcome{RuleType: f.Type()}
-	rc, err := ChangeRule(ctx, repo, db, f.Type(), func(read metadata.RuleRead, cur map[string]any) (map[string]any, error) {
+	rc, err := ChangeRule(ctx, repo, db, f.Type(), func(read metadata.RuleRead, cur map[string]any, edits *rule.Edits) (map[string]any, error) {
 		d := View(read.DB, opts.Introspect)
-		d.ShardingNotPlain, d.BeforeUses = read.ShardingNotPlain(), read.ShardingUses()
+		d.ShardingNotPlain, d.BeforeUses, d.Edits = read.ShardingNotPlain(), read.ShardingUses(), edits
 		return c(ctx, d, cur)
 	}, ChangeOptions{Layout: opts.Layout, Session: opts.Session, Cache: opts.Cache})
 	return out, finish(ctx, repo, db, rc, err, opts, &out)

@@ -370,6 +370,26 @@ func (r *references) touch(section, name string) {
 	r.touched[[2]string{section, name}] = true
 }
 
+// report tells edits every entry the change touched and every
+// algorithm, key generator and auditor those entries name before or after
+// it, then declares them complete: all the named entries a change of
+// tables adds, replaces or removes, since the algorithms, key generators
+// and auditors it writes are those its new tables name (tableValue) and
+// those it removes are those its removed tables named (dropUnused). c is
+// the rule as the change leaves it.
+func (r *references) report(edits *rule.Edits, c map[string]any) {
+	if edits == nil {
+		return
+	}
+	named := func(kind int, n string) { edits.Touch(sectionOfKind[kind], n) }
+	for e := range r.touched {
+		edits.Touch(e[0], e[1])
+		entryNames(e[0], rule.Map(r.before[e[0]])[e[1]], named)
+		entryNames(e[0], rule.Map(c[e[0]])[e[1]], named)
+	}
+	edits.Complete()
+}
+
 // used reports whether rule c refers to name of kind.
 func (r *references) used(c map[string]any, kind int, name string) bool {
 	want := usedName{kind, name}
@@ -468,6 +488,7 @@ func createTableRule(rules []TableRule, ifNotExists, alter bool) rule.Change {
 			refs.touch(f, r.Table)
 			tables.added(f, r.Table)
 		}
+		refs.report(d.Edits, c)
 		return rule.Prune(c), nil
 	}
 }
@@ -526,6 +547,7 @@ func dropTableRule(st *DropTableRule) rule.Change {
 				removeTable(c, refs, f, key)
 			}
 		}
+		refs.report(d.Edits, c)
 		return rule.Prune(c), nil
 	}
 }

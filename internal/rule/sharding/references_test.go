@@ -19,7 +19,8 @@ import (
 // generators and auditors and own others, each run with the references
 // a cache counts (rule.Database.BeforeUses, from TallyOf) and without
 // (a scan of every table): the same rule or the same refusal, and the
-// same check of the result. Between them, an algorithm or key generator
+// same check of the result; the entries a table statement reports as
+// all it touched (rule.Edits) hold every entry that differs. Between them, an algorithm or key generator
 // removed by hand while tables may still name it: the check by count
 // refuses as the full check does, naming the same tables.
 func TestReferencesByCountAsByScan(t *testing.T) {
@@ -95,19 +96,36 @@ func TestReferencesByCountAsByScan(t *testing.T) {
 		errs, err := Family.Check(ctx, d, next)
 		return fmt.Sprint(errs, err)
 	}
-	refusedByHand := 0
+	refusedByHand, reportedSteps := 0, 0
 	for step := range 400 {
 		read := c
 		st := statement(read)
 		var got [2]map[string]any
 		var errs [2]string
+		edits := rule.NewEdits()
 		for i, counted := range []bool{true, false} {
 			d := rule.Database{Name: "db", Sources: sources, Rules: map[string]map[string]any{Type: read}}
 			if counted {
-				d.BeforeUses = TallyOf(read).Uses
+				d.BeforeUses, d.Edits = TallyOf(read).Uses, edits
 			}
 			next, err := Family.Change(st)(ctx, d, config.CopyFields(read))
 			got[i], errs[i] = next, fmt.Sprint(err)
+		}
+		if reported, complete := edits.Entries(); complete && errs[0] == "<nil>" {
+			for _, f := range Family.Items().Named {
+				om, nm := rule.Map(read[f]), rule.Map(got[0][f])
+				for name, e := range nm {
+					if oe, had := om[name]; (!had || !rule.Same(oe, e)) && !reported[[2]string{f, name}] {
+						t.Fatalf("step %d, %T: %s %s added or replaced, not reported in %v", step, st, f, name, reported)
+					}
+				}
+				for name := range om {
+					if _, kept := nm[name]; !kept && !reported[[2]string{f, name}] {
+						t.Fatalf("step %d, %T: %s %s removed, not reported in %v", step, st, f, name, reported)
+					}
+				}
+			}
+			reportedSteps++
 		}
 		if errs[0] != errs[1] || !reflect.DeepEqual(got[0], got[1]) {
 			t.Fatalf("step %d, %T %+v:\nby count: %v, %v\nby scan:  %v, %v", step, st, st, errs[0], got[0], errs[1], got[1])
@@ -133,6 +151,9 @@ func TestReferencesByCountAsByScan(t *testing.T) {
 		if a != "[] <nil>" {
 			refusedByHand++
 		}
+	}
+	if reportedSteps < 100 {
+		t.Fatalf("%d of the changes reported their edits complete; the table statements should", reportedSteps)
 	}
 	if refusedByHand < 20 {
 		t.Fatalf("%d of the removals by hand were refused; the rule's shared names should make many", refusedByHand)
