@@ -101,6 +101,11 @@ func (c *limitConn) Write(p []byte) (int, error) {
 			return n, err
 		}
 	}
+	if c.pending == nil {
+		// Its one buffer, never grown: a write that would pass maxPending
+		// sends what is gathered first.
+		c.pending = make([]byte, 0, maxPending)
+	}
 	c.pending = append(c.pending, p...)
 	return len(p), nil
 }
@@ -128,9 +133,6 @@ func (c *limitConn) flush() error {
 	}
 	_, err := c.Conn.Write(c.pending)
 	c.pending = c.pending[:0]
-	if cap(c.pending) > maxPending {
-		c.pending = nil
-	}
 	if err != nil {
 		c.werr = err
 	}
