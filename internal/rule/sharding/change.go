@@ -345,13 +345,14 @@ func dropUnused(c map[string]any, refs *references, algs, gens, auditors []strin
 // sectionOfKind is the section that holds the names of each kind.
 var sectionOfKind = [3]string{algorithmName: "shardingAlgorithms", generatorName: "keyGenerators", auditorName: "auditors"}
 
-// references answers whether a change's copy of the sharding rule (c,
-// which starts as the rule read, d.Rules[Type]) still refers to a name.
-// Where the caller counted the references of the rule read
+// references answers whether a sharding rule c that a change made of
+// the rule read (before: for a change, d.Rules[Type], whose copy it
+// changes; for the check, d.Before) still refers to a name. Where the
+// caller counted the references of the rule read
 // (rule.Database.BeforeUses), it answers from that count, corrected by
 // the entries the change touched (touch), at a cost of what it touched;
-// otherwise it scans c. A change that replaces, adds or removes an entry
-// of referringSections touches it before it asks.
+// otherwise it scans c. Whoever replaces, adds or removes an entry of
+// referringSections touches it before it asks.
 type references struct {
 	before  map[string]any                 // the rule read
 	uses    func(section, name string) int // its references; nil: scan

@@ -134,28 +134,15 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 		// removed is in the count of old's references, corrected by the
 		// entries the change touched: only then is every entry checked
 		// again (and so named in the errors, as a full check names them).
+		refs := &references{before: old, uses: d.BeforeUses, touched: map[[2]string]bool{}}
+		for _, s := range referringSections {
+			for _, name := range touched(s) {
+				refs.touch(s, name)
+			}
+		}
 		stillUsed := func(section string, m map[string]any) bool {
 			for _, name := range touched(section) {
-				if _, ok := m[name]; ok {
-					continue
-				}
-				want := usedName{nameKinds[section], name}
-				n := d.BeforeUses(section, name)
-				for _, s := range referringSections {
-					for _, e := range touched(s) {
-						entryNames(s, rule.Map(old[s])[e], func(kind int, got string) {
-							if (usedName{kind, got}) == want {
-								n--
-							}
-						})
-						entryNames(s, rule.Map(c[s])[e], func(kind int, got string) {
-							if (usedName{kind, got}) == want {
-								n++
-							}
-						})
-					}
-				}
-				if n > 0 {
+				if _, kept := m[name]; !kept && refs.used(c, nameKinds[section], name) {
 					return true
 				}
 			}
