@@ -47,42 +47,60 @@ func eachTwoClients(t *testing.T, ns string, test func(t *testing.T, repo, other
 	})
 }
 
-func testCachedChanges(t *testing.T, repo, other registry.Repository) {
-	ctx := testenv.Context(t)
+// createScaleDatabase creates database db of unit ds_0 through repo and
+// writes n sharding tables (t_scale_00000, ...) into it through other.
+func createScaleDatabase(ctx context.Context, t *testing.T, repo, other registry.Repository, n int) {
+	t.Helper()
 	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
 		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := metadatatest.WriteShardingTables(ctx, other, "db", 0, 20); err != nil {
+	if err := metadatatest.WriteShardingTables(ctx, other, "db", 0, n); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// changeAsOther changes the sharding rule of db as another client would,
+// through other: edit changes a copy of the rule's fields as read
+// (config.CopyFields), and what differs is written (metadata.RuleWrites)
+// and committed.
+func changeAsOther(ctx context.Context, t *testing.T, other registry.Repository, edit func(content map[string]any)) {
+	t.Helper()
+	d, _, err := metadata.ReadDatabase(ctx, other, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := d.Rules["sharding"]
+	next := config.Rule{Type: "sharding", Content: config.CopyFields(old.Content)}
+	edit(next.Content)
+	conds, ops, err := metadata.RuleWrites(ctx, other, paths.DefaultLayout, "db", old, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testCachedChanges(t *testing.T, repo, other registry.Repository) {
+	ctx := testenv.Context(t)
+	createScaleDatabase(ctx, t, repo, other, 20)
 	// foreign changes table name of the sharding rule as another node
 	// would: add, alter (a new version, the old one deleted) or drop.
 	foreign := func(op, name string) {
 		t.Helper()
-		d, _, err := metadata.ReadDatabase(ctx, other, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := d.Rules["sharding"]
-		next := config.Rule{Type: "sharding", Content: config.CopyFields(old.Content)}
-		tables := next.Content["tables"].(map[string]any)
-		switch op {
-		case "drop":
-			delete(tables, name)
-		default:
-			t := maps.Clone(config.CloneContent(map[string]any{"t": tables["t_scale_00000"]})["t"].(map[string]any))
-			t["actualDataNodes"] = "ds_0." + name + "_" + op
-			tables[name] = t
-		}
-		conds, ops, err := metadata.RuleWrites(ctx, other, paths.DefaultLayout, "db", old, next)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
-			t.Fatal(err)
-		}
+		changeAsOther(ctx, t, other, func(c map[string]any) {
+			tables := c["tables"].(map[string]any)
+			switch op {
+			case "drop":
+				delete(tables, name)
+			default:
+				t := maps.Clone(config.CloneContent(map[string]any{"t": tables["t_scale_00000"]})["t"].(map[string]any))
+				t["actualDataNodes"] = "ds_0." + name + "_" + op
+				tables[name] = t
+			}
+		})
 	}
 	cache := metadata.NewRuleCache()
 	for step := range 12 {
@@ -152,14 +170,7 @@ func TestCachedCountsOfMixedCase(t *testing.T) {
 
 func testCachedCountsOfMixedCase(t *testing.T, repo registry.Repository) {
 	ctx := testenv.Context(t)
-	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
-		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := metadatatest.WriteShardingTables(ctx, repo, "db", 0, 5); err != nil {
-		t.Fatal(err)
-	}
+	createScaleDatabase(ctx, t, repo, repo, 5)
 	opts := Options{Cache: metadata.NewRuleCache()}
 	for _, step := range []struct {
 		sql     string
@@ -214,42 +225,24 @@ func TestCachedUsesFollowChanges(t *testing.T) {
 
 func testCachedUses(t *testing.T, repo, other registry.Repository) {
 	ctx := testenv.Context(t)
-	if err := metadatatest.CreateDatabase(ctx, repo, paths.DefaultLayout, config.Database{Name: "db", DataSources: map[string]config.DataSource{
-		"ds_0": config.NewDataSource("jdbc:mysql://127.0.0.1:3306/ds_0", "root", ""),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := metadatatest.WriteShardingTables(ctx, other, "db", 0, 5); err != nil {
-		t.Fatal(err)
-	}
+	createScaleDatabase(ctx, t, repo, other, 5)
 	// foreign puts (or, with nil, drops) table name as another client
 	// would (with the key generate strategies of the table dropped).
 	foreign := func(name string, table map[string]any) {
 		t.Helper()
-		d, _, err := metadata.ReadDatabase(ctx, other, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := d.Rules["sharding"]
-		next := config.Rule{Type: "sharding", Content: config.CopyFields(old.Content)}
-		if table == nil {
-			delete(next.Content["tables"].(map[string]any), name)
-			strategies, _ := next.Content["keyGenerateStrategies"].(map[string]any)
+		changeAsOther(ctx, t, other, func(c map[string]any) {
+			if table != nil {
+				c["tables"].(map[string]any)[name] = table
+				return
+			}
+			delete(c["tables"].(map[string]any), name)
+			strategies, _ := c["keyGenerateStrategies"].(map[string]any)
 			for k, s := range strategies {
 				if s.(map[string]any)["logicTable"] == name {
 					delete(strategies, k)
 				}
 			}
-		} else {
-			next.Content["tables"].(map[string]any)[name] = table
-		}
-		conds, ops, err := metadata.RuleWrites(ctx, other, paths.DefaultLayout, "db", old, next)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dbconfig.CommitOne(ctx, other, nil, registry.Txn{Conds: conds, Ops: ops}); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	shared := map[string]any{"actualDataNodes": "ds_0.t_shared",
 		"tableStrategy":       map[string]any{"standard": map[string]any{"shardingColumn": "id", "shardingAlgorithmName": "t_a_table_inline"}},

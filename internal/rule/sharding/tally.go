@@ -213,26 +213,22 @@ func (u uses) entry(section string, old, next any) uses {
 	if len(change) == 0 {
 		return u
 	}
-	delta := maps.Clone(u.delta)
-	if delta == nil {
-		delta = map[usedName]int{}
-	}
-	for k, n := range change {
-		if delta[k] += n; delta[k] == 0 {
-			delete(delta, k)
-		}
-	}
+	delta := plus(u.delta, change)
 	if len(delta) <= 64 || len(delta) <= len(u.base)/8 {
 		return uses{base: u.base, delta: delta}
 	}
-	base := maps.Clone(u.base)
-	if base == nil {
-		base = map[usedName]int{}
-	}
-	for k, n := range delta {
-		if base[k] += n; base[k] == 0 {
-			delete(base, k)
+	return uses{base: plus(u.base, delta)}
+}
+
+// plus returns a copy of counts with add's counts added, without the
+// names counted 0.
+func plus(counts, add map[usedName]int) map[usedName]int {
+	out := make(map[usedName]int, len(counts)+len(add))
+	maps.Copy(out, counts)
+	for k, n := range add {
+		if out[k] += n; out[k] == 0 {
+			delete(out, k)
 		}
 	}
-	return uses{base: base}
+	return out
 }
