@@ -209,39 +209,10 @@ func changedEntries(typ string, old, next map[string]any, among map[[2]string]bo
 			return nil, nil, nil, false
 		}
 		so, sn := map[string]any{}, map[string]any{}
-		if among != nil {
-			if !compareAmong(f, om, nm, among, so, sn, changed) {
-				return nil, nil, nil, false
-			}
-			if len(so) > 0 {
-				sparseOld[f] = so
-			}
-			if len(sn) > 0 {
-				sparseNext[f] = sn
-			}
-			continue
-		}
-		found := 0 // of om's names, those nm has too
-		for name, e := range nm {
-			oe, had := om[name]
-			if had {
-				found++
-			}
-			if !had || !rule.Same(oe, e) {
-				sn[name] = e
-				if had {
-					so[name] = oe
-				}
-				changed[[2]string{f, name}] = true
-			}
-		}
-		if found < len(om) { // some of old's entries are gone
-			for name, oe := range om {
-				if _, kept := nm[name]; !kept {
-					so[name] = oe
-					changed[[2]string{f, name}] = true
-				}
-			}
+		if among == nil {
+			compareAll(f, om, nm, so, sn, changed)
+		} else if !compareAmong(f, om, nm, among, so, sn, changed) {
+			return nil, nil, nil, false
 		}
 		if len(so) > 0 {
 			sparseOld[f] = so
@@ -251,6 +222,33 @@ func changedEntries(typ string, old, next map[string]any, among map[[2]string]bo
 		}
 	}
 	return changed, sparseOld, sparseNext, true
+}
+
+// compareAll puts every entry of field f that differs between om and nm
+// into so, sn and changed, as changedEntries does.
+func compareAll(f string, om, nm map[string]any, so, sn map[string]any, changed map[[2]string]bool) {
+	found := 0 // of om's names, those nm has too
+	for name, e := range nm {
+		oe, had := om[name]
+		if had {
+			found++
+		}
+		if !had || !rule.Same(oe, e) {
+			sn[name] = e
+			if had {
+				so[name] = oe
+			}
+			changed[[2]string{f, name}] = true
+		}
+	}
+	if found < len(om) { // some of old's entries are gone
+		for name, oe := range om {
+			if _, kept := nm[name]; !kept {
+				so[name] = oe
+				changed[[2]string{f, name}] = true
+			}
+		}
+	}
 }
 
 // compareAmong puts the entries of field f among names that differ

@@ -129,7 +129,7 @@ func (family) Check(ctx context.Context, d rule.Database, c map[string]any) ([]*
 	errs = append(errs, rule.CheckAlgorithms(dbName, "key generate", changedOf("keyGenerators", generators), KeyGeneratorTypes, nil)...)
 	errs = append(errs, rule.CheckAlgorithms(dbName, "sharding audit", changedOf("auditors", auditors), AuditorTypes, nil)...)
 	lostAlgorithms, lostGenerators := lost("shardingAlgorithms", algorithms), lost("keyGenerators", generators)
-	if old != nil && d.BeforeUses != nil {
+	if (lostAlgorithms || lostGenerators) && old != nil && d.BeforeUses != nil {
 		// Whether an entry the change left alone refers to what it
 		// removed is in the count of old's references, corrected by the
 		// entries the change touched: only then is every entry checked
